@@ -1,0 +1,65 @@
+"""What a backend is: mostly data (which devices, precisions and strategies it takes),
+plus one method that turns a target into launch commands and generated files.
+
+The registry (``accelctl.plan.registry``) picks a backend for a target; nothing
+outside the registry asks "which backend is this?".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accelctl.plan.model import GeneratedFile, Launch
+from accelctl.run.job import WorkerJob
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+WORKER = ("-m", "accelctl.run.worker", "{run_dir}/job.json")
+
+#: environment every worker gets: no Hub traffic, unbuffered output
+BASE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+
+
+@dataclass
+class Built:
+    """What a backend produces for one target."""
+
+    launches: list[Launch]
+    files: list[GeneratedFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Backend:
+    name: str = ""
+    #: device adapters (catalog ``Device.adapter``) this backend drives
+    adapters: tuple[str, ...] = ()
+    precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
+    strategies: tuple[str, ...] = ("none",)
+    tasks: tuple[str, ...] = ("pretrain", "finetune", "generate", "infer")
+    #: one line for ``accelctl plan`` and docs
+    summary: str = ""
+
+    def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
+        """Whether this backend is the natural choice for the target (registry order decides ties)."""
+        return DEVICES[target.device].adapter in self.adapters and target.parallel.strategy in self.strategies
+
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+        """Reasons this backend cannot run the target (empty = it can)."""
+        out = []
+        adapter = DEVICES[target.device].adapter
+        if adapter not in self.adapters:
+            out.append(f"backend {self.name} does not drive {target.device} ({adapter}) devices")
+        if target.precision.dtype not in self.precisions:
+            out.append(f"backend {self.name} does not run {target.precision.dtype}")
+        if target.parallel.strategy not in self.strategies:
+            out.append(f"backend {self.name} does not do {target.parallel.strategy} parallelism")
+        if spec.task.kind not in self.tasks:
+            out.append(f"backend {self.name} does not do {spec.task.kind} tasks")
+        return out
+
+    def processes_per_node(self, target: TargetSpec) -> int:
+        return target.devices
+
+    def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
+        raise NotImplementedError

@@ -1,0 +1,32 @@
+"""cpu: one worker process on this machine's CPU, fp32.  The embedded default."""
+
+from __future__ import annotations
+
+from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.plan.model import Launch
+from accelctl.run.job import WorkerJob
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    adapters = ("cpu",)
+    strategies = ("none", "data")
+    summary = "one process on the host CPU"
+
+    def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
+        return super().selects(spec, target) and target.world_size == 1
+
+    def unsupported(self, spec, target) -> list[str]:
+        out = super().unsupported(spec, target)
+        if target.world_size > 1:
+            out.append("backend cpu runs one process; use torchrun for devices > 1")
+        return out
+
+    def processes_per_node(self, target: TargetSpec) -> int:
+        return 1
+
+    def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
+        env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads))
+        return Built([Launch("worker", ("python", *WORKER), env, processes=1)],
+                     notes=[f"1 process, {job.threads} thread(s)"])

@@ -1,0 +1,29 @@
+"""torchrun / DDP: one process per device, gloo on CPU, nccl on CUDA."""
+
+from __future__ import annotations
+
+from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.plan.model import Launch
+from accelctl.run.job import WorkerJob
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+PROCESS_GROUP = {"cpu": "gloo", "cuda": "nccl"}
+
+
+class TorchrunBackend(Backend):
+    name = "torchrun"
+    adapters = ("cpu", "cuda")
+    strategies = ("none", "data")
+    summary = "torchrun, one process per device, DistributedDataParallel"
+
+    def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
+        adapter = DEVICES[target.device].adapter
+        argv = ["torchrun"]
+        if target.nodes == 1:
+            argv += ["--standalone", "--nnodes=1"]
+        argv += [f"--nproc_per_node={target.devices}", *WORKER]
+        env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads), ACCELCTL_PROCESS_GROUP=PROCESS_GROUP[adapter])
+        return Built([Launch("torchrun", tuple(argv), env, processes=target.devices)],
+                     notes=[f"{target.devices} processes x {job.threads} thread(s), "
+                            f"process group {PROCESS_GROUP[adapter]}"])

@@ -1,0 +1,261 @@
+"""Command line: thin verbs over accelctl.api.
+
+    accelctl validate FILE...            check workloads, every diagnostic at once
+    accelctl plan FILE [--target T]      print the launch plan (text, json or sh)
+    accelctl run FILE [--target T]       run it for real, stream events, store the run
+    accelctl runs                        list stored runs
+
+``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only
+inside the launched worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from accelctl import __version__
+from accelctl.errors import AccelctlError, Diagnostic, PlanError
+
+
+def _color(text: str, code: str, stream=sys.stderr) -> str:
+    return f"\033[{code}m{text}\033[0m" if stream.isatty() else text
+
+
+def _print_diags(diags: Sequence[Diagnostic], stream=sys.stderr) -> None:
+    for d in diags:
+        text = d.render()
+        head, _, rest = text.partition("\n")
+        code = "1;31" if d.severity == "error" else "1;33"
+        print(_color(head, code, stream) + ("\n" + rest if rest else ""), file=stream)
+        print(file=stream)
+
+
+# ------------------------------------------------------------------ validate
+
+def cmd_validate(args) -> int:
+    from accelctl.dsl.parser import parse_file
+    from accelctl.errors import WorkloadError
+    from accelctl.spec.check import check_all
+
+    report, errors, workloads = [], 0, 0
+    for path in args.files:
+        try:
+            specs, diags = check_all(parse_file(path))
+        except WorkloadError as exc:
+            specs, diags = (), exc.diagnostics
+        n_err = sum(d.severity == "error" for d in diags)
+        errors += n_err
+        workloads += len(specs) if not n_err else 0
+        report.append({"path": str(path), "ok": n_err == 0, "workloads": [s.name for s in specs] if not n_err else [],
+                       "diagnostics": [d.to_dict() for d in diags]})
+        if not args.json:
+            _print_diags(diags)
+    if args.json:
+        print(json.dumps({"ok": errors == 0, "files": report}, indent=2))
+    else:
+        files = len(args.files)
+        bad = sum(not r["ok"] for r in report)
+        msg = (f"{files} file(s), {workloads} workload(s): ok" if not errors
+               else f"{bad} of {files} file(s) invalid, {errors} error(s)")
+        print(_color(msg, "32" if not errors else "31", sys.stdout))
+    return 0 if errors == 0 else 1
+
+
+# ------------------------------------------------------------------ plan
+
+def _load_selected(path: str, workload: str | None):
+    from accelctl.api import load
+
+    specs = load(path)
+    if workload:
+        chosen = [s for s in specs if s.name == workload]
+        if not chosen:
+            raise AccelctlError(f"{path} has no workload '{workload}' (workloads: {', '.join(s.name for s in specs)})")
+        return chosen
+    return list(specs)
+
+
+def pick_target(spec, name: str | None):
+    """The target to run: the named one, else the first whose device is here, else cpu."""
+    from accelctl.hostinfo import present_adapters
+    from accelctl.spec.catalog import DEVICES
+
+    if name:
+        try:
+            return spec.target(name), f"--target {name}"
+        except KeyError:
+            names = ", ".join(t.name for t in spec.targets)
+            raise PlanError(f"workload {spec.name} has no target '{name}' (targets: {names})") from None
+    present = present_adapters()
+    for t in spec.targets:
+        adapter = DEVICES[t.device].adapter
+        if adapter != "cpu" and adapter in present:
+            return t, f"first target whose device is present here ({adapter}: {present[adapter]})"
+    for t in spec.targets:
+        if t.device == "cpu":
+            others = [x.name for x in spec.targets if x.device != "cpu"]
+            why = "no accelerator found on this machine"
+            return t, why + (f" for targets {', '.join(others)}" if others else "") + "; using the cpu target"
+    raise PlanError(f"no target of workload {spec.name} can run on this machine (no accelerator found) and it has "
+                    "no cpu target; add 'target cpu { devices = 1 }' or pass --target")
+
+
+def render_plan_text(plan) -> str:
+    out = [f"# plan: workload {plan.workload} -> target {plan.target}",
+           f"#   backend {plan.backend}, engine {plan.engine}, device {plan.device}"]
+    out += [f"#   note: {n}" for n in plan.notes]
+    out += [f"#   WARNING: {w}" for w in plan.warnings]
+    for f in plan.files:
+        out += ["", f"# file {{run_dir}}/{f.path}" + (f"  ({f.role})" if f.role else ""), f.content.rstrip()]
+    out += ["", "# file {run_dir}/job.json  (the worker's input)", plan.job.to_json()]
+    for launch in plan.launches:
+        out += ["", f"# launch {launch.name} ({launch.processes} process(es))", launch.shell()]
+    return "\n".join(out)
+
+
+def render_plan_sh(plan) -> str:
+    import shlex
+
+    out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
+           "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
+           'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
+    files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
+    for path, content in files:
+        out.append(f"cat > \"$run_dir\"/{shlex.quote(path)} <<'ACCELCTL_EOF'\n{content.rstrip()}\nACCELCTL_EOF")
+    for launch in plan.launches:
+        line = launch.shell().replace("{run_dir}", "'\"$run_dir\"'")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def cmd_plan(args) -> int:
+    from accelctl.api import plan as make_plan
+
+    for spec in _load_selected(args.file, args.workload):
+        targets = [spec.target(args.target)] if args.target else list(spec.targets)
+        for t in targets:
+            p = make_plan(spec, t, args.engine)
+            if args.format == "json":
+                print(p.to_json())
+            elif args.format == "sh":
+                print(render_plan_sh(p))
+            else:
+                print(render_plan_text(p))
+                print()
+    return 0
+
+
+# ------------------------------------------------------------------ run
+
+def cmd_run(args) -> int:
+    from accelctl.api import launch, plan as make_plan
+
+    source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
+    status_code = 0
+    specs = _load_selected(args.file, args.workload)
+    chosen = [(spec, *pick_target(spec, args.target)) for spec in specs]
+    plans = [(spec, make_plan(spec, t, args.engine), why) for spec, t, why in chosen]
+    for spec, p, why in plans:
+        from accelctl.run.console import ConsoleSink
+
+        print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
+        for w in p.warnings:
+            print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+        sink = ConsoleSink(headless=args.headless, job=p.job)
+        handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink])
+        try:
+            result = handle.wait()
+        except KeyboardInterrupt:
+            handle.stop()
+            result = handle.wait()
+        if result.status == "stopped":
+            return 130
+        if result.status != "ok":
+            status_code = 1
+    return status_code
+
+
+def cmd_runs(args) -> int:
+    from accelctl.run.store import list_runs
+
+    runs = list_runs(args.runs_dir)
+    if args.json:
+        print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2, default=str))
+        return 0
+    if not runs:
+        print("no runs yet (accelctl run FILE stores them under ./runs)")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="runs")
+    for col in ("id", "workload", "target", "backend", "status", "median step", "throughput"):
+        table.add_column(col)
+    for r in runs:
+        med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else "-"
+        thr = getattr(r, "throughput", None)
+        table.add_row(r.id, r.workload, r.target, r.backend, r.status, med, str(thr) if thr else "-")
+    Console().print(table)
+    return 0
+
+
+# ------------------------------------------------------------------ main
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="accelctl", description="one workload, every accelerator: plan, run, compare")
+    ap.add_argument("--version", action="version", version=f"accelctl {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    v = sub.add_parser("validate", help="check workload files; report every problem")
+    v.add_argument("files", nargs="+")
+    v.add_argument("--json", action="store_true", help="machine-readable diagnostics")
+    v.set_defaults(fn=cmd_validate)
+
+    p = sub.add_parser("plan", help="print the launch plan of a workload's targets")
+    p.add_argument("file")
+    p.add_argument("--workload", "-w")
+    p.add_argument("--target", "-t")
+    p.add_argument("--engine", "-e")
+    p.add_argument("--format", "-f", choices=("text", "json", "sh"), default="text")
+    p.set_defaults(fn=cmd_plan)
+
+    r = sub.add_parser("run", help="run a workload for real on one target")
+    r.add_argument("file")
+    r.add_argument("--workload", "-w")
+    r.add_argument("--target", "-t")
+    r.add_argument("--engine", "-e")
+    r.add_argument("--headless", action="store_true", help="plain console stream (no TUI)")
+    r.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    r.set_defaults(fn=cmd_run)
+
+    ls = sub.add_parser("runs", help="list stored runs")
+    ls.add_argument("--runs-dir", default=None)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(fn=cmd_runs)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "file", None) and not Path(args.file).is_file():
+        print(f"error: no such workload file: {args.file}", file=sys.stderr)
+        return 2
+    try:
+        return args.fn(args)
+    except AccelctlError as exc:
+        if exc.diagnostics:
+            _print_diags(exc.diagnostics)
+        else:
+            print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+        return exc.exit_code if exc.exit_code != 1 else 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

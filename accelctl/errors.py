@@ -1,0 +1,123 @@
+"""Errors and diagnostics.
+
+Every problem found in a workload is a ``Diagnostic``: a stable code, a message, the
+span it points at, and a hint.  Passes collect diagnostics and report them all at once;
+``AccelctlError`` carries a list of them to the CLI, which renders each as::
+
+    workloads/bloomz.wl:7:15: error[E201]: unknown key 'max_new_token' in task generate
+       7 |     max_new_token = 100
+         |     ^^^^^^^^^^^^^
+      = hint: did you mean 'max_new_tokens'?
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a source file; lines and columns are 1-based, ``end_*`` exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @staticmethod
+    def point(line: int, column: int, width: int = 1) -> "Span":
+        return Span(line, column, line, column + max(width, 1))
+
+    def to_dict(self) -> dict[str, int]:
+        return {"line": self.line, "column": self.column, "end_line": self.end_line, "end_column": self.end_column}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span | None = None
+    path: str = "<input>"
+    hint: str = ""
+    severity: str = "error"
+    #: the source text of ``span.line``, filled in by ``attach_source``
+    source_line: str = field(default="", compare=False)
+
+    def to_dict(self) -> dict:
+        d = {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path}
+        if self.span:
+            d.update(self.span.to_dict())
+        if self.hint:
+            d["hint"] = self.hint
+        return d
+
+    def render(self) -> str:
+        """``file:line:col: severity[CODE]: message``, the line, a caret, the hint."""
+        if self.span is None:
+            head = f"{self.path}: {self.severity}[{self.code}]: {self.message}"
+            return head + (f"\n  = hint: {self.hint}" if self.hint else "")
+        sp = self.span
+        out = [f"{self.path}:{sp.line}:{sp.column}: {self.severity}[{self.code}]: {self.message}"]
+        if self.source_line:
+            num = str(sp.line)
+            pad = " " * len(num)
+            text = self.source_line.rstrip("\n").expandtabs(1)
+            width = (sp.end_column - sp.column) if sp.end_line == sp.line else len(text) - sp.column + 1
+            width = max(1, min(width, max(1, len(text) - sp.column + 1)))
+            out.append(f" {num} | {text}")
+            out.append(f" {pad} | {' ' * (sp.column - 1)}{'^' * width}")
+        if self.hint:
+            out.append(f"  = hint: {self.hint}")
+        return "\n".join(out)
+
+
+def attach_source(diags: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
+    """Fill ``source_line`` of each diagnostic from the file text."""
+    lines = text.splitlines()
+    out = []
+    for d in diags:
+        if d.span and 1 <= d.span.line <= len(lines):
+            d = Diagnostic(d.code, d.message, d.span, d.path, d.hint, d.severity, lines[d.span.line - 1])
+        out.append(d)
+    return out
+
+
+class AccelctlError(Exception):
+    """A failure with one or more diagnostics, or a plain message."""
+
+    def __init__(self, message: str = "", diagnostics: Sequence[Diagnostic] = (), exit_code: int = 1):
+        self.diagnostics = list(diagnostics)
+        if not message and self.diagnostics:
+            message = self.diagnostics[0].message
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def render(self) -> str:
+        if self.diagnostics:
+            return "\n\n".join(d.render() for d in self.diagnostics)
+        return f"error: {self}"
+
+
+class WorkloadError(AccelctlError):
+    """The workload file is not valid (syntax or meaning)."""
+
+
+class PlanError(AccelctlError):
+    """A valid workload cannot be planned for the chosen target or engine."""
+
+
+class RunError(AccelctlError):
+    """A run could not start, or failed."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A hint naming the closest choice, or listing the choices when none is close."""
+    choices = sorted(set(choices))
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    if len(choices) <= 12:
+        return "expected one of: " + ", ".join(choices)
+    return ""

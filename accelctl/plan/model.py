@@ -1,0 +1,87 @@
+"""Plans: inert, printable descriptions of exactly what a run would execute.
+
+A ``Plan`` holds the launch commands (argv lists, never shell strings), their
+environment, and the files to generate (the worker's ``job.json``, a ds_config, a
+hostfile, an sbatch script...).  Paths inside the run folder are written with the
+placeholder ``{run_dir}``, which the runner substitutes when it materialises the plan.
+Two argv heads are symbolic so a plan prints the same on every machine: ``python``
+(the interpreter accelctl runs under) and ``torchrun``.  Only the runner turns a plan
+into processes (``accelctl.run.runner``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelctl.run.job import WorkerJob
+
+RUN_DIR = "{run_dir}"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One command to start (on one host, or one per node for a multi-node engine)."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    #: processes this command starts (torchrun --nproc_per_node etc.), for display
+    processes: int = 1
+
+    def shell(self) -> str:
+        """The command as a POSIX shell line, every word quoted."""
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
+        cmd = " ".join(shlex.quote(a) for a in self.argv)
+        return f"{env} {cmd}".strip()
+
+
+@dataclass(frozen=True)
+class GeneratedFile:
+    """A file the plan writes into the run folder before launching."""
+
+    path: str
+    content: str
+    #: what the file is for, shown in ``accelctl plan``
+    role: str = ""
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    workload: str
+    target: str
+    backend: str
+    engine: str
+    device: str
+    launches: tuple[Launch, ...]
+    files: tuple[GeneratedFile, ...]
+    job: WorkerJob
+    #: facts worth showing with the plan: memory fit, chosen threads, stand-in weights...
+    notes: tuple[str, ...] = ()
+    #: warnings that do not stop the plan (bf16 on a CPU without native bf16...)
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["job"] = self.job.to_dict()
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Plan":
+        kw = dict(d)
+        kw["launches"] = tuple(
+            Launch(name=x["name"], argv=tuple(x["argv"]), env=dict(x["env"]), processes=x.get("processes", 1))
+            for x in d["launches"]
+        )
+        kw["files"] = tuple(GeneratedFile(**x) for x in d["files"])
+        kw["job"] = WorkerJob.from_dict(d["job"])
+        kw["notes"] = tuple(d.get("notes", ()))
+        kw["warnings"] = tuple(d.get("warnings", ()))
+        return cls(**kw)

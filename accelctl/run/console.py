@@ -1,0 +1,214 @@
+"""A console sink (rich): run header, phases, a progress bar with ETA, compact step lines,
+warnings, and a summary table at the end.
+
+On a terminal it draws a live progress bar; when stdout is not a terminal (CI, a pipe)
+or with ``headless=True`` it prints plain lines only, no colour and no control codes.
+Only rank 0 advances the progress bar and prints step lines; warnings and failures of
+every rank are shown, tagged with their rank.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import IO, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from accelctl.run.events import LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
+from accelctl.run.job import WorkerJob
+
+VERSION_KEYS = ("python", "torch", "transformers", "timm", "diffusers", "accelerate", "deepspeed", "datasets")
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
+
+
+def _num(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isnan(x):
+        return "nan"
+    return f"{x:,.1f}{unit}" if abs(x) >= 100 else f"{x:.4g}{unit}"
+
+
+class ConsoleSink:
+    """Prints a run as it happens; ``close(result)`` prints the steady-state summary."""
+
+    def __init__(
+        self,
+        job: WorkerJob | None = None,
+        *,
+        console: Console | None = None,
+        headless: bool = False,
+        every: int | None = None,
+        file: IO[str] | None = None,
+    ):
+        self.console = console or Console(file=file, highlight=False)
+        self.plain = headless or not self.console.is_terminal
+        if self.plain and console is None:
+            self.console = Console(file=file, highlight=False, no_color=True, force_terminal=False, soft_wrap=True)
+        m = job.measure if job is not None else None
+        self.total: int | None = m.warmup + m.steps * m.repeat if m is not None else None
+        self.repeats = m.repeat if m is not None else 1
+        self.every = every or (max(1, self.total // 10) if self.total else 10)
+        self.seen = 0
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    # -- output helpers --------------------------------------------------------------
+
+    def _print(self, text: str, style: str | None = None) -> None:
+        line = Text(text, style=style or "")
+        (self._progress.console if self._progress is not None else self.console).print(line, soft_wrap=True)
+
+    def _start_progress(self) -> None:
+        if self.plain or self._progress is not None:
+            return
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("steps", total=self.total)
+
+    def _stop_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    # -- events ------------------------------------------------------------------------
+
+    def on_event(self, ev: Any) -> None:
+        handler = getattr(self, f"_on_{type(ev).__name__}", None)
+        if handler is not None:
+            handler(ev)
+
+    def _on_RunStarted(self, ev: RunStarted) -> None:
+        if ev.rank != 0:
+            return
+        self._print(f"run {ev.run_id}", "bold")
+        env = ev.env
+        self._print(
+            f"  workload {ev.workload} · target {ev.target} · backend {ev.backend} · "
+            f"device {env.get('device_name', '?')} · world size {ev.world_size}"
+        )
+        versions = ", ".join(f"{k} {env[k]}" for k in VERSION_KEYS if k in env)
+        if versions:
+            self._print(f"  versions: {versions}", "dim")
+        if env.get("cpu_model"):
+            self._print(f"  cpu: {env['cpu_model']} ({env.get('cpu_count', '?')} cores, {env.get('threads', '?')} threads)", "dim")
+        if ev.details:
+            self._print("  " + ", ".join(f"{k}={v}" for k, v in ev.details.items()), "dim")
+        self._start_progress()
+
+    def _on_PhaseChanged(self, ev: PhaseChanged) -> None:
+        if ev.rank != 0 or ev.phase == "done":
+            return
+        rep = f" (repeat {ev.repeat + 1}/{self.repeats})" if ev.phase == "measure" and self.repeats > 1 else ""
+        self._print(f"· {ev.phase}{rep}", "cyan")
+        if self._progress is not None:
+            self._progress.update(self._task, description=ev.phase)
+
+    def _on_StepMetrics(self, ev: StepMetrics) -> None:
+        if ev.rank != 0:
+            return
+        self.seen += 1
+        if self._progress is not None:
+            self._progress.advance(self._task)
+        if self.seen % self.every and self.seen != self.total:
+            return
+        of = f"/{self.total}" if self.total else ""
+        parts = [f"step {self.seen}{of}", f"[{ev.phase}]"]
+        if ev.loss is not None:
+            parts.append(f"loss {ev.loss:.4f}")
+        parts.append(_ms(ev.step_time_s))
+        if ev.tokens_per_s is not None and (ev.new_tokens is not None or ev.samples_per_s is None):
+            parts.append(f"{_num(ev.tokens_per_s)} tokens/s")
+        elif ev.samples_per_s is not None:
+            parts.append(f"{_num(ev.samples_per_s)} samples/s")
+        self._print("  ".join(parts))
+
+    def _on_LogMessage(self, ev: LogMessage) -> None:
+        level = ev.level.lower()
+        if level == "debug":
+            return
+        tag = f"[rank {ev.rank}] " if ev.rank else ""
+        style = {"warning": "yellow", "warn": "yellow", "error": "red"}.get(level, "dim")
+        prefix = f"{level}: " if level != "info" else ""
+        self._print(f"{tag}{prefix}{ev.message}", style)
+
+    def _on_RunFailed(self, ev: RunFailed) -> None:
+        first = (ev.message or "").strip().splitlines()[:1]
+        self._print(f"✗ rank {ev.rank} {ev.reason}: {first[0] if first else ''}", "bold red")
+
+    def _on_RunFinished(self, ev: RunFinished) -> None:
+        if ev.rank == 0:
+            self._print(f"✓ finished {ev.steps} steps in {ev.wall_s:.2f} s", "green")
+
+    # -- the end ------------------------------------------------------------------------
+
+    def close(self, result: Any) -> None:
+        self._stop_progress()
+        rows = summary_rows(result.summary, result.run_dir)
+        if self.plain:
+            self.console.print("summary", soft_wrap=True)
+            for label, value in rows:
+                self.console.print(f"  {label}: {value}", soft_wrap=True, markup=False, highlight=False)
+            return
+        status = result.summary.get("status", "?")
+        colour = {"ok": "green", "stopped": "yellow"}.get(status, "red")
+        table = Table(title=f"run {status}", title_style=f"bold {colour}", show_header=False, box=None)
+        table.add_column(style="bold")
+        table.add_column()
+        for label, value in rows:
+            table.add_row(label, Text(value))
+        self.console.print(table)
+
+
+def summary_rows(summary: dict[str, Any], run_dir: Any = None) -> list[tuple[str, str]]:
+    """The end-of-run table as (label, value) rows; shared by the plain and rich forms."""
+    stats = summary.get("stats") or {}
+    rows: list[tuple[str, str]] = [("status", str(summary.get("status", "?")))]
+    failure = summary.get("failure")
+    if failure:
+        msg = (failure.get("message") or "").strip().splitlines()
+        rows.append(("failure", f"{failure.get('reason')} (rank {failure.get('rank')}): {msg[0] if msg else ''}"))
+    st = stats.get("step_time")
+    if st:
+        rows.append(("step time", f"median {_ms(st['median'])} · mean {_ms(st['mean'])} · p90 {_ms(st['p90'])} ({st['count']} steps)"))
+    thr = stats.get("throughput") or {}
+    for key, unit in (("samples_per_s", "samples/s"), ("tokens_per_s", "tokens/s")):
+        r = thr.get(key)
+        if r:
+            rows.append(("throughput", f"{_num(r['median'])} {unit} median · {_num(r['mean'])} mean"))
+    gen = stats.get("generation")
+    if gen:
+        rows.append(("latency", f"median {_ms(gen['latency_median_s'])} · p90 {_ms(gen['latency_p90_s'])}"))
+        if gen.get("ttft_median_s") is not None:
+            rows.append(("first token", f"median {_ms(gen['ttft_median_s'])}"))
+        if gen.get("per_token_median_s") is not None:
+            rows.append(("per token", f"median {_ms(gen['per_token_median_s'])} · mean {_ms(gen['per_token_mean_s'])}"))
+        if gen.get("tokens_per_s_median") is not None:
+            rows.append(("generation", f"{_num(gen['tokens_per_s_median'])} tokens/s median"))
+    loss = stats.get("loss")
+    if loss:
+        trend = {True: "decreased", False: "did not decrease", None: "too few steps"}[loss.get("decreased")]
+        rows.append(("loss", f"{_num(loss['first'])} → {_num(loss['last'])} ({trend})"))
+    if stats.get("warmup_steps"):
+        rows.append(("warm-up", f"{stats['warmup_steps']} steps, {stats['warmup_time_s']:.3f} s (excluded from the figures above)"))
+    wall = (summary.get("timings") or {}).get("wall_s")
+    if wall is not None:
+        rows.append(("wall time", f"{wall:.2f} s"))
+    if run_dir is not None:
+        rows.append(("run dir", str(run_dir)))
+    return rows

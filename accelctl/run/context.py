@@ -1,0 +1,63 @@
+"""What a loop gets from the worker: the job, its rank, the device adapter, and event helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelctl.run.emit import EventWriter
+from accelctl.run.events import PhaseChanged, RunStarted, StepMetrics
+
+
+class NonFiniteLoss(Exception):
+    """The loss became NaN or inf at ``step``: the run stops (worker exit code 3)."""
+
+    def __init__(self, step: int, loss: float) -> None:
+        super().__init__(f"loss is {loss} at step {step}")
+        self.step = step
+        self.loss = loss
+
+
+@dataclass
+class RunContext:
+    job: Any
+    rank: int
+    world: int
+    local_rank: int
+    adapter: Any
+    writer: EventWriter
+    precision: Any = None
+    #: RunStarted.env (versions, CPU, measured peak ...)
+    env: dict[str, Any] = field(default_factory=dict)
+    #: seconds spent before the loop, by part (dist init, peak probe, model build ...)
+    setup_s: dict[str, float] = field(default_factory=dict)
+
+    def log(self, level: str, message: str) -> None:
+        self.writer.log(level, message)
+
+    def phase(self, name: str, repeat: int = 0) -> None:
+        self.writer.emit(PhaseChanged(phase=name, rank=self.rank, repeat=repeat))
+
+    def started(self, details: dict[str, Any]) -> None:
+        """Emit RunStarted once the model is built: the rank knows what it will run."""
+        job = self.job
+        base = {"task": job.task.kind, "device_kind": job.device, "adapter": self.adapter.name,
+                "precision": self.precision.name if self.precision else job.precision.dtype,
+                "precision_requested": job.precision.dtype, "micro_batch": job.micro_batch,
+                "accumulation": job.accumulation, "global_batch": job.micro_batch * job.accumulation * self.world,
+                "setup_s": {k: round(v, 4) for k, v in self.setup_s.items()}}
+        self.writer.emit(RunStarted(run_id=job.run_id, workload=job.workload, target=job.target, backend=job.backend,
+                                    rank=self.rank, world_size=self.world, env=self.env, details={**base, **details}))
+
+    def step(self, **fields: Any) -> None:
+        self.writer.emit(StepMetrics(rank=self.rank, **fields))
+
+    @property
+    def peak_flops(self) -> float | None:
+        return self.env.get("peak_flops_measured")
+
+    def mfu(self, flops: float | None, seconds: float) -> float | None:
+        """Achieved FLOP/s of this rank over its measured peak."""
+        if not flops or not self.peak_flops or seconds <= 0:
+            return None
+        return flops / seconds / self.peak_flops

@@ -1,0 +1,155 @@
+"""Inference loops: greedy generation with per-token timing (task generate), and forward
+passes only (task infer).  One StepMetrics per ``generate`` call / forward pass.
+
+16-bit inference casts the weights (as 16-bit serving does, seed 003) instead of autocasting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+
+import torch
+
+from accelctl.run import data, models
+from accelctl.run.context import RunContext
+
+
+class TokenClock:
+    """A ``generate`` streamer that timestamps every new token.
+
+    ``generate`` calls ``put`` once with the prompt (decoder start for encoder-decoders),
+    then once per generated token, after that token is chosen (``tokens.cpu()`` syncs).
+    """
+
+    def __init__(self) -> None:
+        self.prompt_seen = False
+        self.times: list[float] = []
+
+    def put(self, value) -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        self.times.append(time.perf_counter())
+
+    def end(self) -> None:
+        pass
+
+
+def prepare(ctx: RunContext) -> models.Built:
+    """Build the model for inference: eval mode, on the device, 16-bit weights if asked."""
+    job, adapter = ctx.job, ctx.adapter
+    t0 = time.perf_counter()
+    built = models.build(job, ctx.log)
+    model = built.model.to(adapter.device).eval()
+    if ctx.precision.dtype is not None and ctx.precision.name != "fp8":
+        model = model.to(ctx.precision.dtype)
+    built.model = adapter.prepare_inference(model)
+    ctx.setup_s["build_s"] = time.perf_counter() - t0
+    return built
+
+
+def schedule(job) -> list[tuple[str, int, int]]:
+    """(phase, repeat, calls): warm-up once, then ``repeat`` measured rounds."""
+    return [("warmup", 0, job.measure.warmup)] + [("measure", r, job.measure.steps) for r in range(job.measure.repeat)]
+
+
+def run(ctx: RunContext) -> tuple[int, dict]:
+    job = ctx.job
+    if job.task.kind == "infer":
+        return run_infer(ctx)
+    built = prepare(ctx)
+    if built.kind not in (models.CAUSAL_LM, models.SEQ2SEQ):
+        raise ValueError(f"task generate needs a causal LM or seq2seq family, not {job.model.family!r}")
+    model, adapter, tok = built.model, ctx.adapter, built.tokenizer
+    n_new = job.task.max_new_tokens
+    if n_new <= 0:
+        raise ValueError("task generate needs max_new_tokens > 0")
+    if job.task.decoding != "greedy":
+        raise ValueError(f"decoding {job.task.decoding!r} is not implemented; greedy only")
+    prompts = data.prompt_ids(job, built, ctx.log)
+    first = next(prompts)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    ctx.started({**built.details(), "prompt": job.task.prompt, "prompt_tokens": len(first[0]),
+                 "max_new_tokens": n_new, "kv_cache": job.task.kv_cache, "decoding": "greedy"})
+
+    step, latencies, sample = 0, [], None
+    for phase, repeat, count in schedule(job):
+        ctx.phase(phase, repeat)
+        for _ in range(count):
+            step += 1
+            ids = torch.tensor(first if step == 1 else next(prompts), device=adapter.device)
+            clock = TokenClock()
+            adapter.reset_peak_memory()
+            adapter.sync()
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                # greedy, and min_new_tokens == max_new_tokens: exactly n_new tokens, EOS or not
+                out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n_new,
+                                     min_new_tokens=n_new, do_sample=False, num_beams=1,
+                                     use_cache=job.task.kv_cache, pad_token_id=pad, streamer=clock)
+            adapter.sync()
+            latency = time.perf_counter() - t0
+            new = out.shape[1] - (1 if built.kind == models.SEQ2SEQ else ids.shape[1])
+            if new != n_new or len(clock.times) != n_new:
+                raise RuntimeError(f"generate produced {new} new tokens ({len(clock.times)} timed), expected {n_new}")
+            # time to first token = prefill + first decode; then the mean gap between tokens
+            gaps = [b - a for a, b in zip(clock.times, clock.times[1:])]
+            tokens = ids.shape[0] * new
+            ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=latency, samples=ids.shape[0],
+                     tokens=tokens, samples_per_s=ids.shape[0] / latency, tokens_per_s=tokens / latency,
+                     mem_bytes=adapter.memory_bytes(), new_tokens=new, ttft_s=clock.times[0] - t0,
+                     per_token_s=statistics.fmean(gaps) if gaps else None)
+            if phase == "measure":
+                latencies.append(latency)
+            sample = out[0, -new:].tolist()
+    ctx.phase("done")
+    return step, {"new_tokens": n_new, "sample_ids": sample[:20] if sample else [],
+                  "sample_text": tok.decode(sample) if sample else "",
+                  "mean_latency_s": statistics.fmean(latencies) if latencies else None}
+
+
+def run_infer(ctx: RunContext) -> tuple[int, dict]:
+    """Forward passes only, ``micro_batch`` samples each (LM, BERT, T5, ViT)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    job, adapter = ctx.job, ctx.adapter
+    built = prepare(ctx)
+    batches = data.training_batches(job, built, ctx.rank, ctx.world, ctx.log)
+    ctx.started({**built.details(), "data": batches.source, "tokens_per_sample": batches.tokens_per_sample})
+    dtype = ctx.precision.dtype if ctx.precision.name != "fp8" else None
+
+    def forward(batch):
+        if built.kind == models.IMAGE_CLASSIFIER:
+            x = batch["pixel_values"]
+            return built.model(x.to(dtype) if dtype is not None else x)
+        if built.kind != models.SEQ2SEQ:  # no loss: the forward pass alone
+            batch = {k: v for k, v in batch.items() if k != "labels"}
+        return built.model(**batch)
+
+    step, flops = 0, None
+    for phase, repeat, count in schedule(job):
+        ctx.phase(phase, repeat)
+        for _ in range(count):
+            step += 1
+            batch = {k: v.to(adapter.device) for k, v in next(batches).items()}
+            counting = flops is None  # FLOPs counted on the first call (warm-up when there is one)
+            with FlopCounterMode(display=False) if counting else contextlib.nullcontext() as counter:
+                adapter.sync()
+                t0 = time.perf_counter()
+                with torch.inference_mode():
+                    forward(batch)
+                adapter.mark_step()
+                adapter.sync()
+                dt = time.perf_counter() - t0
+            if counting:
+                flops = counter.get_total_flops()
+            samples = job.micro_batch
+            tokens = samples * batches.tokens_per_sample
+            ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, samples=samples, tokens=tokens,
+                     samples_per_s=samples / dt, tokens_per_s=tokens / dt if tokens else None,
+                     mfu=ctx.mfu(flops, dt),
+                     mem_bytes=adapter.memory_bytes())
+    ctx.phase("done")
+    return step, {"flops_per_step": flops}

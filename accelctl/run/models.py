@@ -1,0 +1,295 @@
+"""Build the model a job names: real weights when asked and present, else its stand-in.
+
+A stand-in is the same architecture as the real model (same library class) built from a
+tiny config with random weights, so a CPU runs it in seconds.  Shape keys are the DSL's
+(``accelctl.spec.models.FAMILIES``); keys a job leaves out take the family defaults.
+
+Weights:
+  * ``real``     — ``from_pretrained(ref)`` (Hub id or local path); an error if absent.
+  * ``stand_in`` — the config with random weights.
+  * ``auto``     — real when present locally (a path, or the HF cache), else the stand-in,
+                   with a warning event saying so.
+Nothing here reaches the network: the worker sets ``HF_HUB_OFFLINE=1`` first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from accelctl.spec.models import FAMILIES
+
+#: model kinds the loops dispatch on
+CAUSAL_LM, MASKED_LM, SEQ2SEQ, IMAGE_CLASSIFIER, DIFFUSION = (
+    "causal_lm", "masked_lm", "seq2seq", "image_classifier", "diffusion")
+
+#: family -> (kind, transformers config class, transformers model class)
+HF_CLASSES = {
+    "bloom": (CAUSAL_LM, "BloomConfig", "BloomForCausalLM"),
+    "gpt2": (CAUSAL_LM, "GPT2Config", "GPT2LMHeadModel"),
+    "llama": (CAUSAL_LM, "LlamaConfig", "LlamaForCausalLM"),
+    "bert": (MASKED_LM, "BertConfig", "BertForMaskedLM"),
+    "t5": (SEQ2SEQ, "T5Config", "T5ForConditionalGeneration"),
+}
+
+
+class ByteTokenizer:
+    """A stand-in tokenizer: UTF-8 bytes -> ids, deterministic, no vocabulary file.
+
+    ``id = SPECIALS + byte % (vocab - SPECIALS)``.  It only exists so a stand-in model
+    sees real token ids for a real prompt ("DeepSpeed is a machine learning framework"
+    is 41 ids here, 7 with the BLOOM tokenizer); it is not a language tokenizer.
+    """
+
+    pad_token_id, bos_token_id, eos_token_id, mask_token_id = 0, 1, 2, 3
+    SPECIALS = 4
+
+    def __init__(self, vocab_size: int) -> None:
+        if vocab_size <= self.SPECIALS + 1:
+            raise ValueError(f"vocab {vocab_size} is too small for the byte stand-in tokenizer")
+        self.vocab_size = vocab_size
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        span = self.vocab_size - self.SPECIALS
+        return [self.SPECIALS + b % span for b in text.encode("utf-8")]
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        data = bytes(i - self.SPECIALS for i in ids if self.SPECIALS <= i < self.SPECIALS + 256)
+        return data.decode("utf-8", errors="replace")
+
+
+@dataclass
+class SDParts:
+    """Stable Diffusion's components, used by hand in ``diffusion_loop``."""
+
+    unet: Any
+    vae: Any
+    text_encoder: Any
+    scheduler: Any
+    tokenizer: Any = None
+
+
+@dataclass
+class Built:
+    model: Any
+    family: str
+    kind: str
+    #: "real" or "stand_in"
+    weights: str
+    tokenizer: Any
+    #: the shape in use: stand-in config keys, or the real model's where known
+    shape: dict[str, Any] = field(default_factory=dict)
+
+    def details(self) -> dict[str, Any]:
+        return {"family": self.family, "model_kind": self.kind, "weights": self.weights,
+                "params": count_params(self.model), "shape": self.shape,
+                "tokenizer": type(self.tokenizer).__name__ if self.tokenizer is not None else None}
+
+
+def count_params(model: Any) -> int:
+    if isinstance(model, SDParts):
+        return sum(count_params(m) for m in (model.unet, model.vae, model.text_encoder))
+    return sum(p.numel() for p in model.parameters())
+
+
+def stand_in_shape(model_job) -> dict[str, Any]:
+    """Family defaults overlaid with the job's shape keys."""
+    family = FAMILIES.get(model_job.family)
+    if family is None:
+        raise ValueError(f"unknown model family {model_job.family!r}; known: {', '.join(FAMILIES)}")
+    return {**family.shape, **model_job.config}
+
+
+def weights_present(model_job) -> bool:
+    """Real weights reachable without the network: a local path, or the HF cache."""
+    if not model_job.ref:
+        return False
+    if Path(model_job.ref).expanduser().exists():
+        return True
+    if model_job.source == "local":
+        return False
+    from huggingface_hub import try_to_load_from_cache
+
+    marker = "model_index.json" if model_job.family == "stable_diffusion" else "config.json"
+    return isinstance(try_to_load_from_cache(model_job.ref, marker), str)
+
+
+def build(job, log: Callable[[str, str], None]) -> Built:
+    """The model of ``job`` (real or stand-in, see module doc), on the CPU, fp32, train mode."""
+    mj = job.model
+    shape = stand_in_shape(mj)
+    want = mj.weights
+    if want not in ("real", "stand_in", "auto"):
+        raise ValueError(f"model.weights must be real, stand_in or auto, not {want!r}")
+    if want == "real" or (want == "auto" and weights_present(mj)):
+        if not mj.ref:
+            raise ValueError("model.weights = real needs model.ref (a Hub id or a local path)")
+        try:
+            return _build_real(job, mj)
+        except Exception as exc:  # noqa: BLE001 - auto falls back, real re-raises
+            if want == "real":
+                raise RuntimeError(f"cannot load real weights {mj.ref!r} offline: {exc}") from exc
+            log("warning", f"weights=auto: loading {mj.ref!r} failed offline ({type(exc).__name__}: {exc}); "
+                           f"using the random-weight stand-in {_shape_text(mj.family, shape)}")
+    elif want == "auto" and mj.ref:
+        log("warning", f"weights=auto: no local copy of {mj.ref!r} (path or HF cache) and no network; "
+                       f"using the random-weight stand-in {_shape_text(mj.family, shape)}")
+    return _build_stand_in(job, mj.family, shape)
+
+
+def _shape_text(family: str, shape: dict[str, Any]) -> str:
+    return f"{family}(" + ", ".join(f"{k}={v}" for k, v in shape.items()) + ")"
+
+
+# -- stand-ins: same classes as the real models, tiny configs, random weights ----------------
+
+def _hf_config(family: str, s: dict[str, Any]):
+    import transformers
+
+    tok = ByteTokenizer
+    ids = dict(pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    cls = getattr(transformers, HF_CLASSES[family][1])
+    if family == "bloom":
+        return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], n_layer=s["layers"], n_head=s["heads"], **ids)
+    if family == "gpt2":
+        return cls(vocab_size=s["vocab"], n_positions=s["max_positions"], n_embd=s["hidden"], n_layer=s["layers"],
+                   n_head=s["heads"], n_inner=s.get("ffn"), **ids)
+    if family == "llama":
+        return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], intermediate_size=s["ffn"],
+                   num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                   num_key_value_heads=s.get("kv", s["heads"]), max_position_embeddings=s["max_positions"], **ids)
+    if family == "bert":
+        return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+                   num_attention_heads=s["heads"], intermediate_size=s["ffn"],
+                   max_position_embeddings=s["max_positions"], pad_token_id=tok.pad_token_id)
+    if family == "t5":
+        return cls(vocab_size=s["vocab"], d_model=s["hidden"], d_kv=s["kv"], d_ff=s["ffn"], num_layers=s["layers"],
+                   num_heads=s["heads"], decoder_start_token_id=tok.pad_token_id, **ids)
+    raise ValueError(f"no transformers config for family {family!r}")
+
+
+def _build_stand_in(job, family: str, s: dict[str, Any]) -> Built:
+    import torch
+
+    # the weights are random but reproducible: every rank builds the same initial model
+    torch.manual_seed(job.seed)
+    if family in HF_CLASSES:
+        import transformers
+
+        kind, _, model_cls = HF_CLASSES[family]
+        model = getattr(transformers, model_cls)(_hf_config(family, s))
+        return Built(model, family, kind, "stand_in", ByteTokenizer(s["vocab"]), s)
+    if family == "vit":
+        return Built(_timm_vit(job, s), family, IMAGE_CLASSIFIER, "stand_in", None, s)
+    if family == "stable_diffusion":
+        return Built(_sd_stand_in(s), family, DIFFUSION, "stand_in", ByteTokenizer(s["vocab"]), s)
+    raise ValueError(f"family {family!r} has no stand-in builder")
+
+
+def _timm_vit(job, s: dict[str, Any]):
+    from timm.models.vision_transformer import VisionTransformer
+
+    extra = {}
+    if job.precision.dtype == "fp8":
+        # seed 002: Transformer Engine's fused layer replaces timm's Block
+        extra["block_fn"] = te_block_fn()
+    return VisionTransformer(img_size=s["image_size"], patch_size=s["patch"], in_chans=s.get("channels", 3),
+                             num_classes=s["classes"], embed_dim=s["hidden"], depth=s["layers"],
+                             num_heads=s["heads"], mlp_ratio=s["mlp_ratio"], **extra)
+
+
+def te_block_fn():
+    """A timm ``block_fn`` built on ``transformer_engine.pytorch.TransformerLayer`` (seed 002).
+
+    timm calls ``block_fn(dim=, num_heads=, mlp_ratio=, qkv_bias=, proj_drop=, attn_drop=, ...)``;
+    TE takes (hidden_size, ffn_hidden_size, num_attention_heads).  ViT attends to all patches
+    (no causal mask) and timm's tensors are (batch, seq, hidden): ``attn_input_format="bshd"``.
+    """
+    try:
+        import transformer_engine.pytorch as te
+    except ImportError as exc:
+        raise RuntimeError("precision fp8 needs Transformer Engine (transformer_engine.pytorch) on an "
+                           "FP8-capable GPU (Hopper/Ada); it is not importable here") from exc
+
+    class TEBlock(te.TransformerLayer):
+        def __init__(self, dim, num_heads, mlp_ratio=4.0, proj_drop=0.0, attn_drop=0.0, **_ignored):
+            super().__init__(hidden_size=dim, ffn_hidden_size=int(dim * mlp_ratio), num_attention_heads=num_heads,
+                             hidden_dropout=proj_drop, attention_dropout=attn_drop,
+                             self_attn_mask_type="no_mask", attn_input_format="bshd")
+
+    return TEBlock
+
+
+def _sd_stand_in(s: dict[str, Any]) -> SDParts:
+    """Tiny SD: a 2-level UNet, a 4-level VAE (latent = image / 8 as in SD 1.x), a small CLIP."""
+    from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    c, lpb = int(s["channels"]), int(s["layers_per_block"])
+    vae = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(c, c, 2 * c, 2 * c),
+                        down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
+                        layers_per_block=1, norm_num_groups=min(32, c), sample_size=s["image_size"])
+    unet = UNet2DConditionModel(sample_size=s["image_size"] // 8, in_channels=4, out_channels=4,
+                                block_out_channels=(c, 2 * c), layers_per_block=lpb,
+                                down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                                up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+                                cross_attention_dim=s["text_hidden"], attention_head_dim=s["heads"],
+                                norm_num_groups=min(32, c))
+    text = CLIPTextModel(CLIPTextConfig(vocab_size=s["vocab"], hidden_size=s["text_hidden"],
+                                        intermediate_size=4 * s["text_hidden"], num_hidden_layers=s["text_layers"],
+                                        num_attention_heads=s["heads"], max_position_embeddings=77,
+                                        pad_token_id=0, bos_token_id=1, eos_token_id=2))
+    # the SD 1.x scheduler settings (scaled-linear betas), with DDIM's few-step sampling
+    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                              clip_sample=False, set_alpha_to_one=False, steps_offset=1)
+    return SDParts(unet, vae, text, scheduler)
+
+
+# -- real weights ---------------------------------------------------------------------------
+
+def _build_real(job, mj) -> Built:
+    family, ref = mj.family, mj.ref
+    if family in HF_CLASSES:
+        import transformers
+
+        kind, _, model_cls = HF_CLASSES[family]
+        model = getattr(transformers, model_cls).from_pretrained(ref)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(ref)
+        cfg = model.config
+        shape = {"layers": getattr(cfg, "num_hidden_layers", None), "hidden": getattr(cfg, "hidden_size", None),
+                 "vocab": cfg.vocab_size}
+        return Built(model, family, kind, "real", tokenizer, shape)
+    if family == "vit":
+        model = _timm_real(job, ref)
+        shape = {"image_size": model.patch_embed.img_size[0], "classes": model.num_classes,
+                 "channels": model.patch_embed.proj.in_channels}
+        return Built(model, family, IMAGE_CLASSIFIER, "real", None, shape)
+    if family == "stable_diffusion":
+        from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
+        from transformers import CLIPTextModel, CLIPTokenizer
+
+        parts = SDParts(unet=UNet2DConditionModel.from_pretrained(ref, subfolder="unet"),
+                        vae=AutoencoderKL.from_pretrained(ref, subfolder="vae"),
+                        text_encoder=CLIPTextModel.from_pretrained(ref, subfolder="text_encoder"),
+                        scheduler=DDIMScheduler.from_pretrained(ref, subfolder="scheduler"))
+        parts.tokenizer = CLIPTokenizer.from_pretrained(ref, subfolder="tokenizer")
+        vae_scale = 2 ** (len(parts.vae.config.block_out_channels) - 1)
+        shape = {"image_size": parts.unet.config.sample_size * vae_scale}
+        return Built(parts, family, DIFFUSION, "real", parts.tokenizer, shape)
+    raise ValueError(f"family {family!r} has no real-weights loader")
+
+
+def _timm_real(job, ref: str):
+    import timm
+
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        return timm.create_model(f"local-dir:{path}", pretrained=True)
+    if path.is_file():
+        # a bare checkpoint: the architecture is the job's shape, the weights the file's
+        model = _timm_vit(job, stand_in_shape(job.model))
+        timm.models.load_checkpoint(model, str(path))
+        return model
+    name = ref if ref.startswith("hf-hub:") or "/" not in ref else f"hf-hub:{ref}"
+    return timm.create_model(name, pretrained=True)

@@ -1,0 +1,90 @@
+"""Resolve a job's precision into what the loops apply: an autocast dtype, a grad scaler, fp8.
+
+* fp32: nothing.
+* bf16 / fp16: ``torch.autocast(device_type, dtype)`` around forward (training keeps fp32
+  master weights; inference casts the weights, as 16-bit serving does).  On a CPU without
+  native bf16/fp16 (AVX512-BF16/AMX, AVX512-FP16) it still runs but warns: emulated 16-bit
+  matmuls are ~100-180x slower than fp32 here (LAB.md).
+* fp16 training uses a ``GradScaler`` (loss scaling against underflow).
+* fp8: Transformer Engine's ``fp8_autocast`` inside bf16 autocast (seed 002); needs
+  ``transformer_engine`` and the TE blocks of the vit family.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from accelctl.run.envinfo import cpu_has_native_bf16, cpu_has_native_fp16
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass
+class Precision:
+    #: what runs: fp32, bf16, fp16, fp8 (may differ from the request after a fallback)
+    name: str
+    #: autocast dtype, None for fp32
+    dtype: torch.dtype | None = None
+    #: Transformer Engine recipe (fp8 only)
+    fp8_recipe: Any = None
+
+    def autocast(self, adapter):
+        """Context for a forward pass: autocast, and TE's fp8 autocast inside it."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(adapter.autocast(self.dtype))
+        if self.fp8_recipe is not None:
+            import transformer_engine.pytorch as te
+
+            fp8 = getattr(te, "fp8_autocast", None) or te.autocast
+            stack.enter_context(fp8(enabled=True, fp8_recipe=self.fp8_recipe))
+        return stack
+
+    def grad_scaler(self, adapter):
+        if self.dtype == torch.float16:
+            return torch.amp.GradScaler(adapter.autocast_type)
+        return None
+
+
+def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
+    name = job.precision.dtype
+    if name == "fp32":
+        return Precision("fp32")
+    if name == "fp8":
+        return Precision("fp8", torch.bfloat16, _fp8_recipe(job))
+    if name not in DTYPES:
+        raise ValueError(f"unknown precision {name!r} (fp32, bf16, fp16, fp8)")
+    dtype = DTYPES[name]
+    try:
+        with adapter.autocast(dtype):
+            torch.ones(2, 2, device=adapter.device) @ torch.ones(2, 2, device=adapter.device)
+    except Exception as exc:  # noqa: BLE001 - unsupported autocast falls back to fp32
+        log("warning", f"{name} autocast is not supported on {adapter.name} ({exc}); running fp32 instead")
+        return Precision("fp32")
+    if adapter.name == "cpu":
+        native = cpu_has_native_bf16() if name == "bf16" else cpu_has_native_fp16()
+        if not native:
+            log("warning", f"{name} on a CPU without native {name} instructions (no AVX512/AMX {name}): "
+                           f"matmuls are emulated and ~100x+ slower than fp32 (~180x measured here); "
+                           f"timings will not represent {name} hardware")
+    return Precision(name, dtype)
+
+
+def _fp8_recipe(job):
+    if job.model.family != "vit":
+        raise ValueError(f"fp8 is implemented for the vit family (Transformer Engine blocks, seed 002); "
+                         f"not for {job.model.family!r}")
+    try:
+        from transformer_engine.common.recipe import DelayedScaling, Format
+    except ImportError as exc:
+        raise RuntimeError("precision fp8 needs Transformer Engine (pip install transformer-engine[pytorch]) "
+                           "on an FP8-capable GPU (H100/Ada) or Gaudi2; transformer_engine is not importable "
+                           "here") from exc
+    cfg = job.precision.fp8
+    return DelayedScaling(fp8_format=Format[str(cfg.get("format", "hybrid")).upper()],
+                          amax_history_len=int(cfg.get("amax_history", 16)),
+                          amax_compute_algo=str(cfg.get("amax_algo", "max")),
+                          margin=int(cfg.get("margin", 0)))

@@ -1,0 +1,280 @@
+"""The run store: one folder per run, holding its inputs, its events and its summary.
+
+Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
+
+    20261122-023000-bert_pretrain-cpu-3fa2/
+      workload.wl      the workload source text, exactly as run
+      spec.json        the checked WorkloadSpec
+      plan.json        the Plan, placeholders ({run_dir}) left as printed
+      job.json         the WorkerJob every process reads (run_id and events_dir filled in)
+      <generated>      each GeneratedFile of the plan ({run_dir} substituted)
+      worker.log       stdout + stderr of every launched process
+      rank<N>.jsonl    events appended by rank N (the worker writes these)
+      events.jsonl     all ranks' events merged in arrival order (the runner writes it)
+      summary.json     written once at the end (status, timings, steady-state stats)
+
+Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
+characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
+reads and writes files; it starts no processes and imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from accelctl.plan.model import RUN_DIR, GeneratedFile, Plan
+from accelctl.run.job import WorkerJob
+
+RUNS_DIR_ENV = "ACCELCTL_RUNS_DIR"
+
+WORKLOAD_FILE = "workload.wl"
+SPEC_FILE = "spec.json"
+PLAN_FILE = "plan.json"
+JOB_FILE = "job.json"
+LOG_FILE = "worker.log"
+EVENTS_FILE = "events.jsonl"
+SUMMARY_FILE = "summary.json"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.]+|\.{2,}")
+_ID_RE = re.compile(r"^(\d{8}-\d{6})-(.+)-([0-9a-f]{4})$")
+
+
+class RunStoreError(Exception):
+    """A run folder cannot be created, written or found."""
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def runs_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """The folder holding all runs: ``root``, else ``$ACCELCTL_RUNS_DIR``, else ``./runs``."""
+    if root is None:
+        root = os.environ.get(RUNS_DIR_ENV) or "runs"
+    return Path(root).expanduser().absolute()
+
+
+def safe_name(text: str, limit: int = 40) -> str:
+    """``text`` reduced to ``[A-Za-z0-9_.]`` (never empty, never starting with a dot)."""
+    name = re.sub(r"_+", "_", _UNSAFE.sub("_", text)).strip("_.")[:limit]
+    return name or "x"
+
+
+def new_run_id(workload: str, target: str, now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{safe_name(workload)}-{safe_name(target)}-{secrets.token_hex(2)}"
+
+
+def new_run_dir(workload: str, target: str, root: str | os.PathLike[str] | None = None) -> Path:
+    """Create and return a fresh, empty run folder with a unique, sortable id."""
+    base = runs_root(root)
+    base.mkdir(parents=True, exist_ok=True)
+    for _ in range(64):
+        path = base / new_run_id(workload, target)
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise RunStoreError(f"could not create a unique run folder under {base}")
+
+
+def inside(run_dir: Path, relpath: str) -> Path:
+    """``run_dir / relpath``, refusing absolute paths and paths that escape ``run_dir``."""
+    rel = relpath.replace(RUN_DIR + "/", "", 1) if relpath.startswith(RUN_DIR + "/") else relpath
+    if not rel or os.path.isabs(rel):
+        raise RunStoreError(f"generated file path {relpath!r} must be relative to the run folder")
+    root = run_dir.resolve()
+    target = (root / rel).resolve()
+    if target == root or root not in target.parents:
+        raise RunStoreError(f"generated file path {relpath!r} escapes the run folder {run_dir}")
+    return target
+
+
+def substitute(text: str, run_dir: Path) -> str:
+    """Replace the ``{run_dir}`` placeholder with the run folder's absolute path."""
+    return text.replace(RUN_DIR, str(run_dir))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _write(path: Path, text: str, executable: bool = False) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if executable:
+        path.chmod(path.stat().st_mode | 0o111)
+    return path
+
+
+def write_generated_files(run_dir: Path, files: Iterable[GeneratedFile]) -> list[Path]:
+    """Write each generated file inside ``run_dir`` with ``{run_dir}`` substituted.
+
+    Every path is checked before anything is written, so a plan with one escaping
+    path writes nothing.
+    """
+    files = list(files)
+    targets = [inside(run_dir, f.path) for f in files]
+    return [_write(t, substitute(f.content, run_dir), f.executable) for t, f in zip(targets, files)]
+
+
+def job_for_run(job: WorkerJob, run_dir: Path, events_dir: Path | None = None) -> WorkerJob:
+    """The job as this run's processes read it: ``run_id`` is the run folder's name,
+    ``events_dir`` is filled in, and ``{run_dir}`` is substituted in every string."""
+    filled = replace(job, run_id=run_dir.name, events_dir=str(events_dir or run_dir))
+    # substitute inside the JSON text: the placeholder may sit in any nested string
+    escaped = json.dumps(str(run_dir))[1:-1]
+    return WorkerJob.from_dict(json.loads(filled.to_json().replace(RUN_DIR, escaped)))
+
+
+def write_inputs(
+    run_dir: Path,
+    plan: Plan,
+    *,
+    source_text: str | None,
+    spec_json: str | Mapping[str, Any] | None,
+    events_dir: Path | None = None,
+) -> WorkerJob:
+    """Write the run's inputs (workload, spec, plan, generated files, job) and return the job.
+
+    ``job.json`` is written last, so the runner's filled-in job wins over a generated
+    file of the same name.
+    """
+    if source_text is not None:
+        _write(run_dir / WORKLOAD_FILE, source_text)
+    if spec_json is not None:
+        text = spec_json if isinstance(spec_json, str) else json.dumps(spec_json, indent=2, sort_keys=True)
+        _write(run_dir / SPEC_FILE, text)
+    _write(run_dir / PLAN_FILE, plan.to_json())
+    write_generated_files(run_dir, plan.files)
+    job = job_for_run(plan.job, run_dir, events_dir)
+    _write(run_dir / JOB_FILE, job.to_json())
+    return job
+
+
+def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> Path:
+    """Write ``summary.json`` atomically (a reader never sees half a summary)."""
+    tmp = run_dir / (SUMMARY_FILE + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    os.replace(tmp, run_dir / SUMMARY_FILE)
+    return run_dir / SUMMARY_FILE
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One stored run, as listed by ``accelctl runs``."""
+
+    id: str
+    path: Path
+    workload: str
+    target: str
+    backend: str
+    #: ok, failed, stopped, or "incomplete" (no summary.json: still running, or the
+    #: runner itself was killed)
+    status: str
+    #: start time, ISO 8601 UTC ("" when unknown)
+    started: str
+    #: steady-state median step time (max over ranks per step), seconds
+    median_step_time_s: float | None = None
+    #: steady-state median throughput, in ``throughput_unit``
+    throughput: float | None = None
+    #: "samples/s" or "tokens/s" (tokens for generation)
+    throughput_unit: str = ""
+    #: the whole summary.json ({} when absent)
+    summary: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def events(self) -> list:
+        """The run's merged events (``events.jsonl``), typed."""
+        from accelctl.run.events import read_events
+
+        path = self.path / EVENTS_FILE
+        return read_events(path) if path.exists() else []
+
+    def plan(self) -> Plan | None:
+        path = self.path / PLAN_FILE
+        return Plan.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _headline(stats: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
+    step = (stats.get("step_time") or {}).get("median")
+    thr = stats.get("throughput") or {}
+    gen = stats.get("generation") or {}
+    if gen and gen.get("tokens_per_s_median") is not None:
+        return step, gen["tokens_per_s_median"], "tokens/s"
+    for key, unit in (("samples_per_s", "samples/s"), ("tokens_per_s", "tokens/s")):
+        value = (thr.get(key) or {}).get("median")
+        if value is not None:
+            return step, value, unit
+    return step, None, ""
+
+
+def read_run(path: Path) -> RunRecord:
+    """A ``RunRecord`` for one run folder; tolerates a missing or broken ``summary.json``."""
+    summary = _read_json(path / SUMMARY_FILE)
+    info: Mapping[str, Any] = summary or _read_json(path / PLAN_FILE) or _read_json(path / JOB_FILE)
+    m = _ID_RE.match(path.name)
+    started = summary.get("started", "")
+    if not started and m:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
+    step, thr, unit = _headline(summary.get("stats") or {})
+    return RunRecord(
+        id=path.name,
+        path=path,
+        workload=str(info.get("workload", "")),
+        target=str(info.get("target", "")),
+        backend=str(info.get("backend", "")),
+        status=str(summary.get("status", "incomplete")) if summary else "incomplete",
+        started=started,
+        median_step_time_s=step,
+        throughput=thr,
+        throughput_unit=unit,
+        summary=summary,
+    )
+
+
+def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunRecord]:
+    """Every run folder under the store root, newest first."""
+    base = runs_root(root)
+    if not base.is_dir():
+        return []
+    records = [read_run(p) for p in base.iterdir() if p.is_dir() and _ID_RE.match(p.name)]
+
+    def key(r: RunRecord) -> tuple[str, float]:
+        return (r.id[:15], float(r.summary.get("started_unix_s") or r.path.stat().st_mtime))
+
+    return sorted(records, key=key, reverse=True)
+
+
+def load_run(id_or_path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> RunRecord:
+    """A run by folder path, by full id, or by a unique id prefix (or suffix)."""
+    path = Path(id_or_path)
+    if path.is_dir():
+        return read_run(path.absolute())
+    base = runs_root(root)
+    if (base / str(id_or_path)).is_dir():
+        return read_run(base / str(id_or_path))
+    name = str(id_or_path)
+    hits = [p for p in base.iterdir() if p.is_dir() and (p.name.startswith(name) or p.name.endswith(name))] if base.is_dir() else []
+    if len(hits) == 1:
+        return read_run(hits[0])
+    if not hits:
+        raise RunStoreError(f"no run {name!r} under {base}")
+    raise RunStoreError(f"run {name!r} is ambiguous under {base}: " + ", ".join(sorted(p.name for p in hits)[:5]))

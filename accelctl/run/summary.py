@@ -1,0 +1,112 @@
+"""``summary.json``: what a finished run leaves behind, built from its events.
+
+Keys (``schema_version`` 1):
+
+``run_id, status`` (ok / failed / stopped), ``workload, target, backend, engine, device,
+task``; ``started`` (ISO 8601 UTC), ``started_unix_s, finished_unix_s``;
+``timings`` {``wall_s`` (runner: first start → last exit), and per phase of rank 0
+``setup_s, compile_s, warmup_s, measure_s`` when the worker reported them};
+``measure`` {warmup, steps, repeat} as planned; ``world_size``;
+``stats`` (``accelctl.report.stats.StepStats.to_dict()``: steady state, warm-up apart);
+``env`` and ``details`` (rank 0's RunStarted); ``results`` (rank 0's RunFinished);
+``failure`` (null or {reason, message, rank, step}: the first failure, a real one
+preferred over ``stopped``); ``stopped_by`` (null, "user", or "failure": another rank
+failed); ``warnings`` (the plan's, then the workers' warning messages);
+``launches`` [{name, argv (as run), pid, returncode}]; ``returncodes``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from accelctl.plan.model import Plan
+from accelctl.report.stats import steady_state
+from accelctl.run.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted
+from accelctl.run.job import WorkerJob
+
+SCHEMA_VERSION = 1
+MAX_WARNINGS = 50
+
+
+def run_status(stop_kind: str | None, failure: RunFailed | None, returncodes: Sequence[int]) -> str:
+    """``stopped`` when a user stopped the run (or a worker reported being stopped),
+    else ``failed`` when anything failed, else ``ok``."""
+    if stop_kind == "user" or (failure is not None and failure.reason == "stopped"):
+        return "stopped"
+    if failure is not None or any(rc != 0 for rc in returncodes):
+        return "failed"
+    return "ok"
+
+
+def phase_times(events: Iterable[Event], end_unix_s: float) -> dict[str, float]:
+    """Seconds rank 0 spent in each phase (``setup_s``, ``warmup_s``...); a phase entered
+    again (one ``measure`` per repeat) adds up.  The last phase ends at ``end_unix_s``."""
+    phases = [e for e in events if isinstance(e, PhaseChanged) and e.rank == 0]
+    out: dict[str, float] = {}
+    for cur, nxt in zip(phases, [*phases[1:], None]):
+        if cur.phase == "done":
+            continue
+        end = nxt.time_unix_s if nxt is not None else end_unix_s
+        out[f"{cur.phase}_s"] = out.get(f"{cur.phase}_s", 0.0) + max(0.0, end - cur.time_unix_s)
+    return out
+
+
+def _first(events: Sequence[Event], cls: type, rank: int = 0) -> Any:
+    return next((e for e in events if isinstance(e, cls) and getattr(e, "rank", 0) == rank), None)
+
+
+def build_summary(
+    *,
+    plan: Plan,
+    job: WorkerJob,
+    run_id: str,
+    events: Sequence[Event],
+    stop_kind: str | None,
+    failure: RunFailed | None,
+    launches: Sequence[dict[str, Any]],
+    started_unix_s: float,
+    finished_unix_s: float,
+) -> dict[str, Any]:
+    returncodes = [ln["returncode"] for ln in launches]
+    started = _first(events, RunStarted)
+    finished = _first(events, RunFinished)
+    end = finished or _first(events, RunFailed)
+    warnings = list(plan.warnings)
+    for e in events:
+        if isinstance(e, LogMessage) and e.level.lower().startswith("warn") and e.message not in warnings:
+            if len(warnings) < MAX_WARNINGS:
+                warnings.append(e.message)
+    ranks = {e.rank for e in events if isinstance(e, RunStarted)}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": run_status(stop_kind, failure, returncodes),
+        "workload": plan.workload,
+        "target": plan.target,
+        "backend": plan.backend,
+        "engine": plan.engine,
+        "device": plan.device,
+        "task": job.task.kind,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_unix_s)),
+        "started_unix_s": started_unix_s,
+        "finished_unix_s": finished_unix_s,
+        "timings": {
+            "wall_s": finished_unix_s - started_unix_s,
+            **phase_times(events, end.time_unix_s if end is not None else finished_unix_s),
+        },
+        "measure": {"warmup": job.measure.warmup, "steps": job.measure.steps, "repeat": job.measure.repeat},
+        "world_size": started.world_size if started is not None else len(ranks),
+        "stats": steady_state(events).to_dict(),
+        "env": started.env if started is not None else {},
+        "details": started.details if started is not None else {},
+        "results": finished.results if finished is not None else {},
+        "failure": None
+        if failure is None
+        else {"reason": failure.reason, "message": failure.message, "rank": failure.rank, "step": failure.step},
+        "stopped_by": stop_kind,
+        "warnings": warnings,
+        "launches": [dict(ln) for ln in launches],
+        "returncodes": returncodes,
+    }

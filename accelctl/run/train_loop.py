@@ -1,0 +1,164 @@
+"""The training loop (pretrain / finetune), top to bottom.
+
+One *step* is one optimizer step: ``accumulation`` micro-batches of ``micro_batch`` samples
+on each of ``world`` ranks.  Warm-up steps run first and are excluded from the measured
+figures; then ``repeat`` x ``steps`` measured steps.  Each step emits one StepMetrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+from accelctl.run import data, models
+from accelctl.run.context import NonFiniteLoss, RunContext
+
+
+def run(ctx: RunContext) -> tuple[int, dict]:
+    job, adapter, prec = ctx.job, ctx.adapter, ctx.precision
+    accum, world = job.accumulation, ctx.world
+
+    # 1. model and optimizer --------------------------------------------------------------
+    t0 = time.perf_counter()
+    built = models.build(job, ctx.log)
+    model = built.model
+    if job.gradient_checkpointing:
+        # recompute activations in backward: less memory, ~1/3 more compute per step
+        if hasattr(model, "gradient_checkpointing_enable"):  # transformers
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:  # timm
+            model.set_grad_checkpointing(True)
+    model.to(adapter.device).train()
+    if world > 1 and adapter.wrap_ddp:
+        # DDP broadcasts rank 0's weights now and all-reduces gradients during backward
+        ids = [adapter.device.index] if adapter.device.type == "cuda" else None
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    optimizer = make_optimizer(job.optimizer, model.parameters())
+    batches = data.training_batches(job, built, ctx.rank, world, ctx.log)
+    ctx.setup_s["build_s"] = time.perf_counter() - t0
+
+    # 2. precision: autocast around forward (fp32 master weights); fp16 adds loss scaling
+    scaler = prec.grad_scaler(adapter)
+    ctx.started({**built.details(), "data": batches.source, "seq_len": job.data.seq_len,
+                 "tokens_per_sample": batches.tokens_per_sample,
+                 "gradient_checkpointing": job.gradient_checkpointing, "optimizer": job.optimizer.name})
+    nan_at = job.options.get("inject_nan_at_step")  # test hook: poison the loss at that step
+
+    # 3. one optimizer step: accumulation micro-batches, then clip and step ----------------
+    def train_step(step: int) -> float:
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = torch.zeros((), device=adapter.device)
+        for micro in range(accum):
+            batch = {k: v.to(adapter.device, non_blocking=True) for k, v in next(batches).items()}
+            # DDP: all-reduce gradients only on the last micro-batch of the step
+            last = micro == accum - 1
+            no_sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
+            with no_sync:
+                with prec.autocast(adapter):
+                    loss = forward_loss(model, built.kind, batch)
+                if step == nan_at:
+                    loss = loss * float("nan")
+                scaled = loss / accum
+                (scaler.scale(scaled) if scaler else scaled).backward()
+            adapter.mark_step()
+            loss_sum += loss.detach().float()
+        loss_mean = loss_sum / accum
+        if world > 1:
+            # hidden cost: one scalar all-reduce per step, so every rank logs the global
+            # loss and all ranks see a NaN at the same step (and stop together)
+            torch.distributed.all_reduce(loss_mean)
+            loss_mean /= world
+        loss_value = float(loss_mean)  # host sync (on XLA it also cuts the graph here)
+        # a NaN/inf loss stops the run here, before it reaches the weights
+        if not math.isfinite(loss_value):
+            raise NonFiniteLoss(step, loss_value)
+        if job.optimizer.grad_clip > 0:
+            if scaler:
+                scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), job.optimizer.grad_clip)
+        if scaler:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            adapter.optimizer_step(optimizer)
+        adapter.mark_step()
+        return loss_value
+
+    # 4. the FLOPs of one step, counted once (matmul/conv/attention ops, forward and
+    # backward, all micro-batches; with gradient checkpointing the recomputed forward is
+    # included, so it is hardware FLOPs).  Counted on the first warm-up step, or, with no
+    # warm-up, on an untimed forward+backward probe whose gradients are thrown away.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    flops = None
+    if job.measure.warmup == 0:
+        with FlopCounterMode(display=False) as counter:
+            for _ in range(accum):
+                batch = {k: v.to(adapter.device) for k, v in next(batches).items()}
+                with prec.autocast(adapter):
+                    forward_loss(model, built.kind, batch).backward()
+        optimizer.zero_grad(set_to_none=True)
+        flops = counter.get_total_flops()
+
+    # 5. warm-up (excluded), then repeat x steps measured ----------------------------------
+    schedule = [("warmup", 0, job.measure.warmup)]
+    schedule += [("measure", r, job.measure.steps) for r in range(job.measure.repeat)]
+    samples = job.micro_batch * accum * world  # global samples per optimizer step
+    step, losses = 0, []
+    adapter.reset_peak_memory()
+    for phase, repeat, count in schedule:
+        ctx.phase(phase, repeat)
+        for _ in range(count):
+            step += 1
+            counting = flops is None
+            with FlopCounterMode(display=False) if counting else contextlib.nullcontext() as counter:
+                adapter.sync()
+                t_start = time.perf_counter()
+                loss = train_step(step)
+                adapter.sync()
+                dt = time.perf_counter() - t_start
+            if counting:
+                flops = counter.get_total_flops()
+            losses.append(loss)
+
+            # 6. derived quantities, once per step
+            tokens = samples * batches.tokens_per_sample
+            ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, loss=loss, samples=samples,
+                     tokens=tokens, samples_per_s=samples / dt, tokens_per_s=tokens / dt if tokens else None,
+                     mfu=ctx.mfu(flops, dt), mem_bytes=adapter.memory_bytes())
+
+    ctx.phase("done")
+    results = {"first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
+               "flops_per_step": flops, "samples_per_step": samples}
+    if job.options.get("report_param_checksum"):
+        results["param_checksum"] = param_checksum(model)
+    return step, results
+
+
+def forward_loss(model, kind: str, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The task's loss: HF models compute it from ``labels``; images use cross-entropy."""
+    if kind == models.IMAGE_CLASSIFIER:
+        return F.cross_entropy(model(batch["pixel_values"]), batch["labels"])
+    return model(**batch).loss
+
+
+def make_optimizer(opt, params) -> torch.optim.Optimizer:
+    params = [p for p in params if p.requires_grad]
+    if opt.name == "adamw":
+        return torch.optim.AdamW(params, lr=opt.lr, weight_decay=opt.weight_decay)
+    if opt.name == "adam":
+        return torch.optim.Adam(params, lr=opt.lr, weight_decay=opt.weight_decay)
+    if opt.name == "sgd":
+        return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
+    raise ValueError(f"unknown optimizer {opt.name!r} (adamw, adam, sgd)")
+
+
+def param_checksum(model) -> float:
+    """Sum of all parameters in float64: equal on every rank iff DDP kept them in sync."""
+    module = getattr(model, "module", model)
+    with torch.no_grad():
+        return float(sum(p.detach().double().sum() for p in module.parameters()))

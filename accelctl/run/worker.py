@@ -1,0 +1,111 @@
+"""The process every launch starts: ``python -m accelctl.run.worker JOB.json``.
+
+It reads the job, joins the process group when ``WORLD_SIZE > 1`` (torchrun, deepspeed and
+srun set RANK / WORLD_SIZE / LOCAL_RANK), runs the task's loop and reports typed events to
+``<events_dir>/rank<N>.jsonl``.  Exit codes: 0 done, 1 exception, 3 NaN/inf loss,
+130 stopped (SIGINT / SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+
+# never reach the network: weights and datasets come from local paths or caches only
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
+
+from accelctl.run import envinfo, precision  # noqa: E402
+from accelctl.run.context import NonFiniteLoss, RunContext  # noqa: E402
+from accelctl.run.devices import adapter_for  # noqa: E402
+from accelctl.run.emit import EventWriter  # noqa: E402
+from accelctl.run.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
+from accelctl.run.job import WorkerJob  # noqa: E402
+
+EXIT_OK, EXIT_EXCEPTION, EXIT_NAN, EXIT_STOPPED = 0, 1, 3, 130
+
+
+def _stop(signum, frame):  # SIGTERM (torchrun, Slurm, the runner) ends the run like Ctrl-C
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pick_loop(job: WorkerJob):
+    """The loop module for the job's family and task."""
+    if job.model.family == "stable_diffusion":
+        from accelctl.run import diffusion_loop
+
+        return diffusion_loop
+    if job.task.kind in ("pretrain", "finetune"):
+        from accelctl.run import train_loop
+
+        return train_loop
+    if job.task.kind in ("generate", "infer"):
+        from accelctl.run import generate_loop
+
+        return generate_loop
+    raise ValueError(f"unknown task {job.task.kind!r} (pretrain, finetune, generate, infer)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m accelctl.run.worker JOB.json", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    job = WorkerJob.load(argv[0])
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    writer = EventWriter(job.events_dir, rank)
+    signal.signal(signal.SIGTERM, _stop)
+    ctx = None
+    try:
+        writer.emit(PhaseChanged(phase="setup", rank=rank))
+        if job.threads > 0:
+            torch.set_num_threads(job.threads)
+        # each rank draws its own data and dropout; the weights are synced by DDP's broadcast
+        random.seed(job.seed + rank)
+        torch.manual_seed(job.seed + rank)
+
+        adapter = adapter_for(job.device, job.options, local_rank)
+        ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer)
+        if world > 1:
+            t0 = time.perf_counter()
+            torch.distributed.init_process_group(adapter.dist_backend)
+            ctx.setup_s["dist_init_s"] = time.perf_counter() - t0
+        ctx.precision = precision.resolve(job, adapter, ctx.log)
+        ctx.env = envinfo.collect(torch.get_num_threads(), adapter.device_name())
+        ctx.env["device"] = str(adapter.device)
+        # the device's matmul ceiling, measured once here (untimed) for MFU
+        t0 = time.perf_counter()
+        ctx.env["peak_flops_measured"] = adapter.peak_flops(ctx.precision.dtype or torch.float32)
+        ctx.setup_s["peak_probe_s"] = time.perf_counter() - t0
+
+        steps, results = pick_loop(job).run(ctx)
+        writer.emit(RunFinished(rank=rank, steps=steps, wall_s=time.perf_counter() - started, results=results))
+        return EXIT_OK
+    except NonFiniteLoss as exc:
+        writer.emit(RunFailed(reason="nan_loss", message=str(exc), rank=rank, step=exc.step))
+        return EXIT_NAN
+    except KeyboardInterrupt as exc:
+        writer.emit(RunFailed(reason="stopped", message=f"stopped ({exc or 'SIGINT'})", rank=rank))
+        return EXIT_STOPPED
+    except Exception as exc:  # noqa: BLE001 - reported as an event, then exit 1
+        writer.emit(RunFailed(reason="exception", message=f"{type(exc).__name__}: {exc}", rank=rank,
+                              traceback=traceback.format_exc()))
+        return EXIT_EXCEPTION
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+        writer.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

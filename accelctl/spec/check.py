@@ -1,0 +1,383 @@
+"""The check pass: AST -> frozen, typed WorkloadSpecs, or every diagnostic at once.
+
+``check(file)`` walks each workload, coerces every value through the schema tables
+(``accelctl.spec.schema``), resolves each target's effective settings
+(``accelctl.spec.targets``) and runs the cross-field rules.  It never stops at the
+first problem: all diagnostics of a file are collected, then raised together.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from accelctl.dsl import ast
+from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
+from accelctl.spec import schema as S
+from accelctl.spec import values as V
+from accelctl.spec.models import FAMILIES, KNOWN_MODELS
+from accelctl.spec.types import (DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec)
+from accelctl.spec.values import BAD, Ctx
+
+
+class Origins(dict):
+    """dotted setting path -> span where it was written."""
+
+    def add(self, path: str, span: Span) -> None:
+        self.setdefault(path, span)
+
+
+def items_by_key(items: Iterable[ast.Item], ctx: Ctx, multi: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Index a block's items by key, reporting duplicates (E204) except for ``multi`` kinds."""
+    seen: dict[str, ast.Item] = {}
+    out: dict[str, Any] = {}
+    for it in items:
+        key = it.kind if isinstance(it, ast.Block) else it.key
+        span = it.kind_span if isinstance(it, ast.Block) else it.key_span
+        if key in multi:
+            out.setdefault(key, []).append(it)
+            continue
+        if key in seen:
+            first = seen[key]
+            ctx.error("E204", f"duplicate '{key}'", span, f"'{key}' is already set at line {first.span.line}")
+            continue
+        seen[key] = it
+        out[key] = it
+    return out
+
+
+def typed_entries(items: dict[str, Any], table: dict[str, V.VType], ctx: Ctx, where: str,
+                  origins: Origins, prefix: str, extra_ok: Iterable[str] = ()) -> dict[str, Any]:
+    """Coerce ``key = value`` entries of a block against ``table``; unknown keys are E202."""
+    out: dict[str, Any] = {}
+    allowed = set(table) | set(extra_ok)
+    for key, it in items.items():
+        if key in extra_ok:
+            continue
+        if key not in table:
+            what = "block" if isinstance(it, ast.Block) else "key"
+            code = "E201" if isinstance(it, ast.Block) else "E202"
+            ctx.error(code, f"unknown {what} '{key}' in {where}", it.kind_span if isinstance(it, ast.Block)
+                      else it.key_span, did_you_mean(key, allowed))
+            continue
+        if isinstance(it, ast.Block):
+            ctx.error("E209", f"'{key}' is a setting, not a block", it.kind_span, f"write {key} = <value>")
+            continue
+        if isinstance(it, ast.Statement):
+            ctx.error("E208", f"missing '=' after '{key}'", it.key_span,
+                      f"write {key} = {ast.value_text(it.value)}")
+            continue
+        val = table[key].coerce(it.value, ctx, key)
+        if val is not BAD:
+            out[key] = val
+            origins.add(f"{prefix}.{key}", it.span)
+    return out
+
+
+def call_kwargs(call: ast.Call, table: dict[str, V.VType], ctx: Ctx, where: str) -> dict[str, Any]:
+    """Coerce the keyword arguments of ``name(k = v, ...)``; positional arguments are E214."""
+    for a in call.args:
+        ctx.error("E214", f"{where} takes named arguments only", a.span,
+                  f"write {call.name}(name = {ast.value_text(a)})")
+    out: dict[str, Any] = {}
+    seen: set[str] = set()
+    for kw in call.kwargs:
+        if kw.name in seen:
+            ctx.error("E204", f"duplicate argument '{kw.name}' in {where}", kw.span)
+            continue
+        seen.add(kw.name)
+        if kw.name not in table:
+            ctx.error("E210", f"unknown argument '{kw.name}' for {where}", kw.span, did_you_mean(kw.name, table))
+            continue
+        val = table[kw.name].coerce(kw.value, ctx, kw.name)
+        if val is not BAD:
+            out[kw.name] = val
+    return out
+
+
+def single_string_arg(call: ast.Call, ctx: Ctx, what: str) -> str | None:
+    if len(call.args) != 1 or call.kwargs or not isinstance(call.args[0], ast.Str):
+        ctx.error("E214", f"{call.name}(...) takes one string: the {what}", call.span,
+                  f'write {call.name}("...")')
+        return None
+    if not call.args[0].value.strip():
+        ctx.error("E304", f"the {what} must not be empty", call.args[0].span)
+        return None
+    return call.args[0].value
+
+
+# ------------------------------------------------------------------------ blocks
+
+def check_task(it: ast.Item | None, ctx: Ctx, origins: Origins, wspan: Span) -> TaskSpec | None:
+    if it is None:
+        ctx.error("E207", "missing task", wspan, "add e.g. 'task pretrain { ... }' or 'task generate { ... }'")
+        return None
+    header = it.header if isinstance(it, ast.Block) else it.value
+    if not isinstance(header, ast.Word):
+        span = header.span if header is not None else it.span
+        ctx.error("E207", "task needs a kind", span, "write task pretrain|finetune|generate|infer { ... }")
+        return None
+    kind = header.name
+    if kind not in S.TASK_KINDS:
+        ctx.error("E203", f"unknown task '{kind}'", header.span, did_you_mean(kind, S.TASK_KINDS))
+        return None
+    origins.add("task", it.span)
+    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
+    vals: dict[str, Any] = {}
+    for key, entry in items.items():
+        spec = S.TASK_KEYS.get(key)
+        if spec is not None and kind not in spec[1] and isinstance(entry, ast.Entry):
+            if key in S.GENERATION_KEYS:
+                ctx.error("E405", f"generation setting '{key}' on a {kind} task", entry.key_span,
+                          "generation settings belong to 'task generate'; remove it or change the task")
+            else:
+                ctx.error("E406", f"'{key}' does not apply to a {kind} task", entry.key_span,
+                          f"'{key}' is for {'/'.join(spec[1])} tasks")
+            continue
+    table = {k: t for k, (t, kinds) in S.TASK_KEYS.items() if kind in kinds}
+    ok = {k: v for k, v in items.items() if k in table or k not in S.TASK_KEYS}
+    vals = typed_entries(ok, table, ctx, f"task {kind}", origins, "task")
+    if kind == "generate" and "max_new_tokens" not in vals and "max_new_tokens" not in items:
+        ctx.error("E207", "task generate needs max_new_tokens", header.span, "add max_new_tokens = 100")
+    if kind == "generate" and "prompt" not in items:
+        vals.setdefault("prompt", "DeepSpeed is a machine learning framework")
+    vals.pop("batch_size", None)
+    return TaskSpec(kind=kind, **vals)
+
+
+def batch_size_of(task_item: ast.Item | None, ctx: Ctx) -> tuple[int, Span] | None:
+    """``task ... { batch_size = N }``: shorthand for the micro-batch of inference tasks."""
+    if not isinstance(task_item, ast.Block):
+        return None
+    for e in task_item.items:
+        if isinstance(e, ast.Entry) and e.key == "batch_size":
+            v = S.TASK_KEYS["batch_size"][0].coerce(e.value, Ctx(ctx.path), "batch_size")
+            return (v, e.span) if v is not BAD else None
+    return None
+
+
+def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, dict[str, Any]] | None:
+    """``family(layers = 2, hidden = 64, ...)`` -> (family, shape with defaults)."""
+    fam = FAMILIES.get(call.name)
+    if fam is None:
+        span = call.name_span if isinstance(call, ast.Call) else call.span
+        ctx.error("E211", f"unknown model architecture '{call.name}' in {what}", span,
+                  did_you_mean(call.name, FAMILIES))
+        return None
+    shape = dict(fam.shape)
+    if isinstance(call, ast.Call):
+        table = {k: (V.number(positive=True) if isinstance(d, float) else V.integer(1, 10**7))
+                 for k, d in fam.shape.items()}
+        shape.update(call_kwargs(call, table, ctx, f"{call.name}(...)"))
+        if shape.get("hidden", 1) % shape.get("heads", 1):
+            ctx.error("E407", f"hidden = {shape['hidden']} is not divisible by heads = {shape['heads']}",
+                      call.span, "attention splits the hidden size evenly across heads")
+    return fam.name, shape
+
+
+def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: Origins,
+                wspan: Span, base: Path) -> ModelSpec | None:
+    if it is None:
+        ctx.error("E207", "missing model", wspan, 'add e.g. model hf("bert-large-uncased") { stand_in = bert() }')
+        return None
+    origins.add("model", it.span)
+    header = it.header if isinstance(it, ast.Block) else it.value
+    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
+    opts = typed_entries(items, S.MODEL_KEYS, ctx, "model", origins, "model", extra_ok=("stand_in",))
+    stand_in = None
+    if "stand_in" in items:
+        si = items["stand_in"]
+        if isinstance(si, ast.Entry) and isinstance(si.value, (ast.Call, ast.Word)):
+            stand_in = check_shape(si.value, ctx, "stand_in")
+        else:
+            ctx.error("E301", "stand_in must be an architecture like bloom(layers = 2, hidden = 64, heads = 4)",
+                      si.span)
+    source, ref, family, real_shape = "arch", "", opts.get("family"), {}
+    if isinstance(header, ast.Call) and header.name in ("hf", "local"):
+        source = header.name
+        ref = single_string_arg(header, ctx, "Hub id" if source == "hf" else "model path") or ""
+        known = KNOWN_MODELS.get(ref)
+        if known is not None:
+            real_shape = {"params": known.params, "layers": known.layers, "hidden": known.hidden,
+                          "heads": known.heads, "vocab": known.vocab, "ffn": known.ffn, "seq_len": known.seq_len}
+            if family and family != known.family:
+                ctx.error("E409", f"{ref} is a {known.family} model, not {family}", items["family"].span)
+            family = known.family
+        if source == "local" and ref and not (base / ref).expanduser().exists() and stand_in is None:
+            ctx.error("E413", f"model path does not exist: {ref}", header.span,
+                      "give the right path, or a stand_in = <arch>(...) to run without the weights")
+    elif isinstance(header, (ast.Call, ast.Word)):
+        got = check_shape(header, ctx, "model")
+        if got is None:
+            return None
+        family, real_shape = got
+    else:
+        ctx.error("E207", "model needs a source", it.span,
+                  'write model hf("<hub id>"), model local("<path>") or model <arch>(layers = ..)')
+        return None
+    if stand_in is not None:
+        if family and stand_in[0] != family:
+            ctx.error("E409", f"stand_in is a {stand_in[0]} but the model is a {family}", items["stand_in"].span,
+                      f"use {family}(...) as the stand-in")
+        family = family or stand_in[0]
+    if not family:
+        ctx.error("E213", f"cannot tell the architecture of {ref!r}", header.span,
+                  "add family = <bloom|bert|t5|vit|...> or a stand_in = <arch>(...)")
+        return None
+    shape = stand_in[1] if stand_in else (real_shape if source == "arch" else dict(FAMILIES[family].shape))
+    if task is not None and task.kind not in FAMILIES[family].tasks:
+        ctx.error("E408", f"a {family} model cannot do task {task.kind}", it.span,
+                  f"{family} supports: {', '.join(FAMILIES[family].tasks)}")
+    return ModelSpec(source=source, family=family, ref=ref, stand_in=shape, real_shape=real_shape,
+                     weights=opts.get("weights", "auto"))
+
+
+def _dataset_source(call: ast.Value, ctx: Ctx, base: Path, where: str) -> tuple[str, str, dict] | None:
+    if isinstance(call, ast.Word) and call.name == "synthetic":
+        return "synthetic", "", {}
+    if not isinstance(call, ast.Call) or call.name not in S.DATASET_SOURCES:
+        name = getattr(call, "name", ast.value_text(call))
+        ctx.error("E203", f"unknown dataset source '{name}' in {where}", call.span,
+                  did_you_mean(str(name), S.DATASET_SOURCES))
+        return None
+    if call.name == "synthetic":
+        return "synthetic", "", call_kwargs(call, S.DATASET_KEYS, ctx, "synthetic(...)")
+    ref = single_string_arg(call, ctx, "dataset path" if call.name == "files" else "Hub id")
+    if ref is None:
+        return None
+    if call.name == "files" and not (base / ref).expanduser().exists():
+        ctx.error("E412", f"dataset path does not exist: {ref}", call.args[0].span,
+                  f"paths are relative to the workload file's folder ({base})")
+    return call.name, ref, {}
+
+
+def check_dataset(it: ast.Item | None, ctx: Ctx, origins: Origins, base: Path) -> DatasetSpec:
+    if it is None:
+        return DatasetSpec()
+    origins.add("dataset", it.span)
+    header = it.header if isinstance(it, ast.Block) else it.value
+    got = _dataset_source(header, ctx, base, "dataset") if header is not None else ("synthetic", "", {})
+    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
+    vals = typed_entries(items, S.DATASET_KEYS, ctx, "dataset", origins, "dataset", extra_ok=("fallback",))
+    fallback = "synthetic"
+    if "fallback" in items:
+        fb = _dataset_source(items["fallback"].value, ctx, base, "fallback") if isinstance(
+            items["fallback"], ast.Entry) else None
+        if fb is not None:
+            vals = {**fb[2], **vals}
+            fallback = fb[1] if fb[0] == "files" else "synthetic"
+    if got is None:
+        return DatasetSpec(**vals)
+    kind, ref, kw = got
+    return DatasetSpec(kind=kind, ref=ref, fallback=fallback, **{**kw, **vals})
+
+
+def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins) -> MeasureSpec:
+    if it is None:
+        return MeasureSpec()
+    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
+    vals = typed_entries(items, S.MEASURE_KEYS, ctx, "measure", origins, "measure")
+    m = MeasureSpec(**vals)
+    if m.warmup >= m.steps and "warmup" in items:
+        ctx.error("E404", f"warm-up ({m.warmup} steps) is not fewer than the counted steps ({m.steps})",
+                  items["warmup"].span, "count more steps than you warm up: steady state needs both")
+    return m
+
+
+def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None) -> OptimizerSpec:
+    if it is None:
+        return OptimizerSpec()
+    if task is not None and not task.training:
+        ctx.error("E406", f"an optimizer does not apply to a {task.kind} task", it.span, "remove it")
+    header = it.header if isinstance(it, ast.Block) else it.value
+    vals: dict[str, Any] = {}
+    if isinstance(header, (ast.Word, ast.Call)):
+        if header.name not in S.OPTIMIZERS:
+            ctx.error("E203", f"unknown optimizer '{header.name}'", getattr(header, "name_span", header.span),
+                      did_you_mean(header.name, S.OPTIMIZERS))
+        else:
+            vals["name"] = header.name
+        if isinstance(header, ast.Call):
+            vals.update(call_kwargs(header, S.OPTIMIZER_KEYS, ctx, f"optimizer {header.name}"))
+    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
+    vals.update(typed_entries(items, S.OPTIMIZER_KEYS, ctx, "optimizer", origins, "optimizer"))
+    return OptimizerSpec(**vals)
+
+
+# ------------------------------------------------------------------------ workload
+
+def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None:
+    from accelctl.spec.targets import batch_values, check_engines, check_precision, check_targets
+
+    origins = Origins()
+    items = items_by_key(w.items, ctx, multi=("target", "engine"))
+    for key, it in list(items.items()):
+        if key in S.WORKLOAD_BLOCKS or key in S.WORKLOAD_KEYS:
+            if isinstance(it, ast.Entry) and key in ("precision", "task", "optimizer"):
+                items[key] = ast.Statement(key, it.value, it.span, it.key_span)
+            continue
+        if isinstance(it, ast.Block):
+            ctx.error("E201", f"unknown block '{key}'", it.kind_span, did_you_mean(key, S.WORKLOAD_BLOCKS))
+        else:
+            ctx.error("E202", f"unknown key '{key}' in workload {w.name}", it.key_span,
+                      did_you_mean(key, [*S.WORKLOAD_KEYS, *S.WORKLOAD_BLOCKS]))
+        del items[key]
+    plain = {k: v for k, v in items.items() if k in S.WORKLOAD_KEYS}
+    top = typed_entries(plain, S.WORKLOAD_KEYS, ctx, f"workload {w.name}", origins, "workload")
+    task = check_task(items.get("task"), ctx, origins, w.name_span)
+    model = check_model(items.get("model"), task, ctx, origins, w.name_span, base)
+    dataset = check_dataset(items.get("dataset"), ctx, origins, base)
+    measure = check_measure(items.get("measure"), ctx, origins)
+    optimizer = check_optimizer(items.get("optimizer"), ctx, origins, task)
+    precision = check_precision(items.get("precision"), ctx, origins, "precision")
+    engines = check_engines(items.get("engine", []), ctx, origins)
+    gc = top.get("gradient_checkpointing", False)
+    if isinstance(items.get("model"), ast.Block):
+        gc_item = next((e for e in items["model"].items if getattr(e, "key", "") == "gradient_checkpointing"), None)
+        if gc_item is not None and isinstance(gc_item, ast.Entry):
+            gc = V.boolean().coerce(gc_item.value, Ctx(ctx.path), "gradient_checkpointing") is True
+    bs = batch_size_of(items.get("task"), ctx)
+    wl_batch = batch_values(items.get("batch"), ctx, origins, "batch")
+    if bs is not None and "micro" in wl_batch:
+        ctx.error("E204", "batch size set twice: task batch_size and batch micro", bs[1], "keep one of them")
+    targets = check_targets(items.get("target", []), wl_batch, bs, precision, gc, task, model,
+                            engines, ctx, origins, w.span)
+    if task is None or model is None:
+        return None
+    return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,
+                        optimizer=optimizer, targets=targets, engines=engines,
+                        description=top.get("description", ""), seed=top.get("seed", 0), origins=dict(origins))
+
+
+def check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
+    """Check every workload of a file; return the specs and all diagnostics (errors and warnings)."""
+    ctx = Ctx(file.path)
+    base = Path(file.path).resolve().parent if file.path != "<input>" else Path.cwd()
+    specs = []
+    if not file.workloads:
+        ctx.error("E212", "no workload in this file", Span.point(1, 1), "start with: workload <name> { ... }")
+    seen: dict[str, ast.Workload] = {}
+    for w in file.workloads:
+        if w.name in seen:
+            ctx.error("E206", f"duplicate workload '{w.name}'", w.name_span,
+                      f"already defined at line {seen[w.name].span.line}; rename one")
+            continue
+        seen[w.name] = w
+        spec = check_workload(w, ctx, base)
+        if spec is not None:
+            specs.append(spec)
+    diags = attach_source(sorted(ctx.diags, key=_order), file.text)
+    return tuple(specs), diags
+
+
+def _order(d: Diagnostic) -> tuple:
+    return (d.span.line, d.span.column) if d.span else (0, 0)
+
+
+def check(file: ast.File) -> tuple[WorkloadSpec, ...]:
+    """Check a file; raise ``WorkloadError`` carrying every error (warnings are dropped)."""
+    specs, diags = check_all(file)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        raise WorkloadError(diagnostics=errors)
+    return specs

@@ -1,0 +1,257 @@
+"""Targets, precision, parallelism and engines of the check pass, with the cross-field rules.
+
+Each target gets its effective settings (workload values plus its overrides) and is
+checked against the catalog: device capabilities (fp8, HPU graphs, CNN training on
+Neuron), instance size, batch arithmetic, parallel layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelctl.dsl import ast
+from accelctl.errors import Span, did_you_mean
+from accelctl.spec import schema as S
+from accelctl.spec import values as V
+from accelctl.spec.catalog import DEVICES, INSTANCES
+from accelctl.spec.check import Origins, call_kwargs, items_by_key, typed_entries
+from accelctl.spec.models import FAMILIES
+from accelctl.spec.types import (BatchSpec, EngineSpec, Fp8Recipe, ModelSpec, ParallelSpec, PrecisionSpec,
+                                 TargetSpec, TaskSpec)
+from accelctl.spec.values import BAD, Ctx
+
+FP8_DEVICES = tuple(d.name for d in DEVICES.values() if d.fp8)
+
+
+def check_precision(it: ast.Item | None, ctx: Ctx, origins: Origins, path: str) -> PrecisionSpec | None:
+    """``precision bf16``, ``precision fp8(format = hybrid)`` or ``precision fp8 { ... }``."""
+    if it is None:
+        return None
+    header = it.header if isinstance(it, ast.Block) else it.value
+    if not isinstance(header, (ast.Word, ast.Call)):
+        ctx.error("E301", "precision must be one of " + ", ".join(S.PRECISIONS), it.span)
+        return None
+    if header.name not in S.PRECISIONS:
+        ctx.error("E203", f"unknown precision '{header.name}'", header.span, did_you_mean(header.name, S.PRECISIONS))
+        return None
+    origins.add(path, it.span)
+    recipe: dict[str, Any] = {}
+    if isinstance(header, ast.Call):
+        recipe.update(call_kwargs(header, S.FP8_KEYS, ctx, f"{header.name}(...)"))
+    if isinstance(it, ast.Block):
+        recipe.update(typed_entries(items_by_key(it.items, ctx), S.FP8_KEYS, ctx, "precision", origins, path))
+    if recipe and header.name != "fp8":
+        ctx.error("E202", f"recipe settings apply to fp8 only, not {header.name}", it.span,
+                  "remove them or use precision fp8 { ... }")
+        recipe = {}
+    fp8 = Fp8Recipe(**recipe) if header.name == "fp8" else None
+    return PrecisionSpec(dtype=header.name, fp8=fp8)
+
+
+def check_engines(items: list[ast.Item], ctx: Ctx, origins: Origins) -> dict[str, EngineSpec]:
+    out: dict[str, EngineSpec] = {}
+    for it in items:
+        header = it.header if isinstance(it, ast.Block) else it.value
+        if not isinstance(header, ast.Word):
+            ctx.error("E207", "engine needs a kind", it.span, "write engine slurm { ... }")
+            continue
+        if header.name not in S.ENGINE_KEYS:
+            ctx.error("E508", f"unknown engine '{header.name}'", header.span, did_you_mean(header.name, S.ENGINE_KEYS))
+            continue
+        if header.name in out:
+            ctx.error("E204", f"duplicate engine '{header.name}'", header.span)
+            continue
+        body = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
+        settings = typed_entries(body, S.ENGINE_KEYS[header.name], ctx, f"engine {header.name}", origins,
+                                 f"engines.{header.name}")
+        out[header.name] = EngineSpec(kind=header.name, settings=settings)
+    return out
+
+
+def check_parallel(v: ast.Value, ctx: Ctx) -> ParallelSpec | None:
+    name = v.name if isinstance(v, (ast.Word, ast.Call)) else None
+    if name is None:
+        ctx.error("E301", "parallel must be a strategy like zero(stage = 1)", v.span)
+        return None
+    name = S.PARALLEL_ALIASES.get(name, name)
+    if name not in S.PARALLEL_STRATEGIES:
+        ctx.error("E203", f"unknown parallel strategy '{name}'", getattr(v, "name_span", v.span),
+                  did_you_mean(name, S.PARALLEL_STRATEGIES))
+        return None
+    allowed = {k: S.PARALLEL_ARGS[k] for k in S.PARALLEL_STRATEGIES[name]}
+    args = call_kwargs(v, allowed, ctx, f"{name}(...)") if isinstance(v, ast.Call) else {}
+    stage = args.pop("stage", 0)
+    if name == "zero" and not 0 <= stage <= 3:
+        span = next(k.span for k in v.kwargs if k.name == "stage")
+        ctx.error("E403", f"ZeRO stage {stage} does not exist", span, "ZeRO stages are 0, 1, 2 and 3")
+        return None
+    p = ParallelSpec(strategy=name, zero_stage=stage, **args)
+    if p.offload_optimizer != "none" and p.zero_stage < 1:
+        ctx.error("E410", "optimizer offload needs ZeRO stage 1 or more", v.span, "set stage = 1, 2 or 3")
+    if p.offload_param != "none" and p.zero_stage != 3:
+        ctx.error("E410", "parameter offload needs ZeRO stage 3", v.span, "set stage = 3")
+    return p
+
+
+def _resolve_device(name: str, vals: dict, items: dict, ctx: Ctx, span: Span) -> str | None:
+    inst = INSTANCES.get(vals.get("instance", ""))
+    if "instance" in vals and inst is None and "device" not in vals:
+        ctx.error("E503", f"unknown instance type '{vals['instance']}'", items["instance"].value.span,
+                  did_you_mean(vals["instance"], INSTANCES) or "add device = <kind> to use an instance we don't know")
+        return None
+    device = vals.get("device") or (inst.device if inst else None) or (name if name in DEVICES else None)
+    if device is None and "device" in items:
+        return None  # the bad device value is already reported
+    if device is None:
+        ctx.error("E207", f"target {name} needs a device", span,
+                  f"add device = <{'|'.join(sorted(DEVICES))}> or a known instance = ...; "
+                  + did_you_mean(name, DEVICES))
+        return None
+    if inst is not None and "device" in vals and inst.device != vals["device"]:
+        ctx.error("E507", f"{inst.name} has {inst.device} devices, not {vals['device']}", items["device"].span,
+                  f"use device = {inst.device} or another instance type")
+    return device
+
+
+def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] | None,
+                 precision: PrecisionSpec | None, gc: bool, task: TaskSpec | None, model: ModelSpec | None,
+                 engines: dict[str, EngineSpec], ctx: Ctx, origins: Origins) -> TargetSpec | None:
+    header = it.header if isinstance(it, ast.Block) else it.value
+    if not isinstance(header, ast.Word):
+        ctx.error("E207", "target needs a name", it.span, "write target <name> { device = ... }")
+        return None
+    name = header.name
+    pre = f"targets.{name}"
+    origins.add(pre, it.span)
+    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
+    vals = typed_entries(items, S.TARGET_KEYS, ctx, f"target {name}", origins, pre, extra_ok=S.TARGET_SPECIAL)
+    device = _resolve_device(name, vals, items, ctx, header.span)
+    if device is None:
+        return None
+    dev = DEVICES[device]
+    inst = INSTANCES.get(vals.get("instance", ""))
+    devices = vals.get("devices", inst.devices if inst else 1)
+    if inst is not None and devices > inst.devices:
+        ctx.error("E504", f"{inst.name} has {inst.devices} {device} devices, not {devices}", items["devices"].span,
+                  f"use devices = {inst.devices} per node and raise nodes instead")
+    nodes = vals.get("nodes", 1)
+    price = vals.get("price")
+    if price is None and inst is not None and inst.price_per_hour is not None:
+        price = inst.price_per_hour * nodes
+    # effective precision, parallel layout and batch
+    prec = precision or PrecisionSpec()
+    if "precision" in items:
+        pi = items["precision"]
+        pi = ast.Statement("precision", pi.value, pi.span, pi.key_span) if isinstance(pi, ast.Entry) else pi
+        prec = check_precision(pi, ctx, origins, f"{pre}.precision") or prec
+    parallel = ParallelSpec()
+    if "parallel" in items:
+        pv = items["parallel"]
+        if isinstance(pv, ast.Entry):
+            parallel = check_parallel(pv.value, ctx) or parallel
+            origins.add(f"{pre}.parallel", pv.span)
+        else:
+            ctx.error("E208", "missing '=' after 'parallel'", pv.span, "write parallel = zero(stage = 1)")
+    batch = _batch(wl_batch, items.get("batch"), bs, vals, ctx, origins, pre)
+    options = {k: vals[k] for k in S.TARGET_OPTIONS if k in vals}
+    t = TargetSpec(name=name, device=device, instance=vals.get("instance", ""), nodes=nodes, devices=devices,
+                   price_per_hour=price, memory_bytes=vals.get("memory", dev.memory_bytes), parallel=parallel,
+                   precision=prec, batch=batch, gradient_checkpointing=vals.get("gradient_checkpointing", gc),
+                   engine=vals.get("engine", "local"), backend=vals.get("backend", ""), options=options)
+    _rules(t, items, task, model, ctx, it.span, origins)
+    return t
+
+
+def batch_values(blk: ast.Item | None, ctx: Ctx, origins: Origins, path: str) -> dict[str, Any]:
+    """The typed entries of a ``batch { ... }`` block (empty when absent)."""
+    if blk is None:
+        return {}
+    if not isinstance(blk, ast.Block) or blk.header is not None:
+        ctx.error("E209", "batch is a block", blk.span, "write batch { micro = 8  accumulation = 1 }")
+        return {}
+    return typed_entries(items_by_key(blk.items, ctx), S.BATCH_KEYS, ctx, "batch", origins, path)
+
+
+def _batch(wl_batch: dict[str, Any], tgt_batch, bs, vals, ctx, origins, pre) -> BatchSpec:
+    merged = dict(wl_batch)
+    if bs is not None:
+        merged["micro"] = bs[0]
+    merged.update(batch_values(tgt_batch, ctx, origins, f"{pre}.batch"))
+    if "micro_batch" in vals:
+        merged["micro"] = vals["micro_batch"]
+    return BatchSpec(micro=merged.get("micro", 1), accumulation=merged.get("accumulation", 1),
+                     global_size=merged.get("global"))
+
+
+def _where(items: dict, keys: tuple[str, ...], default: Span) -> Span:
+    """The span of the first of ``keys`` written in the target, else ``default``."""
+    for k in keys:
+        if k in items:
+            return items[k].span
+    return default
+
+
+def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec | None, ctx: Ctx, span: Span,
+           origins: Origins):
+    """Cross-field rules of one target, each with a fix in its hint."""
+    dev = DEVICES[t.device]
+    p = t.parallel
+    at = (items.get("parallel") or items.get("devices") or ast.Word(t.name, span)).span
+    if t.world_size % (p.tp * p.pp):
+        ctx.error("E402", f"{t.world_size} devices are not divisible by tensor × pipeline = {p.tp} × {p.pp}", at,
+                  "make nodes × devices a multiple of tp × pp")
+    elif t.batch.global_size is not None:
+        want = t.batch.micro * t.batch.accumulation * t.data_parallel
+        if want != t.batch.global_size:
+            ctx.error("E401", f"target {t.name}: global batch {t.batch.global_size} ≠ micro × accumulation × data-parallel = "
+                      f"{t.batch.micro} × {t.batch.accumulation} × {t.data_parallel} = {want}",
+                      _where(items, ("batch", "micro_batch"), origins.get("batch.global", span)),
+                      f"set global = {want}, or change micro/accumulation for target {t.name}")
+    if task is not None:
+        if task.training and p.strategy == "deepspeed_inference":
+            ctx.error("E411", "deepspeed_inference is for generate/infer tasks", at, "use zero(stage = ...)")
+        if not task.training and p.strategy in ("zero", "fsdp"):
+            ctx.error("E411", f"{p.strategy} shards training state; this is a {task.kind} task", at,
+                      "use deepspeed_inference(tp = N) or tensor(tp = N)")
+    if t.precision.dtype == "fp8" and not dev.fp8:
+        ctx.error("E501", f"fp8 is not available on {t.device}", items.get("precision", items.get(
+            "device", ast.Word(t.name, span))).span,
+                  f"fp8 needs Transformer Engine on Hopper/Ada ({', '.join(d for d in FP8_DEVICES if not d.startswith('gaudi'))})"
+                  f" or Gaudi2/Gaudi3; set precision = bf16 for target {t.name}")
+    for opt, adapter in (("hpu_graphs", "hpu"), ("lazy_mode", "hpu"), ("te_layers", "cuda"),
+                         ("neuron_parallel_compile", "xla")):
+        if t.options.get(opt) and dev.adapter != adapter:
+            ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
+                      f"remove {opt} from target {t.name}")
+    if (task is not None and model is not None and task.training and dev.adapter == "xla"
+            and FAMILIES[model.family].convolutional):
+        ctx.error("E506", f"the Neuron SDK cannot train convolutional models ({model.family}) on {t.device}",
+                  items.get("device", ast.Word(t.name, span)).span, "use a transformer model or another device")
+    if t.device == "cpu" and t.precision.dtype in ("bf16", "fp16"):
+        ctx.warn("W601", f"target {t.name} runs {t.precision.dtype} on a CPU", items.get(
+            "precision", ast.Word(t.name, span)).span,
+                 "CPUs without native bf16 (AVX2-only) run it ~100x slower; set precision = fp32 on cpu targets")
+
+
+def check_targets(items: list[ast.Item], wl_batch, bs, precision, gc, task, model, engines, ctx: Ctx,
+                  origins: Origins, wspan: Span) -> tuple[TargetSpec, ...]:
+    out: list[TargetSpec] = []
+    seen: dict[str, ast.Item] = {}
+    for it in items:
+        header = it.header if isinstance(it, ast.Block) else it.value
+        nm = getattr(header, "name", None)
+        if nm in seen:
+            ctx.error("E205", f"duplicate target '{nm}'", header.span,
+                      f"already defined at line {seen[nm].span.line}; rename one")
+            continue
+        if nm:
+            seen[nm] = it
+        t = check_target(it, wl_batch, bs, precision, gc, task, model, engines, ctx, origins)
+        if t is not None:
+            out.append(t)
+    if not items:
+        implicit = ast.Block("target", ast.Word("cpu", wspan), (), wspan, wspan)
+        t = check_target(implicit, wl_batch, bs, precision, gc, task, model, engines, ctx, origins)
+        if t is not None:
+            out.append(t)
+    return tuple(out)

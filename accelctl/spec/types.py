@@ -1,0 +1,219 @@
+"""WorkloadSpec: the typed, validated, frozen form of a workload.
+
+Built only by the check pass (``accelctl.spec.check``).  Every field is resolved:
+units are converted (bytes, seconds, USD per hour, counts), defaults are filled in,
+and each target carries its effective settings (workload-level settings with the
+target's overrides applied), so planners never look back at the AST.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelctl.errors import Span
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    #: pretrain, finetune, generate or infer
+    kind: str
+    #: training objective: mlm, causal_lm, seq2seq, classification (default by model family)
+    objective: str = ""
+    #: optimizer steps of the real job (for projected cost); 0 = unknown
+    train_steps: int = 0
+    #: generation: the prompt text
+    prompt: str = ""
+    #: generation: tokens generated per call (exactly this many: min = max)
+    max_new_tokens: int = 0
+    #: generation: greedy or sample
+    decoding: str = "greedy"
+    #: generation: reuse the key/value cache between tokens
+    kv_cache: bool = True
+    #: diffusion: denoising steps per image batch
+    inference_steps: int = 0
+    #: diffusion: classifier-free guidance scale (1 disables it)
+    guidance_scale: float = 7.5
+
+    @property
+    def training(self) -> bool:
+        return self.kind in ("pretrain", "finetune")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    #: hf (Hub id), local (path) or arch (architecture + size, random init)
+    source: str
+    #: architecture family from the model catalog (bloom, bert, t5, vit, ...)
+    family: str
+    #: Hub id or local path (empty for arch)
+    ref: str = ""
+    #: shape of the stand-in built with random weights (family defaults filled in)
+    stand_in: dict[str, Any] = field(default_factory=dict)
+    #: shape of the real model when known (arch source, or a catalogued Hub id)
+    real_shape: dict[str, Any] = field(default_factory=dict)
+    #: auto (real weights when present locally, else stand-in), real, stand_in
+    weights: str = "auto"
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    #: synthetic, files (local path) or hf (Hub id with a local fallback)
+    kind: str = "synthetic"
+    ref: str = ""
+    #: used when a Hub dataset cannot be loaded: "synthetic" or a local path
+    fallback: str = "synthetic"
+    split: str = "train"
+    column: str = ""
+    seq_len: int = 128
+    target_len: int = 32
+    image_size: int = 224
+    channels: int = 3
+    classes: int = 1000
+    #: generation from a dataset: keep this many prompt tokens of each record
+    prompt_tokens: int = 0
+    mlm_probability: float = 0.15
+
+
+@dataclass(frozen=True)
+class Fp8Recipe:
+    """Transformer Engine ``DelayedScaling`` settings."""
+
+    #: hybrid (E4M3 forward, E5M2 backward) or e4m3
+    format: str = "hybrid"
+    amax_history: int = 1024
+    #: max or most_recent
+    amax_algo: str = "max"
+    margin: int = 0
+
+
+@dataclass(frozen=True)
+class PrecisionSpec:
+    #: fp32, bf16, fp16 or fp8 (mixed precision: master weights stay fp32)
+    dtype: str = "fp32"
+    fp8: Fp8Recipe | None = None
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    #: samples per device per micro-step
+    micro: int = 1
+    #: micro-steps per optimizer step
+    accumulation: int = 1
+    #: samples per optimizer step over all data-parallel ranks; None = derived
+    global_size: int | None = None
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    #: adamw, adam, sgd, lamb
+    name: str = "adamw"
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    momentum: float = 0.0
+    #: clip the gradient norm to this (0 = off)
+    grad_clip: float = 0.0
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    #: steps run first and excluded from steady-state figures (compile, warm caches)
+    warmup: int = 2
+    #: steps counted per repeat
+    steps: int = 10
+    #: measured phase repeated this many times
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class ParallelSpec:
+    #: none, data, zero, deepspeed_inference, tensor, pipeline, fsdp
+    strategy: str = "none"
+    #: ZeRO stage 0-3 (strategy zero)
+    zero_stage: int = 0
+    #: tensor-parallel size
+    tp: int = 1
+    #: pipeline-parallel size
+    pp: int = 1
+    #: ZeRO offload targets: none, cpu, nvme
+    offload_optimizer: str = "none"
+    offload_param: str = "none"
+    #: DeepSpeed-inference kernel injection
+    kernel_inject: bool = False
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    #: local, torchrun, deepspeed, slurm, kubernetes, aws_batch
+    kind: str = "local"
+    #: engine settings, units resolved (seconds, bytes)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    name: str
+    #: device kind from the catalog
+    device: str
+    #: instance type from the catalog or the workload ("" = none named)
+    instance: str = ""
+    nodes: int = 1
+    #: devices per node
+    devices: int = 1
+    #: USD per hour for the whole allocation (nodes x instance); None = unknown
+    price_per_hour: float | None = None
+    #: memory per device in bytes (catalog value unless the target overrides it)
+    memory_bytes: int = 0
+    parallel: ParallelSpec = field(default_factory=ParallelSpec)
+    #: effective settings: workload-level values with this target's overrides
+    precision: PrecisionSpec = field(default_factory=PrecisionSpec)
+    batch: BatchSpec = field(default_factory=BatchSpec)
+    gradient_checkpointing: bool = False
+    #: engine name (a key of WorkloadSpec.engines, or a built-in: local)
+    engine: str = "local"
+    #: backend forced by the workload ("" = chosen by the planner)
+    backend: str = ""
+    #: backend options: hpu_graphs, lazy_mode, te_layers, dataloader_workers, threads...
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.devices
+
+    @property
+    def data_parallel(self) -> int:
+        return max(1, self.world_size // (self.parallel.tp * self.parallel.pp))
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    path: str
+    task: TaskSpec
+    model: ModelSpec
+    dataset: DatasetSpec
+    measure: MeasureSpec
+    optimizer: OptimizerSpec
+    targets: tuple[TargetSpec, ...]
+    engines: dict[str, EngineSpec] = field(default_factory=dict)
+    description: str = ""
+    seed: int = 0
+    #: where each setting was written: dotted field path -> span (for diagnostics
+    #: raised after checking, e.g. by DeepSpeed's own config validation)
+    origins: dict[str, Span] = field(default_factory=dict, compare=False, repr=False)
+
+    def target(self, name: str) -> TargetSpec:
+        for t in self.targets:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("origins")
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)

@@ -1,0 +1,187 @@
+"""Typed values of the language: coercion of AST values, with units.
+
+Each value type turns an ``ast.Value`` into a Python value or reports a positioned
+diagnostic (and returns ``BAD``).  Units are typed: a size takes ``GB``/``GiB``..., a
+duration ``s``/``ms``/``min``/``h``, a price ``usd/h``; a count of steps or tokens may
+be written bare (``10``) or with its unit (``10 steps``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from accelctl.dsl import ast
+from accelctl.errors import Diagnostic, did_you_mean
+
+BAD: Any = object()
+
+#: dimension -> unit -> factor to the base unit (bytes, seconds, USD/h, count)
+UNITS: dict[str, dict[str, float]] = {
+    "bytes": {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+              "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40},
+    "time": {"us": 1e-6, "ms": 1e-3, "s": 1, "min": 60, "h": 3600},
+    "price": {"usd/h": 1, "usd/hr": 1, "$/h": 1},
+    "steps": {"step": 1, "steps": 1},
+    "tokens": {"token": 1, "tokens": 1},
+    "samples": {"sample": 1, "samples": 1, "sequences": 1, "images": 1},
+    "bandwidth": {"Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12},
+    "flops": {"GFLOPS": 1e9, "TFLOPS": 1e12, "PFLOPS": 1e15},
+}
+_DIM_OF_UNIT = {u: dim for dim, us in UNITS.items() for u in us}
+_EXAMPLE = {"bytes": "96 GB", "time": "30 s", "price": "32.77 usd/h", "steps": "10 steps",
+            "tokens": "100 tokens", "samples": "256 samples", "bandwidth": "400 Gbps", "flops": "989 TFLOPS"}
+
+TRUE_WORDS = {"on", "true", "yes", "enabled"}
+FALSE_WORDS = {"off", "false", "no", "disabled"}
+
+
+class Ctx:
+    """Collects diagnostics for one file."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.diags: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, span, hint: str = "") -> Any:
+        self.diags.append(Diagnostic(code, message, span, self.path, hint))
+        return BAD
+
+    def warn(self, code: str, message: str, span, hint: str = "") -> None:
+        self.diags.append(Diagnostic(code, message, span, self.path, hint, severity="warning"))
+
+
+def describe(v: ast.Value) -> str:
+    kinds = {ast.Str: "a string", ast.Num: "a number", ast.Quantity: "a quantity", ast.Word: "a name",
+             ast.Call: "a call", ast.ListV: "a list"}
+    return f"{kinds[type(v)]} ({ast.value_text(v)})"
+
+
+@dataclass(frozen=True)
+class VType:
+    """A value type: ``name`` for messages, ``fn(value, ctx, key)`` to coerce."""
+
+    name: str
+    fn: Callable[[ast.Value, Ctx, str], Any]
+
+    def coerce(self, v: ast.Value, ctx: Ctx, key: str) -> Any:
+        return self.fn(v, ctx, key)
+
+
+def _range(x, lo, hi, v, ctx, key):
+    if (lo is not None and x < lo) or (hi is not None and x > hi):
+        bounds = f"at least {lo}" if hi is None else (f"at most {hi}" if lo is None else f"between {lo} and {hi}")
+        return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be {bounds}")
+    return x
+
+
+def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None = None) -> VType:
+    """A whole number, optionally written with a count unit (``10 steps``)."""
+
+    def fn(v, ctx, key):
+        if isinstance(v, ast.Quantity):
+            if unit_dim is None or _DIM_OF_UNIT.get(v.unit) != unit_dim:
+                return ctx.error("E302", f"{key} takes a plain number, not {v.unit!r}", v.span,
+                                 f"write {key} = {v.value:g}" if unit_dim is None else f"use a unit of {unit_dim}")
+            x = v.value
+        elif isinstance(v, ast.Num):
+            x = v.value
+        else:
+            return ctx.error("E301", f"{key} must be a whole number, got {describe(v)}", v.span)
+        if isinstance(x, float):
+            if not x.is_integer():
+                return ctx.error("E306", f"{key} must be a whole number, got {x:g}", v.span)
+            x = int(x)
+        return _range(x, lo, hi, v, ctx, key)
+
+    return VType("whole number", fn)
+
+
+def number(lo: float | None = None, hi: float | None = None, positive: bool = False) -> VType:
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.Num):
+            return ctx.error("E301", f"{key} must be a number, got {describe(v)}", v.span)
+        if positive and v.value <= 0:
+            return ctx.error("E304", f"{key} = {v.text} is out of range", v.span, f"{key} must be greater than 0")
+        return _range(float(v.value), lo, hi, v, ctx, key)
+
+    return VType("number", fn)
+
+
+def quantity(dim: str, lo: float | None = 0) -> VType:
+    """A number with a unit of dimension ``dim``, converted to the base unit."""
+
+    def fn(v, ctx, key):
+        if isinstance(v, ast.Num):
+            return ctx.error("E303", f"{key} needs a unit", v.span, f"write e.g. {key} = {v.text} "
+                             f"{_EXAMPLE[dim].split()[1]}  (units of {dim}: {', '.join(UNITS[dim])})")
+        if not isinstance(v, ast.Quantity):
+            return ctx.error("E301", f"{key} must be a quantity like '{_EXAMPLE[dim]}', got {describe(v)}", v.span)
+        got = _DIM_OF_UNIT.get(v.unit)
+        if got != dim:
+            return ctx.error("E302", f"{key} takes a unit of {dim}, not {v.unit!r} ({got})", v.span,
+                             f"e.g. {key} = {_EXAMPLE[dim]}")
+        x = v.value * UNITS[dim][v.unit]
+        if lo is not None and x < lo:
+            return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be ≥ {lo}")
+        return int(x) if dim == "bytes" else x
+
+    return VType(f"quantity of {dim}", fn)
+
+
+def boolean() -> VType:
+    def fn(v, ctx, key):
+        if isinstance(v, ast.Word) and v.name.lower() in TRUE_WORDS | FALSE_WORDS:
+            return v.name.lower() in TRUE_WORDS
+        return ctx.error("E301", f"{key} must be on or off, got {describe(v)}", v.span, "write on or off")
+
+    return VType("on/off", fn)
+
+
+def string(nonempty: bool = True) -> VType:
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.Str):
+            hint = f'quote it: {key} = "{ast.value_text(v)}"' if isinstance(v, ast.Word) else ""
+            return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span, hint)
+        if nonempty and not v.value.strip():
+            return ctx.error("E304", f"{key} must not be empty", v.span)
+        return v.value
+
+    return VType("string", fn)
+
+
+def name_or_string() -> VType:
+    """An identifier that may be written bare or quoted (instance types, hosts)."""
+
+    def fn(v, ctx, key):
+        if isinstance(v, (ast.Str, ast.Word)):
+            return v.value if isinstance(v, ast.Str) else v.name
+        return ctx.error("E301", f"{key} must be a name, got {describe(v)}", v.span)
+
+    return VType("name", fn)
+
+
+def choice(*choices: str, code: str = "E203") -> VType:
+    def fn(v, ctx, key):
+        if isinstance(v, ast.Word):
+            if v.name in choices:
+                return v.name
+            return ctx.error(code, f"unknown {key} '{v.name}'", v.span, did_you_mean(v.name, choices))
+        return ctx.error("E301", f"{key} must be one of {', '.join(choices)}, got {describe(v)}", v.span)
+
+    return VType("one of " + ", ".join(choices), fn)
+
+
+def string_list() -> VType:
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.ListV):
+            return ctx.error("E301", f"{key} must be a list like [\"a\", \"b\"], got {describe(v)}", v.span)
+        out = []
+        for item in v.items:
+            if isinstance(item, (ast.Str, ast.Word)):
+                out.append(item.value if isinstance(item, ast.Str) else item.name)
+            else:
+                return ctx.error("E301", f"items of {key} must be names or strings, got {describe(item)}", item.span)
+        return out
+
+    return VType("list of names", fn)
