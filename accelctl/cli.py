@@ -21,11 +21,13 @@ from accelctl import __version__
 from accelctl.errors import AccelctlError, Diagnostic, PlanError
 
 
-def _color(text: str, code: str, stream=sys.stderr) -> str:
+def _color(text: str, code: str, stream=None) -> str:
+    stream = stream or sys.stderr
     return f"\033[{code}m{text}\033[0m" if stream.isatty() else text
 
 
-def _print_diags(diags: Sequence[Diagnostic], stream=sys.stderr) -> None:
+def _print_diags(diags: Sequence[Diagnostic], stream=None) -> None:
+    stream = stream or sys.stderr
     for d in diags:
         text = d.render()
         head, _, rest = text.partition("\n")
@@ -133,12 +135,24 @@ def render_plan_sh(plan) -> str:
 
 
 def cmd_plan(args) -> int:
+    """Print each chosen target's plan; a target that cannot be planned prints its diagnostic
+    and the others still print (exit 1 if any failed)."""
     from accelctl.api import plan as make_plan
 
+    failed = 0
     for spec in _load_selected(args.file, args.workload):
-        targets = [spec.target(args.target)] if args.target else list(spec.targets)
+        targets = [pick_target(spec, args.target)[0]] if args.target else list(spec.targets)
         for t in targets:
-            p = make_plan(spec, t, args.engine)
+            try:
+                p = make_plan(spec, t, args.engine)
+            except AccelctlError as exc:
+                failed += 1
+                print(f"# plan: workload {spec.name} -> target {t.name}: cannot be planned", flush=True)
+                if exc.diagnostics:
+                    _print_diags(exc.diagnostics)
+                else:
+                    print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+                continue
             if args.format == "json":
                 print(p.to_json())
             elif args.format == "sh":
@@ -146,7 +160,7 @@ def cmd_plan(args) -> int:
             else:
                 print(render_plan_text(p))
                 print()
-    return 0
+    return 1 if failed else 0
 
 
 # ------------------------------------------------------------------ run
@@ -203,6 +217,22 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    from accelctl.doctor import doctor
+
+    host, probes = doctor()
+    if args.json:
+        print(json.dumps({"host": host, "probes": [p.__dict__ for p in probes]}, indent=2))
+        return 0
+    print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}")
+    print("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
+    for p in probes:
+        state = _color("ok", "32", sys.stdout) if p.ok else _color("absent", "33", sys.stdout)
+        detail = ", ".join(f"{k}={v}" for k, v in p.facts.items()) if p.ok else p.error
+        print(f"  {p.name:<20} {state:<6} {detail}")
+    return 0
+
+
 # ------------------------------------------------------------------ main
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,6 +266,20 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--runs-dir", default=None)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=cmd_runs)
+    # verbs that live with their feature: accelctl/report/cli.py, accelctl/tui/cli.py each
+    # define register(sub) and import nothing heavy at module level
+    import importlib
+
+    for mod in ("accelctl.report.cli", "accelctl.tui.cli"):
+        try:
+            importlib.import_module(mod).register(sub)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+
+    d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE)")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_doctor)
     return ap
 
 

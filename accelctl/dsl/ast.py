@@ -120,7 +120,8 @@ class File:
 def value_text(v: Value) -> str:
     """The value as it would be written in a workload file (for messages)."""
     if isinstance(v, Str):
-        return '"' + v.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        escaped = v.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+        return '"' + escaped + '"'
     if isinstance(v, Num):
         return v.text
     if isinstance(v, Quantity):

@@ -158,7 +158,11 @@ def parse_file(path: str | Path) -> ast.File:
         raise WorkloadError(diagnostics=[Diagnostic("E001", f"no such file: {path}", path=str(path),
                                                     hint="check the path; workloads live in workloads/*.wl")])
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise WorkloadError(diagnostics=[Diagnostic("E002", f"cannot read {path}: {exc}", path=str(path))])
+        hint = ("save it as UTF-8 text" if isinstance(exc, UnicodeDecodeError)
+                else "give a workload file (workloads/*.wl)" if isinstance(exc, IsADirectoryError)
+                else "check the file's permissions")
+        why = getattr(exc, "strerror", None) or exc
+        raise WorkloadError(diagnostics=[Diagnostic("E002", f"cannot read {path}: {why}", path=str(path), hint=hint)])
     return parse(text, str(path))
 
 
@@ -218,8 +222,11 @@ def _classify(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
         return Diagnostic("E106", f"expected 'workload NAME {{' at top level, found {tok.value!r}", tspan, path,
                           "every setting lives inside a 'workload name { ... }' block")
     if "EQUAL" in expected and tok.type in ("SIGNED_NUMBER", "STRING", "LSQB"):
+        before = text.splitlines()[tok.line - 1][: tok.column - 1].split()
+        key = before[-1] if before else "key"
+        value = tok.value if tok.type != "LSQB" else "[...]"
         return Diagnostic("E103", "missing '=' between key and value", Span.point(tok.line, tok.column), path,
-                          f"write 'key = {tok.value}'")
+                          f"write '{key} = {value}'")
     if tok.type in ("RBRACE", "RPAR", "RSQB", "COMMA") and "STRING" in expected and "EQUAL" not in expected:
         return Diagnostic("E105", "missing value", tspan, path, "a value goes here: a number, string, name or call")
     if "RBRACE" in expected and tok.type == "WORKLOAD":
@@ -230,7 +237,8 @@ def _classify(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
     if tok.type == "UNIT":
         return Diagnostic("E108", f"unit {tok.value!r} without a number", tspan, path,
                           f"write a number before the unit, e.g. '1 {tok.value}'")
-    what = f"stray {_TOKEN_NAMES[tok.type]}" if tok.type in _PUNCT else f"unexpected {_TOKEN_NAMES.get(tok.type, 'token')} {tok.value!r}"
+    kind = _TOKEN_NAMES.get(tok.type, "token").removeprefix("a ")
+    what = f"stray {_TOKEN_NAMES[tok.type]}" if tok.type in _PUNCT else f"unexpected {kind} {tok.value!r}"
     return Diagnostic("E100", what, tspan, path,
                       f"expected {_names(expected)}" if expected else "")
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, threads_per_process
+from accelctl.plan.memory import estimate
 from accelctl.plan.model import Plan
-from accelctl.plan.registry import choose
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.plan.registry import ENGINES, choose
+from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
 def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint: str = "") -> Diagnostic:
@@ -20,18 +21,32 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
         except KeyError:
             names = ", ".join(t.name for t in spec.targets)
             raise PlanError(f"workload {spec.name} has no target '{target}' (targets: {names})") from None
+    spec = spec.for_target(target)  # the target's own measure/optimizer, if it has them
     backend, why = choose(spec, target)
     if backend is None:
         raise PlanError(diagnostics=[_diag(spec, target, "E520", f"no backend can run target {target.name}",
                                            "; ".join(why))])
     engine_name = engine or target.engine
-    if engine_name != "local":
-        raise PlanError(diagnostics=[_diag(spec, target, "E521", f"engine {engine_name} is not available yet",
-                                           "use engine = local")])
+    eng = ENGINES.get(engine_name)
+    if eng is None:
+        raise PlanError(diagnostics=[_diag(spec, target, "E521", f"engine {engine_name} is not available",
+                                           "engines: " + ", ".join(ENGINES))])
+    why = eng.unsupported(spec, target, backend.name)
+    if why:
+        raise PlanError(diagnostics=[_diag(spec, target, "E522", f"engine {engine_name} cannot run target "
+                                           f"{target.name} ({backend.name})", "; ".join(why))])
+    fit = estimate(spec, target)
+    if not fit.fits:
+        raise PlanError(diagnostics=[_diag(
+            spec, target, "E530", f"{spec.name} does not fit on target {target.name}: {fit.describe()}",
+            "shard it (parallel = zero(stage = 3) or tensor(tp = N)), turn on gradient_checkpointing, "
+            "lower the micro-batch, or pick a device with more memory")])
     threads = threads_per_process(target, backend.processes_per_node(target))
     job = build_job(spec, target, backend.name, threads)
     built = backend.build(spec, target, job)
+    built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = list(built.warnings)
+    notes = [*built.notes, fit.describe()]
     if target.device == "cpu" and target.precision.dtype in ("bf16", "fp16"):
         from accelctl.run.envinfo import cpu_has_native_bf16
 
@@ -40,4 +55,4 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
                             "(AVX2 only), so it runs ~100-180x slower than fp32; use precision = fp32 on cpu targets")
     return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
-                notes=tuple(built.notes), warnings=tuple(warnings))
+                notes=tuple(notes), warnings=tuple(warnings))

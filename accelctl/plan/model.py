@@ -31,12 +31,24 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     #: processes this command starts (torchrun --nproc_per_node etc.), for display
     processes: int = 1
+    #: run this launch to completion (exit 0) before starting the launches after it, e.g. a
+    #: pre-compilation pass (``neuron_parallel_compile``); launches without it start together
+    #: (one per node).  A non-zero exit stops the run.
+    wait: bool = False
+    #: working directory of the command ("" = the runner's own).  Vendor example commands
+    #: are documented relative to their folder (optimum-habana's
+    #: ``python ../gaudi_spawn.py ... run_generation.py`` runs in
+    #: ``examples/text-generation``); ``{optimum_habana}`` stands for that checkout
+    #: (``OPTIMUM_HABANA_DIR``), substituted like ``{run_dir}``.
+    cwd: str = ""
 
     def shell(self) -> str:
-        """The command as a POSIX shell line, every word quoted."""
+        """The command as a POSIX shell line, every word quoted (``cd DIR &&`` first when
+        the launch has a working directory)."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
         cmd = " ".join(shlex.quote(a) for a in self.argv)
-        return f"{env} {cmd}".strip()
+        line = f"{env} {cmd}".strip()
+        return f"cd {shlex.quote(self.cwd)} && {line}" if self.cwd else line
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,8 @@ class Plan:
     def from_dict(cls, d: dict[str, Any]) -> "Plan":
         kw = dict(d)
         kw["launches"] = tuple(
-            Launch(name=x["name"], argv=tuple(x["argv"]), env=dict(x["env"]), processes=x.get("processes", 1))
+            Launch(name=x["name"], argv=tuple(x["argv"]), env=dict(x["env"]), processes=x.get("processes", 1),
+                   wait=x.get("wait", False), cwd=x.get("cwd", ""))
             for x in d["launches"]
         )
         kw["files"] = tuple(GeneratedFile(**x) for x in d["files"])

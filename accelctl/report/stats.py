@@ -12,11 +12,23 @@ Conventions, applied everywhere in this module:
   ``pos = (n - 1) * q / 100``, interpolate between the values at ``floor(pos)`` and
   ``ceil(pos)``.  With one value every percentile is that value.
 * **``stdev`` is the sample standard deviation** (n - 1); 0.0 when n < 2.
-* **Throughput of a step** = total samples (tokens) of the step / the step's time.
-  Training sums the ranks' ``samples``/``tokens`` (data parallel: each rank works on its
-  own micro-batch).  Generation counts rank 0 only (under tensor parallelism every rank
-  produces the same tokens).  When a step carries no counts, the reported
-  ``samples_per_s``/``tokens_per_s`` are used instead (summed / rank 0 alike).
+* **Throughput of a step** = the step's samples (tokens) / the step's time.  A step's
+  ``samples``/``tokens`` are its *global* count, the same on every rank (training:
+  micro-batch x accumulation x world size; tensor-parallel generation: every rank holds
+  the same batch), so they are read from the lowest rank that reported the step, never
+  summed.  A step without counts falls back to that rank's reported
+  ``samples_per_s``/``tokens_per_s``.  Generation tokens/s counts ``tokens``, else
+  ``new_tokens``.
+* **Aggregate throughput** (``Rate.aggregate``) = the measured steps' summed counts / their
+  summed (straggler) times, i.e. count per step / mean step time when every step has the
+  same count: what the seeds report ("average step time skips the first 10 steps").
+* **Repeats** (``measure { repeat = N }``): one value per repeat, the mean step time of
+  that repeat; ``repeats`` is their mean with a 95 % Student-t CI, MLPerf-style (fastest
+  and slowest dropped) from 5 repeats on (``accelctl.report.ci``).  ``step_time_ci`` is
+  that CI when there are two repeats or more, else the Student-t CI of the mean over the
+  single repeat's steps (steps are not independent: read it as a lower bound on the noise).
+* **MFU** per step = the mean over ranks of each rank's reported MFU; **peak memory** =
+  the largest ``mem_bytes`` any rank reported in a measured step.
 * **Loss** comes from rank 0, in ``(repeat, step)`` order.  It *decreased* when the mean
   of the last ``k`` losses is below the mean of the first ``k``, ``k = min(5, n // 2)``;
   ``None`` when fewer than two losses were reported.
@@ -32,6 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelctl.report.ci import Interval, RepeatSummary, mean_ci, repeat_summary
 from accelctl.run.events import StepMetrics
 
 MEASURE = "measure"
@@ -86,11 +99,18 @@ class Rate:
 
     median: float
     mean: float
+    #: summed counts / summed step times (None when steps carried only reported rates)
+    aggregate: float | None = None
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Rate | None":
+    def of(cls, values: Sequence[float], aggregate: float | None = None) -> "Rate | None":
         xs = [float(v) for v in values]
-        return cls(median=statistics.median(xs), mean=statistics.fmean(xs)) if xs else None
+        return cls(median=statistics.median(xs), mean=statistics.fmean(xs), aggregate=aggregate) if xs else None
+
+    @property
+    def steady(self) -> float:
+        """The headline: ``aggregate`` when known, else the mean of per-step rates."""
+        return self.aggregate if self.aggregate is not None else self.mean
 
 
 @dataclass(frozen=True)
@@ -118,6 +138,8 @@ class GenerationStats:
     per_token_median_s: float | None
     tokens_per_s_median: float | None
     tokens_per_s_mean: float | None
+    latency_p99_s: float | None = None
+    latency_stdev_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -142,15 +164,31 @@ class StepStats:
     generation: GenerationStats | None
     loss: LossTrend | None
     percentile_method: str = "linear"
+    #: per-step MFU (mean over ranks), None when no rank reported one
+    mfu: Rate | None = None
+    #: largest mem_bytes reported in a measured step, any rank
+    peak_mem_bytes: int | None = None
+    #: mean step time over repeats (one value per repeat), CI, MLPerf trimming
+    repeats: RepeatSummary | None = None
+    #: CI of the mean step time: over repeats (>= 2), else over the steps
+    step_time_ci: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: ``per_rank`` keys become strings, and ``throughput`` groups
         the two rates (``{"samples_per_s": {...}, "tokens_per_s": {...}}``)."""
-        d = dataclasses.asdict(self)
+        d = _lists(dataclasses.asdict(self))
         d["per_rank"] = {str(k): v for k, v in d["per_rank"].items()}
-        d["repeat_means_s"] = list(self.repeat_means_s)
         d["throughput"] = {"samples_per_s": d.pop("samples_per_s"), "tokens_per_s": d.pop("tokens_per_s")}
         return d
+
+
+def _lists(obj: Any) -> Any:
+    """Tuples become lists, recursively (what a JSON round trip gives back)."""
+    if isinstance(obj, dict):
+        return {k: _lists(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_lists(v) for v in obj]
+    return obj
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -161,15 +199,13 @@ def _median(xs: Sequence[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def _rate(steps: Sequence[StepMetrics], time_s: float, count: str, reported: str) -> float | None:
-    """One combined step's rate: summed counts / step time, else summed reported rates."""
-    counts = [getattr(s, count) or 0 for s in steps]
-    if time_s > 0 and all(c > 0 for c in counts):
-        return sum(counts) / time_s
-    rates = [getattr(s, reported) for s in steps]
-    if all(r is not None for r in rates):
-        return float(sum(rates))
-    return None
+def _rate(step: StepMetrics, time_s: float, count: str, reported: str) -> float | None:
+    """One step's rate: its global count / the straggler's time, else the reported rate."""
+    n = getattr(step, count) or 0
+    if n > 0 and time_s > 0:
+        return n / time_s
+    r = getattr(step, reported)
+    return None if r is None else float(r)
 
 
 def _loss_trend(steps: Sequence[StepMetrics]) -> LossTrend | None:
@@ -183,6 +219,25 @@ def _loss_trend(steps: Sequence[StepMetrics]) -> LossTrend | None:
     return LossTrend(first=losses[0], last=losses[-1], k=k, first_k_mean=head, last_k_mean=tail, decreased=decreased)
 
 
+def _groups(steps: Sequence[StepMetrics]) -> dict[tuple[str, int, int], list[StepMetrics]]:
+    """Steps grouped by ``(phase, repeat, step)``: one group = one step of the whole job."""
+    groups: dict[tuple[str, int, int], list[StepMetrics]] = defaultdict(list)
+    for s in steps:
+        groups[(s.phase, s.repeat, s.step)].append(s)
+    return groups
+
+
+def measured_step_times(events: Iterable[Any]) -> list[tuple[int, int, float]]:
+    """``(repeat, step, seconds)`` of every measured step, straggler time, in order."""
+    groups = _groups([e for e in events if isinstance(e, StepMetrics) and e.phase == MEASURE])
+    return [(r, st, max(float(s.step_time_s) for s in groups[(ph, r, st)])) for ph, r, st in sorted(groups)]
+
+
+def per_device(rate: float | None, devices: int | None) -> float | None:
+    """A job's rate divided over its devices (accelerators); None when either is unknown."""
+    return rate / devices if rate is not None and devices else None
+
+
 def steady_state(events: Iterable[Any]) -> StepStats:
     """Steady-state statistics of a run; non-``StepMetrics`` events are ignored."""
     steps = [e for e in events if isinstance(e, StepMetrics)]
@@ -190,9 +245,7 @@ def steady_state(events: Iterable[Any]) -> StepStats:
     is_generation = any(s.new_tokens is not None for s in measured)
 
     # 1. group steps by (phase, repeat, step): one group = one step of the whole job
-    groups: dict[tuple[str, int, int], list[StepMetrics]] = defaultdict(list)
-    for s in steps:
-        groups[(s.phase, s.repeat, s.step)].append(s)
+    groups = _groups(steps)
     measure_keys = sorted(k for k in groups if k[0] == MEASURE)
     warmup_keys = [k for k in groups if k[0] == WARMUP]
     other = sum(1 for k in groups if k[0] not in (MEASURE, WARMUP))
@@ -203,31 +256,39 @@ def steady_state(events: Iterable[Any]) -> StepStats:
     # 2. step time: the straggler defines each step
     times = [straggler(k) for k in measure_keys]
 
-    # 3. throughput per step (see module docstring for which ranks count)
+    # 3. throughput per step: global counts from the lowest rank, straggler time;
+    #    aggregate = summed counts / summed times over the steps that carry counts
     samples_rates: list[float] = []
     tokens_rates: list[float] = []
     gen_tokens_rates: list[float] = []
+    totals = {"samples": [0.0, 0.0], "tokens": [0.0, 0.0]}
     for key, t in zip(measure_keys, times):
-        group = groups[key]
-        counted = [s for s in group if s.rank == 0] if is_generation else group
-        if not counted:
-            continue
+        head = min(groups[key], key=lambda s: s.rank)
         for out, count, reported in ((samples_rates, "samples", "samples_per_s"), (tokens_rates, "tokens", "tokens_per_s")):
-            r = _rate(counted, t, count, reported)
+            r = _rate(head, t, count, reported)
             if r is not None:
                 out.append(r)
+            if (getattr(head, count) or 0) > 0 and t > 0:
+                totals[count][0] += getattr(head, count)
+                totals[count][1] += t
         if is_generation:
-            r = _rate(counted, t, "tokens", "tokens_per_s")
-            if r is None and t > 0 and all(s.new_tokens for s in counted):
-                r = sum(s.new_tokens or 0 for s in counted) / t
+            r = _rate(head, t, "tokens", "tokens_per_s")
+            if r is None and head.new_tokens and t > 0:
+                r = head.new_tokens / t
             if r is not None:
                 gen_tokens_rates.append(r)
 
-    # 4. per-repeat means
+    def aggregate(count: str) -> float | None:
+        n, secs = totals[count]
+        return n / secs if n > 0 and secs > 0 else None
+
+    # 4. per-repeat means, their mean with a CI (MLPerf trimming from 5 repeats)
     by_repeat: dict[int, list[float]] = defaultdict(list)
     for key, t in zip(measure_keys, times):
         by_repeat[key[1]].append(t)
     repeat_means = tuple(statistics.fmean(by_repeat[r]) for r in sorted(by_repeat))
+    repeats = repeat_summary(repeat_means)
+    step_ci = repeats.ci if repeats is not None and repeats.n >= 2 else mean_ci(times)
 
     # 5. per-rank distributions
     rank_times: dict[int, list[float]] = defaultdict(list)
@@ -235,7 +296,15 @@ def steady_state(events: Iterable[Any]) -> StepStats:
         rank_times[s.rank].append(float(s.step_time_s))
     per_rank = {r: Distribution.of(ts) for r, ts in sorted(rank_times.items())}
 
-    # 6. generation latency (a generate call's wall time is the step time)
+    # 6. MFU (mean over the ranks of a step) and peak memory
+    mfus = []
+    for key in measure_keys:
+        vals = [float(s.mfu) for s in groups[key] if s.mfu is not None]
+        if vals:
+            mfus.append(statistics.fmean(vals))
+    mems = [int(s.mem_bytes) for s in measured if s.mem_bytes is not None]
+
+    # 7. generation latency (a generate call's wall time is the step time)
     generation = None
     if is_generation and times:
         rank0 = [s for s in measured if s.rank == 0]
@@ -251,17 +320,19 @@ def steady_state(events: Iterable[Any]) -> StepStats:
             per_token_median_s=_median(per_token),
             tokens_per_s_median=_median(gen_tokens_rates),
             tokens_per_s_mean=_mean(gen_tokens_rates),
+            latency_p99_s=percentile(times, 99),
+            latency_stdev_s=statistics.stdev(times) if len(times) > 1 else 0.0,
         )
 
-    # 7. loss trend from rank 0, in step order
+    # 8. loss trend from rank 0, in step order
     rank0_measured = sorted((s for s in measured if s.rank == 0), key=lambda s: (s.repeat, s.step))
 
     return StepStats(
         ranks=len(rank_times),
         step_time=Distribution.of(times),
         per_rank={r: d for r, d in per_rank.items() if d is not None},
-        samples_per_s=Rate.of(samples_rates),
-        tokens_per_s=Rate.of(tokens_rates),
+        samples_per_s=Rate.of(samples_rates, aggregate("samples")),
+        tokens_per_s=Rate.of(tokens_rates, aggregate("tokens")),
         repeat_means_s=repeat_means,
         mean_of_repeats_s=_mean(repeat_means),
         warmup_steps=len(warmup_keys),
@@ -269,4 +340,8 @@ def steady_state(events: Iterable[Any]) -> StepStats:
         other_steps=other,
         generation=generation,
         loss=_loss_trend(rank0_measured),
+        mfu=Rate.of(mfus),
+        peak_mem_bytes=max(mems) if mems else None,
+        repeats=repeats,
+        step_time_ci=step_ci,
     )

@@ -54,10 +54,13 @@ class ConsoleSink:
         m = job.measure if job is not None else None
         self.total: int | None = m.warmup + m.steps * m.repeat if m is not None else None
         self.repeats = m.repeat if m is not None else 1
+        self.device = job.device if job is not None else "?"
         self.every = every or (max(1, self.total // 10) if self.total else 10)
         self.seen = 0
         self._progress: Progress | None = None
         self._task: Any = None
+        self._started = False
+        self._early: list[PhaseChanged] = []  # phases reported before RunStarted
 
     # -- output helpers --------------------------------------------------------------
 
@@ -100,19 +103,27 @@ class ConsoleSink:
         env = ev.env
         self._print(
             f"  workload {ev.workload} · target {ev.target} · backend {ev.backend} · "
-            f"device {env.get('device_name', '?')} · world size {ev.world_size}"
+            f"device {env.get('device_name') or self.device} · world size {ev.world_size}"
         )
         versions = ", ".join(f"{k} {env[k]}" for k in VERSION_KEYS if k in env)
         if versions:
             self._print(f"  versions: {versions}", "dim")
         if env.get("cpu_model"):
             self._print(f"  cpu: {env['cpu_model']} ({env.get('cpu_count', '?')} cores, {env.get('threads', '?')} threads)", "dim")
-        if ev.details:
-            self._print("  " + ", ".join(f"{k}={v}" for k, v in ev.details.items()), "dim")
+        scalars = {k: v for k, v in ev.details.items() if isinstance(v, (str, int, float, bool))}
+        if scalars:
+            self._print("  " + ", ".join(f"{k}={v}" for k, v in scalars.items()), "dim")
+        self._started = True
         self._start_progress()
+        for early in self._early:
+            self._on_PhaseChanged(early)
+        self._early.clear()
 
     def _on_PhaseChanged(self, ev: PhaseChanged) -> None:
         if ev.rank != 0 or ev.phase == "done":
+            return
+        if not self._started:
+            self._early.append(ev)
             return
         rep = f" (repeat {ev.repeat + 1}/{self.repeats})" if ev.phase == "measure" and self.repeats > 1 else ""
         self._print(f"· {ev.phase}{rep}", "cyan")
@@ -148,8 +159,11 @@ class ConsoleSink:
         self._print(f"{tag}{prefix}{ev.message}", style)
 
     def _on_RunFailed(self, ev: RunFailed) -> None:
-        first = (ev.message or "").strip().splitlines()[:1]
-        self._print(f"✗ rank {ev.rank} {ev.reason}: {first[0] if first else ''}", "bold red")
+        lines = (ev.message or "").strip().splitlines() or [""]
+        self._print(f"✗ rank {ev.rank} {ev.reason}: {lines[0]}", "bold red")
+        detail = lines[1:] + (ev.traceback or "").strip().splitlines()
+        for line in detail[-15:]:  # a crash's log tail, the end of a traceback
+            self._print(f"    {line}", "dim")
 
     def _on_RunFinished(self, ev: RunFinished) -> None:
         if ev.rank == 0:
@@ -203,7 +217,7 @@ def summary_rows(summary: dict[str, Any], run_dir: Any = None) -> list[tuple[str
     loss = stats.get("loss")
     if loss:
         trend = {True: "decreased", False: "did not decrease", None: "too few steps"}[loss.get("decreased")]
-        rows.append(("loss", f"{_num(loss['first'])} → {_num(loss['last'])} ({trend})"))
+        rows.append(("loss", f"{loss['first']:.4g} → {loss['last']:.4g} ({trend})"))
     if stats.get("warmup_steps"):
         rows.append(("warm-up", f"{stats['warmup_steps']} steps, {stats['warmup_time_s']:.3f} s (excluded from the figures above)"))
     wall = (summary.get("timings") or {}).get("wall_s")

@@ -6,8 +6,8 @@ Each rank reads its own shard: synthetic data draws from a generator seeded with
 
 Synthetic data is *learnable*, so a falling loss is a real signal that the optimizer,
 the precision and the all-reduce work, not noise:
-  * token sequences count upwards with a per-sequence stride (``x[t+1] = x[t] + s``),
-    so the next token (causal LM), a masked token (BERT) and a copied prefix (T5
+  * token sequences count upwards with a per-sequence stride (``x[t+1] = x[t] + s``)
+    through a window of ``options["synthetic_vocab"]`` (default 128) ids, so the next token (causal LM), a masked token (BERT) and a copied prefix (T5
     labels = the first ``target_len`` input tokens) are all predictable;
   * images are a per-class prototype plus noise, so the class is predictable;
   * each rank cycles through a fixed pool of ``options["synthetic_pool"]`` (default 8)
@@ -55,35 +55,34 @@ def training_batches(job, built: Built, rank: int, world: int, log: Callable[[st
     if kind not in (CAUSAL_LM, MASKED_LM, SEQ2SEQ):
         raise ValueError(f"no training data for model kind {kind!r}")
     seq, tgt = data.seq_len, data.target_len if kind == SEQ2SEQ else 0
-    texts = text_records(job, log)
+    texts, source = text_records(job, log)
     if texts is None:
         tokens = _counting_tokens(job, built, rank, seq, tgt)
-        source = "synthetic"
     else:
         tokens = _packed_tokens(job, built, texts, rank, world, seq + tgt)
-        source = f"{data.kind}:{data.ref or data.fallback}"
     return Batches(_lm_batches(job, built, tokens, seq, rank), job.micro_batch, seq + tgt, source)
 
 
 # -- sources ---------------------------------------------------------------------------------
 
-def text_records(job, log: Callable[[str, str], None]) -> list[str] | None:
-    """The job's text records, or None for synthetic data."""
+def text_records(job, log: Callable[[str, str], None]) -> tuple[list[str] | None, str]:
+    """The job's text records (None for synthetic data) and where they came from."""
     data = job.data
     if data.kind == "synthetic":
-        return None
+        return None, "synthetic"
     if data.kind == "files":
-        return read_text_files(data.ref, data.column)
+        return read_text_files(data.ref, data.column), f"files:{data.ref}"
     if data.kind == "hf":
         try:
-            return _hub_records(data.ref, data.column)
+            return _hub_records(data.ref, data.column), f"hf:{data.ref}"
         except Exception as exc:  # noqa: BLE001 - every failure goes to the declared fallback
-            where = "synthetic data" if data.fallback in ("", "synthetic") else f"local files {data.fallback!r}"
+            synthetic = data.fallback in ("", "synthetic")
+            where = "synthetic data" if synthetic else f"local files {data.fallback!r}"
             log("warning", f"dataset {data.ref!r} could not be loaded offline ({type(exc).__name__}: {exc}); "
                            f"using the fallback: {where}")
-            if data.fallback in ("", "synthetic"):
-                return None
-            return read_text_files(data.fallback, data.column)
+            if synthetic:
+                return None, "synthetic (fallback)"
+            return read_text_files(data.fallback, data.column), f"files:{data.fallback} (fallback)"
     raise ValueError(f"unknown data kind {data.kind!r} (synthetic, files, hf)")
 
 
@@ -131,7 +130,9 @@ def _counting_tokens(job, built: Built, rank: int, seq: int, tgt: int) -> Iterat
     """Pool of learnable (micro_batch, seq + tgt) id blocks, cycled (see module doc)."""
     tok = built.tokenizer
     low = getattr(tok, "SPECIALS", 5)  # keep clear of special ids
-    span = _vocab(built) - low
+    # a small active vocabulary, like text's skewed one: learning which tokens occur is the
+    # first, fast drop of the loss; learning the counting rule is the slow one
+    span = min(_vocab(built) - low, int(job.options.get("synthetic_vocab", 128)))
     g = torch.Generator().manual_seed(job.seed * 1000 + rank)
     pool = []
     for _ in range(int(job.options.get("synthetic_pool", 8))):
@@ -169,7 +170,7 @@ def _lm_batches(job, built: Built, tokens: Iterator[torch.Tensor], seq: int, ran
         if built.kind == CAUSAL_LM:
             yield {"input_ids": block, "attention_mask": torch.ones_like(block), "labels": block}
         elif built.kind == SEQ2SEQ:
-            inp, labels = block[:, :seq], block[:, seq:]
+            inp, labels = block[:, :seq].contiguous(), block[:, seq:].contiguous()
             yield {"input_ids": inp, "attention_mask": torch.ones_like(inp), "labels": labels}
         else:
             inp, labels = mask_tokens(block, built.tokenizer, _vocab(built), job.data.mlm_probability, g)
@@ -218,7 +219,7 @@ def prompt_ids(job, built: Built, log: Callable[[str, str], None]) -> Iterator[l
     each record), else ``task.prompt`` repeated; else ``prompt_tokens`` (or 8) counting ids.
     """
     tok, n, mb = built.tokenizer, job.data.prompt_tokens, job.micro_batch
-    texts = text_records(job, log) if job.data.kind != "synthetic" and n > 0 else None
+    texts = text_records(job, log)[0] if job.data.kind != "synthetic" and n > 0 else None
     if texts is not None:
         rows = [ids[:n] for ids in (encode(tok, t) for t in texts) if len(ids) >= n]
         if len(rows) < mb:

@@ -8,9 +8,11 @@ One step event = one batch of ``micro_batch`` images; its latency is what seed 0
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from accelctl.run import models
 from accelctl.run.context import RunContext
@@ -31,7 +33,10 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     sd: models.SDParts = built.model
     dtype = ctx.precision.dtype or torch.float32
     for name in ("unet", "vae", "text_encoder"):
-        setattr(sd, name, adapter.prepare_inference(getattr(sd, name).to(adapter.device, dtype).eval()))
+        part = getattr(sd, name).to(adapter.device).eval()
+        if dtype != torch.float32:
+            part = part.to(dtype)
+        setattr(sd, name, adapter.prepare_inference(part))
     ctx.setup_s["build_s"] = time.perf_counter() - t0
 
     # 2. text ids: the prompt through the real CLIP tokenizer, else random ids (stand-in) ---
@@ -78,23 +83,28 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         return (images / 2 + 0.5).clamp(0, 1)
 
     # 6. warm-up batches (excluded), then repeat x steps measured batches ------------------
-    step, latencies, shape = 0, [], None
+    # (FLOPs of one batch counted once, on the first batch: UNet, text encoder and VAE)
+    step, latencies, shape, flops = 0, [], None, None
     for phase, repeat, count in schedule(job):
         ctx.phase(phase, repeat)
         for _ in range(count):
             step += 1
+            counting = flops is None
             adapter.reset_peak_memory()
-            adapter.sync()
-            t_start = time.perf_counter()
-            images = images_for_batch()
-            adapter.sync()
-            dt = time.perf_counter() - t_start
+            with FlopCounterMode(display=False) if counting else contextlib.nullcontext() as counter:
+                adapter.sync()
+                t_start = time.perf_counter()
+                images = images_for_batch()
+                adapter.sync()
+                dt = time.perf_counter() - t_start
+            if counting:
+                flops = counter.get_total_flops()
             if not torch.isfinite(images).all():
                 raise RuntimeError(f"non-finite pixels in batch {step}")
             shape = list(images.shape)
             ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, samples=mb, samples_per_s=mb / dt,
-                     mem_bytes=adapter.memory_bytes())
+                     mfu=ctx.mfu(flops, dt), mem_bytes=adapter.memory_bytes())
             if phase == "measure":
                 latencies.append(dt)
     ctx.phase("done")
-    return step, {"image_shape": shape, "mean_latency_s": sum(latencies) / len(latencies) if latencies else None}
+    return step, {"image_shape": shape, "flops_per_batch": flops, "mean_latency_s": sum(latencies) / len(latencies) if latencies else None}

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from accelctl.run import data, models
+from accelctl.run import data, ds_engine, models
 from accelctl.run.context import RunContext
 
 
@@ -45,6 +45,8 @@ def prepare(ctx: RunContext) -> models.Built:
     model = built.model.to(adapter.device).eval()
     if ctx.precision.dtype is not None and ctx.precision.name != "fp8":
         model = model.to(ctx.precision.dtype)
+    if ds_engine.wanted_inference(job):  # DeepSpeed-inference: tensor-parallel shards (AutoTP or kernels)
+        model = ds_engine.init_inference(model, job, ctx)
     built.model = adapter.prepare_inference(model)
     ctx.setup_s["build_s"] = time.perf_counter() - t0
     return built

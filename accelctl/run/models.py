@@ -190,35 +190,18 @@ def _build_stand_in(job, family: str, s: dict[str, Any]) -> Built:
 def _timm_vit(job, s: dict[str, Any]):
     from timm.models.vision_transformer import VisionTransformer
 
+    from accelctl.run import te_layers
+
     extra = {}
-    if job.precision.dtype == "fp8":
-        # seed 002: Transformer Engine's fused layer replaces timm's Block
-        extra["block_fn"] = te_block_fn()
+    if (te := te_layers.load()) is not None:
+        # seed 002: Transformer Engine's fused layer replaces timm's Block (te_fp8 plans)
+        extra["block_fn"] = te_layers.block_fn(te)
+    elif job.precision.dtype == "fp8":
+        raise RuntimeError("precision fp8 needs a te_fp8 plan (Transformer Engine layers and recipe); "
+                           "this job has no te_recipe.json")
     return VisionTransformer(img_size=s["image_size"], patch_size=s["patch"], in_chans=s.get("channels", 3),
                              num_classes=s["classes"], embed_dim=s["hidden"], depth=s["layers"],
                              num_heads=s["heads"], mlp_ratio=s["mlp_ratio"], **extra)
-
-
-def te_block_fn():
-    """A timm ``block_fn`` built on ``transformer_engine.pytorch.TransformerLayer`` (seed 002).
-
-    timm calls ``block_fn(dim=, num_heads=, mlp_ratio=, qkv_bias=, proj_drop=, attn_drop=, ...)``;
-    TE takes (hidden_size, ffn_hidden_size, num_attention_heads).  ViT attends to all patches
-    (no causal mask) and timm's tensors are (batch, seq, hidden): ``attn_input_format="bshd"``.
-    """
-    try:
-        import transformer_engine.pytorch as te
-    except ImportError as exc:
-        raise RuntimeError("precision fp8 needs Transformer Engine (transformer_engine.pytorch) on an "
-                           "FP8-capable GPU (Hopper/Ada); it is not importable here") from exc
-
-    class TEBlock(te.TransformerLayer):
-        def __init__(self, dim, num_heads, mlp_ratio=4.0, proj_drop=0.0, attn_drop=0.0, **_ignored):
-            super().__init__(hidden_size=dim, ffn_hidden_size=int(dim * mlp_ratio), num_attention_heads=num_heads,
-                             hidden_dropout=proj_drop, attention_dropout=attn_drop,
-                             self_attn_mask_type="no_mask", attn_input_format="bshd")
-
-    return TEBlock
 
 
 def _sd_stand_in(s: dict[str, Any]) -> SDParts:

@@ -6,8 +6,8 @@
   native bf16/fp16 (AVX512-BF16/AMX, AVX512-FP16) it still runs but warns: emulated 16-bit
   matmuls are ~100-180x slower than fp32 here (LAB.md).
 * fp16 training uses a ``GradScaler`` (loss scaling against underflow).
-* fp8: Transformer Engine's ``fp8_autocast`` inside bf16 autocast (seed 002); needs
-  ``transformer_engine`` and the TE blocks of the vit family.
+* fp8: Transformer Engine's FP8 autocast of the targeted TE version inside bf16 autocast
+  (seed 002), as the te_fp8 plan's ``te_recipe.json`` says (``accelctl.run.te_layers``).
 """
 
 from __future__ import annotations
@@ -29,18 +29,15 @@ class Precision:
     name: str
     #: autocast dtype, None for fp32
     dtype: torch.dtype | None = None
-    #: Transformer Engine recipe (fp8 only)
-    fp8_recipe: Any = None
+    #: factory of Transformer Engine's FP8 forward context (fp8 only), from ``te_layers``
+    fp8: Callable[[], Any] | None = None
 
     def autocast(self, adapter):
         """Context for a forward pass: autocast, and TE's fp8 autocast inside it."""
         stack = contextlib.ExitStack()
         stack.enter_context(adapter.autocast(self.dtype))
-        if self.fp8_recipe is not None:
-            import transformer_engine.pytorch as te
-
-            fp8 = getattr(te, "fp8_autocast", None) or te.autocast
-            stack.enter_context(fp8(enabled=True, fp8_recipe=self.fp8_recipe))
+        if self.fp8 is not None:
+            stack.enter_context(self.fp8())
         return stack
 
     def grad_scaler(self, adapter):
@@ -54,7 +51,7 @@ def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
     if name == "fp32":
         return Precision("fp32")
     if name == "fp8":
-        return Precision("fp8", torch.bfloat16, _fp8_recipe(job))
+        return Precision("fp8", torch.bfloat16, fp8=_fp8_context(job))
     if name not in DTYPES:
         raise ValueError(f"unknown precision {name!r} (fp32, bf16, fp16, fp8)")
     dtype = DTYPES[name]
@@ -68,23 +65,20 @@ def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
         native = cpu_has_native_bf16() if name == "bf16" else cpu_has_native_fp16()
         if not native:
             log("warning", f"{name} on a CPU without native {name} instructions (no AVX512/AMX {name}): "
-                           f"matmuls are emulated and ~100x+ slower than fp32 (~180x measured here); "
+                           f"matmuls are emulated and ~100x+ slower than fp32 (~180x on the 2-core AVX2 EPYC of LAB.md); "
                            f"timings will not represent {name} hardware")
     return Precision(name, dtype)
 
 
-def _fp8_recipe(job):
+def _fp8_context(job):
+    """The FP8 forward context of the plan's Transformer Engine settings (``te_recipe.json``)."""
+    from accelctl.run import te_layers
+
     if job.model.family != "vit":
         raise ValueError(f"fp8 is implemented for the vit family (Transformer Engine blocks, seed 002); "
                          f"not for {job.model.family!r}")
-    try:
-        from transformer_engine.common.recipe import DelayedScaling, Format
-    except ImportError as exc:
-        raise RuntimeError("precision fp8 needs Transformer Engine (pip install transformer-engine[pytorch]) "
-                           "on an FP8-capable GPU (H100/Ada) or Gaudi2; transformer_engine is not importable "
-                           "here") from exc
-    cfg = job.precision.fp8
-    return DelayedScaling(fp8_format=Format[str(cfg.get("format", "hybrid")).upper()],
-                          amax_history_len=int(cfg.get("amax_history", 16)),
-                          amax_compute_algo=str(cfg.get("amax_algo", "max")),
-                          margin=int(cfg.get("margin", 0)))
+    cfg = te_layers.load()
+    if cfg is None:
+        raise RuntimeError("precision fp8 needs a te_fp8 plan (its te_recipe.json names the TE version, "
+                           "autocast API and recipe)")
+    return te_layers.forward_context(cfg)

@@ -2,8 +2,9 @@
 
 ``launch(plan, ...)`` materialises a plan into a run folder (``accelctl.run.store``),
 starts every ``Launch`` in its own session (so a signal reaches the whole process
-group: torchrun and all its workers), and returns a ``RunHandle`` at once.  One
-supervisor thread then, every ``POLL_S``:
+group: torchrun and all its workers), and returns a ``RunHandle`` at once.  Launches
+start together, except that one marked ``wait`` must exit 0 before the launches after
+it start (a pre-compilation pass).  One supervisor thread then, every ``POLL_S``:
 
 1. tails every ``rank<N>.jsonl`` the workers append to (a partial last line waits for
    its newline), writes each event line to ``events.jsonl`` (flushed per line) and
@@ -12,24 +13,24 @@ supervisor thread then, every ``POLL_S``:
    gets a synthesised ``RunFailed(reason="crashed")`` carrying the tail of
    ``worker.log``; any non-zero exit stops the other launches;
 3. escalates a stop: SIGINT to each process group, SIGTERM after ``grace_s``,
-   SIGKILL after twice ``grace_s``.
+   SIGKILL after twice ``grace_s``.  A rank that reported ``RunFailed`` while some
+   process still runs ``grace_s`` later also starts this stop.
 
 When every process has exited it drains the files a last time, makes sure no member of
 the process groups is left, writes ``summary.json`` and calls each sink's ``close``.
 
 Status: ``stopped`` when ``stop()`` was asked for (or a worker reported
 ``RunFailed(reason="stopped")``), else ``failed`` when any rank failed or crashed, else
-``ok``.  Beside the plan's environment the runner sets ``ACCELCTL_EVENTS_DIR``,
-``PYTHONUNBUFFERED=1`` (unless set) and puts accelctl's own folder on ``PYTHONPATH``.
+``ok``.  Commands and environment are resolved by ``accelctl.run.commands``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -38,20 +39,21 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.plan.model import Launch, Plan
-from accelctl.run import store
+from accelctl.run import procgroup, store
+from accelctl.run.commands import EVENTS_DIR_ENV, ResolvedLaunch, UnresolvedPlaceholder, launch_env, resolve_argv, resolve_launch
 from accelctl.run.events import Event, RunFailed
 from accelctl.run.job import WorkerJob
 from accelctl.run.sinks import FanOut
 from accelctl.run.summary import build_summary
 from accelctl.run.tail import RankFiles, parse_line
 
+__all__ = ["EVENTS_DIR_ENV", "RunHandle", "RunResult", "launch", "launch_env", "resolve_argv"]
+
 log = logging.getLogger("accelctl.run")
 
-EVENTS_DIR_ENV = "ACCELCTL_EVENTS_DIR"
 POLL_S = 0.05
 DEFAULT_GRACE_S = 5.0
 LOG_TAIL_LINES = 30
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)
@@ -61,46 +63,13 @@ class RunResult:
     run_dir: Path
     #: the content of summary.json
     summary: dict[str, Any] = field(repr=False)
-    #: one per launch, in plan order (127: the command could not be started)
-    returncodes: tuple[int, ...] = ()
+    #: one per launch, in plan order; 127: the command could not be started; None: never
+    #: started (an earlier launch failed, or the run was stopped first)
+    returncodes: tuple[int | None, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-
-# --------------------------------------------------------------------------- plan → argv/env
-
-
-def resolve_argv(argv: Iterable[str], run_dir: Path) -> list[str]:
-    """Substitute ``{run_dir}`` and map the symbolic heads ``python`` and ``torchrun``."""
-    args = [store.substitute(a, run_dir) for a in argv]
-    if args and args[0] == "python":
-        args[0] = sys.executable
-    elif args and args[0] == "torchrun":
-        args[:1] = [sys.executable, "-m", "torch.distributed.run"]
-    return args
-
-
-def launch_env(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    env.update({k: store.substitute(v, run_dir) for k, v in launch.env.items()})
-    env[EVENTS_DIR_ENV] = str(events_dir)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if _PACKAGE_PARENT not in paths:
-        env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_PARENT, *paths])
-    return env
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES, max_bytes: int = 64 * 1024) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, fh.seek(0, os.SEEK_END) - max_bytes))
-            data = fh.read()
-    except OSError:
-        return ""
-    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
 # --------------------------------------------------------------------------- the handle
@@ -116,20 +85,27 @@ class RunHandle:
         self.job = job
         self.events_dir = run_dir
         self.grace_s = grace_s
-        self.argvs: list[list[str]] = []
-        self._procs: list[subprocess.Popen | None] = []
+        n = len(plan.launches)
+        self.resolved: list[ResolvedLaunch | None] = [None] * n
+        #: one per launch; None until started (and for ever when it never starts)
+        self._procs: list[subprocess.Popen | None] = [None] * n
+        self._rcs: list[int | None] = [None] * n  # 127: could not be started
+        self._times: list[list[float]] = [[] for _ in range(n)]  # [start, end] unix seconds
+        self._next = 0  # the next launch to start
+        self._halted = False  # a failure or a stop: no further launch starts
+        self._finishing = False
         self._sinks = FanOut(sinks)
         self._events: list[Event] = []
         self._cond = threading.Condition()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._files = RankFiles(run_dir)
         self._out = open(run_dir / store.EVENTS_FILE, "a", encoding="utf-8")  # noqa: SIM115
         self._started_at = time.time()
         self._failure: RunFailed | None = None
         self._stop_kind: str | None = None  # "user" or "failure"
         self._stop_at: float | None = None
+        self._failed_at: float | None = None  # a worker reported a failure (not "stopped")
         self._sent: set[int] = set()
-        self._exited: set[int] = set()
         self._result: RunResult | None = None
         self._thread = threading.Thread(target=self._supervise, name=f"accelctl-run-{self.run_id}", daemon=True)
 
@@ -188,6 +164,7 @@ class RunHandle:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Leaving a ``with`` block stops a run that is still going, then waits for it."""
         if not self.done:
             self.stop()
         self.wait()
@@ -195,27 +172,39 @@ class RunHandle:
     # -- starting --------------------------------------------------------------------
 
     def _start(self) -> None:
-        with open(self.run_dir / store.LOG_FILE, "ab", buffering=0) as logf:
-            for launch in self.plan.launches:
-                argv = resolve_argv(launch.argv, self.run_dir)
-                self.argvs.append(argv)
-                logf.write(f"# accelctl: launch {launch.name}: {Launch(launch.name, tuple(argv)).shell()}\n".encode())
+        self._start_more()
+        self._thread.start()
+
+    def _start_more(self) -> None:
+        """Start launches in order, up to and including the next one marked ``wait``."""
+        with self._lock, open(self.run_dir / store.LOG_FILE, "ab", buffering=0) as logf:
+            while self._next < len(self.plan.launches) and not self._halted:
+                i, launch = self._next, self.plan.launches[self._next]
+                self._next += 1
                 try:
-                    proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell
-                        argv,
-                        env=launch_env(launch, self.run_dir, self.events_dir),
+                    r = self.resolved[i] = resolve_launch(launch, self.run_dir, self.events_dir)
+                    shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
+                    logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
+                    self._procs[i] = subprocess.Popen(  # noqa: S603 - argv list, never a shell
+                        list(r.argv),
+                        env=r.env,
+                        cwd=r.cwd,
                         stdin=subprocess.DEVNULL,
                         stdout=logf,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
                     )
-                except OSError as exc:
-                    self._procs.append(None)
+                    self._times[i] = [time.time()]
+                except (OSError, UnresolvedPlaceholder) as exc:
+                    self._rcs[i] = 127
                     self._emit(RunFailed(reason="launch_error", message=f"cannot start {launch.name!r}: {exc}"))
                     self._begin_stop("failure")
-                    break
-                self._procs.append(proc)
-        self._thread.start()
+                    return
+                if launch.wait:
+                    return  # the launches after it start when it has exited 0
+
+    def _running(self) -> list[int]:
+        return [i for i, p in enumerate(self._procs) if p is not None and self._rcs[i] is None]
 
     # -- supervisor thread --------------------------------------------------------------
 
@@ -225,18 +214,19 @@ class RunHandle:
                 self._drain()
                 self._check_processes()
                 self._escalate()
-                if len(self._exited) == sum(p is not None for p in self._procs):
-                    break
+                with self._lock:
+                    if not self._running() and (self._halted or self._next >= len(self.plan.launches)):
+                        self._finishing = True
+                        break
                 time.sleep(POLL_S)
             self._drain(final=True)
-            self._check_processes()
         except BaseException as exc:  # noqa: BLE001 - the run must still end cleanly
             log.exception("runner supervisor failed")
             self._emit(RunFailed(reason="runner_error", message=f"{type(exc).__name__}: {exc}"))
             self._kill_all(signal.SIGKILL)
-            for p in self._procs:
-                if p is not None:
-                    p.wait()
+            for i, p in enumerate(self._procs):
+                if p is not None and self._rcs[i] is None:
+                    self._rcs[i] = p.wait()
         finally:
             self._finish()
 
@@ -253,20 +243,26 @@ class RunHandle:
         self._out.flush()
         if event is None:
             return
-        if isinstance(event, RunFailed) and (self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped")):
-            self._failure = event
+        if isinstance(event, RunFailed):
+            if self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped"):
+                self._failure = event
+            if event.reason != "stopped" and self._failed_at is None:
+                self._failed_at = time.monotonic()
         with self._cond:
             self._events.append(event)
             self._cond.notify_all()
         self._sinks.on_event(event)
 
     def _check_processes(self) -> None:
-        for i, proc in enumerate(self._procs):
-            if proc is None or i in self._exited or proc.poll() is None:
+        for i in self._running():
+            rc = self._procs[i].poll()  # type: ignore[union-attr]
+            if rc is None:
                 continue
-            self._exited.add(i)
-            rc = proc.returncode
+            self._rcs[i] = rc
+            self._times[i].append(time.time())
             if rc == 0:
+                if self.plan.launches[i].wait and not self._halted:
+                    self._start_more()
                 continue
             self._drain()  # its last words may have landed since the previous tick
             name = self.plan.launches[i].name
@@ -275,23 +271,28 @@ class RunHandle:
                 if self._stop_kind == "user":
                     self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
                 else:
-                    tail = log_tail(self.run_dir / store.LOG_FILE)
+                    tail = store.log_tail(self.run_dir, LOG_TAIL_LINES)
                     msg = f"{name!r} exited with {how} without reporting a failure; last lines of worker.log:\n{tail}"
                     self._emit(RunFailed(reason="crashed", message=msg))
             self._begin_stop("failure")
 
     def _begin_stop(self, kind: str) -> None:
-        """Start (once) the SIGINT → SIGTERM → SIGKILL sequence; ``kind`` is user or failure."""
+        """Start (once) the SIGINT → SIGTERM → SIGKILL sequence; ``kind`` is user or failure.
+        No further launch starts after this."""
         with self._lock:
-            if self._result is not None:
-                return
-            if kind == "user" or self._stop_kind is None:
+            if self._result is not None or self._finishing:
+                return  # the run has already ended; nothing to stop
+            self._halted = True
+            cancels = self._next < len(self.plan.launches) and any(r is None for r in self._rcs[self._next :])
+            if kind == "user" or (self._stop_kind is None and (self._running() or cancels)):
                 self._stop_kind = kind
-            if self._stop_at is None:
+            if self._stop_at is None and self._running():
                 self._stop_at = time.monotonic()
                 self._signal_alive(signal.SIGINT)
 
     def _escalate(self) -> None:
+        if self._stop_at is None and self._failed_at is not None and time.monotonic() - self._failed_at > self.grace_s:
+            self._begin_stop("failure")  # a rank reported a failure but some process lingers
         with self._lock:
             if self._stop_at is None:
                 return
@@ -302,31 +303,17 @@ class RunHandle:
                     self._signal_alive(sig)
 
     def _signal_alive(self, sig: int) -> None:
-        for i, proc in enumerate(self._procs):
-            if proc is not None and i not in self._exited and proc.returncode is None:
-                _killpg(proc.pid, sig)
+        for i in self._running():
+            procgroup.signal_group(self._procs[i].pid, sig)  # type: ignore[union-attr]
 
     def _kill_all(self, sig: int) -> None:
         for proc in self._procs:
             if proc is not None:
-                _killpg(proc.pid, sig)
-
-    def _reap_groups(self, timeout_s: float = 5.0) -> None:
-        """No member of a launched process group may outlive the run."""
-        pgids = [p.pid for p in self._procs if p is not None]
-        alive = [g for g in pgids if _group_alive(g)]
-        for g in alive:
-            _killpg(g, signal.SIGKILL)
-        deadline = time.monotonic() + timeout_s
-        while alive and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-            alive = [g for g in alive if _group_alive(g)]
-        if alive:
-            log.warning("process groups %s still have members after SIGKILL", alive)
+                procgroup.signal_group(proc.pid, sig)
 
     def _finish(self) -> None:
         try:
-            self._reap_groups()
+            procgroup.reap(self.pids)
             self._files.close()
             summary = self._summary()
             store.write_summary(self.run_dir, summary)
@@ -352,13 +339,20 @@ class RunHandle:
 
     # -- summary ---------------------------------------------------------------------
 
-    def _returncodes(self) -> tuple[int, ...]:
-        return tuple(127 if p is None else (p.returncode if p.returncode is not None else -1) for p in self._procs)
+    def _returncodes(self) -> tuple[int | None, ...]:
+        return tuple(self._rcs)
 
     def _summary(self) -> dict[str, Any]:
         launches = [
-            {"name": ln.name, "argv": argv, "pid": p.pid if p else None, "returncode": rc}
-            for ln, argv, p, rc in zip(self.plan.launches, self.argvs, self._procs, self._returncodes())
+            {
+                "name": ln.name,
+                "argv": list(r.argv) if r else None,
+                "cwd": r.cwd if r else None,
+                "pid": p.pid if p else None,
+                "returncode": rc,
+                "wall_s": t[1] - t[0] if len(t) == 2 else None,
+            }
+            for ln, r, p, rc, t in zip(self.plan.launches, self.resolved, self._procs, self._rcs, self._times)
         ]
         return build_summary(
             plan=self.plan,
@@ -371,23 +365,6 @@ class RunHandle:
             started_unix_s=self._started_at,
             finished_unix_s=time.time(),
         )
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --------------------------------------------------------------------------- entry point
@@ -406,10 +383,20 @@ def launch(
 
     ``sinks`` are callables or objects with ``on_event``/``close`` (``accelctl.run.sinks``).
     A plan whose generated files escape the run folder raises ``RunStoreError`` before
-    anything starts.
+    anything starts (and leaves no run folder behind).
     """
     run_dir = store.new_run_dir(plan.workload, plan.target, runs_root)
-    job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir)
+    try:
+        job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir)
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     handle = RunHandle(plan, run_dir, job, sinks, grace_s)
-    handle._start()
+    try:
+        handle._start()
+    except BaseException:  # e.g. KeyboardInterrupt between two launches: leave nothing behind
+        handle._kill_all(signal.SIGKILL)
+        if not handle._thread.is_alive():
+            handle._out.close()
+        raise
     return handle

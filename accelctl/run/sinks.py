@@ -76,7 +76,8 @@ class FanOut:
             return
         try:
             fn(arg)
-        except Exception:  # noqa: BLE001 - a sink must not stop the run
+        except (Exception, SystemExit):  # noqa: BLE001 - a sink must not stop the run
+            # (SystemExit: rich's answer to a closed pipe, as in ``accelctl run | head``)
             self._broken.add(i)
             log.exception("sink %r failed in %s; it is skipped for the rest of the run", sink, method)
 

@@ -145,8 +145,10 @@ def write_inputs(
     """Write the run's inputs (workload, spec, plan, generated files, job) and return the job.
 
     ``job.json`` is written last, so the runner's filled-in job wins over a generated
-    file of the same name.
+    file of the same name.  Generated paths are checked before anything is written.
     """
+    for f in plan.files:
+        inside(run_dir, f.path)
     if source_text is not None:
         _write(run_dir / WORKLOAD_FILE, source_text)
     if spec_json is not None:
@@ -157,6 +159,17 @@ def write_inputs(
     job = job_for_run(plan.job, run_dir, events_dir)
     _write(run_dir / JOB_FILE, job.to_json())
     return job
+
+
+def log_tail(run_dir: Path, lines: int = 30, max_bytes: int = 64 * 1024) -> str:
+    """The last ``lines`` lines of the run's ``worker.log`` ("" when there is none)."""
+    try:
+        with open(run_dir / LOG_FILE, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - max_bytes))
+            data = fh.read()
+    except OSError:
+        return ""
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
 def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> Path:
@@ -192,6 +205,11 @@ class RunRecord:
     throughput_unit: str = ""
     #: the whole summary.json ({} when absent)
     summary: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def median_step_s(self) -> float | None:
+        """Alias of ``median_step_time_s`` (the name ``accelctl runs`` reads)."""
+        return self.median_step_time_s
 
     def events(self) -> list:
         """The run's merged events (``events.jsonl``), typed."""

@@ -12,7 +12,9 @@ task``; ``started`` (ISO 8601 UTC), ``started_unix_s, finished_unix_s``;
 ``failure`` (null or {reason, message, rank, step}: the first failure, a real one
 preferred over ``stopped``); ``stopped_by`` (null, "user", or "failure": another rank
 failed); ``warnings`` (the plan's, then the workers' warning messages);
-``launches`` [{name, argv (as run), pid, returncode}]; ``returncodes``.
+``launches`` [{name, argv (as run), cwd, pid, returncode, wall_s}] (argv/pid/wall_s null
+for a launch that never started); ``returncodes`` (127: could not start, null: never
+started).
 """
 
 from __future__ import annotations

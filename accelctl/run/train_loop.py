@@ -14,7 +14,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from accelctl.run import data, models
+from accelctl.run import data, ds_engine, models
 from accelctl.run.context import NonFiniteLoss, RunContext
 
 
@@ -28,18 +28,22 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     model = built.model
     if job.gradient_checkpointing:
         # recompute activations in backward: less memory, ~1/3 more compute per step
-        if hasattr(model, "gradient_checkpointing_enable"):  # transformers
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x
+            model.activation_checkpointing_enable({"use_reentrant": False})
+        elif hasattr(model, "gradient_checkpointing_enable"):  # older transformers
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:  # timm
             model.set_grad_checkpointing(True)
     model.to(adapter.device).train()
-    if world > 1 and adapter.wrap_ddp:
+    if world > 1 and adapter.wrap_ddp and not ds_engine.wanted(job):
         # DDP broadcasts rank 0's weights now and all-reduces gradients during backward
         ids = [adapter.device.index] if adapter.device.type == "cuda" else None
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
     optimizer = make_optimizer(job.optimizer, model.parameters())
-    batches = data.training_batches(job, built, ctx.rank, world, ctx.log)
+    batches = adapter.wrap_batches(data.training_batches(job, built, ctx.rank, world, ctx.log), job)
     ctx.setup_s["build_s"] = time.perf_counter() - t0
+    # DeepSpeed backends: the engine owns data parallelism, ZeRO, accumulation, clipping
+    ds = ds_engine.wrap_for_deepspeed(model, optimizer, job, ctx, batches, built.kind) if ds_engine.wanted(job) else None
 
     # 2. precision: autocast around forward (fp32 master weights); fp16 adds loss scaling
     scaler = prec.grad_scaler(adapter)
@@ -47,13 +51,21 @@ def run(ctx: RunContext) -> tuple[int, dict]:
                  "tokens_per_sample": batches.tokens_per_sample,
                  "gradient_checkpointing": job.gradient_checkpointing, "optimizer": job.optimizer.name})
     nan_at = job.options.get("inject_nan_at_step")  # test hook: poison the loss at that step
+    checksums = bool(job.options.get("report_param_checksum"))  # test hook: prove DDP syncs
+    start_checksum = param_checksum(model) if checksums else None
+    data_checksum = 0.0
 
     # 3. one optimizer step: accumulation micro-batches, then clip and step ----------------
     def train_step(step: int) -> float:
+        if ds is not None:
+            return ds.train_step(step)
+        nonlocal data_checksum
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=adapter.device)
         for micro in range(accum):
             batch = {k: v.to(adapter.device, non_blocking=True) for k, v in next(batches).items()}
+            if checksums:
+                data_checksum += sum(float(v.double().sum()) for v in batch.values())
             # DDP: all-reduce gradients only on the last micro-batch of the step
             last = micro == accum - 1
             no_sync = model.no_sync() if hasattr(model, "no_sync") and not last else contextlib.nullcontext()
@@ -95,7 +107,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     from torch.utils.flop_counter import FlopCounterMode
 
     flops = None
-    if job.measure.warmup == 0:
+    if job.measure.warmup == 0 and ds is None:
         with FlopCounterMode(display=False) as counter:
             for _ in range(accum):
                 batch = {k: v.to(adapter.device) for k, v in next(batches).items()}
@@ -134,8 +146,9 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     ctx.phase("done")
     results = {"first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
                "flops_per_step": flops, "samples_per_step": samples}
-    if job.options.get("report_param_checksum"):
-        results["param_checksum"] = param_checksum(model)
+    if checksums:  # equal on all ranks iff gradients were all-reduced; data differs per rank
+        results.update(param_checksum_start=start_checksum, param_checksum=param_checksum(model),
+                       data_checksum=data_checksum)
     return step, results
 
 

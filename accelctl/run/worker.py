@@ -64,7 +64,6 @@ def main(argv: list[str] | None = None) -> int:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     writer = EventWriter(job.events_dir, rank)
     signal.signal(signal.SIGTERM, _stop)
-    ctx = None
     try:
         writer.emit(PhaseChanged(phase="setup", rank=rank))
         if job.threads > 0:
@@ -77,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer)
         if world > 1:
             t0 = time.perf_counter()
-            torch.distributed.init_process_group(adapter.dist_backend)
+            adapter.init_process_group()
             ctx.setup_s["dist_init_s"] = time.perf_counter() - t0
         ctx.precision = precision.resolve(job, adapter, ctx.log)
         ctx.env = envinfo.collect(torch.get_num_threads(), adapter.device_name())

@@ -83,7 +83,7 @@ def call_kwargs(call: ast.Call, table: dict[str, V.VType], ctx: Ctx, where: str)
     seen: set[str] = set()
     for kw in call.kwargs:
         if kw.name in seen:
-            ctx.error("E204", f"duplicate argument '{kw.name}' in {where}", kw.span)
+            ctx.error("E204", f"duplicate argument '{kw.name}' in {where}", kw.span, "keep one of them")
             continue
         seen.add(kw.name)
         if kw.name not in table:
@@ -169,7 +169,7 @@ def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, di
         table = {k: (V.number(positive=True) if isinstance(d, float) else V.integer(1, 10**7))
                  for k, d in fam.shape.items()}
         shape.update(call_kwargs(call, table, ctx, f"{call.name}(...)"))
-        if shape.get("hidden", 1) % shape.get("heads", 1):
+        if "hidden" in shape and "heads" in shape and shape["hidden"] % shape["heads"]:
             ctx.error("E407", f"hidden = {shape['hidden']} is not divisible by heads = {shape['heads']}",
                       call.span, "attention splits the hidden size evenly across heads")
     return fam.name, shape
@@ -192,10 +192,12 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         else:
             ctx.error("E301", "stand_in must be an architecture like bloom(layers = 2, hidden = 64, heads = 4)",
                       si.span)
-    source, ref, family, real_shape = "arch", "", opts.get("family"), {}
+    source, ref, family, real_shape, full_shape = "arch", "", opts.get("family"), {}, {}
     if isinstance(header, ast.Call) and header.name in ("hf", "local"):
         source = header.name
-        ref = single_string_arg(header, ctx, "Hub id" if source == "hf" else "model path") or ""
+        ref = single_string_arg(header, ctx, "Hub id" if source == "hf" else "model path")
+        if ref is None:
+            return None  # reported (E214/E304); guessing the architecture of no id would only add noise
         known = KNOWN_MODELS.get(ref)
         if known is not None:
             real_shape = {"params": known.params, "layers": known.layers, "hidden": known.hidden,
@@ -206,11 +208,14 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         if source == "local" and ref and not (base / ref).expanduser().exists() and stand_in is None:
             ctx.error("E413", f"model path does not exist: {ref}", header.span,
                       "give the right path, or a stand_in = <arch>(...) to run without the weights")
+            return None
     elif isinstance(header, (ast.Call, ast.Word)):
         got = check_shape(header, ctx, "model")
         if got is None:
             return None
-        family, real_shape = got
+        family, full_shape = got
+        # the real shape is what was written; unwritten sizes are estimated later (ffn = 4h ...)
+        real_shape = {k.name: full_shape[k.name] for k in getattr(header, "kwargs", ()) if k.name in full_shape}
     else:
         ctx.error("E207", "model needs a source", it.span,
                   'write model hf("<hub id>"), model local("<path>") or model <arch>(layers = ..)')
@@ -224,7 +229,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         ctx.error("E213", f"cannot tell the architecture of {ref!r}", header.span,
                   "add family = <bloom|bert|t5|vit|...> or a stand_in = <arch>(...)")
         return None
-    shape = stand_in[1] if stand_in else (real_shape if source == "arch" else dict(FAMILIES[family].shape))
+    shape = stand_in[1] if stand_in else (full_shape if source == "arch" else dict(FAMILIES[family].shape))
     if task is not None and task.kind not in FAMILIES[family].tasks:
         ctx.error("E408", f"a {family} model cannot do task {task.kind}", it.span,
                   f"{family} supports: {', '.join(FAMILIES[family].tasks)}")
@@ -261,8 +266,15 @@ def check_dataset(it: ast.Item | None, ctx: Ctx, origins: Origins, base: Path) -
     vals = typed_entries(items, S.DATASET_KEYS, ctx, "dataset", origins, "dataset", extra_ok=("fallback",))
     fallback = "synthetic"
     if "fallback" in items:
-        fb = _dataset_source(items["fallback"].value, ctx, base, "fallback") if isinstance(
-            items["fallback"], ast.Entry) else None
+        fb_item, fb = items["fallback"], None
+        if not isinstance(fb_item, ast.Entry):
+            ctx.error("E208", "missing '=' after 'fallback'", getattr(fb_item, "key_span", fb_item.span),
+                      "write fallback = synthetic")
+        elif isinstance(fb_item.value, ast.Call) and fb_item.value.name == "hf":
+            ctx.error("E301", "fallback must be synthetic or files(\"path\"), not a Hub dataset", fb_item.value.span,
+                      "the fallback is what runs offline: write fallback = synthetic or fallback = files(\"data/...\")")
+        else:
+            fb = _dataset_source(fb_item.value, ctx, base, "fallback")
         if fb is not None:
             vals = {**fb[2], **vals}
             fallback = fb[1] if fb[0] == "files" else "synthetic"
@@ -272,11 +284,14 @@ def check_dataset(it: ast.Item | None, ctx: Ctx, origins: Origins, base: Path) -
     return DatasetSpec(kind=kind, ref=ref, fallback=fallback, **{**kw, **vals})
 
 
-def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins) -> MeasureSpec:
+def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str = "measure") -> MeasureSpec:
     if it is None:
         return MeasureSpec()
-    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
-    vals = typed_entries(items, S.MEASURE_KEYS, ctx, "measure", origins, "measure")
+    if not isinstance(it, ast.Block) or it.header is not None:
+        ctx.error("E209", "measure is a block", it.span, "write measure { warmup = 2 steps  steps = 10 steps }")
+        return MeasureSpec()
+    items = items_by_key(it.items, ctx)
+    vals = typed_entries(items, S.MEASURE_KEYS, ctx, "measure", origins, prefix)
     m = MeasureSpec(**vals)
     if m.warmup >= m.steps and "warmup" in items:
         ctx.error("E404", f"warm-up ({m.warmup} steps) is not fewer than the counted steps ({m.steps})",
@@ -284,7 +299,8 @@ def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins) -> MeasureSpe
     return m
 
 
-def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None) -> OptimizerSpec:
+def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None,
+                    prefix: str = "optimizer") -> OptimizerSpec:
     if it is None:
         return OptimizerSpec()
     if task is not None and not task.training:
@@ -300,7 +316,7 @@ def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskS
         if isinstance(header, ast.Call):
             vals.update(call_kwargs(header, S.OPTIMIZER_KEYS, ctx, f"optimizer {header.name}"))
     items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
-    vals.update(typed_entries(items, S.OPTIMIZER_KEYS, ctx, "optimizer", origins, "optimizer"))
+    vals.update(typed_entries(items, S.OPTIMIZER_KEYS, ctx, "optimizer", origins, prefix))
     return OptimizerSpec(**vals)
 
 

@@ -144,12 +144,17 @@ TARGET_KEYS: dict[str, V.VType] = {
     "threads": V.integer(1, 1024),
     "weights": V.choice("auto", "real", "stand_in"),
     "neuron_parallel_compile": V.boolean(),
+    # what the launcher starts: accelctl's own loop (worker), or the backend's documented
+    # vendor example script (example: optimum-habana's run_generation.py / run_clm.py ...)
+    "script": V.choice("worker", "example"),
+    # the Transformer Engine version the plan targets (its autocast API changed in 2.9)
+    "te_version": V.string(),
 }
 #: target keys handled by the check pass itself (not plain typed values)
-TARGET_SPECIAL = ("parallel", "precision", "batch")
+TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer")
 #: target keys that become backend options
 TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "threads", "weights",
-                  "neuron_parallel_compile")
+                  "neuron_parallel_compile", "script", "te_version")
 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "none": (),

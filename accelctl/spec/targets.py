@@ -14,7 +14,7 @@ from accelctl.errors import Span, did_you_mean
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES, INSTANCES
-from accelctl.spec.check import Origins, call_kwargs, items_by_key, typed_entries
+from accelctl.spec.check import Origins, call_kwargs, check_measure, check_optimizer, items_by_key, typed_entries
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import (BatchSpec, EngineSpec, Fp8Recipe, ModelSpec, ParallelSpec, PrecisionSpec,
                                  TargetSpec, TaskSpec)
@@ -103,9 +103,10 @@ def _resolve_device(name: str, vals: dict, items: dict, ctx: Ctx, span: Span) ->
     if device is None and "device" in items:
         return None  # the bad device value is already reported
     if device is None:
+        close = did_you_mean(name, DEVICES)
         ctx.error("E207", f"target {name} needs a device", span,
-                  f"add device = <{'|'.join(sorted(DEVICES))}> or a known instance = ...; "
-                  + did_you_mean(name, DEVICES))
+                  f"add device = <{'|'.join(sorted(DEVICES))}> or a known instance = ..."
+                  + (f"; {close}" if close.startswith("did you mean") else ""))
         return None
     if inst is not None and "device" in vals and inst.device != vals["device"]:
         ctx.error("E507", f"{inst.name} has {inst.device} devices, not {vals['device']}", items["device"].span,
@@ -153,11 +154,15 @@ def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] |
         else:
             ctx.error("E208", "missing '=' after 'parallel'", pv.span, "write parallel = zero(stage = 1)")
     batch = _batch(wl_batch, items.get("batch"), bs, vals, ctx, origins, pre)
+    measure = check_measure(items["measure"], ctx, origins, f"{pre}.measure") if "measure" in items else None
+    optimizer = (check_optimizer(items["optimizer"], ctx, origins, task, f"{pre}.optimizer")
+                 if "optimizer" in items else None)
     options = {k: vals[k] for k in S.TARGET_OPTIONS if k in vals}
     t = TargetSpec(name=name, device=device, instance=vals.get("instance", ""), nodes=nodes, devices=devices,
                    price_per_hour=price, memory_bytes=vals.get("memory", dev.memory_bytes), parallel=parallel,
                    precision=prec, batch=batch, gradient_checkpointing=vals.get("gradient_checkpointing", gc),
-                   engine=vals.get("engine", "local"), backend=vals.get("backend", ""), options=options)
+                   engine=vals.get("engine", "local"), backend=vals.get("backend", ""), options=options,
+                   measure=measure, optimizer=optimizer)
     _rules(t, items, task, model, ctx, it.span, origins)
     return t
 
@@ -218,7 +223,7 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
             "device", ast.Word(t.name, span))).span,
                   f"fp8 needs Transformer Engine on Hopper/Ada ({', '.join(d for d in FP8_DEVICES if not d.startswith('gaudi'))})"
                   f" or Gaudi2/Gaudi3; set precision = bf16 for target {t.name}")
-    for opt, adapter in (("hpu_graphs", "hpu"), ("lazy_mode", "hpu"), ("te_layers", "cuda"),
+    for opt, adapter in (("hpu_graphs", "hpu"), ("lazy_mode", "hpu"), ("te_layers", "cuda"), ("te_version", "cuda"),
                          ("neuron_parallel_compile", "xla")):
         if t.options.get(opt) and dev.adapter != adapter:
             ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
@@ -228,8 +233,9 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         ctx.error("E506", f"the Neuron SDK cannot train convolutional models ({model.family}) on {t.device}",
                   items.get("device", ast.Word(t.name, span)).span, "use a transformer model or another device")
     if t.device == "cpu" and t.precision.dtype in ("bf16", "fp16"):
-        ctx.warn("W601", f"target {t.name} runs {t.precision.dtype} on a CPU", items.get(
-            "precision", ast.Word(t.name, span)).span,
+        # point at the precision that applies: the target's own, else the workload's
+        where = items["precision"].span if "precision" in items else origins.get("precision", span)
+        ctx.warn("W601", f"target {t.name} runs {t.precision.dtype} on a CPU", where,
                  "CPUs without native bf16 (AVX2-only) run it ~100x slower; set precision = fp32 on cpu targets")
 
 

@@ -177,6 +177,10 @@ class TargetSpec:
     backend: str = ""
     #: backend options: hpu_graphs, lazy_mode, te_layers, dataloader_workers, threads...
     options: dict[str, Any] = field(default_factory=dict)
+    #: this target's own measurement / optimizer (None = the workload's), e.g. a cpu target
+    #: that counts fewer steps, or a 16-node target with a larger learning rate
+    measure: MeasureSpec | None = None
+    optimizer: OptimizerSpec | None = None
 
     @property
     def world_size(self) -> int:
@@ -209,6 +213,11 @@ class WorkloadSpec:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    def for_target(self, target: TargetSpec) -> "WorkloadSpec":
+        """This spec with the target's own measure/optimizer in place of the workload's."""
+        return dataclasses.replace(self, measure=target.measure or self.measure,
+                                   optimizer=target.optimizer or self.optimizer)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

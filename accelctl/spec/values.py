@@ -8,6 +8,7 @@ be written bare (``10``) or with its unit (``10 steps``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -59,10 +60,15 @@ def describe(v: ast.Value) -> str:
 
 @dataclass(frozen=True)
 class VType:
-    """A value type: ``name`` for messages, ``fn(value, ctx, key)`` to coerce."""
+    """A value type: ``name`` for messages, ``fn(value, ctx, key)`` to coerce.
+
+    ``detail`` states the accepted range and units for people (docs/language.md is
+    generated from it by scripts/gen_language_tables.py).
+    """
 
     name: str
     fn: Callable[[ast.Value, Ctx, str], Any]
+    detail: str = ""
 
     def coerce(self, v: ast.Value, ctx: Ctx, key: str) -> Any:
         return self.fn(v, ctx, key)
@@ -73,6 +79,19 @@ def _range(x, lo, hi, v, ctx, key):
         bounds = f"at least {lo}" if hi is None else (f"at most {hi}" if lo is None else f"between {lo} and {hi}")
         return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be {bounds}")
     return x
+
+
+def _bounds(lo, hi) -> str:
+    def n(x) -> str:
+        return f"{x:,}".replace(",", "_") if isinstance(x, int) else f"{x:g}"
+
+    if lo is None and hi is None:
+        return "any"
+    if hi is None:
+        return f"≥ {n(lo)}"
+    if lo is None:
+        return f"≤ {n(hi)}"
+    return f"{n(lo)} to {n(hi)}"
 
 
 def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None = None) -> VType:
@@ -87,14 +106,18 @@ def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None =
         elif isinstance(v, ast.Num):
             x = v.value
         else:
-            return ctx.error("E301", f"{key} must be a whole number, got {describe(v)}", v.span)
+            example = f"{key} = 8" + (f" or {key} = 8 {unit_dim}" if unit_dim else "")
+            return ctx.error("E301", f"{key} must be a whole number, got {describe(v)}", v.span,
+                             f"write a whole number, e.g. {example}")
         if isinstance(x, float):
             if not x.is_integer():
-                return ctx.error("E306", f"{key} must be a whole number, got {x:g}", v.span)
+                return ctx.error("E306", f"{key} must be a whole number, got {x:g}", v.span,
+                                 f"write {key} = {math.floor(x)} or {key} = {math.ceil(x)}")
             x = int(x)
         return _range(x, lo, hi, v, ctx, key)
 
-    return VType("whole number", fn)
+    units = f"; or with a unit of {unit_dim} ({', '.join(UNITS[unit_dim])})" if unit_dim else ""
+    return VType("whole number", fn, _bounds(lo, hi) + units)
 
 
 def number(lo: float | None = None, hi: float | None = None, positive: bool = False) -> VType:
@@ -105,7 +128,8 @@ def number(lo: float | None = None, hi: float | None = None, positive: bool = Fa
             return ctx.error("E304", f"{key} = {v.text} is out of range", v.span, f"{key} must be greater than 0")
         return _range(float(v.value), lo, hi, v, ctx, key)
 
-    return VType("number", fn)
+    return VType("number", fn, "> 0" if positive and hi is None else
+                 (f"> 0, at most {hi:g}" if positive else _bounds(lo, hi)))
 
 
 def quantity(dim: str, lo: float | None = 0) -> VType:
@@ -126,7 +150,7 @@ def quantity(dim: str, lo: float | None = 0) -> VType:
             return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be ≥ {lo}")
         return int(x) if dim == "bytes" else x
 
-    return VType(f"quantity of {dim}", fn)
+    return VType(f"quantity of {dim}", fn, f"units: {', '.join(UNITS[dim])}" + (f"; ≥ {lo:g}" if lo else ""))
 
 
 def boolean() -> VType:
@@ -135,7 +159,7 @@ def boolean() -> VType:
             return v.name.lower() in TRUE_WORDS
         return ctx.error("E301", f"{key} must be on or off, got {describe(v)}", v.span, "write on or off")
 
-    return VType("on/off", fn)
+    return VType("on/off", fn, "on, off (also true/false, yes/no, enabled/disabled)")
 
 
 def string(nonempty: bool = True) -> VType:
@@ -147,7 +171,7 @@ def string(nonempty: bool = True) -> VType:
             return ctx.error("E304", f"{key} must not be empty", v.span)
         return v.value
 
-    return VType("string", fn)
+    return VType("string", fn, "non-empty" if nonempty else "")
 
 
 def name_or_string() -> VType:
@@ -158,7 +182,7 @@ def name_or_string() -> VType:
             return v.value if isinstance(v, ast.Str) else v.name
         return ctx.error("E301", f"{key} must be a name, got {describe(v)}", v.span)
 
-    return VType("name", fn)
+    return VType("name", fn, "bare or quoted")
 
 
 def choice(*choices: str, code: str = "E203") -> VType:
@@ -169,7 +193,7 @@ def choice(*choices: str, code: str = "E203") -> VType:
             return ctx.error(code, f"unknown {key} '{v.name}'", v.span, did_you_mean(v.name, choices))
         return ctx.error("E301", f"{key} must be one of {', '.join(choices)}, got {describe(v)}", v.span)
 
-    return VType("one of " + ", ".join(choices), fn)
+    return VType("one of " + ", ".join(choices), fn, ", ".join(choices))
 
 
 def string_list() -> VType:
@@ -184,4 +208,4 @@ def string_list() -> VType:
                 return ctx.error("E301", f"items of {key} must be names or strings, got {describe(item)}", item.span)
         return out
 
-    return VType("list of names", fn)
+    return VType("list of names", fn, '["a", "b"] or [a, b]')

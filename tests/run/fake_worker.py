@@ -8,9 +8,11 @@ nan        NaN loss on the second measured step: RunFailed(nan_loss), exit 3
 exception  RunFailed(exception), exit 1
 hang       steps slowly forever with a child process; SIGINT → RunFailed(stopped), exit 130
 stubborn   like hang but ignores SIGINT and SIGTERM (needs SIGKILL)
+linger     reports RunFailed(nan_loss), then hangs instead of exiting
 
 ``job.options["crash_rank"]``: that rank (env RANK) crashes and the others hang.
-Extra argv ``--touch PATH`` writes PATH (checks {run_dir} substitution); env
+Extra argv ``--touch PATH`` writes PATH (checks {run_dir} substitution), ``--require
+PATH`` exits 5 unless PATH exists (checks launch order); env
 ``FAKE_ENV_OUT`` names a file to write the value of ``FAKE_ENV_VALUE`` into.
 """
 
@@ -30,11 +32,19 @@ rank = int(os.environ.get("RANK", "0"))
 world = int(os.environ.get("WORLD_SIZE", "1"))
 if "crash_rank" in opts:
     mode = "crash" if rank == opts["crash_rank"] else "hang"
+    if mode == "crash":  # let rank 0 reach its loop first, so it can answer SIGINT
+        rank0 = Path(os.environ["ACCELCTL_EVENTS_DIR"], "rank0.jsonl")
+        deadline = time.time() + 20
+        while time.time() < deadline and not (rank0.exists() and '"kind": "step"' in rank0.read_text()):
+            time.sleep(0.01)
 events_dir = os.environ["ACCELCTL_EVENTS_DIR"]
 assert events_dir == job["events_dir"], (events_dir, job["events_dir"])
 out = open(Path(events_dir) / f"rank{rank}.jsonl", "a", encoding="utf-8")
 torn = bool(opts.get("torn"))
 
+if "--require" in sys.argv and not Path(sys.argv[sys.argv.index("--require") + 1]).exists():
+    print("required file missing: an earlier launch did not finish first", file=sys.stderr)
+    sys.exit(5)
 if "--touch" in sys.argv:
     Path(sys.argv[sys.argv.index("--touch") + 1]).write_text("touched")
 if os.environ.get("FAKE_ENV_OUT"):
@@ -66,6 +76,14 @@ emit("run_started", run_id=job["run_id"], workload=job["workload"], target=job["
      details={"model": "fake"})
 emit("phase", phase="setup")
 print(f"fake worker rank {rank} mode {mode}", flush=True)
+
+if mode == "linger":
+    emit("run_failed", reason="nan_loss", message="loss is nan", step=0)
+    try:
+        while True:
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 if mode in ("hang", "stubborn"):
     if mode == "stubborn":

@@ -189,6 +189,56 @@ def test_one_rank_failing_stops_the_others(runs, make_plan, fake_worker):
     assert sorted(reasons) == ["crashed", "stopped"]
 
 
+def test_a_failed_rank_that_does_not_exit_is_stopped(runs, make_plan):
+    _, result = run(make_plan("linger"), grace_s=0.3)
+    assert (result.status, result.returncodes) == ("failed", (130,))
+    assert result.summary["failure"]["reason"] == "nan_loss"
+    assert result.summary["stopped_by"] == "failure"
+
+
+PRE = "import os, time; time.sleep(0.3); open('pre.txt', 'w').write(os.getcwd())"
+
+
+def test_a_wait_launch_finishes_before_the_next_starts_in_its_cwd(runs, make_plan, fake_worker, tmp_path, monkeypatch):
+    oh = tmp_path / "optimum-habana"
+    oh.mkdir()
+    monkeypatch.setenv("OPTIMUM_HABANA_DIR", str(oh))
+    launches = [
+        Launch(name="precompile", argv=("python", "-c", PRE), cwd="{optimum_habana}", wait=True),
+        Launch(name="worker", argv=("python", fake_worker, "{run_dir}/job.json", "--require", "{optimum_habana}/pre.txt")),
+    ]
+    _, result = run(make_plan("ok", steps=2, repeat=1, launches=launches))
+    assert (result.status, result.returncodes) == ("ok", (0, 0))
+    assert (oh / "pre.txt").read_text() == str(oh)
+    pre, main = result.summary["launches"]
+    assert pre["cwd"] == str(oh) and main["cwd"] is None
+    assert pre["wall_s"] >= 0.3
+    assert main["argv"][-1] == f"{oh}/pre.txt"
+
+
+def test_a_failing_wait_launch_cancels_the_rest(runs, make_plan, fake_worker):
+    launches = [
+        Launch(name="precompile", argv=("python", "-c", "print('compiler error'); raise SystemExit(4)"), wait=True),
+        Launch(name="worker", argv=("python", fake_worker, "{run_dir}/job.json")),
+    ]
+    _, result = run(make_plan("ok", launches=launches))
+    assert (result.status, result.returncodes) == ("failed", (4, None))
+    failure = result.summary["failure"]
+    assert failure["reason"] == "crashed" and "'precompile' exited with exit code 4" in failure["message"]
+    assert "compiler error" in failure["message"]
+    assert result.summary["launches"][1]["pid"] is None
+    assert result.summary["stopped_by"] == "failure"  # the worker launch was cancelled
+
+
+def test_an_unset_environment_placeholder_is_a_launch_error(runs, make_plan, monkeypatch):
+    monkeypatch.delenv("OPTIMUM_HABANA_DIR", raising=False)
+    plan = make_plan(launches=[Launch(name="spawn", argv=("python", "{optimum_habana}/examples/gaudi_spawn.py"))])
+    _, result = run(plan)
+    assert (result.status, result.returncodes) == ("failed", (127,))
+    assert result.summary["failure"]["reason"] == "launch_error"
+    assert "OPTIMUM_HABANA_DIR" in result.summary["failure"]["message"]
+
+
 def test_a_command_that_cannot_start(runs, make_plan):
     plan = make_plan(launches=[Launch(name="nope", argv=("accelctl-no-such-command", "x"))])
     _, result = run(plan)
@@ -200,8 +250,11 @@ def test_a_broken_sink_does_not_break_the_run(runs, make_plan):
     def broken(event):
         raise RuntimeError("sink bug")
 
+    def exits(event):
+        raise SystemExit(1)  # what rich does when stdout is a closed pipe
+
     good = ListSink()
-    _, result = run(make_plan("ok", steps=2, repeat=1), sinks=[broken, good])
+    _, result = run(make_plan("ok", steps=2, repeat=1), sinks=[broken, exits, good])
     assert result.status == "ok" and good.result is result and len(good.events) > 5
 
 
@@ -210,6 +263,7 @@ def test_escaping_generated_file_refuses_before_starting(runs, make_plan):
 
     with pytest.raises(RunStoreError):
         runner.launch(make_plan(files=[GeneratedFile(path="../x", content="")]), source_text=None, spec_json=None)
+    assert list(runs.iterdir()) == []  # no half-written run folder left behind
 
 
 def test_argv_heads_are_mapped(tmp_path):
@@ -240,6 +294,7 @@ def test_console_sink_prints_plain_lines_when_headless(runs, make_plan):
 REAL_WORKER = Path(__file__).resolve().parents[2] / "accelctl" / "run" / "worker.py"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not REAL_WORKER.exists(), reason="accelctl/run/worker.py has not landed yet")
 def test_real_worker_tiny_pretrain(runs, make_plan, make_job):
     from accelctl.run.job import DataJob, ModelJob
@@ -261,3 +316,51 @@ def test_real_worker_tiny_pretrain(runs, make_plan, make_job):
     assert result.summary["stats"]["step_time"]["count"] == 3
     assert result.summary["stats"]["warmup_steps"] == 1
     assert not [e for e in events if isinstance(e, LogMessage) and e.level == "error"]
+
+
+def test_console_summary_rows_for_generation_and_failure():
+    from accelctl.run.console import summary_rows
+
+    summary = {
+        "status": "failed",
+        "failure": {"reason": "nan_loss", "rank": 0, "message": "loss is nan at step 3\nmore"},
+        "stats": {
+            "step_time": {"median": 0.5, "mean": 0.6, "p90": 0.9, "count": 4},
+            "throughput": {"samples_per_s": None, "tokens_per_s": {"median": 200.0, "mean": 190.0}},
+            "generation": {
+                "latency_median_s": 0.5, "latency_p90_s": 0.9, "ttft_median_s": 0.05,
+                "per_token_median_s": 0.004, "per_token_mean_s": 0.005, "tokens_per_s_median": 200.0,
+            },
+            "loss": None, "warmup_steps": 0,
+        },
+        "timings": {"wall_s": 3.0},
+    }
+    rows = dict(summary_rows(summary, "/runs/x"))
+    assert rows["failure"] == "nan_loss (rank 0): loss is nan at step 3"
+    assert rows["latency"] == "median 500.00 ms · p90 900.00 ms"
+    assert rows["per token"] == "median 4.00 ms · mean 5.00 ms"
+    assert rows["throughput"] == "200.0 tokens/s median · 190.0 mean"
+    assert rows["run dir"] == "/runs/x" and "warm-up" not in rows and "loss" not in rows
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REAL_WORKER.exists(), reason="accelctl/run/worker.py has not landed yet")
+def test_real_worker_two_ranks_under_torchrun(runs, make_plan, make_job):
+    from dataclasses import replace
+
+    from accelctl.run.job import ModelJob
+
+    model = ModelJob(family="gpt2", source="arch", config={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in")
+    job = replace(make_job(warmup=1, steps=3, repeat=1, model=model), micro_batch=2)
+    argv = ("torchrun", "--standalone", "--nproc_per_node=2", "-m", "accelctl.run.worker", "{run_dir}/job.json")
+    plan = replace(make_plan(launches=[Launch(name="torchrun", argv=argv, env={"OMP_NUM_THREADS": "1"}, processes=2)]), job=job)
+    handle, result = run(plan)
+    assert result.status == "ok", (result.summary["failure"], (result.run_dir / "worker.log").read_text()[-2000:])
+    assert result.summary["launches"][0]["argv"][1:3] == ["-m", "torch.distributed.run"]
+    stats = result.summary["stats"]
+    assert (result.summary["world_size"], stats["ranks"], stats["step_time"]["count"]) == (2, 2, 3)
+    assert set(stats["per_rank"]) == {"0", "1"}
+    # global samples per step = micro-batch 2 x 2 ranks, counted once
+    st = stats["step_time"]
+    assert 4 / st["max"] <= stats["throughput"]["samples_per_s"]["median"] <= 4 / st["min"]
+    assert_group_gone(handle.pids[0])

@@ -1,0 +1,386 @@
+"""deepspeed and deepspeed_inference: the ``deepspeed`` launcher, one process per device.
+
+* ``deepspeed`` (training, ``parallel = zero(stage = N)``): writes ``ds_config.json`` from
+  the workload (batch arithmetic, precision, ZeRO stage and offload, clipping) and starts
+  ``accelctl.run.worker`` under the launcher; the worker hands its model and optimizer to
+  ``deepspeed.initialize`` (``accelctl.run.ds_engine``).
+* ``deepspeed_inference`` (``parallel = deepspeed_inference(tp = N)``): writes
+  ``ds_inference.json`` (tensor parallel size, dtype, kernel injection) for
+  ``deepspeed.init_inference`` in the generate loop, over ``tp`` processes.
+
+Decisions, each a hidden cost named:
+
+* The optimizer is the worker's own ``torch.optim`` one (the same as the torchrun plans,
+  so the two compare fairly), not a ds_config ``"optimizer"`` section: that section picks
+  DeepSpeed's FusedAdam, a C++ JIT build of ~110 s on a CPU's first run.  The exception is
+  ZeRO-Offload, where DeepSpeed refuses a client optimizer unless told otherwise and its
+  own DeepSpeedCPUAdam is the point (its ``cpu_adam`` JIT build costs ~100 s once).
+* ``gradient_clipping`` is always written: DeepSpeed 0.19.8 defaults it to 1.0, so leaving
+  it out would clip where the workload says not to.
+* On CPU the worker keeps DeepSpeed's shared-memory all-reduce (``deepspeed_shm_comm``)
+  switched off (``ACCELCTL_DS_SHM_COMM=0``): its first use is a C++ JIT build of 70-240 s,
+  and training all-reduces go through gloo anyway (only AutoTP inference would use it).
+* ``--module --no_local_rank``: the launcher runs ``python -u -m accelctl.run.worker JOB``;
+  ranks come from RANK / LOCAL_RANK / WORLD_SIZE, which it exports, as torchrun does.
+* Multi-node launches go through DeepSpeed's pdsh (or ``launcher = ...``) runner, which
+  exports only a few variable prefixes to remote nodes; the plan's environment travels in
+  a generated ``deepspeed_env`` file that ``DS_ENV_FILE`` points at.
+
+Nothing here imports torch, deepspeed or transformers (``accelctl plan`` stays light);
+``accelctl.backends.ds_check`` checks these plans against DeepSpeed itself.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from typing import Any
+
+from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.errors import Diagnostic, PlanError
+from accelctl.plan.model import RUN_DIR, GeneratedFile, Launch
+from accelctl.run.job import WorkerJob
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+#: the DeepSpeed release these plans are written and checked against (pyproject extra)
+DEEPSPEED_VERSION = "0.19.8"
+
+#: device adapter -> DS_ACCELERATOR, and the process group DeepSpeed uses there
+ACCELERATOR = {"cpu": "cpu", "cuda": "cuda", "hpu": "hpu"}
+COMM = {"cpu": "gloo", "cuda": "nccl", "hpu": "hccl"}
+
+CONFIG_FILE = "ds_config.json"
+INFERENCE_FILE = "ds_inference.json"
+HOSTFILE = "hostfile"
+ENV_FILE = "deepspeed_env"
+
+#: environment the worker reads (accelctl.run.ds_engine)
+CONFIG_ENV = "ACCELCTL_DS_CONFIG"
+INFERENCE_ENV = "ACCELCTL_DS_INFERENCE_CONFIG"
+SHM_ENV = "ACCELCTL_DS_SHM_COMM"
+
+#: DeepSpeed's launcher default; the workload's ``engine deepspeed { master_port = .. }`` wins
+DEFAULT_MASTER_PORT = 29500
+#: DeepSpeed logs its own progress every ``steps_per_print`` steps; accelctl's events replace it
+STEPS_PER_PRINT = 1_000_000_000
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+
+#: the worker's optimizer -> DeepSpeed's optimizer section (used with ZeRO-Offload only).
+#: DeepSpeed's "Adam" is AdamW unless ``adam_w_mode`` is false: spelled out to match torch.
+DS_OPTIMIZER = {"adamw": ("AdamW", {}), "adam": ("Adam", {"adam_w_mode": False})}
+#: client optimizers the worker builds (accelctl.run.train_loop.make_optimizer)
+CLIENT_OPTIMIZERS = ("adamw", "adam", "sgd")
+#: client optimizers ZeRO runs without ``zero_allow_untested_optimizer`` (DeepSpeed's
+#: ``runtime.zero.utils.ZERO_SUPPORTED_OPTIMIZERS``; ds_check compares the two)
+ZERO_TESTED = ("adamw", "adam")
+
+#: families DeepSpeed AutoTP (tensor parallel without kernel injection) can shard; from
+#: ``deepspeed/module_inject/auto_tp.py`` ``AutoTP.supported`` (ds_check compares).
+#: False: DeepSpeed asserts "AutoTP not supported for model. Please use kernel injection".
+AUTOTP = {"bloom": True, "gpt2": False, "llama": True, "bert": True, "t5": True}
+#: the base model class name AutoTP.supported() sees for a family (``str(model)``)
+AUTOTP_CLASS = {"bloom": "BloomModel", "gpt2": "GPT2Model", "llama": "LlamaModel", "bert": "BertModel",
+                "t5": "T5Model"}
+#: DeepSpeed's BLOOM kernel-injection container refuses transformers newer than this
+#: (``module_inject/containers/bloom.py``); AutoTP of BLOOM breaks past it as well (LAB §5)
+BLOOM_LAST_TRANSFORMERS = (4, 43)
+
+
+def installed_version(dist: str) -> str | None:
+    """A package's installed version from its metadata (never imports it)."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    parts = (version.split(".") + ["0"])[:2]
+    return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+
+
+def _adapter(target: TargetSpec) -> str:
+    return DEVICES[target.device].adapter
+
+
+def _cpu_lacks_fp16(target: TargetSpec) -> bool:
+    """DeepSpeed's CPU accelerator offers fp16 only with native fp16 (mkldnn AVX512-FP16/AMX)."""
+    if target.device != "cpu" or target.precision.dtype != "fp16":
+        return False
+    from accelctl.run.envinfo import cpu_has_native_fp16
+
+    return not cpu_has_native_fp16()
+
+
+# ----------------------------------------------------------------------------- config files
+
+
+def ds_config(spec: WorkloadSpec, target: TargetSpec) -> dict[str, Any]:
+    """The ``ds_config.json`` of a training target (keys in DeepSpeed's spelling)."""
+    p, b = target.parallel, target.batch
+    zero: dict[str, Any] = {"stage": p.zero_stage if p.strategy == "zero" else 0}
+    if p.offload_optimizer != "none":
+        zero["offload_optimizer"] = {"device": p.offload_optimizer}
+    if p.offload_param != "none":
+        zero["offload_param"] = {"device": p.offload_param}
+    cfg: dict[str, Any] = {
+        # train_batch_size = micro x accumulation x data-parallel ranks (DeepSpeed asserts it)
+        "train_batch_size": b.micro * b.accumulation * target.data_parallel,
+        "train_micro_batch_size_per_gpu": b.micro,
+        "gradient_accumulation_steps": b.accumulation,
+        # always written: DeepSpeed 0.19.8 clips at 1.0 when the key is absent
+        "gradient_clipping": float(spec.optimizer.grad_clip),
+        "zero_optimization": zero,
+        "steps_per_print": STEPS_PER_PRINT,
+        "wall_clock_breakdown": False,
+    }
+    dtype = target.precision.dtype
+    if dtype == "bf16":
+        cfg["bf16"] = {"enabled": True}
+    elif dtype == "fp16":
+        cfg["fp16"] = {"enabled": True}  # dynamic loss scaling (loss_scale 0)
+    opt = spec.optimizer
+    if p.offload_optimizer != "none" and opt.name in DS_OPTIMIZER:
+        name, extra = DS_OPTIMIZER[opt.name]
+        cfg["optimizer"] = {"type": name, "params": {"lr": opt.lr, "weight_decay": opt.weight_decay, **extra}}
+    elif zero["stage"] > 0 and opt.name not in ZERO_TESTED:
+        # torch.optim.SGD works under ZeRO; DeepSpeed only asks us to say we know it is untested
+        cfg["zero_allow_untested_optimizer"] = True
+    return cfg
+
+
+def inference_config(spec: WorkloadSpec, target: TargetSpec) -> dict[str, Any]:
+    """The ``ds_inference.json`` of a generate/infer target (``DeepSpeedInferenceConfig`` keys)."""
+    p = target.parallel
+    return {
+        "tensor_parallel": {"tp_size": p.tp},
+        "dtype": target.precision.dtype if target.precision.dtype in ("bf16", "fp16") else "fp32",
+        "replace_with_kernel_inject": bool(p.kernel_inject),
+    }
+
+
+def to_json(cfg: dict[str, Any]) -> str:
+    return json.dumps(cfg, indent=2) + "\n"
+
+
+# ----------------------------------------------------------------------------- launch
+
+
+def _engine_settings(spec: WorkloadSpec) -> dict[str, Any]:
+    eng = spec.engines.get("deepspeed")
+    return dict(eng.settings) if eng is not None else {}
+
+
+def _diag(spec: WorkloadSpec, paths: tuple[str, ...], code: str, message: str, hint: str = "") -> Diagnostic:
+    span = next((spec.origins[p] for p in paths if p in spec.origins), None)
+    return Diagnostic(code, message, span, spec.path, hint)
+
+
+def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> tuple[list[str] | None, bool]:
+    """(hosts for a generated hostfile or None when none is needed, whether they are placeholders)."""
+    hosts = settings.get("hosts")
+    if hosts and settings.get("hostfile"):
+        raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hostfile", "engines.deepspeed.hosts"), "E545",
+                                           "engine deepspeed sets both hosts and hostfile",
+                                           "keep one: hosts = [...] generates the hostfile")])
+    if hosts:
+        if len(hosts) < target.nodes:
+            raise PlanError(diagnostics=[_diag(
+                spec, ("engines.deepspeed.hosts",), "E545",
+                f"target {target.name} needs {target.nodes} nodes but engine deepspeed lists {len(hosts)} host(s)",
+                f"list {target.nodes} hosts (DeepSpeed takes the first --num_nodes of them)")])
+        if len(set(hosts)) != len(hosts):
+            raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hosts",), "E545",
+                                               "engine deepspeed lists a host twice",
+                                               "DeepSpeed refuses a hostfile with duplicate hosts")])
+        return list(hosts[: target.nodes]), False
+    if settings.get("hostfile"):
+        return None, False
+    if target.nodes > 1:
+        return [f"node{i}" for i in range(1, target.nodes + 1)], True
+    return None, False
+
+
+def _launch_env(target: TargetSpec, job: WorkerJob, extra: dict[str, str]) -> dict[str, str]:
+    adapter = _adapter(target)
+    env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
+    if adapter == "cpu":
+        env[SHM_ENV] = "0"
+    return env
+
+
+def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config: GeneratedFile,
+                 config_env: str) -> Built:
+    """The launcher command(s), hostfile and env file around one generated DeepSpeed config."""
+    settings = _engine_settings(spec)
+    hosts, placeholders = _hosts(spec, target, settings)
+    port = int(settings.get("master_port", DEFAULT_MASTER_PORT))
+    env = _launch_env(target, job, {config_env: f"{RUN_DIR}/{config.path}"})
+    files, notes, warnings = [config], [], []
+    head: list[str] = ["deepspeed"]
+    hostfile = settings.get("hostfile")
+    if hosts is not None:
+        hostfile = f"{RUN_DIR}/{HOSTFILE}"
+        files.append(GeneratedFile(HOSTFILE, "".join(f"{h} slots={target.devices}\n" for h in hosts),
+                                   role="DeepSpeed hostfile: one line per node, slots = processes per node"))
+        if placeholders:
+            warnings.append(f"the hostfile lists placeholder hosts node1..node{target.nodes}: set "
+                            f"engine deepspeed {{ hosts = [...] }} or edit {RUN_DIR}/{HOSTFILE} before running")
+    if hostfile:
+        head += ["--hostfile", hostfile, "--num_nodes", str(target.nodes)]
+    head += ["--num_gpus", str(target.devices), "--master_port", str(port)]
+    local_only = hosts is not None and len(hosts) == 1 and hosts[0] in LOCAL_HOSTS
+    master = settings.get("master_addr") or ("127.0.0.1" if local_only else None)
+    if master:
+        head += ["--master_addr", master]
+    if local_only:
+        head.append("--no_ssh_check")  # one local host: the launcher's local path, no ssh needed
+    if settings.get("launcher"):
+        head += ["--launcher", settings["launcher"]]
+    tail = ["--module", "--no_local_rank", *WORKER[1:]]
+    multi = hostfile is not None and target.nodes > 1
+    if multi:
+        # remote nodes get only a few exported prefixes: ship the plan's environment in a file
+        files.append(GeneratedFile(ENV_FILE, "".join(f"{k}={v}\n" for k, v in sorted(env.items())),
+                                   role="environment DeepSpeed exports to every node (DS_ENV_FILE)"))
+        env["DS_ENV_FILE"] = f"{RUN_DIR}/{ENV_FILE}"
+    if multi and settings.get("ssh") is False:
+        if not master:
+            master = hosts[0] if hosts else None
+            if master is None:
+                raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.ssh", "engines.deepspeed"), "E545",
+                                                   "ssh = off needs the master node's address",
+                                                   "set engine deepspeed { master_addr = \"...\" } or hosts")])
+            head += ["--master_addr", master]
+        launches = [Launch(f"node{i}", tuple(head + ["--no_ssh", "--node_rank", str(i)] + tail), env,
+                           processes=target.devices) for i in range(target.nodes)]
+        notes.append(f"ssh = off: start launch nodeN on node N ({target.nodes} launches)")
+    else:
+        launches = [Launch("deepspeed", tuple(head + tail), env, processes=target.world_size)]
+    adapter = _adapter(target)
+    notes.append(f"{target.world_size} processes ({target.nodes} node(s) x {target.devices}) x {job.threads} "
+                 f"thread(s), DS_ACCELERATOR={ACCELERATOR[adapter]}, process group {COMM[adapter]}")
+    if adapter == "cpu":
+        notes.append(f"{SHM_ENV}=0: DeepSpeed's shared-memory all-reduce stays off (its first use is a 70-240 s "
+                     "C++ JIT build; gloo carries the all-reduces)")
+    return Built(launches, files, notes, warnings)
+
+
+# ----------------------------------------------------------------------------- backends
+
+
+class DeepSpeedBackend(Backend):
+    name = "deepspeed"
+    adapters = ("cpu", "cuda", "hpu")
+    precisions = ("fp32", "bf16", "fp16")
+    #: zero selects it; none/data run as ZeRO stage 0 when the target asks for backend = deepspeed
+    strategies = ("zero", "data", "none")
+    tasks = ("pretrain", "finetune")
+    summary = "DeepSpeed launcher + deepspeed.initialize: ZeRO 0-3 data parallelism, offload"
+
+    def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
+        return super().selects(spec, target) and target.parallel.strategy == "zero"
+
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+        out = super().unsupported(spec, target)
+        p = target.parallel
+        if p.strategy not in self.strategies:  # the base reason says it; the rest would be noise
+            return out
+        if p.tp > 1 or p.pp > 1:
+            out.append(f"backend deepspeed plans ZeRO data parallelism only, not tp = {p.tp} / pp = {p.pp} "
+                       "(DeepSpeed pipeline/tensor training needs a PipelineModule or Megatron model)")
+        if spec.optimizer.name not in CLIENT_OPTIMIZERS:
+            out.append(f"optimizer {spec.optimizer.name} is not implemented by the worker "
+                       f"({', '.join(CLIENT_OPTIMIZERS)})")
+        if "nvme" in (p.offload_optimizer, p.offload_param):
+            out.append("ZeRO-Infinity nvme offload needs an nvme_path, which a workload cannot set yet; "
+                       "use offload = cpu")
+        if p.offload_optimizer != "none" and spec.optimizer.name not in DS_OPTIMIZER:
+            out.append(f"ZeRO-Offload runs DeepSpeedCPUAdam (adam/adamw), not {spec.optimizer.name}")
+        if _cpu_lacks_fp16(target):
+            out.append("DeepSpeed refuses fp16 on this CPU: CPU_Accelerator.is_fp16_supported() needs "
+                       "AVX512-FP16/AMX-FP16 ('Type fp16 is not supported on your device'); use fp32 or bf16")
+        return out
+
+    def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
+        cfg = ds_config(spec, target)
+        config = GeneratedFile(CONFIG_FILE, to_json(cfg), role=f"DeepSpeed {DEEPSPEED_VERSION} config "
+                                                                 "(deepspeed.initialize)")
+        built = build_launch(spec, target, job, config, CONFIG_ENV)
+        z = cfg["zero_optimization"]
+        precision = next((k for k in ("bf16", "fp16") if k in cfg), "fp32")
+        built.notes.insert(0, f"{CONFIG_FILE}: ZeRO stage {z['stage']}, {precision}, train_batch_size "
+                              f"{cfg['train_batch_size']} = micro {cfg['train_micro_batch_size_per_gpu']} x "
+                              f"accumulation {cfg['gradient_accumulation_steps']} x {target.data_parallel} ranks")
+        if "optimizer" in cfg:
+            built.notes.append(f"ZeRO-Offload: DeepSpeed's {cfg['optimizer']['type']} (DeepSpeedCPUAdam); its "
+                               "cpu_adam op is a ~100 s C++ JIT build on first use (cached in "
+                               "$TORCH_EXTENSIONS_DIR)")
+        else:
+            built.notes.append(f"optimizer: the worker's torch.optim {spec.optimizer.name} handed to "
+                               "deepspeed.initialize (a ds_config optimizer would JIT-build FusedAdam, ~110 s on CPU)")
+        return built
+
+
+class DeepSpeedInferenceBackend(Backend):
+    name = "deepspeed_inference"
+    #: not hpu: DeepSpeed-inference on Gaudi is optimum-habana's run_generation.py --use_deepspeed
+    #: (backend gaudi, seed 003); a target it refuses must stay refused, not fall through to here
+    adapters = ("cpu", "cuda")
+    precisions = ("fp32", "bf16", "fp16")
+    strategies = ("deepspeed_inference",)
+    tasks = ("generate", "infer")
+    summary = "DeepSpeed launcher + deepspeed.init_inference: tensor parallel (AutoTP or kernel injection)"
+
+    def processes_per_node(self, target: TargetSpec) -> int:
+        return target.devices
+
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+        out = super().unsupported(spec, target)
+        p, family, adapter = target.parallel, spec.model.family, _adapter(target)
+        if p.strategy not in self.strategies:
+            return out
+        if target.world_size != p.tp:
+            out.append(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
+                       f"= {target.world_size} must equal tp = {p.tp}")
+        if p.kernel_inject and adapter == "cpu":
+            out.append("kernel injection does not exist on CPU: DeepSpeed's CPU accelerator has no "
+                       "InferenceBuilder ('This op had not been implemented on CPU backend'); "
+                       "set kernel_inject = off")
+        transformers = installed_version("transformers")
+        too_new = (transformers is not None and family == "bloom"
+                   and _major_minor(transformers) > BLOOM_LAST_TRANSFORMERS)
+        if p.kernel_inject and too_new:
+            out.append(f"DeepSpeed {installed_version('deepspeed') or DEEPSPEED_VERSION} injects BLOOM kernels only "
+                       f"with transformers <= 4.43.4, and {transformers} is installed ('BLOOM inference with "
+                       "DeepSpeed is no longer supported')")
+        if p.tp > 1 and not p.kernel_inject:
+            if not AUTOTP.get(family, True):
+                out.append(f"DeepSpeed AutoTP cannot shard {family} ('AutoTP not supported for model. Please use "
+                           "kernel injection'); use tp = 1, or kernel_inject = on on a GPU")
+            elif too_new and adapter == "cpu":
+                out.append(f"AutoTP of BLOOM fails with transformers {transformers} and DeepSpeed "
+                           f"{installed_version('deepspeed') or DEEPSPEED_VERSION}: the alibi tensor is not "
+                           "sharded, so generate stops with 'The expanded size of the tensor ... must match'; "
+                           "use tp = 1 (or transformers <= 4.43.4)")
+        if _cpu_lacks_fp16(target):
+            out.append("DeepSpeed inference lists fp16 on CPU only with AVX512-FP16/AMX-FP16 "
+                       "(CPU_Accelerator.supported_dtypes); use fp32 or bf16")
+        return out
+
+    def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
+        cfg = inference_config(spec, target)
+        config = GeneratedFile(INFERENCE_FILE, to_json(cfg), role=f"DeepSpeed {DEEPSPEED_VERSION} inference "
+                                                                  "config (deepspeed.init_inference)")
+        built = build_launch(spec, target, job, config, INFERENCE_ENV)
+        how = "kernel injection" if cfg["replace_with_kernel_inject"] else "AutoTP" if target.parallel.tp > 1 \
+            else "no sharding"
+        built.notes.insert(0, f"{INFERENCE_FILE}: tp_size {target.parallel.tp} ({how}), dtype {cfg['dtype']}")
+        transformers = installed_version("transformers")
+        if (spec.model.family == "bloom" and target.parallel.tp > 1 and not target.parallel.kernel_inject
+                and _adapter(target) != "cpu" and transformers
+                and _major_minor(transformers) > BLOOM_LAST_TRANSFORMERS):
+            built.warnings.append(f"AutoTP of BLOOM failed on CPU with transformers {transformers} (alibi not "
+                                  f"sharded); not verified on {target.device}")
+        return built

@@ -1,0 +1,198 @@
+"""te_fp8: Transformer Engine blocks, and FP8 on Hopper/Ada, for timm ViTs (seed 002).
+
+torchrun with nccl, one process per GPU, as the torchrun backend; in addition the worker
+(``accelctl.run.te_layers``)
+
+  (a) builds the ViT with ``VisionTransformer(block_fn=...)`` whose block is a
+      ``te.TransformerLayer(hidden_size=dim, ffn_hidden_size=dim * mlp_ratio,
+      num_attention_heads=heads, hidden_dropout, attention_dropout, ...)``, and
+  (b) with precision fp8, wraps the forward in the FP8 autocast of the TE version the plan
+      targets, with a ``DelayedScaling`` recipe from the workload, inside bf16 autocast.
+
+Everything the worker takes from TE is written into ``te_recipe.json`` (a generated file
+of the plan), so what the plan prints is what runs, and ``accelctl.backends.te_check``
+checks exactly that file against TE's own source.  Choosing the API by version is data
+(``AUTOCAST_API``): TE 2.9 added ``te.autocast(recipe=...)`` and deprecated
+``te.fp8_autocast(fp8_recipe=...)`` (still present, with a DeprecationWarning, in 2.20).
+"""
+
+from __future__ import annotations
+
+import json
+
+from accelctl.backends.base import Built
+from accelctl.backends.torchrun import TorchrunBackend
+from accelctl.plan.model import RUN_DIR, GeneratedFile
+from accelctl.run.job import WorkerJob
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.models import FAMILIES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+#: the Transformer Engine release a plan targets unless the target sets ``te_version``
+TE_DEFAULT_VERSION = "2.20"
+
+#: FP8 autocast by TE version, newest first: (first version, function, recipe keyword).
+#: TE v2.9 (70f5366) added ``autocast`` and made ``fp8_autocast`` a deprecated wrapper.
+AUTOCAST_API: tuple[tuple[tuple[int, int], str, str], ...] = (
+    ((2, 9), "autocast", "recipe"),
+    ((0, 0), "fp8_autocast", "fp8_recipe"),
+)
+
+#: the workload's recipe words -> ``transformer_engine.common.recipe`` names
+RECIPE_CLASS = "DelayedScaling"
+FP8_FORMATS = {"hybrid": "HYBRID", "e4m3": "E4M3"}
+
+#: ``te.TransformerLayer`` settings that make it a ViT encoder block: every patch sees every
+#: patch (TE's default mask is causal), timm's tensors are (batch, tokens, hidden) (TE's
+#: default layout is sbhd), and timm's LayerNorm eps.  Seed 002's TE_Block left TE's
+#: defaults (causal, sequence-first), so its attention ran over the batch dimension.
+VIT_LAYER_KWARGS: dict[str, object] = {
+    "self_attn_mask_type": "no_mask",
+    "attn_input_format": "bshd",
+    "layernorm_epsilon": 1e-6,
+}
+
+#: FP8 GEMM operand rule of TE (``pytorch/utils.py: assert_dim_for_fp8_exec``): the product
+#: of all dimensions but the last divisible by 8, the last by 16; te_check reads it back.
+FP8_DIMS = (8, 16)
+
+CONFIG_FILE = "te_recipe.json"
+#: where the worker finds the generated file
+CONFIG_ENV = "ACCELCTL_TE_CONFIG"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"2.20.2"`` -> ``(2, 20, 2)``; pre-release suffixes are ignored."""
+    out = []
+    for part in str(version).split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def autocast_api(version: str) -> tuple[str, str]:
+    """The FP8 autocast function of a TE version and its recipe keyword."""
+    v = version_tuple(version)[:2]
+    for first, function, keyword in AUTOCAST_API:
+        if v >= first:
+            return function, keyword
+    raise ValueError(f"no FP8 autocast known for Transformer Engine {version}")
+
+
+def te_version(target: TargetSpec) -> str:
+    return str(target.options.get("te_version") or TE_DEFAULT_VERSION)
+
+
+def te_config(spec: WorkloadSpec, target: TargetSpec) -> dict:
+    """The content of ``te_recipe.json``: the layer, and the FP8 recipe and autocast."""
+    version = te_version(target)
+    cfg: dict = {
+        "transformer_engine": version,
+        "layer": {"class": "TransformerLayer", "kwargs": dict(VIT_LAYER_KWARGS)},
+        "outer_autocast": "bf16" if target.precision.dtype == "fp8" else target.precision.dtype,
+        "fp8": target.precision.dtype == "fp8",
+        "autocast": None,
+        "recipe": None,
+    }
+    if cfg["fp8"]:
+        r = target.precision.fp8
+        function, keyword = autocast_api(version)
+        cfg["autocast"] = {"function": function, "recipe_keyword": keyword, "kwargs": {"enabled": True}}
+        cfg["recipe"] = {"class": RECIPE_CLASS, "kwargs": {
+            "fp8_format": FP8_FORMATS[r.format], "amax_history_len": r.amax_history,
+            "amax_compute_algo": r.amax_algo, "margin": r.margin}}
+    return cfg
+
+
+def vit_shapes(spec: WorkloadSpec, target: TargetSpec) -> list[tuple[str, dict, bool]]:
+    """The ViT shapes the worker may build: (label, shape, certain)."""
+    m = spec.model
+    weights = str(target.options.get("weights", m.weights))
+    real = m.real_shape if {"hidden", "image_size", "patch"} <= set(m.real_shape) else {}
+    if m.source == "arch" or weights == "stand_in" or (weights == "auto" and not real):
+        return [("model", m.stand_in, m.source == "arch" or weights == "stand_in")]
+    if weights == "real":
+        return [("real model", real, True)] if real else []
+    return [("stand-in", m.stand_in, False), ("real model", real, False)]
+
+
+def fp8_shape_problems(shape: dict, micro: int) -> list[str]:
+    """Where a ViT shape breaks TE's FP8 GEMM rule (``FP8_DIMS``)."""
+    rows, cols = FP8_DIMS
+    family = FAMILIES["vit"].shape
+    s = {**family, **shape}
+    hidden, ffn = int(s["hidden"]), int(s["hidden"] * s["mlp_ratio"])
+    tokens = (int(s["image_size"]) // int(s["patch"])) ** 2 + 1  # patches + class token
+    out = []
+    if (micro * tokens) % rows:
+        out.append(f"micro-batch x tokens = {micro} x {tokens} = {micro * tokens} is not a multiple of {rows}")
+    for name, n in (("hidden", hidden), ("ffn (hidden x mlp_ratio)", ffn)):
+        if n % cols:
+            out.append(f"{name} = {n} is not a multiple of {cols}")
+    return out
+
+
+class TeFp8Backend(TorchrunBackend):
+    name = "te_fp8"
+    adapters = ("cuda",)
+    precisions = ("fp32", "bf16", "fp16", "fp8")
+    strategies = ("none", "data")
+    tasks = ("pretrain", "finetune")
+    summary = "torchrun + nccl, timm ViT blocks swapped for te.TransformerLayer, FP8 autocast (Transformer Engine)"
+
+    def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
+        wants_te = target.precision.dtype == "fp8" or bool(target.options.get("te_layers"))
+        return wants_te and super().selects(spec, target)
+
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+        out = super().unsupported(spec, target)
+        if spec.model.family != "vit":
+            out.append(f"backend te_fp8 swaps the blocks of timm ViTs; family {spec.model.family} has no TE block swap")
+        dev = DEVICES[target.device]
+        if target.precision.dtype == "fp8":
+            if not dev.fp8:
+                out.append(f"fp8 needs a Hopper/Ada GPU; {target.device} has no FP8 tensor cores")
+            if spec.model.family == "vit":
+                for label, shape, certain in vit_shapes(spec, target):
+                    problems = fp8_shape_problems(shape, target.batch.micro)
+                    if problems and certain:
+                        out.append(f"TE runs FP8 GEMMs only on operands whose leading dims multiply to a multiple "
+                                   f"of {FP8_DIMS[0]} and whose last dim is a multiple of {FP8_DIMS[1]}: {label}: "
+                                   + "; ".join(problems))
+        return out
+
+    def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
+        built = super().build(spec, target, job)  # torchrun --nproc_per_node=<GPUs>, nccl
+        cfg = te_config(spec, target)
+        launches = [_with_env(launch, {CONFIG_ENV: f"{RUN_DIR}/{CONFIG_FILE}"}) for launch in built.launches]
+        files = [*built.files, GeneratedFile(CONFIG_FILE, json.dumps(cfg, indent=2, sort_keys=True) + "\n",
+                                             role="Transformer Engine layer, FP8 recipe and autocast API")]
+        layer = ", ".join(f"{k}={v!r}" for k, v in cfg["layer"]["kwargs"].items())
+        notes = [*built.notes,
+                 f"Transformer Engine {cfg['transformer_engine']}: timm blocks -> te.TransformerLayer(hidden_size=dim, "
+                 f"ffn_hidden_size=dim*mlp_ratio, num_attention_heads=heads, hidden_dropout, attention_dropout, "
+                 f"{layer}) via VisionTransformer(block_fn=...)"]
+        warnings = list(built.warnings)
+        if cfg["fp8"]:
+            a, r = cfg["autocast"], cfg["recipe"]
+            kw = ", ".join(f"{k}={v!r}" for k, v in r["kwargs"].items())
+            notes.append(f"forward in torch.autocast(bf16) > te.{a['function']}(enabled=True, "
+                         f"{a['recipe_keyword']}={r['class']}({kw}))"
+                         + ("" if a["function"] == "autocast" else "  (API of TE < 2.9)"))
+            for label, shape, certain in vit_shapes(spec, target):
+                problems = fp8_shape_problems(shape, target.batch.micro)
+                if problems and not certain:
+                    warnings.append(f"if the {label} runs, TE will refuse its FP8 GEMMs: " + "; ".join(problems))
+            notes.append("FP8 trades precision and range for speed: convergence may need recipe tuning "
+                         "(seed 002's caveat)")
+        else:
+            notes.append(f"te_layers without fp8: TE blocks under {cfg['outer_autocast']} autocast, no FP8 autocast")
+        return Built(launches, files, notes, warnings)
+
+
+def _with_env(launch, extra: dict[str, str]):
+    from dataclasses import replace
+
+    return replace(launch, env={**launch.env, **extra})

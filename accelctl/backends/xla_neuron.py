@@ -1,0 +1,138 @@
+"""xla_neuron: torch-xla on AWS Trainium (trn1) and Inferentia2 (inf2) NeuronCores (seed 004).
+
+``torchrun --nproc_per_node=<NeuronCores>``: one process per NeuronCore (the catalog counts
+trn1/inf2 devices in NeuronCores).  In each process the worker joins the ``xla`` process group
+through torch-xla's ``xla://`` rendezvous, feeds batches through ``MpDeviceLoader`` and steps
+with ``xm.optimizer_step`` (which all-reduces the gradients: no DDP wrapper).  Worker side:
+``accelctl.run.devices.XlaAdapter`` and ``accelctl.run.xla_extras``.
+
+The environment is data (``NEURON_ENV``), each entry with its source:
+
+* ``PJRT_DEVICE=NEURON`` -- torch-xla 2.9 picks the PJRT plugin by this name
+  (``torch_xla/runtime.py``; it would also default to NEURON when libneuronxla is found).
+* ``NEURON_CC_FLAGS=--auto-cast=none`` -- by default neuronx-cc casts FP32 matmuls to BF16;
+  with it off, bf16 comes only from ``torch.autocast("xla", bfloat16)`` around the forward (the
+  Neuron guide "Migration From XLA_USE_BF16/XLA_DOWNCAST_BF16"), and fp32 stays fp32.
+* ``NEURON_COMPILE_CACHE_URL`` -- the Neuron persistent cache (default
+  ``/var/tmp/neuron-compile-cache``); the pre-compilation and the measured run must share it.
+* never ``XLA_USE_BF16`` / ``XLA_DOWNCAST_BF16`` (deprecated after torch-xla 2.6, "convert your
+  model to bf16 directly"; dropped after Neuron 2.24), never ``NEURONCORE_NUM_DEVICES`` (for
+  xmp.spawn only) nor ``NEURON_RT_VISIBLE_CORES`` (torch-xla sets it from LOCAL_RANK under
+  torchrun, ``torch_xla/_internal/neuron.py``).
+
+With ``neuron_parallel_compile = on`` the plan first runs ``neuron_parallel_compile torchrun
+...`` on a short copy of the job (``job_precompile.json``: same graphs, few steps), which
+extracts the graphs and compiles them in parallel into the cache; the measured run then loads
+them.  Compilation is never part of step time: the worker reports its compile phase apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from accelctl.backends.base import BASE_ENV, Backend, Built
+from accelctl.plan.model import RUN_DIR, GeneratedFile, Launch
+from accelctl.run.job import MeasureJob, WorkerJob
+from accelctl.spec.catalog import INSTANCES
+from accelctl.spec.models import FAMILIES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+#: the torch-xla release the plan's environment is written for (torch-xla 2.9 needs torch 2.9.0)
+TORCH_XLA_VERSION = "2.9"
+
+NEURON_ENV = {
+    "PJRT_DEVICE": "NEURON",
+    "NEURON_CC_FLAGS": "--auto-cast=none",
+    "NEURON_COMPILE_CACHE_URL": "/var/tmp/neuron-compile-cache",
+}
+#: variables a plan for torch-xla >= 2.6 under torchrun must not set (see module doc)
+FORBIDDEN_ENV = ("XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_FP16", "XLA_DOWNCAST_FP16",
+                 "NEURONCORE_NUM_DEVICES", "NEURON_RT_VISIBLE_CORES")
+#: instances this small (vCPUs) precompile with one retry: "NEURON_PARALLEL_COMPILE_MAX_RETRIES=1
+#: when precompiling on trn1.2xlarge where there's limited host memory and CPU resources"
+SMALL_HOST_VCPUS = 8
+
+#: data-loader workers: the vCPUs of one core's share, at most 8 (seed 004: 4 on trn1, 2 on
+#: inf2.xlarge, 8 on the larger inf2); without a known instance, this many
+MAX_WORKERS, DEFAULT_WORKERS = 8, 2
+WORKERS_ENV = "ACCELCTL_DATALOADER_WORKERS"
+PRECOMPILE_JOB = "job_precompile.json"
+#: steps of the pre-compilation run: enough to meet every graph (the optimizer's first step
+#: differs from the next ones: AdamW builds its state), far fewer than the measured run
+PRECOMPILE_STEPS = 2
+WORKER_MODULE = "accelctl.run.worker"
+
+
+def dataloader_workers(target: TargetSpec) -> tuple[int, str]:
+    """Workers per process and why."""
+    if "dataloader_workers" in target.options:
+        return int(target.options["dataloader_workers"]), "set by the target"
+    inst = INSTANCES.get(target.instance)
+    if inst is None or not inst.vcpus:
+        return DEFAULT_WORKERS, "no instance type named, so no vCPU count; set instance = ... or dataloader_workers"
+    share = inst.vcpus // max(1, target.devices)
+    n = max(1, min(MAX_WORKERS, share))
+    return n, f"{inst.name}: {inst.vcpus} vCPUs / {target.devices} processes = {share}, at most {MAX_WORKERS}"
+
+
+def precompile_job(job: WorkerJob) -> WorkerJob:
+    """The job for ``neuron_parallel_compile``: the same graphs, a few steps, events to the log."""
+    m = job.measure
+    warmup = min(m.warmup, PRECOMPILE_STEPS)
+    return dataclasses.replace(job, measure=MeasureJob(warmup=warmup, steps=PRECOMPILE_STEPS, repeat=1),
+                               options={**job.options, "precompile": True}, events_dir="")
+
+
+class XlaNeuronBackend(Backend):
+    name = "xla_neuron"
+    adapters = ("xla",)
+    precisions = ("fp32", "bf16")
+    strategies = ("none", "data")
+    tasks = ("pretrain", "finetune", "infer")
+    summary = "torch-xla on Trainium/Inferentia2: torchrun, one process per NeuronCore, xla process group"
+
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+        out = super().unsupported(spec, target)
+        family = FAMILIES.get(spec.model.family)
+        if family is not None and family.convolutional and spec.task.training:
+            out.append(f"the Neuron SDK cannot train convolutional models ({spec.model.family})")
+        return out
+
+    def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
+        cores = target.devices
+        workers, why = dataloader_workers(target)
+        torchrun = ["torchrun"]
+        if target.nodes == 1:
+            torchrun += ["--standalone", "--nnodes=1"]
+        torchrun += [f"--nproc_per_node={cores}", "-m", WORKER_MODULE]
+        env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads), ACCELCTL_PROCESS_GROUP="xla",
+                   **{WORKERS_ENV: str(workers)}, **NEURON_ENV)
+        run = Launch("torchrun", (*torchrun, f"{RUN_DIR}/job.json"), env, processes=cores)
+        notes = [
+            f"{cores} processes, one per NeuronCore, process group xla (init_method xla://), "
+            f"MpDeviceLoader, xm.optimizer_step; torch-xla {TORCH_XLA_VERSION} (needs torch 2.9.0)",
+            f"{workers} data-loader workers per process ({why})",
+            ("bf16: torch.autocast('xla', dtype=bfloat16) around the forward, compiler auto-cast off "
+             "(NEURON_CC_FLAGS=--auto-cast=none); XLA_USE_BF16 is deprecated after torch-xla 2.6 and not set"
+             if target.precision.dtype == "bf16" else
+             "fp32: compiler auto-cast off (NEURON_CC_FLAGS=--auto-cast=none), else neuronx-cc runs FP32 "
+             "matmuls in BF16"),
+            "graph compilation is reported apart from step time (compile phase); fixed shapes and a "
+            "dropped ragged last batch keep it to the first steps",
+        ]
+        files: list[GeneratedFile] = []
+        launches = [run]
+        if target.options.get("neuron_parallel_compile"):
+            pre_env = dict(env)
+            inst = INSTANCES.get(target.instance)
+            if inst is not None and inst.vcpus and inst.vcpus <= SMALL_HOST_VCPUS:
+                pre_env["NEURON_PARALLEL_COMPILE_MAX_RETRIES"] = "1"
+            pre = Launch("precompile", ("neuron_parallel_compile", *torchrun, f"{RUN_DIR}/{PRECOMPILE_JOB}"),
+                         pre_env, processes=cores, wait=True)
+            launches.insert(0, pre)
+            files.append(GeneratedFile(PRECOMPILE_JOB, precompile_job(job).to_json() + "\n",
+                                       role="short job for neuron_parallel_compile (graph extraction only)"))
+            notes.append(f"pre-compilation first: neuron_parallel_compile runs {PRECOMPILE_STEPS} steps with "
+                         f"dummy outputs, compiles the graphs in parallel into {NEURON_ENV['NEURON_COMPILE_CACHE_URL']}"
+                         ", then the measured run starts (same cache)")
+        return Built(launches, files, notes)

@@ -1,0 +1,40 @@
+"""What an engine is: how a backend's per-node launch gets onto machines.
+
+A backend builds the command one node runs (``torchrun ...``, ``deepspeed ...``,
+``python gaudi_spawn.py ...``).  The ``local`` engine runs it here.  Engines past one
+machine wrap it into what their scheduler takes -- a Slurm batch script, a Kubernetes
+PyTorchJob manifest, an AWS Batch multi-node job definition, a torchrun rendezvous per
+node -- as generated files plus the submit command.  Like backends, engines are data
+plus one method, and they never run anything themselves.
+"""
+
+from __future__ import annotations
+
+from accelctl.backends.base import Built
+from accelctl.run.job import WorkerJob
+from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
+
+
+class Engine:
+    name: str = ""
+    summary: str = ""
+    #: backends whose per-node command this engine knows how to place
+    backends: tuple[str, ...] = ()
+
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec, backend: str) -> list[str]:
+        if self.backends and backend not in self.backends:
+            return [f"engine {self.name} does not place {backend} launches"]
+        return []
+
+    def wrap(self, spec: WorkloadSpec, target: TargetSpec, built: Built, job: WorkerJob,
+             settings: EngineSpec) -> Built:
+        """Turn the backend's per-node launch(es) into this engine's submission."""
+        raise NotImplementedError
+
+
+class LocalEngine(Engine):
+    name = "local"
+    summary = "run on this machine"
+
+    def wrap(self, spec, target, built, job, settings):
+        return built

@@ -1,0 +1,179 @@
+"""Memory-fit estimate per device, before any money is spent.
+
+Accounting (bytes per parameter Ψ, per device):
+
+* weights: 2Ψ in 16-bit (bf16/fp16/fp8 compute keeps 16-bit weights), 4Ψ in fp32;
+* training adds gradients (same width as the weights) and optimizer state: mixed
+  precision keeps an fp32 master copy (4Ψ) plus Adam's two moments (8Ψ) = 12Ψ
+  ("16Ψ in all", Rajbhandari et al., ZeRO, 2020); fp32 Adam keeps 8Ψ; SGD with
+  momentum 4Ψ, plain SGD 0;
+* ZeRO partitions over the data-parallel ranks: stage 1 the optimizer state, stage 2
+  also gradients, stage 3 also weights; offload moves optimizer state (or weights) to
+  host memory; tensor × pipeline parallelism divides all of it;
+* activations per transformer layer: s·b·h·(34 + 5·a·s/h) bytes in 16-bit (Korthikanti
+  et al., "Reducing Activation Recomputation", 2022), twice that in fp32; with
+  gradient checkpointing only each layer's input (2·s·b·h bytes) is kept, plus one
+  layer's full activations during recomputation;
+* generation adds the key/value cache: 2 · layers · batch · (prompt + new tokens) · h
+  elements;
+* a fixed runtime reserve (CUDA context, HPU/Neuron runtime, allocator slack).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+RESERVE_BYTES = 2 * 10**9
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Shape:
+    params: float
+    layers: int
+    hidden: int
+    heads: int
+    seq_len: int
+    vocab: int
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    kv_cache: float
+    reserve: float
+    capacity: float
+    #: the model shape the estimate used ("real" or "stand-in")
+    basis: str
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + self.reserve
+
+    @property
+    def fits(self) -> bool:
+        return self.capacity <= 0 or self.total <= self.capacity
+
+    def describe(self) -> str:
+        parts = [("weights", self.weights), ("gradients", self.gradients), ("optimizer", self.optimizer),
+                 ("activations", self.activations), ("kv cache", self.kv_cache), ("reserve", self.reserve)]
+        body = " + ".join(f"{n} {fmt_bytes(v)}" for n, v in parts if v)
+        cap = fmt_bytes(self.capacity) if self.capacity > 0 else "host memory"
+        verdict = "fits" if self.fits else "DOES NOT FIT"
+        return f"memory per device ({self.basis} model): {body} = {fmt_bytes(self.total)} of {cap}: {verdict}"
+
+
+def fmt_bytes(n: float) -> str:
+    """Decimal units, as vendors quote device memory (96 GB)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+#: vocabulary of the usual tokenizer of each family, for shapes that do not say
+TYPICAL_VOCAB = {"bert": 30522, "gpt2": 50257, "bloom": 250880, "t5": 32128, "llama": 32000, "vit": 0,
+                 "stable_diffusion": 49408}
+
+
+def params_of(family: str, layers: int, hidden: int, ffn: int, vocab: int, extra: dict) -> float:
+    """Parameter count of a transformer of this shape (attention 4h², MLP 2·h·ffn, embeddings)."""
+    ffn = ffn or 4 * hidden
+    per_layer = 4 * hidden * hidden + 2 * hidden * ffn
+    if family == "t5":
+        # encoder layers + decoder layers (decoder adds cross-attention)
+        return layers * per_layer + layers * (per_layer + 4 * hidden * hidden) + vocab * hidden
+    if family == "vit":
+        patch = int(extra.get("patch", 16))
+        return layers * per_layer + 3 * patch * patch * hidden + hidden * int(extra.get("classes", 1000))
+    return layers * per_layer + vocab * hidden
+
+
+def shape_for(spec: WorkloadSpec, real: bool) -> Shape:
+    m = spec.model
+    src = m.real_shape if (real and m.real_shape) else m.stand_in
+    layers, hidden = int(src.get("layers", 2)), int(src.get("hidden", 64))
+    heads = int(src.get("heads", 1))
+    vocab = int(src.get("vocab", TYPICAL_VOCAB.get(m.family, 0)))
+    if m.family == "vit":
+        img = int(src.get("image_size", spec.dataset.image_size))
+        patch = int(src.get("patch", 16))
+        seq = (img // patch) ** 2 + 1
+    else:
+        seq = spec.dataset.seq_len
+        if spec.task.kind == "generate":
+            seq = 16 + spec.task.max_new_tokens
+    params = float(src.get("params") or params_of(m.family, layers, hidden, int(src.get("ffn", 0)), vocab, src))
+    return Shape(params, layers, hidden, heads, seq, vocab)
+
+
+def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -> MemoryFit:
+    """Estimate per-device memory of ``spec`` on ``target``.
+
+    ``real`` picks the real model's shape (default: for every target but cpu, which
+    runs the stand-in).
+    """
+    if real is None:
+        real = target.device != "cpu" and bool(spec.model.real_shape)
+    sh = shape_for(spec, real)
+    p = target.parallel
+    dtype = target.precision.dtype
+    wbytes = 4 if dtype == "fp32" else 2
+    split = p.tp * p.pp
+    dp = target.data_parallel
+    psi = sh.params / split
+    weights = psi * wbytes
+    grads = optim = 0.0
+    acts = kv = 0.0
+    b = target.batch.micro
+    s, h, a = sh.seq_len, sh.hidden, max(sh.heads, 1)
+    layers_here = sh.layers / p.pp
+    if spec.task.training:
+        grads = psi * wbytes
+        name = spec.optimizer.name
+        if name in ("adam", "adamw", "lamb"):
+            optim = psi * (8 + (4 if wbytes == 2 else 0))
+        elif spec.optimizer.momentum > 0:
+            optim = psi * (4 + (4 if wbytes == 2 else 0))
+        else:
+            optim = psi * (4 if wbytes == 2 else 0)
+        stage = p.zero_stage if p.strategy == "zero" else 0
+        if stage >= 1:
+            optim /= dp
+        if stage >= 2:
+            grads /= dp
+        if stage >= 3:
+            weights /= dp
+        if p.offload_optimizer != "none":
+            optim = 0.0
+        if p.offload_param != "none":
+            weights = 0.0
+        width = 1 if wbytes == 2 else 2
+        full_layer = s * b * h * (34 + 5 * a * s / h) * width / p.tp
+        if target.gradient_checkpointing:
+            acts = layers_here * 2 * s * b * h * width + full_layer
+        else:
+            acts = layers_here * full_layer
+    else:
+        acts = s * b * h * (34 + 5 * a * s / h) / p.tp * (1 if wbytes == 2 else 2)
+        if spec.task.kind == "generate" and spec.task.kv_cache:
+            kv = 2 * layers_here * b * s * h * wbytes / p.tp
+    reserve = RESERVE_BYTES if target.device != "cpu" else 0
+    capacity = float(target.memory_bytes or host_memory_bytes())
+    return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in")
+
+
+def host_memory_bytes() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0

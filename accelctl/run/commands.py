@@ -1,0 +1,100 @@
+"""A plan's launch, resolved into the exact argv, environment and folder the runner uses.
+
+Pure functions (nothing is started here; ``accelctl.run.runner`` does that), so a
+"resolved" view of a plan can be printed with the same code that runs it.
+
+* placeholders are substituted in every argv word, environment value and ``cwd``:
+  ``{run_dir}`` (the run folder) and those filled from the environment
+  (``ENV_PLACEHOLDERS``: ``{optimum_habana}`` ← ``$OPTIMUM_HABANA_DIR``, looked up in the
+  plan's environment over ``os.environ``); one whose variable is unset is an error;
+* the symbolic heads map to this interpreter: ``python`` → ``sys.executable``,
+  ``torchrun`` → ``sys.executable -m torch.distributed.run``; other heads are kept;
+* beside the plan's environment (over ``os.environ``) the runner adds
+  ``ACCELCTL_EVENTS_DIR`` (where ranks append ``rank<N>.jsonl``),
+  ``PYTHONUNBUFFERED=1`` unless set (so ``worker.log`` keeps a crash's last words), and
+  the folder holding the running ``accelctl`` package in front of ``PYTHONPATH`` (so
+  ``python -m accelctl.run.worker`` imports the same code, installed or not).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelctl.plan.model import RUN_DIR, Launch
+
+EVENTS_DIR_ENV = "ACCELCTL_EVENTS_DIR"
+#: placeholders a plan may use whose value comes from the environment of the run
+ENV_PLACEHOLDERS = {"{optimum_habana}": "OPTIMUM_HABANA_DIR"}
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+class UnresolvedPlaceholder(ValueError):
+    """A plan uses a placeholder whose environment variable is not set."""
+
+
+@dataclass(frozen=True)
+class ResolvedLaunch:
+    name: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    #: working directory; None = the runner's own
+    cwd: str | None
+    wait: bool = False
+
+
+def substitutions(run_dir: Path, env: Mapping[str, str]) -> dict[str, str | None]:
+    subs: dict[str, str | None] = {RUN_DIR: str(run_dir)}
+    for placeholder, var in ENV_PLACEHOLDERS.items():
+        subs[placeholder] = env.get(var) or None
+    return subs
+
+
+def fill(text: str, subs: Mapping[str, str | None]) -> str:
+    for placeholder, value in subs.items():
+        if placeholder in text:
+            if value is None:
+                var = ENV_PLACEHOLDERS.get(placeholder, "?")
+                raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but ${var} is not set")
+            text = text.replace(placeholder, value)
+    return text
+
+
+def resolve_argv(argv: Iterable[str], run_dir: Path, env: Mapping[str, str] | None = None) -> list[str]:
+    """Substitute placeholders and map the symbolic heads ``python`` and ``torchrun``."""
+    subs = substitutions(run_dir, os.environ if env is None else env)
+    args = [fill(a, subs) for a in argv]
+    if args and args[0] == "python":
+        args[0] = sys.executable
+    elif args and args[0] == "torchrun":
+        args[:1] = [sys.executable, "-m", "torch.distributed.run"]
+    return args
+
+
+def launch_env(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The full environment of one launch (``base`` defaults to ``os.environ``)."""
+    env = dict(os.environ if base is None else base)
+    subs = substitutions(run_dir, {**env, **launch.env})
+    env.update({k: fill(v, subs) for k, v in launch.env.items()})
+    env[EVENTS_DIR_ENV] = str(events_dir)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if _PACKAGE_PARENT not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_PARENT, *paths])
+    return env
+
+
+def resolve_launch(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None) -> ResolvedLaunch:
+    """Everything ``subprocess.Popen`` needs for one launch; raises ``UnresolvedPlaceholder``."""
+    env = launch_env(launch, run_dir, events_dir, base)
+    cwd = getattr(launch, "cwd", "") or ""
+    return ResolvedLaunch(
+        name=launch.name,
+        argv=tuple(resolve_argv(launch.argv, run_dir, env)),
+        env=env,
+        cwd=fill(cwd, substitutions(run_dir, env)) if cwd else None,
+        wait=bool(getattr(launch, "wait", False)),
+    )

@@ -1,0 +1,104 @@
+"""Transformer Engine in the worker: the timm block swap and the FP8 forward context (seed 002).
+
+Everything TE-specific comes from the plan's ``te_recipe.json`` (``accelctl.backends.te_fp8``),
+whose path the launch puts in ``ACCELCTL_TE_CONFIG``: the layer settings, whether FP8 is on,
+the autocast function of the targeted TE version and its recipe keyword, and the recipe.
+``transformer_engine`` is imported only inside the functions, so this module imports
+anywhere; ``accelctl.backends.te_check`` reads this file with ``ast`` and checks every
+``te.X(...)`` call against TE's source.
+
+Use:
+    cfg = te_layers.load()                      # None unless the plan is a te_fp8 plan
+    VisionTransformer(..., block_fn=te_layers.block_fn(cfg))
+    fp8 = te_layers.forward_context(cfg)        # once; builds the recipe once
+    with torch.autocast("cuda", dtype=torch.bfloat16), fp8():
+        loss = loss_fn(model(x), y)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+#: set by the te_fp8 plan to ``{run_dir}/te_recipe.json``
+CONFIG_ENV = "ACCELCTL_TE_CONFIG"
+
+
+def load(path: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The plan's TE settings (``te_recipe.json``), or None when the plan has none."""
+    path = path or os.environ.get(CONFIG_ENV)
+    if not path:
+        return None
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _te():
+    try:
+        import transformer_engine.pytorch as te
+    except ImportError as exc:  # (TE's empty meta package raises its own RuntimeError, saying how to install)
+        raise RuntimeError("this plan uses Transformer Engine layers (backend te_fp8): transformer_engine.pytorch "
+                           "is not importable here; install transformer-engine[pytorch] on a CUDA machine") from exc
+    return te
+
+
+def block_fn(cfg: dict[str, Any]) -> type:
+    """A timm ``block_fn``: ``te.TransformerLayer`` behind timm's Block signature.
+
+    timm calls ``block_fn(dim=, num_heads=, mlp_ratio=, qkv_bias=, qk_norm=, proj_drop=,
+    attn_drop=, init_values=, drop_path=, norm_layer=, act_layer=, mlp_layer=, ..., device=,
+    dtype=)``.  The TE layer brings its own LayerNorm, GELU MLP and attention, so the timm
+    layer classes are not used; options TE has no equivalent for are refused, not ignored.
+    """
+    te = _te()
+    layer_kwargs = dict(cfg["layer"]["kwargs"])  # mask type, tensor layout, LayerNorm eps
+
+    class TEBlock(te.TransformerLayer):
+        def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True,
+                     qk_norm: bool = False, proj_drop: float = 0.0, attn_drop: float = 0.0, init_values=None,
+                     drop_path: float = 0.0, device=None, dtype=None, **_timm_layer_classes):
+            if qk_norm or init_values:
+                raise ValueError("te_fp8: timm's qk_norm / init_values (LayerScale) have no te.TransformerLayer "
+                                 "equivalent here; build the ViT without them")
+            super().__init__(
+                hidden_size=dim,
+                ffn_hidden_size=int(dim * mlp_ratio),
+                num_attention_heads=num_heads,
+                hidden_dropout=proj_drop,
+                attention_dropout=attn_drop,
+                drop_path_rate=drop_path,
+                bias=qkv_bias,
+                params_dtype=dtype,
+                device=device if device is not None else "cuda",
+                **layer_kwargs,
+            )
+
+    TEBlock.__name__ = TEBlock.__qualname__ = "TEBlock"
+    return TEBlock
+
+
+def recipe(cfg: dict[str, Any]):
+    """The FP8 recipe object of ``cfg`` (``DelayedScaling(fp8_format=Format.X, ...)``)."""
+    from transformer_engine.common import recipe as te_recipe
+
+    kwargs = dict(cfg["recipe"]["kwargs"])
+    kwargs["fp8_format"] = te_recipe.Format[kwargs["fp8_format"]]
+    return getattr(te_recipe, cfg["recipe"]["class"])(**kwargs)
+
+
+def forward_context(cfg: dict[str, Any] | None) -> Callable[[], ContextManager]:
+    """A factory of the context entered around each forward, inside bf16 autocast.
+
+    With FP8: the targeted TE version's autocast (``te.autocast(enabled=True, recipe=R)`` from
+    TE 2.9 on, ``te.fp8_autocast(enabled=True, fp8_recipe=R)`` before), one recipe object for
+    the whole run (its amax history lives in the layers, keyed to it).  Without: a no-op.
+    """
+    if cfg is None or not cfg.get("fp8"):
+        return contextlib.nullcontext
+    te = _te()
+    api = cfg["autocast"]
+    function = getattr(te, api["function"])
+    kwargs = {**api["kwargs"], api["recipe_keyword"]: recipe(cfg)}
+    return lambda: function(**kwargs)

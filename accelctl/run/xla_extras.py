@@ -1,0 +1,106 @@
+"""torch-xla pieces of the xla_neuron backend that the device adapter does not cover.
+
+* ``init_process_group()`` -- the ``xla`` process group through torch-xla's ``xla://``
+  rendezvous (``torch_xla/distributed/xla_backend.py`` registers both); under torchrun on
+  Neuron, torch-xla maps each process to its NeuronCore from LOCAL_RANK.
+* ``device_loader(batches, device, workers)`` -- the loop's batch stream behind a torch
+  ``DataLoader`` with the plan's worker count (``ACCELCTL_DATALOADER_WORKERS``, by vCPUs) and
+  ``MpDeviceLoader``, which uploads the next batches to the device in background threads while
+  the current step runs, and cuts the graph (``torch_xla.sync()``) once per batch.
+* ``compile_stats()`` -- torch-xla's compile counter and time, to report compilation apart
+  from step time.
+* ``extracting_graphs_only()`` -- true inside ``neuron_parallel_compile``'s trial run, whose
+  outputs are dummies (zeros): a loop must not judge the loss there.
+
+torch_xla is imported inside the functions only; ``accelctl.backends.xla_check`` reads this
+file with ``ast`` and checks every torch_xla name against the torch-xla 2.9 source.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+#: set by the xla_neuron plan: data-loader worker processes per rank
+WORKERS_ENV = "ACCELCTL_DATALOADER_WORKERS"
+
+
+def init_process_group() -> None:
+    """Join the ``xla`` process group (one rank per NeuronCore)."""
+    import torch.distributed as dist
+    import torch_xla.distributed.xla_backend  # noqa: F401  registers backend 'xla' and the xla:// rendezvous
+
+    dist.init_process_group("xla", init_method="xla://")
+
+
+def dataloader_workers(job: Any = None) -> int:
+    """The plan's worker count (the target's ``dataloader_workers`` wins), else 0."""
+    options = getattr(job, "options", None) or {}
+    if "dataloader_workers" in options:
+        return int(options["dataloader_workers"])
+    return int(os.environ.get(WORKERS_ENV, "0"))
+
+
+class _Stream:
+    """An ``IterableDataset`` over the loop's endless batch iterator.
+
+    Each forked worker continues its own copy of the iterator and keeps every n-th batch
+    (worker k: batches k, k + n, ...); the DataLoader takes from the workers in turn, so the
+    loop sees exactly the order it would see without workers.  Hidden cost: every worker
+    also draws the batches it skips (cheap for the synthetic pools, not for file packing).
+    """
+
+    def __init__(self, batches) -> None:
+        self.batches = batches
+
+    def __iter__(self):
+        import itertools
+
+        import torch.utils.data
+
+        info = torch.utils.data.get_worker_info()
+        if info is None:
+            return iter(self.batches)
+        return itertools.islice(iter(self.batches), info.id, None, info.num_workers)
+
+
+def host_loader(batches, workers: int):
+    """``batches`` behind a ``DataLoader`` with ``workers`` processes (the seed's num_workers)."""
+    if workers <= 0:
+        return batches
+    import torch.utils.data
+
+    class StreamDataset(_Stream, torch.utils.data.IterableDataset):
+        pass
+
+    dataset = StreamDataset(batches)
+    # fork: the workers inherit the iterator (a generator cannot be pickled for spawn)
+    return torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=workers, persistent_workers=True,
+                                       prefetch_factor=2, multiprocessing_context="fork")
+
+
+def device_loader(batches, device, workers: int | None = None):
+    """The loop's ``Batches`` fed through host workers and ``MpDeviceLoader`` onto ``device``."""
+    import torch_xla.distributed.parallel_loader as pl
+
+    from accelctl.run.data import Batches
+
+    workers = dataloader_workers() if workers is None else workers
+    loader = pl.MpDeviceLoader(host_loader(batches, workers), device)
+    return Batches(iter(loader), batches.samples, batches.tokens_per_sample,
+                   f"{batches.source} (MpDeviceLoader, {workers} loader workers)")
+
+
+def compile_stats() -> dict[str, float | int]:
+    """Graphs compiled so far in this process and the seconds spent compiling them."""
+    import torch_xla.debug.metrics as met
+
+    data = met.metric_data("CompileTime")  # (count, total ns, samples) or None
+    if not data:
+        return {"compiles": 0, "compile_s": 0.0}
+    return {"compiles": int(data[0]), "compile_s": float(data[1]) / 1e9}
+
+
+def extracting_graphs_only() -> bool:
+    """Inside ``neuron_parallel_compile``'s trial run (``NEURON_EXTRACT_GRAPHS_ONLY``)."""
+    return os.environ.get("NEURON_EXTRACT_GRAPHS_ONLY", "").lower() in ("1", "true", "yes")

@@ -1,0 +1,201 @@
+"""The feed: a thread worker that turns a run into messages for the run screen.
+
+A *source* is either a live ``RunHandle`` (``LiveSource``) or a stored run folder
+(``ReplaySource``: its ``events.jsonl`` at full speed, or paced by the recorded
+timestamps, or followed while another process still writes it).  ``pump`` runs in a
+Textual thread worker: it reads the source in short slices (so a cancelled worker ends
+within ~0.1 s), posts ``RunEvents`` batches — everything that arrived since the last
+read, in order — and finally ``RunEnded`` with the run's status and summary.
+
+Nothing here touches the run itself: the runner keeps writing ``events.jsonl`` whatever
+happens to the TUI, and a stop goes through ``RunHandle.stop()`` (the run screen calls it).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from accelctl.run.events import Event, event_from_dict
+
+#: events per message when replaying at full speed
+CHUNK = 500
+#: a paced replay never waits longer than this between two events (a long setup phase)
+MAX_GAP_S = 1.0
+
+_END = object()
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class LiveSource:
+    """A run in progress, read through ``handle.events()``.
+
+    A daemon thread drains the handle's blocking generator into a queue, so the feed
+    worker can wait with a timeout (and end promptly when cancelled) and can batch
+    whatever has arrived.
+    """
+
+    live = True
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.run_dir: Path = Path(handle.run_dir)
+        job = handle.job
+        self.total_steps = job.measure.warmup + job.measure.steps * job.measure.repeat
+        self.task = job.task.kind
+        self.world_size = sum(ln.processes for ln in handle.plan.launches) or 1
+        self._q: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def _drain(self) -> None:
+        try:
+            for ev in self.handle.events():
+                self._q.put(ev)
+        finally:
+            self._q.put(_END)
+
+    def read(self, timeout: float) -> tuple[list[Event], bool]:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._drain, name="accelctl-tui-live", daemon=True)
+            self._thread.start()
+        try:
+            item = self._q.get(timeout=timeout)
+        except queue.Empty:
+            return [], False
+        batch: list[Event] = []
+        while True:
+            if item is _END:
+                return batch, True
+            batch.append(item)
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                return batch, False
+
+    def result(self) -> tuple[str, dict[str, Any] | None]:
+        res = self.handle.wait()
+        return res.status, res.summary
+
+    def stop(self) -> None:
+        self.handle.stop()
+
+
+class ReplaySource:
+    """A stored run: ``events.jsonl`` replayed, then ``summary.json``.
+
+    ``speed``: None replays at full speed (``CHUNK`` events per message); a number paces
+    the replay by the recorded timestamps, ``speed`` times faster than real time.
+    ``follow``: while ``summary.json`` is absent (the run is still going in another
+    process), keep reading lines as they are appended.
+    """
+
+    live = False
+
+    def __init__(self, run_dir: str | Path, *, speed: float | None = None, follow: bool | None = None):
+        self.run_dir = Path(run_dir)
+        self.speed = speed
+        self.follow = (not (self.run_dir / "summary.json").exists()) if follow is None else follow
+        plan = _read_json(self.run_dir / "plan.json") or {}
+        job = plan.get("job") or {}
+        m = job.get("measure") or (_read_json(self.run_dir / "summary.json") or {}).get("measure") or {}
+        self.total_steps = (m.get("warmup", 0) + m.get("steps", 0) * m.get("repeat", 1)) or None
+        self.task = (job.get("task") or {}).get("kind", "")
+        self.world_size = sum(int(ln.get("processes", 1)) for ln in plan.get("launches") or ()) or 1
+        self._fh = None
+        self._partial = ""
+        self._pending: list[Event] = []
+        self._last_t: float | None = None
+        self._due = 0.0
+
+    def _lines(self) -> list[Event]:
+        """Every complete line appended since the last call, parsed (torn lines skipped)."""
+        if self._fh is None:
+            try:
+                self._fh = open(self.run_dir / "events.jsonl", encoding="utf-8")  # noqa: SIM115
+            except OSError:
+                return []
+        data = self._partial + self._fh.read()
+        lines = data.split("\n")
+        self._partial = lines.pop()  # "" after a final newline; a torn line waits for the rest
+        out = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                out.append(event_from_dict(json.loads(line)))
+            except (ValueError, TypeError):
+                continue
+        return out
+
+    def _finished(self) -> bool:
+        return not self.follow or (self.run_dir / "summary.json").exists()
+
+    def read(self, timeout: float) -> tuple[list[Event], bool]:
+        if not self._pending:
+            done = self._finished()  # looked at before reading: nothing is lost in between
+            self._pending = self._lines()
+            if not self._pending:
+                if done:
+                    if self._partial.strip():  # a last line without its newline
+                        self._partial += "\n"
+                        self._pending = self._lines()
+                        if self._pending:
+                            return self.read(timeout)
+                    return [], True
+                time.sleep(timeout)
+                return [], False
+        if self.speed is None:
+            batch, self._pending = self._pending[:CHUNK], self._pending[CHUNK:]
+            return batch, False
+        # paced: one event at a time, at its recorded distance from the previous one
+        ev = self._pending[0]
+        t = getattr(ev, "time_unix_s", None)
+        now = time.monotonic()
+        if self._last_t is not None and t is not None and self._due == 0.0:
+            self._due = now + min(MAX_GAP_S, max(0.0, t - self._last_t) / self.speed)
+        if self._due and now < self._due:
+            time.sleep(min(timeout, self._due - now))
+            return [], False
+        self._pending.pop(0)
+        self._due = 0.0
+        if t is not None:
+            self._last_t = t
+        return [ev], False
+
+    def result(self) -> tuple[str, dict[str, Any] | None]:
+        if self._fh is not None:
+            self._fh.close()
+        summary = _read_json(self.run_dir / "summary.json")
+        return (str(summary.get("status", "incomplete")) if summary else "incomplete"), summary
+
+    def stop(self) -> None:  # a recording cannot be stopped
+        pass
+
+
+def pump(source, post: Callable[[Any], Any], feed_id: int, cancelled: Callable[[], bool], slice_s: float = 0.1) -> None:
+    """Read ``source`` until it ends (or ``cancelled()``), posting messages with ``post``."""
+    from accelctl.tui.messages import FeedFailed, RunEnded, RunEvents
+
+    try:
+        while not cancelled():
+            events, ended = source.read(slice_s)
+            if events:
+                post(RunEvents(feed_id, events))
+            if ended:
+                status, summary = source.result()
+                post(RunEnded(feed_id, status, summary, source.run_dir))
+                return
+    except Exception as exc:  # noqa: BLE001 - report it on screen; a live run goes on regardless
+        post(FeedFailed(feed_id, f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,432 @@
+"""Generate the key tables and the diagnostics table of docs/language.md.
+
+The tables are derived from the schema (``accelctl/spec/schema.py``), the value
+types (``accelctl/spec/values.py``), the spec defaults (``accelctl/spec/types.py``)
+and, for each diagnostic, a small example run through the real parser and checker
+(the message shown is the one the tool prints).  Meanings of keys are written here,
+next to the generator, and a test fails when a schema key has none.
+
+    PYTHONPATH=. .venv/bin/python scripts/gen_language_tables.py           # rewrite docs/language.md
+    PYTHONPATH=. .venv/bin/python scripts/gen_language_tables.py --check   # exit 1 if it is stale
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+from accelctl.dsl.parser import parse
+from accelctl.errors import WorkloadError
+from accelctl.spec import schema as S
+from accelctl.spec import types as T
+from accelctl.spec.check import check_all
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "language.md"
+BEGIN = "<!-- BEGIN GENERATED: {name} (scripts/gen_language_tables.py) -->"
+END = "<!-- END GENERATED: {name} -->"
+
+# ----------------------------------------------------------------------------- key meanings
+# table -> key -> (meaning, default written by hand or None to take it from the spec dataclass)
+
+KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
+    "workload": {
+        "description": ("one line shown in plans and reports", '""'),
+        "seed": ("random seed of data and stand-in weights", None),
+        "gradient_checkpointing": ("recompute activations in the backward pass (all targets)", "off"),
+    },
+    "task": {
+        "objective": ("training objective", "by model family: bert → mlm, t5 → seq2seq, vit → classification, "
+                                            "others → causal_lm"),
+        "train_steps": ("optimizer steps of the real job (projected time and cost); not what is run", "0 (unknown)"),
+        "prompt": ("the prompt text", '"DeepSpeed is a machine learning framework"'),
+        "max_new_tokens": ("tokens generated per call (exactly this many)", "required"),
+        "decoding": ("search", None),
+        "kv_cache": ("reuse the key/value cache between tokens", "on"),
+        "batch_size": ("prompts or images per call: shorthand for `batch { micro = N }`", "1"),
+        "inference_steps": ("denoising steps per image batch (diffusion)", "0 (the pipeline's default)"),
+        "guidance_scale": ("classifier-free guidance scale (diffusion; 1 disables it)", None),
+    },
+    "model": {
+        "family": ("architecture family, when the Hub id is not in the model catalog", "from the catalog or stand_in"),
+        "weights": ("auto: real weights when a local copy exists, else the stand-in; real; stand_in", None),
+        "gradient_checkpointing": ("recompute activations in the backward pass", "off"),
+    },
+    "dataset": {
+        "seq_len": ("tokens per sample (source length for seq2seq)", None),
+        "target_len": ("target tokens per sample (seq2seq)", None),
+        "image_size": ("image height and width in pixels", None),
+        "channels": ("image channels", None),
+        "classes": ("number of classes (classification)", None),
+        "column": ("text column of a Hub dataset", '"" (the first text column)'),
+        "split": ("split of a Hub dataset", None),
+        "prompt_tokens": ("generation from a dataset: keep this many prompt tokens of each record", "0 (all)"),
+        "mlm_probability": ("masked-LM masking probability", None),
+    },
+    "fp8": {
+        "format": ("hybrid: E4M3 forward, E5M2 backward; e4m3: E4M3 both ways", None),
+        "amax_history": ("amax history length of delayed scaling", None),
+        "amax_algo": ("how the scale is computed from the history", None),
+        "margin": ("scaling margin (powers of 2)", None),
+    },
+    "batch": {
+        "micro": ("samples per device per micro-step", None),
+        "accumulation": ("micro-steps per optimizer step (gradient accumulation)", None),
+        "global": ("samples per optimizer step over all data-parallel ranks; checked: "
+                   "global = micro × accumulation × data-parallel size", "derived"),
+    },
+    "optimizer": {
+        "lr": ("learning rate", None),
+        "weight_decay": ("weight decay", None),
+        "momentum": ("momentum (sgd)", None),
+        "grad_clip": ("clip the gradient norm to this (0 = off)", None),
+    },
+    "measure": {
+        "warmup": ("steps run first and excluded from the figures (compilation, caches)", None),
+        "steps": ("steps counted per repeat; must be more than warmup", None),
+        "repeat": ("the measured phase is repeated this many times", None),
+    },
+    "target": {
+        "device": ("device kind (the device catalog)", "the instance's device, or the target's name if it is "
+                                                     "a device kind"),
+        "instance": ("instance type (the instance catalog gives device, count, price)", '""'),
+        "nodes": ("number of nodes (instances)", None),
+        "devices": ("devices per node", "the instance's device count, else 1"),
+        "price": ("price of the whole allocation per hour (overrides the catalog)", "instance price × nodes"),
+        "memory": ("memory per device (overrides the catalog)", "the device's memory"),
+        "micro_batch": ("samples per device per micro-step for this target", "the workload's batch micro"),
+        "gradient_checkpointing": ("recompute activations (this target)", "the workload's setting"),
+        "engine": ("how it is launched: local or an `engine` block of the workload", None),
+        "backend": ("force a backend instead of the planner's choice", "chosen by the planner"),
+        "hpu_graphs": ("Gaudi: capture HPU graphs", "backend default"),
+        "lazy_mode": ("Gaudi: lazy execution mode", "backend default"),
+        "te_layers": ("CUDA: swap transformer blocks for Transformer Engine layers", "off"),
+        "dataloader_workers": ("data-loader worker processes per rank", "backend default"),
+        "threads": ("intra-op CPU threads per process", "cores ÷ processes"),
+        "weights": ("overrides the model's weights setting for this target", "the model's"),
+        "neuron_parallel_compile": ("Neuron: pre-compile graphs in parallel (neuron_parallel_compile)", "off"),
+        "script": ("what the launcher starts: accelctl's own loop (worker) or the backend's documented example "
+                   "script (example, e.g. optimum-habana's run_generation.py)", "worker"),
+        "te_version": ("Transformer Engine version the plan targets (its autocast API changed in 2.9)",
+                       "the te_fp8 backend's (2.20)"),
+    },
+    "parallel": {
+        "stage": ("ZeRO stage 0–3 (`zero` only)", "0"),
+        "tp": ("tensor-parallel size", None),
+        "pp": ("pipeline-parallel size", None),
+        "offload_optimizer": ("ZeRO optimizer-state offload (stage ≥ 1)", None),
+        "offload_param": ("ZeRO parameter offload (stage 3)", None),
+        "kernel_inject": ("DeepSpeed-inference kernel injection", None),
+    },
+}
+
+ENGINE_MEANINGS: dict[str, str] = {
+    "rdzv_backend": "torchrun rendezvous backend", "rdzv_endpoint": "host:port of the rendezvous",
+    "rdzv_id": "rendezvous id", "join_timeout": "how long ranks wait to join", "max_restarts": "restarts of failed ranks",
+    "master_port": "port of rank 0", "hosts": "host names (written to the hostfile)", "hostfile": "an existing hostfile",
+    "master_addr": "address of rank 0", "ssh": "launch over ssh", "launcher": "DeepSpeed multi-node launcher",
+    "partition": "Slurm partition", "account": "Slurm account", "qos": "Slurm QOS", "constraint": "node features",
+    "time_limit": "job time limit", "cpus_per_task": "CPUs per task", "mem": "memory per node", "gres": "generic "
+    "resources, e.g. \"gpu:8\"", "container_image": "container image (pyxis/enroot)", "namespace": "Kubernetes "
+    "namespace", "image": "container image", "service_account": "service account", "priority_class": "priority class",
+    "cpu": "CPU request per pod", "memory": "memory request / limit", "efa": "attach EFA network interfaces",
+    "job_queue": "AWS Batch job queue", "job_definition": "AWS Batch job definition name", "role_arn": "job role ARN",
+    "vcpus": "vCPUs per node", "attempts": "retry attempts",
+}
+
+# dataclass that holds each table's defaults, and key -> field where the names differ
+DEFAULTS_FROM: dict[str, tuple[type, dict[str, str]]] = {
+    "workload": (T.WorkloadSpec, {}),
+    "task": (T.TaskSpec, {}),
+    "model": (T.ModelSpec, {}),
+    "dataset": (T.DatasetSpec, {}),
+    "fp8": (T.Fp8Recipe, {}),
+    "batch": (T.BatchSpec, {"global": "global_size"}),
+    "optimizer": (T.OptimizerSpec, {}),
+    "measure": (T.MeasureSpec, {}),
+    "target": (T.TargetSpec, {}),
+    "parallel": (T.ParallelSpec, {"stage": "zero_stage"}),
+}
+
+
+def schema_tables() -> dict[str, dict]:
+    return {
+        "workload": S.WORKLOAD_KEYS, "task": {k: t for k, (t, _) in S.TASK_KEYS.items()}, "model": S.MODEL_KEYS,
+        "dataset": S.DATASET_KEYS, "fp8": S.FP8_KEYS, "batch": S.BATCH_KEYS, "optimizer": S.OPTIMIZER_KEYS,
+        "measure": S.MEASURE_KEYS, "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
+    }
+
+
+def _fmt_default(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, str):
+        return value if value else '""'
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def missing_meanings() -> list[str]:
+    """Schema keys without a meaning here (a new key needs one line in KEYS / ENGINE_MEANINGS)."""
+    out = [f"{t} key '{k}'" for t, keys in schema_tables().items() for k in keys if k not in KEYS[t]]
+    out += [f"engine key '{k}'" for table in S.ENGINE_KEYS.values() for k in table if k not in ENGINE_MEANINGS]
+    return out
+
+
+def default_of(table: str, key: str) -> str:
+    meaning, default = KEYS[table][key]
+    if default is not None:
+        return default
+    cls, renames = DEFAULTS_FROM[table]
+    field = {f.name: f for f in dataclasses.fields(cls)}[renames.get(key, key)]
+    return _fmt_default(field.default)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def key_table(table: str) -> str:
+    rows = ["| key | type | accepts | default | meaning |", "|---|---|---|---|---|"]
+    for key, vt in schema_tables()[table].items():
+        kind = vt.name if not vt.name.startswith("one of") else "choice"
+        extra = ""
+        if table == "task":
+            extra = f" *({'/'.join(S.TASK_KEYS[key][1])})*"
+        rows.append(f"| `{key}` | {kind} | {_cell(vt.detail)} | {_cell(default_of(table, key))} | "
+                    f"{_cell(KEYS[table][key][0])}{extra} |")
+    return "\n".join(rows)
+
+
+def engine_tables() -> str:
+    out = []
+    for engine, table in S.ENGINE_KEYS.items():
+        out.append(f"**engine {engine}**" + (" — no settings" if not table else ""))
+        out.append("")
+        if table:
+            out += ["| key | type | accepts | meaning |", "|---|---|---|---|"]
+            for key, vt in table.items():
+                kind = vt.name if not vt.name.startswith("one of") else "choice"
+                out.append(f"| `{key}` | {kind} | {_cell(vt.detail)} | {_cell(ENGINE_MEANINGS[key])} |")
+            out.append("")
+    return "\n".join(out).rstrip()
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+BASE = "workload w {\n  task pretrain { }\n  model bert()\n"
+
+#: (code, meaning, example, mode): mode "line" puts the example inside a minimal
+#: pretrain workload; "file" uses it as the whole file; "text" is shown as is (not run)
+DIAGNOSTICS: list[tuple[str, str, str, str]] = [
+    ("E001", "no such file", "accelctl validate nope.wl", "text"),
+    ("E002", "the file cannot be read (a directory, no permission, not UTF-8)", "accelctl validate workloads/", "text"),
+    ("E100", "syntax error: unexpected token or end of file", "workload w { x = 1 ) }", "file"),
+    ("E101", "missing `}`: a block is never closed", "workload w { task pretrain {", "file"),
+    ("E102", "bad string: unterminated, or single-quoted", "workload w { prompt = 'hi' }", "file"),
+    ("E103", "missing `=` between key and value", "workload w { steps 5 }", "file"),
+    ("E104", "a character that starts no token", "workload w { x = 1 @ 2 }", "file"),
+    ("E105", "missing value after `=` or in a call", "workload w { x = }", "file"),
+    ("E106", "a setting outside any `workload NAME { ... }`", "precision bf16", "file"),
+    ("E107", "unmatched `}`", "workload w { } }", "file"),
+    ("E108", "a unit where no number precedes it", "workload w { x = f(a GB) }", "file"),
+    ("E201", "unknown block", "tasks { }", "line"),
+    ("E202", "unknown key (or fp8 recipe settings on another precision)", "measure { warmpu = 3 }", "line"),
+    ("E203", "unknown value of a choice (precision, task, optimizer, strategy ...)", "precision bf61", "line"),
+    ("E204", "duplicate key, argument, engine, or batch size given twice", "measure { steps = 3  steps = 4 }",
+     "line"),
+    ("E205", "duplicate target", "target cpu { }\n  target cpu { }", "line"),
+    ("E206", "duplicate workload", "workload w { task pretrain { } model bert() }\n"
+                                   "workload w { task pretrain { } model bert() }", "file"),
+    ("E207", "missing required part: task, model, max_new_tokens, a target's device, a name",
+     "workload w { task pretrain { } }", "file"),
+    ("E208", "a setting written without `=`", "measure { steps five }", "line"),
+    ("E209", "a setting written as a block, or a block written as a setting", "batch micro", "line"),
+    ("E210", "unknown argument of a call", "optimizer sgd(lr = 0.1, mom = 0.9)", "line"),
+    ("E211", "unknown model architecture", "workload w { task pretrain { } model bret() }", "file"),
+    ("E212", "no workload in the file", "# empty", "file"),
+    ("E213", "the architecture of a Hub model cannot be told",
+     'workload w { task pretrain { } model hf("someone/unknown") }', "file"),
+    ("E214", "positional argument where names are needed; hf()/local()/files() need one string",
+     "optimizer sgd(0.1)", "line"),
+    ("E301", "wrong type of value", 'measure { steps = "ten" }', "line"),
+    ("E302", "wrong unit", "measure { steps = 10 GB }", "line"),
+    ("E303", "missing unit", "target g { device = a100  memory = 96 }", "line"),
+    ("E304", "value out of range (or an empty string)", "measure { repeat = 0 }", "line"),
+    ("E306", "a whole number was needed", "measure { steps = 2.5 }", "line"),
+    ("E401", "global batch ≠ micro × accumulation × data-parallel size",
+     "batch { micro = 8  global = 100 }\n  target cpu { devices = 2 }", "line"),
+    ("E402", "nodes × devices not divisible by tensor × pipeline parallel",
+     "target g { device = a100  devices = 6  parallel = tensor(tp = 4) }", "line"),
+    ("E403", "ZeRO stage outside 0–3", "target g { device = a100  parallel = zero(stage = 4) }", "line"),
+    ("E404", "warm-up not fewer than the counted steps", "measure { warmup = 10  steps = 5 }", "line"),
+    ("E405", "generation setting on a training task", "workload w { task pretrain { max_new_tokens = 5 } "
+                                                      "model bert() }", "file"),
+    ("E406", "setting that does not apply to the task (training setting on generate/infer, optimizer on "
+             "inference, batch_size on training)",
+     "workload w { task generate { max_new_tokens = 5  train_steps = 10 } model gpt2() }", "file"),
+    ("E407", "hidden size not divisible by the number of heads",
+     "workload w { task pretrain { } model bert(hidden = 65, heads = 4) }", "file"),
+    ("E408", "the model family cannot do the task", "workload w { task generate { max_new_tokens = 5 } "
+                                                   "model bert() }", "file"),
+    ("E409", "stand-in or family does not match the model's architecture",
+     'workload w { task pretrain { } model hf("bert-large-uncased") { stand_in = gpt2() } }', "file"),
+    ("E410", "ZeRO offload needs a higher stage",
+     "target g { device = a100  parallel = zero(stage = 0, offload_optimizer = cpu) }", "line"),
+    ("E411", "parallel strategy does not fit the task (inference TP for training, ZeRO for inference)",
+     "target g { device = a100  parallel = deepspeed_inference(tp = 1) }", "line"),
+    ("E412", "dataset path does not exist", 'dataset files("no/such/dir")', "line"),
+    ("E413", "model path does not exist (and no stand_in)",
+     'workload w { task pretrain { } model local("no/such/model") }', "file"),
+    ("E501", "fp8 asked of a device that cannot do it", "target g { device = a100  precision = fp8 }", "line"),
+    ("E502", "unknown device kind", "target g { device = a1000 }", "line"),
+    ("E503", "unknown instance type (without a device = to say what it holds)",
+     "target g { instance = p9.48xlarge }", "line"),
+    ("E504", "more devices per node than the instance has", "target g { instance = p4d.24xlarge  devices = 16 }",
+     "line"),
+    ("E505", "backend option for another kind of device", "target g { device = a100  hpu_graphs = on }", "line"),
+    ("E506", "the Neuron SDK cannot train convolutional models (today only reachable with E408)",
+     "workload w { task pretrain { } model stable_diffusion() target trn { device = trn1 } }", "file"),
+    ("E507", "device does not match the instance type", "target g { instance = p5.48xlarge  device = a100 }",
+     "line"),
+    ("E508", "unknown engine", "target g { device = a100  engine = lsf }", "line"),
+    ("W601", "warning: bf16/fp16 on a CPU target (slow without native bf16)", "precision bf16", "line"),
+]
+
+
+def run_example(code: str, example: str, mode: str) -> str:
+    """The message the tool prints for the example (or a fixed text for file errors)."""
+    if mode == "text":
+        return {"E001": "no such file: nope.wl", "E002": "cannot read workloads/: Is a directory"}[code]
+    text = BASE + f"  {example}\n}}\n" if mode == "line" else example + "\n"
+    try:
+        diags = check_all(parse(text, "example.wl"))[1]
+    except WorkloadError as exc:
+        diags = exc.diagnostics
+    for d in diags:
+        if d.code == code:
+            return d.message
+    raise AssertionError(f"example of {code} does not produce it: {[d.code for d in diags]}")
+
+
+def diagnostics_table() -> str:
+    rows = ["| code | meaning | example | message |", "|---|---|---|---|"]
+    for code, meaning, example, mode in DIAGNOSTICS:
+        shown = example.replace("\n  ", " ").replace("\n", " ")
+        rows.append(f"| {code} | {_cell(meaning)} | `{_cell(shown)}` | {_cell(run_example(code, example, mode))} |")
+    return "\n".join(rows)
+
+
+# ----------------------------------------------------------------------------- catalogs
+
+def units_table() -> str:
+    from accelctl.spec.values import UNITS
+
+    rows = ["| dimension | units | converted to |", "|---|---|---|"]
+    base = {"bytes": "bytes", "time": "seconds", "price": "USD per hour", "steps": "a count",
+            "tokens": "a count", "samples": "a count", "bandwidth": "bits per second", "flops": "FLOP/s"}
+    for dim, units in UNITS.items():
+        rows.append(f"| {dim} | {', '.join(f'`{u}`' for u in units)} | {base[dim]} |")
+    return "\n".join(rows)
+
+
+def families_table() -> str:
+    from accelctl.spec.models import FAMILIES
+
+    rows = ["| family | built with | tasks | shape keys (stand-in defaults) |", "|---|---|---|---|"]
+    for f in FAMILIES.values():
+        shape = ", ".join(f"`{k}` = {v:g}" if isinstance(v, float) else f"`{k}` = {v}" for k, v in f.shape.items())
+        rows.append(f"| `{f.name}` | {f.library} | {', '.join(f.tasks)} | {shape} |")
+    return "\n".join(rows)
+
+
+def known_models_table() -> str:
+    from accelctl.spec.models import KNOWN_MODELS
+
+    rows = ["| Hub id | family | parameters | layers | hidden | heads |", "|---|---|---|---|---|---|"]
+    for m in KNOWN_MODELS.values():
+        rows.append(f"| `{m.hub_id}` | {m.family} | {m.params / 1e9:.3g} B | {m.layers} | {m.hidden} | {m.heads} |")
+    return "\n".join(rows)
+
+
+def devices_table() -> str:
+    from accelctl.spec.catalog import DEVICES
+
+    rows = ["| device | vendor | runtime | memory | fp8 | note |", "|---|---|---|---|---|---|"]
+    for d in DEVICES.values():
+        mem = f"{d.memory_bytes / 1e9:g} GB" if d.memory_bytes else "host"
+        rows.append(f"| `{d.name}` | {d.vendor} | {d.adapter} | {mem} | {'yes' if d.fp8 else 'no'} | "
+                    f"{_cell(d.note)} |")
+    return "\n".join(rows)
+
+
+def instances_table() -> str:
+    from accelctl.spec.catalog import INSTANCES
+
+    rows = ["| instance | device × count | vCPUs | usd/h | price source |", "|---|---|---|---|---|"]
+    for i in INSTANCES.values():
+        price = f"{i.price_per_hour:g}" if i.price_per_hour is not None else "—"
+        rows.append(f"| `{i.name}` | {i.device} × {i.devices} | {i.vcpus} | {price} | {_cell(i.price_source)} |")
+    return "\n".join(rows)
+
+
+def parallel_table() -> str:
+    rows = ["| strategy | arguments | meaning |", "|---|---|---|"]
+    meaning = {
+        "none": "one replica per process, no gradient exchange (single device)",
+        "data": "data parallel (DDP); alias `ddp`",
+        "fsdp": "fully sharded data parallel",
+        "zero": "DeepSpeed ZeRO data parallel, stage 0–3, optional offload",
+        "deepspeed_inference": "DeepSpeed-inference tensor (model) parallelism for generate/infer",
+        "tensor": "tensor parallelism",
+        "pipeline": "pipeline parallelism",
+    }
+    for name, args in S.PARALLEL_STRATEGIES.items():
+        shown = ", ".join(f"`{a}`" for a in args) or "—"
+        rows.append(f"| `{name}` | {shown} | {meaning[name]} |")
+    return "\n".join(rows)
+
+
+# ----------------------------------------------------------------------------- document
+
+def sections() -> dict[str, str]:
+    missing = missing_meanings()
+    if missing:
+        raise SystemExit("scripts/gen_language_tables.py: add a meaning for " + ", ".join(missing))
+    out = {f"keys-{t}": key_table(t) for t in schema_tables()}
+    out["engines"] = engine_tables()
+    out["units"] = units_table()
+    out["families"] = families_table()
+    out["known-models"] = known_models_table()
+    out["devices"] = devices_table()
+    out["instances"] = instances_table()
+    out["parallel"] = parallel_table()
+    out["diagnostics"] = diagnostics_table()
+    return out
+
+
+def render(doc: str) -> str:
+    for name, body in sections().items():
+        begin, end = BEGIN.format(name=name), END.format(name=name)
+        if begin not in doc:
+            raise SystemExit(f"{DOC}: marker missing: {begin}")
+        head, _, rest = doc.partition(begin)
+        _, _, tail = rest.partition(end)
+        doc = f"{head}{begin}\n{body}\n{end}{tail}"
+    return doc
+
+
+def main(argv: list[str]) -> int:
+    current = DOC.read_text(encoding="utf-8")
+    fresh = render(current)
+    if "--check" in argv:
+        if fresh != current:
+            print(f"{DOC} is stale: run scripts/gen_language_tables.py", file=sys.stderr)
+            return 1
+        return 0
+    DOC.write_text(fresh, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

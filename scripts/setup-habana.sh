@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# optimum-habana 1.21.2 in its own venv, .venv-habana, for checking gaudi plans against the
+# real software (tests/backends/test_gaudi.py; python -m accelctl.backends.gaudi_check).
+# Its own venv because optimum-habana pins transformers<4.56 (the main venv has 5.x).  No
+# Habana runtime is installed (it is not on PyPI); torch 2.13.0 is the small CPU wheel.
+# Idempotent: a second run only checks the installed version.
+#   scripts/setup-habana.sh          (HABANA_VENV=path to put it elsewhere)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+VENV="${HABANA_VENV:-.venv-habana}"
+want=1.21.2
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c \
+    "import importlib.metadata as m, sys; sys.exit(m.version('optimum-habana') != '$want')" 2>/dev/null; then
+    echo "$VENV: optimum-habana $want already installed"
+    exit 0
+fi
+start=$(date +%s)
+"$PY" -m venv "$VENV"
+# every package pinned (scripts/habana-constraints.txt): no resolver backtracking
+"$VENV/bin/python" -m pip install -q -c scripts/habana-constraints.txt torch==2.13.0
+"$VENV/bin/python" -m pip install -q -c scripts/habana-constraints.txt "optimum-habana==$want"
+echo "$VENV: optimum-habana $want installed in $(( $(date +%s) - start )) s"

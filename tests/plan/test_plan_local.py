@@ -1,0 +1,123 @@
+"""Plans for the backends that run here: cpu and torchrun (gloo)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from accelctl.api import check, parse, plan
+from accelctl.cli import render_plan_sh, render_plan_text
+from accelctl.errors import PlanError
+from accelctl.plan.model import Plan
+
+WL = """
+workload tiny {
+  task pretrain
+  model bert(layers = 2, hidden = 32, heads = 2)
+  batch { micro = 4 }
+  measure { warmup = 1  steps = 3 }
+  target cpu  { devices = 1 }
+  target ddp  { device = cpu  devices = 2 }
+  target big  { device = cpu  devices = 2  threads = 3 }
+  target bf   { device = cpu  precision = bf16 }
+}
+"""
+
+
+def _spec():
+    (spec,) = check(parse(WL, "tiny.wl"))
+    return spec
+
+
+def test_cpu_plan_is_one_worker_process():
+    p = plan(_spec(), "cpu")
+    assert p.backend == "cpu" and p.engine == "local"
+    (launch,) = p.launches
+    assert launch.argv == ("python", "-m", "accelctl.run.worker", "{run_dir}/job.json")
+    assert launch.env["HF_HUB_OFFLINE"] == "1"
+    assert p.job.micro_batch == 4 and p.job.measure.steps == 3 and p.job.task.kind == "pretrain"
+    assert p.job.model.family == "bert" and p.job.model.config["hidden"] == 32
+
+
+def test_two_cpu_devices_plan_torchrun_with_gloo_and_one_thread_per_core():
+    p = plan(_spec(), "ddp")
+    assert p.backend == "torchrun"
+    (launch,) = p.launches
+    assert launch.argv[0] == "torchrun" and "--nproc_per_node=2" in launch.argv
+    assert launch.env["ACCELCTL_PROCESS_GROUP"] == "gloo"
+    assert p.job.threads >= 1
+
+
+def test_torchrun_command_parses_with_torchs_own_parser():
+    from torch.distributed.run import get_args_parser
+
+    p = plan(_spec(), "ddp")
+    args = get_args_parser().parse_args(list(p.launches[0].argv[1:]))
+    assert args.nproc_per_node == "2" and args.standalone and args.module
+    assert args.training_script == "accelctl.run.worker"
+    assert args.training_script_args == ["{run_dir}/job.json"]
+
+
+def test_threads_override():
+    assert plan(_spec(), "big").job.threads == 3
+
+
+def test_bf16_on_cpu_warns_loudly():
+    p = plan(_spec(), "bf")
+    from accelctl.run.envinfo import cpu_has_native_bf16
+
+    if cpu_has_native_bf16():
+        pytest.skip("this CPU has native bf16")
+    assert any("slower than fp32" in w for w in p.warnings)
+
+
+def test_unknown_target_is_a_plan_error():
+    with pytest.raises(PlanError, match="no target 'nope'"):
+        plan(_spec(), "nope")
+
+
+def test_plan_round_trips_through_json():
+    p = plan(_spec(), "ddp")
+    again = Plan.from_dict(json.loads(p.to_json()))
+    assert again == p
+
+
+def test_rendered_plans_quote_every_word():
+    text = """
+workload q {
+  task generate { prompt = "it's \\"quoted\\"; rm -rf / $(id)"  max_new_tokens = 3 }
+  model bloom
+  target cpu { devices = 1 }
+}
+"""
+    (spec,) = check(parse(text, "q.wl"))
+    p = plan(spec, "cpu")
+    assert p.job.task.prompt == 'it\'s "quoted"; rm -rf / $(id)'
+    sh = render_plan_sh(p)
+    # the prompt only travels inside the job file's heredoc, never on a command line
+    for line in sh.splitlines():
+        if line.startswith(("HF_HUB", "OMP", "python", "torchrun")) or " python " in line:
+            assert "rm -rf" not in line
+    assert "'ACCELCTL_EOF'" in sh  # quoted heredoc: no expansion of $(...)
+    for launch in p.launches:
+        assert shlex.split(launch.shell())[-len(launch.argv):] == list(launch.argv)
+    assert "launch worker" in render_plan_text(p)
+
+
+def test_target_measure_and_optimizer_override_the_workloads():
+    text = """
+workload o {
+  task pretrain
+  model bert(layers = 2, hidden = 32, heads = 2)
+  optimizer adamw { lr = 0.0015 }
+  measure { warmup = 10  steps = 40 }
+  target big   { device = a100  devices = 8  optimizer adamw { lr = 0.003 } }
+  target cpu   { devices = 1  measure { warmup = 1  steps = 3 } }
+}
+"""
+    (spec,) = check(parse(text, "o.wl"))
+    big, cpu = plan(spec, "big"), plan(spec, "cpu")
+    assert big.job.optimizer.lr == 0.003 and big.job.measure.steps == 40
+    assert cpu.job.optimizer.lr == 0.0015 and (cpu.job.measure.warmup, cpu.job.measure.steps) == (1, 3)

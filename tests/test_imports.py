@@ -1,0 +1,68 @@
+"""`accelctl validate` stays light: no torch, deepspeed or textual, and fast when cold.
+
+Both checks run the real command in a fresh interpreter (a subprocess), so nothing
+this test process has already imported can hide an import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").glob("*.wl"))
+HEAVY = ("torch", "deepspeed", "textual")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+def _is_heavy(module: str) -> bool:
+    return any(module == h or module.startswith(h + ".") for h in HEAVY)
+
+
+def test_validate_imports_no_heavy_module_importtime():
+    """`python -X importtime -m accelctl.cli validate workloads/*.wl` lists every import it made."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "accelctl.cli", "validate", *WORKLOADS],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    imported = [line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line]
+    assert "accelctl.spec.check" in imported and "lark" in imported  # the log is what we think it is
+    heavy = sorted({m for m in imported if _is_heavy(m)})
+    assert not heavy, f"validate imported {heavy}"
+
+
+def test_validate_leaves_heavy_modules_out_of_sys_modules():
+    code = (
+        "import json, sys\n"
+        "from accelctl.cli import main\n"
+        f"rc = main(['validate', *{WORKLOADS!r}])\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+        "print(json.dumps({'rc': rc, 'heavy': heavy}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {"rc": 0, "heavy": []}, proc.stderr
+
+
+def test_cold_validate_of_every_workload_is_fast():
+    """Interpreter start + lark grammar build + parse + check of every workload file."""
+    cmd = [sys.executable, "-m", "accelctl.cli", "validate", *WORKLOADS]
+    best = float("inf")
+    for _ in range(2):  # best of two: one slow start on a loaded box is not the code's fault
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+        best = min(best, time.perf_counter() - t0)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    print(f"\ncold `accelctl validate` of {len(WORKLOADS)} workload files: {best:.3f} s")
+    assert best < 2.0
