@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
 # Set up accelctl on a fresh machine: a venv in .venv with the pinned run stack.
-# Idempotent: a second run only checks that everything is installed.
-#   scripts/setup.sh          core + real CPU runs + TUI + tests
+# Idempotent: a second run only checks what is installed.
+#
+#   scripts/setup.sh          accelctl + what real CPU runs need (torch, transformers,
+#                             timm, diffusers, DeepSpeed) + the TUI
+#   scripts/setup.sh --test   also what the whole test suite checks plans against:
+#                             Transformer Engine's pure-Python package, pytest, and
+#                             optimum-habana in its own venv (.venv-habana)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+extras="run,deepspeed,tui,report"
+test_mode=0
+if [ "${1:-}" = "--test" ]; then
+    test_mode=1
+    extras="$extras,dev"
+fi
+start=$(date +%s)
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-# torch is pinned in pyproject.toml (extra "run"): 2.14.1 + torchvision 0.29.1 come from
-# this machine kind's local wheel store; an unpinned torch could pull a multi-GB build.
-.venv/bin/python -m pip install -q -e ".[run,tui,dev]"
+# Every package pinned (scripts/constraints.txt): torch 2.14.1 + torchvision 0.29.1 come
+# from this machine kind's local wheel store; an unpinned torch could pull a multi-GB build.
+.venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[$extras]"
+if [ "$test_mode" = 1 ]; then
+    # Transformer Engine's meta package is pure Python: its source is what te_fp8 plans are
+    # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
+    .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2
+    ./scripts/setup-habana.sh
+fi
 .venv/bin/accelctl --version
+echo "setup: $(( $(date +%s) - start )) s"

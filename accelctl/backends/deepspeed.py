@@ -8,6 +8,10 @@
   ``ds_inference.json`` (tensor parallel size, dtype, kernel injection) for
   ``deepspeed.init_inference`` in the generate loop, over ``tp`` processes.
 
+Devices: training on cpu, cuda and hpu (seed 001 is ZeRO-1 on Gaudi1, which backend gaudi
+does not plan); inference on cpu and cuda only, since DeepSpeed-inference on Gaudi is
+optimum-habana's ``run_generation.py --use_deepspeed`` (backend gaudi, seed 003).
+
 Decisions, each a hidden cost named:
 
 * The optimizer is the worker's own ``torch.optim`` one (the same as the torchrun plans,
@@ -313,6 +317,9 @@ class DeepSpeedBackend(Backend):
         built.notes.insert(0, f"{CONFIG_FILE}: ZeRO stage {z['stage']}, {precision}, train_batch_size "
                               f"{cfg['train_batch_size']} = micro {cfg['train_micro_batch_size_per_gpu']} x "
                               f"accumulation {cfg['gradient_accumulation_steps']} x {target.data_parallel} ranks")
+        if _adapter(target) == "hpu":
+            built.notes.append("Gaudi: DeepSpeed's HPU accelerator needs SynapseAI's habana_frameworks on every "
+                               "node (DS_ACCELERATOR=hpu raises without it)")
         if "optimizer" in cfg:
             built.notes.append(f"ZeRO-Offload: DeepSpeed's {cfg['optimizer']['type']} (DeepSpeedCPUAdam); its "
                                "cpu_adam op is a ~100 s C++ JIT build on first use (cached in "

@@ -8,7 +8,8 @@ Pure functions (nothing is started here; ``accelctl.run.runner`` does that), so 
   (``ENV_PLACEHOLDERS``: ``{optimum_habana}`` ← ``$OPTIMUM_HABANA_DIR``, looked up in the
   plan's environment over ``os.environ``); one whose variable is unset is an error;
 * the symbolic heads map to this interpreter: ``python`` → ``sys.executable``,
-  ``torchrun`` → ``sys.executable -m torch.distributed.run``; other heads are kept;
+  ``torchrun`` → ``sys.executable -m torch.distributed.run``, ``deepspeed`` → ``sys.executable -m
+  deepspeed.launcher.runner``; other heads are kept;
 * beside the plan's environment (over ``os.environ``) the runner adds
   ``ACCELCTL_EVENTS_DIR`` (where ranks append ``rank<N>.jsonl``),
   ``PYTHONUNBUFFERED=1`` unless set (so ``worker.log`` keeps a crash's last words), and
@@ -63,14 +64,21 @@ def fill(text: str, subs: Mapping[str, str | None]) -> str:
     return text
 
 
+#: symbolic argv heads of plans -> what runs them with accelctl's own interpreter, so every
+#: process of a run uses the same environment
+HEADS: dict[str, tuple[str, ...]] = {
+    "python": (),
+    "torchrun": ("-m", "torch.distributed.run"),
+    "deepspeed": ("-m", "deepspeed.launcher.runner"),
+}
+
+
 def resolve_argv(argv: Iterable[str], run_dir: Path, env: Mapping[str, str] | None = None) -> list[str]:
-    """Substitute placeholders and map the symbolic heads ``python`` and ``torchrun``."""
+    """Substitute placeholders and map the symbolic heads (``HEADS``)."""
     subs = substitutions(run_dir, os.environ if env is None else env)
     args = [fill(a, subs) for a in argv]
-    if args and args[0] == "python":
-        args[0] = sys.executable
-    elif args and args[0] == "torchrun":
-        args[:1] = [sys.executable, "-m", "torch.distributed.run"]
+    if args and args[0] in HEADS:
+        args[:1] = [sys.executable, *HEADS[args[0]]]
     return args
 
 

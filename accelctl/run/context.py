@@ -32,6 +32,15 @@ class RunContext:
     #: seconds spent before the loop, by part (dist init, peak probe, model build ...)
     setup_s: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def data_parallel(self) -> int:
+        """Ranks holding different samples: the world divided by the tensor-parallel group.
+
+        Step events count samples over the whole job (so throughput is the job's, whatever
+        the rank reporting it); tensor-parallel ranks share one batch.
+        """
+        return max(1, self.world // max(1, int(self.job.options.get("tp", 1) or 1)))
+
     def log(self, level: str, message: str) -> None:
         self.writer.log(level, message)
 
@@ -44,7 +53,7 @@ class RunContext:
         base = {"task": job.task.kind, "device_kind": job.device, "adapter": self.adapter.name,
                 "precision": self.precision.name if self.precision else job.precision.dtype,
                 "precision_requested": job.precision.dtype, "micro_batch": job.micro_batch,
-                "accumulation": job.accumulation, "global_batch": job.micro_batch * job.accumulation * self.world,
+                "accumulation": job.accumulation, "global_batch": job.micro_batch * job.accumulation * self.data_parallel,
                 "setup_s": {k: round(v, 4) for k, v in self.setup_s.items()}}
         self.writer.emit(RunStarted(run_id=job.run_id, workload=job.workload, target=job.target, backend=job.backend,
                                     rank=self.rank, world_size=self.world, env=self.env, details={**base, **details}))

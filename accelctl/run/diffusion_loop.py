@@ -102,8 +102,9 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             if not torch.isfinite(images).all():
                 raise RuntimeError(f"non-finite pixels in batch {step}")
             shape = list(images.shape)
-            ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, samples=mb, samples_per_s=mb / dt,
-                     mfu=ctx.mfu(flops, dt), mem_bytes=adapter.memory_bytes())
+            samples = mb * ctx.data_parallel
+            ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, samples=samples,
+                     samples_per_s=samples / dt, mfu=ctx.mfu(flops, dt), mem_bytes=adapter.memory_bytes())
             if phase == "measure":
                 latencies.append(dt)
     ctx.phase("done")

@@ -1,6 +1,6 @@
 """DeepSpeed inside the worker: the two hooks the loops call for the DeepSpeed backends.
 
-* ``wrap_for_deepspeed(model, optimizer, job, ctx)`` (train loop, backend ``deepspeed``):
+* ``wrap_for_deepspeed(model, optimizer, job, ctx, batches, kind)`` (train loop, backend ``deepspeed``):
   ``deepspeed.initialize`` with the plan's ``ds_config.json``; returns a ``DeepSpeedTraining``
   whose ``train_step`` replaces the loop's: DeepSpeed owns data parallelism, ZeRO
   partitioning, gradient accumulation, clipping and fp16 loss scaling.
@@ -12,7 +12,7 @@ The plan passes the config paths in the environment (``ACCELCTL_DS_CONFIG``,
 DeepSpeed plan launched the worker.
 
 Hidden cost named: on CPU, DeepSpeed's communication backend JIT-compiles its
-shared-memory all-reduce (``deepspeed_shm_comm``, 70-240 s on 2 cores) the first time a
+shared-memory all-reduce (``deepspeed_shm_comm``, 70-240 s on 2 cores, measured 123 s and 238 s here) the first time a
 process group is created.  Training never uses it (its all-reduces go through
 ``torch.distributed``/gloo) and AutoTP inference falls back to gloo without it, so a CPU
 plan sets ``ACCELCTL_DS_SHM_COMM=0`` and it is marked incompatible here, before DeepSpeed
@@ -51,7 +51,7 @@ def wanted_inference(job) -> bool:
 
 
 def _deepspeed(ctx):
-    """``import deepspeed`` (timed), with the two CPU-costly probes below switched off."""
+    """``import deepspeed`` (timed into ``ds_import_s``), shm comm off when the plan says so."""
     t0 = time.perf_counter()
     import deepspeed
 

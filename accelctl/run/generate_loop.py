@@ -98,9 +98,10 @@ def run(ctx: RunContext) -> tuple[int, dict]:
                 raise RuntimeError(f"generate produced {new} new tokens ({len(clock.times)} timed), expected {n_new}")
             # time to first token = prefill + first decode; then the mean gap between tokens
             gaps = [b - a for a, b in zip(clock.times, clock.times[1:])]
-            tokens = ids.shape[0] * new
-            ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=latency, samples=ids.shape[0],
-                     tokens=tokens, samples_per_s=ids.shape[0] / latency, tokens_per_s=tokens / latency,
+            samples = ids.shape[0] * ctx.data_parallel
+            tokens = samples * new
+            ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=latency, samples=samples,
+                     tokens=tokens, samples_per_s=samples / latency, tokens_per_s=tokens / latency,
                      mem_bytes=adapter.memory_bytes(), new_tokens=new, ttft_s=clock.times[0] - t0,
                      per_token_s=statistics.fmean(gaps) if gaps else None)
             if phase == "measure":
@@ -147,7 +148,7 @@ def run_infer(ctx: RunContext) -> tuple[int, dict]:
                 dt = time.perf_counter() - t0
             if counting:
                 flops = counter.get_total_flops()
-            samples = job.micro_batch
+            samples = job.micro_batch * ctx.data_parallel
             tokens = samples * batches.tokens_per_sample
             ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, samples=samples, tokens=tokens,
                      samples_per_s=samples / dt, tokens_per_s=tokens / dt if tokens else None,

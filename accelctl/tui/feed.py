@@ -56,6 +56,8 @@ class LiveSource:
         self.total_steps = job.measure.warmup + job.measure.steps * job.measure.repeat
         self.task = job.task.kind
         self.world_size = sum(ln.processes for ln in handle.plan.launches) or 1
+        #: (workload, target, backend) from the plan, shown before the worker reports
+        self.names = (handle.plan.workload, handle.plan.target, handle.plan.backend)
         self._q: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
 
@@ -113,6 +115,7 @@ class ReplaySource:
         self.total_steps = (m.get("warmup", 0) + m.get("steps", 0) * m.get("repeat", 1)) or None
         self.task = (job.get("task") or {}).get("kind", "")
         self.world_size = sum(int(ln.get("processes", 1)) for ln in plan.get("launches") or ()) or 1
+        self.names = (plan.get("workload", ""), plan.get("target", ""), plan.get("backend", ""))
         self._fh = None
         self._partial = ""
         self._pending: list[Event] = []

@@ -37,8 +37,10 @@ class RunModel:
     """Accumulates a run's events.  ``version`` grows with every event (panels cache on it)."""
 
     def __init__(self, *, run_id: str = "", total_steps: int | None = None, task: str = "",
-                 world_size: int | None = None, max_logs: int = 200):
+                 world_size: int | None = None, names: tuple[str, str, str] = ("", "", ""), max_logs: int = 200):
         self.run_id = run_id
+        #: (workload, target, backend) as planned, until the worker's RunStarted says more
+        self.names = names
         self.total_steps = total_steps
         self.task = task
         self.world_size = world_size or 1
@@ -50,6 +52,8 @@ class RunModel:
         self.step_times: dict[tuple[str, int, int], float] = {}
         self.rank_steps: dict[int, list[StepMetrics]] = {}
         self.logs: deque[tuple[str, str]] = deque(maxlen=max_logs)
+        #: messages ever added to ``logs`` (the deque drops old ones)
+        self.log_total = 0
         self.failures: list[RunFailed] = []
         self.finished: dict[int, RunFinished] = {}
         self.status = "waiting"
@@ -89,13 +93,17 @@ class RunModel:
         elif isinstance(ev, LogMessage):
             if ev.level.lower() != "debug":
                 tag = f"[rank {ev.rank}] " if ev.rank else ""
-                self.logs.append((ev.level.lower(), tag + ev.message))
+                self._log(ev.level.lower(), tag + ev.message)
         elif isinstance(ev, RunFailed):
             self.failures.append(ev)
             first = (ev.message or "").strip().splitlines()
-            self.logs.append(("error", f"rank {ev.rank} {ev.reason}: {first[0] if first else ''}"))
+            self._log("error", f"rank {ev.rank} {ev.reason}: {first[0] if first else ''}")
         elif isinstance(ev, RunFinished):
             self.finished[ev.rank] = ev
+
+    def _log(self, level: str, message: str) -> None:
+        self.logs.append((level, message))
+        self.log_total += 1
 
     def end(self, status: str, summary: dict[str, Any] | None = None) -> None:
         """The run is over (or its recording ends): ``status`` from the runner / summary.json."""

@@ -126,6 +126,7 @@ class RunSide:
     price_per_hour: float | None
     #: (value, unit) of the headline throughput: tokens/s for generation, else samples/s
     throughput: tuple[float | None, str]
+    events: list = field(default_factory=list, repr=False)
 
     @property
     def median_s(self) -> float | None:
@@ -143,7 +144,8 @@ class RunSide:
 def run_side(record) -> RunSide:
     from accelctl.report.stats import steady_state
 
-    stats = steady_state(record.events())
+    events = record.events()
+    stats = steady_state(events)
     if stats.generation is not None and stats.generation.tokens_per_s_median is not None:
         thr = (stats.generation.tokens_per_s_median, "tokens")
     elif stats.samples_per_s is not None:
@@ -152,7 +154,7 @@ def run_side(record) -> RunSide:
         thr = (stats.tokens_per_s.median, "tokens")
     else:
         thr = (None, "")
-    return RunSide(record, stats, price_per_hour(record.path, record.target), thr)
+    return RunSide(record, stats, price_per_hour(record.path, record.target), thr, events)
 
 
 @dataclass

@@ -363,6 +363,35 @@ def test_every_generated_plan_passes_deepspeed(deepspeed, text, target):
     assert diags == [], "\n".join(d.render() for d in attach_source(diags, text))
 
 
+def _seed_deepspeed_plans():
+    """(path, spec, plan) of every target of workloads/*.wl that a DeepSpeed backend plans (engine local)."""
+    out = []
+    for path in sorted((ROOT / "workloads").glob("*.wl")):
+        for spec in check(parse(path.read_text(encoding="utf-8"), str(path))):
+            for t in spec.targets:
+                try:
+                    p = plan(spec, t, "local")
+                except PlanError:
+                    continue
+                if p.backend in ds_check.BACKENDS:
+                    out.append((path, spec, p))
+    return out
+
+
+def test_seed_workloads_deepspeed_plans_pass_deepspeed(deepspeed):
+    plans = _seed_deepspeed_plans()
+    names = {(path.name, p.target) for path, _, p in plans}
+    assert ("bert_1_5b_zero1.wl", "dl1_16n") in names and ("bloomz.wl", "a100_8x") in names
+    for path, spec, p in plans:
+        diags = ds_check.check_plan_with_deepspeed(p, spec)
+        assert diags == [], "\n".join(d.render() for d in attach_source(diags, path.read_text(encoding="utf-8")))
+    (seed,) = [p for path, _, p in plans if (path.name, p.target) == ("bert_1_5b_zero1.wl", "dl1_16n")]
+    cfg = cfg_of(seed)
+    assert (cfg["train_micro_batch_size_per_gpu"], cfg["gradient_accumulation_steps"], cfg["train_batch_size"]) == \
+        (16, 24, 49152)
+    assert cfg["zero_optimization"] == {"stage": 1} and cfg["bf16"] == {"enabled": True}
+
+
 def test_deepspeed_reads_every_top_level_key_we_write(deepspeed):
     known = ds_check.top_level_keys()
     assert {"train_batch_size", "zero_optimization", "bf16", "fp16", "gradient_clipping", "optimizer",
@@ -496,21 +525,10 @@ def _free_port() -> int:
 
 @pytest.fixture
 def run_plan(tmp_path, monkeypatch, deepspeed):
-    """Plan -> runner -> events, with the ``deepspeed`` argv head mapped until the runner does."""
-    import accelctl.run.commands as commands
+    """Plan -> runner -> events (the runner maps the ``deepspeed`` argv head to this venv)."""
     from accelctl.run import runner
     from accelctl.run.events import read_events
 
-    if commands.resolve_argv(["deepspeed"], tmp_path)[0] == "deepspeed":
-        orig = commands.resolve_argv
-
-        def resolve(argv, run_dir, env=None):
-            args = orig(argv, run_dir, env)
-            if args and args[0] == "deepspeed":
-                args[:1] = [sys.executable, "-m", "deepspeed.launcher.runner"]
-            return args
-
-        monkeypatch.setattr(commands, "resolve_argv", resolve)
     ext = tmp_path / "torch_extensions"
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(ext))
 

@@ -247,6 +247,8 @@ def test_vit_neuron_seed_004():
 def test_local_workloads():
     gpt2 = load("tiny_gpt2.wl")
     assert {s.task.kind for s in gpt2.values()} == {"pretrain", "generate"}
-    (ddp,) = load("ddp_cpu.wl").values()
-    (t,) = ddp.targets
+    specs = load("ddp_cpu.wl")
+    (t,) = specs["ddp_cpu"].targets
     assert (t.device, t.devices, t.parallel.strategy, t.batch.global_size) == ("cpu", 2, "data", 8)
+    (z,) = specs["zero2_cpu"].targets
+    assert (z.device, z.devices, z.parallel.strategy, z.parallel.zero_stage) == ("cpu", 2, "zero", 2)

@@ -1,0 +1,168 @@
+"""Verbs of the reports: ``report``, ``compare``, ``sweep``.
+
+    accelctl report [RUN...] [--reference] [--format rich|md|csv|json] [--plot FILE.png]
+                    [--tensorboard DIR] [--all] [--workload W] [--runs-dir DIR]
+    accelctl compare A B [--tolerance 0.02] [--fail-on-regression] [--format ...]
+    accelctl sweep FILE --target T --devices 1,2 [--nodes 1] [--backend torchrun]
+
+RUN, A and B are run ids (or unique prefixes/suffixes) or run folders.  Without RUN,
+``report`` takes every ok run of the store (``--all``: any status); ``--reference``
+alone prints the seeds' published tables, with RUN it places the runs next to them.
+This module imports nothing heavy at module level (no torch, rich or matplotlib).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("rich", "md", "csv", "json")
+
+
+def _emit(tables: list, fmt: str, output: str | None = None, **extra: Any) -> None:
+    from accelctl.report.render import print_rich, render
+
+    if fmt == "rich" and output is None:
+        from rich.console import Console
+
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=200)
+        print_rich(tables, console)
+        return
+    text = render(tables, "md" if fmt == "rich" else fmt, **extra) or ""
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _records(ids: list[str], runs_dir: str | None, any_status: bool, workload: str | None) -> list:
+    from accelctl.run.store import list_runs, load_run
+
+    if ids:
+        records = [load_run(i, runs_dir) for i in ids]
+    else:
+        records = [r for r in list_runs(runs_dir) if any_status or r.status == "ok"]
+    return [r for r in records if workload in (None, r.workload)]
+
+
+def _plot(entries: list, path: str, title: str) -> None:
+    from accelctl.report.plot import plot_report
+    from accelctl.report.tables import scaling_groups
+
+    curves = [(f"{w} ({d})", rows) for w, d, _, rows in scaling_groups(entries)]
+    try:
+        out = plot_report(entries, path, curves, title=title)
+    except ModuleNotFoundError as exc:
+        raise SystemExit(f"error: --plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def cmd_report(args) -> int:
+    from accelctl.report.entry import entry_from_run
+    from accelctl.report.tables import report_tables, scaling_tables
+
+    records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
+    entries = [entry_from_run(r) for r in records]
+    if not entries and not args.reference:
+        print("no runs to report (accelctl run FILE stores them under ./runs); "
+              "accelctl report --reference prints the seeds' published tables", file=sys.stderr)
+        return 0 if not args.runs else 1
+    tables = []
+    if args.reference:
+        from accelctl.report.reference import load_reference, reference_tables, table_entries
+
+        placed = {w for t in load_reference()["tables"] for w in t.get("workloads", [])}
+        tables += report_tables([e for e in entries if e.workload not in placed])
+        tables += scaling_tables(entries)
+        tables += reference_tables(entries)
+        plotted = entries or [e for t in load_reference()["tables"] if t["kind"] == "entries"
+                              for e in table_entries(t).values()]
+    else:
+        tables += report_tables(entries) + scaling_tables(entries)
+        plotted = entries
+    _emit(tables, args.format, args.output)
+    if args.plot:
+        _plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""))
+    if args.tensorboard:
+        from accelctl.report.tensorboard import export_run
+
+        for r in records:
+            print(f"wrote {export_run(r, args.tensorboard)}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from accelctl.report.compare import REGRESSION, compare, compare_table
+    from accelctl.report.entry import entry_from_run
+    from accelctl.run.store import load_run
+
+    a, b = (entry_from_run(load_run(x, args.runs_dir)) for x in (args.a, args.b))
+    c = compare(a, b, confidence=args.confidence, tolerance=args.tolerance)
+    _emit([compare_table(c)], args.format, args.output, verdict=c.verdict, speedup=c.speedup,
+          speedup_ci=None if c.speedup_ci is None else [c.speedup_ci.low, c.speedup_ci.high],
+          price_performance=c.price_performance)
+    return 3 if args.fail_on_regression and c.verdict == REGRESSION else 0
+
+
+def cmd_sweep(args) -> int:
+    from accelctl.report.entry import entry_from_run
+    from accelctl.report.sweep import parse_counts, run_sweep
+    from accelctl.report.tables import report_tables, scaling_tables
+
+    try:
+        devices, nodes = parse_counts(args.devices), parse_counts(args.nodes)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    records = run_sweep(args.file, args.target, devices, nodes=nodes, workload=args.workload, engine=args.engine,
+                        backend=args.backend or "", runs_root=args.runs_dir,
+                        progress=lambda m: print(m, file=sys.stderr, flush=True))
+    entries = [entry_from_run(r) for r in records]
+    _emit(report_tables(entries) + scaling_tables(entries), args.format, args.output)
+    if args.plot:
+        _plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}")
+    return 0 if all(r.status == "ok" for r in records) else 1
+
+
+def _common(p) -> None:
+    p.add_argument("--format", "-f", choices=FORMATS, default="rich", help="rich table (default), md, csv or json")
+    p.add_argument("--output", "-o", help="write the text to this file instead of stdout")
+    p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+
+
+def register(sub) -> None:
+    r = sub.add_parser("report", help="tables of stored runs: step time, throughput, cost; --reference: the seeds'")
+    r.add_argument("runs", nargs="*", metavar="RUN", help="run ids or folders (default: every ok run)")
+    r.add_argument("--reference", action="store_true", help="the seeds' published tables (with RUN: next to them)")
+    r.add_argument("--all", action="store_true", help="include failed, stopped and incomplete runs")
+    r.add_argument("--workload", "-w", help="only runs of this workload")
+    r.add_argument("--plot", metavar="FILE.png", help="also draw step time, throughput and scaling to a PNG")
+    r.add_argument("--tensorboard", metavar="DIR", help="also export each run as TensorBoard event files")
+    _common(r)
+    r.set_defaults(fn=cmd_report)
+
+    c = sub.add_parser("compare", help="speed-up and price-performance of run B over run A, with 95%% CIs")
+    c.add_argument("a", metavar="A", help="baseline run")
+    c.add_argument("b", metavar="B", help="candidate run")
+    c.add_argument("--tolerance", type=float, default=0.0,
+                   help="relative change below which a significant difference is still 'same' (0.02 = 2%%)")
+    c.add_argument("--confidence", type=float, default=0.95)
+    c.add_argument("--fail-on-regression", action="store_true", help="exit 3 when B is significantly slower")
+    _common(c)
+    c.set_defaults(fn=cmd_compare)
+
+    s = sub.add_parser("sweep", help="run one target at several device counts, print the scaling efficiency table")
+    s.add_argument("file")
+    s.add_argument("--target", "-t", required=True)
+    s.add_argument("--devices", "-d", required=True, help="comma-separated device counts per node, e.g. 1,2")
+    s.add_argument("--nodes", default="1", help="comma-separated node counts (default 1)")
+    s.add_argument("--workload", "-w")
+    s.add_argument("--engine", "-e")
+    s.add_argument("--backend", help="force one backend for every point (e.g. torchrun)")
+    s.add_argument("--plot", metavar="FILE.png")
+    _common(s)
+    s.set_defaults(fn=cmd_sweep)

@@ -1,0 +1,188 @@
+"""``Entry``: one measured configuration, from a stored run or from a seed's published figure.
+
+Every report table, comparison, scaling table and plot is built from entries, so a
+user's run and a seed's number go through the same formulas (``accelctl.report.cost``,
+``accelctl.report.scaling``).
+
+From a run (``entry_from_run``): the steady-state statistics are recomputed from the
+run's ``events.jsonl`` (``accelctl.report.stats.steady_state``); the target's price,
+nodes, instance, precision and the task's ``train_steps`` come from the run's
+``spec.json``; the device count is the run's world size.  Units: training on text
+counts sequences/s, other training and inference samples/s, generation tokens/s.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelctl.report import cost
+from accelctl.report.ci import Interval
+from accelctl.report.stats import StepStats, measured_step_times, per_device, steady_state
+
+
+@dataclass(frozen=True)
+class Entry:
+    workload: str
+    target: str
+    #: a run id, or "seed 001" for a published figure
+    source: str
+    label: str = ""
+    device: str = ""
+    instance: str = ""
+    #: accelerators (processes) in total
+    devices: int | None = None
+    nodes: int | None = None
+    #: global samples per step
+    batch: int | None = None
+    precision: str = ""
+    task: str = ""
+    status: str = "ok"
+    #: throughput unit: samples/s, sequences/s, tokens/s
+    unit: str = "samples/s"
+    #: steady-state mean step time (s) and its distribution
+    step_time_s: float | None = None
+    step_time_median_s: float | None = None
+    step_time_p90_s: float | None = None
+    step_time_p99_s: float | None = None
+    step_time_stdev_s: float | None = None
+    step_time_ci: Interval | None = None
+    #: steady-state throughput in ``unit`` (summed counts / summed step times)
+    throughput: float | None = None
+    tokens_per_s: float | None = None
+    #: inference: mean time of one call (a generate() call, a batch); generation extras
+    latency_s: float | None = None
+    latency_p90_s: float | None = None
+    ttft_s: float | None = None
+    per_token_s: float | None = None
+    mfu: float | None = None
+    mem_bytes: int | None = None
+    price_per_hour: float | None = None
+    train_steps: int | None = None
+    warmup_steps: int = 0
+    warmup_time_s: float = 0.0
+    repeats: int = 0
+    ci_method: str = ""
+    #: measured step times (straggler), and one mean per repeat (MLPerf-trimmed when >= 5)
+    step_times: tuple[float, ...] = field(default=(), repr=False)
+    repeat_values: tuple[float, ...] = field(default=(), repr=False)
+    #: a seed's own printed derived figures (per-device, efficiency ...), for display
+    published: dict[str, Any] = field(default_factory=dict, repr=False)
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.target
+
+    @property
+    def per_device(self) -> float | None:
+        return per_device(self.throughput, self.devices)
+
+    @property
+    def per_dollar(self) -> float | None:
+        return cost.per_dollar(self.throughput, self.price_per_hour)
+
+    @property
+    def price_performance(self) -> float | None:
+        return cost.price_performance(self.throughput, self.price_per_hour)
+
+    @property
+    def cost_per_million(self) -> float | None:
+        return cost.cost_per_million(self.throughput, self.price_per_hour)
+
+    @property
+    def projected_hours(self) -> float | None:
+        return cost.projected_hours(self.train_steps, self.step_time_s)
+
+    @property
+    def projected_cost(self) -> float | None:
+        return cost.projected_cost(self.train_steps, self.step_time_s, self.price_per_hour)
+
+    @property
+    def time_per_unit_s(self) -> float | None:
+        """Seconds per sample/sequence/token: what a speed-up compares."""
+        if self.throughput:
+            return 1.0 / self.throughput
+        return self.latency_s if self.latency_s is not None else self.step_time_s
+
+
+def _read_json(path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _target(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    return next((t for t in spec.get("targets") or [] if t.get("name") == name), {})
+
+
+def unit_for(task: str, tokens_counted: bool) -> str:
+    if task == "generate":
+        return "tokens/s"
+    if task in ("pretrain", "finetune") and tokens_counted:
+        return "sequences/s"
+    return "samples/s"
+
+
+def entry_from_stats(stats: StepStats, *, workload: str, target: str, source: str, task: str,
+                     samples_per_step: int | None = None, **facts: Any) -> Entry:
+    """An entry from steady-state statistics plus the run's facts (device, price ...)."""
+    st = stats.step_time
+    tokens = stats.tokens_per_s.steady if stats.tokens_per_s else None
+    unit = unit_for(task, tokens is not None)
+    if unit == "tokens/s":
+        throughput = tokens
+    else:
+        throughput = stats.samples_per_s.steady if stats.samples_per_s else None
+    if throughput is None and st is not None and samples_per_step:
+        throughput = samples_per_step / st.mean
+    gen = stats.generation
+    inference = task in ("generate", "infer")
+    reps = stats.repeats
+    return Entry(
+        workload=workload, target=target, source=source, task=task, unit=unit,
+        batch=samples_per_step,
+        step_time_s=st.mean if st else None, step_time_median_s=st.median if st else None,
+        step_time_p90_s=st.p90 if st else None, step_time_p99_s=st.p99 if st else None,
+        step_time_stdev_s=st.stdev if st else None, step_time_ci=stats.step_time_ci,
+        throughput=throughput, tokens_per_s=tokens,
+        latency_s=(gen.latency_mean_s if gen else st.mean if st and inference else None),
+        latency_p90_s=(gen.latency_p90_s if gen else st.p90 if st and inference else None),
+        ttft_s=gen.ttft_mean_s if gen else None, per_token_s=gen.per_token_mean_s if gen else None,
+        mfu=stats.mfu.mean if stats.mfu else None, mem_bytes=stats.peak_mem_bytes,
+        warmup_steps=stats.warmup_steps, warmup_time_s=stats.warmup_time_s,
+        repeats=reps.n if reps else 0,
+        ci_method=(reps.method if reps and reps.n >= 2 else "Student t over the steps of one repeat"),
+        repeat_values=reps.kept if reps else (),
+        **facts,
+    )
+
+
+def entry_from_run(record: Any) -> Entry:
+    """An entry for a stored run (``accelctl.run.store.RunRecord``)."""
+    summary = record.summary or {}
+    spec = _read_json(record.path / "spec.json")
+    tgt = _target(spec, record.target)
+    events = record.events()
+    stats = steady_state(events)
+    times = tuple(t for _, _, t in measured_step_times(events))
+    first = next((e for e in events if getattr(e, "phase", None) == "measure" and getattr(e, "samples", 0)), None)
+    world = summary.get("world_size") or stats.ranks or tgt.get("devices")
+    nodes = tgt.get("nodes") or 1
+    task = summary.get("task") or (spec.get("task") or {}).get("kind", "")
+    entry = entry_from_stats(
+        stats, workload=record.workload, target=record.target, source=record.id, task=task,
+        samples_per_step=first.samples if first is not None else None,
+        device=summary.get("device") or tgt.get("device", ""), instance=tgt.get("instance", ""),
+        devices=int(world) if world else None, nodes=int(nodes),
+        precision=(tgt.get("precision") or {}).get("dtype", ""), status=record.status,
+        price_per_hour=tgt.get("price_per_hour"),
+        train_steps=(spec.get("task") or {}).get("train_steps") or None,
+        step_times=times,
+    )
+    return entry
+
+

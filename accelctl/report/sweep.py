@@ -1,0 +1,87 @@
+"""A scaling study for real: one target run at several device (and node) counts.
+
+For each count the target is replaced (``dataclasses.replace``) with ``devices = n``
+(and ``nodes``), planned with ``accelctl.api.plan`` and run with ``accelctl.api.launch``,
+one after the other (never two at once: they would share the machine).  Weak scaling,
+as in seed 001: the micro-batch and gradient accumulation per device stay, so the
+global batch grows with the device count (a ``global`` batch the workload fixed is
+dropped).  The price per hour scales with the node count (it is the allocation's).
+The backend is what ``plan`` chooses for each count unless ``backend`` forces one
+(``torchrun`` makes the 1-device point go through the same launcher as the others).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def parse_counts(text: str) -> list[int]:
+    """"1,2,4" -> [1, 2, 4] (positive, in the order given, no duplicates)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        n = int(part)
+        if n <= 0:
+            raise ValueError(f"device and node counts must be positive, not {n}")
+        if n not in out:
+            out.append(n)
+    if not out:
+        raise ValueError(f"no counts in {text!r}")
+    return out
+
+
+def sweep_targets(target: Any, devices: Sequence[int], nodes: Sequence[int] = (1,), backend: str = "") -> list[Any]:
+    """The target at every (nodes, devices) pair, in the order nodes-major."""
+    out = []
+    for n in nodes:
+        for d in devices:
+            price = target.price_per_hour * n / target.nodes if target.price_per_hour is not None else None
+            out.append(dataclasses.replace(
+                target, devices=d, nodes=n, price_per_hour=price, backend=backend or target.backend,
+                batch=dataclasses.replace(target.batch, global_size=None)))
+    return out
+
+
+def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Sequence[int] = (1,),
+              workload: str | None = None, engine: str | None = None, backend: str = "",
+              runs_root: str | None = None, progress: Callable[[str], None] = print) -> list[Any]:
+    """Run every point; returns the stored runs (``RunRecord``) in run order."""
+    from accelctl.api import launch, load, plan
+    from accelctl.errors import AccelctlError
+    from accelctl.run.store import load_run
+
+    specs = load(path)
+    chosen = [s for s in specs if workload in (None, s.name)]
+    if not chosen:
+        raise AccelctlError(f"{path} has no workload '{workload}' (workloads: {', '.join(s.name for s in specs)})")
+    spec = chosen[0]
+    try:
+        base = spec.target(target_name)
+    except KeyError:
+        raise AccelctlError(f"workload {spec.name} has no target '{target_name}' "
+                            f"(targets: {', '.join(t.name for t in spec.targets)})") from None
+    source = Path(path).read_text(encoding="utf-8")
+    records = []
+    for t in sweep_targets(base, devices, nodes, backend):
+        point = dataclasses.replace(spec, targets=tuple(t if x.name == base.name else x for x in spec.targets))
+        p = plan(point, t, engine)
+        progress(f"sweep: {spec.name} / {t.name}: nodes {t.nodes} x devices {t.devices} ({p.backend}) ...")
+        t0 = time.perf_counter()
+        handle = launch(p, source_text=source, spec_json=point.to_json(), runs_root=runs_root)
+        try:
+            result = handle.wait()
+        except KeyboardInterrupt:
+            handle.stop()
+            handle.wait()
+            raise
+        rec = load_run(result.run_dir)
+        thr = f", {rec.throughput:,.2f} {rec.throughput_unit}" if rec.throughput else ""
+        progress(f"  -> {rec.id}: {result.status}{thr} ({time.perf_counter() - t0:.1f} s)")
+        records.append(rec)
+    return records

@@ -1,0 +1,274 @@
+"""``accelctl tui``: the Textual app — Workloads, Plan, Run and Runs views (app modes),
+Compare and Help on top, a command palette, the footer's keys.
+
+The app holds the shared state (the workload folder, the selection, the live run) and
+hands it down; screens post ``SelectionChanged`` up and the run screen's feed posts run
+events up.  Only ``action_run`` starts a run, through ``accelctl.api.launch`` (the
+runner: own process group, events in the run store whatever happens to the TUI), and
+only ``action_stop`` / the quit dialog stop it, through ``RunHandle.stop()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import ModalScreen, Screen
+
+from accelctl.tui.messages import RunEnded, SelectionChanged
+from accelctl.tui.screens.plan import PlanScreen
+from accelctl.tui.screens.run import RunScreen
+from accelctl.tui.screens.runs import RunsScreen
+from accelctl.tui.screens.workloads import WorkloadsScreen
+
+EXIT_CODES = {"ok": 0, "stopped": 130}
+
+
+@dataclass(frozen=True)
+class Selection:
+    path: Path | None = None
+    workload: str | None = None
+    target: str | None = None
+
+
+class AccelctlApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "accelctl"
+    MODES = {"workloads": WorkloadsScreen, "plan": PlanScreen, "runs": RunsScreen}
+    BINDINGS = [
+        Binding("1", "mode('workloads')", "Workloads", show=False),
+        Binding("2", "mode('plan')", "Plan", show=False),
+        Binding("3", "mode('run')", "Run view", show=False),
+        Binding("4", "mode('runs')", "Runs", show=False),
+        Binding("r", "run", "Run"),
+        Binding("x", "stop", "Stop"),
+        Binding("t", "switch_target", "Target"),
+        Binding("c", "compare", "Compare"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, path: str | Path | None = None, *, runs_root: str | Path | None = None, live_handle=None,
+                 selection: Selection | None = None, auto_exit: bool = False, start: str = "workloads"):
+        super().__init__()
+        from accelctl.run.store import runs_root as resolve_runs_root
+
+        self.add_mode("run", self._make_run_screen)
+        if path is None:
+            path = Path("workloads") if Path("workloads").is_dir() else Path(".")
+        path = Path(path)
+        self.workspace_root = path if path.is_dir() else path.parent
+        self.selection = selection or Selection(path=path if path.is_file() else None)
+        self.runs_root = resolve_runs_root(runs_root)
+        self.auto_exit = auto_exit
+        self.start = start
+        self.live = None  # LiveSource of the run started here
+        self.run_screen: RunScreen | None = None
+        self._live_handle = live_handle
+        self._files = None
+        self._plans: dict = {}
+        self._quit_after_stop = False
+
+    def _make_run_screen(self) -> RunScreen:
+        self.run_screen = RunScreen()
+        return self.run_screen
+
+    async def on_mount(self) -> None:
+        if self._live_handle is not None:
+            await self.start_live(self._live_handle)
+        else:
+            await self.switch_mode(self.start)
+
+    # -- shared state, handed down ------------------------------------------------------
+
+    def workload_files(self, rescan: bool = False):
+        if self._files is None or rescan:
+            from accelctl.tui.workspace import scan
+
+            self._files = scan(self.workspace_root)
+            self._plans.clear()
+        return self._files
+
+    def selected_file(self):
+        return next((wf for wf in self.workload_files() if wf.path == self.selection.path), None)
+
+    def selected_spec(self):
+        wf = self.selected_file()
+        return wf.spec(self.selection.workload) if wf is not None else None
+
+    def plan_for(self, spec, target: str):
+        from accelctl.tui.workspace import make_plan
+
+        key = (spec.path, spec.name, target)
+        if key not in self._plans:
+            self._plans[key] = make_plan(spec, target)
+        return self._plans[key]
+
+    @property
+    def live_running(self) -> bool:
+        return self.live is not None and not self.live.handle.done
+
+    def context_text(self) -> str:
+        sel = self.selection
+        parts = []
+        if self.live is not None:
+            parts.append(f"run {'live' if self.live_running else self.live.handle.run_id[-4:] + ' ended'}")
+        if sel.workload and sel.target:
+            parts.append(f"{sel.workload} › {sel.target}")
+        return " · ".join(parts) + " "
+
+    def _refresh_context(self) -> None:
+        refresh = getattr(self.screen, "refresh_context", None)
+        if refresh is not None:
+            refresh()
+
+    def on_selection_changed(self, message: SelectionChanged) -> None:
+        self.selection = Selection(message.path, message.workload, message.target)
+        self._refresh_context()
+
+    # -- runs ---------------------------------------------------------------------------
+
+    async def start_live(self, handle) -> None:
+        from accelctl.tui.feed import LiveSource
+
+        self.live = LiveSource(handle)
+        await self.switch_mode("run")
+        self.run_screen.attach(self.live)
+        self.refresh_bindings()
+
+    def on_run_ended(self, message: RunEnded) -> None:
+        if self.live is None or message.run_dir is None or Path(message.run_dir) != self.live.run_dir:
+            return
+        sev = "information" if message.status == "ok" else "warning" if message.status == "stopped" else "error"
+        self.notify(f"run {self.live.handle.run_id}: {message.status}", severity=sev)
+        self._refresh_context()
+        self.refresh_bindings()
+        if self._quit_after_stop or self.auto_exit:
+            self.exit(return_code=self.exit_code)
+
+    @property
+    def exit_code(self) -> int:
+        if self.live is None or not self.live.handle.done:
+            return 0
+        return EXIT_CODES.get(self.live.handle.wait().status, 1)
+
+    def open_run(self, path: Path, paced: bool = False) -> None:
+        from accelctl.tui.feed import ReplaySource
+
+        self.push_screen(RunScreen(ReplaySource(path, speed=1.0 if paced else None), closable=True))
+
+    # -- actions ------------------------------------------------------------------------
+
+    async def action_mode(self, mode: str) -> None:
+        while isinstance(self.screen, ModalScreen):
+            self.pop_screen()
+        await self.switch_mode(mode)
+
+    async def action_run(self) -> None:
+        if self.live_running:
+            self.notify("a run is already going: x stops it", severity="warning")
+            return
+        wf, spec, sel = self.selected_file(), self.selected_spec(), self.selection
+        if wf is None or spec is None or sel.target is None:
+            self.notify("choose a valid workload › target first (1 Workloads)", severity="warning")
+            return
+        result = self.plan_for(spec, sel.target)
+        if result.error:
+            self.notify(result.error.splitlines()[0], title="cannot plan", severity="error", timeout=8)
+            return
+        from accelctl.api import launch
+
+        try:
+            handle = launch(result.plan, source_text=wf.text, spec_json=spec.to_json(), runs_root=self.runs_root)
+        except Exception as exc:  # noqa: BLE001 - show it; the TUI stays up
+            self.notify(f"{type(exc).__name__}: {exc}", title="cannot start the run", severity="error", timeout=8)
+            return
+        await self.start_live(handle)
+
+    def action_stop(self) -> None:
+        if not self.live_running:
+            self.notify("no live run to stop", severity="warning")
+            return
+        self.live.stop()
+        self.notify("stopping the run (SIGINT to its process group, then SIGTERM, SIGKILL)…")
+
+    def action_switch_target(self) -> None:
+        wf, spec = self.selected_file(), self.selected_spec()
+        if spec is None:
+            self.notify("choose a workload first (1 Workloads)", severity="warning")
+            return
+        from accelctl.tui import fmt
+        from accelctl.tui.screens.dialogs import PickScreen
+
+        choices = [(f"{t.name} · {t.device} × {t.world_size}"
+                    + (f" · {fmt.money(t.price_per_hour)}/h" if t.price_per_hour is not None else ""), t.name)
+                   for t in spec.targets]
+
+        def chosen(target: str | None) -> None:
+            if target:
+                self.post_message(SelectionChanged(wf.path, spec.name, target))
+                plan = next((s for s in self.screen_stack if isinstance(s, PlanScreen)), None)
+                if plan is not None:
+                    self.call_later(plan.show)
+
+        self.push_screen(PickScreen(f"target of {spec.name}", choices, self.selection.target), chosen)
+
+    async def action_compare(self) -> None:
+        if not isinstance(self.screen, RunsScreen):
+            await self.action_mode("runs")
+            self.notify("mark two runs with space, then press c", severity="information")
+            return
+        self.screen.compare()
+
+    def action_help(self) -> None:
+        from accelctl.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        from accelctl.tui.screens.dialogs import QuitScreen
+
+        if isinstance(self.screen, QuitScreen):
+            return
+        if not self.live_running:
+            self.exit(return_code=self.exit_code)
+            return
+
+        def answer(stop: bool | None) -> None:
+            if stop and self.live_running:
+                self._quit_after_stop = True
+                self.action_stop()
+            elif stop:
+                self.exit(return_code=self.exit_code)
+
+        self.push_screen(QuitScreen(self.live.handle.run_id), answer)
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if isinstance(self.screen, ModalScreen) and action in ("run", "stop", "switch_target", "compare", "mode"):
+            return False
+        if action == "stop":
+            return True if self.live_running else None  # None: shown dimmed
+        if action == "run":
+            return None if self.live_running else True
+        return True
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Run", "Run the selected workload target, live", self.action_run)
+        yield SystemCommand("Stop", "Stop the live run (its whole process group)", self.action_stop)
+        yield SystemCommand("Switch target", "Choose another target of the selected workload",
+                            self.action_switch_target)
+        yield SystemCommand("Compare runs", "Compare the two marked runs side by side", self.action_compare)
+        for key, mode, label in (("1", "workloads", "Workloads"), ("2", "plan", "Plan"), ("3", "run", "Run view"),
+                                 ("4", "runs", "Runs")):
+            yield SystemCommand(f"Show {label}", f"Switch to the {label} view (key {key})",
+                                partial(self.action_mode, mode))
+        if isinstance(screen, PlanScreen):
+            yield SystemCommand("Diff plans", "Diff this plan against another target's", screen.action_diff)
+        yield SystemCommand("Help", "Show every key", self.action_help)

@@ -1,0 +1,43 @@
+"""The ``accelctl tui`` verb.  Imported by ``accelctl.cli.build_parser`` for every command,
+so it imports nothing heavy: Textual loads only when the verb runs."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tui", help="the terminal UI: workloads, plans, live runs, stored runs, comparisons")
+    p.add_argument("path", nargs="?", default=None,
+                   help="a folder of .wl files, or one .wl file (default: ./workloads, else .)")
+    p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    p.add_argument("--view", choices=("workloads", "plan", "run", "runs"), default="workloads",
+                   help="the view to open first")
+    p.set_defaults(fn=cmd_tui)
+
+
+def textual_missing() -> str | None:
+    """Why the TUI cannot start here (None when it can)."""
+    import importlib.util
+
+    for mod in ("textual", "textual_plotext"):
+        if importlib.util.find_spec(mod) is None:
+            return f"accelctl tui needs {mod.replace('_', '-')}: pip install 'accelctl[tui]'"
+    return None
+
+
+def cmd_tui(args) -> int:
+    from pathlib import Path
+
+    missing = textual_missing()
+    if missing:
+        print(f"error: {missing}", file=sys.stderr)
+        return 2
+    if args.path is not None and not Path(args.path).exists():
+        print(f"error: no such file or folder: {args.path}", file=sys.stderr)
+        return 2
+    from accelctl.tui.app import AccelctlApp
+
+    app = AccelctlApp(args.path, runs_root=args.runs_dir, start=args.view)
+    app.run()
+    return app.return_code or 0

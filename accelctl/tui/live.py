@@ -1,0 +1,108 @@
+"""``run_live``: run a plan with the live run screen (``accelctl run`` on a terminal).
+
+The run goes through the runner as always (its own process group; ``events.jsonl``,
+``worker.log`` and ``summary.json`` in the run store), and the TUI only reads it.  If the
+TUI ends while the run still goes (it crashed, or the terminal went away), the run is
+followed on the plain console until it ends, so nothing is lost and the exit code still
+says how the run went: 0 ok, 1 failed, 130 stopped.
+
+    python -m accelctl.tui.live FILE [-w WORKLOAD] [-t TARGET] [--runs-dir DIR]
+
+does what ``accelctl run FILE`` does on a terminal (for the benchmark and tests).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+EXIT_CODES = {"ok": 0, "stopped": 130}
+
+
+def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto_exit: bool = False,
+             size: tuple[int, int] | None = None, app_factory=None) -> int:
+    """Launch ``plan`` and show it live; returns 0 ok, 1 failed, 130 stopped.
+
+    ``headless``/``size``/``auto_exit`` (leave the app when the run ends) are for tests
+    and the overhead benchmark; ``app_factory(**kwargs)`` replaces the app class.
+    """
+    from accelctl.api import launch
+
+    spec_json = spec.to_json() if spec is not None else None
+    handle = launch(plan, source_text=source_text, spec_json=spec_json, runs_root=runs_root)
+    crashed = None
+    try:
+        from accelctl.tui.app import AccelctlApp, Selection
+
+        factory = app_factory or AccelctlApp
+        path = Path(spec.path) if spec is not None and spec.path and spec.path != "<input>" else None
+        app = factory(path, runs_root=runs_root, live_handle=handle, auto_exit=auto_exit,
+                      selection=Selection(path, getattr(spec, "name", None), plan.target))
+        app.run(headless=headless, size=size)
+        if app.return_code not in (0, 130, None) and not handle.done:
+            crashed = "the TUI ended with an error"
+    except KeyboardInterrupt:
+        handle.stop()
+    except Exception as exc:  # noqa: BLE001 - the run must outlive a broken display
+        crashed = f"the TUI failed: {type(exc).__name__}: {exc}"
+    if not handle.done:
+        return _follow_on_console(handle, plan, crashed or "the TUI ended before the run")
+    result = handle.wait()
+    _print_summary(result)
+    return EXIT_CODES.get(result.status, 1)
+
+
+def _follow_on_console(handle, plan, why: str) -> int:
+    """The TUI is gone but the run is not: print it like ``accelctl run --headless``."""
+    from accelctl.run.console import ConsoleSink
+
+    print(f"accelctl: {why}; the run goes on ({handle.run_dir}) — following it here, Ctrl-C stops it",
+          file=sys.stderr, flush=True)
+    sink = ConsoleSink(job=plan.job, headless=True)
+    try:
+        for ev in handle.events():
+            sink.on_event(ev)
+    except KeyboardInterrupt:
+        handle.stop()
+    result = handle.wait()  # a Ctrl-C here stops the run and still returns its result
+    sink.close(result)
+    return EXIT_CODES.get(result.status, 1)
+
+
+def _print_summary(result) -> None:
+    """After the alternate screen is gone: the run's figures stay in the terminal."""
+    from accelctl.run.console import summary_rows
+
+    print(f"run {result.run_dir.name}")
+    for label, value in summary_rows(result.summary, result.run_dir):
+        print(f"  {label}: {value}")
+    sys.stdout.flush()
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from accelctl.api import load, plan as make_plan
+    from accelctl.cli import pick_target
+
+    ap = argparse.ArgumentParser(prog="python -m accelctl.tui.live", description="accelctl run FILE, with the TUI")
+    ap.add_argument("file")
+    ap.add_argument("--workload", "-w")
+    ap.add_argument("--target", "-t")
+    ap.add_argument("--engine", "-e")
+    ap.add_argument("--runs-dir", default=None)
+    ap.add_argument("--auto-exit", action="store_true", help="leave the TUI when the run ends")
+    args = ap.parse_args(argv)
+    specs = [s for s in load(args.file) if args.workload in (None, s.name)]
+    if not specs:
+        print(f"error: {args.file} has no workload {args.workload!r}", file=sys.stderr)
+        return 2
+    spec = specs[0]
+    target, _ = pick_target(spec, args.target)
+    p = make_plan(spec, target, args.engine)
+    source = Path(args.file).read_text(encoding="utf-8")
+    return run_live(p, spec, source, args.runs_dir, auto_exit=args.auto_exit)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Screens of the TUI: workloads, plan, run, runs, compare, help, dialogs."""
