@@ -35,20 +35,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from accelctl.backends.findings import Finding
 from accelctl.backends.te_fp8 import version_tuple
 
 PYTORCH = "transformer_engine.pytorch"
 RECIPE = "transformer_engine.common.recipe"
-
-
-@dataclass(frozen=True)
-class Finding:
-    #: what was checked: "te_recipe.json: recipe", "te_layers.py:57" ...
-    subject: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.subject}: {self.message}"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelctl.backends.findings import Finding
+
 #: modules whose names the table keeps (what a training worker uses)
 MODULES = (
     "torch_xla",
@@ -45,15 +47,6 @@ MODULES = (
 #: torch's own process-group backends and rendezvous schemes (not torch-xla's to register)
 TORCH_BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl")
 TORCH_RENDEZVOUS = ("env", "tcp", "file")
-
-
-@dataclass(frozen=True)
-class Finding:
-    subject: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.subject}: {self.message}"
 
 
 # ------------------------------------------------------------------------------- sources

@@ -49,11 +49,17 @@ def _records(ids: list[str], runs_dir: str | None, any_status: bool, workload: s
     return [r for r in records if workload in (None, r.workload)]
 
 
-def _plot(entries: list, path: str, title: str) -> None:
+def _plot(entries: list, path: str, title: str, runs: list, reference: bool = False) -> None:
+    """Bars of ``entries``; scaling curves of the ``runs`` entries (and the seeds')."""
     from accelctl.report.plot import plot_report
     from accelctl.report.tables import scaling_groups
 
-    curves = [(f"{w} ({d})", rows) for w, d, _, rows in scaling_groups(entries)]
+    curves = [(f"{w} ({d})", rows) for w, d, _, rows in scaling_groups(runs)]
+    if reference:
+        from accelctl.report.reference import load_reference, table_scaling
+
+        curves += [(f"seed {t['seed']}: {t['id'][4:]}", list(table_scaling(t).values()))
+                   for t in load_reference()["tables"] if t["kind"] == "scaling"]
     try:
         out = plot_report(entries, path, curves, title=title)
     except ModuleNotFoundError as exc:
@@ -86,7 +92,8 @@ def cmd_report(args) -> int:
         plotted = entries
     _emit(tables, args.format, args.output)
     if args.plot:
-        _plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""))
+        _plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""),
+              entries, reference=args.reference)
     if args.tensorboard:
         from accelctl.report.tensorboard import export_run
 
@@ -124,7 +131,7 @@ def cmd_sweep(args) -> int:
     entries = [entry_from_run(r) for r in records]
     _emit(report_tables(entries) + scaling_tables(entries), args.format, args.output)
     if args.plot:
-        _plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}")
+        _plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}", entries)
     return 0 if all(r.status == "ok" for r in records) else 1
 
 
@@ -132,6 +139,21 @@ def _common(p) -> None:
     p.add_argument("--format", "-f", choices=FORMATS, default="rich", help="rich table (default), md, csv or json")
     p.add_argument("--output", "-o", help="write the text to this file instead of stdout")
     p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+
+
+def _guarded(fn):
+    """Run-store errors (no such run, ambiguous id) as one line and exit 2."""
+
+    def run(args) -> int:
+        from accelctl.run.store import RunStoreError
+
+        try:
+            return fn(args)
+        except RunStoreError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+
+    return run
 
 
 def register(sub) -> None:
@@ -143,7 +165,7 @@ def register(sub) -> None:
     r.add_argument("--plot", metavar="FILE.png", help="also draw step time, throughput and scaling to a PNG")
     r.add_argument("--tensorboard", metavar="DIR", help="also export each run as TensorBoard event files")
     _common(r)
-    r.set_defaults(fn=cmd_report)
+    r.set_defaults(fn=_guarded(cmd_report))
 
     c = sub.add_parser("compare", help="speed-up and price-performance of run B over run A, with 95%% CIs")
     c.add_argument("a", metavar="A", help="baseline run")
@@ -153,7 +175,7 @@ def register(sub) -> None:
     c.add_argument("--confidence", type=float, default=0.95)
     c.add_argument("--fail-on-regression", action="store_true", help="exit 3 when B is significantly slower")
     _common(c)
-    c.set_defaults(fn=cmd_compare)
+    c.set_defaults(fn=_guarded(cmd_compare))
 
     s = sub.add_parser("sweep", help="run one target at several device counts, print the scaling efficiency table")
     s.add_argument("file")
@@ -165,4 +187,4 @@ def register(sub) -> None:
     s.add_argument("--backend", help="force one backend for every point (e.g. torchrun)")
     s.add_argument("--plot", metavar="FILE.png")
     _common(s)
-    s.set_defaults(fn=cmd_sweep)
+    s.set_defaults(fn=_guarded(cmd_sweep))

@@ -38,6 +38,8 @@ class Comparison:
     basis: str
     speedup: float | None
     speedup_ci: Interval | None
+    #: mean(A) / mean(B) of the compared values (step times or repeat means), with its CI
+    time_ratio_ci: Interval | None
     price_performance: float | None
     price_performance_ci: Interval | None
     #: "repeat means" or "step times"
@@ -67,11 +69,11 @@ def compare(a: Entry, b: Entry, confidence: float = 0.95, tolerance: float = 0.0
     basis, sp = _speedup(a, b)
     use_repeats = len(a.repeat_values) >= 2 and len(b.repeat_values) >= 2
     xa, xb = (a.repeat_values, b.repeat_values) if use_repeats else (a.step_times, b.step_times)
-    ci = None
-    if sp is not None and len(xa) >= 2 and len(xb) >= 2:
+    ci = raw = None
+    if len(xa) >= 2 and len(xb) >= 2:
         raw = ratio_ci(xa, xb, confidence)
-        if raw is not None and raw.mean > 0:
-            ci = _scaled(raw, sp / raw.mean)
+    if sp is not None and raw is not None and raw.mean > 0:
+        ci = _scaled(raw, sp / raw.mean)
     pp = pp_ci = None
     if sp is not None and a.price_per_hour and b.price_per_hour:
         pp = cost.price_performance_ratio(sp, a.price_per_hour, b.price_per_hour)
@@ -84,7 +86,7 @@ def compare(a: Entry, b: Entry, confidence: float = 0.95, tolerance: float = 0.0
         verdict = IMPROVEMENT
     else:
         verdict = SAME
-    return Comparison(a, b, basis, sp, ci, pp, pp_ci, "repeat means" if use_repeats else "step times",
+    return Comparison(a, b, basis, sp, ci, raw, pp, pp_ci, "repeat means" if use_repeats else "step times",
                       welch(xa, xb, confidence) if len(xa) >= 2 and len(xb) >= 2 else None, verdict, tolerance)
 
 
@@ -92,7 +94,7 @@ COLUMNS = [
     Column("metric", "metric"),
     Column("a", "A", "num"),
     Column("b", "B", "num"),
-    Column("ratio", "B vs A", "ratio"),
+    Column("ratio", "B vs A (>1: B better)", "ratio"),
     Column("ci_low", "95% CI low", "ratio"),
     Column("ci_high", "95% CI high", "ratio"),
 ]
@@ -108,10 +110,11 @@ def compare_table(c: Comparison) -> Table:
     a, b = c.a, c.b
     rows = [_row("step time (mean)", a.step_time_s, b.step_time_s, "time",
                  ratio=(a.step_time_s / b.step_time_s) if a.step_time_s and b.step_time_s else None,
-                 ci=c.speedup_ci if c.basis == "step time" else None)]
+                 ci=c.time_ratio_ci)]
     if a.throughput is not None or b.throughput is not None:
+        on = c.basis == "throughput"
         rows.append(_row("throughput", a.throughput, b.throughput, "rate", a.unit,
-                         c.speedup if c.basis == "throughput" else None, c.speedup_ci if c.basis == "throughput" else None))
+                         c.speedup if on else None, c.speedup_ci if on else None))
     if a.latency_s is not None or b.latency_s is not None:
         rows.append(_row("latency (mean)", a.latency_s, b.latency_s, "time",
                          c.speedup if c.basis == "latency" else None, c.speedup_ci if c.basis == "latency" else None))

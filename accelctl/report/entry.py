@@ -5,7 +5,11 @@ user's run and a seed's number go through the same formulas (``accelctl.report.c
 ``accelctl.report.scaling``).
 
 From a run (``entry_from_run``): the steady-state statistics are recomputed from the
-run's ``events.jsonl`` (``accelctl.report.stats.steady_state``); the target's price,
+run's ``events.jsonl`` (``accelctl.report.stats.steady_state``).  The headline step
+time is the steady-state mean, or with two repeats or more the mean of the repeat means
+(fastest and slowest dropped from five on); the throughput is the summed units over the
+summed step times, rescaled to that headline.  Inference latency is the same mean time
+of one call (generate() or a forward batch).  The target's price,
 nodes, instance, precision and the task's ``train_steps`` come from the run's
 ``spec.json``; the device count is the run's world size.  Units: training on text
 counts sequences/s, other training and inference samples/s, generation tokens/s.
@@ -142,14 +146,22 @@ def entry_from_stats(stats: StepStats, *, workload: str, target: str, source: st
     gen = stats.generation
     inference = task in ("generate", "infer")
     reps = stats.repeats
+    # with two repeats or more the headline is the mean of the (kept) repeat means, and
+    # the throughput follows it: units per step / that step time
+    step = st.mean if st else None
+    if reps is not None and reps.n >= 2 and st is not None:
+        step = reps.mean
+        if throughput is not None:
+            throughput *= st.mean / reps.mean
+            tokens = tokens * st.mean / reps.mean if tokens is not None else None
     return Entry(
         workload=workload, target=target, source=source, task=task, unit=unit,
         batch=samples_per_step,
-        step_time_s=st.mean if st else None, step_time_median_s=st.median if st else None,
+        step_time_s=step, step_time_median_s=st.median if st else None,
         step_time_p90_s=st.p90 if st else None, step_time_p99_s=st.p99 if st else None,
         step_time_stdev_s=st.stdev if st else None, step_time_ci=stats.step_time_ci,
         throughput=throughput, tokens_per_s=tokens,
-        latency_s=(gen.latency_mean_s if gen else st.mean if st and inference else None),
+        latency_s=(step if inference else None),
         latency_p90_s=(gen.latency_p90_s if gen else st.p90 if st and inference else None),
         ttft_s=gen.ttft_mean_s if gen else None, per_token_s=gen.per_token_mean_s if gen else None,
         mfu=stats.mfu.mean if stats.mfu else None, mem_bytes=stats.peak_mem_bytes,

@@ -1,15 +1,16 @@
 """A PNG of a report: step time and throughput per target, and the scaling curve.
 
 matplotlib (the ``report`` extra) is imported here only, with the Agg backend.
-Panels: (1) mean step time per entry with its 95 % CI as error bars; (2) throughput per
-entry; (3) when the entries measure one workload at two or more device counts,
-scaling efficiency against devices (ideal = 100 %).
+Panels: mean step time per entry with its 95 % CI as error bars; throughput per entry,
+one panel per unit; when the entries measure a workload at two or more device counts
+(or a seed's scaling table is given), scaling efficiency against devices (ideal = 100 %).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from accelctl.report.entry import Entry
 from accelctl.report.scaling import ScaleRow
@@ -17,48 +18,65 @@ from accelctl.report.scaling import ScaleRow
 
 def _label(e: Entry) -> str:
     tail = e.source[-4:] if e.source and not e.source.startswith("seed") else e.source
-    return f"{e.name}\n{tail}" if tail else e.name
+    head = e.name if len(e.name) <= 18 else e.name[:17] + "…"
+    return f"{head}\n{e.devices or '?'} dev · {tail}" if tail else head
+
+
+def _bars(ax, entries: Sequence[Entry], values: list[float], color: str, err=None) -> None:
+    ax.bar(range(len(entries)), values, yerr=err, capsize=4 if err else 0, color=color)
+    many = len(entries) > 8
+    ax.set_xticks(range(len(entries)), [_label(e).replace("\n", " · ") if many else _label(e) for e in entries],
+                  fontsize=7, rotation=35 if many else 0, ha="right" if many else "center")
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > 50:
+        ax.set_yscale("log")
 
 
 def plot_report(entries: Sequence[Entry], path: str | Path, scaling: Sequence[tuple[str, Sequence[ScaleRow]]] = (),
                 title: str = "accelctl report") -> Path:
-    """Write the PNG and return its path; raises ``ModuleNotFoundError`` without matplotlib."""
+    """Write the PNG and return its path; raises ``ModuleNotFoundError`` without matplotlib.
+
+    Panels: step time (with CI error bars), one throughput panel per unit (so that
+    samples/s and tokens/s never share an axis), then the scaling curves.  A panel whose
+    values span more than 50x uses a log scale."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     timed = [e for e in entries if e.step_time_s is not None]
-    rated = [e for e in entries if e.throughput is not None]
+    units = sorted({e.unit for e in entries if e.throughput is not None})
     curves = [(name, rows) for name, rows in scaling if len(rows) >= 2]
-    panels = [p for p, on in (("time", timed), ("rate", rated), ("scale", curves)) if on]
+    panels: list[tuple[str, Any]] = [("time", timed)] if timed else []
+    panels += [("rate", [e for e in entries if e.throughput is not None and e.unit == u]) for u in units]
+    panels += [("scale", curves)] if curves else []
     if not panels:
         raise ValueError("nothing to plot: no entry has a step time or a throughput")
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 1.1 * max(len(timed), len(rated), 4)), 3.6 * len(panels)),
-                             squeeze=False)
-    for ax, panel in zip(axes[:, 0], panels):
+    widest = max(len(p[1]) for p in panels if p[0] != "scale") if any(p[0] != "scale" for p in panels) else 4
+    size = (min(16.0, max(6.0, 1.2 * widest)), 3.6 * len(panels) + (1.2 if widest > 8 else 0))
+    fig, axes = plt.subplots(len(panels), 1, figsize=size, squeeze=False)
+    for ax, (panel, items) in zip(axes[:, 0], panels):
         if panel == "time":
-            ys = [e.step_time_s * 1e3 for e in timed]
-            err = [[(e.step_time_s - e.step_time_ci.low) * 1e3 if e.step_time_ci else 0 for e in timed],
-                   [(e.step_time_ci.high - e.step_time_s) * 1e3 if e.step_time_ci else 0 for e in timed]]
-            ax.bar(range(len(timed)), ys, yerr=err, capsize=4, color="#4C72B0")
-            ax.set_xticks(range(len(timed)), [_label(e) for e in timed], fontsize=8)
+            err = [[(e.step_time_s - e.step_time_ci.low) * 1e3 if e.step_time_ci else 0 for e in items],
+                   [(e.step_time_ci.high - e.step_time_s) * 1e3 if e.step_time_ci else 0 for e in items]]
+            _bars(ax, items, [e.step_time_s * 1e3 for e in items], "#4C72B0", err)
             ax.set_ylabel("step time (ms)")
             ax.set_title("steady-state mean step time (95% CI)", fontsize=10)
         elif panel == "rate":
-            ax.bar(range(len(rated)), [e.throughput for e in rated], color="#55A868")
-            ax.set_xticks(range(len(rated)), [_label(e) for e in rated], fontsize=8)
-            units = sorted({e.unit for e in rated})
-            ax.set_ylabel(" | ".join(units))
-            ax.set_title("throughput", fontsize=10)
+            _bars(ax, items, [e.throughput for e in items], "#55A868")
+            ax.set_ylabel(items[0].unit)
+            ax.set_title(f"throughput ({items[0].unit})", fontsize=10)
         else:
-            top = 1.0
-            for name, rows in curves:
+            top, ticks = 1.0, set()
+            for name, rows in items:
                 xs = [r.point.accelerators for r in rows]
+                ticks.update(xs)
                 ax.plot(xs, [r.efficiency * 100 for r in rows], marker="o", label=name)
                 top = max(top, *(r.efficiency for r in rows))
             ax.axhline(100, color="grey", linestyle="--", linewidth=1, label="ideal")
             ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(ticks), [str(t) for t in sorted(ticks)])
+            ax.minorticks_off()
             ax.set_xlabel("devices")
             ax.set_ylabel("scaling efficiency (%)")
             ax.set_ylim(0, max(105, top * 100 + 5))
@@ -66,7 +84,7 @@ def plot_report(entries: Sequence[Entry], path: str | Path, scaling: Sequence[tu
             ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

@@ -57,7 +57,8 @@ def _complete(row: dict[str, Any], done: dict[str, dict[str, Any]]) -> dict[str,
         r["step_time_s"] = step
     elif "price_performance_vs" in d:
         base = done[d["price_performance_vs"]]
-        r["throughput"] = d["ratio"] * cost.price_performance(base["throughput"], base["price_per_hour"]) * r["price_per_hour"]
+        per_usd_hour = cost.price_performance(base["throughput"], base["price_per_hour"])
+        r["throughput"] = d["ratio"] * per_usd_hour * r["price_per_hour"]
     units = r.get("units_per_step", r.get("batch"))
     step = r.get("step_time_s", r.get("latency_s"))
     if step is None and r.get("throughput") and units:
@@ -73,7 +74,8 @@ def _complete(row: dict[str, Any], done: dict[str, dict[str, Any]]) -> dict[str,
 def _entry(table: dict[str, Any], r: dict[str, Any]) -> Entry:
     workloads = table.get("workloads") or [table["id"]]
     return Entry(
-        workload=workloads[0], target=r.get("target", r["id"]), source=f"seed {table['seed']}", label=r.get("label", ""),
+        workload=workloads[0], target=r.get("target", r["id"]), source=f"seed {table['seed']}",
+        label=r.get("label", ""),
         device=r.get("device", ""), instance=r.get("instance", ""), devices=r.get("devices"), nodes=r.get("nodes"),
         batch=r.get("batch"), precision=r.get("precision", ""), unit=r.get("unit", "samples/s"),
         step_time_s=r.get("step_time_s"), throughput=r.get("throughput"), latency_s=r.get("latency_s"),

@@ -6,7 +6,7 @@ CSV of several tables: one block per table, blocks separated by an empty line, t
 first column naming the table.  A row may override a column's kind for one cell with
 a ``<key>_kind`` entry (the compare table mixes times and rates).  A ``time_ci`` cell becomes three CSV columns
 (``<key>_s``, ``<key>_ci_low_s``, ``<key>_ci_high_s``); a rate with a unit gets a
-``<key>_unit`` column.
+``<key>_unit`` column.  Floats in CSV and JSON carry 12 significant digits.
 """
 
 from __future__ import annotations
@@ -128,10 +128,15 @@ def _csv_value(row: dict[str, Any], col: Column, part: str) -> Any:
         if v is None:
             return ""
         x = v[("mean", "low", "high").index(part)]
-        return "" if x is None else repr(float(x))
+        return "" if x is None else _g(x)
     if v is None:
         return ""
-    return repr(float(v)) if isinstance(v, float) else v
+    return _g(v) if isinstance(v, float) else v
+
+
+def _g(x: float) -> str:
+    """A float for CSV/JSON: 12 significant digits (stable across platforms' last bits)."""
+    return format(float(x), ".12g")
 
 
 def to_csv(tables: Sequence[Table]) -> str:
@@ -155,8 +160,8 @@ def _plain(v: Any) -> Any:
         return {k: _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
+    if isinstance(v, float):
+        return float(_g(v)) if math.isfinite(v) else None
     return v
 
 

@@ -264,7 +264,8 @@ def steady_state(events: Iterable[Any]) -> StepStats:
     totals = {"samples": [0.0, 0.0], "tokens": [0.0, 0.0]}
     for key, t in zip(measure_keys, times):
         head = min(groups[key], key=lambda s: s.rank)
-        for out, count, reported in ((samples_rates, "samples", "samples_per_s"), (tokens_rates, "tokens", "tokens_per_s")):
+        for out, count, reported in ((samples_rates, "samples", "samples_per_s"),
+                                     (tokens_rates, "tokens", "tokens_per_s")):
             r = _rate(head, t, count, reported)
             if r is not None:
                 out.append(r)

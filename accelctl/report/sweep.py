@@ -54,6 +54,7 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
     """Run every point; returns the stored runs (``RunRecord``) in run order."""
     from accelctl.api import launch, load, plan
     from accelctl.errors import AccelctlError
+    from accelctl.report.entry import entry_from_run
     from accelctl.run.store import load_run
 
     specs = load(path)
@@ -81,7 +82,8 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
             handle.wait()
             raise
         rec = load_run(result.run_dir)
-        thr = f", {rec.throughput:,.2f} {rec.throughput_unit}" if rec.throughput else ""
+        entry = entry_from_run(rec)
+        thr = f", {entry.throughput:,.2f} {entry.unit}" if entry.throughput else ""
         progress(f"  -> {rec.id}: {result.status}{thr} ({time.perf_counter() - t0:.1f} s)")
         records.append(rec)
     return records

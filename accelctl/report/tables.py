@@ -74,7 +74,8 @@ def entry_row(e: Entry) -> dict[str, Any]:
     ci = e.step_time_ci
     return {
         "target": e.name, "source": e.source, "devices": e.devices, "batch": e.batch, "precision": e.precision,
-        "step_time": None if e.step_time_s is None else (e.step_time_s, ci.low if ci else None, ci.high if ci else None),
+        "step_time": None if e.step_time_s is None else (e.step_time_s, ci.low if ci else None,
+                                                         ci.high if ci else None),
         "throughput": e.throughput, "throughput_unit": e.unit,
         "per_device": e.per_device, "per_device_unit": e.unit,
         "latency_s": e.latency_s, "ttft_s": e.ttft_s, "per_token_s": e.per_token_s,
@@ -89,13 +90,17 @@ def _methods(entries: Sequence[Entry]) -> list[str]:
     notes = []
     warm = [e for e in entries if e.warmup_steps]
     if warm:
-        parts = ", ".join(f"{e.name} {e.warmup_steps} steps / {e.warmup_time_s:.3g} s" for e in warm)
+        parts = "; ".join(f"{e.name} ({e.source[-4:]}): {e.warmup_steps} step{'s' if e.warmup_steps != 1 else ''}, "
+                          f"{e.warmup_time_s:.3g} s" for e in warm)
         notes.append(f"warm-up excluded from every figure ({parts})")
     methods = sorted({e.ci_method for e in entries if e.step_time_ci is not None and e.ci_method})
     if methods:
         notes.append("step time: steady-state mean ± half-width of its 95% CI (" + "; ".join(methods) + ")")
     if any(e.per_dollar is not None for e in entries):
         notes.append("per USD = throughput x 3600 / price per hour; USD per 1M = price / 3600 / throughput x 1e6")
+    elif entries and not any(e.source.startswith("seed") for e in entries):
+        notes.append("no price per hour for these targets: cost columns left out "
+                     "(give the target 'price = ... usd/h' or a catalogued instance)")
     if any(e.projected_hours is not None for e in entries):
         notes.append("job time = task train_steps x mean step time; job cost = job time x price per hour")
     return notes
@@ -154,8 +159,7 @@ def scale_table(id_: str, title: str, rows: Sequence[ScaleRow], unit: str,
             "published_efficiency": None if eff is None else eff / 100.0,
         })
     base = rows[0].point if rows else None
-    head = [f"efficiency = per-device throughput / per-device throughput of the baseline "
-            f"({base.label}, {base.accelerators} devices)"] if base else []
+    head = [f"efficiency = per-device throughput / per-device throughput at the baseline, {base.label}"] if base else []
     return Table(id_, title, list(SCALE_COLUMNS), out, [*head, *notes]).drop_empty_columns()
 
 

@@ -127,8 +127,9 @@ def run_scalars(events: list[Any]) -> list[tuple[float, int, list[tuple[str, flo
         out.append((float(s.time_unix_s), int(s.step), values))
     stats = steady_state(events)
     if out and stats.step_time is not None:
-        summary = [("summary/step_time_mean_s", stats.step_time.mean), ("summary/step_time_median_s", stats.step_time.median),
-                   ("summary/step_time_p90_s", stats.step_time.p90)]
+        st = stats.step_time
+        summary = [("summary/step_time_mean_s", st.mean), ("summary/step_time_median_s", st.median),
+                   ("summary/step_time_p90_s", st.p90)]
         if stats.step_time_ci is not None:
             summary += [("summary/step_time_ci_low_s", stats.step_time_ci.low),
                         ("summary/step_time_ci_high_s", stats.step_time_ci.high)]

@@ -36,7 +36,7 @@ class Selection:
 
 
 class AccelctlApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "accelctl"
     MODES = {"workloads": WorkloadsScreen, "plan": PlanScreen, "runs": RunsScreen}
     BINDINGS = [

@@ -56,3 +56,14 @@ def money(usd: float | None) -> str:
 
 def ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}×"
+
+
+def path(p) -> str:
+    """A path relative to the working folder when it lies inside it."""
+    from pathlib import Path
+
+    p = Path(p)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(p)

@@ -100,7 +100,7 @@ class CompareScreen(AppScreen):
         self.query_one("#cmp-verdict", Static).update(verdict(self.cmp))
         plot = self.query_one(ComparePlot)
         plot.sides = (self.cmp.a, self.cmp.b)
-        plot.border_title = "measured step time (ms): [cyan]A[/] [magenta]B[/], median lines"
+        plot.border_title = "measured step time (ms): [#56b6c2]A[/] [#c678dd]B[/], median lines"
         plot.refresh()
 
     def action_swap(self) -> None:

@@ -71,11 +71,11 @@ class PlanScreen(AppScreen):
         box.border_title = f"plan: {spec.name} › {sel.target}"
         if result.error:
             notes.display = False
-            box.border_subtitle = "cannot be planned"
+            box.border_title += " · cannot be planned"
             text.update(Text(result.error, style="red"))
             return
         p = result.plan
-        box.border_subtitle = f"{p.backend} · {p.engine} · {p.device}"
+        box.border_title += f" · {p.backend} · {p.engine} · {p.device}"
         lines = Text()
         for w in p.warnings:
             lines.append("warning: ", "bold yellow")

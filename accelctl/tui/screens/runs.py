@@ -47,7 +47,6 @@ class RunsScreen(AppScreen):
         table = self.query_one(DataTable)
         for col in COLUMNS:
             table.add_column(col, key=col or "mark")
-        self.query_one(DataTable).border_title = "run store"
         self.reload()
 
     def on_screen_resume(self) -> None:
@@ -69,7 +68,7 @@ class RunsScreen(AppScreen):
             table.add_row(self._mark(r.id), _started(r), r.workload, r.target,
                           Text(r.status, style=STATUS_STYLE.get(r.status, "")), fmt.ms(r.median_step_time_s),
                           thr, key=r.id)
-        table.border_subtitle = f"{len(self.records)} run(s) in {self.app.runs_root}"
+        table.border_title = f"run store · {len(self.records)} run(s) in {fmt.path(self.app.runs_root)}"
         if self.records:
             table.move_cursor(row=min(row, len(self.records) - 1))
         self._detail()

@@ -80,9 +80,8 @@ class WorkloadsScreen(AppScreen):
         src = self.query_one("#wl-source", Static)
         src.update(source_with_diagnostics(wf.text, wf.diags))
         box = self.query_one("#wl-source-box")
-        box.border_title = wf.path.name
-        box.border_subtitle = (f"{wf.errors} error(s)" if wf.errors else f"{wf.warnings} warning(s)" if wf.warnings
-                               else "valid")
+        state = (f"{wf.errors} error(s)" if wf.errors else f"{wf.warnings} warning(s)" if wf.warnings else "valid")
+        box.border_title = f"{wf.path.name} · {state}"
         targets = self.query_one("#wl-targets", OptionList)
         targets.clear_options()
         pairs = wf.choices()

@@ -13,8 +13,12 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
-RANK_COLORS = ("cyan", "magenta", "green", "blue", "red", "white", "orange", "gray")
-WARMUP_COLOR = "yellow"
+#: explicit RGB: plotext's named colours are remapped by the Textual theme
+RANK_COLORS = ((86, 182, 194), (198, 120, 221), (152, 195, 121), (97, 175, 239), (224, 108, 117), (220, 220, 220),
+               (209, 154, 102), (150, 150, 150))
+WARMUP_RGB = (229, 192, 123)
+MEDIAN_RGB = (152, 195, 121)
+WARMUP_COLOR = "#e5c07b"
 
 #: field -> (title, scale, unit)
 FIELDS = {
@@ -51,9 +55,9 @@ class SeriesPlot(PlotextPlot):
         field = self._pick(model)
         title, _, unit = FIELDS.get(field, (field, 1.0, ""))
         self.field = field
-        self.border_title = f"{title} ({unit})" if unit else title
         warm = sum(1 for s in model.rank0 if s.phase != "measure")
-        self.border_subtitle = f"[{WARMUP_COLOR}]x[/] warm-up: {warm} excluded" if warm else ""
+        self.border_title = (f"{title} ({unit})" if unit else title) + (
+            f" · [{WARMUP_COLOR}]x[/] warm-up: {warm} excluded" if warm else "")
 
     def render(self):
         model = self.model
@@ -62,7 +66,8 @@ class SeriesPlot(PlotextPlot):
         plt = self.plt
         plt.clear_figure()
         _, scale, _ = FIELDS.get(self.field, (self.field, 1.0, ""))
-        ranks = sorted(model.rank_steps)[: self.max_ranks]
+        # every rank's step time (a straggler shows), rank 0's for the rest (loss is global)
+        ranks = sorted(model.rank_steps)[: self.max_ranks] if self.field == "step_time_s" else [min(model.rank_steps)]
         series = {r: model.series(self.field, r) for r in ranks}
         measured = [y * scale for _, meas in series.values() for _, y in meas]
         warm_all = [y * scale for warm, _ in series.values() for _, y in warm]
@@ -79,11 +84,11 @@ class SeriesPlot(PlotextPlot):
                 plt.plot([x for x, _ in meas], [y * scale for _, y in meas], marker="braille", color=color)
             if warm:
                 plt.scatter([x for x, _ in warm], [min(hi, max(lo, y * scale)) for _, y in warm], marker="x",
-                            color=WARMUP_COLOR)
+                            color=WARMUP_RGB)
         if self.median and measured:
             st = model.stats().step_time
             if st is not None:
-                plt.hline(st.median * scale, "green")
+                plt.hline(st.median * scale, MEDIAN_RGB)
         n = max(len(model.rank_steps[r]) for r in ranks)
         plt.xlim(0.5, max(n, model.total_steps or 0) + 0.5)
         plt.ylim(lo, hi)
@@ -103,7 +108,7 @@ class ComparePlot(PlotextPlot):
         plt = self.plt
         plt.clear_figure()
         xs_max, drawn = 1, False
-        for side, color in zip(self.sides, ("cyan", "magenta")):
+        for side, color in zip(self.sides, RANK_COLORS[:2]):
             times = [e for e in side.events if getattr(e, "kind", "") == "step" and e.phase == "measure" and e.rank == 0]
             if times:
                 drawn = True

@@ -1,0 +1,56 @@
+"""Every workload's cpu target runs for real through accelctl run, end to end.
+
+One real child process per workload (the launched worker: PyTorch on this CPU), with
+the events and summary checked: steady-state figures present, warm-up excluded, loss
+finite and falling for training, exactly 100 new tokens per call for BLOOMZ.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelctl.api import load
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [(wl.name, spec.name)
+         for wl in sorted((ROOT / "workloads").glob("*.wl"))
+         for spec in load(wl) if any(t.name == "cpu" for t in spec.targets)]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("file,workload", CASES, ids=[f"{f}:{w}" for f, w in CASES])
+def test_cpu_target_runs(file, workload, tmp_path):
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(ROOT / "workloads" / file),
+                         "--workload", workload, "--target", "cpu", "--headless", "--runs-dir", str(tmp_path)],
+                        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    spec = next(s for s in load(ROOT / "workloads" / file) if s.name == workload)
+    measure = (spec.target("cpu").measure or spec.measure)
+    assert summary["status"] == "ok"
+    st = summary["stats"]
+    assert st["step_time"]["count"] == measure.steps * measure.repeat
+    assert st["warmup_steps"] == measure.warmup
+    assert st["step_time"]["median"] > 0
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line]
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("run_started") >= 1 and "run_finished" in kinds and "run_failed" not in kinds
+    steps = [e for e in events if e["kind"] == "step" and e["rank"] == 0]
+    assert len(steps) == measure.warmup + measure.steps * measure.repeat
+    if spec.task.training:
+        losses = [e["loss"] for e in steps]
+        assert all(math.isfinite(x) for x in losses)
+        assert st["loss"]["decreased"], st["loss"]
+    if spec.task.kind == "generate":
+        assert {e["new_tokens"] for e in steps} == {spec.task.max_new_tokens}
+        assert st["generation"]["per_token_median_s"] > 0 and st["generation"]["ttft_median_s"] > 0
+    for name in ("workload.wl", "spec.json", "plan.json", "job.json", "worker.log"):
+        assert (run_dir / name).exists(), name

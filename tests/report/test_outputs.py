@@ -1,0 +1,159 @@
+"""Report outputs on a fixed, synthetic run store: golden Markdown/CSV/JSON, compare,
+plots, TensorBoard export, and the CLI's light imports.
+
+The run store is tests/report/fixtures/store (written by make_fixtures.py).  Refresh the
+golden files after an intended change with ``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/report``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelctl.cli import main
+from accelctl.report.entry import entry_from_run
+from accelctl.report.tensorboard import read_records, run_scalars
+from accelctl.run.store import list_runs, load_run
+
+HERE = Path(__file__).parent
+RUNS = HERE / "fixtures" / "store"
+GOLDEN = HERE / "golden"
+ROOT = HERE.parents[1]
+UPDATE = os.environ.get("ACCELCTL_UPDATE_GOLDEN") == "1"
+
+
+def cli(capsys, *argv) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main([*argv])
+    return code, capsys.readouterr().out
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs (ACCELCTL_UPDATE_GOLDEN=1 to refresh)"
+
+
+@pytest.mark.parametrize("fmt", ["md", "csv", "json"])
+def test_report_golden(capsys, fmt):
+    code, out = cli(capsys, "report", "--runs-dir", str(RUNS), "--format", fmt)
+    assert code == 0
+    golden(f"report.{fmt}", out)
+
+
+def test_report_figures_by_hand():
+    small = entry_from_run(load_run("0001", RUNS))
+    # repeat means 0.10075, 0.10175, 0.1233 (slow), 0.10375, 0.10475: MLPerf drops 0.10075 and 0.1233
+    assert small.repeats == 5 and small.step_time_s == pytest.approx((0.10175 + 0.10375 + 0.10475) / 3)
+    assert small.throughput == pytest.approx(8 / small.step_time_s)  # sequences per step / step time
+    assert small.unit == "sequences/s" and small.price_per_hour == 1.0 and small.train_steps == 10000
+    assert small.per_dollar == pytest.approx(small.throughput * 3600)
+    assert small.cost_per_million == pytest.approx(1.0 / 3600 / small.throughput * 1e6)
+    assert small.projected_cost == pytest.approx(10000 * small.step_time_s / 3600 * 1.0)
+    big = entry_from_run(load_run("0002", RUNS))
+    assert big.devices == 2 and big.batch == 16 and big.per_device == pytest.approx(big.throughput / 2)
+    assert big.mem_bytes == 310 * 2**20 and big.mfu == pytest.approx(0.01)
+    gen = entry_from_run(load_run("0005", RUNS))
+    assert gen.unit == "tokens/s" and gen.latency_s == pytest.approx(0.5) and gen.throughput == pytest.approx(64.0)
+    assert gen.ttft_s == pytest.approx(0.0625)
+
+
+def test_report_csv_is_machine_readable(capsys):
+    _, out = cli(capsys, "report", "--runs-dir", str(RUNS), "--format", "csv")
+    blocks = [list(csv.DictReader(io.StringIO(b))) for b in out.strip().split("\n\n")]
+    train = next(b for b in blocks if b[0]["table"] == "report-fixture_train")
+    ok = {e.id for e in list_runs(RUNS) if e.workload == "fixture_train" and e.status == "ok"}
+    assert {r["source"] for r in train} == ok
+    row = next(r for r in train if r["target"] == "small")
+    assert float(row["step_time_s"]) == pytest.approx(0.10341666, rel=1e-6)
+    assert float(row["step_time_ci_low_s"]) < float(row["step_time_s"]) < float(row["step_time_ci_high_s"])
+    assert row["throughput_unit"] == "sequences/s"
+    scaling = next(b for b in blocks if b[0]["table"].startswith("scaling-"))
+    assert [float(r["efficiency"]) for r in scaling][0] == 1.0 and len(scaling) == 3
+
+
+def test_failed_runs_only_with_all(capsys):
+    _, out = cli(capsys, "report", "--runs-dir", str(RUNS), "--format", "csv")
+    assert "20260101-000300-fixture_train-small-0004" not in out
+    _, out = cli(capsys, "report", "--runs-dir", str(RUNS), "--format", "csv", "--all")
+    assert "20260101-000300-fixture_train-small-0004" in out
+
+
+def test_compare_golden_and_verdicts(capsys):
+    code, out = cli(capsys, "compare", "0001", "0002", "--runs-dir", str(RUNS), "--format", "md")
+    assert code == 0
+    golden("compare.md", out)
+    assert "verdict: improvement" in out
+    _, out = cli(capsys, "compare", "0001", "0002", "--runs-dir", str(RUNS), "--format", "json")
+    data = json.loads(out)
+    assert data["verdict"] == "improvement" and data["speedup_ci"][0] > 1.0
+    strict = ("--runs-dir", str(RUNS), "--format", "md", "--fail-on-regression")
+    code, out = cli(capsys, "compare", "0002", "0001", *strict)
+    assert code == 3 and "verdict: regression" in out
+    # a run against itself: inside the noise
+    code, out = cli(capsys, "compare", "0001", "0001", *strict)
+    assert code == 0 and "verdict: no significant difference" in out
+
+
+def test_reference_alone_and_next_to_runs(capsys):
+    code, out = cli(capsys, "report", "--reference", "--format", "md", "--runs-dir", str(RUNS))
+    assert code == 0 and "fixture_train" not in out  # --reference alone: the seeds only
+    golden("reference.md", out)
+    for printed in ("98.04%", "95.88%", "90.39%", "85.11%", "82.66%", "1,379.76", "| 2.84 | 2.843 | reproduced |"):
+        assert printed in out
+    _, out = cli(capsys, "report", "0001", "--reference", "--format", "md", "--runs-dir", str(RUNS))
+    assert "20260101-000000-fixture_train-small-0001" in out and "seed 001" in out
+
+
+def test_plot_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "report.png"
+    code, _ = cli(capsys, "report", "--runs-dir", str(RUNS), "--format", "md", "--plot", str(png))
+    assert code == 0
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width > 400 and height > 800  # three panels: step time, throughput, scaling
+    ref = tmp_path / "ref.png"
+    assert cli(capsys, "report", "--reference", "--format", "md", "--plot", str(ref))[0] == 0 and ref.stat().st_size > 0
+
+
+def test_tensorboard_export(tmp_path, capsys):
+    code, _ = cli(capsys, "report", "0002", "--runs-dir", str(RUNS), "--format", "md", "--tensorboard", str(tmp_path))
+    assert code == 0
+    (path,) = (tmp_path / "20260101-000100-fixture_train-big-0002").iterdir()
+    assert path.name.startswith("events.out.tfevents.")
+    records = list(read_records(path))  # every CRC checked
+    rec = load_run("0002", RUNS)
+    scalars = run_scalars(rec.events())
+    assert len(records) == 1 + len(scalars)
+    assert b"brain.Event:2" in records[0]
+    tb = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    acc = tb.EventAccumulator(str(path.parent))
+    acc.Reload()
+    measured = acc.Scalars("measure/step_time_s")
+    assert len(measured) == 20  # 5 repeats x 4 steps, straggler (rank 1) times
+    assert measured[0].step == 3 and measured[0].value == pytest.approx(0.111, rel=1e-6)
+    assert acc.Scalars("warmup/loss")[0].value == pytest.approx(7.0)
+    assert acc.Scalars("summary/samples_per_s")[0].value > 0
+
+
+def test_report_cli_imports_nothing_heavy():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    argv = [sys.executable, "-X", "importtime", "-m", "accelctl.cli", "report", "--runs-dir", str(RUNS),
+            "--reference", "--format", "md"]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "accelctl.report.reference" in imported
+    assert not {m for m in imported if m.split(".")[0] in ("torch", "matplotlib", "textual", "deepspeed")}

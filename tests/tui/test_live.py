@@ -1,0 +1,126 @@
+"""The TUI attached to live runs: real runner, real processes (``fake_worker.py`` replaying
+a recorded run, so no torch and a few tenths of a second per run)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from accelctl.api import launch
+from accelctl.run.events import read_events
+from accelctl.tui.app import AccelctlApp
+from accelctl.tui.live import run_live
+from accelctl.tui.screens.dialogs import QuitScreen
+from accelctl.tui.screens.run import RunScreen
+from tui_fixtures import WORKLOADS, fake_plan, recorded, spec_json
+from tui_screen import screen_text, wait_for
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def start(runs_dir, run="tui_train-cpu-", **options):
+    return launch(fake_plan(run, **options), source_text=None, spec_json=spec_json(run), runs_root=runs_dir)
+
+
+@pytest.mark.asyncio
+async def test_live_run_panels_follow_the_run_and_end_with_its_summary(runs_dir):
+    handle = start(runs_dir, delay_s=0.3)
+    app = AccelctlApp(WORKLOADS, runs_root=runs_dir, live_handle=handle)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), what="the run view")
+        screen = app.screen
+        await wait_for(pilot, lambda: 0 < len(screen.model.rank0) < 10, what="the first steps")
+        seen = len(screen.model.rank0)
+        assert "running" in screen_text(app).splitlines()[1]
+        await wait_for(pilot, lambda: screen.model.summary is not None, timeout=20, what="the end of the run")
+        assert len(screen.model.rank0) == 10 > seen
+        assert screen.model.status == "ok"
+        shown = screen_text(app)
+        assert "10/10 steps · ok" in shown and "status ok" in shown
+        await pilot.press("q")  # the run is over: no question
+        await pilot.pause()
+    assert app.return_code == 0
+    summary = json.loads((handle.run_dir / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["stats"]["step_time"]["count"] == 8
+
+
+@pytest.mark.asyncio
+async def test_stop_from_the_tui_stops_the_process_group_and_records_stopped(runs_dir):
+    handle = start(runs_dir, delay_s=0.5)
+    app = AccelctlApp(WORKLOADS, runs_root=runs_dir, live_handle=handle)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.rank0, timeout=20,
+                       what="a step")
+        pids = list(handle.pids)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: app.screen.model.summary is not None, timeout=20, what="the stop")
+        assert app.screen.model.status == "stopped"
+        assert "status stopped" in screen_text(app)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 130
+    assert handle.wait().status == "stopped"
+    assert not any(_alive(p) for p in pids)
+    assert json.loads((handle.run_dir / "summary.json").read_text())["status"] == "stopped"
+
+
+@pytest.mark.asyncio
+async def test_quitting_while_live_asks_first_then_stops_the_run(runs_dir):
+    handle = start(runs_dir, delay_s=0.5)
+    app = AccelctlApp(WORKLOADS, runs_root=runs_dir, live_handle=handle)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.rank0, timeout=20,
+                       what="a step")
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+        assert "Stop it" in screen_text(app)
+        await pilot.press("escape")  # keep running
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen) and not handle.done
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("s")  # stop and quit: the app leaves once the run has ended
+        await wait_for(pilot, lambda: handle.done, timeout=20, what="the run to stop")
+        await pilot.pause(0.2)
+    assert app.return_code == 130
+    assert handle.wait().status == "stopped"
+
+
+def test_run_live_returns_the_runs_exit_code(runs_dir):
+    plan = fake_plan("tui_train-cpu-", delay_s=0.01)
+    assert run_live(plan, None, None, runs_dir, headless=True, auto_exit=True, size=(80, 24)) == 0
+    failing = fake_plan("tui_train-cpu-", delay_s=0.01, fail_at=3)
+    assert run_live(failing, None, None, runs_dir, headless=True, auto_exit=True, size=(80, 24)) == 1
+
+
+class BrokenApp(AccelctlApp):
+    """A TUI that dies as soon as the first events arrive."""
+
+    def on_run_ended(self, message) -> None:  # pragma: no cover - never reached
+        super().on_run_ended(message)
+
+    async def start_live(self, handle) -> None:
+        await super().start_live(handle)
+        raise RuntimeError("the display broke")
+
+
+def test_when_the_tui_dies_the_run_goes_on_and_its_events_are_stored(runs_dir, capsys):
+    plan = fake_plan("tui_train-cpu-", delay_s=0.05)
+    rc = run_live(plan, None, None, runs_dir, headless=True, size=(80, 24), app_factory=BrokenApp)
+    assert rc == 0
+    run_dir = next(runs_dir.iterdir())
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
+    events = read_events(run_dir / "events.jsonl")
+    recorded_steps = sum(e.kind == "step" for e in read_events(recorded("tui_train-cpu-") / "events.jsonl"))
+    assert sum(e.kind == "step" for e in events) == recorded_steps
+    err = capsys.readouterr().err
+    assert "the run goes on" in err

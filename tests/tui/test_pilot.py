@@ -1,0 +1,295 @@
+"""Pilot tests: drive the app with key presses against the recorded runs and fixture
+workloads, and check what the panels say (figures against ``steady_state``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from textual.command import CommandPalette
+from textual.widgets import DataTable, OptionList, Static
+
+from accelctl.report.stats import steady_state
+from accelctl.run.events import read_events
+from accelctl.tui import fmt
+from accelctl.tui.app import AccelctlApp
+from accelctl.tui.screens.compare import CompareScreen
+from accelctl.tui.screens.dialogs import PickScreen
+from accelctl.tui.screens.help import HelpScreen
+from accelctl.tui.screens.plan import PlanScreen
+from accelctl.tui.screens.run import RunScreen
+from accelctl.tui.screens.runs import RunsScreen
+from tui_fixtures import STORE, WORKLOADS, recorded
+from tui_screen import screen_text, wait_for
+
+pytestmark = pytest.mark.asyncio
+
+
+def make_app() -> AccelctlApp:
+    return AccelctlApp(WORKLOADS, runs_root=STORE)
+
+
+def text_of(app, selector: str) -> str:
+    """The rendered text of one widget (what it shows, markup removed)."""
+    widget = app.screen.query_one(selector)
+    # a Static shows what it was updated with; the model panels render from their model
+    rendered = widget.content if type(widget) is Static else widget.render()
+    if isinstance(rendered, str):
+        return rendered
+    from io import StringIO
+
+    from rich.console import Console
+
+    console = Console(width=max(widget.size.width, 40), file=StringIO(), color_system=None)
+    console.print(rendered)
+    return console.file.getvalue()
+
+
+async def open_run(pilot, run_name: str) -> RunScreen:
+    """Runs view, cursor on the run, Enter, wait for the replay to end."""
+    app = pilot.app
+    await pilot.press("4")
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, RunsScreen)
+    row = [r.id for r in screen.records].index(recorded(run_name).name)
+    for _ in range(row):
+        await pilot.press("down")
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.summary is not None,
+                   what="the replay")
+    return app.screen
+
+
+# ------------------------------------------------------------------ workloads and plan
+
+
+async def test_workloads_lists_files_with_validation_state_and_inline_diagnostics():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        files = app.screen.query_one("#wl-files", OptionList)
+        labels = [str(files.get_option_at_index(i).prompt) for i in range(files.option_count)]
+        assert labels == ["✗ broken.wl 3 err", "✓ tiny.wl"]
+        # the first valid file is selected, with its (workload, target) pairs
+        targets = app.screen.query_one("#wl-targets", OptionList)
+        assert [str(targets.get_option_at_index(i).prompt) for i in range(targets.option_count)] == [
+            "tui_train › cpu", "tui_train › cpu2", "tui_generate › cpu", "tui_ddp › cpu"]
+        assert (app.selection.workload, app.selection.target) == ("tui_train", "cpu")
+        await pilot.press("up")  # the broken file: diagnostics under their lines
+        await pilot.pause()
+        src = text_of(app, "#wl-source")
+        assert "max_new_token = 8 tokens" in src
+        assert "^^^^^^^^^^^^^ error[E202]: unknown key 'max_new_token' in task generate" in src
+        assert "hint: did you mean 'max_new_tokens'?" in src
+        assert "error[E203]: unknown precision 'bf61'" in src
+        assert app.screen.query_one("#wl-source-box").border_title == "broken.wl · 3 error(s)"
+        assert targets.option_count == 0
+
+
+async def test_plan_view_shows_the_selected_targets_plan_notes_and_a_diff():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        assert isinstance(app.screen, PlanScreen)
+        plan = text_of(app, "#plan-text")
+        assert "# plan: workload tui_train -> target cpu" in plan
+        assert "# launch worker (1 process(es))" in plan
+        assert "memory per device" in text_of(app, "#plan-notes")
+        await pilot.press("d")  # two targets: diff against the other one at once
+        await pilot.pause()
+        diff = text_of(app, "#plan-text")
+        assert "--- plan cpu" in diff and "+++ plan cpu2" in diff
+        assert "-#   note: 1 process, 1 thread(s)" in diff and "+#   note: 1 process, 2 thread(s)" in diff
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "# plan: workload tui_train -> target cpu" in text_of(app, "#plan-text")
+
+
+async def test_switch_target_picks_another_target_and_the_plan_follows():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("2", "t")
+        await pilot.pause()
+        assert isinstance(app.screen, PickScreen)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.selection.target == "cpu2"
+        assert "# plan: workload tui_train -> target cpu2" in text_of(app, "#plan-text")
+        assert "tui_train › cpu2" in screen_text(app).splitlines()[0]
+
+
+# ------------------------------------------------------------------ replayed runs
+
+
+async def test_replayed_training_run_fills_every_panel():
+    run = recorded("tui_train-cpu-")
+    stats = steady_state(read_events(run / "events.jsonl"))
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        screen = await open_run(pilot, "tui_train-cpu-")
+        assert screen.model.status == "ok"
+        panel = text_of(app, "#run-stats")
+        assert f"median    {fmt.ms(stats.step_time.median)}" in panel
+        assert f"p90       {fmt.ms(stats.step_time.p90)}" in panel
+        assert "warm-up   2 excluded" in panel
+        assert f"samples/s {fmt.num(stats.samples_per_s.median)}" in panel
+        assert "MFU" in panel and "memory" in panel and "loss" in panel
+        assert "10/10 steps · ok" in text_of(app, "#run-progress")
+        assert "warm-up: 2 excluded" in screen.query_one("#plot-step").border_title
+        assert screen.query_one("#plot-second").border_title.startswith("loss")
+        summary = text_of(app, "#run-summary")
+        assert "status ok" in summary and "loss 5.506 → 5.056 (decreased)" in summary
+        shown = screen_text(app)
+        assert "step time (ms)" in shown and "tui_train › cpu" in shown
+        await pilot.press("l")  # the worker's log instead of the summary
+        await pilot.pause()
+        assert "# accelctl: launch worker: python -m accelctl.run.worker" in text_of(app, "#run-log")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+
+
+async def test_replayed_generation_run_shows_per_token_latency_instead_of_loss():
+    run = recorded("tui_generate-cpu-")
+    gen = steady_state(read_events(run / "events.jsonl")).generation
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        screen = await open_run(pilot, "tui_generate-cpu-")
+        panel = text_of(app, "#run-stats")
+        assert f"tokens/s  {fmt.num(gen.tokens_per_s_median)}" in panel
+        assert f"per token {fmt.ms(gen.per_token_median_s, 2)}" in panel
+        assert "loss" not in panel
+        assert screen.query_one("#plot-second").border_title.startswith("per-token latency (ms)")
+        assert "generation" in text_of(app, "#run-summary")
+
+
+async def test_replayed_ddp_run_shows_per_rank_times_and_the_straggler():
+    run = recorded("tui_ddp-cpu-")
+    per_rank = steady_state(read_events(run / "events.jsonl")).per_rank
+    slow = max(per_rank, key=lambda r: per_rank[r].median)
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        screen = await open_run(pilot, "tui_ddp-cpu-")
+        title = screen.query_one("#run-ranks").border_title
+        assert title.startswith(f"ranks · straggler {slow} +")
+        ranks = text_of(app, "#run-ranks")
+        for r, d in per_rank.items():
+            assert fmt.ms(d.median) in ranks
+        assert f"{slow}◀" in ranks
+        assert "2 ranks" in text_of(app, "#run-header")
+
+
+# ------------------------------------------------------------------ runs and compare
+
+
+async def test_runs_table_marks_two_runs_and_compares_them():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 4
+        ids = [r.id for r in app.screen.records]
+        a, b = ids.index(recorded("tui_train-cpu2-").name), ids.index(recorded("tui_train-cpu-").name)
+        for _ in range(a):
+            await pilot.press("down")
+        await pilot.press("space")
+        for _ in range(b - a):
+            await pilot.press("down")
+        await pilot.press("space", "c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        med = {k: steady_state(read_events(recorded(k) / "events.jsonl")).step_time.median
+               for k in ("tui_train-cpu2-", "tui_train-cpu-")}
+        speedup = med["tui_train-cpu2-"] / med["tui_train-cpu-"]
+        cmp = app.screen.cmp
+        assert cmp.speedup == pytest.approx(speedup)
+        verdict = text_of(app, "#cmp-verdict")
+        assert f"B is {fmt.ratio(speedup)} faster than A" in verdict
+        # prices from each run's spec.json: cpu2 0.25 usd/h, cpu 0.10 usd/h
+        assert cmp.a.price_per_hour == 0.25 and cmp.b.price_per_hour == 0.10
+        assert cmp.price_performance == pytest.approx(cmp.a.cost_per_million / cmp.b.cost_per_million)
+        assert "samples per dollar than A" in verdict
+        assert "$0.2500/h" in text_of(app, "#cmp-a") and "$0.1000/h" in text_of(app, "#cmp-b")
+        await pilot.press("s")  # swap A and B
+        await pilot.pause()
+        assert app.screen.cmp.speedup == pytest.approx(1 / speedup)
+        assert "slower than A" in text_of(app, "#cmp-verdict")
+
+
+async def test_compare_without_prices_says_so(tmp_path):
+    import shutil
+
+    for name in ("tui_generate-cpu-", "tui_ddp-cpu-"):
+        shutil.copytree(recorded(name), tmp_path / recorded(name).name)
+    app = AccelctlApp(WORKLOADS, runs_root=tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4", "space", "down", "c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        verdict = text_of(app, "#cmp-verdict")
+        assert "price-performance: -" in verdict
+        assert "different workloads" in verdict and "no price known" in verdict
+
+
+async def test_compare_key_outside_runs_view_goes_there():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+
+
+# ------------------------------------------------------------------ help, palette, footer, quit
+
+
+async def test_help_screen_and_command_palette():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert "stop the live run" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"Show Runs")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen), what="the Runs view")
+
+
+async def test_footer_names_the_keys_at_80x24():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        for label in ("r Run", "x Stop", "t Target", "c Compare", "? Help", "q Quit", "palette"):
+            assert label in footer, (label, footer)
+
+
+async def test_quit_without_a_live_run_exits_at_once():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_run_store_rows_come_from_summary_json():
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        shown = screen_text(app)
+        for run in STORE.iterdir():
+            summary = json.loads((run / "summary.json").read_text())
+            med = summary["stats"]["step_time"]["median"]
+            assert fmt.ms(med) in shown
+        assert "run store · 4 run(s) in tests/tui/fixtures/store" in shown

@@ -1,0 +1,65 @@
+"""Snapshot tests (pytest-textual-snapshot): every screen at 80x24 and 120x40.
+
+Deterministic by construction: the screens show only the fixture files (recorded runs,
+fixture workloads with a fixed ``memory``), times come from the recorded events, no
+clock is shown.  Update after an intended change with ``pytest tests/tui --snapshot-update``
+and look at the SVGs in ``tests/tui/__snapshots__``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytest_textual_snapshot")
+
+from accelctl.tui.app import AccelctlApp  # noqa: E402
+from accelctl.tui.screens.run import RunScreen  # noqa: E402
+
+from tui_fixtures import STORE, WORKLOADS  # noqa: E402
+from tui_screen import wait_for  # noqa: E402
+
+SIZES = [(80, 24), (120, 40)]
+
+
+def app() -> AccelctlApp:
+    return AccelctlApp(WORKLOADS, runs_root=STORE)
+
+
+async def _replayed(pilot) -> None:
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.summary
+                   is not None, what="the replay to end")
+
+
+def _open_run(row: int):
+    """Runs view, cursor on ``row`` (newest first), open it, wait for the replay to end."""
+
+    async def run_before(pilot) -> None:
+        await pilot.press("4")
+        await pilot.pause()
+        for _ in range(row):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await _replayed(pilot)
+
+    return run_before
+
+
+# newest first: 0 ddp, 1 generate, 2 train cpu2, 3 train cpu
+CASES = {
+    "workloads": dict(press=[]),
+    "workloads_diagnostics": dict(press=["up"]),
+    "plan": dict(press=["2"]),
+    "plan_diff": dict(press=["2", "d"]),
+    "runs": dict(press=["4"]),
+    "run_train": dict(run_before=_open_run(3)),
+    "run_generate": dict(run_before=_open_run(1)),
+    "run_ddp": dict(run_before=_open_run(0)),
+    "compare": dict(press=["4", "down", "down", "space", "down", "space", "c"]),
+    "help": dict(press=["question_mark"]),
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_screen_snapshot(snap_compare, case, size):
+    assert snap_compare(app(), terminal_size=size, **CASES[case])
