@@ -72,5 +72,6 @@ workload vit_huge_fp8 {
     precision = fp32
     threads   = 1
     batch { micro = 8  global = 8 }
+    measure { warmup = 2 steps  steps = 20 steps }   # the seed's 10 + 40 are for GPUs
   }
 }

@@ -58,5 +58,6 @@ workload vit_neuron {
     precision          = fp32
     threads            = 1
     dataloader_workers = 0
+    measure { warmup = 2 steps  steps = 20 steps }   # the seed's 10 + 490 are for Neuron
   }
 }

@@ -32,7 +32,7 @@ def grammar_path() -> Path:
     here = Path(__file__).resolve().parents[2] / "grammar" / "workload.lark"
     if here.is_file():
         return here
-    return Path(str(resources.files("accelctl.grammar").joinpath("workload.lark")))
+    return Path(str(resources.files("accelctl").joinpath("_grammar", "workload.lark")))
 
 
 @functools.lru_cache(maxsize=1)

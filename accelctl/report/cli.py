@@ -81,7 +81,9 @@ def cmd_report(args) -> int:
     if args.reference:
         from accelctl.report.reference import load_reference, reference_tables, table_entries
 
-        placed = {w for t in load_reference()["tables"] for w in t.get("workloads", [])}
+        # runs of a workload a seed's entries table names go into that table; the rest
+        # (and every scaling table's workload) keep their own tables
+        placed = {w for t in load_reference()["tables"] if t["kind"] == "entries" for w in t.get("workloads", [])}
         tables += report_tables([e for e in entries if e.workload not in placed])
         tables += scaling_tables(entries)
         tables += reference_tables(entries)

@@ -19,7 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
-from accelctl.tui.messages import RunEnded, SelectionChanged
+from accelctl.tui.messages import OpenRun, RunEnded, SelectionChanged
 from accelctl.tui.screens.plan import PlanScreen
 from accelctl.tui.screens.run import RunScreen
 from accelctl.tui.screens.runs import RunsScreen
@@ -73,6 +73,11 @@ class AccelctlApp(App):
         self._files = None
         self._plans: dict = {}
         self._quit_after_stop = False
+        from accelctl.tui.priority import Launcher
+
+        # runs start from this thread: at the priority the app was created with, never the
+        # display's lowered one (accelctl.tui.priority)
+        self._launcher = Launcher()
 
     def _make_run_screen(self) -> RunScreen:
         self.run_screen = RunScreen()
@@ -157,10 +162,11 @@ class AccelctlApp(App):
             return 0
         return EXIT_CODES.get(self.live.handle.wait().status, 1)
 
-    def open_run(self, path: Path, paced: bool = False) -> None:
+    def on_open_run(self, message: OpenRun) -> None:
+        """A stored run, replayed from its events.jsonl (followed while still written)."""
         from accelctl.tui.feed import ReplaySource
 
-        self.push_screen(RunScreen(ReplaySource(path, speed=1.0 if paced else None), closable=True))
+        self.push_screen(RunScreen(ReplaySource(message.path, speed=1.0 if message.paced else None), closable=True))
 
     # -- actions ------------------------------------------------------------------------
 
@@ -183,8 +189,11 @@ class AccelctlApp(App):
             return
         from accelctl.api import launch
 
+        import asyncio
+
         try:
-            handle = launch(result.plan, source_text=wf.text, spec_json=spec.to_json(), runs_root=self.runs_root)
+            handle = await asyncio.wrap_future(self._launcher.submit(
+                launch, result.plan, source_text=wf.text, spec_json=spec.to_json(), runs_root=self.runs_root))
         except Exception as exc:  # noqa: BLE001 - show it; the TUI stays up
             self.notify(f"{type(exc).__name__}: {exc}", title="cannot start the run", severity="error", timeout=8)
             return

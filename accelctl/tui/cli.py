@@ -37,7 +37,9 @@ def cmd_tui(args) -> int:
         print(f"error: no such file or folder: {args.path}", file=sys.stderr)
         return 2
     from accelctl.tui.app import AccelctlApp
+    from accelctl.tui.priority import lower_this_thread
 
     app = AccelctlApp(args.path, runs_root=args.runs_dir, start=args.view)
+    lower_this_thread()  # the display yields to the runs it starts (they start at normal priority)
     app.run()
     return app.return_code or 0

@@ -47,15 +47,18 @@ def _code_spans(line: str) -> list[tuple[int, int, str]]:
         for i in range(a, b):
             taken[i] = True
 
-    for m in _STRING.finditer(line):
-        mark(m.start(), m.end(), STYLES["string"])
-    # a '#' outside strings starts a comment
-    pos = 0
-    while (i := line.find("#", pos)) != -1:
-        if not taken[i]:
-            mark(i, len(line), STYLES["comment"])
+    # a '#' outside strings starts a comment (which may itself hold quotes)
+    cut, quoted = len(line), False
+    for i, ch in enumerate(line):
+        if ch == '"' and (i == 0 or line[i - 1] != "\\"):
+            quoted = not quoted
+        elif ch == "#" and not quoted:
+            cut = i
             break
-        pos = i + 1
+    if cut < len(line):
+        mark(cut, len(line), STYLES["comment"])
+    for m in _STRING.finditer(line[:cut]):
+        mark(m.start(), m.end(), STYLES["string"])
     for rx, style, group in ((_BLOCK, "block", 1), (_KEY, "key", 1), (_CALL, "call", 1), (_NUMBER, "number", 0),
                              (_CONST, "const", 1)):
         for m in rx.finditer(line):

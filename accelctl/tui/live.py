@@ -20,12 +20,16 @@ EXIT_CODES = {"ok": 0, "stopped": 130}
 
 
 def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto_exit: bool = False,
-             size: tuple[int, int] | None = None, app_factory=None) -> int:
+             size: tuple[int, int] | None = None, app_factory=None, lower_priority: bool | None = None) -> int:
     """Launch ``plan`` and show it live; returns 0 ok, 1 failed, 130 stopped.
 
     ``headless``/``size``/``auto_exit`` (leave the app when the run ends) are for tests
     and the overhead benchmark; ``app_factory(**kwargs)`` replaces the app class.
+    ``lower_priority`` (default: when not headless): the display's thread runs at a lower
+    CPU priority than the run (``accelctl.tui.priority``).
     """
+    if lower_priority is None:
+        lower_priority = not headless
     from accelctl.api import launch
 
     spec_json = spec.to_json() if spec is not None else None
@@ -38,6 +42,10 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
         path = Path(spec.path) if spec is not None and spec.path and spec.path != "<input>" else None
         app = factory(path, runs_root=runs_root, live_handle=handle, auto_exit=auto_exit,
                       selection=Selection(path, getattr(spec, "name", None), plan.target))
+        if lower_priority:
+            from accelctl.tui.priority import lower_this_thread
+
+            lower_this_thread()  # the display yields the CPU to the run (started above, at normal priority)
         app.run(headless=headless, size=size)
         if app.return_code not in (0, 130, None) and not handle.done:
             crashed = "the TUI ended with an error"

@@ -115,6 +115,22 @@ def test_reference_alone_and_next_to_runs(capsys):
     assert "20260101-000000-fixture_train-small-0001" in out and "seed 001" in out
 
 
+def test_reference_places_runs_of_a_seed_workload_in_its_table(tmp_path, capsys):
+    """A run of workload vit_huge_fp8 lands in seed 002's table, after the seed's rows."""
+    import shutil
+
+    src = RUNS / "20260101-000000-fixture_train-small-0001"
+    run = tmp_path / "20260101-000000-vit_huge_fp8-cpu-abcd"
+    shutil.copytree(src, run)
+    summary = json.loads((run / "summary.json").read_text())
+    summary.update(workload="vit_huge_fp8", target="cpu")
+    (run / "summary.json").write_text(json.dumps(summary))
+    _, out = cli(capsys, "report", str(run), "--reference", "--format", "md")
+    section = out.split("### seed 002")[1].split("###")[0]
+    assert section.index("| p4d bf16") < section.index("| cpu | 20260101-000000-vit_huge_fp8-cpu-abcd |")
+    assert "### workload vit_huge_fp8" not in out
+
+
 def test_plot_png(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     png = tmp_path / "report.png"

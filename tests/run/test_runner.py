@@ -271,7 +271,9 @@ def test_argv_heads_are_mapped(tmp_path):
 
     assert runner.resolve_argv(["python", "-m", "x", "{run_dir}/j"], tmp_path) == [sys.executable, "-m", "x", f"{tmp_path}/j"]
     assert runner.resolve_argv(["torchrun", "--nproc_per_node=2", "w.py"], tmp_path)[:3] == [sys.executable, "-m", "torch.distributed.run"]
-    assert runner.resolve_argv(["deepspeed", "python"], tmp_path) == ["deepspeed", "python"]
+    assert runner.resolve_argv(["deepspeed", "--num_gpus", "2"], tmp_path)[:3] == [
+        sys.executable, "-m", "deepspeed.launcher.runner"]
+    assert runner.resolve_argv(["neuron_parallel_compile", "torchrun"], tmp_path) == ["neuron_parallel_compile", "torchrun"]
 
 
 def test_console_sink_prints_plain_lines_when_headless(runs, make_plan):

@@ -30,13 +30,13 @@ RUNS = (("tui_train", "cpu"), ("tui_train", "cpu2"), ("tui_generate", "cpu"), ("
 
 def record(into: Path) -> None:
     for workload, target in RUNS:
-        cmd = [sys.executable, "-m", "accelctl.cli", "run", str(WORKLOAD), "-w", workload, "-t", target,
-               "--headless", "--runs-dir", str(into)]
+        cmd = [sys.executable, "-m", "accelctl.cli", "run", str(WORKLOAD.relative_to(ROOT)), "-w", workload,
+               "-t", target, "--headless", "--runs-dir", str(into)]
         subprocess.run(cmd, cwd=ROOT, check=True)
 
 
 def sanitize(text: str, run_root: Path) -> str:
-    text = text.replace(str(run_root), "/runs").replace(sys.executable, "python")
+    text = text.replace(str(run_root), "/runs").replace(sys.executable, "python").replace(str(ROOT) + "/", "")
     return text.replace(str(Path(sys.executable).resolve()), "python")
 
 

@@ -105,16 +105,13 @@ def test_run_live_returns_the_runs_exit_code(runs_dir):
 class BrokenApp(AccelctlApp):
     """A TUI that dies as soon as the first events arrive."""
 
-    def on_run_ended(self, message) -> None:  # pragma: no cover - never reached
-        super().on_run_ended(message)
-
     async def start_live(self, handle) -> None:
         await super().start_live(handle)
         raise RuntimeError("the display broke")
 
 
 def test_when_the_tui_dies_the_run_goes_on_and_its_events_are_stored(runs_dir, capsys):
-    plan = fake_plan("tui_train-cpu-", delay_s=0.05)
+    plan = fake_plan("tui_train-cpu-", delay_s=0.3)
     rc = run_live(plan, None, None, runs_dir, headless=True, size=(80, 24), app_factory=BrokenApp)
     assert rc == 0
     run_dir = next(runs_dir.iterdir())
@@ -122,5 +119,40 @@ def test_when_the_tui_dies_the_run_goes_on_and_its_events_are_stored(runs_dir, c
     events = read_events(run_dir / "events.jsonl")
     recorded_steps = sum(e.kind == "step" for e in read_events(recorded("tui_train-cpu-") / "events.jsonl"))
     assert sum(e.kind == "step" for e in events) == recorded_steps
-    err = capsys.readouterr().err
-    assert "the run goes on" in err
+    out, err = capsys.readouterr()
+    assert "the run goes on" in err and "RuntimeError: the display broke" in err
+    assert "step 10/10" in out and "status: ok" in out  # followed on the console to the end
+
+
+@pytest.mark.asyncio
+async def test_r_runs_the_selected_target_from_the_launcher_thread(runs_dir, monkeypatch):
+    """`r` plans the selection and launches it (here: the fake worker instead of torch) from
+    the launcher thread, so the run never inherits the display's lowered priority."""
+    import threading
+
+    import accelctl.api
+
+    calls = []
+    real_launch = accelctl.api.launch
+
+    def fake_launch(plan, **kwargs):
+        calls.append((plan.workload, plan.target, threading.current_thread().name, kwargs["runs_root"]))
+        return real_launch(fake_plan("tui_train-cpu-", delay_s=0.05), source_text=kwargs["source_text"],
+                           spec_json=kwargs["spec_json"], runs_root=kwargs["runs_root"])
+
+    monkeypatch.setattr(accelctl.api, "launch", fake_launch)
+    app = AccelctlApp(WORKLOADS, runs_root=runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.summary is not None,
+                       timeout=20, what="the run")
+        assert app.screen.model.status == "ok"
+        await pilot.press("4")  # the new run is in the store
+        await pilot.pause()
+        assert len(app.screen.records) == 1 and app.screen.records[0].status == "ok"
+    (workload, target, thread, root), = calls
+    assert (workload, target) == ("tui_train", "cpu") and thread.startswith("accelctl-launcher")
+    assert root == runs_dir.absolute()
+    run = next(runs_dir.iterdir())
+    assert (run / "workload.wl").read_text() == (WORKLOADS / "tiny.wl").read_text()

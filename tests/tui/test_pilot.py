@@ -176,7 +176,7 @@ async def test_replayed_ddp_run_shows_per_rank_times_and_the_straggler():
         title = screen.query_one("#run-ranks").border_title
         assert title.startswith(f"ranks · straggler {slow} +")
         ranks = text_of(app, "#run-ranks")
-        for r, d in per_rank.items():
+        for d in per_rank.values():
             assert fmt.ms(d.median) in ranks
         assert f"{slow}◀" in ranks
         assert "2 ranks" in text_of(app, "#run-header")

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from accelctl.tui import fmt
+from accelctl.tui.messages import OpenRun
 from accelctl.tui.screens.base import AppScreen
 from accelctl.tui.widgets.stats import STATUS_STYLE
 
@@ -112,7 +113,7 @@ class RunsScreen(AppScreen):
     def action_open(self, paced: bool = False) -> None:
         r = self.current()
         if r is not None:
-            self.app.open_run(r.path, paced=paced)
+            self.post_message(OpenRun(r.path, paced=paced))
 
     def action_mark(self) -> None:
         r = self.current()

@@ -22,7 +22,7 @@ LEVEL_STYLE = {"warning": "yellow", "warn": "yellow", "error": "bold red", "info
 
 
 class LogTail(Static):
-    model = reactive(None, always_update=True, layout=False)
+    model = reactive(None, always_update=True, layout=False, repaint=False)
 
     def __init__(self, max_lines: int = 300, **kwargs):
         super().__init__(**kwargs)
@@ -81,6 +81,7 @@ class LogTail(Static):
         for level, msg in logs[max(0, len(logs) - new):]:
             self.lines.append((level, msg))
         self._seen_logs = model.log_total
+        self.refresh()
 
     def render(self):
         height = max(1, self.content_size.height or self.size.height or 1)

@@ -108,8 +108,9 @@ class ComparePlot(PlotextPlot):
         plt = self.plt
         plt.clear_figure()
         xs_max, drawn = 1, False
-        for side, color in zip(self.sides, RANK_COLORS[:2]):
-            times = [e for e in side.events if getattr(e, "kind", "") == "step" and e.phase == "measure" and e.rank == 0]
+        for side, color in zip(self.sides, RANK_COLORS[:2], strict=False):
+            times = [e for e in side.events
+                     if getattr(e, "kind", "") == "step" and e.phase == "measure" and e.rank == 0]
             if times:
                 drawn = True
                 plt.plot(list(range(1, len(times) + 1)), [e.step_time_s * 1e3 for e in times], marker="braille",

@@ -22,9 +22,25 @@ STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "stopped": "bold yello
 
 
 class ModelPanel(Static):
-    """A panel drawn from the run model (attributes down: the screen sets ``model``)."""
+    """A panel drawn from the run model (attributes down: the screen sets ``model``).
 
-    model = reactive(None, always_update=True, layout=False)
+    It repaints only when ``signature(model)`` changed: a panel whose figures did not
+    move costs nothing (the TUI shares the CPU with the run it watches)."""
+
+    model = reactive(None, always_update=True, layout=False, repaint=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._signature: object = object()
+
+    def signature(self, m) -> object:
+        return m.version
+
+    def _watch_model(self, m) -> None:
+        sig = (id(m), self.signature(m)) if m is not None else None
+        if sig != self._signature:
+            self._signature = sig
+            self.refresh()
 
     def render(self):
         return self.draw(self.model) if self.model is not None else Text("")
@@ -41,6 +57,9 @@ def _grid() -> Table:
 
 
 class RunHeader(ModelPanel):
+    def signature(self, m):
+        return (m.status, m.head is not None, m.world_size)
+
     def draw(self, m):
         head = m.head
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -86,7 +105,8 @@ class StatsPanel(ModelPanel):
         g.add_row("warm-up", Text(f"{st.warmup_steps} excluded", style="yellow") if st.warmup_steps else Text("-"))
         gen = st.generation
         if m.is_generation:
-            g.add_row("tokens/s", fmt.num(gen.tokens_per_s_median) if gen else fmt.num(last.tokens_per_s if last else None))
+            tps = gen.tokens_per_s_median if gen else (last.tokens_per_s if last else None)
+            g.add_row("tokens/s", fmt.num(tps))
             per_tok = gen.per_token_median_s if gen else (last.per_token_s if last else None)
             g.add_row("per token", fmt.ms(per_tok, 2))
             g.add_row("1st token", fmt.ms(gen.ttft_median_s if gen else (last.ttft_s if last else None), 2))
@@ -110,7 +130,11 @@ class RanksPanel(ModelPanel):
     """Per-rank step times of a multi-process run, the straggler marked; for a single
     process, what the worker resolved (model, parameters, precision, batch)."""
 
-    def watch_model(self, m) -> None:
+    def signature(self, m):
+        multi = len(m.rank_steps) > 1 or m.world_size > 1
+        return m.version if multi else m.head is not None
+
+    def watch_model(self, m) -> None:  # (ModelPanel._watch_model decides on repainting)
         if m is None:
             return
         multi = len(m.rank_steps) > 1 or m.world_size > 1
@@ -126,7 +150,8 @@ class RanksPanel(ModelPanel):
         if head is None:
             return Text("waiting for the worker…", style="dim")
         det = head.details
-        for key, label in (("family", "model"), ("params", "params"), ("weights", "weights"), ("precision", "precision"),
+        for key, label in (("family", "model"), ("params", "params"), ("weights", "weights"),
+                           ("precision", "precision"),
                            ("global_batch", "batch"), ("seq_len", "seq len"), ("max_new_tokens", "new tokens")):
             if det.get(key) is not None:
                 value = det[key]
@@ -162,6 +187,9 @@ def straggler(stats) -> tuple[int, float] | None:
 
 class SummaryPanel(ModelPanel):
     """The end-of-run figures from ``summary.json``, compact (the console prints them in full)."""
+
+    def signature(self, m):
+        return (m.status, m.summary is not None)
 
     def draw(self, m):
         if m.summary is None:

@@ -1,0 +1,56 @@
+"""`accelctl validate` and `accelctl plan` never import Textual: the `tui` verb is
+registered through ``accelctl.tui.cli``, which imports nothing heavy; the app loads only
+when ``accelctl tui`` (or a live ``accelctl run``) starts it.
+
+Checked in a fresh interpreter through ``sys.modules`` (``-X importtime`` does not see
+modules loaded with ``importlib.import_module``, which is how the verb is registered).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tui_fixtures import ROOT
+
+WORKLOAD = "tests/tui/fixtures/workloads/tiny.wl"
+HEAVY = ("textual", "textual_plotext", "plotext", "torch")
+APP = ("accelctl.tui.app", "accelctl.tui.screens", "accelctl.tui.widgets", "accelctl.tui.feed",
+       "accelctl.tui.messages")
+
+
+def _modules_after(argv: list[str]) -> tuple[int, list[str]]:
+    code = (
+        "import json, sys, contextlib, io\n"
+        "from accelctl.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = main({argv!r})\n"
+        "print(json.dumps({'rc': rc, 'modules': sorted(sys.modules)}))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out["rc"], out["modules"]
+
+
+@pytest.mark.parametrize("argv", [["validate", WORKLOAD], ["plan", WORKLOAD], ["plan", WORKLOAD, "-f", "json"]],
+                         ids=["validate", "plan", "plan-json"])
+def test_validate_and_plan_do_not_import_textual(argv):
+    rc, modules = _modules_after(argv)
+    assert rc == 0
+    assert "accelctl.tui.cli" in modules  # the verb is registered: the hook ran
+    heavy = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(APP)]
+    assert not heavy, f"{argv[0]} imported {heavy}"
+
+
+def test_tui_help_does_not_start_the_app():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "tui", "--help"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "a folder of .wl files" in proc.stdout
