@@ -134,11 +134,34 @@ def render_plan_sh(plan) -> str:
     return "\n".join(out) + "\n"
 
 
+def plan_diff(spec, a: str, b: str, engine: str | None = None) -> str:
+    """A unified diff of two targets' rendered plans: what changes between them."""
+    import difflib
+
+    from accelctl.api import plan as make_plan
+
+    texts = []
+    for name in (a, b):
+        try:
+            texts.append(render_plan_text(make_plan(spec, name, engine)))
+        except AccelctlError as exc:
+            texts.append(f"# plan: workload {spec.name} -> target {name}: cannot be planned\n{exc.render()}")
+    diff = difflib.unified_diff(texts[0].splitlines(), texts[1].splitlines(), f"target {a}", f"target {b}",
+                                lineterm="", n=2)
+    return "\n".join(diff) or f"# targets {a} and {b} plan identically"
+
+
 def cmd_plan(args) -> int:
     """Print each chosen target's plan; a target that cannot be planned prints its diagnostic
     and the others still print (exit 1 if any failed)."""
     from accelctl.api import plan as make_plan
 
+    if args.diff:
+        for spec in _load_selected(args.file, args.workload):
+            for name in args.diff:
+                pick_target(spec, name)  # an unknown target is an error, not an empty diff
+            print(plan_diff(spec, *args.diff, args.engine))
+        return 0
     failed = 0
     for spec in _load_selected(args.file, args.workload):
         targets = [pick_target(spec, args.target)[0]] if args.target else list(spec.targets)
@@ -251,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", "-t")
     p.add_argument("--engine", "-e")
     p.add_argument("--format", "-f", choices=("text", "json", "sh"), default="text")
+    p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
     p.set_defaults(fn=cmd_plan)
 
     r = sub.add_parser("run", help="run a workload for real on one target")

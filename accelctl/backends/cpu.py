@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.backends.base import WORKER, Backend, Built, process_env
 from accelctl.plan.model import Launch
 from accelctl.run.job import WorkerJob
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -27,6 +27,6 @@ class CpuBackend(Backend):
         return 1
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
-        env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads))
+        env = process_env(job, "cpu")
         return Built([Launch("worker", ("python", *WORKER), env, processes=1)],
                      notes=[f"1 process, {job.threads} thread(s)"])

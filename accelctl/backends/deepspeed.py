@@ -40,7 +40,7 @@ import importlib.metadata
 import json
 from typing import Any
 
-from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.backends.base import WORKER, Backend, Built, process_env
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.model import RUN_DIR, GeneratedFile, Launch
 from accelctl.run.job import WorkerJob
@@ -208,7 +208,7 @@ def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> 
 
 def _launch_env(target: TargetSpec, job: WorkerJob, extra: dict[str, str]) -> dict[str, str]:
     adapter = _adapter(target)
-    env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
+    env = dict(process_env(job, adapter), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
     if adapter == "cpu":
         env[SHM_ENV] = "0"
     return env

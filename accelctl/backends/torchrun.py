@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.backends.base import WORKER, Backend, Built, process_env
 from accelctl.plan.model import Launch
 from accelctl.run.job import WorkerJob
 from accelctl.spec.catalog import DEVICES
@@ -23,7 +23,7 @@ class TorchrunBackend(Backend):
         if target.nodes == 1:
             argv += ["--standalone", "--nnodes=1"]
         argv += [f"--nproc_per_node={target.devices}", *WORKER]
-        env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads), ACCELCTL_PROCESS_GROUP=PROCESS_GROUP[adapter])
+        env = dict(process_env(job, adapter), ACCELCTL_PROCESS_GROUP=PROCESS_GROUP[adapter])
         return Built([Launch("torchrun", tuple(argv), env, processes=target.devices)],
                      notes=[f"{target.devices} processes x {job.threads} thread(s), "
                             f"process group {PROCESS_GROUP[adapter]}"])

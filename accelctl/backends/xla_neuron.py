@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from accelctl.backends.base import BASE_ENV, Backend, Built
+from accelctl.backends.base import Backend, Built, process_env
 from accelctl.plan.model import RUN_DIR, GeneratedFile, Launch
 from accelctl.run.job import MeasureJob, WorkerJob
 from accelctl.spec.catalog import INSTANCES
@@ -105,7 +105,7 @@ class XlaNeuronBackend(Backend):
         if target.nodes == 1:
             torchrun += ["--standalone", "--nnodes=1"]
         torchrun += [f"--nproc_per_node={cores}", "-m", WORKER_MODULE]
-        env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads), ACCELCTL_PROCESS_GROUP="xla",
+        env = dict(process_env(job, "xla"), ACCELCTL_PROCESS_GROUP="xla",
                    **{WORKERS_ENV: str(workers)}, **NEURON_ENV)
         run = Launch("torchrun", (*torchrun, f"{RUN_DIR}/job.json"), env, processes=cores)
         notes = [

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from accelctl.hostinfo import cpu_count
 from accelctl.run.job import (DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob)
+from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 _OBJECTIVE = {"bert": "mlm", "t5": "seq2seq", "vit": "classification"}
@@ -14,12 +15,21 @@ _OBJECTIVE = {"bert": "mlm", "t5": "seq2seq", "vit": "classification"}
 def threads_per_process(target: TargetSpec, processes: int) -> int:
     """Intra-op threads per process: the target's ``threads``, else the cores shared out.
 
+    The cores are this machine's for a cpu target and the instance's vCPUs for a catalogued
+    instance; for another machine of unknown size, 1 (torchrun's own default).
     Oversubscribing cores (more threads than cores over all ranks) made steps 6-9x
     slower on the 2-core lab machine, so ranks never share a core.
     """
     if "threads" in target.options:
         return int(target.options["threads"])
-    return max(1, cpu_count() // max(1, processes))
+    inst = INSTANCES.get(target.instance)
+    if target.device == "cpu":
+        cores = cpu_count()
+    elif inst is not None and inst.vcpus:
+        cores = inst.vcpus
+    else:
+        return 1
+    return max(1, cores // max(1, processes))
 
 
 def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int, run_id: str = "") -> WorkerJob:

@@ -1,0 +1,94 @@
+"""The command line: plan --diff, plan without torch, doctor, and bad input before launch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelctl.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "deepspeed", "textual", "transformers", "timm", "diffusers")
+
+
+def _accelctl(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "accelctl.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def test_plan_of_every_workload_imports_no_heavy_stack():
+    code = ("import sys, glob\nfrom accelctl.cli import main\n"
+            "for f in sorted(glob.glob('workloads/*.wl')):\n"
+            "    main(['plan', f, '--format', 'json'])\n"
+            f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+            "print('HEAVY', heavy, file=sys.stderr)\n")
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert "HEAVY []" in cp.stderr, cp.stderr[-2000:]
+
+
+def test_plan_diff_shows_what_changes_between_targets(capsys):
+    assert main(["plan", str(ROOT / "workloads" / "vit_fp8.wl"), "--diff", "p4d", "p5_fp8"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("--- target p4d\n+++ target p5_fp8")
+    assert "-#   backend torchrun, engine local, device a100_40gb" in out
+    assert "+#   backend te_fp8, engine local, device h100" in out
+    assert '+  "micro_batch": 128,' in out and '-  "micro_batch": 64,' in out
+
+
+def test_plan_diff_of_a_target_that_cannot_be_planned_shows_the_reason(capsys):
+    assert main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl"), "--diff", "gaudi2", "gaudi1"]) == 0
+    out = capsys.readouterr().out
+    assert "+# plan: workload t5_3b_summarization -> target gaudi1: cannot be planned" in out
+    assert "error[E530]" in out
+
+
+def test_plan_diff_unknown_target_is_an_error(capsys):
+    assert main(["plan", str(ROOT / "workloads" / "vit_fp8.wl"), "--diff", "p4d", "p6"]) == 1
+    assert "no target 'p6'" in capsys.readouterr().err
+
+
+def test_plan_of_a_file_prints_plans_and_refusals_and_exits_1(capsys):
+    rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl")])
+    cap = capsys.readouterr()
+    assert rc == 1
+    assert "# plan: workload t5_3b_summarization -> target gaudi2\n" in cap.out
+    assert "target gaudi1: cannot be planned" in cap.out and "error[E530]" in cap.err
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["run", "missing.wl"], 2, "no such workload file: missing.wl"),
+    (["run", "workloads/bloomz.wl", "--target", "nope"], 1, "has no target 'nope'"),
+    (["run", "workloads/bloomz.wl", "--workload", "nope"], 1, "has no workload 'nope'"),
+])
+def test_run_refuses_bad_input_before_launching(tmp_path, args, code, message):
+    cp = _accelctl(*args, "--runs-dir", str(tmp_path / "runs"))
+    assert cp.returncode == code
+    assert message in cp.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_of_an_invalid_workload_or_missing_dataset_launches_nothing(tmp_path):
+    bad = tmp_path / "bad.wl"
+    bad.write_text('workload w {\n  task pretrain\n  model bert\n  dataset files("no/such/dir")\n'
+                   '  precision bf61\n}\n', encoding="utf-8")
+    cp = _accelctl("run", str(bad), "--runs-dir", str(tmp_path / "runs"))
+    assert cp.returncode == 1
+    assert f"{bad}:4:17: error[E412]: dataset path does not exist: no/such/dir" in cp.stderr
+    assert f"{bad}:5:13: error[E203]: unknown precision 'bf61'" in cp.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_doctor_reports_this_machine_without_crashing():
+    cp = _accelctl("doctor", "--json")
+    assert cp.returncode == 0, cp.stderr
+    d = json.loads(cp.stdout)
+    probes = {p["name"]: p for p in d["probes"]}
+    assert probes["torch"]["ok"] and probes["torch"]["facts"]["version"].startswith("2.14.1")
+    assert "cpu" in d["host"]["adapters_present"]
+    assert isinstance(d["host"]["native_bf16"], bool)
+    # absent stacks are reported, not raised
+    assert not probes["habana"]["ok"] and "habana_frameworks" in probes["habana"]["error"]
