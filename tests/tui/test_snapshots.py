@@ -2,7 +2,9 @@
 
 Deterministic by construction: the screens show only the fixture files (recorded runs,
 fixture workloads with a fixed ``memory``), times come from the recorded events, no
-clock is shown.  Update after an intended change with ``pytest tests/tui --snapshot-update``
+clock is shown.  The Plan screen shows the plans recorded with the runs (``plan.json``),
+not freshly planned ones, so a change to a backend does not move these snapshots (the
+backends have their own golden plans).  Update after an intended change with ``pytest tests/tui --snapshot-update``
 and look at the SVGs in ``tests/tui/__snapshots__``.
 """
 
@@ -12,17 +14,29 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
+import json  # noqa: E402
+
+from accelctl.cli import render_plan_text  # noqa: E402
+from accelctl.plan.model import Plan  # noqa: E402
 from accelctl.tui.app import AccelctlApp  # noqa: E402
 from accelctl.tui.screens.run import RunScreen  # noqa: E402
-
-from tui_fixtures import STORE, WORKLOADS  # noqa: E402
+from accelctl.tui.workspace import PlanResult  # noqa: E402
+from tui_fixtures import STORE, WORKLOADS, recorded  # noqa: E402
 from tui_screen import wait_for  # noqa: E402
 
 SIZES = [(80, 24), (120, 40)]
 
 
+class RecordedPlansApp(AccelctlApp):
+    """The app, with each target's plan read from the recorded run of that target."""
+
+    def plan_for(self, spec, target: str) -> PlanResult:
+        plan = Plan.from_dict(json.loads((recorded(f"{spec.name}-{target}-") / "plan.json").read_text()))
+        return PlanResult(plan=plan, text=render_plan_text(plan))
+
+
 def app() -> AccelctlApp:
-    return AccelctlApp(WORKLOADS, runs_root=STORE)
+    return RecordedPlansApp(WORKLOADS, runs_root=STORE)
 
 
 async def _replayed(pilot) -> None:
