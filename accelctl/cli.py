@@ -188,6 +188,19 @@ def cmd_plan(args) -> int:
 
 # ------------------------------------------------------------------ run
 
+def use_tui(args) -> bool:
+    """The live TUI when both streams are a terminal (Textual draws on stderr), not
+    --headless, and Textual is installed; else the plain console stream."""
+    if args.headless or not (sys.stdout.isatty() and sys.stderr.isatty()):
+        return False
+    from accelctl.tui.cli import textual_missing
+
+    missing = textual_missing()
+    if missing:
+        print(f"accelctl: {missing}; streaming to the console instead", file=sys.stderr)
+    return missing is None
+
+
 def cmd_run(args) -> int:
     from accelctl.api import launch, plan as make_plan
 
@@ -196,12 +209,21 @@ def cmd_run(args) -> int:
     specs = _load_selected(args.file, args.workload)
     chosen = [(spec, *pick_target(spec, args.target)) for spec in specs]
     plans = [(spec, make_plan(spec, t, args.engine), why) for spec, t, why in chosen]
+    live = use_tui(args)
     for spec, p, why in plans:
         from accelctl.run.console import ConsoleSink
 
         print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
         for w in p.warnings:
             print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+        if live:
+            from accelctl.tui.live import run_live
+
+            rc = run_live(p, spec, source, args.runs_dir)
+            if rc == 130:
+                return 130
+            status_code = status_code or rc
+            continue
         sink = ConsoleSink(headless=args.headless, job=p.job)
         handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink])
         try:

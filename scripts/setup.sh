@@ -4,9 +4,10 @@
 #
 #   scripts/setup.sh          accelctl + what real CPU runs need (torch, transformers,
 #                             timm, diffusers, DeepSpeed) + the TUI
-#   scripts/setup.sh --test   also what the whole test suite checks plans against:
-#                             Transformer Engine's pure-Python package, pytest, and
-#                             optimum-habana in its own venv (.venv-habana)
+#   scripts/setup.sh --test   also what the whole test suite needs: pytest, Transformer
+#                             Engine's pure-Python package and optimum-habana in its own
+#                             venv (.venv-habana) to check plans against, tmux for the
+#                             TUI's terminal test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -29,6 +30,10 @@ if [ "$test_mode" = 1 ]; then
     # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
     .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2
     ./scripts/setup-habana.sh
+    # tmux drives the TUI's end-to-end test in a real terminal
+    if ! command -v tmux >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+    fi
 fi
 .venv/bin/accelctl --version
 echo "setup: $(( $(date +%s) - start )) s"

@@ -149,8 +149,9 @@ class AccelctlApp(App):
     def on_run_ended(self, message: RunEnded) -> None:
         if self.live is None or message.run_dir is None or Path(message.run_dir) != self.live.run_dir:
             return
-        sev = "information" if message.status == "ok" else "warning" if message.status == "stopped" else "error"
-        self.notify(f"run {self.live.handle.run_id}: {message.status}", severity=sev)
+        if self.screen is not self.run_screen:  # on the run view the header and summary say it
+            sev = "information" if message.status == "ok" else "warning" if message.status == "stopped" else "error"
+            self.notify(f"run {self.live.handle.run_id}: {message.status}", severity=sev)
         self._refresh_context()
         self.refresh_bindings()
         if self._quit_after_stop or self.auto_exit:

@@ -1,14 +1,10 @@
 """End to end in a real terminal: tmux runs `accelctl run` on a small workload; the pane
 shows the step-time panel advancing, then the final summary; `q` leaves and the summary
 stays printed.  Needs tmux (apt-get install -y tmux) and torch; a few tens of seconds.
-
-Until ``accelctl run`` opens the TUI on a terminal, the test drives
-``python -m accelctl.tui.live`` (the same ``run_live`` that ``accelctl run`` calls).
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import shlex
@@ -30,11 +26,7 @@ TOTAL = 202  # warm-up 2 + 200 measured steps
 
 
 def _command(runs_dir) -> list[str]:
-    import accelctl.cli
-
-    wired = "run_live" in inspect.getsource(accelctl.cli.cmd_run)
-    head = ["-m", "accelctl.cli", "run"] if wired else ["-m", "accelctl.tui.live"]
-    return [sys.executable, *head, str(WORKLOAD.relative_to(ROOT)), "--runs-dir", str(runs_dir)]
+    return [sys.executable, "-m", "accelctl.cli", "run", str(WORKLOAD.relative_to(ROOT)), "--runs-dir", str(runs_dir)]
 
 
 def _pane(session: str) -> str:
