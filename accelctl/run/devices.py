@@ -62,6 +62,10 @@ class CpuAdapter:
         """Join the job's process group (env:// rendezvous set up by the launcher)."""
         torch.distributed.init_process_group(self.dist_backend)
 
+    def compile_stats(self) -> dict:
+        """Graph compilation so far (count, seconds), reported apart from step time; eager: none."""
+        return {}
+
     def wrap_batches(self, batches, job):
         """Feed batches to the device; eager devices take them as they come."""
         return batches
@@ -207,6 +211,11 @@ class XlaAdapter(CpuAdapter):
         from accelctl.run import xla_extras
 
         return xla_extras.device_loader(batches, self.device, xla_extras.dataloader_workers(job))
+
+    def compile_stats(self) -> dict:
+        from accelctl.run import xla_extras
+
+        return xla_extras.compile_stats()  # torch-xla's CompileTime metric
 
     def memory_bytes(self) -> int | None:
         return None

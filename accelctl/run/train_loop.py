@@ -149,6 +149,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     if checksums:  # equal on all ranks iff gradients were all-reduced; data differs per rank
         results.update(param_checksum_start=start_checksum, param_checksum=param_checksum(model),
                        data_checksum=data_checksum)
+    results.update(adapter.compile_stats())
     return step, results
 
 
