@@ -251,13 +251,16 @@ def cmd_runs(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="runs")
-    for col in ("id", "workload", "target", "backend", "status", "median step", "throughput"):
+    table = Table(title=f"runs ({len(runs)})")
+    table.add_column("id", no_wrap=True)
+    for col in ("workload", "target", "backend", "status"):
         table.add_column(col)
+    table.add_column("median step", justify="right")
+    table.add_column("throughput", justify="right")
     for r in runs:
         med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else "-"
-        thr = getattr(r, "throughput", None)
-        table.add_row(r.id, r.workload, r.target, r.backend, r.status, med, str(thr) if thr else "-")
+        thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else "-"
+        table.add_row(r.id, r.workload, r.target, r.backend, r.status, med, thr)
     Console().print(table)
     return 0
 

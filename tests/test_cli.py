@@ -92,3 +92,14 @@ def test_doctor_reports_this_machine_without_crashing():
     assert isinstance(d["host"]["native_bf16"], bool)
     # absent stacks are reported, not raised
     assert not probes["habana"]["ok"] and "habana_frameworks" in probes["habana"]["error"]
+
+
+def test_runs_lists_the_store_newest_first(capsys):
+    store = ROOT / "tests" / "report" / "fixtures" / "store"
+    ids = sorted((p.name for p in store.iterdir() if p.is_dir()), reverse=True)
+    assert main(["runs", "--runs-dir", str(store), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in listed] == ids
+    assert main(["runs", "--runs-dir", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert f"runs ({len(ids)})" in out and " ms " in out

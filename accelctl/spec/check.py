@@ -123,7 +123,6 @@ def check_task(it: ast.Item | None, ctx: Ctx, origins: Origins, wspan: Span) -> 
         return None
     origins.add("task", it.span)
     items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
-    vals: dict[str, Any] = {}
     for key, entry in items.items():
         spec = S.TASK_KEYS.get(key)
         if spec is not None and kind not in spec[1] and isinstance(entry, ast.Entry):
@@ -133,7 +132,6 @@ def check_task(it: ast.Item | None, ctx: Ctx, origins: Origins, wspan: Span) -> 
             else:
                 ctx.error("E406", f"'{key}' does not apply to a {kind} task", entry.key_span,
                           f"'{key}' is for {'/'.join(spec[1])} tasks")
-            continue
     table = {k: t for k, (t, kinds) in S.TASK_KEYS.items() if kind in kinds}
     ok = {k: v for k, v in items.items() if k in table or k not in S.TASK_KEYS}
     vals = typed_entries(ok, table, ctx, f"task {kind}", origins, "task")
