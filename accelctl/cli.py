@@ -183,6 +183,16 @@ def cmd_plan(args) -> int:
             else:
                 print(render_plan_text(p))
                 print()
+            if args.check:
+                from accelctl.plan.checks import check_plan
+
+                results = check_plan(p, spec)
+                for r in results:
+                    print(r.render(), file=sys.stderr if args.format != "text" else sys.stdout)
+                if not results:
+                    print(f"# check: backend {p.backend} has no external tool to check against",
+                          file=sys.stderr if args.format != "text" else sys.stdout)
+                failed += any(r.ok is False for r in results)
     return 1 if failed else 0
 
 
@@ -300,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", "-e")
     p.add_argument("--format", "-f", choices=("text", "json", "sh"), default="text")
     p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
+    p.add_argument("--check", action="store_true",
+                   help="also check each plan with the real software it targets, where installed "
+                        "(DeepSpeed, torchrun, Transformer Engine, optimum-habana)")
     p.set_defaults(fn=cmd_plan)
 
     r = sub.add_parser("run", help="run a workload for real on one target")

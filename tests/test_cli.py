@@ -103,3 +103,26 @@ def test_runs_lists_the_store_newest_first(capsys):
     assert main(["runs", "--runs-dir", str(store)]) == 0
     out = capsys.readouterr().out
     assert f"runs ({len(ids)})" in out and " ms " in out
+
+
+def test_plan_check_asks_the_real_tools(capsys):
+    assert main(["plan", str(ROOT / "workloads" / "ddp_cpu.wl"), "-w", "zero2_cpu", "--check"]) == 0
+    assert "# check: deepspeed (DeepSpeedConfig, launcher parser, hostfile): ok" in capsys.readouterr().out
+    assert main(["plan", str(ROOT / "workloads" / "vit_fp8.wl"), "-t", "p5_fp8", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "# check: torchrun parser (torchrun): ok" in out
+    assert "# check: transformer_engine 2.20.2 source: ok" in out or "transformer_engine: unavailable" in out
+
+
+def test_plan_check_reports_a_rejected_command():
+    import dataclasses
+
+    from accelctl.api import load, plan
+    from accelctl.plan.checks import check_plan
+
+    spec = load(ROOT / "workloads" / "ddp_cpu.wl")[0]
+    p = plan(spec, "cpu")
+    bad = dataclasses.replace(p, launches=(dataclasses.replace(p.launches[0], argv=("torchrun", "--max-restarts", "x",
+                                                                                    "w.py")),))
+    (result,) = check_plan(bad, spec)
+    assert result.ok is False and "invalid int value" in result.messages[0]
