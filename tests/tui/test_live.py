@@ -39,12 +39,14 @@ async def test_live_run_panels_follow_the_run_and_end_with_its_summary(runs_dir)
         screen = app.screen
         await wait_for(pilot, lambda: 0 < len(screen.model.rank0) < 10, what="the first steps")
         seen = len(screen.model.rank0)
-        assert "running" in screen_text(app).splitlines()[1]
+        # the top bar redraws at most once a second (the TUI must not slow the run)
+        await wait_for(pilot, lambda: "running" in screen_text(app).splitlines()[1], timeout=5,
+                       what="the running state in the top bar")
         await wait_for(pilot, lambda: screen.model.summary is not None, timeout=20, what="the end of the run")
         assert len(screen.model.rank0) == 10 > seen
         assert screen.model.status == "ok"
-        shown = screen_text(app)
-        assert "10/10 steps · ok" in shown and "status ok" in shown
+        await wait_for(pilot, lambda: "10/10 steps · ok" in screen_text(app) and "status ok" in screen_text(app),
+                       timeout=5, what="the final summary on screen")
         await pilot.press("q")  # the run is over: no question
         await pilot.pause()
     assert app.return_code == 0
@@ -63,7 +65,7 @@ async def test_stop_from_the_tui_stops_the_process_group_and_records_stopped(run
         await pilot.press("x")
         await wait_for(pilot, lambda: app.screen.model.summary is not None, timeout=20, what="the stop")
         assert app.screen.model.status == "stopped"
-        assert "status stopped" in screen_text(app)
+        await wait_for(pilot, lambda: "status stopped" in screen_text(app), timeout=5, what="the stopped status")
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 130
