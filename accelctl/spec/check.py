@@ -232,7 +232,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         ctx.error("E408", f"a {family} model cannot do task {task.kind}", it.span,
                   f"{family} supports: {', '.join(FAMILIES[family].tasks)}")
     return ModelSpec(source=source, family=family, ref=ref, stand_in=shape, real_shape=real_shape,
-                     weights=opts.get("weights", "auto"))
+                     weights=opts.get("weights", "auto"), gradient_checkpointing=opts.get("gradient_checkpointing"))
 
 
 def _dataset_source(call: ast.Value, ctx: Ctx, base: Path, where: str) -> tuple[str, str, dict] | None:
@@ -346,10 +346,8 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     precision = check_precision(items.get("precision"), ctx, origins, "precision")
     engines = check_engines(items.get("engine", []), ctx, origins)
     gc = top.get("gradient_checkpointing", False)
-    if isinstance(items.get("model"), ast.Block):
-        gc_item = next((e for e in items["model"].items if getattr(e, "key", "") == "gradient_checkpointing"), None)
-        if gc_item is not None and isinstance(gc_item, ast.Entry):
-            gc = V.boolean().coerce(gc_item.value, Ctx(ctx.path), "gradient_checkpointing") is True
+    if model is not None and model.gradient_checkpointing is not None:  # the model block's wins
+        gc = model.gradient_checkpointing
     bs = batch_size_of(items.get("task"), ctx)
     wl_batch = batch_values(items.get("batch"), ctx, origins, "batch")
     if bs is not None and "micro" in wl_batch:

@@ -56,6 +56,8 @@ class ModelSpec:
     real_shape: dict[str, Any] = field(default_factory=dict)
     #: auto (real weights when present locally, else stand-in), real, stand_in
     weights: str = "auto"
+    #: ``gradient_checkpointing`` written in the model block (None = not written there)
+    gradient_checkpointing: bool | None = None
 
 
 @dataclass(frozen=True)

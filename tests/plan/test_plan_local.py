@@ -121,3 +121,11 @@ workload o {
     big, cpu = plan(spec, "big"), plan(spec, "cpu")
     assert big.job.optimizer.lr == 0.003 and big.job.measure.steps == 40
     assert cpu.job.optimizer.lr == 0.0015 and (cpu.job.measure.warmup, cpu.job.measure.steps) == (1, 3)
+
+
+def test_gradient_checkpointing_in_the_model_block_wins_over_the_workloads():
+    text = ("workload w { task finetune  model t5() { gradient_checkpointing = on }  "
+            "gradient_checkpointing = off  target cpu { } }")
+    (spec,) = check(parse(text, "w.wl"))
+    assert spec.target("cpu").gradient_checkpointing is True
+    assert plan(spec, "cpu").job.gradient_checkpointing is True
