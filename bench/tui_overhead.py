@@ -1,6 +1,6 @@
 """Does the TUI slow the run it watches?  Runs one small CPU workload with and without
 the TUI attached and compares the steady-state median step time (``summary.json``,
-``accelctl.report.stats.steady_state``: warm-up excluded).
+``accelctl.analysis.stats.steady_state``: warm-up excluded).
 
     .venv/bin/python bench/tui_overhead.py                 # 5 rounds, 200 steps, TUI in a pty
     .venv/bin/python bench/tui_overhead.py --rounds 3 --steps 100 --tui run_test --size 120x40

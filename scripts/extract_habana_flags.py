@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate ``accelctl/backends/data/optimum_habana_flags.json`` from a checkout of
+"""Regenerate ``accelctl/backends/gaudi/data/optimum_habana_flags.json`` from a checkout of
 huggingface/optimum-habana.
 
 The example scripts that optimum-habana documents (``examples/gaudi_spawn.py``,
@@ -17,7 +17,7 @@ copying their code*: it parses each file with ``ast`` and records, as data,
 Usage (the repository as a bare git dir or a work tree, and the commit to read)::
 
     python scripts/extract_habana_flags.py GIT_DIR COMMIT [--package-version 1.21.2] > \
-        accelctl/backends/data/optimum_habana_flags.json
+        accelctl/backends/gaudi/data/optimum_habana_flags.json
 """
 
 from __future__ import annotations

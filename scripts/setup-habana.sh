@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # optimum-habana 1.21.2 in its own venv, .venv-habana, for checking gaudi plans against the
-# real software (tests/backends/test_gaudi.py; python -m accelctl.backends.gaudi_check).
+# real software (tests/backends/test_gaudi.py; python -m accelctl.backends.gaudi.check).
 # Its own venv because optimum-habana pins transformers<4.56 (the main venv has 5.x).  No
 # Habana runtime is installed (it is not on PyPI); torch 2.13.0 is the small CPU wheel.
 # Idempotent: a second run only checks the installed version.

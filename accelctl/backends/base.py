@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accelctl.plan.model import GeneratedFile, Launch
-from accelctl.run.job import WorkerJob
+from accelctl.contract.plan import GeneratedFile, Launch
+from accelctl.contract.job import WorkerJob
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
-WORKER = ("-m", "accelctl.run.worker", "{run_dir}/job.json")
+WORKER = ("-m", "accelctl.worker", "{run_dir}/job.json")
 
 #: environment every worker gets: no Hub traffic, unbuffered output
 BASE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}

@@ -11,7 +11,7 @@ plus one method, and they never run anything themselves.
 from __future__ import annotations
 
 from accelctl.backends.base import Built
-from accelctl.run.job import WorkerJob
+from accelctl.contract.job import WorkerJob
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from accelctl.plan.model import Plan
+from accelctl.contract.plan import Plan
 from accelctl.spec.types import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def check_torchrun(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
 
 def check_deepspeed(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
     try:
-        from accelctl.backends.ds_check import check_plan_with_deepspeed
+        from accelctl.backends.deepspeed.check import check_plan_with_deepspeed
 
         diags = check_plan_with_deepspeed(plan, spec)
     except ImportError as exc:
@@ -73,14 +73,14 @@ def check_deepspeed(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
 
 
 def check_transformer_engine(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
-    from accelctl.backends import te_check
+    from accelctl.backends.te_fp8 import check as te_check
 
     te = te_check.TeSource.locate()
     if te is None:
         return [CheckResult("transformer_engine", None, ["pip install --no-deps transformer-engine==2.20.2"])]
     cfg = json.loads(next(f.content for f in plan.files if f.path == "te_recipe.json"))
     findings = te_check.check_config(cfg, te)
-    findings += te_check.check_worker_source(ROOT / "accelctl" / "run" / "te_layers.py", te)
+    findings += te_check.check_worker_source(ROOT / "accelctl" / "worker" / "te_layers.py", te)
     return [CheckResult(f"transformer_engine {te.version} source", not findings, [str(f) for f in findings])]
 
 
@@ -95,7 +95,7 @@ def check_optimum_habana(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         fh.write(plan.to_json())
     try:
-        cp = subprocess.run([str(py), "-m", "accelctl.backends.gaudi_check", fh.name], capture_output=True,
+        cp = subprocess.run([str(py), "-m", "accelctl.backends.gaudi.check", fh.name], capture_output=True,
                             text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     finally:
         os.unlink(fh.name)

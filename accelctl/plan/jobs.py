@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelctl.hostinfo import cpu_count
-from accelctl.run.job import (DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob)
+from accelctl.contract.job import (DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob)
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 

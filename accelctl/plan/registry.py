@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from accelctl.backends.base import Backend
 from accelctl.backends.cpu import CpuBackend
-from accelctl.backends.deepspeed import DeepSpeedBackend, DeepSpeedInferenceBackend
-from accelctl.backends.gaudi import GaudiBackend
-from accelctl.backends.te_fp8 import TeFp8Backend
+from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend
+from accelctl.backends.gaudi.backend import GaudiBackend
+from accelctl.backends.te_fp8.backend import TeFp8Backend
 from accelctl.backends.torchrun import TorchrunBackend
-from accelctl.backends.xla_neuron import XlaNeuronBackend
+from accelctl.backends.xla_neuron.backend import XlaNeuronBackend
 from accelctl.engines.base import Engine, LocalEngine
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 

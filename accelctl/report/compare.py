@@ -3,11 +3,11 @@
 A is the baseline, B the candidate.
 
 * speed-up of B over A = throughput B / throughput A (same unit), else latency A /
-  latency B, else step time A / step time B (``accelctl.report.cost``).
+  latency B, else step time A / step time B (``accelctl.analysis.cost``).
 * Its CI: the values compared are the repeat means when both runs have two repeats or
   more (MLPerf-trimmed from 5), else the steady-state step times.  The CI of
   ``mean(A) / mean(B)`` is the delta method on the log scale with Welch-Satterthwaite
-  degrees of freedom (``accelctl.report.ci.ratio_ci``); the speed-up's CI is that
+  degrees of freedom (``accelctl.analysis.ci.ratio_ci``); the speed-up's CI is that
   interval times ``speed-up / (mean(A) / mean(B))`` (the fixed work per step of each
   run).  Step times are autocorrelated, so over steps the CI is optimistic: repeats
   (``measure { repeat = 5 }``) give the honest one.
@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelctl.report import cost
-from accelctl.report.ci import Interval, WelchResult, ratio_ci, welch
+from accelctl.analysis import cost
+from accelctl.analysis.ci import Interval, WelchResult, ratio_ci, welch
 from accelctl.report.entry import Entry
 from accelctl.report.tables import Column, Table
 

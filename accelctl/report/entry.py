@@ -1,11 +1,11 @@
 """``Entry``: one measured configuration, from a stored run or from a seed's published figure.
 
 Every report table, comparison, scaling table and plot is built from entries, so a
-user's run and a seed's number go through the same formulas (``accelctl.report.cost``,
+user's run and a seed's number go through the same formulas (``accelctl.analysis.cost``,
 ``accelctl.report.scaling``).
 
 From a run (``entry_from_run``): the steady-state statistics are recomputed from the
-run's ``events.jsonl`` (``accelctl.report.stats.steady_state``).  The headline step
+run's ``events.jsonl`` (``accelctl.analysis.stats.steady_state``).  The headline step
 time is the steady-state mean, or with two repeats or more the mean of the repeat means
 (fastest and slowest dropped from five on); the throughput is the summed units over the
 summed step times, rescaled to that headline.  Inference latency is the same mean time
@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelctl.report import cost
-from accelctl.report.ci import Interval
-from accelctl.report.stats import StepStats, measured_step_times, per_device, steady_state
+from accelctl.analysis import cost
+from accelctl.analysis.ci import Interval
+from accelctl.analysis.stats import StepStats, measured_step_times, per_device, steady_state
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Raw figures become ``Entry`` objects (``entries`` tables) or ``ScalePoint`` objects
 (``scaling`` tables); every derived figure a seed printed is a *claim* recomputed with
-``accelctl.report.cost``, ``accelctl.report.scaling`` and ``accelctl.report.compare``,
+``accelctl.analysis.cost``, ``accelctl.report.scaling`` and ``accelctl.report.compare``,
 exactly as for a user's runs, then matched against the printed value:
 
 * ``round``: the recomputed value printed with the seed's decimals equals the seed's;
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from accelctl.report import cost
+from accelctl.analysis import cost
 from accelctl.report.compare import compare
 from accelctl.report.entry import Entry
 from accelctl.report.scaling import ScalePoint, ScaleRow, scaling_table

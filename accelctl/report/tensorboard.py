@@ -28,8 +28,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from accelctl.report.stats import steady_state
-from accelctl.run.events import StepMetrics
+from accelctl.analysis.stats import steady_state
+from accelctl.contract.events import StepMetrics
 
 _SCALAR_FIELDS = ("loss", "samples_per_s", "tokens_per_s", "mfu", "mem_bytes", "ttft_s", "per_token_s")
 

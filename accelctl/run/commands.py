@@ -14,7 +14,7 @@ Pure functions (nothing is started here; ``accelctl.run.runner`` does that), so 
   ``ACCELCTL_EVENTS_DIR`` (where ranks append ``rank<N>.jsonl``),
   ``PYTHONUNBUFFERED=1`` unless set (so ``worker.log`` keeps a crash's last words), and
   the folder holding the running ``accelctl`` package in front of ``PYTHONPATH`` (so
-  ``python -m accelctl.run.worker`` imports the same code, installed or not).
+  ``python -m accelctl.worker`` imports the same code, installed or not).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelctl.plan.model import RUN_DIR, Launch
+from accelctl.contract.plan import RUN_DIR, Launch
 
 EVENTS_DIR_ENV = "ACCELCTL_EVENTS_DIR"
 #: placeholders a plan may use whose value comes from the environment of the run

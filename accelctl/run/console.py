@@ -17,8 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from accelctl.run.events import LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
-from accelctl.run.job import WorkerJob
+from accelctl.contract.events import LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
+from accelctl.contract.job import WorkerJob
 
 VERSION_KEYS = ("python", "torch", "transformers", "timm", "diffusers", "accelerate", "deepspeed", "datasets")
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from accelctl.plan.model import RUN_DIR, GeneratedFile, Plan
-from accelctl.run.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
+from accelctl.contract.job import WorkerJob
 
 RUNS_DIR_ENV = "ACCELCTL_RUNS_DIR"
 
@@ -213,7 +213,7 @@ class RunRecord:
 
     def events(self) -> list:
         """The run's merged events (``events.jsonl``), typed."""
-        from accelctl.run.events import read_events
+        from accelctl.contract.events import read_events
 
         path = self.path / EVENTS_FILE
         return read_events(path) if path.exists() else []

@@ -7,7 +7,7 @@ task``; ``started`` (ISO 8601 UTC), ``started_unix_s, finished_unix_s``;
 ``timings`` {``wall_s`` (runner: first start → last exit), and per phase of rank 0
 ``setup_s, compile_s, warmup_s, measure_s`` when the worker reported them};
 ``measure`` {warmup, steps, repeat} as planned; ``world_size``;
-``stats`` (``accelctl.report.stats.StepStats.to_dict()``: steady state, warm-up apart);
+``stats`` (``accelctl.analysis.stats.StepStats.to_dict()``: steady state, warm-up apart);
 ``env`` and ``details`` (rank 0's RunStarted); ``results`` (rank 0's RunFinished);
 ``failure`` (null or {reason, message, rank, step}: the first failure, a real one
 preferred over ``stopped``); ``stopped_by`` (null, "user", or "failure": another rank
@@ -23,10 +23,10 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accelctl.plan.model import Plan
-from accelctl.report.stats import steady_state
-from accelctl.run.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted
-from accelctl.run.job import WorkerJob
+from accelctl.contract.plan import Plan
+from accelctl.analysis.stats import steady_state
+from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted
+from accelctl.contract.job import WorkerJob
 
 SCHEMA_VERSION = 1
 MAX_WARNINGS = 50

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from accelctl.run.events import Event, event_from_dict
+from accelctl.contract.events import Event, event_from_dict
 
 
 class JsonlTail:

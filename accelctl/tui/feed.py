@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from accelctl.run.events import Event, event_from_dict
+from accelctl.contract.events import Event, event_from_dict
 
 #: events per message when replaying at full speed
 CHUNK = 500

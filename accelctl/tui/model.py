@@ -2,7 +2,7 @@
 
 ``RunModel.add(event)`` folds each event in; the panels read the model.  Steady-state
 figures (median, p90, throughput, per-rank distributions) always come from
-``accelctl.report.stats.steady_state`` over the step events seen so far — the same
+``accelctl.analysis.stats.steady_state`` over the step events seen so far — the same
 function that writes ``summary.json`` — so the live panel and the stored summary agree.
 Warm-up steps are kept (they are plotted, marked) but never enter those figures.
 """
@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from accelctl.run.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
+from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
 
 #: statuses a run can end with (``summary.json``); "running" and "waiting" are live
 ENDED = ("ok", "failed", "stopped", "incomplete")
@@ -146,7 +146,7 @@ class RunModel:
     def stats(self):
         """``steady_state`` over the steps so far (cached until the next event)."""
         if self._stats_version != self.version:
-            from accelctl.report.stats import steady_state
+            from accelctl.analysis.stats import steady_state
 
             self._stats = steady_state(self.steps)
             self._stats_version = self.version

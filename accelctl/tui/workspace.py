@@ -142,7 +142,7 @@ class RunSide:
 
 
 def run_side(record) -> RunSide:
-    from accelctl.report.stats import steady_state
+    from accelctl.analysis.stats import steady_state
 
     events = record.events()
     stats = steady_state(events)

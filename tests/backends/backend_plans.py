@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from accelctl.api import check, parse
 from accelctl.plan.jobs import build_job, threads_per_process
-from accelctl.plan.model import Plan
+from accelctl.contract.plan import Plan
 
 
 def plan_with(backend, spec, target_name: str) -> Plan:

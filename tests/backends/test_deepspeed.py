@@ -3,7 +3,7 @@
 Three tiers:
 
 * plan tests: no deepspeed needed (and planning must not import it);
-* checks against the real tool (``accelctl.backends.ds_check``): DeepSpeedConfig with a
+* checks against the real tool (``accelctl.backends.deepspeed.check``): DeepSpeedConfig with a
   world-size shim, DeepSpeedInferenceConfig, the launcher's parser and resource
   resolution, fetch_hostfile; skipped where deepspeed is not installed;
 * real runs on this CPU (``slow``): plan -> runner -> ``deepspeed`` launcher -> worker ->
@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import check, parse, plan
-from accelctl.backends import deepspeed as B
-from accelctl.backends import ds_check
-from accelctl.backends.deepspeed import DeepSpeedBackend, DeepSpeedInferenceBackend
+from accelctl.backends.deepspeed import backend as B
+from accelctl.backends.deepspeed import check as ds_check
+from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend
 from accelctl.errors import PlanError, attach_source
 from accelctl.plan import registry
-from accelctl.plan.model import GeneratedFile, Launch, Plan
+from accelctl.contract.plan import GeneratedFile, Launch, Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,7 +155,7 @@ def refusal(text: str, target: str) -> str:
     return f"{d.message}: {d.hint}"
 
 
-WORKER_TAIL = ("--module", "--no_local_rank", "accelctl.run.worker", "{run_dir}/job.json")
+WORKER_TAIL = ("--module", "--no_local_rank", "accelctl.worker", "{run_dir}/job.json")
 
 
 # ============================================================================ plans (no deepspeed)
@@ -308,7 +308,7 @@ def test_training_refusals():
     assert "nvme_path" in refusal(nvme, "a100_offload")
     sgd = SEED_001.replace("optimizer adamw", "optimizer sgd")
     assert "DeepSpeedCPUAdam" in refusal(sgd, "a100_offload")
-    from accelctl.run.envinfo import cpu_has_native_fp16
+    from accelctl.worker.envinfo import cpu_has_native_fp16
 
     if not cpu_has_native_fp16():
         fp16 = SEED_001.replace("precision = fp32\n    batch { micro = 2", "precision = fp16\n    batch { micro = 2")
@@ -325,7 +325,7 @@ def test_planning_imports_neither_torch_nor_deepspeed():
     code = (
         "import json, sys\n"
         "from accelctl.plan import registry\n"
-        "from accelctl.backends.deepspeed import DeepSpeedBackend, DeepSpeedInferenceBackend\n"
+        "from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend\n"
         "for b in (DeepSpeedBackend(), DeepSpeedInferenceBackend()):\n"
         "    registry.BACKENDS.setdefault(b.name, b)\n"
         "from accelctl.api import check, parse, plan\n"
@@ -453,7 +453,7 @@ def test_every_generated_command_parses_with_the_launchers_parser(deepspeed):
         for launch in plan(load(text), target).launches:
             args, err = ds_check.parse_launcher(list(launch.argv[1:]))
             assert args is not None, err
-            assert args.module and args.no_local_rank and args.user_script == "accelctl.run.worker"
+            assert args.module and args.no_local_rank and args.user_script == "accelctl.worker"
             assert args.user_args == ["{run_dir}/job.json"]
 
 
@@ -527,7 +527,7 @@ def _free_port() -> int:
 def run_plan(tmp_path, monkeypatch, deepspeed):
     """Plan -> runner -> events (the runner maps the ``deepspeed`` argv head to this venv)."""
     from accelctl.run import runner
-    from accelctl.run.events import read_events
+    from accelctl.contract.events import read_events
 
     ext = tmp_path / "torch_extensions"
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(ext))
@@ -562,7 +562,7 @@ workload tiny_ds {
 
 @pytest.mark.slow
 def test_real_zero2_training_two_ranks_through_the_deepspeed_launcher(run_plan):
-    from accelctl.run.events import RunFinished, RunStarted, StepMetrics
+    from accelctl.contract.events import RunFinished, RunStarted, StepMetrics
 
     result, events = run_plan(TINY_TRAIN, "zero2")
     started = [e for e in events if isinstance(e, RunStarted)]
@@ -595,7 +595,7 @@ workload tiny_gen {
 
 @pytest.mark.slow
 def test_real_autotp_inference_gives_the_tokens_of_the_plain_model(run_plan):
-    from accelctl.run.events import RunFinished, RunStarted
+    from accelctl.contract.events import RunFinished, RunStarted
 
     _, plain = run_plan(TINY_GEN, "plain")
     _, sharded = run_plan(TINY_GEN, "tp2")

@@ -1,7 +1,7 @@
 """gaudi plans (seeds 000 and 003), and their check against the real optimum-habana.
 
 The plan tests need nothing beyond the main venv.  The real-software tests run
-``python -m accelctl.backends.gaudi_check`` inside ``.venv-habana`` (made by
+``python -m accelctl.backends.gaudi.check`` inside ``.venv-habana`` (made by
 ``scripts/setup-habana.sh``) and skip, saying so, when it is absent.
 """
 
@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import check, parse, plan
-from accelctl.backends import gaudi
-from accelctl.backends.gaudi import GaudiBackend, gaudi_config, spawned_prefix
-from accelctl.backends.gaudi_check import SPAWN, Report, argparse_parser, check_argparse_script, spawn_join
+from accelctl.backends.gaudi import backend as gaudi
+from accelctl.backends.gaudi.backend import GaudiBackend, gaudi_config, spawned_prefix
+from accelctl.backends.gaudi.check import SPAWN, Report, argparse_parser, check_argparse_script, spawn_join
 from accelctl.errors import PlanError, WorkloadError
 from accelctl.plan import registry
-from accelctl.plan.model import Plan
+from accelctl.contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 HABANA_PY = Path(os.environ.get("HABANA_VENV", ROOT / ".venv-habana")) / "bin" / "python"
@@ -218,7 +218,7 @@ def test_seed_003_through_accelctls_worker():
     assert launch.env["HF_HUB_OFFLINE"] == "1" and launch.env["ACCELCTL_PROCESS_GROUP"] == "hccl"
     assert launch.env["ACCELCTL_GAUDI_CONFIG"] == "{run_dir}/gaudi_config.json"
     files = _files(p)
-    assert "runpy.run_module(\"accelctl.run.worker\", run_name=\"__main__\"" in files["accelctl_worker.py"]
+    assert "runpy.run_module(\"accelctl.worker\", run_name=\"__main__\"" in files["accelctl_worker.py"]
     assert json.loads(files["gaudi_config.json"]) == {"use_torch_autocast": True, "use_fused_adam": False,
                                                       "use_fused_clip_norm": False}
     assert p.job.options["hpu_graphs"] is True and p.job.options["tp"] == 8
@@ -300,7 +300,7 @@ def test_spawn_join_keeps_a_spaced_prompt_one_word():
 def test_lazy_mode_off_is_eager_in_the_environment():
     (launch,) = _plan(BLOOMZ_7B, "eager").launches
     assert launch.env["PT_HPU_LAZY_MODE"] == "0"
-    assert launch.argv == ("python", "-m", "accelctl.run.worker", "{run_dir}/job.json")
+    assert launch.argv == ("python", "-m", "accelctl.worker", "{run_dir}/job.json")
     assert "OMP_NUM_THREADS" not in launch.env  # the planning host's cores say nothing about a Gaudi server
 
 
@@ -493,7 +493,7 @@ def test_plans_pass_the_real_optimum_habana(tmp_path):
         path = tmp_path / f"bad-{name}.json"
         path.write_text(json.dumps(d))
         paths.append(path)
-    proc = subprocess.run([str(HABANA_PY), "-m", "accelctl.backends.gaudi_check", *map(str, paths)], cwd=ROOT,
+    proc = subprocess.run([str(HABANA_PY), "-m", "accelctl.backends.gaudi.check", *map(str, paths)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     reports = {Path(r["plan"]).stem: r for r in map(json.loads, proc.stdout.splitlines())}
@@ -531,7 +531,7 @@ workload local_bloom {
 
 def test_hpu_extras_read_the_plan_without_habana(tmp_path, monkeypatch):
     """The worker side imports nothing from Habana until a function needs it."""
-    from accelctl.run import hpu_extras
+    from accelctl.worker import hpu_extras
 
     cfg = tmp_path / "gaudi_config.json"
     cfg.write_text(_files(_plan(TRAIN, "wk8"))["gaudi_config.json"])

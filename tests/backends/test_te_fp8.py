@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from backend_plans import load_spec, plan_with
 
-from accelctl.backends import te_fp8
-from accelctl.backends.te_fp8 import TeFp8Backend, autocast_api, te_config
-from accelctl.plan.model import Plan
+from accelctl.backends.te_fp8 import backend as te_fp8
+from accelctl.backends.te_fp8.backend import TeFp8Backend, autocast_api, te_config
+from accelctl.contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
-TE_LAYERS = ROOT / "accelctl" / "run" / "te_layers.py"
+TE_LAYERS = ROOT / "accelctl" / "worker" / "te_layers.py"
 
 # seed 002: timm ViT-Huge shape, random images, SGD lr 0.001 momentum 0.9, DDP over 8 GPUs,
 # batch 64 per GPU (doubled on H100), steps 11..50 averaged
@@ -59,7 +59,7 @@ def spec():
 
 @pytest.fixture(scope="module")
 def te_source():
-    from accelctl.backends.te_check import TeSource
+    from accelctl.backends.te_fp8.check import TeSource
 
     te = TeSource.locate()
     if te is None:
@@ -79,7 +79,7 @@ def test_p5_fp8_plan_is_torchrun_nccl_with_te_recipe(spec):
     p = plan_with(TeFp8Backend(), spec, "p5")
     (launch,) = p.launches
     assert launch.argv == ("torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=8",
-                           "-m", "accelctl.run.worker", "{run_dir}/job.json")
+                           "-m", "accelctl.worker", "{run_dir}/job.json")
     assert launch.processes == 8
     assert launch.env["ACCELCTL_PROCESS_GROUP"] == "nccl"
     assert launch.env["ACCELCTL_TE_CONFIG"] == "{run_dir}/te_recipe.json"
@@ -106,7 +106,7 @@ def test_torchrun_command_parses_with_torchs_own_parser(spec):
 
     args = get_args_parser().parse_args(list(plan_with(TeFp8Backend(), spec, "p5").launches[0].argv[1:]))
     assert args.nproc_per_node == "8" and args.standalone and args.module and args.nnodes == "1"
-    assert args.training_script == "accelctl.run.worker" and args.training_script_args == ["{run_dir}/job.json"]
+    assert args.training_script == "accelctl.worker" and args.training_script_args == ["{run_dir}/job.json"]
 
 
 def test_p4d_bf16_is_not_a_te_target_but_te_layers_on_is(spec):
@@ -172,7 +172,7 @@ def test_registry_agrees_once_te_fp8_is_registered(spec):
 def test_planning_imports_neither_torch_nor_te():
     import subprocess
 
-    code = ("import sys; import accelctl.backends.te_fp8, accelctl.backends.te_check; "
+    code = ("import sys; import accelctl.backends.te_fp8.backend, accelctl.backends.te_fp8.check; "
             "print(sorted(m for m in ('torch', 'transformer_engine', 'timm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
@@ -182,7 +182,7 @@ def test_planning_imports_neither_torch_nor_te():
 
 
 def test_plans_pass_the_real_te_checks(spec, te_source):
-    from accelctl.backends.te_check import check_config
+    from accelctl.backends.te_fp8.check import check_config
 
     for name in ("p5", "p4d_te"):
         assert [str(f) for f in check_config(recipe_of(plan_with(TeFp8Backend(), spec, name)), te_source)] == []
@@ -218,7 +218,7 @@ def test_transformer_layer_signature_read_from_source(te_source):
     (lambda c: c.update(transformer_engine="2.8"), "the plan targets TE 2.8 but the source read is TE 2.20"),
 ])
 def test_the_real_te_rejects_broken_configs(spec, te_source, change, expect):
-    from accelctl.backends.te_check import check_config
+    from accelctl.backends.te_fp8.check import check_config
 
     cfg = recipe_of(plan_with(TeFp8Backend(), spec, "p5"))
     change(cfg)
@@ -227,7 +227,7 @@ def test_the_real_te_rejects_broken_configs(spec, te_source, change, expect):
 
 
 def test_worker_te_code_uses_only_real_te_names(te_source):
-    from accelctl.backends.te_check import check_worker_source
+    from accelctl.backends.te_fp8.check import check_worker_source
 
     assert [str(f) for f in check_worker_source(TE_LAYERS, te_source)] == []
 
@@ -240,7 +240,7 @@ def test_worker_te_code_uses_only_real_te_names(te_source):
      "from transformer_engine.common.recipe import DelayedScalling", "has no DelayedScalling"),
 ])
 def test_worker_check_catches_mistakes(tmp_path, te_source, old, new, expect):
-    from accelctl.backends.te_check import check_worker_source
+    from accelctl.backends.te_fp8.check import check_worker_source
 
     src = TE_LAYERS.read_text()
     assert old in src
@@ -255,7 +255,7 @@ def test_worker_block_takes_what_timm_passes():
 
     if importlib.util.find_spec("timm") is None:  # only its source is read, never imported
         pytest.skip("timm is not installed")
-    from accelctl.backends.te_check import check_timm_block_fn
+    from accelctl.backends.te_fp8.check import check_timm_block_fn
 
     assert [str(f) for f in check_timm_block_fn(TE_LAYERS)] == []
 
@@ -309,7 +309,7 @@ def test_te_layers_builds_a_timm_vit_and_the_fp8_context(spec, fake_te, tmp_path
     torch = pytest.importorskip("torch")
     from timm.models.vision_transformer import VisionTransformer
 
-    from accelctl.run import te_layers
+    from accelctl.worker import te_layers
 
     path = tmp_path / "te_recipe.json"
     path.write_text(json.dumps(recipe_of(plan_with(TeFp8Backend(), spec, "p5"))))
@@ -332,7 +332,7 @@ def test_te_layers_builds_a_timm_vit_and_the_fp8_context(spec, fake_te, tmp_path
 
 
 def test_te_layers_without_fp8_or_plan_is_a_no_op(spec, tmp_path, monkeypatch):
-    from accelctl.run import te_layers
+    from accelctl.worker import te_layers
 
     monkeypatch.delenv(te_layers.CONFIG_ENV, raising=False)
     assert te_layers.load() is None

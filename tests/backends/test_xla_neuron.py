@@ -1,7 +1,7 @@
 """xla_neuron plans (seed 004) and their check against torch's and torch-xla's own source.
 
 torch-xla 2.9 needs exactly torch 2.9.0 (a 4 GB download), so it is not installed: its source
-is read instead.  ``data/torch_xla-2.9.0.json`` is the table ``accelctl.backends.xla_check``
+is read instead.  ``data/torch_xla-2.9.0.json`` is the table ``accelctl.backends.xla_neuron.check``
 built from the v2.9.0 tag of github:pytorch/xla (commit in the file); with
 ``ACCELCTL_TORCH_XLA_SOURCE=GIT_DIR@v2.9.0`` (or a wheel, or a site-packages folder) the
 table is rebuilt from that source and compared.
@@ -18,15 +18,16 @@ from pathlib import Path
 import pytest
 from backend_plans import load_spec, plan_with
 
-from accelctl.backends import xla_check, xla_neuron
-from accelctl.backends.xla_neuron import XlaNeuronBackend
-from accelctl.plan.model import Plan
-from accelctl.run.job import WorkerJob
+from accelctl.backends.xla_neuron import check as xla_check
+from accelctl.backends.xla_neuron import backend as xla_neuron
+from accelctl.backends.xla_neuron.backend import XlaNeuronBackend
+from accelctl.contract.plan import Plan
+from accelctl.contract.job import WorkerJob
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE_PATH = Path(__file__).parent / "data" / "torch_xla-2.9.0.json"
 TABLE_COMMIT = "5fab7053df86c8d503b98d9e7202ca8b8d4978c7"  # pytorch/xla tag v2.9.0
-WORKER_XLA_FILES = [ROOT / "accelctl" / "run" / "xla_extras.py", ROOT / "accelctl" / "run" / "devices.py"]
+WORKER_XLA_FILES = [ROOT / "accelctl" / "worker" / "xla_extras.py", ROOT / "accelctl" / "worker" / "devices.py"]
 
 # seed 004: timm ViT (default shape), random data, batch 16, Adam, XLA device, MpDeviceLoader,
 # xm.optimizer_step, process group 'xla', torchrun --nproc_per_node=<cores>, workers by vCPUs,
@@ -73,7 +74,7 @@ def test_one_process_per_neuroncore_and_workers_by_vcpus(spec, target, cores, wo
     run = p.launches[-1]
     assert run.name == "torchrun" and run.processes == cores and not run.wait
     assert run.argv == ("torchrun", "--standalone", "--nnodes=1", f"--nproc_per_node={cores}",
-                        "-m", "accelctl.run.worker", "{run_dir}/job.json")
+                        "-m", "accelctl.worker", "{run_dir}/job.json")
     assert run.env["ACCELCTL_DATALOADER_WORKERS"] == str(workers)
     assert run.env["PJRT_DEVICE"] == "NEURON" and run.env["ACCELCTL_PROCESS_GROUP"] == "xla"
     assert p.job.micro_batch == 16 and p.job.backend == "xla_neuron" and p.job.optimizer.name == "adam"
@@ -123,7 +124,7 @@ def test_torchrun_commands_parse_with_torchs_own_parser(spec, target):
         assert launch.argv[head - 1] == "torchrun"
         args = get_args_parser().parse_args(list(launch.argv[head:]))
         assert int(args.nproc_per_node) == launch.processes and args.module and args.standalone
-        assert args.training_script == "accelctl.run.worker"
+        assert args.training_script == "accelctl.worker"
         assert args.training_script_args[0].startswith("{run_dir}/job")
 
 
@@ -213,7 +214,7 @@ def _batches(n=None):
 
     import torch
 
-    from accelctl.run.data import Batches
+    from accelctl.worker.data import Batches
 
     def gen():
         for i in itertools.count():
@@ -223,14 +224,14 @@ def _batches(n=None):
 
 
 def test_host_loader_workers_keep_the_batch_order():
-    from accelctl.run.xla_extras import host_loader
+    from accelctl.worker.xla_extras import host_loader
 
     it = iter(host_loader(_batches(), 2))
     assert [int(next(it)["labels"][0]) for _ in range(6)] == [0, 1, 2, 3, 4, 5]
 
 
 def test_worker_count_comes_from_the_plan(monkeypatch):
-    from accelctl.run import xla_extras
+    from accelctl.worker import xla_extras
 
     monkeypatch.setenv(xla_extras.WORKERS_ENV, "4")
     assert xla_extras.dataloader_workers() == 4
@@ -258,7 +259,7 @@ def test_device_loader_wraps_mpdeviceloader_and_keeps_batch_facts(monkeypatch, t
     for name in ("torch_xla", "torch_xla.distributed"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "torch_xla.distributed.parallel_loader", pl)
-    from accelctl.run.xla_extras import device_loader
+    from accelctl.worker.xla_extras import device_loader
 
     out = device_loader(_batches(), "xla:0", workers=0)
     assert seen["device"] == "xla:0" and out.samples == 2 and "MpDeviceLoader, 0 loader workers" in out.source

@@ -10,7 +10,7 @@ import pytest
 from accelctl.api import check, parse, plan
 from accelctl.cli import render_plan_sh, render_plan_text
 from accelctl.errors import PlanError
-from accelctl.plan.model import Plan
+from accelctl.contract.plan import Plan
 
 WL = """
 workload tiny {
@@ -35,7 +35,7 @@ def test_cpu_plan_is_one_worker_process():
     p = plan(_spec(), "cpu")
     assert p.backend == "cpu" and p.engine == "local"
     (launch,) = p.launches
-    assert launch.argv == ("python", "-m", "accelctl.run.worker", "{run_dir}/job.json")
+    assert launch.argv == ("python", "-m", "accelctl.worker", "{run_dir}/job.json")
     assert launch.env["HF_HUB_OFFLINE"] == "1"
     assert p.job.micro_batch == 4 and p.job.measure.steps == 3 and p.job.task.kind == "pretrain"
     assert p.job.model.family == "bert" and p.job.model.config["hidden"] == 32
@@ -56,7 +56,7 @@ def test_torchrun_command_parses_with_torchs_own_parser():
     p = plan(_spec(), "ddp")
     args = get_args_parser().parse_args(list(p.launches[0].argv[1:]))
     assert args.nproc_per_node == "2" and args.standalone and args.module
-    assert args.training_script == "accelctl.run.worker"
+    assert args.training_script == "accelctl.worker"
     assert args.training_script_args == ["{run_dir}/job.json"]
 
 
@@ -66,7 +66,7 @@ def test_threads_override():
 
 def test_bf16_on_cpu_warns_loudly():
     p = plan(_spec(), "bf")
-    from accelctl.run.envinfo import cpu_has_native_bf16
+    from accelctl.worker.envinfo import cpu_has_native_bf16
 
     if cpu_has_native_bf16():
         pytest.skip("this CPU has native bf16")

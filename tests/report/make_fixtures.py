@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
 
-from accelctl.report.stats import steady_state  # noqa: E402
-from accelctl.run.events import PhaseChanged, RunFinished, RunStarted, StepMetrics  # noqa: E402
+from accelctl.analysis.stats import steady_state  # noqa: E402
+from accelctl.contract.events import PhaseChanged, RunFinished, RunStarted, StepMetrics  # noqa: E402
 
 ROOT = Path(__file__).with_name("fixtures") / "store"
 T0 = 1767225600.0  # 2026-01-01T00:00:00Z

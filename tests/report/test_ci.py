@@ -9,9 +9,9 @@ import statistics
 
 import pytest
 
-from accelctl.report.ci import TRIM_AT, mean_ci, ratio_ci, repeat_summary, t_cdf, t_quantile, welch
-from accelctl.report.stats import measured_step_times, per_device, steady_state
-from accelctl.run.events import StepMetrics
+from accelctl.analysis.ci import TRIM_AT, mean_ci, ratio_ci, repeat_summary, t_cdf, t_quantile, welch
+from accelctl.analysis.stats import measured_step_times, per_device, steady_state
+from accelctl.contract.events import StepMetrics
 
 approx = pytest.approx
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from accelctl.report import cost
+from accelctl.analysis import cost
 from accelctl.report.compare import compare
 from accelctl.report.reference import claims, load_reference, reference_tables, table_entries, table_scaling
 from accelctl.report.scaling import ScalePoint, scaling_table

@@ -9,8 +9,8 @@ import statistics
 
 import pytest
 
-from accelctl.report.stats import Distribution, percentile, steady_state
-from accelctl.run.events import LogMessage, PhaseChanged, StepMetrics
+from accelctl.analysis.stats import Distribution, percentile, steady_state
+from accelctl.contract.events import LogMessage, PhaseChanged, StepMetrics
 
 approx = pytest.approx
 

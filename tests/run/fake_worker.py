@@ -1,4 +1,4 @@
-"""A stand-in for ``python -m accelctl.run.worker JOB``: a real process that reads the job,
+"""A stand-in for ``python -m accelctl.worker JOB``: a real process that reads the job,
 appends events to ``$ACCELCTL_EVENTS_DIR/rank<N>.jsonl`` and exits like the worker does
 (0 ok, 3 NaN loss, 1 exception, 130 stopped).  ``job.options["fake"]`` picks the script:
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.plan.model import GeneratedFile, Launch
+from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.run import runner
 from accelctl.run.console import ConsoleSink
-from accelctl.run.events import LogMessage, RunFailed, RunFinished, RunStarted, StepMetrics, read_events
+from accelctl.contract.events import LogMessage, RunFailed, RunFinished, RunStarted, StepMetrics, read_events
 from accelctl.run.sinks import ListSink
 
 TIMEOUT = 60
@@ -293,20 +293,18 @@ def test_console_sink_prints_plain_lines_when_headless(runs, make_plan):
 
 # --------------------------------------------------------------------------- the real worker
 
-REAL_WORKER = Path(__file__).resolve().parents[2] / "accelctl" / "run" / "worker.py"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not REAL_WORKER.exists(), reason="accelctl/run/worker.py has not landed yet")
 def test_real_worker_tiny_pretrain(runs, make_plan, make_job):
-    from accelctl.run.job import DataJob, ModelJob
+    from accelctl.contract.job import DataJob, ModelJob
 
     job = make_job(
         warmup=1, steps=3, repeat=1,
         model=ModelJob(family="gpt2", source="arch", config={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in"),
         data=DataJob(kind="synthetic", seq_len=16),
     )
-    plan = make_plan(launches=[Launch(name="worker", argv=("python", "-m", "accelctl.run.worker", "{run_dir}/job.json"))])
+    plan = make_plan(launches=[Launch(name="worker", argv=("python", "-m", "accelctl.worker", "{run_dir}/job.json"))])
     from dataclasses import replace
 
     plan = replace(plan, job=job)
@@ -346,15 +344,14 @@ def test_console_summary_rows_for_generation_and_failure():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not REAL_WORKER.exists(), reason="accelctl/run/worker.py has not landed yet")
 def test_real_worker_two_ranks_under_torchrun(runs, make_plan, make_job):
     from dataclasses import replace
 
-    from accelctl.run.job import ModelJob
+    from accelctl.contract.job import ModelJob
 
     model = ModelJob(family="gpt2", source="arch", config={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in")
     job = replace(make_job(warmup=1, steps=3, repeat=1, model=model), micro_batch=2)
-    argv = ("torchrun", "--standalone", "--nproc_per_node=2", "-m", "accelctl.run.worker", "{run_dir}/job.json")
+    argv = ("torchrun", "--standalone", "--nproc_per_node=2", "-m", "accelctl.worker", "{run_dir}/job.json")
     plan = replace(make_plan(launches=[Launch(name="torchrun", argv=argv, env={"OMP_NUM_THREADS": "1"}, processes=2)]), job=job)
     handle, result = run(plan)
     assert result.status == "ok", (result.summary["failure"], (result.run_dir / "worker.log").read_text()[-2000:])

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.run.events import RunFailed, RunFinished, RunStarted, StepMetrics, read_events
-from accelctl.run.job import DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob
+from accelctl.contract.events import RunFailed, RunFinished, RunStarted, StepMetrics, read_events
+from accelctl.contract.job import DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "DeepSpeed is a machine learning framework"
@@ -42,10 +42,10 @@ def run_worker(job_path: Path, nproc: int = 1, timeout: float = 120) -> tuple[in
     """Run the worker (under torchrun when nproc > 1); return its exit code and events per rank."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     if nproc == 1:
-        cmd = [sys.executable, "-m", "accelctl.run.worker", str(job_path)]
+        cmd = [sys.executable, "-m", "accelctl.worker", str(job_path)]
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-               "-m", "accelctl.run.worker", str(job_path)]
+               "-m", "accelctl.worker", str(job_path)]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     events_dir = Path(json.loads(job_path.read_text())["events_dir"])
     events = {r: read_events(events_dir / f"rank{r}.jsonl") for r in range(nproc)

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from accelctl.report.stats import steady_state
-from accelctl.run.events import read_events
+from accelctl.analysis.stats import steady_state
+from accelctl.contract.events import read_events
 from accelctl.tui.feed import ReplaySource, pump
 from accelctl.tui.highlight import highlight_workload, source_with_diagnostics
 from accelctl.tui.messages import RunEnded, RunEvents

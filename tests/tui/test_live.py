@@ -9,7 +9,7 @@ import os
 import pytest
 
 from accelctl.api import launch
-from accelctl.run.events import read_events
+from accelctl.contract.events import read_events
 from accelctl.tui.app import AccelctlApp
 from accelctl.tui.live import run_live
 from accelctl.tui.screens.dialogs import QuitScreen

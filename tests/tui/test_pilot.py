@@ -9,8 +9,8 @@ import pytest
 from textual.command import CommandPalette
 from textual.widgets import DataTable, OptionList, Static
 
-from accelctl.report.stats import steady_state
-from accelctl.run.events import read_events
+from accelctl.analysis.stats import steady_state
+from accelctl.contract.events import read_events
 from accelctl.tui import fmt
 from accelctl.tui.app import AccelctlApp
 from accelctl.tui.screens.compare import CompareScreen
@@ -146,7 +146,7 @@ async def test_replayed_training_run_fills_every_panel():
         assert "step time (ms)" in shown and "tui_train › cpu" in shown
         await pilot.press("l")  # the worker's log instead of the summary
         await pilot.pause()
-        assert "# accelctl: launch worker: python -m accelctl.run.worker" in text_of(app, "#run-log")
+        assert "# accelctl: launch worker: python -m accelctl.worker" in text_of(app, "#run-log")
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, RunsScreen)

@@ -17,7 +17,7 @@ pytest.importorskip("pytest_textual_snapshot")
 import json  # noqa: E402
 
 from accelctl.cli import render_plan_text  # noqa: E402
-from accelctl.plan.model import Plan  # noqa: E402
+from accelctl.contract.plan import Plan  # noqa: E402
 from accelctl.tui.app import AccelctlApp  # noqa: E402
 from accelctl.tui.screens.run import RunScreen  # noqa: E402
 from accelctl.tui.workspace import PlanResult  # noqa: E402

@@ -8,7 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from accelctl.plan.model import Launch, Plan
+from accelctl.contract.plan import Launch, Plan
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -2,7 +2,7 @@
 
 Each panel has one reactive attribute, ``model`` (the screen's ``RunModel``), set by the
 screen after every batch of events; the panel re-renders from it.  Steady-state figures
-come from ``RunModel.stats()`` (``accelctl.report.stats.steady_state``), never from
+come from ``RunModel.stats()`` (``accelctl.analysis.stats.steady_state``), never from
 arithmetic here.
 """
 

@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelctl.run.job import WorkerJob
+from accelctl.contract.job import WorkerJob
 
 RUN_DIR = "{run_dir}"
 

@@ -13,8 +13,8 @@ A single card runs SCRIPT directly, as the examples' single-card commands do.
 The target's ``script`` option picks SCRIPT:
 
 ``worker`` (default)
-    accelctl's own loop (``python -m accelctl.run.worker``, with the worker's hpu device
-    adapter and ``accelctl.run.hpu_extras``).  ``gaudi_spawn.py`` takes a script *path*
+    accelctl's own loop (``python -m accelctl.worker``, with the worker's hpu device
+    adapter and ``accelctl.worker.hpu_extras``).  ``gaudi_spawn.py`` takes a script *path*
     (a positional; ``-m`` would be read as one of its own options), so the plan writes a
     three-line shim, ``accelctl_worker.py``, that runs the worker module.
 ``example``
@@ -30,7 +30,7 @@ The target's ``script`` option picks SCRIPT:
         python ../gaudi_spawn.py --use_deepspeed --world_size 8 run_generation.py \\
             --model_name_or_path bigscience/bloomz --use_hpu_graphs --use_kv_cache --max_new_tokens 100
 
-Everything here is data plus small functions; ``accelctl.backends.gaudi_check`` checks the
+Everything here is data plus small functions; ``accelctl.backends.gaudi.check`` checks the
 plans against the installed optimum-habana (its ``GaudiConfig``, ``GaudiTrainingArguments``
 and ``DistributedRunner``) and the scripts' recorded flags.
 """
@@ -44,8 +44,8 @@ from typing import Any
 
 from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
 from accelctl.plan.jobs import _OBJECTIVE as OBJECTIVE_BY_FAMILY
-from accelctl.plan.model import RUN_DIR, GeneratedFile, Launch
-from accelctl.run.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.job import WorkerJob
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -59,9 +59,9 @@ GAUDI_CONFIG_FILE = "gaudi_config.json"
 GAUDI_CONFIG_ENV = "ACCELCTL_GAUDI_CONFIG"
 WORKER_SHIM = "accelctl_worker.py"
 WORKER_SHIM_TEXT = (
-    "# gaudi_spawn.py launches a script path; this one runs `python -m accelctl.run.worker JOB`.\n"
+    "# gaudi_spawn.py launches a script path; this one runs `python -m accelctl.worker JOB`.\n"
     "import runpy\n"
-    "runpy.run_module(\"accelctl.run.worker\", run_name=\"__main__\", alter_sys=True)\n"
+    "runpy.run_module(\"accelctl.worker\", run_name=\"__main__\", alter_sys=True)\n"
 )
 
 #: DistributedRunner's defaults (optimum/habana/distributed/distributed_runner.py) that the
@@ -276,7 +276,7 @@ class GaudiBackend(Backend):
             launch = Launch("worker", argv, env, processes=1)
         else:
             files.append(GeneratedFile(WORKER_SHIM, WORKER_SHIM_TEXT,
-                                       role="gaudi_spawn.py's training script: runs accelctl.run.worker"))
+                                       role="gaudi_spawn.py's training script: runs accelctl.worker"))
             argv = ("python", "gaudi_spawn.py", *self.launcher(spec, target), f"{RUN_DIR}/{WORKER_SHIM}",
                     f"{RUN_DIR}/job.json")
             launch = Launch("gaudi_spawn", argv, env, processes=n, cwd=f"{OH_DIR}/examples")

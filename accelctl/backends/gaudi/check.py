@@ -1,6 +1,6 @@
 """Check gaudi plans against the real optimum-habana, in its own environment.
 
-    .venv-habana/bin/python -m accelctl.backends.gaudi_check PLAN.json [PLAN.json ...]
+    .venv-habana/bin/python -m accelctl.backends.gaudi.check PLAN.json [PLAN.json ...]
 
 (run from the repository root; ``scripts/setup-habana.sh`` makes ``.venv-habana``).  For
 each plan (``Plan.to_json()``) it checks, and prints one JSON report per plan:
@@ -315,7 +315,7 @@ def check_plan(plan: dict[str, Any], name: str = "") -> Report:
         if argv[0] != "python":
             rep.errors.append(f"{launch['name']}: expected a python command, got {argv[0]}")
             continue
-        if argv[1:3] == ["-m", "accelctl.run.worker"]:
+        if argv[1:3] == ["-m", "accelctl.worker"]:
             rep.ok.append("single card: accelctl's worker runs directly")
             continue
         script, args = argv[1], argv[2:]
@@ -347,7 +347,7 @@ def check_plan(plan: dict[str, Any], name: str = "") -> Report:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m accelctl.backends.gaudi_check", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m accelctl.backends.gaudi.check", description=__doc__.split("\n\n")[0])
     ap.add_argument("plans", nargs="+", help="plan JSON files (accelctl plan --format json)")
     args = ap.parse_args(argv)
     oh = import_optimum_habana()

@@ -12,8 +12,10 @@ import time
 
 import torch
 
-from accelctl.run import data, ds_engine, models
-from accelctl.run.context import RunContext
+from accelctl.worker import data
+from accelctl.worker import ds_engine
+from accelctl.worker import models
+from accelctl.worker.context import RunContext
 
 
 class TokenClock:

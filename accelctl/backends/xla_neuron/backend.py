@@ -4,7 +4,7 @@
 trn1/inf2 devices in NeuronCores).  In each process the worker joins the ``xla`` process group
 through torch-xla's ``xla://`` rendezvous, feeds batches through ``MpDeviceLoader`` and steps
 with ``xm.optimizer_step`` (which all-reduces the gradients: no DDP wrapper).  Worker side:
-``accelctl.run.devices.XlaAdapter`` and ``accelctl.run.xla_extras``.
+``accelctl.worker.devices.XlaAdapter`` and ``accelctl.worker.xla_extras``.
 
 The environment is data (``NEURON_ENV``), each entry with its source:
 
@@ -31,8 +31,8 @@ from __future__ import annotations
 import dataclasses
 
 from accelctl.backends.base import Backend, Built, process_env
-from accelctl.plan.model import RUN_DIR, GeneratedFile, Launch
-from accelctl.run.job import MeasureJob, WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.job import MeasureJob, WorkerJob
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -60,7 +60,7 @@ PRECOMPILE_JOB = "job_precompile.json"
 #: steps of the pre-compilation run: enough to meet every graph (the optimizer's first step
 #: differs from the next ones: AdamW builds its state), far fewer than the measured run
 PRECOMPILE_STEPS = 2
-WORKER_MODULE = "accelctl.run.worker"
+WORKER_MODULE = "accelctl.worker"
 
 
 def dataloader_workers(target: TargetSpec) -> tuple[int, str]:

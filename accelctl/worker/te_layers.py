@@ -1,10 +1,10 @@
 """Transformer Engine in the worker: the timm block swap and the FP8 forward context (seed 002).
 
-Everything TE-specific comes from the plan's ``te_recipe.json`` (``accelctl.backends.te_fp8``),
+Everything TE-specific comes from the plan's ``te_recipe.json`` (``accelctl.backends.te_fp8.backend``),
 whose path the launch puts in ``ACCELCTL_TE_CONFIG``: the layer settings, whether FP8 is on,
 the autocast function of the targeted TE version and its recipe keyword, and the recipe.
 ``transformer_engine`` is imported only inside the functions, so this module imports
-anywhere; ``accelctl.backends.te_check`` reads this file with ``ast`` and checks every
+anywhere; ``accelctl.backends.te_fp8.check`` reads this file with ``ast`` and checks every
 ``te.X(...)`` call against TE's source.
 
 Use:

@@ -190,7 +190,7 @@ def _build_stand_in(job, family: str, s: dict[str, Any]) -> Built:
 def _timm_vit(job, s: dict[str, Any]):
     from timm.models.vision_transformer import VisionTransformer
 
-    from accelctl.run import te_layers
+    from accelctl.worker import te_layers
 
     extra = {}
     if (te := te_layers.load()) is not None:

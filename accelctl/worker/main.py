@@ -1,4 +1,4 @@
-"""The process every launch starts: ``python -m accelctl.run.worker JOB.json``.
+"""The process every launch starts: ``python -m accelctl.worker JOB.json``.
 
 It reads the job, joins the process group when ``WORLD_SIZE > 1`` (torchrun, deepspeed and
 srun set RANK / WORLD_SIZE / LOCAL_RANK), runs the task's loop and reports typed events to
@@ -21,12 +21,13 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
 
-from accelctl.run import envinfo, precision  # noqa: E402
-from accelctl.run.context import NonFiniteLoss, RunContext  # noqa: E402
-from accelctl.run.devices import adapter_for  # noqa: E402
-from accelctl.run.emit import EventWriter  # noqa: E402
-from accelctl.run.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
-from accelctl.run.job import WorkerJob  # noqa: E402
+from accelctl.worker import envinfo
+from accelctl.worker import precision  # noqa: E402
+from accelctl.worker.context import NonFiniteLoss, RunContext  # noqa: E402
+from accelctl.worker.devices import adapter_for  # noqa: E402
+from accelctl.worker.emit import EventWriter  # noqa: E402
+from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
+from accelctl.contract.job import WorkerJob  # noqa: E402
 
 EXIT_OK, EXIT_EXCEPTION, EXIT_NAN, EXIT_STOPPED = 0, 1, 3, 130
 
@@ -38,15 +39,15 @@ def _stop(signum, frame):  # SIGTERM (torchrun, Slurm, the runner) ends the run 
 def pick_loop(job: WorkerJob):
     """The loop module for the job's family and task."""
     if job.model.family == "stable_diffusion":
-        from accelctl.run import diffusion_loop
+        from accelctl.worker import diffusion_loop
 
         return diffusion_loop
     if job.task.kind in ("pretrain", "finetune"):
-        from accelctl.run import train_loop
+        from accelctl.worker import train_loop
 
         return train_loop
     if job.task.kind in ("generate", "infer"):
-        from accelctl.run import generate_loop
+        from accelctl.worker import generate_loop
 
         return generate_loop
     raise ValueError(f"unknown task {job.task.kind!r} (pretrain, finetune, generate, infer)")
@@ -55,7 +56,7 @@ def pick_loop(job: WorkerJob):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m accelctl.run.worker JOB.json", file=sys.stderr)
+        print("usage: python -m accelctl.worker JOB.json", file=sys.stderr)
         return 2
     started = time.perf_counter()
     job = WorkerJob.load(argv[0])

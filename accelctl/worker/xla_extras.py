@@ -12,7 +12,7 @@
 * ``extracting_graphs_only()`` -- true inside ``neuron_parallel_compile``'s trial run, whose
   outputs are dummies (zeros): a loop must not judge the loss there.
 
-torch_xla is imported inside the functions only; ``accelctl.backends.xla_check`` reads this
+torch_xla is imported inside the functions only; ``accelctl.backends.xla_neuron.check`` reads this
 file with ``ast`` and checks every torch_xla name against the torch-xla 2.9 source.
 """
 
@@ -83,7 +83,7 @@ def device_loader(batches, device, workers: int | None = None):
     """The loop's ``Batches`` fed through host workers and ``MpDeviceLoader`` onto ``device``."""
     import torch_xla.distributed.parallel_loader as pl
 
-    from accelctl.run.data import Batches
+    from accelctl.worker.data import Batches
 
     workers = dataloader_workers() if workers is None else workers
     loader = pl.MpDeviceLoader(host_loader(batches, workers), device)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from accelctl.run.models import CAUSAL_LM, IMAGE_CLASSIFIER, MASKED_LM, SEQ2SEQ, Built
+from accelctl.worker.models import CAUSAL_LM, IMAGE_CLASSIFIER, MASKED_LM, SEQ2SEQ, Built
 
 Batch = dict[str, torch.Tensor]
 

@@ -2,8 +2,8 @@
 
 * ``deepspeed`` (training, ``parallel = zero(stage = N)``): writes ``ds_config.json`` from
   the workload (batch arithmetic, precision, ZeRO stage and offload, clipping) and starts
-  ``accelctl.run.worker`` under the launcher; the worker hands its model and optimizer to
-  ``deepspeed.initialize`` (``accelctl.run.ds_engine``).
+  ``accelctl.worker`` under the launcher; the worker hands its model and optimizer to
+  ``deepspeed.initialize`` (``accelctl.worker.ds_engine``).
 * ``deepspeed_inference`` (``parallel = deepspeed_inference(tp = N)``): writes
   ``ds_inference.json`` (tensor parallel size, dtype, kernel injection) for
   ``deepspeed.init_inference`` in the generate loop, over ``tp`` processes.
@@ -24,14 +24,14 @@ Decisions, each a hidden cost named:
 * On CPU the worker keeps DeepSpeed's shared-memory all-reduce (``deepspeed_shm_comm``)
   switched off (``ACCELCTL_DS_SHM_COMM=0``): its first use is a C++ JIT build of 70-240 s,
   and training all-reduces go through gloo anyway (only AutoTP inference would use it).
-* ``--module --no_local_rank``: the launcher runs ``python -u -m accelctl.run.worker JOB``;
+* ``--module --no_local_rank``: the launcher runs ``python -u -m accelctl.worker JOB``;
   ranks come from RANK / LOCAL_RANK / WORLD_SIZE, which it exports, as torchrun does.
 * Multi-node launches go through DeepSpeed's pdsh (or ``launcher = ...``) runner, which
   exports only a few variable prefixes to remote nodes; the plan's environment travels in
   a generated ``deepspeed_env`` file that ``DS_ENV_FILE`` points at.
 
 Nothing here imports torch, deepspeed or transformers (``accelctl plan`` stays light);
-``accelctl.backends.ds_check`` checks these plans against DeepSpeed itself.
+``accelctl.backends.deepspeed.check`` checks these plans against DeepSpeed itself.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from typing import Any
 
 from accelctl.backends.base import WORKER, Backend, Built, process_env
 from accelctl.errors import Diagnostic, PlanError
-from accelctl.plan.model import RUN_DIR, GeneratedFile, Launch
-from accelctl.run.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.job import WorkerJob
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -59,7 +59,7 @@ INFERENCE_FILE = "ds_inference.json"
 HOSTFILE = "hostfile"
 ENV_FILE = "deepspeed_env"
 
-#: environment the worker reads (accelctl.run.ds_engine)
+#: environment the worker reads (accelctl.worker.ds_engine)
 CONFIG_ENV = "ACCELCTL_DS_CONFIG"
 INFERENCE_ENV = "ACCELCTL_DS_INFERENCE_CONFIG"
 SHM_ENV = "ACCELCTL_DS_SHM_COMM"
@@ -73,7 +73,7 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1")
 #: the worker's optimizer -> DeepSpeed's optimizer section (used with ZeRO-Offload only).
 #: DeepSpeed's "Adam" is AdamW unless ``adam_w_mode`` is false: spelled out to match torch.
 DS_OPTIMIZER = {"adamw": ("AdamW", {}), "adam": ("Adam", {"adam_w_mode": False})}
-#: client optimizers the worker builds (accelctl.run.train_loop.make_optimizer)
+#: client optimizers the worker builds (accelctl.worker.train_loop.make_optimizer)
 CLIENT_OPTIMIZERS = ("adamw", "adam", "sgd")
 #: client optimizers ZeRO runs without ``zero_allow_untested_optimizer`` (DeepSpeed's
 #: ``runtime.zero.utils.ZERO_SUPPORTED_OPTIMIZERS``; ds_check compares the two)
@@ -112,7 +112,7 @@ def _cpu_lacks_fp16(target: TargetSpec) -> bool:
     """DeepSpeed's CPU accelerator offers fp16 only with native fp16 (mkldnn AVX512-FP16/AMX)."""
     if target.device != "cpu" or target.precision.dtype != "fp16":
         return False
-    from accelctl.run.envinfo import cpu_has_native_fp16
+    from accelctl.worker.envinfo import cpu_has_native_fp16
 
     return not cpu_has_native_fp16()
 

@@ -1,7 +1,7 @@
 """te_fp8: Transformer Engine blocks, and FP8 on Hopper/Ada, for timm ViTs (seed 002).
 
 torchrun with nccl, one process per GPU, as the torchrun backend; in addition the worker
-(``accelctl.run.te_layers``)
+(``accelctl.worker.te_layers``)
 
   (a) builds the ViT with ``VisionTransformer(block_fn=...)`` whose block is a
       ``te.TransformerLayer(hidden_size=dim, ffn_hidden_size=dim * mlp_ratio,
@@ -10,7 +10,7 @@ torchrun with nccl, one process per GPU, as the torchrun backend; in addition th
       targets, with a ``DelayedScaling`` recipe from the workload, inside bf16 autocast.
 
 Everything the worker takes from TE is written into ``te_recipe.json`` (a generated file
-of the plan), so what the plan prints is what runs, and ``accelctl.backends.te_check``
+of the plan), so what the plan prints is what runs, and ``accelctl.backends.te_fp8.check``
 checks exactly that file against TE's own source.  Choosing the API by version is data
 (``AUTOCAST_API``): TE 2.9 added ``te.autocast(recipe=...)`` and deprecated
 ``te.fp8_autocast(fp8_recipe=...)`` (still present, with a DeprecationWarning, in 2.20).
@@ -22,8 +22,8 @@ import json
 
 from accelctl.backends.base import Built
 from accelctl.backends.torchrun import TorchrunBackend
-from accelctl.plan.model import RUN_DIR, GeneratedFile
-from accelctl.run.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile
+from accelctl.contract.job import WorkerJob
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import TargetSpec, WorkloadSpec

@@ -2,7 +2,7 @@
 
 A ``WorkerJob`` is everything the training/inference loop needs, resolved for one
 target: no defaults are left for the worker to guess.  The planner builds it from a
-``WorkloadSpec`` and a target; the worker (``python -m accelctl.run.worker JOB``)
+``WorkloadSpec`` and a target; the worker (``python -m accelctl.worker JOB``)
 reads it back.  Plain data only, so it prints in a plan and round-trips through JSON.
 """
 

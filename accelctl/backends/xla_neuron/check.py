@@ -15,7 +15,7 @@ backends and rendezvous schemes ``distributed/xla_backend.py`` registers.  A tab
 from the v2.9.0 tag is stored with the tests (with its commit); tests check against it, and
 rebuild it from a real source when one is at hand (``ACCELCTL_TORCH_XLA_SOURCE``).
 
-``python -m accelctl.backends.xla_check GIT_DIR TAG`` (or ``WHEEL`` / ``DIR``) prints a table.
+``python -m accelctl.backends.xla_neuron.check GIT_DIR TAG`` (or ``WHEEL`` / ``DIR``) prints a table.
 """
 
 from __future__ import annotations
@@ -360,7 +360,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-if __name__ == "__main__":  # python -m accelctl.backends.xla_check GIT_DIR@TAG | WHEEL | DIR
+if __name__ == "__main__":  # python -m accelctl.backends.xla_neuron.check GIT_DIR@TAG | WHEEL | DIR
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         sys.exit(2)

@@ -24,7 +24,7 @@ Conventions, applied everywhere in this module:
   same count: what the seeds report ("average step time skips the first 10 steps").
 * **Repeats** (``measure { repeat = N }``): one value per repeat, the mean step time of
   that repeat; ``repeats`` is their mean with a 95 % Student-t CI, MLPerf-style (fastest
-  and slowest dropped) from 5 repeats on (``accelctl.report.ci``).  ``step_time_ci`` is
+  and slowest dropped) from 5 repeats on (``accelctl.analysis.ci``).  ``step_time_ci`` is
   that CI when there are two repeats or more, else the Student-t CI of the mean over the
   single repeat's steps (steps are not independent: read it as a lower bound on the noise).
 * **MFU** per step = the mean over ranks of each rank's reported MFU; **peak memory** =
@@ -44,8 +44,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelctl.report.ci import Interval, RepeatSummary, mean_ci, repeat_summary
-from accelctl.run.events import StepMetrics
+from accelctl.analysis.ci import Interval, RepeatSummary, mean_ci, repeat_summary
+from accelctl.contract.events import StepMetrics
 
 MEASURE = "measure"
 WARMUP = "warmup"

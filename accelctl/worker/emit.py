@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from accelctl.run.events import Event, LogMessage
+from accelctl.contract.events import Event, LogMessage
 
 
 class EventWriter:

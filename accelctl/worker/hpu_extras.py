@@ -21,7 +21,7 @@ as optimum-habana uses them (file references are to huggingface/optimum-habana):
   optimum/habana/accelerate/utils/transformer_engine.py).
 
 None of this can run without a Gaudi; the plan-side checks are in
-``accelctl.backends.gaudi_check``.
+``accelctl.backends.gaudi.check``.
 """
 
 from __future__ import annotations

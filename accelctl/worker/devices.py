@@ -45,7 +45,7 @@ class CpuAdapter:
         return torch.device("cpu")
 
     def device_name(self) -> str:
-        from accelctl.run.envinfo import cpu_model
+        from accelctl.worker.envinfo import cpu_model
 
         return cpu_model()
 
@@ -203,17 +203,17 @@ class XlaAdapter(CpuAdapter):
         self.xm.optimizer_step(optimizer)
 
     def init_process_group(self) -> None:
-        from accelctl.run import xla_extras
+        from accelctl.worker import xla_extras
 
         xla_extras.init_process_group()  # "xla" backend, init_method="xla://"
 
     def wrap_batches(self, batches, job):
-        from accelctl.run import xla_extras
+        from accelctl.worker import xla_extras
 
         return xla_extras.device_loader(batches, self.device, xla_extras.dataloader_workers(job))
 
     def compile_stats(self) -> dict:
-        from accelctl.run import xla_extras
+        from accelctl.worker import xla_extras
 
         return xla_extras.compile_stats()  # torch-xla's CompileTime metric
 

@@ -14,9 +14,9 @@ import time
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from accelctl.run import models
-from accelctl.run.context import RunContext
-from accelctl.run.generate_loop import schedule
+from accelctl.worker import models
+from accelctl.worker.context import RunContext
+from accelctl.worker.generate_loop import schedule
 
 
 def run(ctx: RunContext) -> tuple[int, dict]:

@@ -14,8 +14,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from accelctl.run import data, ds_engine, models
-from accelctl.run.context import NonFiniteLoss, RunContext
+from accelctl.worker import data
+from accelctl.worker import ds_engine
+from accelctl.worker import models
+from accelctl.worker.context import NonFiniteLoss, RunContext
 
 
 def run(ctx: RunContext) -> tuple[int, dict]:

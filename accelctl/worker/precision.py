@@ -7,7 +7,7 @@
   matmuls are ~100-180x slower than fp32 here (LAB.md).
 * fp16 training uses a ``GradScaler`` (loss scaling against underflow).
 * fp8: Transformer Engine's FP8 autocast of the targeted TE version inside bf16 autocast
-  (seed 002), as the te_fp8 plan's ``te_recipe.json`` says (``accelctl.run.te_layers``).
+  (seed 002), as the te_fp8 plan's ``te_recipe.json`` says (``accelctl.worker.te_layers``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from accelctl.run.envinfo import cpu_has_native_bf16, cpu_has_native_fp16
+from accelctl.worker.envinfo import cpu_has_native_bf16, cpu_has_native_fp16
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -72,7 +72,7 @@ def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
 
 def _fp8_context(job):
     """The FP8 forward context of the plan's Transformer Engine settings (``te_recipe.json``)."""
-    from accelctl.run import te_layers
+    from accelctl.worker import te_layers
 
     if job.model.family != "vit":
         raise ValueError(f"fp8 is implemented for the vit family (Transformer Engine blocks, seed 002); "

@@ -41,9 +41,9 @@ import types
 from functools import lru_cache
 from typing import Any, Iterator
 
-from accelctl.backends import deepspeed as B
+from accelctl.backends.deepspeed import backend as B
 from accelctl.errors import Diagnostic, did_you_mean
-from accelctl.plan.model import RUN_DIR, Launch, Plan
+from accelctl.contract.plan import RUN_DIR, Launch, Plan
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 BACKENDS = ("deepspeed", "deepspeed_inference")
@@ -348,9 +348,9 @@ def check_launch(launch: Launch, plan: Plan, spec: WorkloadSpec, target: TargetS
                       f"DeepSpeed's launcher rejects launch {launch.name}: {error}", launch.shell())]
     out: list[Diagnostic] = []
     bad = []
-    if args.user_script != "accelctl.run.worker" or not args.module:
+    if args.user_script != "accelctl.worker" or not args.module:
         bad.append(f"it would run {args.user_script!r} as a {'module' if args.module else 'script'}, "
-                   "not the module accelctl.run.worker")
+                   "not the module accelctl.worker")
     if not args.no_local_rank:
         bad.append("without --no_local_rank the worker gets a --local_rank=N argument it does not take")
     if args.no_python and args.module:

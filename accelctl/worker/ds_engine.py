@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from accelctl.backends.deepspeed import CONFIG_ENV, INFERENCE_ENV, SHM_ENV
-from accelctl.run.context import NonFiniteLoss
+from accelctl.backends.deepspeed.backend import CONFIG_ENV, INFERENCE_ENV, SHM_ENV
+from accelctl.worker.context import NonFiniteLoss
 
 SHM_OP = "deepspeed_shm_comm"
 
@@ -85,7 +85,7 @@ class DeepSpeedTraining:
         self.kind = kind
 
     def train_step(self, step: int) -> float:
-        from accelctl.run.train_loop import forward_loss
+        from accelctl.worker.train_loop import forward_loss
 
         engine, ctx, job, adapter = self.engine, self.ctx, self.ctx.job, self.ctx.adapter
         accum, nan_at = job.accumulation, job.options.get("inject_nan_at_step")
