@@ -212,7 +212,8 @@ def use_tui(args) -> bool:
 
 
 def cmd_run(args) -> int:
-    from accelctl.api import launch, plan as make_plan
+    from accelctl.api import launch
+    from accelctl.api import plan as make_plan
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0

@@ -66,7 +66,7 @@ def run_probe(name: str, code: str, timeout: float = 60.0) -> Probe:
 
 
 def host_facts() -> dict:
-    from accelctl.worker.envinfo import cpu_has_native_bf16, cpu_model
+    from accelctl.hostinfo import cpu_has_native_bf16, cpu_model
 
     return {"cpu": cpu_model(), "cores": cpu_count(), "native_bf16": cpu_has_native_bf16(),
             "adapters_present": present_adapters()}

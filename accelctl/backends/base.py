@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 

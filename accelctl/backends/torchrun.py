@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from accelctl.backends.base import WORKER, Backend, Built, process_env
-from accelctl.contract.plan import Launch
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import Launch
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 

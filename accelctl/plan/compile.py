@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, threads_per_process
 from accelctl.plan.memory import estimate
-from accelctl.contract.plan import Plan
 from accelctl.plan.registry import ENGINES, choose
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
@@ -48,7 +48,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     warnings = list(built.warnings)
     notes = [*built.notes, fit.describe()]
     if target.device == "cpu" and target.precision.dtype in ("bf16", "fp16"):
-        from accelctl.worker.envinfo import cpu_has_native_bf16
+        from accelctl.hostinfo import cpu_has_native_bf16
 
         if not cpu_has_native_bf16():
             warnings.append(f"{target.precision.dtype} on this CPU: it has no native bf16/fp16 arithmetic "

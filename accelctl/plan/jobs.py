@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from accelctl.contract.job import DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob
 from accelctl.hostinfo import cpu_count
-from accelctl.contract.job import (DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob)
 from accelctl.spec.catalog import INSTANCES
+from accelctl.spec.models import objective_for
 from accelctl.spec.types import TargetSpec, WorkloadSpec
-
-_OBJECTIVE = {"bert": "mlm", "t5": "seq2seq", "vit": "classification"}
 
 
 def threads_per_process(target: TargetSpec, processes: int) -> int:
@@ -38,7 +37,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     data_ref = str((base / d.ref).expanduser()) if d.kind == "files" else d.ref
     fallback = str((base / d.fallback).expanduser()) if d.fallback != "synthetic" else d.fallback
     model_ref = str((base / m.ref).expanduser()) if m.source == "local" else m.ref
-    objective = t.objective or _OBJECTIVE.get(m.family, "causal_lm")
+    objective = objective_for(m.family, t.objective)
     prec = target.precision
     fp8 = {}
     if prec.fp8 is not None:

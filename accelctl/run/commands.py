@@ -25,9 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from accelctl.contract import envnames
 from accelctl.contract.plan import RUN_DIR, Launch
 
-EVENTS_DIR_ENV = "ACCELCTL_EVENTS_DIR"
+EVENTS_DIR_ENV = envnames.EVENTS_DIR
 #: placeholders a plan may use whose value comes from the environment of the run
 ENV_PLACEHOLDERS = {"{optimum_habana}": "OPTIMUM_HABANA_DIR"}
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])

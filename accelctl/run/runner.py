@@ -38,12 +38,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract.plan import Launch, Plan
-from accelctl.run import procgroup
-from accelctl.run import store
-from accelctl.run.commands import EVENTS_DIR_ENV, ResolvedLaunch, UnresolvedPlaceholder, launch_env, resolve_argv, resolve_launch
 from accelctl.contract.events import Event, RunFailed
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import Launch, Plan
+from accelctl.run import procgroup, store
+from accelctl.run.commands import (
+    EVENTS_DIR_ENV,
+    ResolvedLaunch,
+    UnresolvedPlaceholder,
+    launch_env,
+    resolve_argv,
+    resolve_launch,
+)
 from accelctl.run.sinks import FanOut
 from accelctl.run.summary import build_summary
 from accelctl.run.tail import RankFiles, parse_line

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
+from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 
-RUNS_DIR_ENV = "ACCELCTL_RUNS_DIR"
+RUNS_DIR_ENV = envnames.RUNS_DIR
 
 WORKLOAD_FILE = "workload.wl"
 SPEC_FILE = "spec.json"

@@ -23,10 +23,10 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accelctl.contract.plan import Plan
 from accelctl.analysis.stats import steady_state
 from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import Plan
 
 SCHEMA_VERSION = 1
 MAX_WARNINGS = 50

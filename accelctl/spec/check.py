@@ -16,7 +16,7 @@ from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec.models import FAMILIES, KNOWN_MODELS
-from accelctl.spec.types import (DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec)
+from accelctl.spec.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
 from accelctl.spec.values import BAD, Ctx
 
 

@@ -98,3 +98,12 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         KnownModel("gpt2", "gpt2", 124e6, 12, 768, 12, 50257, 3072, 1024),
     )
 }
+
+
+#: training objective when the task does not name one, by family (causal LM otherwise)
+DEFAULT_OBJECTIVE = {"bert": "mlm", "t5": "seq2seq", "vit": "classification"}
+
+
+def objective_for(family: str, written: str = "") -> str:
+    """The training objective: the one written in the task, else the family's default."""
+    return written or DEFAULT_OBJECTIVE.get(family, "causal_lm")

@@ -16,8 +16,16 @@ from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.check import Origins, call_kwargs, check_measure, check_optimizer, items_by_key, typed_entries
 from accelctl.spec.models import FAMILIES
-from accelctl.spec.types import (BatchSpec, EngineSpec, Fp8Recipe, ModelSpec, ParallelSpec, PrecisionSpec,
-                                 TargetSpec, TaskSpec)
+from accelctl.spec.types import (
+    BatchSpec,
+    EngineSpec,
+    Fp8Recipe,
+    ModelSpec,
+    ParallelSpec,
+    PrecisionSpec,
+    TargetSpec,
+    TaskSpec,
+)
 from accelctl.spec.values import BAD, Ctx
 
 FP8_DEVICES = tuple(d.name for d in DEVICES.values() if d.fp8)

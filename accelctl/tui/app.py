@@ -188,9 +188,9 @@ class AccelctlApp(App):
         if result.error:
             self.notify(result.error.splitlines()[0], title="cannot plan", severity="error", timeout=8)
             return
-        from accelctl.api import launch
-
         import asyncio
+
+        from accelctl.api import launch
 
         try:
             handle = await asyncio.wrap_future(self._launcher.submit(

@@ -90,7 +90,8 @@ def _print_summary(result) -> None:
 def main(argv=None) -> int:
     import argparse
 
-    from accelctl.api import load, plan as make_plan
+    from accelctl.api import load
+    from accelctl.api import plan as make_plan
     from accelctl.cli import pick_target
 
     ap = argparse.ArgumentParser(prog="python -m accelctl.tui.live", description="accelctl run FILE, with the TUI")

@@ -20,12 +20,14 @@ import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from accelctl.contract import envnames
+
 NICE = 10
 
 
 def _nice() -> int:
     try:
-        return max(0, int(os.environ.get("ACCELCTL_TUI_NICE", NICE)))
+        return max(0, int(os.environ.get(envnames.TUI_NICE, NICE)))
     except ValueError:
         return NICE
 

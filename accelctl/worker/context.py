@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelctl.worker.emit import EventWriter
 from accelctl.contract.events import PhaseChanged, RunStarted, StepMetrics
+from accelctl.worker.emit import EventWriter
 
 
 class NonFiniteLoss(Exception):

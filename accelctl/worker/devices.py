@@ -45,7 +45,7 @@ class CpuAdapter:
         return torch.device("cpu")
 
     def device_name(self) -> str:
-        from accelctl.worker.envinfo import cpu_model
+        from accelctl.hostinfo import cpu_model
 
         return cpu_model()
 

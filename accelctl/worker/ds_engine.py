@@ -35,7 +35,9 @@ from typing import Any
 
 import torch
 
-from accelctl.backends.deepspeed.backend import CONFIG_ENV, INFERENCE_ENV, SHM_ENV
+from accelctl.contract.envnames import DS_CONFIG as CONFIG_ENV
+from accelctl.contract.envnames import DS_INFERENCE_CONFIG as INFERENCE_ENV
+from accelctl.contract.envnames import DS_SHM_COMM as SHM_ENV
 from accelctl.worker.context import NonFiniteLoss
 
 SHM_OP = "deepspeed_shm_comm"

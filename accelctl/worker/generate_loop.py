@@ -12,9 +12,7 @@ import time
 
 import torch
 
-from accelctl.worker import data
-from accelctl.worker import ds_engine
-from accelctl.worker import models
+from accelctl.worker import data, ds_engine, models
 from accelctl.worker.context import RunContext
 
 

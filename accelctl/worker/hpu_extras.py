@@ -31,8 +31,10 @@ import json
 import os
 from typing import Any, Iterable
 
+from accelctl.contract import envnames
+
 #: set by the gaudi backend's plan: the generated gaudi_config.json
-GAUDI_CONFIG_ENV = "ACCELCTL_GAUDI_CONFIG"
+GAUDI_CONFIG_ENV = envnames.GAUDI_CONFIG
 
 
 def gaudi_config(path: str | None = None) -> dict[str, Any]:

@@ -21,13 +21,12 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
 
-from accelctl.worker import envinfo
-from accelctl.worker import precision  # noqa: E402
+from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
+from accelctl.contract.job import WorkerJob  # noqa: E402
+from accelctl.worker import envinfo, precision  # noqa: E402
 from accelctl.worker.context import NonFiniteLoss, RunContext  # noqa: E402
 from accelctl.worker.devices import adapter_for  # noqa: E402
 from accelctl.worker.emit import EventWriter  # noqa: E402
-from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
-from accelctl.contract.job import WorkerJob  # noqa: E402
 
 EXIT_OK, EXIT_EXCEPTION, EXIT_NAN, EXIT_STOPPED = 0, 1, 3, 130
 

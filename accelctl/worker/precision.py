@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from accelctl.worker.envinfo import cpu_has_native_bf16, cpu_has_native_fp16
+from accelctl.hostinfo import cpu_has_native_bf16, cpu_has_native_fp16
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 

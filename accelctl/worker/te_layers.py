@@ -23,8 +23,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
+from accelctl.contract import envnames
+
 #: set by the te_fp8 plan to ``{run_dir}/te_recipe.json``
-CONFIG_ENV = "ACCELCTL_TE_CONFIG"
+CONFIG_ENV = envnames.TE_CONFIG
 
 
 def load(path: str | os.PathLike | None = None) -> dict[str, Any] | None:

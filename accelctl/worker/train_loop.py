@@ -14,9 +14,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from accelctl.worker import data
-from accelctl.worker import ds_engine
-from accelctl.worker import models
+from accelctl.worker import data, ds_engine, models
 from accelctl.worker.context import NonFiniteLoss, RunContext
 
 

@@ -21,8 +21,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from accelctl.contract import envnames
+
 #: set by the xla_neuron plan: data-loader worker processes per rank
-WORKERS_ENV = "ACCELCTL_DATALOADER_WORKERS"
+WORKERS_ENV = envnames.DATALOADER_WORKERS
 
 
 def init_process_group() -> None:

@@ -8,8 +8,8 @@ registered; ``test_*_registry`` checks that the registry, once it lists them, ag
 from __future__ import annotations
 
 from accelctl.api import check, parse
-from accelctl.plan.jobs import build_job, threads_per_process
 from accelctl.contract.plan import Plan
+from accelctl.plan.jobs import build_job, threads_per_process
 
 
 def plan_with(backend, spec, target_name: str) -> Plan:

@@ -27,9 +27,9 @@ from accelctl.api import check, parse, plan
 from accelctl.backends.deepspeed import backend as B
 from accelctl.backends.deepspeed import check as ds_check
 from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend
+from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.errors import PlanError, attach_source
 from accelctl.plan import registry
-from accelctl.contract.plan import GeneratedFile, Launch, Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -308,7 +308,7 @@ def test_training_refusals():
     assert "nvme_path" in refusal(nvme, "a100_offload")
     sgd = SEED_001.replace("optimizer adamw", "optimizer sgd")
     assert "DeepSpeedCPUAdam" in refusal(sgd, "a100_offload")
-    from accelctl.worker.envinfo import cpu_has_native_fp16
+    from accelctl.hostinfo import cpu_has_native_fp16
 
     if not cpu_has_native_fp16():
         fp16 = SEED_001.replace("precision = fp32\n    batch { micro = 2", "precision = fp16\n    batch { micro = 2")
@@ -526,8 +526,8 @@ def _free_port() -> int:
 @pytest.fixture
 def run_plan(tmp_path, monkeypatch, deepspeed):
     """Plan -> runner -> events (the runner maps the ``deepspeed`` argv head to this venv)."""
-    from accelctl.run import runner
     from accelctl.contract.events import read_events
+    from accelctl.run import runner
 
     ext = tmp_path / "torch_extensions"
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(ext))

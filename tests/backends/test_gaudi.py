@@ -11,8 +11,8 @@ import json
 import os
 import re
 import shlex
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,9 +21,9 @@ from accelctl.api import check, parse, plan
 from accelctl.backends.gaudi import backend as gaudi
 from accelctl.backends.gaudi.backend import GaudiBackend, gaudi_config, spawned_prefix
 from accelctl.backends.gaudi.check import SPAWN, Report, argparse_parser, check_argparse_script, spawn_join
+from accelctl.contract.plan import Plan
 from accelctl.errors import PlanError, WorkloadError
 from accelctl.plan import registry
-from accelctl.contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 HABANA_PY = Path(os.environ.get("HABANA_VENV", ROOT / ".venv-habana")) / "bin" / "python"

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from backend_plans import load_spec, plan_with
 
-from accelctl.backends.xla_neuron import check as xla_check
 from accelctl.backends.xla_neuron import backend as xla_neuron
+from accelctl.backends.xla_neuron import check as xla_check
 from accelctl.backends.xla_neuron.backend import XlaNeuronBackend
-from accelctl.contract.plan import Plan
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE_PATH = Path(__file__).parent / "data" / "torch_xla-2.9.0.json"

@@ -9,8 +9,8 @@ import pytest
 
 from accelctl.api import check, parse, plan
 from accelctl.cli import render_plan_sh, render_plan_text
-from accelctl.errors import PlanError
 from accelctl.contract.plan import Plan
+from accelctl.errors import PlanError
 
 WL = """
 workload tiny {
@@ -66,7 +66,7 @@ def test_threads_override():
 
 def test_bf16_on_cpu_warns_loudly():
     p = plan(_spec(), "bf")
-    from accelctl.worker.envinfo import cpu_has_native_bf16
+    from accelctl.hostinfo import cpu_has_native_bf16
 
     if cpu_has_native_bf16():
         pytest.skip("this CPU has native bf16")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.contract.plan import Launch, Plan
 from accelctl.contract.job import DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob
+from accelctl.contract.plan import Launch, Plan
 
 FAKE_WORKER = str(Path(__file__).with_name("fake_worker.py"))
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from accelctl.contract.events import LogMessage, RunFailed, RunFinished, RunStarted, StepMetrics, read_events
 from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.run import runner
 from accelctl.run.console import ConsoleSink
-from accelctl.contract.events import LogMessage, RunFailed, RunFinished, RunStarted, StepMetrics, read_events
 from accelctl.run.sinks import ListSink
 
 TIMEOUT = 60

@@ -9,9 +9,9 @@ import stat
 
 import pytest
 
+from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile
 from accelctl.run import store
-from accelctl.contract.job import WorkerJob
 
 ID = re.compile(r"^\d{8}-\d{6}-[A-Za-z0-9_.]+-[A-Za-z0-9_.]+-[0-9a-f]{4}$")
 

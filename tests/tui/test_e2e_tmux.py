@@ -15,7 +15,6 @@ import time
 import uuid
 
 import pytest
-
 from tui_fixtures import FIXTURES, ROOT
 
 pytestmark = [pytest.mark.slow,

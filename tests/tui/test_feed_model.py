@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from tui_fixtures import STORE, WORKLOADS, recorded
 
 from accelctl.analysis.stats import steady_state
 from accelctl.contract.events import read_events
@@ -17,7 +18,6 @@ from accelctl.tui.highlight import highlight_workload, source_with_diagnostics
 from accelctl.tui.messages import RunEnded, RunEvents
 from accelctl.tui.model import RunModel
 from accelctl.tui.workspace import compare, make_plan, plan_diff, price_per_hour, scan
-from tui_fixtures import STORE, WORKLOADS, recorded
 
 
 def drain(source, timeout: float = 10.0):

@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tui_fixtures import ROOT
 
 WORKLOAD = "tests/tui/fixtures/workloads/tiny.wl"

@@ -7,6 +7,8 @@ import json
 import os
 
 import pytest
+from tui_fixtures import WORKLOADS, fake_plan, recorded, spec_json
+from tui_screen import screen_text, wait_for
 
 from accelctl.api import launch
 from accelctl.contract.events import read_events
@@ -14,8 +16,6 @@ from accelctl.tui.app import AccelctlApp
 from accelctl.tui.live import run_live
 from accelctl.tui.screens.dialogs import QuitScreen
 from accelctl.tui.screens.run import RunScreen
-from tui_fixtures import WORKLOADS, fake_plan, recorded, spec_json
-from tui_screen import screen_text, wait_for
 
 
 def _alive(pid: int) -> bool:

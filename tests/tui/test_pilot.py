@@ -8,6 +8,8 @@ import json
 import pytest
 from textual.command import CommandPalette
 from textual.widgets import DataTable, OptionList, Static
+from tui_fixtures import STORE, WORKLOADS, recorded
+from tui_screen import screen_text, wait_for
 
 from accelctl.analysis.stats import steady_state
 from accelctl.contract.events import read_events
@@ -19,8 +21,6 @@ from accelctl.tui.screens.help import HelpScreen
 from accelctl.tui.screens.plan import PlanScreen
 from accelctl.tui.screens.run import RunScreen
 from accelctl.tui.screens.runs import RunsScreen
-from tui_fixtures import STORE, WORKLOADS, recorded
-from tui_screen import screen_text, wait_for
 
 pytestmark = pytest.mark.asyncio
 

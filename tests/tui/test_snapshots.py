@@ -16,13 +16,14 @@ pytest.importorskip("pytest_textual_snapshot")
 
 import json  # noqa: E402
 
+from tui_fixtures import STORE, WORKLOADS, recorded  # noqa: E402
+from tui_screen import wait_for  # noqa: E402
+
 from accelctl.cli import render_plan_text  # noqa: E402
 from accelctl.contract.plan import Plan  # noqa: E402
 from accelctl.tui.app import AccelctlApp  # noqa: E402
 from accelctl.tui.screens.run import RunScreen  # noqa: E402
 from accelctl.tui.workspace import PlanResult  # noqa: E402
-from tui_fixtures import STORE, WORKLOADS, recorded  # noqa: E402
-from tui_screen import wait_for  # noqa: E402
 
 SIZES = [(80, 24), (120, 40)]
 

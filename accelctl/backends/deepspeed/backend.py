@@ -41,9 +41,10 @@ import json
 from typing import Any
 
 from accelctl.backends.base import WORKER, Backend, Built, process_env
-from accelctl.errors import Diagnostic, PlanError
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -60,9 +61,7 @@ HOSTFILE = "hostfile"
 ENV_FILE = "deepspeed_env"
 
 #: environment the worker reads (accelctl.worker.ds_engine)
-CONFIG_ENV = "ACCELCTL_DS_CONFIG"
-INFERENCE_ENV = "ACCELCTL_DS_INFERENCE_CONFIG"
-SHM_ENV = "ACCELCTL_DS_SHM_COMM"
+CONFIG_ENV, INFERENCE_ENV, SHM_ENV = envnames.DS_CONFIG, envnames.DS_INFERENCE_CONFIG, envnames.DS_SHM_COMM
 
 #: DeepSpeed's launcher default; the workload's ``engine deepspeed { master_port = .. }`` wins
 DEFAULT_MASTER_PORT = 29500
@@ -112,7 +111,7 @@ def _cpu_lacks_fp16(target: TargetSpec) -> bool:
     """DeepSpeed's CPU accelerator offers fp16 only with native fp16 (mkldnn AVX512-FP16/AMX)."""
     if target.device != "cpu" or target.precision.dtype != "fp16":
         return False
-    from accelctl.worker.envinfo import cpu_has_native_fp16
+    from accelctl.hostinfo import cpu_has_native_fp16
 
     return not cpu_has_native_fp16()
 

@@ -42,8 +42,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from accelctl.backends.deepspeed import backend as B
-from accelctl.errors import Diagnostic, did_you_mean
 from accelctl.contract.plan import RUN_DIR, Launch, Plan
+from accelctl.errors import Diagnostic, did_you_mean
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 BACKENDS = ("deepspeed", "deepspeed_inference")

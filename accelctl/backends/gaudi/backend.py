@@ -43,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
-from accelctl.plan.jobs import _OBJECTIVE as OBJECTIVE_BY_FAMILY
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.models import objective_for
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: the optimum-habana checkout the example commands run in (``OPTIMUM_HABANA_DIR``); a
@@ -56,7 +57,7 @@ FLAGS_FILE = Path(__file__).with_name("data") / "optimum_habana_flags.json"
 
 GAUDI_CONFIG_FILE = "gaudi_config.json"
 #: where the worker finds the generated GaudiConfig (as te_fp8's ACCELCTL_TE_CONFIG)
-GAUDI_CONFIG_ENV = "ACCELCTL_GAUDI_CONFIG"
+GAUDI_CONFIG_ENV = envnames.GAUDI_CONFIG
 WORKER_SHIM = "accelctl_worker.py"
 WORKER_SHIM_TEXT = (
     "# gaudi_spawn.py launches a script path; this one runs `python -m accelctl.worker JOB`.\n"
@@ -152,7 +153,7 @@ def example_key(spec: WorkloadSpec) -> str:
     """generate, or the training objective (the job's default by model family when unset)."""
     if spec.task.kind == "generate":
         return "generate"
-    return spec.task.objective or OBJECTIVE_BY_FAMILY.get(spec.model.family, "causal_lm")
+    return objective_for(spec.model.family, spec.task.objective)
 
 
 def script_mode(target: TargetSpec) -> str:

@@ -22,8 +22,9 @@ import json
 
 from accelctl.backends.base import Built
 from accelctl.backends.torchrun import TorchrunBackend
-from accelctl.contract.plan import RUN_DIR, GeneratedFile
+from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -58,7 +59,7 @@ FP8_DIMS = (8, 16)
 
 CONFIG_FILE = "te_recipe.json"
 #: where the worker finds the generated file
-CONFIG_ENV = "ACCELCTL_TE_CONFIG"
+CONFIG_ENV = envnames.TE_CONFIG
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -31,8 +31,9 @@ from __future__ import annotations
 import dataclasses
 
 from accelctl.backends.base import Backend, Built, process_env
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract import envnames
 from accelctl.contract.job import MeasureJob, WorkerJob
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -55,7 +56,7 @@ SMALL_HOST_VCPUS = 8
 #: data-loader workers: the vCPUs of one core's share, at most 8 (seed 004: 4 on trn1, 2 on
 #: inf2.xlarge, 8 on the larger inf2); without a known instance, this many
 MAX_WORKERS, DEFAULT_WORKERS = 8, 2
-WORKERS_ENV = "ACCELCTL_DATALOADER_WORKERS"
+WORKERS_ENV = envnames.DATALOADER_WORKERS
 PRECOMPILE_JOB = "job_precompile.json"
 #: steps of the pre-compilation run: enough to meet every graph (the optimizer's first step
 #: differs from the next ones: AdamW builds its state), far fewer than the measured run

@@ -26,7 +26,6 @@ from accelctl.tui.widgets.logtail import LogTail
 from accelctl.tui.widgets.plots import SeriesPlot
 from accelctl.tui.widgets.stats import ProgressPanel, RanksPanel, RunHeader, StatsPanel, SummaryPanel
 
-
 #: the panels are redrawn at most this often while events arrive
 PUSH_INTERVAL_S = 1.0
 

@@ -1,0 +1,26 @@
+"""Every ``ACCELCTL_*`` environment variable, named once.
+
+A plan writes them, the runner or the worker reads them; both sides import the name
+from here so a rename cannot leave one side behind.
+"""
+
+from __future__ import annotations
+
+#: run store root (``accelctl run`` / ``runs`` / ``report``; default ./runs)
+RUNS_DIR = "ACCELCTL_RUNS_DIR"
+#: folder where each rank appends ``rank<N>.jsonl`` (set by the runner for every launch)
+EVENTS_DIR = "ACCELCTL_EVENTS_DIR"
+#: DeepSpeed training config (``ds_config.json``) the worker hands to ``deepspeed.initialize``
+DS_CONFIG = "ACCELCTL_DS_CONFIG"
+#: DeepSpeed-inference config (``ds_inference.json``) for ``deepspeed.init_inference``
+DS_INFERENCE_CONFIG = "ACCELCTL_DS_INFERENCE_CONFIG"
+#: "0": mark DeepSpeed's shared-memory all-reduce op incompatible (CPU plans; avoids its JIT build)
+DS_SHM_COMM = "ACCELCTL_DS_SHM_COMM"
+#: Transformer Engine layer/recipe settings (``te_recipe.json``)
+TE_CONFIG = "ACCELCTL_TE_CONFIG"
+#: GaudiConfig (``gaudi_config.json``): autocast, fused AdamW, fused clip-norm on HPU
+GAUDI_CONFIG = "ACCELCTL_GAUDI_CONFIG"
+#: DataLoader worker processes per rank (torch-xla's MpDeviceLoader feeds from them)
+DATALOADER_WORKERS = "ACCELCTL_DATALOADER_WORKERS"
+#: niceness of the TUI's render thread (0 turns it off)
+TUI_NICE = "ACCELCTL_TUI_NICE"
