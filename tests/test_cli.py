@@ -36,7 +36,7 @@ def test_plan_diff_shows_what_changes_between_targets(capsys):
     assert out.startswith("--- target p4d\n+++ target p5_fp8")
     assert "-#   backend torchrun, engine local, device a100_40gb" in out
     assert "+#   backend te_fp8, engine local, device h100" in out
-    assert '+  "micro_batch": 128,' in out and '-  "micro_batch": 64,' in out
+    assert '+    "micro": 128' in out and '-    "micro": 64' in out
 
 
 def test_plan_diff_of_a_target_that_cannot_be_planned_shows_the_reason(capsys):

@@ -20,13 +20,13 @@ WORKER = ("-m", "accelctl.worker", "{run_dir}/job.json")
 BASE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
 
 
-def process_env(job: WorkerJob, adapter: str) -> dict[str, str]:
+def process_env(job: WorkerJob) -> dict[str, str]:
     """BASE_ENV plus the threads of each process.  On CPU devices OpenMP's idle threads
     sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``): on the 2-core lab machine a
     2-thread stand-in's median generate() went from 391 to 223 ms with it, p90 1147 to
     236 ms (one run each; `accelctl run` of bloomz_176b's cpu target with threads = 2)."""
     env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads))
-    if adapter == "cpu":
+    if job.device.adapter == "cpu":
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
@@ -50,6 +50,8 @@ class Backend:
     tasks: tuple[str, ...] = ("pretrain", "finetune", "generate", "infer")
     #: one line for ``accelctl plan`` and docs
     summary: str = ""
+    #: how the worker runs the model under this backend (``accelctl.contract.job.STRATEGIES``)
+    worker_strategy: str = "plain"
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         """Whether this backend is the natural choice for the target (registry order decides ties)."""

@@ -27,6 +27,6 @@ class CpuBackend(Backend):
         return 1
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
-        env = process_env(job, "cpu")
+        env = process_env(job)
         return Built([Launch("worker", ("python", *WORKER), env, processes=1)],
                      notes=[f"1 process, {job.threads} thread(s)"])

@@ -5,10 +5,7 @@ from __future__ import annotations
 from accelctl.backends.base import WORKER, Backend, Built, process_env
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch
-from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
-
-PROCESS_GROUP = {"cpu": "gloo", "cuda": "nccl"}
 
 
 class TorchrunBackend(Backend):
@@ -18,12 +15,11 @@ class TorchrunBackend(Backend):
     summary = "torchrun, one process per device, DistributedDataParallel"
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
-        adapter = DEVICES[target.device].adapter
         argv = ["torchrun"]
         if target.nodes == 1:
             argv += ["--standalone", "--nnodes=1"]
         argv += [f"--nproc_per_node={target.devices}", *WORKER]
-        env = dict(process_env(job, adapter), ACCELCTL_PROCESS_GROUP=PROCESS_GROUP[adapter])
+        env = process_env(job)
         return Built([Launch("torchrun", tuple(argv), env, processes=target.devices)],
                      notes=[f"{target.devices} processes x {job.threads} thread(s), "
-                            f"process group {PROCESS_GROUP[adapter]}"])
+                            f"process group {job.device.comm}"])

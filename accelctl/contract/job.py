@@ -1,94 +1,79 @@
 """The worker's input: one JSON file the plan writes and every launched process reads.
 
 A ``WorkerJob`` is everything the training/inference loop needs, resolved for one
-target: no defaults are left for the worker to guess.  The planner builds it from a
-``WorkloadSpec`` and a target; the worker (``python -m accelctl.worker JOB``)
-reads it back.  Plain data only, so it prints in a plan and round-trips through JSON.
+target: no defaults are left for the worker to guess.  It embeds the spec's own frozen
+types (``TaskSpec``, ``ModelSpec``, ``DatasetSpec`` ... from ``accelctl.spec.types``),
+resolved for the target by the planner (paths absolute, the target's precision, batch,
+measure and optimizer, the task's objective filled in), so a new workload key is one
+field of the spec type and one reader in the worker, never a mirror copied field by
+field.  What the worker needs beyond the spec is typed here: how to drive the device
+(``DeviceJob``), which execution strategy runs the model (``strategy``), and test-only
+hooks kept apart (``DebugJob``).  Plain data: it prints in a plan and round-trips
+through JSON (``accelctl.contract.codec``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelctl.contract import codec
+from accelctl.spec.types import (
+    BatchSpec,
+    DatasetSpec,
+    MeasureSpec,
+    ModelSpec,
+    OptimizerSpec,
+    ParallelSpec,
+    PrecisionSpec,
+    TaskSpec,
+)
 
-@dataclass(frozen=True)
-class ModelJob:
-    #: architecture family: bloom, gpt2, llama, bert, t5, vit, stable_diffusion
-    family: str
-    #: where real weights come from: "hf" (Hub id), "local" (path) or "arch" (random init)
-    source: str
-    #: Hub id or local path; empty for "arch"
-    ref: str = ""
-    #: shape used when building from a config (random weights): layers, hidden, heads, ...
-    #: keys are the DSL's (layers, hidden, heads, ffn, vocab, image_size, patch, classes ...)
-    config: dict[str, Any] = field(default_factory=dict)
-    #: "real" loads weights from ``ref``; "stand_in" builds ``config`` with random weights;
-    #: "auto" loads real weights when present locally, else the stand-in
-    weights: str = "auto"
-
-
-@dataclass(frozen=True)
-class DataJob:
-    #: synthetic, files (local path), hf (Hub id, with a local fallback)
-    kind: str = "synthetic"
-    ref: str = ""
-    #: fallback when ``kind == "hf"`` cannot be loaded offline: "synthetic" or a local path
-    fallback: str = "synthetic"
-    seq_len: int = 128
-    target_len: int = 32
-    image_size: int = 224
-    channels: int = 3
-    classes: int = 1000
-    column: str = ""
-    #: prompt tokens kept from each record (generation from a dataset)
-    prompt_tokens: int = 0
-    #: masked-LM probability (BERT pre-training)
-    mlm_probability: float = 0.15
+#: execution strategies the worker knows (``accelctl.worker.strategy``): ``plain`` runs the
+#: model itself (one process, or DDP when the launcher starts several); ``deepspeed`` hands
+#: model and optimizer to ``deepspeed.initialize``; ``deepspeed_inference`` to
+#: ``deepspeed.init_inference``
+STRATEGIES = ("plain", "deepspeed", "deepspeed_inference")
 
 
 @dataclass(frozen=True)
-class TaskJob:
-    #: pretrain, finetune, generate, infer
-    kind: str
-    #: generation
-    prompt: str = ""
-    max_new_tokens: int = 0
-    decoding: str = "greedy"
-    kv_cache: bool = True
-    #: diffusion inference
-    inference_steps: int = 0
-    guidance_scale: float = 7.5
+class DeviceJob:
+    """How the worker drives the device: the family's adapter and collective backend,
+    resolved by the planner from the device catalog, and the device options a target set."""
+
+    #: device kind from the catalog (cpu, a100, h100, gaudi2, trn1 ...), for the record
+    kind: str = "cpu"
+    #: device family whose worker adapter runs the loop: cpu, cuda, hpu, xla
+    adapter: str = "cpu"
+    #: torch.distributed backend of the family: gloo, nccl, hccl, xla
+    comm: str = "gloo"
+    #: HPU: wrap the model in HPU graphs (inference)
+    hpu_graphs: bool = False
+    #: HPU: lazy mode (``mark_step`` cuts the graph)
+    lazy_mode: bool = True
+    #: DataLoader worker processes per rank (0 = load in the rank itself)
+    dataloader_workers: int = 0
+    #: XLA: this launch only compiles the graphs (``neuron_parallel_compile``), untimed
+    precompile: bool = False
 
 
 @dataclass(frozen=True)
-class PrecisionJob:
-    #: fp32, bf16, fp16, fp8
-    dtype: str = "fp32"
-    #: Transformer Engine recipe when dtype == fp8: format, amax_history, amax_algo, margin
-    fp8: dict[str, Any] = field(default_factory=dict)
+class DebugJob:
+    """Test hooks.  No workload key sets them; tests write them into a job directly."""
 
-
-@dataclass(frozen=True)
-class OptimizerJob:
-    name: str = "adamw"
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    momentum: float = 0.0
-    grad_clip: float = 0.0
-
-
-@dataclass(frozen=True)
-class MeasureJob:
-    #: steps run first and excluded from steady-state figures
-    warmup: int = 2
-    #: steps counted per repeat
-    steps: int = 10
-    #: measured phase repeated this many times (warm-up once)
-    repeat: int = 1
+    #: poison the loss with NaN at this optimizer step (0 = never)
+    inject_nan_at_step: int = 0
+    #: report a checksum of the parameters after the run (proves DDP keeps ranks equal)
+    report_param_checksum: bool = False
+    #: synthetic data: batches in the pool each rank cycles through
+    synthetic_pool: int = 8
+    #: synthetic data: token ids drawn from a window of this many ids
+    synthetic_vocab: int = 128
+    #: settings of the test suite's fake workers (``tests/*/fake_worker.py``: which script
+    #: to play, which rank crashes ...); the real worker never reads it
+    fake: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -96,48 +81,37 @@ class WorkerJob:
     run_id: str
     workload: str
     target: str
-    #: backend name from the plan registry (cpu, torchrun, deepspeed, ...)
+    #: the plan's backend, for the record (the worker never branches on it: see ``strategy``)
     backend: str
-    #: device kind from the catalog (cpu, a100, h100, gaudi2, trn1, ...)
-    device: str
-    task: TaskJob
-    model: ModelJob
-    data: DataJob
-    precision: PrecisionJob
-    optimizer: OptimizerJob
-    measure: MeasureJob
+    device: DeviceJob
+    task: TaskSpec
+    model: ModelSpec
+    data: DatasetSpec
+    precision: PrecisionSpec
+    optimizer: OptimizerSpec
+    measure: MeasureSpec
     #: per-device micro-batch and gradient accumulation
-    micro_batch: int = 1
-    accumulation: int = 1
+    batch: BatchSpec = field(default_factory=BatchSpec)
+    parallel: ParallelSpec = field(default_factory=ParallelSpec)
+    #: one of ``STRATEGIES``
+    strategy: str = "plain"
     gradient_checkpointing: bool = False
     seed: int = 0
     #: intra-op threads per process (torch.set_num_threads)
     threads: int = 1
-    #: backend options that the worker's device adapter reads (hpu_graphs, lazy_mode, tp ...)
-    options: dict[str, Any] = field(default_factory=dict)
+    debug: DebugJob = field(default_factory=DebugJob)
     #: folder where each rank appends ``rank<N>.jsonl``; filled in by the runner
     events_dir: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return codec.to_dict(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "WorkerJob":
-        parts = {
-            "task": TaskJob,
-            "model": ModelJob,
-            "data": DataJob,
-            "precision": PrecisionJob,
-            "optimizer": OptimizerJob,
-            "measure": MeasureJob,
-        }
-        kw = dict(d)
-        for key, sub in parts.items():
-            kw[key] = sub(**kw[key])
-        return cls(**kw)
+        return codec.from_dict(cls, d)
 
     @classmethod
     def load(cls, path: str | Path) -> "WorkerJob":

@@ -42,7 +42,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
             "shard it (parallel = zero(stage = 3) or tensor(tp = N)), turn on gradient_checkpointing, "
             "lower the micro-batch, or pick a device with more memory")])
     threads = threads_per_process(target, backend.processes_per_node(target))
-    job = build_job(spec, target, backend.name, threads)
+    job = build_job(spec, target, backend.name, threads, backend.worker_strategy)
     built = backend.build(spec, target, job)
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = list(built.warnings)

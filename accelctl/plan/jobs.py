@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from accelctl.contract.job import DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob
+from accelctl.contract.devices import FAMILIES
+from accelctl.contract.job import DeviceJob, WorkerJob
 from accelctl.hostinfo import cpu_count
-from accelctl.spec.catalog import INSTANCES
+from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.models import objective_for
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -31,45 +33,37 @@ def threads_per_process(target: TargetSpec, processes: int) -> int:
     return max(1, cores // max(1, processes))
 
 
-def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int, run_id: str = "") -> WorkerJob:
+def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int, strategy: str = "plain",
+              run_id: str = "") -> WorkerJob:
+    """The job of one target: the spec's own types resolved for it (paths absolute, the
+    target's precision, batch, parallel layout and options, the task's objective)."""
     t, m, d = spec.task, spec.model, spec.dataset
     base = Path(spec.path).resolve().parent if spec.path and spec.path != "<input>" else Path.cwd()
-    data_ref = str((base / d.ref).expanduser()) if d.kind == "files" else d.ref
-    fallback = str((base / d.fallback).expanduser()) if d.fallback != "synthetic" else d.fallback
-    model_ref = str((base / m.ref).expanduser()) if m.source == "local" else m.ref
-    objective = objective_for(m.family, t.objective)
-    prec = target.precision
-    fp8 = {}
-    if prec.fp8 is not None:
-        fp8 = {"format": prec.fp8.format, "amax_history": prec.fp8.amax_history,
-               "amax_algo": prec.fp8.amax_algo, "margin": prec.fp8.margin}
-    options = dict(target.options)
-    options.setdefault("objective", objective)
-    p = target.parallel
-    options.update({"parallel": p.strategy, "tp": p.tp, "pp": p.pp, "zero_stage": p.zero_stage,
-                    "kernel_inject": p.kernel_inject})
+    data = replace(d, ref=str((base / d.ref).expanduser()) if d.kind == "files" else d.ref,
+                   fallback=str((base / d.fallback).expanduser()) if d.fallback != "synthetic" else d.fallback)
+    model = replace(m, ref=str((base / m.ref).expanduser()) if m.source == "local" else m.ref,
+                    weights=str(target.options.get("weights", m.weights)))
+    family = FAMILIES[DEVICES[target.device].adapter]
+    opts = target.options
+    device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm,
+                       hpu_graphs=bool(opts.get("hpu_graphs", False)), lazy_mode=bool(opts.get("lazy_mode", True)),
+                       dataloader_workers=int(opts.get("dataloader_workers", 0)))
     return WorkerJob(
         run_id=run_id,
         workload=spec.name,
         target=target.name,
         backend=backend,
-        device=target.device,
-        task=TaskJob(kind=t.kind, prompt=t.prompt, max_new_tokens=t.max_new_tokens, decoding=t.decoding,
-                     kv_cache=t.kv_cache, inference_steps=t.inference_steps or 0, guidance_scale=t.guidance_scale),
-        model=ModelJob(family=m.family, source=m.source, ref=model_ref, config=dict(m.stand_in),
-                       weights=str(target.options.get("weights", m.weights))),
-        data=DataJob(kind=d.kind, ref=data_ref, fallback=fallback, seq_len=d.seq_len, target_len=d.target_len,
-                     image_size=d.image_size, channels=d.channels, classes=d.classes, column=d.column,
-                     prompt_tokens=d.prompt_tokens, mlm_probability=d.mlm_probability),
-        precision=PrecisionJob(dtype=prec.dtype, fp8=fp8),
-        optimizer=OptimizerJob(name=spec.optimizer.name, lr=spec.optimizer.lr,
-                               weight_decay=spec.optimizer.weight_decay, momentum=spec.optimizer.momentum,
-                               grad_clip=spec.optimizer.grad_clip),
-        measure=MeasureJob(warmup=spec.measure.warmup, steps=spec.measure.steps, repeat=spec.measure.repeat),
-        micro_batch=target.batch.micro,
-        accumulation=target.batch.accumulation,
+        device=device,
+        task=replace(t, objective=objective_for(m.family, t.objective)),
+        model=model,
+        data=data,
+        precision=target.precision,
+        optimizer=spec.optimizer,
+        measure=spec.measure,
+        batch=target.batch,
+        parallel=target.parallel,
+        strategy=strategy,
         gradient_checkpointing=target.gradient_checkpointing,
         seed=spec.seed,
         threads=threads,
-        options=options,
     )

@@ -54,7 +54,7 @@ class ConsoleSink:
         m = job.measure if job is not None else None
         self.total: int | None = m.warmup + m.steps * m.repeat if m is not None else None
         self.repeats = m.repeat if m is not None else 1
-        self.device = job.device if job is not None else "?"
+        self.device = job.device.kind if job is not None else "?"
         self.every = every or (max(1, self.total // 10) if self.total else 10)
         self.seen = 0
         self._progress: Progress | None = None

@@ -27,6 +27,8 @@ class RunContext:
     adapter: Any
     writer: EventWriter
     precision: Any = None
+    #: the execution strategy (``accelctl.worker.strategy``) the plan chose
+    strategy: Any = None
     #: RunStarted.env (versions, CPU, measured peak ...)
     env: dict[str, Any] = field(default_factory=dict)
     #: seconds spent before the loop, by part (dist init, peak probe, model build ...)
@@ -39,7 +41,7 @@ class RunContext:
         Step events count samples over the whole job (so throughput is the job's, whatever
         the rank reporting it); tensor-parallel ranks share one batch.
         """
-        return max(1, self.world // max(1, int(self.job.options.get("tp", 1) or 1)))
+        return max(1, self.world // max(1, self.job.parallel.tp))
 
     def log(self, level: str, message: str) -> None:
         self.writer.log(level, message)
@@ -50,10 +52,11 @@ class RunContext:
     def started(self, details: dict[str, Any]) -> None:
         """Emit RunStarted once the model is built: the rank knows what it will run."""
         job = self.job
-        base = {"task": job.task.kind, "device_kind": job.device, "adapter": self.adapter.name,
+        base = {"task": job.task.kind, "device_kind": job.device.kind, "adapter": self.adapter.name,
                 "precision": self.precision.name if self.precision else job.precision.dtype,
-                "precision_requested": job.precision.dtype, "micro_batch": job.micro_batch,
-                "accumulation": job.accumulation, "global_batch": job.micro_batch * job.accumulation * self.data_parallel,
+                "precision_requested": job.precision.dtype, "micro_batch": job.batch.micro,
+                "accumulation": job.batch.accumulation,
+                "global_batch": job.batch.micro * job.batch.accumulation * self.data_parallel,
                 "setup_s": {k: round(v, 4) for k, v in self.setup_s.items()}}
         self.writer.emit(RunStarted(run_id=job.run_id, workload=job.workload, target=job.target, backend=job.backend,
                                     rank=self.rank, world_size=self.world, env=self.env, details={**base, **details}))

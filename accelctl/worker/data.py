@@ -7,10 +7,10 @@ Each rank reads its own shard: synthetic data draws from a generator seeded with
 Synthetic data is *learnable*, so a falling loss is a real signal that the optimizer,
 the precision and the all-reduce work, not noise:
   * token sequences count upwards with a per-sequence stride (``x[t+1] = x[t] + s``)
-    through a window of ``options["synthetic_vocab"]`` (default 128) ids, so the next token (causal LM), a masked token (BERT) and a copied prefix (T5
+    through a window of ``job.debug.synthetic_vocab`` (default 128) ids, so the next token (causal LM), a masked token (BERT) and a copied prefix (T5
     labels = the first ``target_len`` input tokens) are all predictable;
   * images are a per-class prototype plus noise, so the class is predictable;
-  * each rank cycles through a fixed pool of ``options["synthetic_pool"]`` (default 8)
+  * each rank cycles through a fixed pool of ``job.debug.synthetic_pool`` (default 8)
     such batches, like a tiny epoch.  The compute per step is that of real data.
 """
 
@@ -60,7 +60,7 @@ def training_batches(job, built: Built, rank: int, world: int, log: Callable[[st
         tokens = _counting_tokens(job, built, rank, seq, tgt)
     else:
         tokens = _packed_tokens(job, built, texts, rank, world, seq + tgt)
-    return Batches(_lm_batches(job, built, tokens, seq, rank), job.micro_batch, seq + tgt, source)
+    return Batches(_lm_batches(job, built, tokens, seq, rank), job.batch.micro, seq + tgt, source)
 
 
 # -- sources ---------------------------------------------------------------------------------
@@ -132,12 +132,12 @@ def _counting_tokens(job, built: Built, rank: int, seq: int, tgt: int) -> Iterat
     low = getattr(tok, "SPECIALS", 5)  # keep clear of special ids
     # a small active vocabulary, like text's skewed one: learning which tokens occur is the
     # first, fast drop of the loss; learning the counting rule is the slow one
-    span = min(_vocab(built) - low, int(job.options.get("synthetic_vocab", 128)))
+    span = min(_vocab(built) - low, job.debug.synthetic_vocab)
     g = torch.Generator().manual_seed(job.seed * 1000 + rank)
     pool = []
-    for _ in range(int(job.options.get("synthetic_pool", 8))):
-        start = torch.randint(0, span, (job.micro_batch, 1), generator=g)
-        stride = torch.randint(1, 4, (job.micro_batch, 1), generator=g)
+    for _ in range(job.debug.synthetic_pool):
+        start = torch.randint(0, span, (job.batch.micro, 1), generator=g)
+        stride = torch.randint(1, 4, (job.batch.micro, 1), generator=g)
         pos = torch.arange(seq + tgt).unsqueeze(0)
         block = low + (start + stride * pos) % span
         if tgt:  # seq2seq: the target is a copy of the input's first tokens
@@ -156,11 +156,11 @@ def _packed_tokens(job, built: Built, texts: list[str], rank: int, world: int, b
         if eos is not None:
             ids.append(eos)
     rows = [ids[i:i + block] for i in range(0, len(ids) - block + 1, block)][rank::world]
-    n_batches = len(rows) // job.micro_batch  # ragged last batch dropped
+    n_batches = len(rows) // job.batch.micro  # ragged last batch dropped
     if n_batches == 0:
         raise ValueError(f"data {job.data.ref or job.data.fallback!r} gives {len(ids)} tokens: too few for one batch of "
-                         f"{job.micro_batch} x {block} tokens per rank ({world} ranks)")
-    batches = [torch.tensor(rows[i * job.micro_batch:(i + 1) * job.micro_batch]) for i in range(n_batches)]
+                         f"{job.batch.micro} x {block} tokens per rank ({world} ranks)")
+    batches = [torch.tensor(rows[i * job.batch.micro:(i + 1) * job.batch.micro]) for i in range(n_batches)]
     return itertools.cycle(batches)
 
 
@@ -205,11 +205,11 @@ def _synthetic_images(job, built: Built, rank: int) -> Batches:
     prototypes = torch.randn(classes, c, size, size, generator=torch.Generator().manual_seed(job.seed))
     g = torch.Generator().manual_seed(job.seed * 1000 + rank)
     pool = []
-    for _ in range(int(job.options.get("synthetic_pool", 8))):
-        labels = torch.randint(0, classes, (job.micro_batch,), generator=g)
-        images = prototypes[labels] + 0.5 * torch.randn(job.micro_batch, c, size, size, generator=g)
+    for _ in range(job.debug.synthetic_pool):
+        labels = torch.randint(0, classes, (job.batch.micro,), generator=g)
+        images = prototypes[labels] + 0.5 * torch.randn(job.batch.micro, c, size, size, generator=g)
         pool.append({"pixel_values": images, "labels": labels})
-    return Batches(itertools.cycle(pool), job.micro_batch, 0, "synthetic")
+    return Batches(itertools.cycle(pool), job.batch.micro, 0, "synthetic")
 
 
 def prompt_ids(job, built: Built, log: Callable[[str, str], None]) -> Iterator[list[list[int]]]:
@@ -218,7 +218,7 @@ def prompt_ids(job, built: Built, log: Callable[[str, str], None]) -> Iterator[l
     From the dataset when one is given with ``prompt_tokens`` (seed 003: the first 16 tokens of
     each record), else ``task.prompt`` repeated; else ``prompt_tokens`` (or 8) counting ids.
     """
-    tok, n, mb = built.tokenizer, job.data.prompt_tokens, job.micro_batch
+    tok, n, mb = built.tokenizer, job.data.prompt_tokens, job.batch.micro
     texts = text_records(job, log)[0] if job.data.kind != "synthetic" and n > 0 else None
     if texts is not None:
         rows = [ids[:n] for ids in (encode(tok, t) for t in texts) if len(ids) >= n]

@@ -1,9 +1,10 @@
 """Device adapters: the few places where a loop differs between CPU, CUDA, Gaudi and XLA.
 
-A job names a device *kind* from the catalog (cpu, a100, gaudi2, trn1 ...); ``KIND_TO_ADAPTER``
-maps it to an adapter, and ``job.options["adapter"]`` overrides the mapping.  Each adapter
-imports its stack only when selected: CPU and CUDA run here, HPU and XLA are written against
-Habana's and torch-xla's documented APIs and fail with a clear message when absent.
+The planner resolves a target's device family into the job (``WorkerJob.device``: the
+adapter name, its collective backend and the device options), so the worker never maps
+device kinds itself.  Each adapter imports its stack only when selected: CPU and CUDA run
+here, HPU and XLA are written against Habana's and torch-xla's documented APIs and fail
+with a clear message when absent.
 """
 
 from __future__ import annotations
@@ -11,18 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import Any
 
 import torch
 
-#: catalog device kind -> adapter name
-KIND_TO_ADAPTER = {
-    "cpu": "cpu",
-    **{k: "cuda" for k in ("cuda", "gpu", "a100", "a100_40gb", "a100_80gb", "h100", "h200", "a10g", "l4",
-                            "l40s", "v100", "t4")},
-    **{k: "hpu" for k in ("hpu", "gaudi", "gaudi1", "gaudi2", "gaudi3")},
-    **{k: "xla" for k in ("xla", "trn1", "trn2", "inf2", "tpu")},
-}
+from accelctl.contract.devices import FAMILIES
+from accelctl.contract.job import DeviceJob
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
 
@@ -31,14 +25,15 @@ class CpuAdapter:
     """The default: eager PyTorch on the host; gloo for collectives."""
 
     name = "cpu"
-    dist_backend = "gloo"
     #: gradients are averaged by a DDP wrapper (XLA does it in ``optimizer_step`` instead)
     wrap_ddp = True
     autocast_type = "cpu"
 
-    def __init__(self, local_rank: int, options: dict[str, Any]) -> None:
+    def __init__(self, local_rank: int, device: DeviceJob) -> None:
         self.local_rank = local_rank
-        self.options = options
+        self.settings = device
+        #: the family's torch.distributed backend (gloo, nccl, hccl, xla), from the job
+        self.dist_backend = device.comm
         self.device = self._device()
 
     def _device(self) -> torch.device:
@@ -57,6 +52,24 @@ class CpuAdapter:
 
     def optimizer_step(self, optimizer) -> None:
         optimizer.step()
+
+    def make_optimizer(self, opt, params) -> torch.optim.Optimizer:
+        """The job's optimizer (``OptimizerSpec``) over the trainable parameters."""
+        params = [p for p in params if p.requires_grad]
+        if opt.name == "adamw":
+            return torch.optim.AdamW(params, lr=opt.lr, weight_decay=opt.weight_decay)
+        if opt.name == "adam":
+            return torch.optim.Adam(params, lr=opt.lr, weight_decay=opt.weight_decay)
+        if opt.name == "sgd":
+            return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
+        raise ValueError(f"unknown optimizer {opt.name!r} (adamw, adam, sgd)")
+
+    def clip_grad_norm(self, params, max_norm: float) -> None:
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
+
+    def prepare_training(self, model):
+        """The model on the device for training (HPU: graph caching when asked)."""
+        return model
 
     def init_process_group(self) -> None:
         """Join the job's process group (env:// rendezvous set up by the launcher)."""
@@ -97,7 +110,6 @@ class CpuAdapter:
 
 class CudaAdapter(CpuAdapter):
     name = "cuda"
-    dist_backend = "nccl"
     autocast_type = "cuda"
 
     def _device(self) -> torch.device:
@@ -127,7 +139,6 @@ class HpuAdapter(CpuAdapter):
     """Intel Gaudi through SynapseAI's PyTorch bridge (lazy mode by default)."""
 
     name = "hpu"
-    dist_backend = "hccl"
     autocast_type = "hpu"
 
     def _device(self) -> torch.device:
@@ -139,7 +150,7 @@ class HpuAdapter(CpuAdapter):
         if torch.distributed.is_available() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
             import habana_frameworks.torch.distributed.hccl  # noqa: F401  registers the hccl backend
         self.htcore = htcore
-        self.lazy = bool(self.options.get("lazy_mode", True))
+        self.lazy = self.settings.lazy_mode
         return torch.device("hpu")
 
     def device_name(self) -> str:
@@ -159,11 +170,38 @@ class HpuAdapter(CpuAdapter):
         return int(torch.hpu.max_memory_allocated())
 
     def prepare_inference(self, model):
-        if self.options.get("hpu_graphs"):
+        if self.settings.hpu_graphs:
             from habana_frameworks.torch.hpu import wrap_in_hpu_graph
 
             return wrap_in_hpu_graph(model)
         return model
+
+    def prepare_training(self, model):
+        from accelctl.worker import hpu_extras
+
+        return hpu_extras.cache_training_graphs(model) if self.settings.hpu_graphs else model
+
+    def make_optimizer(self, opt, params) -> torch.optim.Optimizer:
+        """Habana's FusedAdamW where the plan's GaudiConfig asks for it (``use_fused_adam``)."""
+        from accelctl.worker import hpu_extras
+
+        params = [p for p in params if p.requires_grad]
+        return hpu_extras.fused_adamw(params, opt, hpu_extras.gaudi_config()) or super().make_optimizer(opt, params)
+
+    def clip_grad_norm(self, params, max_norm: float) -> None:
+        """Habana's FusedClipNorm where the GaudiConfig asks for it (``use_fused_clip_norm``);
+        the clipper is built once for the parameter list."""
+        from accelctl.worker import hpu_extras
+
+        params = list(params)
+        key = tuple(id(p) for p in params)
+        if getattr(self, "_clip_key", None) != key:
+            self._clip_key = key
+            self._clip = hpu_extras.fused_clip(params, max_norm, hpu_extras.gaudi_config())
+        if self._clip is not None:
+            self._clip()
+        else:
+            super().clip_grad_norm(params, max_norm)
 
     def peak_flops(self, dtype: torch.dtype) -> float:
         return measure_matmul_flops(self, dtype, n=8192, budget_s=0.5)
@@ -173,7 +211,6 @@ class XlaAdapter(CpuAdapter):
     """torch-xla (Trainium/Inferentia through the Neuron SDK, or TPU)."""
 
     name = "xla"
-    dist_backend = "xla"
     wrap_ddp = False  # xm.optimizer_step all-reduces the gradients itself
     autocast_type = "xla"
 
@@ -227,15 +264,12 @@ class XlaAdapter(CpuAdapter):
 ADAPTERS = {a.name: a for a in (CpuAdapter, CudaAdapter, HpuAdapter, XlaAdapter)}
 
 
-def adapter_for(device_kind: str, options: dict[str, Any], local_rank: int) -> CpuAdapter:
-    """The adapter of a device kind (``options["adapter"]`` wins)."""
-    name = options.get("adapter") or KIND_TO_ADAPTER.get(device_kind.lower())
-    if name is None:
-        raise ValueError(f"device kind {device_kind!r} has no adapter; known kinds: {', '.join(sorted(KIND_TO_ADAPTER))}"
-                         f" (or set options.adapter to one of {', '.join(ADAPTERS)})")
-    if name not in ADAPTERS:
-        raise ValueError(f"unknown device adapter {name!r}; known: {', '.join(ADAPTERS)}")
-    return ADAPTERS[name](local_rank, options)
+def adapter_for(device: DeviceJob, local_rank: int) -> CpuAdapter:
+    """The adapter of the job's device family."""
+    if device.adapter not in ADAPTERS:
+        known = ", ".join(a for a in FAMILIES if a in ADAPTERS)
+        raise ValueError(f"device family {device.adapter!r} has no worker adapter; known: {known}")
+    return ADAPTERS[device.adapter](local_rank, device)
 
 
 def measure_matmul_flops(adapter: CpuAdapter, dtype: torch.dtype, n: int, budget_s: float) -> float:

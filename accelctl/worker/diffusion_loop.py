@@ -40,7 +40,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     ctx.setup_s["build_s"] = time.perf_counter() - t0
 
     # 2. text ids: the prompt through the real CLIP tokenizer, else random ids (stand-in) ---
-    mb = job.micro_batch
+    mb = job.batch.micro
     text_len = sd.text_encoder.config.max_position_embeddings
     g = torch.Generator().manual_seed(job.seed + ctx.rank)
     if built.weights == "real" and job.task.prompt:

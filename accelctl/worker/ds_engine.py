@@ -43,15 +43,6 @@ from accelctl.worker.context import NonFiniteLoss
 SHM_OP = "deepspeed_shm_comm"
 
 
-def wanted(job) -> bool:
-    """Whether the training loop hands its model to DeepSpeed (the plan chose backend deepspeed)."""
-    return job.backend == "deepspeed"
-
-
-def wanted_inference(job) -> bool:
-    return job.backend == "deepspeed_inference"
-
-
 def _deepspeed(ctx):
     """``import deepspeed`` (timed into ``ds_import_s``), shm comm off when the plan says so."""
     t0 = time.perf_counter()
@@ -90,7 +81,7 @@ class DeepSpeedTraining:
         from accelctl.worker.train_loop import forward_loss
 
         engine, ctx, job, adapter = self.engine, self.ctx, self.ctx.job, self.ctx.adapter
-        accum, nan_at = job.accumulation, job.options.get("inject_nan_at_step")
+        accum, nan_at = job.batch.accumulation, job.debug.inject_nan_at_step
         loss_sum = torch.zeros((), device=adapter.device)
         for micro in range(accum):
             batch = {k: v.to(adapter.device, non_blocking=True) for k, v in next(self.batches).items()}

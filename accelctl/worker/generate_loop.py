@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from accelctl.worker import data, ds_engine, models
+from accelctl.worker import data, models
 from accelctl.worker.context import RunContext
 
 
@@ -45,8 +45,8 @@ def prepare(ctx: RunContext) -> models.Built:
     model = built.model.to(adapter.device).eval()
     if ctx.precision.dtype is not None and ctx.precision.name != "fp8":
         model = model.to(ctx.precision.dtype)
-    if ds_engine.wanted_inference(job):  # DeepSpeed-inference: tensor-parallel shards (AutoTP or kernels)
-        model = ds_engine.init_inference(model, job, ctx)
+    # DeepSpeed-inference: tensor-parallel shards (AutoTP or kernels); plain: the model as is
+    model = ctx.strategy.prepare_inference(model, ctx)
     built.model = adapter.prepare_inference(model)
     ctx.setup_s["build_s"] = time.perf_counter() - t0
     return built
@@ -148,7 +148,7 @@ def run_infer(ctx: RunContext) -> tuple[int, dict]:
                 dt = time.perf_counter() - t0
             if counting:
                 flops = counter.get_total_flops()
-            samples = job.micro_batch * ctx.data_parallel
+            samples = job.batch.micro * ctx.data_parallel
             tokens = samples * batches.tokens_per_sample
             ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, samples=samples, tokens=tokens,
                      samples_per_s=samples / dt, tokens_per_s=tokens / dt if tokens else None,

@@ -27,6 +27,7 @@ from accelctl.worker import envinfo, precision  # noqa: E402
 from accelctl.worker.context import NonFiniteLoss, RunContext  # noqa: E402
 from accelctl.worker.devices import adapter_for  # noqa: E402
 from accelctl.worker.emit import EventWriter  # noqa: E402
+from accelctl.worker.strategy import strategy_for  # noqa: E402
 
 EXIT_OK, EXIT_EXCEPTION, EXIT_NAN, EXIT_STOPPED = 0, 1, 3, 130
 
@@ -72,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         random.seed(job.seed + rank)
         torch.manual_seed(job.seed + rank)
 
-        adapter = adapter_for(job.device, job.options, local_rank)
-        ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer)
+        adapter = adapter_for(job.device, local_rank)
+        ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer,
+                         strategy=strategy_for(job.strategy))
         if world > 1:
             t0 = time.perf_counter()
             adapter.init_process_group()

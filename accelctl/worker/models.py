@@ -98,7 +98,7 @@ def stand_in_shape(model_job) -> dict[str, Any]:
     family = FAMILIES.get(model_job.family)
     if family is None:
         raise ValueError(f"unknown model family {model_job.family!r}; known: {', '.join(FAMILIES)}")
-    return {**family.shape, **model_job.config}
+    return {**family.shape, **model_job.stand_in}
 
 
 def weights_present(model_job) -> bool:

@@ -14,13 +14,13 @@ import time
 import torch
 import torch.nn.functional as F
 
-from accelctl.worker import data, ds_engine, models
+from accelctl.worker import data, models
 from accelctl.worker.context import NonFiniteLoss, RunContext
 
 
 def run(ctx: RunContext) -> tuple[int, dict]:
     job, adapter, prec = ctx.job, ctx.adapter, ctx.precision
-    accum, world = job.accumulation, ctx.world
+    accum, world = job.batch.accumulation, ctx.world
 
     # 1. model and optimizer --------------------------------------------------------------
     t0 = time.perf_counter()
@@ -34,24 +34,21 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:  # timm
             model.set_grad_checkpointing(True)
-    model.to(adapter.device).train()
-    if world > 1 and adapter.wrap_ddp and not ds_engine.wanted(job):
-        # DDP broadcasts rank 0's weights now and all-reduces gradients during backward
-        ids = [adapter.device.index] if adapter.device.type == "cuda" else None
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
-    optimizer = make_optimizer(job.optimizer, model.parameters())
+    model = adapter.prepare_training(model.to(adapter.device).train())
+    model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
+    optimizer = adapter.make_optimizer(job.optimizer, model.parameters())
     batches = adapter.wrap_batches(data.training_batches(job, built, ctx.rank, world, ctx.log), job)
     ctx.setup_s["build_s"] = time.perf_counter() - t0
-    # DeepSpeed backends: the engine owns data parallelism, ZeRO, accumulation, clipping
-    ds = ds_engine.wrap_for_deepspeed(model, optimizer, job, ctx, batches, built.kind) if ds_engine.wanted(job) else None
+    # DeepSpeed: its engine owns data parallelism, ZeRO, accumulation, clipping
+    ds = ctx.strategy.training_engine(model, optimizer, ctx, batches, built.kind)
 
     # 2. precision: autocast around forward (fp32 master weights); fp16 adds loss scaling
     scaler = prec.grad_scaler(adapter)
     ctx.started({**built.details(), "data": batches.source, "seq_len": job.data.seq_len,
                  "tokens_per_sample": batches.tokens_per_sample,
                  "gradient_checkpointing": job.gradient_checkpointing, "optimizer": job.optimizer.name})
-    nan_at = job.options.get("inject_nan_at_step")  # test hook: poison the loss at that step
-    checksums = bool(job.options.get("report_param_checksum"))  # test hook: prove DDP syncs
+    nan_at = job.debug.inject_nan_at_step  # test hook: poison the loss at that step (0: never)
+    checksums = job.debug.report_param_checksum  # test hook: prove DDP syncs
     start_checksum = param_checksum(model) if checksums else None
     data_checksum = 0.0
 
@@ -91,7 +88,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         if job.optimizer.grad_clip > 0:
             if scaler:
                 scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), job.optimizer.grad_clip)
+            adapter.clip_grad_norm(model.parameters(), job.optimizer.grad_clip)
         if scaler:
             scaler.step(optimizer)
             scaler.update()
@@ -119,7 +116,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     # 5. warm-up (excluded), then repeat x steps measured ----------------------------------
     schedule = [("warmup", 0, job.measure.warmup)]
     schedule += [("measure", r, job.measure.steps) for r in range(job.measure.repeat)]
-    samples = job.micro_batch * accum * world  # global samples per optimizer step
+    samples = job.batch.micro * accum * world  # global samples per optimizer step
     step, losses = 0, []
     adapter.reset_peak_memory()
     for phase, repeat, count in schedule:
@@ -158,17 +155,6 @@ def forward_loss(model, kind: str, batch: dict[str, torch.Tensor]) -> torch.Tens
     if kind == models.IMAGE_CLASSIFIER:
         return F.cross_entropy(model(batch["pixel_values"]), batch["labels"])
     return model(**batch).loss
-
-
-def make_optimizer(opt, params) -> torch.optim.Optimizer:
-    params = [p for p in params if p.requires_grad]
-    if opt.name == "adamw":
-        return torch.optim.AdamW(params, lr=opt.lr, weight_decay=opt.weight_decay)
-    if opt.name == "adam":
-        return torch.optim.Adam(params, lr=opt.lr, weight_decay=opt.weight_decay)
-    if opt.name == "sgd":
-        return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
-    raise ValueError(f"unknown optimizer {opt.name!r} (adamw, adam, sgd)")
 
 
 def param_checksum(model) -> float:

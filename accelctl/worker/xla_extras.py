@@ -35,12 +35,10 @@ def init_process_group() -> None:
     dist.init_process_group("xla", init_method="xla://")
 
 
-def dataloader_workers(job: Any = None) -> int:
-    """The plan's worker count (the target's ``dataloader_workers`` wins), else 0."""
-    options = getattr(job, "options", None) or {}
-    if "dataloader_workers" in options:
-        return int(options["dataloader_workers"])
-    return int(os.environ.get(WORKERS_ENV, "0"))
+def dataloader_workers(job: Any) -> int:
+    """The plan's worker count: the xla_neuron plan puts it in the launch's environment
+    (the target's ``dataloader_workers``, else by the instance's vCPUs); else the job's."""
+    return int(os.environ.get(WORKERS_ENV, job.device.dataloader_workers))
 
 
 class _Stream:

@@ -18,7 +18,7 @@ def plan_with(backend, spec, target_name: str) -> Plan:
     if why:
         raise ValueError("; ".join(why))
     threads = threads_per_process(target, backend.processes_per_node(target))
-    job = build_job(spec, target, backend.name, threads)
+    job = build_job(spec, target, backend.name, threads, backend.worker_strategy)
     built = backend.build(spec, target, job)
     return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=target.engine,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,

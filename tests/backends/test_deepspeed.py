@@ -184,7 +184,7 @@ def test_seed_001_ds_config_zero1_bf16_micro16_accum24_over_128():
     # the environment travels to the other nodes in DS_ENV_FILE
     assert launch.env["DS_ENV_FILE"] == "{run_dir}/deepspeed_env"
     assert "DS_ACCELERATOR=hpu\n" in file_of(p, "deepspeed_env")
-    assert p.job.micro_batch == 16 and p.job.accumulation == 24 and p.job.options["zero_stage"] == 1
+    assert p.job.batch.micro == 16 and p.job.batch.accumulation == 24 and p.job.parallel.zero_stage == 1
 
 
 def test_single_node_needs_no_hostfile():
@@ -269,7 +269,7 @@ def test_inference_plan_seed_003():
     (launch,) = p.launches
     assert launch.argv == ("deepspeed", "--num_gpus", "8", "--master_port", "29500", *WORKER_TAIL)
     assert launch.env[B.INFERENCE_ENV] == "{run_dir}/ds_inference.json"
-    assert p.job.options["tp"] == 8
+    assert p.job.parallel.tp == 8
 
 
 def test_cpu_tp1_inference_plans():

@@ -215,13 +215,13 @@ def test_seed_003_through_accelctls_worker():
     assert launch.argv == ("python", "gaudi_spawn.py", "--use_deepspeed", "--world_size", "8",
                            "{run_dir}/accelctl_worker.py", "{run_dir}/job.json")
     assert launch.cwd == "{optimum_habana}/examples"
-    assert launch.env["HF_HUB_OFFLINE"] == "1" and launch.env["ACCELCTL_PROCESS_GROUP"] == "hccl"
+    assert launch.env["HF_HUB_OFFLINE"] == "1" and p.job.device.comm == "hccl"
     assert launch.env["ACCELCTL_GAUDI_CONFIG"] == "{run_dir}/gaudi_config.json"
     files = _files(p)
     assert "runpy.run_module(\"accelctl.worker\", run_name=\"__main__\"" in files["accelctl_worker.py"]
     assert json.loads(files["gaudi_config.json"]) == {"use_torch_autocast": True, "use_fused_adam": False,
                                                       "use_fused_clip_norm": False}
-    assert p.job.options["hpu_graphs"] is True and p.job.options["tp"] == 8
+    assert p.job.device.hpu_graphs is True and p.job.parallel.tp == 8
 
 
 def test_plan_json_round_trip_keeps_the_working_directory():
@@ -531,16 +531,16 @@ workload local_bloom {
 
 def test_hpu_extras_read_the_plan_without_habana(tmp_path, monkeypatch):
     """The worker side imports nothing from Habana until a function needs it."""
+    from accelctl.contract import envnames
+    from accelctl.spec.types import OptimizerSpec
     from accelctl.worker import hpu_extras
 
     cfg = tmp_path / "gaudi_config.json"
     cfg.write_text(_files(_plan(TRAIN, "wk8"))["gaudi_config.json"])
-    monkeypatch.setenv(hpu_extras.GAUDI_CONFIG_ENV, str(cfg))
-    monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")
-    assert hpu_extras.gaudi_config()["use_fused_adam"] is True
-    assert hpu_extras.lazy_mode() is False
-    hpu_extras.mark_step()  # eager: nothing to cut, no Habana import
-    model = object()
-    assert hpu_extras.wrap_for_generation(model, hpu_graphs=False) is model
-    assert hpu_extras.fused_adamw([], lr=1e-3, config={}) is None
+    monkeypatch.setenv(envnames.GAUDI_CONFIG, str(cfg))
+    config = hpu_extras.gaudi_config()
+    assert config["use_fused_adam"] is True
+    assert hpu_extras.fused_adamw([], OptimizerSpec(name="adamw"), config={}) is None
+    assert hpu_extras.fused_adamw([], OptimizerSpec(name="sgd"), config) is None  # fused AdamW only
+    assert hpu_extras.fused_clip([], 0.0, config) is None  # no clipping asked
     assert "habana_frameworks" not in sys.modules

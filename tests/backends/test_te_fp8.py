@@ -81,9 +81,9 @@ def test_p5_fp8_plan_is_torchrun_nccl_with_te_recipe(spec):
     assert launch.argv == ("torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=8",
                            "-m", "accelctl.worker", "{run_dir}/job.json")
     assert launch.processes == 8
-    assert launch.env["ACCELCTL_PROCESS_GROUP"] == "nccl"
+    assert p.job.device.comm == "nccl" and p.job.device.adapter == "cuda"
     assert launch.env["ACCELCTL_TE_CONFIG"] == "{run_dir}/te_recipe.json"
-    assert p.job.micro_batch == 128 and p.job.precision.dtype == "fp8" and p.job.backend == "te_fp8"
+    assert p.job.batch.micro == 128 and p.job.precision.dtype == "fp8" and p.job.backend == "te_fp8"
     cfg = recipe_of(p)
     assert cfg["transformer_engine"] == "2.20" and cfg["fp8"] and cfg["outer_autocast"] == "bf16"
     assert cfg["autocast"] == {"function": "autocast", "recipe_keyword": "recipe", "kwargs": {"enabled": True}}
@@ -114,7 +114,7 @@ def test_p4d_bf16_is_not_a_te_target_but_te_layers_on_is(spec):
     assert not backend.selects(spec, spec.target("p4d"))
     assert backend.selects(spec, spec.target("p4d_te")) and not backend.unsupported(spec, spec.target("p4d_te"))
     p = plan_with(backend, spec, "p4d_te")
-    assert "--nproc_per_node=8" in p.launches[0].argv and p.job.micro_batch == 64
+    assert "--nproc_per_node=8" in p.launches[0].argv and p.job.batch.micro == 64
     cfg = recipe_of(p)
     assert cfg["fp8"] is False and cfg["autocast"] is None and cfg["recipe"] is None
     assert cfg["outer_autocast"] == "bf16"

@@ -76,8 +76,8 @@ def test_one_process_per_neuroncore_and_workers_by_vcpus(spec, target, cores, wo
     assert run.argv == ("torchrun", "--standalone", "--nnodes=1", f"--nproc_per_node={cores}",
                         "-m", "accelctl.worker", "{run_dir}/job.json")
     assert run.env["ACCELCTL_DATALOADER_WORKERS"] == str(workers)
-    assert run.env["PJRT_DEVICE"] == "NEURON" and run.env["ACCELCTL_PROCESS_GROUP"] == "xla"
-    assert p.job.micro_batch == 16 and p.job.backend == "xla_neuron" and p.job.optimizer.name == "adam"
+    assert run.env["PJRT_DEVICE"] == "NEURON" and p.job.device.comm == "xla"
+    assert p.job.batch.micro == 16 and p.job.backend == "xla_neuron" and p.job.optimizer.name == "adam"
 
 
 def test_bf16_is_autocast_not_xla_use_bf16(spec):
@@ -102,9 +102,9 @@ def test_precompile_runs_first_on_a_short_copy_of_the_job(spec):
     (f,) = p.files
     short = WorkerJob.from_dict(json.loads(f.content))
     assert (short.measure.warmup, short.measure.steps, short.measure.repeat) == (2, 2, 1)
-    assert short.options["precompile"] is True and short.events_dir == ""
+    assert short.device.precompile is True and short.events_dir == ""
     # everything but the step counts is the measured job's: the same graphs get compiled
-    assert short.micro_batch == p.job.micro_batch and short.model == p.job.model and short.precision == p.job.precision
+    assert short.batch.micro == p.job.batch.micro and short.model == p.job.model and short.precision == p.job.precision
     small = plan(spec, "trn1_pc").launches[0]
     assert small.env["NEURON_PARALLEL_COMPILE_MAX_RETRIES"] == "1"  # the Neuron docs' advice for trn1.2xlarge
     assert len(plan(spec, "trn1").launches) == 1
@@ -231,11 +231,14 @@ def test_host_loader_workers_keep_the_batch_order():
 
 
 def test_worker_count_comes_from_the_plan(monkeypatch):
+    from accelctl.contract.job import DeviceJob
     from accelctl.worker import xla_extras
 
+    job = types.SimpleNamespace(device=DeviceJob(adapter="xla", comm="xla", dataloader_workers=6))
+    monkeypatch.delenv(xla_extras.WORKERS_ENV, raising=False)
+    assert xla_extras.dataloader_workers(job) == 6  # the job's, when no plan set the variable
     monkeypatch.setenv(xla_extras.WORKERS_ENV, "4")
-    assert xla_extras.dataloader_workers() == 4
-    assert xla_extras.dataloader_workers(types.SimpleNamespace(options={"dataloader_workers": 6})) == 6
+    assert xla_extras.dataloader_workers(job) == 4  # the plan's launch environment
     monkeypatch.setenv("NEURON_EXTRACT_GRAPHS_ONLY", "1")
     assert xla_extras.extracting_graphs_only()
 

@@ -37,8 +37,8 @@ def test_cpu_plan_is_one_worker_process():
     (launch,) = p.launches
     assert launch.argv == ("python", "-m", "accelctl.worker", "{run_dir}/job.json")
     assert launch.env["HF_HUB_OFFLINE"] == "1"
-    assert p.job.micro_batch == 4 and p.job.measure.steps == 3 and p.job.task.kind == "pretrain"
-    assert p.job.model.family == "bert" and p.job.model.config["hidden"] == 32
+    assert p.job.batch.micro == 4 and p.job.measure.steps == 3 and p.job.task.kind == "pretrain"
+    assert p.job.model.family == "bert" and p.job.model.stand_in["hidden"] == 32
 
 
 def test_two_cpu_devices_plan_torchrun_with_gloo_and_one_thread_per_core():
@@ -46,7 +46,7 @@ def test_two_cpu_devices_plan_torchrun_with_gloo_and_one_thread_per_core():
     assert p.backend == "torchrun"
     (launch,) = p.launches
     assert launch.argv[0] == "torchrun" and "--nproc_per_node=2" in launch.argv
-    assert launch.env["ACCELCTL_PROCESS_GROUP"] == "gloo"
+    assert p.job.device.comm == "gloo" and p.job.device.adapter == "cpu"
     assert p.job.threads >= 1
 
 

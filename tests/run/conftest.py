@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.contract.job import DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob
+from accelctl.contract.job import DebugJob, DeviceJob, WorkerJob
 from accelctl.contract.plan import Launch, Plan
+from accelctl.spec.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
 
 FAKE_WORKER = str(Path(__file__).with_name("fake_worker.py"))
 
@@ -18,14 +19,14 @@ def make_job(options=None, *, warmup=2, steps=4, repeat=2, task="pretrain", mode
         workload="tiny",
         target="cpu",
         backend="cpu",
-        device="cpu",
-        task=TaskJob(kind=task),
-        model=model or ModelJob(family="gpt2", source="arch", config={"layers": 1}),
-        data=data or DataJob(),
-        precision=PrecisionJob(),
-        optimizer=OptimizerJob(),
-        measure=MeasureJob(warmup=warmup, steps=steps, repeat=repeat),
-        options=dict(options or {}),
+        device=DeviceJob(),
+        task=TaskSpec(kind=task),
+        model=model or ModelSpec(family="gpt2", source="arch", stand_in={"layers": 1}),
+        data=data or DatasetSpec(),
+        precision=PrecisionSpec(),
+        optimizer=OptimizerSpec(),
+        measure=MeasureSpec(warmup=warmup, steps=steps, repeat=repeat),
+        debug=DebugJob(fake=dict(options or {})),
     )
 
 

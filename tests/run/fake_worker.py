@@ -1,6 +1,6 @@
 """A stand-in for ``python -m accelctl.worker JOB``: a real process that reads the job,
 appends events to ``$ACCELCTL_EVENTS_DIR/rank<N>.jsonl`` and exits like the worker does
-(0 ok, 3 NaN loss, 1 exception, 130 stopped).  ``job.options["fake"]`` picks the script:
+(0 ok, 3 NaN loss, 1 exception, 130 stopped).  ``job.debug.fake["fake"]`` picks the script:
 
 ok         warm-up + measured steps, loss going down, RunFinished
 crash      two steps, a message on stderr, then dies (exit 7) without a RunFailed
@@ -10,7 +10,7 @@ hang       steps slowly forever with a child process; SIGINT → RunFailed(stopp
 stubborn   like hang but ignores SIGINT and SIGTERM (needs SIGKILL)
 linger     reports RunFailed(nan_loss), then hangs instead of exiting
 
-``job.options["crash_rank"]``: that rank (env RANK) crashes and the others hang.
+``job.debug.fake["crash_rank"]``: that rank (env RANK) crashes and the others hang.
 Extra argv ``--touch PATH`` writes PATH (checks {run_dir} substitution), ``--require
 PATH`` exits 5 unless PATH exists (checks launch order); env
 ``FAKE_ENV_OUT`` names a file to write the value of ``FAKE_ENV_VALUE`` into.
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 job = json.loads(Path(sys.argv[1]).read_text())
-opts = job["options"]
+opts = job["debug"]["fake"]
 mode = opts.get("fake", "ok")
 rank = int(os.environ.get("RANK", "0"))
 world = int(os.environ.get("WORLD_SIZE", "1"))

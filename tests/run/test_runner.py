@@ -297,12 +297,12 @@ def test_console_sink_prints_plain_lines_when_headless(runs, make_plan):
 
 @pytest.mark.slow
 def test_real_worker_tiny_pretrain(runs, make_plan, make_job):
-    from accelctl.contract.job import DataJob, ModelJob
+    from accelctl.spec.types import DatasetSpec, ModelSpec
 
     job = make_job(
         warmup=1, steps=3, repeat=1,
-        model=ModelJob(family="gpt2", source="arch", config={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in"),
-        data=DataJob(kind="synthetic", seq_len=16),
+        model=ModelSpec(family="gpt2", source="arch", stand_in={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in"),
+        data=DatasetSpec(kind="synthetic", seq_len=16),
     )
     plan = make_plan(launches=[Launch(name="worker", argv=("python", "-m", "accelctl.worker", "{run_dir}/job.json"))])
     from dataclasses import replace
@@ -347,10 +347,10 @@ def test_console_summary_rows_for_generation_and_failure():
 def test_real_worker_two_ranks_under_torchrun(runs, make_plan, make_job):
     from dataclasses import replace
 
-    from accelctl.contract.job import ModelJob
+    from accelctl.spec.types import BatchSpec, ModelSpec
 
-    model = ModelJob(family="gpt2", source="arch", config={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in")
-    job = replace(make_job(warmup=1, steps=3, repeat=1, model=model), micro_batch=2)
+    model = ModelSpec(family="gpt2", source="arch", stand_in={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in")
+    job = replace(make_job(warmup=1, steps=3, repeat=1, model=model), batch=BatchSpec(micro=2))
     argv = ("torchrun", "--standalone", "--nproc_per_node=2", "-m", "accelctl.worker", "{run_dir}/job.json")
     plan = replace(make_plan(launches=[Launch(name="torchrun", argv=argv, env={"OMP_NUM_THREADS": "1"}, processes=2)]), job=job)
     handle, result = run(plan)

@@ -83,7 +83,7 @@ def test_write_inputs(runs, make_plan):
     assert on_disk == job
     assert job.run_id == run_dir.name
     assert job.events_dir == str(run_dir)
-    assert job.options["data_dir"] == f"{run_dir}/data"
+    assert job.debug.fake["data_dir"] == f"{run_dir}/data"  # {run_dir} filled anywhere in the job
 
 
 def _fake_run(root, name, summary=None):

@@ -20,18 +20,20 @@ from pathlib import Path
 import pytest
 
 from accelctl.contract.events import RunFailed, RunFinished, RunStarted, StepMetrics, read_events
-from accelctl.contract.job import DataJob, MeasureJob, ModelJob, OptimizerJob, PrecisionJob, TaskJob, WorkerJob
+from accelctl.contract.job import DebugJob, DeviceJob, WorkerJob
+from accelctl.spec.types import BatchSpec, DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "DeepSpeed is a machine learning framework"
 
 
-def make_job(tmp: Path, family: str, task: TaskJob, **kw) -> Path:
+def make_job(tmp: Path, family: str, task: TaskSpec, **kw) -> Path:
     job = WorkerJob(
-        run_id=f"test-{family}-{task.kind}", workload="test", target="cpu", backend="cpu", device="cpu",
-        task=task, model=ModelJob(family=family, source="arch", config=kw.pop("config", {}), weights="stand_in"),
-        data=kw.pop("data", DataJob()), precision=PrecisionJob(kw.pop("dtype", "fp32")),
-        optimizer=kw.pop("optimizer", OptimizerJob()), measure=kw.pop("measure", MeasureJob(warmup=1, steps=5)),
+        run_id=f"test-{family}-{task.kind}", workload="test", target="cpu", backend="cpu", device=DeviceJob(),
+        task=task, model=ModelSpec(family=family, source="arch", stand_in=kw.pop("config", {}), weights="stand_in"),
+        batch=BatchSpec(micro=kw.pop("micro_batch", 1), accumulation=kw.pop("accumulation", 1)),
+        data=kw.pop("data", DatasetSpec()), precision=PrecisionSpec(dtype=kw.pop("dtype", "fp32")),
+        optimizer=kw.pop("optimizer", OptimizerSpec()), measure=kw.pop("measure", MeasureSpec(warmup=1, steps=5)),
         threads=1, events_dir=str(tmp / "events"), **kw)
     path = tmp / "job.json"
     path.write_text(job.to_json(), encoding="utf-8")
@@ -70,38 +72,38 @@ def assert_ok(rc: int, events: list) -> RunFinished:
 # -- the jobs, one per test (``test_<name>`` waits for ``JOBS[<name>]``) ------------------------
 
 def bloom_generate_100_tokens(tmp: Path) -> tuple[Path, int]:
-    task = TaskJob(kind="generate", prompt=PROMPT, max_new_tokens=100, kv_cache=True)
-    return make_job(tmp, "bloom", task, measure=MeasureJob(warmup=1, steps=3)), 1
+    task = TaskSpec(kind="generate", prompt=PROMPT, max_new_tokens=100, kv_cache=True)
+    return make_job(tmp, "bloom", task, measure=MeasureSpec(warmup=1, steps=3)), 1
 
 
 def bert_pretrain_loss_decreases(tmp: Path) -> tuple[Path, int]:
-    return make_job(tmp, "bert", TaskJob(kind="pretrain"), data=DataJob(seq_len=64), micro_batch=8,
-                    measure=MeasureJob(warmup=2, steps=20)), 1
+    return make_job(tmp, "bert", TaskSpec(kind="pretrain"), data=DatasetSpec(seq_len=64), micro_batch=8,
+                    measure=MeasureSpec(warmup=2, steps=20)), 1
 
 
 def t5_finetune_gradient_checkpointing(tmp: Path) -> tuple[Path, int]:
-    return make_job(tmp, "t5", TaskJob(kind="finetune"), data=DataJob(seq_len=32, target_len=8), micro_batch=4,
-                    accumulation=2, gradient_checkpointing=True, measure=MeasureJob(warmup=1, steps=6)), 1
+    return make_job(tmp, "t5", TaskSpec(kind="finetune"), data=DatasetSpec(seq_len=32, target_len=8), micro_batch=4,
+                    accumulation=2, gradient_checkpointing=True, measure=MeasureSpec(warmup=1, steps=6)), 1
 
 
 def vit_pretrain(tmp: Path) -> tuple[Path, int]:
-    return make_job(tmp, "vit", TaskJob(kind="pretrain"), micro_batch=16,
-                    optimizer=OptimizerJob(name="sgd", lr=0.05, momentum=0.9, grad_clip=1.0),
-                    measure=MeasureJob(warmup=2, steps=10, repeat=2)), 1
+    return make_job(tmp, "vit", TaskSpec(kind="pretrain"), micro_batch=16,
+                    optimizer=OptimizerSpec(name="sgd", lr=0.05, momentum=0.9, grad_clip=1.0),
+                    measure=MeasureSpec(warmup=2, steps=10, repeat=2)), 1
 
 
 def stable_diffusion_infer(tmp: Path) -> tuple[Path, int]:
-    task = TaskJob(kind="infer", inference_steps=3, guidance_scale=7.5)
-    return make_job(tmp, "stable_diffusion", task, micro_batch=2, measure=MeasureJob(warmup=2, steps=2)), 1
+    task = TaskSpec(kind="infer", inference_steps=3, guidance_scale=7.5)
+    return make_job(tmp, "stable_diffusion", task, micro_batch=2, measure=MeasureSpec(warmup=2, steps=2)), 1
 
 
 def nan_loss_exits_3(tmp: Path) -> tuple[Path, int]:
-    return make_job(tmp, "vit", TaskJob(kind="pretrain"), micro_batch=4, options={"inject_nan_at_step": 3}), 1
+    return make_job(tmp, "vit", TaskSpec(kind="pretrain"), micro_batch=4, debug=DebugJob(inject_nan_at_step=3)), 1
 
 
 def two_ranks_ddp_all_reduces(tmp: Path) -> tuple[Path, int]:
-    return make_job(tmp, "vit", TaskJob(kind="pretrain"), micro_batch=4, options={"report_param_checksum": True},
-                    measure=MeasureJob(warmup=1, steps=4)), 2
+    return make_job(tmp, "vit", TaskSpec(kind="pretrain"), micro_batch=4, debug=DebugJob(report_param_checksum=True),
+                    measure=MeasureSpec(warmup=1, steps=4)), 2
 
 
 JOBS = {f.__name__: f for f in (two_ranks_ddp_all_reduces, stable_diffusion_infer, bloom_generate_100_tokens,

@@ -1,5 +1,5 @@
 """A stand-in worker for live TUI tests: replays a recorded ``events.jsonl`` as if it were
-running now.  ``python fake_worker.py JOB``; ``job.options``:
+running now.  ``python fake_worker.py JOB``; ``job.debug.fake``:
 
 replay     path of the recorded events.jsonl (required)
 delay_s    seconds between two step events (default 0.02)
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 job = json.loads(Path(sys.argv[1]).read_text())
-opts = job["options"]
+opts = job["debug"]["fake"]
 events_dir = Path(os.environ["ACCELCTL_EVENTS_DIR"])
 outs = {}
 

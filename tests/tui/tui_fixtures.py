@@ -29,7 +29,8 @@ def fake_plan(run: str, **options) -> Plan:
     """The recorded run's plan, launching ``fake_worker.py`` to replay its events."""
     src = recorded(run)
     plan = Plan.from_dict(json.loads((src / "plan.json").read_text()))
-    job = dataclasses.replace(plan.job, options={**plan.job.options, "replay": str(src / "events.jsonl"), **options})
+    job = dataclasses.replace(plan.job, debug=dataclasses.replace(
+        plan.job.debug, fake={**plan.job.debug.fake, "replay": str(src / "events.jsonl"), **options}))
     launch = Launch(name="worker", argv=("python", FAKE_WORKER, "{run_dir}/job.json"))
     return dataclasses.replace(plan, launches=(launch,), job=job)
 

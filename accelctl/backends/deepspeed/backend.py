@@ -207,7 +207,7 @@ def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> 
 
 def _launch_env(target: TargetSpec, job: WorkerJob, extra: dict[str, str]) -> dict[str, str]:
     adapter = _adapter(target)
-    env = dict(process_env(job, adapter), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
+    env = dict(process_env(job), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
     if adapter == "cpu":
         env[SHM_ENV] = "0"
     return env
@@ -275,6 +275,7 @@ def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config:
 
 class DeepSpeedBackend(Backend):
     name = "deepspeed"
+    worker_strategy = "deepspeed"
     adapters = ("cpu", "cuda", "hpu")
     precisions = ("fp32", "bf16", "fp16")
     #: zero selects it; none/data run as ZeRO stage 0 when the target asks for backend = deepspeed
@@ -331,6 +332,7 @@ class DeepSpeedBackend(Backend):
 
 class DeepSpeedInferenceBackend(Backend):
     name = "deepspeed_inference"
+    worker_strategy = "deepspeed_inference"
     #: not hpu: DeepSpeed-inference on Gaudi is optimum-habana's run_generation.py --use_deepspeed
     #: (backend gaudi, seed 003); a target it refuses must stay refused, not fall through to here
     adapters = ("cpu", "cuda")

@@ -100,8 +100,8 @@ def gaudi_config(spec: WorkloadSpec, target: TargetSpec) -> dict[str, Any]:
 
     * ``use_torch_autocast``: bf16 mixed precision through ``torch.autocast("hpu")`` (fp8
       also runs inside bf16 autocast, as in seed 002); fp32 runs without it.
-    * ``use_fused_adam``: Habana's ``hpex.optimizers.FusedAdamW`` replaces AdamW/Adam when
-      training (GaudiTrainer does the swap; the worker's hpu_extras does the same).
+    * ``use_fused_adam``: Habana's ``hpex.optimizers.FusedAdamW`` replaces AdamW when
+      training (GaudiTrainer does the swap; so does the worker's hpu adapter, through hpu_extras).
     * ``use_fused_clip_norm``: ``hpex.normalization.FusedClipNorm`` when gradients are clipped.
 
     ``autocast_bf16_ops`` / ``autocast_fp32_ops`` are left out: HPU autocast's built-in op
@@ -262,7 +262,7 @@ class GaudiBackend(Backend):
 
     def _build_worker(self, spec, target, job, env) -> Built:
         cfg = gaudi_config(spec, target)
-        env.update(ACCELCTL_PROCESS_GROUP="hccl", **{GAUDI_CONFIG_ENV: f"{RUN_DIR}/{GAUDI_CONFIG_FILE}"})
+        env[GAUDI_CONFIG_ENV] = f"{RUN_DIR}/{GAUDI_CONFIG_FILE}"
         if "threads" in target.options:
             # only when asked: the planning host's core count says nothing about a Gaudi server's
             env["OMP_NUM_THREADS"] = str(job.threads)

@@ -32,11 +32,11 @@ import dataclasses
 
 from accelctl.backends.base import Backend, Built, process_env
 from accelctl.contract import envnames
-from accelctl.contract.job import MeasureJob, WorkerJob
+from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.models import FAMILIES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
 
 #: the torch-xla release the plan's environment is written for (torch-xla 2.9 needs torch 2.9.0)
 TORCH_XLA_VERSION = "2.9"
@@ -80,8 +80,8 @@ def precompile_job(job: WorkerJob) -> WorkerJob:
     """The job for ``neuron_parallel_compile``: the same graphs, a few steps, events to the log."""
     m = job.measure
     warmup = min(m.warmup, PRECOMPILE_STEPS)
-    return dataclasses.replace(job, measure=MeasureJob(warmup=warmup, steps=PRECOMPILE_STEPS, repeat=1),
-                               options={**job.options, "precompile": True}, events_dir="")
+    return dataclasses.replace(job, measure=MeasureSpec(warmup=warmup, steps=PRECOMPILE_STEPS, repeat=1),
+                               device=dataclasses.replace(job.device, precompile=True), events_dir="")
 
 
 class XlaNeuronBackend(Backend):
@@ -106,8 +106,7 @@ class XlaNeuronBackend(Backend):
         if target.nodes == 1:
             torchrun += ["--standalone", "--nnodes=1"]
         torchrun += [f"--nproc_per_node={cores}", "-m", WORKER_MODULE]
-        env = dict(process_env(job, "xla"), ACCELCTL_PROCESS_GROUP="xla",
-                   **{WORKERS_ENV: str(workers)}, **NEURON_ENV)
+        env = dict(process_env(job), **{WORKERS_ENV: str(workers)}, **NEURON_ENV)
         run = Launch("torchrun", (*torchrun, f"{RUN_DIR}/job.json"), env, processes=cores)
         notes = [
             f"{cores} processes, one per NeuronCore, process group xla (init_method xla://), "
