@@ -1,4 +1,7 @@
-"""The public surface: parse -> check -> plan -> launch, one function per arrow.
+"""The public surface: parse -> check -> plan -> launch, one function per arrow, and what
+the faces (``accelctl.cli``, ``accelctl.tui``) share: which workloads and target to take
+(``select_workloads``, ``pick_target``), a plan as text (``render_plan*``) and the diff of
+two plans (``plan_diff``, ``diff_texts``).
 
 Everything here is importable without torch; ``launch`` starts processes (through
 the runner) and is the only function with side effects beyond reading files.
@@ -11,18 +14,45 @@ from pathlib import Path
 from accelctl.dsl.ast import File
 from accelctl.dsl.parser import parse, parse_file
 from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, WorkloadError
+from accelctl.plan.render import (
+    FORMATS,
+    diff_texts,
+    plan_diff,
+    refusal_header,
+    render_plan,
+    render_plan_sh,
+    render_plan_text,
+)
+from accelctl.plan.select import named_target, pick_target, select_workloads
 from accelctl.spec.check import check, check_all
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 __all__ = [
-    "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError", "WorkloadSpec",
-    "check", "check_all", "launch", "load", "parse", "parse_file", "plan",
+    "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
+    "WorkloadSpec", "check", "check_all", "check_plan", "diff_texts", "launch", "list_runs", "load",
+    "load_selected", "named_target", "parse", "parse_file", "pick_target", "plan", "plan_diff", "refusal_header",
+    "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
 ]
 
 
 def load(path: str | Path) -> tuple[WorkloadSpec, ...]:
     """Parse and check a workload file; raises ``WorkloadError`` with every diagnostic."""
     return check(parse_file(path))
+
+
+def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
+    """Parse and check a file, reporting rather than raising its problems: the workloads
+    checked and every diagnostic (``accelctl validate``)."""
+    try:
+        specs, diags = check_all(parse_file(path))
+    except WorkloadError as exc:
+        return (), list(exc.diagnostics)
+    return tuple(specs), list(diags)
+
+
+def load_selected(path: str | Path, workload: str | None = None) -> list[WorkloadSpec]:
+    """``load`` then ``select_workloads``: the named workload of the file, or all of them."""
+    return select_workloads(load(path), str(path), workload)
 
 
 def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None):
@@ -37,3 +67,17 @@ def launch(plan_, **kwargs):
     from accelctl.run.runner import launch as _launch
 
     return _launch(plan_, **kwargs)
+
+
+def check_plan(plan_, spec: WorkloadSpec):
+    """Check a plan with the real software it targets, where installed (``accelctl plan --check``)."""
+    from accelctl.plan.checks import check_plan as _check_plan
+
+    return _check_plan(plan_, spec)
+
+
+def list_runs(runs_root: str | Path | None = None):
+    """The stored runs (``RunRecord``), newest first."""
+    from accelctl.run.store import list_runs as _list_runs
+
+    return _list_runs(runs_root)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from accelctl import __version__
-from accelctl.errors import AccelctlError, Diagnostic, PlanError
+from accelctl.errors import AccelctlError, Diagnostic
 
 
 def _color(text: str, code: str, stream=None) -> str:
@@ -36,19 +36,22 @@ def _print_diags(diags: Sequence[Diagnostic], stream=None) -> None:
         print(file=stream)
 
 
+def _print_error(exc: AccelctlError) -> None:
+    """An error's diagnostics, or its one-line message, on stderr."""
+    if exc.diagnostics:
+        _print_diags(exc.diagnostics)
+    else:
+        print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+
+
 # ------------------------------------------------------------------ validate
 
 def cmd_validate(args) -> int:
-    from accelctl.dsl.parser import parse_file
-    from accelctl.errors import WorkloadError
-    from accelctl.spec.check import check_all
+    from accelctl.api import validate
 
     report, errors, workloads = [], 0, 0
     for path in args.files:
-        try:
-            specs, diags = check_all(parse_file(path))
-        except WorkloadError as exc:
-            specs, diags = (), exc.diagnostics
+        specs, diags = validate(path)
         n_err = sum(d.severity == "error" for d in diags)
         errors += n_err
         workloads += len(specs) if not n_err else 0
@@ -69,122 +72,34 @@ def cmd_validate(args) -> int:
 
 # ------------------------------------------------------------------ plan
 
-def _load_selected(path: str, workload: str | None):
-    from accelctl.api import load
-
-    specs = load(path)
-    if workload:
-        chosen = [s for s in specs if s.name == workload]
-        if not chosen:
-            raise AccelctlError(f"{path} has no workload '{workload}' (workloads: {', '.join(s.name for s in specs)})")
-        return chosen
-    return list(specs)
-
-
-def pick_target(spec, name: str | None):
-    """The target to run: the named one, else the first whose device is here, else cpu."""
-    from accelctl.hostinfo import present_adapters
-    from accelctl.spec.catalog import DEVICES
-
-    if name:
-        try:
-            return spec.target(name), f"--target {name}"
-        except KeyError:
-            names = ", ".join(t.name for t in spec.targets)
-            raise PlanError(f"workload {spec.name} has no target '{name}' (targets: {names})") from None
-    present = present_adapters()
-    for t in spec.targets:
-        adapter = DEVICES[t.device].adapter
-        if adapter != "cpu" and adapter in present:
-            return t, f"first target whose device is present here ({adapter}: {present[adapter]})"
-    for t in spec.targets:
-        if t.device == "cpu":
-            others = [x.name for x in spec.targets if x.device != "cpu"]
-            why = "no accelerator found on this machine"
-            return t, why + (f" for targets {', '.join(others)}" if others else "") + "; using the cpu target"
-    raise PlanError(f"no target of workload {spec.name} can run on this machine (no accelerator found) and it has "
-                    "no cpu target; add 'target cpu { devices = 1 }' or pass --target")
-
-
-def render_plan_text(plan) -> str:
-    out = [f"# plan: workload {plan.workload} -> target {plan.target}",
-           f"#   backend {plan.backend}, engine {plan.engine}, device {plan.device}"]
-    out += [f"#   note: {n}" for n in plan.notes]
-    out += [f"#   WARNING: {w}" for w in plan.warnings]
-    for f in plan.files:
-        out += ["", f"# file {{run_dir}}/{f.path}" + (f"  ({f.role})" if f.role else ""), f.content.rstrip()]
-    out += ["", "# file {run_dir}/job.json  (the worker's input)", plan.job.to_json()]
-    for launch in plan.launches:
-        out += ["", f"# launch {launch.name} ({launch.processes} process(es))", launch.shell()]
-    return "\n".join(out)
-
-
-def render_plan_sh(plan) -> str:
-    import shlex
-
-    out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
-           "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
-           'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
-    files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
-    for path, content in files:
-        out.append(f"cat > \"$run_dir\"/{shlex.quote(path)} <<'ACCELCTL_EOF'\n{content.rstrip()}\nACCELCTL_EOF")
-    for launch in plan.launches:
-        line = launch.shell().replace("{run_dir}", "'\"$run_dir\"'")
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def plan_diff(spec, a: str, b: str, engine: str | None = None) -> str:
-    """A unified diff of two targets' rendered plans: what changes between them."""
-    import difflib
-
-    from accelctl.api import plan as make_plan
-
-    texts = []
-    for name in (a, b):
-        try:
-            texts.append(render_plan_text(make_plan(spec, name, engine)))
-        except AccelctlError as exc:
-            texts.append(f"# plan: workload {spec.name} -> target {name}: cannot be planned\n{exc.render()}")
-    diff = difflib.unified_diff(texts[0].splitlines(), texts[1].splitlines(), f"target {a}", f"target {b}",
-                                lineterm="", n=2)
-    return "\n".join(diff) or f"# targets {a} and {b} plan identically"
-
-
 def cmd_plan(args) -> int:
     """Print each chosen target's plan; a target that cannot be planned prints its diagnostic
     and the others still print (exit 1 if any failed)."""
+    from accelctl.api import load_selected, named_target, plan_diff, refusal_header, render_plan
     from accelctl.api import plan as make_plan
 
     if args.diff:
-        for spec in _load_selected(args.file, args.workload):
+        for spec in load_selected(args.file, args.workload):
             for name in args.diff:
-                pick_target(spec, name)  # an unknown target is an error, not an empty diff
+                named_target(spec, name)  # an unknown target is an error, not an empty diff
             print(plan_diff(spec, *args.diff, args.engine))
         return 0
     failed = 0
-    for spec in _load_selected(args.file, args.workload):
-        targets = [pick_target(spec, args.target)[0]] if args.target else list(spec.targets)
+    for spec in load_selected(args.file, args.workload):
+        targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
         for t in targets:
             try:
                 p = make_plan(spec, t, args.engine)
             except AccelctlError as exc:
                 failed += 1
-                print(f"# plan: workload {spec.name} -> target {t.name}: cannot be planned", flush=True)
-                if exc.diagnostics:
-                    _print_diags(exc.diagnostics)
-                else:
-                    print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+                print(refusal_header(spec.name, t.name), flush=True)
+                _print_error(exc)
                 continue
-            if args.format == "json":
-                print(p.to_json())
-            elif args.format == "sh":
-                print(render_plan_sh(p))
-            else:
-                print(render_plan_text(p))
+            print(render_plan(p, args.format))
+            if args.format == "text":
                 print()
             if args.check:
-                from accelctl.plan.checks import check_plan
+                from accelctl.api import check_plan
 
                 results = check_plan(p, spec)
                 for r in results:
@@ -212,12 +127,12 @@ def use_tui(args) -> bool:
 
 
 def cmd_run(args) -> int:
-    from accelctl.api import launch
+    from accelctl.api import launch, load_selected, pick_target
     from accelctl.api import plan as make_plan
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
-    specs = _load_selected(args.file, args.workload)
+    specs = load_selected(args.file, args.workload)
     chosen = [(spec, *pick_target(spec, args.target)) for spec in specs]
     plans = [(spec, make_plan(spec, t, args.engine), why) for spec, t, why in chosen]
     live = use_tui(args)
@@ -250,7 +165,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from accelctl.run.store import list_runs
+    from accelctl.api import list_runs
 
     runs = list_runs(args.runs_dir)
     if args.json:
@@ -354,10 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.fn(args)
     except AccelctlError as exc:
-        if exc.diagnostics:
-            _print_diags(exc.diagnostics)
-        else:
-            print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+        _print_error(exc)
         return exc.exit_code if exc.exit_code != 1 else 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -47,6 +47,12 @@ def _parser() -> Lark:
     )
 
 
+def lark_parser() -> Lark:
+    """The grammar's LALR parser (contextual lexer), built once: ``parse`` and the TUI's
+    highlighter (``accelctl.tui.highlight``) lex and parse with this same instance."""
+    return _parser()
+
+
 def _span(meta) -> Span:
     return Span(meta.line, meta.column, meta.end_line, meta.end_column)
 

@@ -7,6 +7,7 @@ from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.registry import ENGINES, choose
+from accelctl.plan.select import named_target
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
@@ -16,11 +17,7 @@ def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint:
 
 def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None) -> Plan:
     if isinstance(target, str):
-        try:
-            target = spec.target(target)
-        except KeyError:
-            names = ", ".join(t.name for t in spec.targets)
-            raise PlanError(f"workload {spec.name} has no target '{target}' (targets: {names})") from None
+        target = named_target(spec, target)
     spec = spec.for_target(target)  # the target's own measure/optimizer, if it has them
     backend, why = choose(spec, target)
     if backend is None:

@@ -52,21 +52,12 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
               workload: str | None = None, engine: str | None = None, backend: str = "",
               runs_root: str | None = None, progress: Callable[[str], None] = print) -> list[Any]:
     """Run every point; returns the stored runs (``RunRecord``) in run order."""
-    from accelctl.api import launch, load, plan
-    from accelctl.errors import AccelctlError
+    from accelctl.api import launch, load_selected, named_target, plan
     from accelctl.report.entry import entry_from_run
     from accelctl.run.store import load_run
 
-    specs = load(path)
-    chosen = [s for s in specs if workload in (None, s.name)]
-    if not chosen:
-        raise AccelctlError(f"{path} has no workload '{workload}' (workloads: {', '.join(s.name for s in specs)})")
-    spec = chosen[0]
-    try:
-        base = spec.target(target_name)
-    except KeyError:
-        raise AccelctlError(f"workload {spec.name} has no target '{target_name}' "
-                            f"(targets: {', '.join(t.name for t in spec.targets)})") from None
+    spec = load_selected(path, workload)[0]
+    base = named_target(spec, target_name)
     source = Path(path).read_text(encoding="utf-8")
     records = []
     for t in sweep_targets(base, devices, nodes, backend):

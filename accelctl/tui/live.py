@@ -90,9 +90,8 @@ def _print_summary(result) -> None:
 def main(argv=None) -> int:
     import argparse
 
-    from accelctl.api import load
+    from accelctl.api import AccelctlError, load, pick_target, select_workloads
     from accelctl.api import plan as make_plan
-    from accelctl.cli import pick_target
 
     ap = argparse.ArgumentParser(prog="python -m accelctl.tui.live", description="accelctl run FILE, with the TUI")
     ap.add_argument("file")
@@ -102,11 +101,12 @@ def main(argv=None) -> int:
     ap.add_argument("--runs-dir", default=None)
     ap.add_argument("--auto-exit", action="store_true", help="leave the TUI when the run ends")
     args = ap.parse_args(argv)
-    specs = [s for s in load(args.file) if args.workload in (None, s.name)]
-    if not specs:
-        print(f"error: {args.file} has no workload {args.workload!r}", file=sys.stderr)
+    specs = load(args.file)
+    try:
+        spec = select_workloads(specs, args.file, args.workload)[0]
+    except AccelctlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    spec = specs[0]
     target, _ = pick_target(spec, args.target)
     p = make_plan(spec, target, args.engine)
     source = Path(args.file).read_text(encoding="utf-8")

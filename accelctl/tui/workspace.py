@@ -79,7 +79,7 @@ class PlanResult:
 
 def make_plan(spec, target: str) -> PlanResult:
     from accelctl.api import plan as api_plan
-    from accelctl.cli import render_plan_text
+    from accelctl.api import render_plan_text
     from accelctl.errors import AccelctlError
 
     try:
@@ -93,12 +93,10 @@ def make_plan(spec, target: str) -> PlanResult:
 
 def plan_diff(a: PlanResult, b: PlanResult, a_name: str, b_name: str) -> str:
     """A unified diff of two plans' text (an error counts as the plan's text)."""
-    import difflib
+    from accelctl.api import diff_texts
 
-    left = (a.text or a.error).splitlines()
-    right = (b.text or b.error).splitlines()
-    lines = difflib.unified_diff(left, right, fromfile=f"plan {a_name}", tofile=f"plan {b_name}", lineterm="", n=2)
-    return "\n".join(lines) or f"# plans {a_name} and {b_name} are identical"
+    return diff_texts(a.text or a.error, b.text or b.error, f"plan {a_name}", f"plan {b_name}",
+                      f"# plans {a_name} and {b_name} are identical")
 
 
 # --------------------------------------------------------------------------- comparing runs

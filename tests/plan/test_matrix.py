@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.api import load, plan
-from accelctl.cli import render_plan_text
+from accelctl.api import load, plan, render_plan_text
 from accelctl.errors import AccelctlError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,7 @@ import shlex
 
 import pytest
 
-from accelctl.api import check, parse, plan
-from accelctl.cli import render_plan_sh, render_plan_text
+from accelctl.api import check, parse, plan, render_plan_sh, render_plan_text
 from accelctl.contract.plan import Plan
 from accelctl.errors import PlanError
 

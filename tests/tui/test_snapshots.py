@@ -19,7 +19,7 @@ import json  # noqa: E402
 from tui_fixtures import STORE, WORKLOADS, recorded  # noqa: E402
 from tui_screen import wait_for  # noqa: E402
 
-from accelctl.cli import render_plan_text  # noqa: E402
+from accelctl.api import render_plan_text  # noqa: E402
 from accelctl.contract.plan import Plan  # noqa: E402
 from accelctl.tui.app import AccelctlApp  # noqa: E402
 from accelctl.tui.screens.run import RunScreen  # noqa: E402

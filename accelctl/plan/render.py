@@ -1,0 +1,82 @@
+"""A plan as text: what ``accelctl plan`` prints and the TUI's Plan screen shows.
+
+* ``render_plan_text(plan)``: the readable form (headers, notes, warnings, every
+  generated file, the job, each launch command);
+* ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files and runs the launches;
+* ``render_plan(plan, fmt)``: ``text``, ``json`` or ``sh``;
+* ``diff_texts`` / ``plan_diff``: a unified diff of two rendered plans (``accelctl plan
+  --diff`` and the TUI's plan diff).
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+
+from accelctl.contract.plan import Plan
+from accelctl.errors import AccelctlError
+from accelctl.spec.types import WorkloadSpec
+
+FORMATS = ("text", "json", "sh")
+
+
+def render_plan_text(plan: Plan) -> str:
+    out = [f"# plan: workload {plan.workload} -> target {plan.target}",
+           f"#   backend {plan.backend}, engine {plan.engine}, device {plan.device}"]
+    out += [f"#   note: {n}" for n in plan.notes]
+    out += [f"#   WARNING: {w}" for w in plan.warnings]
+    for f in plan.files:
+        out += ["", f"# file {{run_dir}}/{f.path}" + (f"  ({f.role})" if f.role else ""), f.content.rstrip()]
+    out += ["", "# file {run_dir}/job.json  (the worker's input)", plan.job.to_json()]
+    for launch in plan.launches:
+        out += ["", f"# launch {launch.name} ({launch.processes} process(es))", launch.shell()]
+    return "\n".join(out)
+
+
+def render_plan_sh(plan: Plan) -> str:
+    out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
+           "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
+           'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
+    files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
+    for path, content in files:
+        out.append(f"cat > \"$run_dir\"/{shlex.quote(path)} <<'ACCELCTL_EOF'\n{content.rstrip()}\nACCELCTL_EOF")
+    for launch in plan.launches:
+        line = launch.shell().replace("{run_dir}", "'\"$run_dir\"'")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def render_plan(plan: Plan, fmt: str = "text") -> str:
+    """The plan in one of ``FORMATS`` (as ``accelctl plan --format`` prints it, before its newline)."""
+    if fmt == "json":
+        return plan.to_json()
+    if fmt == "sh":
+        return render_plan_sh(plan)
+    if fmt == "text":
+        return render_plan_text(plan)
+    raise ValueError(f"unknown plan format {fmt!r} (formats: {', '.join(FORMATS)})")
+
+
+def refusal_header(workload: str, target: str) -> str:
+    """The line that stands for a target's plan when it cannot be planned."""
+    return f"# plan: workload {workload} -> target {target}: cannot be planned"
+
+
+def diff_texts(a_text: str, b_text: str, a_label: str, b_label: str, identical: str) -> str:
+    """A unified diff (2 lines of context) of two rendered plans; ``identical`` when they are the same."""
+    lines = difflib.unified_diff(a_text.splitlines(), b_text.splitlines(), a_label, b_label, lineterm="", n=2)
+    return "\n".join(lines) or identical
+
+
+def plan_diff(spec: WorkloadSpec, a: str, b: str, engine: str | None = None) -> str:
+    """What changes between two targets' plans; a target that cannot be planned counts
+    as its refusal (the header and the diagnostics)."""
+    from accelctl.plan.compile import compile_plan
+
+    texts = []
+    for name in (a, b):
+        try:
+            texts.append(render_plan_text(compile_plan(spec, name, engine)))
+        except AccelctlError as exc:
+            texts.append(f"{refusal_header(spec.name, name)}\n{exc.render()}")
+    return diff_texts(texts[0], texts[1], f"target {a}", f"target {b}", f"# targets {a} and {b} plan identically")

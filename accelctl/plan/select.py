@@ -1,0 +1,65 @@
+"""Which workloads of a file, and which target of a workload: the one selection rule.
+
+* ``select_workloads(specs, path, name)``: the named workload, or every one;
+* ``named_target(spec, name)``: the target called ``name``, or a ``PlanError`` naming the
+  targets there are;
+* ``pick_target(spec, name)``: the named target, else the first target whose device is
+  present on this machine (``accelctl.hostinfo.present_adapters``), else the ``cpu``
+  target — with a sentence saying why.
+
+``accelctl plan``/``run``, ``accelctl sweep``, the planner and the TUI's live run all
+choose through these functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from accelctl.errors import AccelctlError, PlanError
+from accelctl.hostinfo import present_adapters
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+
+def select_workloads(specs: Iterable[WorkloadSpec], path: str, name: str | None = None) -> list[WorkloadSpec]:
+    """The workload called ``name`` (a one-item list), or every workload when ``name`` is None."""
+    specs = list(specs)
+    if not name:
+        return specs
+    chosen = [s for s in specs if s.name == name]
+    if not chosen:
+        raise AccelctlError(f"{path} has no workload '{name}' (workloads: {', '.join(s.name for s in specs)})")
+    return chosen
+
+
+def named_target(spec: WorkloadSpec, name: str) -> TargetSpec:
+    """The target called ``name``; a ``PlanError`` listing the targets when there is none."""
+    try:
+        return spec.target(name)
+    except KeyError:
+        names = ", ".join(t.name for t in spec.targets)
+        raise PlanError(f"workload {spec.name} has no target '{name}' (targets: {names})") from None
+
+
+def pick_target(spec: WorkloadSpec, name: str | None = None,
+                present: Mapping[str, str] | None = None) -> tuple[TargetSpec, str]:
+    """The target to run and why: the named one, else the first whose device is here, else cpu.
+
+    ``present`` is the machine's device adapters -> how they were found (default:
+    ``present_adapters()`` of this machine).
+    """
+    if name:
+        return named_target(spec, name), f"--target {name}"
+    if present is None:
+        present = present_adapters()
+    for t in spec.targets:
+        adapter = DEVICES[t.device].adapter
+        if adapter != "cpu" and adapter in present:
+            return t, f"first target whose device is present here ({adapter}: {present[adapter]})"
+    for t in spec.targets:
+        if t.device == "cpu":
+            others = [x.name for x in spec.targets if x.device != "cpu"]
+            why = "no accelerator found on this machine"
+            return t, why + (f" for targets {', '.join(others)}" if others else "") + "; using the cpu target"
+    raise PlanError(f"no target of workload {spec.name} can run on this machine (no accelerator found) and it has "
+                    "no cpu target; add 'target cpu { devices = 1 }' or pass --target")
