@@ -49,7 +49,7 @@ def test_render_plan_formats(spec):
 def test_plan_diff_of_two_targets(spec):
     diff = plan_diff(spec, "cpu", "cpu2")
     assert diff.startswith("--- target cpu\n+++ target cpu2\n@@")
-    assert '-  "micro_batch": 4,' in diff and '+  "micro_batch": 8,' in diff
+    assert '-    "micro": 4' in diff and '+    "micro": 8' in diff
     assert plan_diff(spec, "cpu", "cpu") == "# targets cpu and cpu plan identically"
 
 
