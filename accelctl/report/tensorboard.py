@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from accelctl.analysis.stats import steady_state
+from accelctl.analysis.stats import steady_state, step_key, straggler_times
 from accelctl.contract.events import StepMetrics
 
 _SCALAR_FIELDS = ("loss", "samples_per_s", "tokens_per_s", "mfu", "mem_bytes", "ttft_s", "per_token_s")
@@ -116,13 +116,10 @@ def read_records(path: Path) -> Iterator[bytes]:
 def run_scalars(events: list[Any]) -> list[tuple[float, int, list[tuple[str, float]]]]:
     """(wall time, step, [(tag, value)]) per rank-0 step, then the summary scalars."""
     steps = [e for e in events if isinstance(e, StepMetrics)]
-    straggler: dict[tuple[str, int, int], float] = {}
-    for s in steps:
-        key = (s.phase, s.repeat, s.step)
-        straggler[key] = max(straggler.get(key, 0.0), float(s.step_time_s))
+    times = straggler_times(steps)
     out = []
     for s in (s for s in steps if s.rank == 0):
-        values = [(f"{s.phase}/step_time_s", straggler[(s.phase, s.repeat, s.step)])]
+        values = [(f"{s.phase}/step_time_s", times[step_key(s)])]
         values += [(f"{s.phase}/{f}", float(getattr(s, f))) for f in _SCALAR_FIELDS if getattr(s, f) is not None]
         out.append((float(s.time_unix_s), int(s.step), values))
     stats = steady_state(events)
