@@ -9,6 +9,7 @@ Warm-up steps are kept (they are plotted, marked) but never enter those figures.
 
 from __future__ import annotations
 
+import statistics
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -157,8 +158,10 @@ class RunModel:
         elapsed = (self._last_t - self._first_t) if self._first_t is not None and self._last_t is not None else 0.0
         eta = None
         if self.total_steps and done and self.live:
+            # the steady-state median step; before any measured step, the mean of the
+            # latest five steps (the straggler's time, as everywhere)
             st = self.stats().step_time
-            pace = st.median if st is not None else sum(s.step_time_s for s in r0[-5:]) / len(r0[-5:])
+            pace = st.median if st is not None else statistics.fmean(list(self.step_times.values())[-5:])
             eta = max(0, self.total_steps - done) * pace
         elif self.total_steps and not self.live:
             eta = 0.0 if done >= self.total_steps else None
