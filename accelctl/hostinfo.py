@@ -81,3 +81,34 @@ def cpu_has_native_bf16() -> bool:
 def cpu_has_native_fp16() -> bool:
     """True when the CPU has fp16 matmul instructions (AVX512-FP16 or AMX-FP16); torch-free."""
     return any(f in _cpuinfo()[1] for f in FP16_FLAGS)
+
+
+# --------------------------------------------------------------------------- 16-bit on a CPU
+
+#: the advice wherever bf16/fp16 meets a CPU: the checker's W601, the plan, the worker
+CPU_16BIT_HINT = ("CPUs without native bf16/fp16 instructions (AVX512-BF16/AMX, AVX512-FP16; AVX2-only CPUs "
+                  "have none) emulate them ~100-180x slower than fp32; set precision = fp32 on cpu targets")
+
+
+def cpu_has_native(dtype: str) -> bool:
+    """Whether this CPU computes ``dtype`` natively: bf16 and fp16 need their instructions
+    (``cpu_has_native_bf16`` / ``cpu_has_native_fp16``), anything else is not emulated."""
+    if dtype == "bf16":
+        return cpu_has_native_bf16()
+    if dtype == "fp16":
+        return cpu_has_native_fp16()
+    return True
+
+
+def cpu_precision_warning(dtype: str, native: bool | None = None) -> str | None:
+    """The one warning for 16-bit precision on a CPU that emulates it (~100-180x slower
+    than fp32 on the AVX2 EPYC of LAB.md), or None: fp32, or a CPU with the instructions.
+    ``native`` defaults to this CPU's (``cpu_has_native``)."""
+    if dtype not in ("bf16", "fp16"):
+        return None
+    if native is None:
+        native = cpu_has_native(dtype)
+    if native:
+        return None
+    return (f"{dtype} on a CPU without native {dtype} instructions: matmuls are emulated, ~100-180x slower "
+            f"than fp32, and the timings will not represent {dtype} hardware; use precision = fp32 on cpu targets")

@@ -50,6 +50,9 @@ from accelctl.contract.events import StepMetrics
 MEASURE = "measure"
 WARMUP = "warmup"
 
+#: ``(phase, repeat, step)``
+StepKey = tuple[str, int, int]
+
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0..100) by linear interpolation (numpy's default)."""
@@ -219,18 +222,51 @@ def _loss_trend(steps: Sequence[StepMetrics]) -> LossTrend | None:
     return LossTrend(first=losses[0], last=losses[-1], k=k, first_k_mean=head, last_k_mean=tail, decreased=decreased)
 
 
-def _groups(steps: Sequence[StepMetrics]) -> dict[tuple[str, int, int], list[StepMetrics]]:
+def _groups(steps: Sequence[StepMetrics]) -> dict[StepKey, list[StepMetrics]]:
     """Steps grouped by ``(phase, repeat, step)``: one group = one step of the whole job."""
-    groups: dict[tuple[str, int, int], list[StepMetrics]] = defaultdict(list)
+    groups: dict[StepKey, list[StepMetrics]] = defaultdict(list)
     for s in steps:
-        groups[(s.phase, s.repeat, s.step)].append(s)
+        groups[step_key(s)].append(s)
     return groups
+
+
+def step_key(step: StepMetrics) -> StepKey:
+    """``(phase, repeat, step)``: what identifies one step of the whole job across ranks."""
+    return (step.phase, step.repeat, step.step)
+
+
+def fold_step_time(times: dict[StepKey, float], step: StepMetrics) -> None:
+    """Fold one rank's report of a step into ``times``: a step's time is the slowest
+    rank's (the straggler defines the step).  Incremental, for views that grow live."""
+    key, t = step_key(step), float(step.step_time_s)
+    times[key] = max(times[key], t) if key in times else t
+
+
+def straggler_times(events: Iterable[Any]) -> dict[StepKey, float]:
+    """The time of every step of the job (any phase), by ``(phase, repeat, step)`` in the
+    order the steps first appear: the slowest rank's.  Non-step events are ignored."""
+    times: dict[StepKey, float] = {}
+    for e in events:
+        if isinstance(e, StepMetrics):
+            fold_step_time(times, e)
+    return times
 
 
 def measured_step_times(events: Iterable[Any]) -> list[tuple[int, int, float]]:
     """``(repeat, step, seconds)`` of every measured step, straggler time, in order."""
-    groups = _groups([e for e in events if isinstance(e, StepMetrics) and e.phase == MEASURE])
-    return [(r, st, max(float(s.step_time_s) for s in groups[(ph, r, st)])) for ph, r, st in sorted(groups)]
+    times = straggler_times(events)
+    return [(r, st, times[(ph, r, st)]) for ph, r, st in sorted(times) if ph == MEASURE]
+
+
+def straggler(stats: StepStats) -> tuple[int, float] | None:
+    """The straggling rank of a multi-rank run: ``(rank, how much slower its median
+    measured step is than the fastest rank's, as a fraction)``; None with one rank."""
+    medians = {r: d.median for r, d in stats.per_rank.items()}
+    if len(medians) < 2:
+        return None
+    slow = max(medians, key=medians.get)
+    fast = min(medians.values())
+    return (slow, medians[slow] / fast - 1) if fast > 0 else None
 
 
 def per_device(rate: float | None, devices: int | None) -> float | None:
@@ -250,11 +286,9 @@ def steady_state(events: Iterable[Any]) -> StepStats:
     warmup_keys = [k for k in groups if k[0] == WARMUP]
     other = sum(1 for k in groups if k[0] not in (MEASURE, WARMUP))
 
-    def straggler(key: tuple[str, int, int]) -> float:
-        return max(float(s.step_time_s) for s in groups[key])
-
     # 2. step time: the straggler defines each step
-    times = [straggler(k) for k in measure_keys]
+    step_times = straggler_times(steps)
+    times = [step_times[k] for k in measure_keys]
 
     # 3. throughput per step: global counts from the lowest rank, straggler time;
     #    aggregate = summed counts / summed times over the steps that carry counts
@@ -337,7 +371,7 @@ def steady_state(events: Iterable[Any]) -> StepStats:
         repeat_means_s=repeat_means,
         mean_of_repeats_s=_mean(repeat_means),
         warmup_steps=len(warmup_keys),
-        warmup_time_s=sum(straggler(k) for k in warmup_keys),
+        warmup_time_s=sum(step_times[k] for k in warmup_keys),
         other_steps=other,
         generation=generation,
         loss=_loss_trend(rank0_measured),

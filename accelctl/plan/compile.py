@@ -44,12 +44,12 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = list(built.warnings)
     notes = [*built.notes, fit.describe()]
-    if target.device == "cpu" and target.precision.dtype in ("bf16", "fp16"):
-        from accelctl.hostinfo import cpu_has_native_bf16
+    if target.device == "cpu":
+        from accelctl.hostinfo import cpu_precision_warning
 
-        if not cpu_has_native_bf16():
-            warnings.append(f"{target.precision.dtype} on this CPU: it has no native bf16/fp16 arithmetic "
-                            "(AVX2 only), so it runs ~100-180x slower than fp32; use precision = fp32 on cpu targets")
+        slow = cpu_precision_warning(target.precision.dtype)
+        if slow is not None:
+            warnings.append(slow)
     return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
                 notes=tuple(notes), warnings=tuple(warnings))

@@ -100,7 +100,12 @@ def cmd_report(args) -> int:
         from accelctl.report.tensorboard import export_run
 
         for r in records:
-            print(f"wrote {export_run(r, args.tensorboard)}", file=sys.stderr)
+            try:
+                path = export_run(r, args.tensorboard)
+            except ModuleNotFoundError as exc:
+                raise SystemExit(f"error: --tensorboard needs tensorboard ({exc}); "
+                                 "pip install 'accelctl[report]'") from None
+            print(f"wrote {path}", file=sys.stderr)
     return 0
 
 

@@ -1,93 +1,22 @@
-"""Compare two entries: speed-up and price-performance with 95 % CIs, and a verdict.
-
-A is the baseline, B the candidate.
-
-* speed-up of B over A = throughput B / throughput A (same unit), else latency A /
-  latency B, else step time A / step time B (``accelctl.analysis.cost``).
-* Its CI: the values compared are the repeat means when both runs have two repeats or
-  more (MLPerf-trimmed from 5), else the steady-state step times.  The CI of
-  ``mean(A) / mean(B)`` is the delta method on the log scale with Welch-Satterthwaite
-  degrees of freedom (``accelctl.analysis.ci.ratio_ci``); the speed-up's CI is that
-  interval times ``speed-up / (mean(A) / mean(B))`` (the fixed work per step of each
-  run).  Step times are autocorrelated, so over steps the CI is optimistic: repeats
-  (``measure { repeat = 5 }``) give the honest one.
-* Price-performance ratio = speed-up x price A / price B, its CI scaled alike.
-* Verdict: "regression" when the whole CI of the speed-up lies below ``1 - tolerance``,
-  "improvement" when it lies above ``1 + tolerance``, else "no significant difference"
-  (the difference is inside the noise); "unknown" when a run has fewer than two values.
-"""
+"""``accelctl compare``'s table: the comparison of two entries (``accelctl.analysis.compare``:
+speed-up and price-performance with 95 % CIs, and a verdict), as rows and notes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from accelctl.analysis import cost
-from accelctl.analysis.ci import Interval, WelchResult, ratio_ci, welch
-from accelctl.report.entry import Entry
+from accelctl.analysis.ci import Interval
+from accelctl.analysis.compare import (
+    IMPROVEMENT,
+    REGRESSION,
+    SAME,
+    UNKNOWN,
+    Comparison,
+    compare,
+)
 from accelctl.report.tables import Column, Table
 
-REGRESSION, IMPROVEMENT, SAME, UNKNOWN = "regression", "improvement", "no significant difference", "unknown"
-
-
-@dataclass(frozen=True)
-class Comparison:
-    a: Entry
-    b: Entry
-    #: what the speed-up is the ratio of: throughput, latency or step time
-    basis: str
-    speedup: float | None
-    speedup_ci: Interval | None
-    #: mean(A) / mean(B) of the compared values (step times or repeat means), with its CI
-    time_ratio_ci: Interval | None
-    price_performance: float | None
-    price_performance_ci: Interval | None
-    #: "repeat means" or "step times"
-    values: str
-    welch: WelchResult | None
-    verdict: str
-    tolerance: float = 0.0
-
-
-def _scaled(ci: Interval | None, factor: float) -> Interval | None:
-    if ci is None:
-        return None
-    return Interval(ci.mean * factor, ci.low * factor, ci.high * factor, ci.n, ci.confidence)
-
-
-def _speedup(a: Entry, b: Entry) -> tuple[str, float | None]:
-    if a.throughput and b.throughput and a.unit == b.unit:
-        return "throughput", cost.speedup_from_rates(a.throughput, b.throughput)
-    if a.latency_s and b.latency_s:
-        return "latency", cost.speedup_from_times(a.latency_s, b.latency_s)
-    if a.step_time_s and b.step_time_s:
-        return "step time", cost.speedup_from_times(a.step_time_s, b.step_time_s)
-    return "none", None
-
-
-def compare(a: Entry, b: Entry, confidence: float = 0.95, tolerance: float = 0.0) -> Comparison:
-    basis, sp = _speedup(a, b)
-    use_repeats = len(a.repeat_values) >= 2 and len(b.repeat_values) >= 2
-    xa, xb = (a.repeat_values, b.repeat_values) if use_repeats else (a.step_times, b.step_times)
-    ci = raw = None
-    if len(xa) >= 2 and len(xb) >= 2:
-        raw = ratio_ci(xa, xb, confidence)
-    if sp is not None and raw is not None and raw.mean > 0:
-        ci = _scaled(raw, sp / raw.mean)
-    pp = pp_ci = None
-    if sp is not None and a.price_per_hour and b.price_per_hour:
-        pp = cost.price_performance_ratio(sp, a.price_per_hour, b.price_per_hour)
-        pp_ci = _scaled(ci, a.price_per_hour / b.price_per_hour)
-    if ci is None:
-        verdict = UNKNOWN
-    elif ci.high < 1.0 - tolerance:
-        verdict = REGRESSION
-    elif ci.low > 1.0 + tolerance:
-        verdict = IMPROVEMENT
-    else:
-        verdict = SAME
-    return Comparison(a, b, basis, sp, ci, raw, pp, pp_ci, "repeat means" if use_repeats else "step times",
-                      welch(xa, xb, confidence) if len(xa) >= 2 and len(xb) >= 2 else None, verdict, tolerance)
+__all__ = ["IMPROVEMENT", "REGRESSION", "SAME", "UNKNOWN", "Comparison", "compare", "compare_table"]
 
 
 COLUMNS = [

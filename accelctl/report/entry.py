@@ -17,13 +17,13 @@ counts sequences/s, other training and inference samples/s, generation tokens/s.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.analysis import cost
 from accelctl.analysis.ci import Interval
 from accelctl.analysis.stats import StepStats, measured_step_times, per_device, steady_state
+from accelctl.run.store import SPEC_FILE, read_json
 
 
 @dataclass(frozen=True)
@@ -111,14 +111,6 @@ class Entry:
         return self.latency_s if self.latency_s is not None else self.step_time_s
 
 
-def _read_json(path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _target(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return next((t for t in spec.get("targets") or [] if t.get("name") == name), {})
 
@@ -176,7 +168,7 @@ def entry_from_stats(stats: StepStats, *, workload: str, target: str, source: st
 def entry_from_run(record: Any) -> Entry:
     """An entry for a stored run (``accelctl.run.store.RunRecord``)."""
     summary = record.summary or {}
-    spec = _read_json(record.path / "spec.json")
+    spec = read_json(record.path / SPEC_FILE)
     tgt = _target(spec, record.target)
     events = record.events()
     stats = steady_state(events)

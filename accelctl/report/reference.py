@@ -2,7 +2,7 @@
 
 Raw figures become ``Entry`` objects (``entries`` tables) or ``ScalePoint`` objects
 (``scaling`` tables); every derived figure a seed printed is a *claim* recomputed with
-``accelctl.analysis.cost``, ``accelctl.report.scaling`` and ``accelctl.report.compare``,
+``accelctl.analysis.cost``, ``accelctl.report.scaling`` and ``accelctl.analysis.compare``,
 exactly as for a user's runs, then matched against the printed value:
 
 * ``round``: the recomputed value printed with the seed's decimals equals the seed's;
@@ -26,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from accelctl.analysis import cost
-from accelctl.report.compare import compare
+from accelctl.analysis.compare import compare
 from accelctl.report.entry import Entry
 from accelctl.report.scaling import ScalePoint, ScaleRow, scaling_table
 from accelctl.report.tables import Column, Table, report_table, scale_table
@@ -199,7 +199,7 @@ def claims_table() -> Table:
              "status": c.status, "note": c.note, "id": c.id} for c in claims()]
     return Table("reference-claims", "the seeds' derived figures, recomputed from their raw numbers",
                  list(CLAIM_COLUMNS), rows,
-                 ["recomputed with accelctl's own formulas (report/cost.py, report/scaling.py, report/compare.py)"])
+                 ["recomputed with accelctl's own formulas (analysis/cost.py, report/scaling.py, analysis/compare.py)"])
 
 
 def reference_tables(user: list[Entry] | None = None) -> list[Table]:

@@ -224,9 +224,12 @@ class RunRecord:
         return Plan.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: str | Path) -> dict[str, Any]:
+    """A run file's JSON object (``summary.json``, ``spec.json``, ``plan.json``...); ``{}``
+    when it is missing, unreadable, not JSON, or not an object (a run being written, an
+    interrupted one).  Every reader of run folders uses this one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -247,8 +250,8 @@ def _headline(stats: Mapping[str, Any]) -> tuple[float | None, float | None, str
 
 def read_run(path: Path) -> RunRecord:
     """A ``RunRecord`` for one run folder; tolerates a missing or broken ``summary.json``."""
-    summary = _read_json(path / SUMMARY_FILE)
-    info: Mapping[str, Any] = summary or _read_json(path / PLAN_FILE) or _read_json(path / JOB_FILE)
+    summary = read_json(path / SUMMARY_FILE)
+    info: Mapping[str, Any] = summary or read_json(path / PLAN_FILE) or read_json(path / JOB_FILE)
     m = _ID_RE.match(path.name)
     started = summary.get("started", "")
     if not started and m:

@@ -11,6 +11,7 @@ from typing import Any
 
 from accelctl.dsl import ast
 from accelctl.errors import Span, did_you_mean
+from accelctl.hostinfo import CPU_16BIT_HINT
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES, INSTANCES
@@ -243,8 +244,7 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
     if t.device == "cpu" and t.precision.dtype in ("bf16", "fp16"):
         # point at the precision that applies: the target's own, else the workload's
         where = items["precision"].span if "precision" in items else origins.get("precision", span)
-        ctx.warn("W601", f"target {t.name} runs {t.precision.dtype} on a CPU", where,
-                 "CPUs without native bf16 (AVX2-only) run it ~100x slower; set precision = fp32 on cpu targets")
+        ctx.warn("W601", f"target {t.name} runs {t.precision.dtype} on a CPU", where, CPU_16BIT_HINT)
 
 
 def check_targets(items: list[ast.Item], wl_batch, bs, precision, gc, task, model, engines, ctx: Ctx,

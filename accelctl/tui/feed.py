@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract.events import Event, event_from_dict
+from accelctl.run.store import EVENTS_FILE, PLAN_FILE, SUMMARY_FILE, read_json
 
 #: events per message when replaying at full speed
 CHUNK = 500
@@ -29,14 +30,6 @@ CHUNK = 500
 MAX_GAP_S = 1.0
 
 _END = object()
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 class LiveSource:
@@ -108,10 +101,10 @@ class ReplaySource:
     def __init__(self, run_dir: str | Path, *, speed: float | None = None, follow: bool | None = None):
         self.run_dir = Path(run_dir)
         self.speed = speed
-        self.follow = (not (self.run_dir / "summary.json").exists()) if follow is None else follow
-        plan = _read_json(self.run_dir / "plan.json") or {}
+        self.follow = (not (self.run_dir / SUMMARY_FILE).exists()) if follow is None else follow
+        plan = read_json(self.run_dir / PLAN_FILE)
         job = plan.get("job") or {}
-        m = job.get("measure") or (_read_json(self.run_dir / "summary.json") or {}).get("measure") or {}
+        m = job.get("measure") or read_json(self.run_dir / SUMMARY_FILE).get("measure") or {}
         self.total_steps = (m.get("warmup", 0) + m.get("steps", 0) * m.get("repeat", 1)) or None
         self.task = (job.get("task") or {}).get("kind", "")
         self.world_size = sum(int(ln.get("processes", 1)) for ln in plan.get("launches") or ()) or 1
@@ -126,7 +119,7 @@ class ReplaySource:
         """Every complete line appended since the last call, parsed (torn lines skipped)."""
         if self._fh is None:
             try:
-                self._fh = open(self.run_dir / "events.jsonl", encoding="utf-8")  # noqa: SIM115
+                self._fh = open(self.run_dir / EVENTS_FILE, encoding="utf-8")  # noqa: SIM115
             except OSError:
                 return []
         data = self._partial + self._fh.read()
@@ -143,7 +136,7 @@ class ReplaySource:
         return out
 
     def _finished(self) -> bool:
-        return not self.follow or (self.run_dir / "summary.json").exists()
+        return not self.follow or (self.run_dir / SUMMARY_FILE).exists()
 
     def read(self, timeout: float) -> tuple[list[Event], bool]:
         if not self._pending:
@@ -180,7 +173,7 @@ class ReplaySource:
     def result(self) -> tuple[str, dict[str, Any] | None]:
         if self._fh is not None:
             self._fh.close()
-        summary = _read_json(self.run_dir / "summary.json")
+        summary = read_json(self.run_dir / SUMMARY_FILE) or None
         return (str(summary.get("status", "incomplete")) if summary else "incomplete"), summary
 
     def stop(self) -> None:  # a recording cannot be stopped

@@ -9,10 +9,12 @@ Warm-up steps are kept (they are plotted, marked) but never enter those figures.
 
 from __future__ import annotations
 
+import statistics
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from accelctl.analysis.stats import fold_step_time, steady_state
 from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
 
 #: statuses a run can end with (``summary.json``); "running" and "waiting" are live
@@ -49,6 +51,7 @@ class RunModel:
         self.repeat = 0
         self.steps: list[StepMetrics] = []
         #: the straggler's time of each step, by (phase, repeat, step), in arrival order
+        #: (``accelctl.analysis.stats.fold_step_time``)
         self.step_times: dict[tuple[str, int, int], float] = {}
         self.rank_steps: dict[int, list[StepMetrics]] = {}
         self.logs: deque[tuple[str, str]] = deque(maxlen=max_logs)
@@ -80,8 +83,7 @@ class RunModel:
             self.status = "running"
         if isinstance(ev, StepMetrics):
             self.steps.append(ev)
-            key = (ev.phase, ev.repeat, ev.step)
-            self.step_times[key] = max(self.step_times.get(key, 0.0), float(ev.step_time_s))
+            fold_step_time(self.step_times, ev)
             self.rank_steps.setdefault(ev.rank, []).append(ev)
         elif isinstance(ev, PhaseChanged):
             if ev.rank == 0:
@@ -146,8 +148,6 @@ class RunModel:
     def stats(self):
         """``steady_state`` over the steps so far (cached until the next event)."""
         if self._stats_version != self.version:
-            from accelctl.analysis.stats import steady_state
-
             self._stats = steady_state(self.steps)
             self._stats_version = self.version
         return self._stats
@@ -158,8 +158,10 @@ class RunModel:
         elapsed = (self._last_t - self._first_t) if self._first_t is not None and self._last_t is not None else 0.0
         eta = None
         if self.total_steps and done and self.live:
+            # the steady-state median step; before any measured step, the mean of the
+            # latest five steps (the straggler's time, as everywhere)
             st = self.stats().step_time
-            pace = st.median if st is not None else sum(s.step_time_s for s in r0[-5:]) / len(r0[-5:])
+            pace = st.median if st is not None else statistics.fmean(list(self.step_times.values())[-5:])
             eta = max(0, self.total_steps - done) * pace
         elif self.total_steps and not self.live:
             eta = 0.0 if done >= self.total_steps else None

@@ -4,14 +4,13 @@
   validation state and every diagnostic;
 * ``make_plan(spec, target)``: a plan, or the error that says why the target cannot be
   planned (unsupported is a value, shown in the plan pane, never a crash);
-* ``Comparison``: two stored runs side by side — speed-up as the ratio of their
-  steady-state median step times, price-performance where the run's ``spec.json``
-  gives the target's ``price_per_hour``.
+* ``Comparison``: two stored runs side by side — ``accelctl compare``'s comparison
+  (speed-up and price-performance with 95 % CIs, a verdict) of the runs' report entries.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,78 +101,76 @@ def plan_diff(a: PlanResult, b: PlanResult, a_name: str, b_name: str) -> str:
 # --------------------------------------------------------------------------- comparing runs
 
 
-def price_per_hour(run_dir: Path, target: str) -> float | None:
-    """The target's ``price_per_hour`` from the run's ``spec.json`` (None: unknown)."""
-    try:
-        spec = json.loads((Path(run_dir) / "spec.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    for t in spec.get("targets") or ():
-        if t.get("name") == target:
-            price = t.get("price_per_hour")
-            return float(price) if price is not None else None
-    return None
-
-
-@dataclass
+@dataclass(frozen=True)
 class RunSide:
-    """One run of a comparison, with its steady-state figures (``steady_state``)."""
+    """One run of a comparison: its record and its ``Entry`` (``accelctl.report.entry``:
+    steady state from its events, the target's price from its ``spec.json``), the same
+    figures ``accelctl report`` and ``accelctl compare`` show."""
 
     record: Any
-    stats: Any
-    price_per_hour: float | None
-    #: (value, unit) of the headline throughput: tokens/s for generation, else samples/s
-    throughput: tuple[float | None, str]
-    events: list = field(default_factory=list, repr=False)
+    entry: Any
 
     @property
-    def median_s(self) -> float | None:
-        return self.stats.step_time.median if self.stats.step_time else None
+    def price_per_hour(self) -> float | None:
+        return self.entry.price_per_hour
+
+    @property
+    def throughput(self) -> tuple[float | None, str]:
+        """(value, unit) of the steady-state throughput: ``(228.8, "sequences/s")``."""
+        return self.entry.throughput, self.entry.unit
 
     @property
     def cost_per_million(self) -> float | None:
-        """USD per million samples (tokens) at the steady-state median throughput."""
-        value, _ = self.throughput
-        if not value or self.price_per_hour is None:
-            return None
-        return self.price_per_hour / 3600.0 / value * 1e6
+        """USD per million units (samples, sequences, tokens) at the steady-state throughput."""
+        return self.entry.cost_per_million
+
+    @property
+    def median_s(self) -> float | None:
+        return self.entry.step_time_median_s
 
 
 def run_side(record) -> RunSide:
-    from accelctl.analysis.stats import steady_state
+    from accelctl.report.entry import entry_from_run
 
-    events = record.events()
-    stats = steady_state(events)
-    if stats.generation is not None and stats.generation.tokens_per_s_median is not None:
-        thr = (stats.generation.tokens_per_s_median, "tokens")
-    elif stats.samples_per_s is not None:
-        thr = (stats.samples_per_s.median, "samples")
-    elif stats.tokens_per_s is not None:
-        thr = (stats.tokens_per_s.median, "tokens")
-    else:
-        thr = (None, "")
-    return RunSide(record, stats, price_per_hour(record.path, record.target), thr, events)
+    return RunSide(record, entry_from_run(record))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
+    """B against A (the baseline): ``accelctl compare``'s comparison
+    (``accelctl.analysis.compare``: speed-up and price-performance with 95 % CIs, a
+    verdict) of the two runs' entries, and what to keep in mind reading it."""
+
     a: RunSide
     b: RunSide
 
+    @functools.cached_property
+    def result(self):
+        from accelctl.analysis.compare import compare as compare_entries
+
+        return compare_entries(self.a.entry, self.b.entry)
+
     @property
     def speedup(self) -> float | None:
-        """How many times faster B's steady-state median step is than A's (A / B)."""
-        if not self.a.median_s or not self.b.median_s:
-            return None
-        return self.a.median_s / self.b.median_s
+        """How many times faster B is than A (by throughput, else latency, else step time)."""
+        return self.result.speedup
+
+    @property
+    def speedup_ci(self):
+        return self.result.speedup_ci
+
+    @property
+    def verdict(self) -> str:
+        return self.result.verdict
 
     @property
     def price_performance(self) -> float | None:
-        """How many times more work per dollar B does than A (cost A / cost B)."""
-        ca, cb = self.a.cost_per_million, self.b.cost_per_million
-        if ca is None or cb is None or cb == 0 or self.a.throughput[1] != self.b.throughput[1]:
-            return None
-        return ca / cb
+        """How many times more work per dollar B does than A (speed-up x price A / price B)."""
+        return self.result.price_performance
+
+    @property
+    def price_performance_ci(self):
+        return self.result.price_performance_ci
 
     @property
     def caveats(self) -> list[str]:

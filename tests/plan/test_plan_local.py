@@ -21,6 +21,7 @@ workload tiny {
   target ddp  { device = cpu  devices = 2 }
   target big  { device = cpu  devices = 2  threads = 3 }
   target bf   { device = cpu  precision = bf16 }
+  target hf   { device = cpu  precision = fp16 }
 }
 """
 
@@ -70,6 +71,24 @@ def test_bf16_on_cpu_warns_loudly():
     if cpu_has_native_bf16():
         pytest.skip("this CPU has native bf16")
     assert any("slower than fp32" in w for w in p.warnings)
+
+
+def test_16bit_on_cpu_warning_is_one_rule():
+    """hostinfo.cpu_precision_warning is the rule; the plan applies it with this host's
+    flags, fp16 by the fp16 instructions (a CPU may have AVX512-BF16 and no AVX512-FP16)."""
+    from accelctl.hostinfo import cpu_has_native, cpu_precision_warning
+
+    for dtype in ("bf16", "fp16"):
+        slow = cpu_precision_warning(dtype, native=False)
+        assert f"{dtype} on a CPU without native {dtype}" in slow and "slower than fp32" in slow
+        assert cpu_precision_warning(dtype, native=True) is None
+    assert cpu_precision_warning("fp32", native=False) is None and cpu_has_native("fp32")
+    for target, dtype in (("bf", "bf16"), ("hf", "fp16")):
+        warnings = plan(_spec(), target).warnings
+        if cpu_has_native(dtype):
+            assert not any("slower than fp32" in w for w in warnings)
+        else:
+            assert cpu_precision_warning(dtype) in warnings
 
 
 def test_unknown_target_is_a_plan_error():

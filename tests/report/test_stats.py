@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from accelctl.analysis.stats import Distribution, percentile, steady_state
+from accelctl.analysis.stats import Distribution, percentile, steady_state, straggler, straggler_times
 from accelctl.contract.events import LogMessage, PhaseChanged, StepMetrics
 
 approx = pytest.approx
@@ -150,6 +150,18 @@ def test_multi_rank_straggler_defines_the_step():
     assert s.tokens_per_s.median == approx(200.0)
     # loss from rank 0 only
     assert (s.loss.first, s.loss.last, s.loss.decreased) == (3, 1, True)
+
+
+def test_straggler_times_and_the_straggling_rank():
+    # the one rule every view uses (summary, TUI, TensorBoard): a step takes the slowest rank's time
+    events = [step(0, 9.0, "warmup", rank=1), step(0, 8.0, "warmup", rank=0), LogMessage(level="info", message="x"),
+              step(0, 0.1, rank=0), step(0, 0.3, rank=1), step(1, 0.2, rank=1), step(1, 0.25, rank=0)]
+    times = straggler_times(events)
+    assert list(times) == [("warmup", 0, 0), ("measure", 0, 0), ("measure", 0, 1)]  # first-seen order
+    assert list(times.values()) == [9.0, 0.3, 0.25]
+    # rank 1's median measured step 0.25 vs rank 0's 0.175: rank 1 straggles by 0.25 / 0.175 - 1
+    assert straggler(steady_state(events)) == (1, approx(0.25 / 0.175 - 1))
+    assert straggler(steady_state([step(0, 0.1)])) is None
 
 
 def test_multi_rank_generation_counts_rank0_tokens_and_straggler_latency():

@@ -17,7 +17,7 @@ from accelctl.tui.feed import ReplaySource, pump
 from accelctl.tui.highlight import highlight_workload, source_with_diagnostics
 from accelctl.tui.messages import RunEnded, RunEvents
 from accelctl.tui.model import RunModel
-from accelctl.tui.workspace import compare, make_plan, plan_diff, price_per_hour, scan
+from accelctl.tui.workspace import compare, make_plan, plan_diff, run_side, scan
 
 
 def drain(source, timeout: float = 10.0):
@@ -124,18 +124,28 @@ def test_workspace_scan_states_and_plans():
     assert make_plan(spec, "nope").error
 
 
-def test_comparison_uses_steady_state_medians_and_spec_prices():
+def test_comparison_is_accelctl_compare_with_spec_prices():
+    """The TUI's comparison is `accelctl compare`'s: the same speed-up, CI and verdict."""
+    from accelctl.analysis.compare import IMPROVEMENT
+    from accelctl.report.compare import compare as report_compare
+    from accelctl.report.entry import entry_from_run
     from accelctl.run.store import load_run
 
     a, b = load_run(recorded("tui_train-cpu2-")), load_run(recorded("tui_train-cpu-"))
     cmp = compare(a, b)
-    ma = steady_state(a.events()).step_time.median
-    mb = steady_state(b.events()).step_time.median
-    assert cmp.speedup == pytest.approx(ma / mb)
-    assert price_per_hour(a.path, "cpu2") == 0.25
-    thr_b = steady_state(b.events()).samples_per_s.median
+    want = report_compare(entry_from_run(a), entry_from_run(b))
+    assert (cmp.speedup, cmp.speedup_ci, cmp.verdict) == (want.speedup, want.speedup_ci, want.verdict)
+    assert cmp.price_performance == want.price_performance
+    # one repeat each: the speed-up is the ratio of the steady-state throughputs (summed
+    # samples / summed straggler step times), its CI over the step times
+    thr_a = steady_state(a.events()).samples_per_s.aggregate
+    thr_b = steady_state(b.events()).samples_per_s.aggregate
+    assert cmp.speedup == pytest.approx(thr_b / thr_a)
+    assert cmp.speedup_ci.low < cmp.speedup < cmp.speedup_ci.high and cmp.verdict == IMPROVEMENT
+    assert (cmp.a.price_per_hour, cmp.b.price_per_hour) == (0.25, 0.10)
     assert cmp.b.cost_per_million == pytest.approx(0.10 / 3600 / thr_b * 1e6)
-    assert price_per_hour(recorded("tui_generate-cpu-"), "cpu") is None
+    assert cmp.price_performance == pytest.approx(cmp.a.cost_per_million / cmp.b.cost_per_million)
+    assert run_side(load_run(recorded("tui_generate-cpu-"))).price_per_hour is None
 
 
 def test_workload_highlighting_and_inline_diagnostics():

@@ -202,22 +202,29 @@ async def test_runs_table_marks_two_runs_and_compares_them():
         await pilot.press("space", "c")
         await pilot.pause()
         assert isinstance(app.screen, CompareScreen)
-        med = {k: steady_state(read_events(recorded(k) / "events.jsonl")).step_time.median
+        # the speed-up is `accelctl compare`'s: steady-state throughput B / A, with its CI
+        thr = {k: steady_state(read_events(recorded(k) / "events.jsonl")).samples_per_s.aggregate
                for k in ("tui_train-cpu2-", "tui_train-cpu-")}
-        speedup = med["tui_train-cpu2-"] / med["tui_train-cpu-"]
+        speedup = thr["tui_train-cpu-"] / thr["tui_train-cpu2-"]
         cmp = app.screen.cmp
         assert cmp.speedup == pytest.approx(speedup)
         verdict = text_of(app, "#cmp-verdict")
-        assert f"B is {fmt.ratio(speedup)} faster than A" in verdict
+        ci = cmp.speedup_ci
+        assert (f"B is {fmt.ratio(speedup)} faster than A by throughput "
+                f"(95% CI {fmt.ratio(ci.low)}–{fmt.ratio(ci.high)})") in verdict
+        assert f"verdict {cmp.verdict} (CI over the step times" in verdict and cmp.verdict == "improvement"
         # prices from each run's spec.json: cpu2 0.25 usd/h, cpu 0.10 usd/h
         assert cmp.a.price_per_hour == 0.25 and cmp.b.price_per_hour == 0.10
         assert cmp.price_performance == pytest.approx(cmp.a.cost_per_million / cmp.b.cost_per_million)
-        assert "samples per dollar than A" in verdict
+        assert f"B gets {fmt.ratio(cmp.price_performance)} more sequences per dollar" in verdict
         assert "$0.2500/h" in text_of(app, "#cmp-a") and "$0.1000/h" in text_of(app, "#cmp-b")
         await pilot.press("s")  # swap A and B
         await pilot.pause()
         assert app.screen.cmp.speedup == pytest.approx(1 / speedup)
-        assert "slower than A" in text_of(app, "#cmp-verdict")
+        # the same interval, read the other way round (the log-scale CI is symmetric)
+        assert (f"B is {fmt.ratio(speedup)} slower than A by throughput "
+                f"(95% CI {fmt.ratio(ci.low)}–{fmt.ratio(ci.high)})") in text_of(app, "#cmp-verdict")
+        assert "fewer sequences per dollar" in text_of(app, "#cmp-verdict")
 
 
 async def test_compare_without_prices_says_so(tmp_path):

@@ -1,10 +1,10 @@
 """Two stored runs side by side: A (the baseline) and B.
 
-Speed-up is the ratio of the steady-state median step times (A / B, from
-``steady_state`` over each run's events: warm-up excluded, the straggler defines a
-step).  Price-performance compares the cost of a million samples (tokens, for
-generation) at each run's median throughput, with the target's ``price_per_hour`` from
-the run's ``spec.json``; without a price it says so.
+The comparison is ``accelctl compare``'s (``accelctl.analysis.compare`` over each run's
+report entry): the speed-up of B over A by steady-state throughput (else latency, else
+step time) with its 95 % CI and verdict (improvement, regression, no significant
+difference), and price-performance (speed-up x price A / price B) with the target's
+``price_per_hour`` from each run's ``spec.json``; without a price it says so.
 """
 
 from __future__ import annotations
@@ -16,14 +16,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
+from accelctl.analysis.compare import IMPROVEMENT, REGRESSION
 from accelctl.tui import fmt
 from accelctl.tui.screens.base import AppScreen
 from accelctl.tui.widgets.plots import ComparePlot
 from accelctl.tui.widgets.stats import STATUS_STYLE
 
+VERDICT_STYLE = {IMPROVEMENT: "bold green", REGRESSION: "bold red"}
+
 
 def side_table(side) -> Table:
-    r, st = side.record, side.stats
+    r, e = side.record, side.entry
     g = Table.grid(padding=(0, 1))
     g.add_column(style="bold", no_wrap=True, min_width=10)
     g.add_column(no_wrap=True, overflow="ellipsis")
@@ -31,36 +34,51 @@ def side_table(side) -> Table:
     g.add_row("target", f"{r.workload} › {r.target}")
     g.add_row("backend", f"{r.backend} · {(r.summary or {}).get('device', '?')}")
     g.add_row("status", Text(r.status, style=STATUS_STYLE.get(r.status, "")))
-    d = st.step_time
-    g.add_row("steps", f"{d.count} measured, {st.warmup_steps} warm-up" if d else "none measured")
-    g.add_row("median", fmt.ms(side.median_s))
-    g.add_row("p90", fmt.ms(d.p90) if d else "-")
+    n = len(e.step_times)
+    g.add_row("steps", f"{n} measured, {e.warmup_steps} warm-up" if n else "none measured")
+    ci = e.step_time_ci
+    g.add_row("mean", fmt.ms(e.step_time_s) + (f" ± {fmt.ms(ci.half_width)} (95% CI)" if ci else ""))
+    g.add_row("median", f"{fmt.ms(side.median_s)} · p90 {fmt.ms(e.step_time_p90_s)}")
     value, unit = side.throughput
-    g.add_row("throughput", f"{fmt.num(value)} {unit}/s" if value is not None else "-")
+    g.add_row("throughput", f"{fmt.num(value)} {unit}" if value is not None else "-")
     g.add_row("price", f"{fmt.money(side.price_per_hour)}/h" if side.price_per_hour is not None else "unknown")
     cost = side.cost_per_million
-    g.add_row("cost", f"{fmt.money(cost)} per 1M {unit}" if cost is not None else "-")
+    g.add_row("cost", f"{fmt.money(cost)} per 1M {unit.split('/')[0]}" if cost is not None else "-")
     return g
+
+
+def _times(x: float, ci) -> tuple[str, str]:
+    """``x`` as a factor >= 1 ("N× faster/more", "N× slower/fewer") and its CI the same way round."""
+    if x >= 1:
+        return fmt.ratio(x), "" if ci is None else f"{fmt.ratio(ci.low)}–{fmt.ratio(ci.high)}"
+    return fmt.ratio(1 / x), "" if ci is None else f"{fmt.ratio(1 / ci.high)}–{fmt.ratio(1 / ci.low)}"
 
 
 def verdict(cmp) -> Text:
     t = Text()
-    s = cmp.speedup
+    s, res = cmp.speedup, cmp.result
     if s is None:
         t.append("speed-up: - (a run has no measured steps)\n", "dim")
     else:
-        faster = "faster" if s >= 1 else "slower"
+        factor, ci = _times(s, cmp.speedup_ci)
         t.append("speed-up ", "bold")
-        t.append(f"B is {fmt.ratio(s if s >= 1 else 1 / s)} {faster} than A", "bold green" if s >= 1 else "bold red")
-        t.append(f"  (median step {fmt.ms(cmp.a.median_s)} → {fmt.ms(cmp.b.median_s)})\n")
+        t.append(f"B is {factor} {'faster' if s >= 1 else 'slower'} than A", "bold green" if s >= 1 else "bold red")
+        t.append(f" by {res.basis}" + (f" (95% CI {ci})" if ci else "") + "\n")
+        t.append("verdict ", "bold")
+        if res.speedup_ci is not None:
+            t.append(res.verdict, VERDICT_STYLE.get(res.verdict, "bold yellow"))
+            t.append(f" (CI over the {res.values}" + (f", Welch p = {res.welch.p_value:.2g}" if res.welch else "")
+                     + ")\n")
+        else:
+            t.append(f"{res.verdict} (a run has fewer than two measured values: no interval)\n", "dim")
     pp = cmp.price_performance
     if pp is not None:
-        better = "more" if pp >= 1 else "less"
-        unit = cmp.a.throughput[1]
+        factor, ci = _times(pp, cmp.price_performance_ci)
+        unit = cmp.a.throughput[1].split("/")[0]
         t.append("price-performance ", "bold")
-        t.append(f"B does {fmt.ratio(pp if pp >= 1 else 1 / pp)} {better} {unit} per dollar than A",
+        t.append(f"B gets {factor} {'more' if pp >= 1 else 'fewer'} {unit} per dollar",
                  "bold green" if pp >= 1 else "bold red")
-        t.append("\n")
+        t.append(f" (CI {ci})\n" if ci else "\n")
     else:
         t.append("price-performance: -\n", "dim")
     for c in cmp.caveats:

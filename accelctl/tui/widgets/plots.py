@@ -98,7 +98,8 @@ class SeriesPlot(PlotextPlot):
 
 
 class ComparePlot(PlotextPlot):
-    """Measured step times of two runs over their step index, one line each (A cyan, B magenta)."""
+    """Measured step times of two runs (the report entry's: the straggler's time of each step)
+    over their step index, one line each (A cyan, B magenta)."""
 
     def __init__(self, sides, **kwargs):
         super().__init__(**kwargs)
@@ -109,12 +110,10 @@ class ComparePlot(PlotextPlot):
         plt.clear_figure()
         xs_max, drawn = 1, False
         for side, color in zip(self.sides, RANK_COLORS[:2], strict=False):
-            times = [e for e in side.events
-                     if getattr(e, "kind", "") == "step" and e.phase == "measure" and e.rank == 0]
+            times = side.entry.step_times  # measured, the straggler's time of each step
             if times:
                 drawn = True
-                plt.plot(list(range(1, len(times) + 1)), [e.step_time_s * 1e3 for e in times], marker="braille",
-                         color=color)
+                plt.plot(list(range(1, len(times) + 1)), [t * 1e3 for t in times], marker="braille", color=color)
                 xs_max = max(xs_max, len(times))
             med = side.median_s
             if med:

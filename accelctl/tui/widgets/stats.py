@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from accelctl.analysis.stats import straggler
 from accelctl.tui import fmt
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "stopped": "bold yellow", "incomplete": "bold yellow",
@@ -173,16 +174,6 @@ class RanksPanel(ModelPanel):
             t.add_row(Text(f"{r}{'◀' if style else ' '}", style=style), fmt.ms(steps[-1].step_time_s),
                       Text(fmt.ms(medians.get(r)), style=style), fmt.ms(d.p90) if d else "-")
         return t
-
-
-def straggler(stats) -> tuple[int, float] | None:
-    """(rank, how much slower its median step is than the fastest rank's, as a fraction)."""
-    medians = {r: d.median for r, d in stats.per_rank.items()}
-    if len(medians) < 2:
-        return None
-    slow = max(medians, key=medians.get)
-    fast = min(medians.values())
-    return (slow, medians[slow] / fast - 1) if fast > 0 else None
 
 
 class SummaryPanel(ModelPanel):
