@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelctl.dsl.ast import File
-from accelctl.dsl.parser import parse, parse_file
-from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, WorkloadError
+from accelctl.dsl.parser import parse, parse_file, read_source
+from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, WorkloadError, attach_source
 from accelctl.plan.render import (
     FORMATS,
     diff_texts,
@@ -30,8 +30,9 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 __all__ = [
     "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
     "WorkloadSpec", "check", "check_all", "check_plan", "diff_texts", "launch", "list_runs", "load",
-    "load_selected", "named_target", "parse", "parse_file", "pick_target", "plan", "plan_diff", "refusal_header",
-    "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
+    "load_selected", "named_target", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
+    "refusal_header", "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
+    "validate_text",
 ]
 
 
@@ -44,9 +45,19 @@ def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnosti
     """Parse and check a file, reporting rather than raising its problems: the workloads
     checked and every diagnostic (``accelctl validate``)."""
     try:
-        specs, diags = check_all(parse_file(path))
+        text = read_source(path)
     except WorkloadError as exc:
         return (), list(exc.diagnostics)
+    return validate_text(text, path)
+
+
+def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
+    """``validate`` of text already read (the TUI shows the text beside its diagnostics)."""
+    try:
+        specs, diags = check_all(parse(text, str(path)))
+    except AccelctlError as exc:
+        diags = exc.diagnostics or [Diagnostic("E000", str(exc), path=str(path))]
+        return (), attach_source(diags, text)
     return tuple(specs), list(diags)
 
 

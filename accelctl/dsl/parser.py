@@ -157,9 +157,14 @@ def parse(text: str, path: str = "<input>") -> ast.File:
 
 def parse_file(path: str | Path) -> ast.File:
     """Read and parse a file; a missing or unreadable file is a diagnostic too."""
+    return parse(read_source(path), str(path))
+
+
+def read_source(path: str | Path) -> str:
+    """A workload file's text; a missing or unreadable file raises ``WorkloadError`` (E001/E002)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise WorkloadError(diagnostics=[Diagnostic("E001", f"no such file: {path}", path=str(path),
                                                     hint="check the path; workloads live in workloads/*.wl")])
@@ -169,7 +174,6 @@ def parse_file(path: str | Path) -> ast.File:
                 else "check the file's permissions")
         why = getattr(exc, "strerror", None) or exc
         raise WorkloadError(diagnostics=[Diagnostic("E002", f"cannot read {path}: {why}", path=str(path), hint=hint)])
-    return parse(text, str(path))
 
 
 # ----------------------------------------------------------------- syntax error classification

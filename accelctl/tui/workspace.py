@@ -44,20 +44,16 @@ class WorkloadFile:
 
 
 def load_file(path: str | Path) -> WorkloadFile:
-    from accelctl.dsl.parser import parse
-    from accelctl.errors import AccelctlError, Diagnostic, attach_source
-    from accelctl.spec.check import check_all
+    from accelctl.api import read_source, validate_text
+    from accelctl.errors import WorkloadError
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        return WorkloadFile(path, "", (), [Diagnostic("E001", f"cannot read: {exc}", path=str(path))])
-    try:
-        specs, diags = check_all(parse(text, str(path)))
-    except AccelctlError as exc:
-        specs, diags = (), attach_source(exc.diagnostics or [Diagnostic("E000", str(exc), path=str(path))], text)
-    return WorkloadFile(path, text, tuple(specs) if not any(d.severity == "error" for d in diags) else (), list(diags))
+        text = read_source(path)
+    except WorkloadError as exc:
+        return WorkloadFile(path, "", (), list(exc.diagnostics))
+    specs, diags = validate_text(text, path)
+    return WorkloadFile(path, text, specs if not any(d.severity == "error" for d in diags) else (), diags)
 
 
 def scan(path: str | Path) -> list[WorkloadFile]:

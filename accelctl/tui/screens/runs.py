@@ -58,7 +58,7 @@ class RunsScreen(AppScreen):
         self.reload()
 
     def reload(self) -> None:
-        from accelctl.run.store import list_runs
+        from accelctl.api import list_runs
 
         self.records = list_runs(self.app.runs_root)
         table = self.query_one(DataTable)
