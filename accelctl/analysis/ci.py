@@ -29,15 +29,6 @@ TRIM_AT = 5
 # --------------------------------------------------------------------------- Student t
 
 
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom (``scipy.stats.t``)."""
-    if df <= 0:
-        raise ValueError("degrees of freedom must be > 0")
-    from scipy import stats
-
-    return float(stats.t.cdf(t, df))
-
-
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t (e.g. ``t_quantile(0.975, 9) = 2.2622``)."""
     if not 0.0 < p < 1.0:
@@ -66,11 +57,6 @@ class Interval:
     @property
     def half_width(self) -> float:
         return (self.high - self.low) / 2.0
-
-    @property
-    def relative(self) -> float:
-        """Half width over the mean (0.03 = ±3 %)."""
-        return self.half_width / self.mean if self.mean else math.inf
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Interval | None:

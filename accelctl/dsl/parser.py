@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from accelctl.dsl import ast
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source

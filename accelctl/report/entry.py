@@ -103,13 +103,6 @@ class Entry:
     def projected_cost(self) -> float | None:
         return cost.projected_cost(self.train_steps, self.step_time_s, self.price_per_hour)
 
-    @property
-    def time_per_unit_s(self) -> float | None:
-        """Seconds per sample/sequence/token: what a speed-up compares."""
-        if self.throughput:
-            return 1.0 / self.throughput
-        return self.latency_s if self.latency_s is not None else self.step_time_s
-
 
 def _target(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return next((t for t in spec.get("targets") or [] if t.get("name") == name), {})

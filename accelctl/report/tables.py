@@ -20,8 +20,6 @@ from typing import Any
 from accelctl.report.entry import Entry
 from accelctl.report.scaling import ScalePoint, ScaleRow, scaling_table
 
-#: column kinds the renderers know how to format
-KINDS = ("text", "int", "time", "time_ci", "rate", "pct", "ratio", "bytes", "usd", "hours", "num")
 
 
 @dataclass(frozen=True)

@@ -38,20 +38,6 @@ class CallbackSink:
         return f"CallbackSink({getattr(self.fn, '__qualname__', self.fn)!r})"
 
 
-class ListSink:
-    """Collects events and the final result (tests, notebooks)."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-        self.result: Any = None
-
-    def on_event(self, event: Any) -> None:
-        self.events.append(event)
-
-    def close(self, result: Any) -> None:
-        self.result = result
-
-
 def as_sink(obj: Any) -> Any:
     """``obj`` if it has ``on_event``; a ``CallbackSink`` if it is callable."""
     if hasattr(obj, "on_event"):

@@ -18,7 +18,6 @@ from accelctl.analysis.stats import fold_step_time, steady_state
 from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
 
 #: statuses a run can end with (``summary.json``); "running" and "waiting" are live
-ENDED = ("ok", "failed", "stopped", "incomplete")
 
 
 @dataclass(frozen=True)

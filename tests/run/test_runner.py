@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,6 @@ from accelctl.contract.events import LogMessage, RunFailed, RunFinished, RunStar
 from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.run import runner
 from accelctl.run.console import ConsoleSink
-from accelctl.run.sinks import ListSink
 
 TIMEOUT = 60
 SUMMARY_KEYS = {
@@ -25,6 +25,20 @@ SUMMARY_KEYS = {
     "started", "started_unix_s", "finished_unix_s", "timings", "measure", "world_size", "stats", "env",
     "details", "results", "failure", "stopped_by", "warnings", "launches", "returncodes",
 }
+
+
+class ListSink:
+    """Collects the events a run streams and its final result."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.result: Any = None
+
+    def on_event(self, event: Any) -> None:
+        self.events.append(event)
+
+    def close(self, result: Any) -> None:
+        self.result = result
 
 
 def run(plan, **kw):
