@@ -1,35 +1,40 @@
-"""The registry of backends: the one place that chooses a backend for a target."""
+"""The registry of backends: the one place that chooses a backend for a target.
+
+Which plug-ins exist, and in which order they are asked, is data
+(``accelctl.spec.plugins``: name -> "module:Class"); this module imports them from there.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 from accelctl.backends.base import Backend
-from accelctl.backends.cpu import CpuBackend
-from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend
-from accelctl.backends.gaudi.backend import GaudiBackend
-from accelctl.backends.te_fp8.backend import TeFp8Backend
-from accelctl.backends.torchrun import TorchrunBackend
-from accelctl.backends.xla_neuron.backend import XlaNeuronBackend
-from accelctl.engines.base import Engine, LocalEngine
+from accelctl.engines.base import Engine
+from accelctl.spec import plugins
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
-#: in selection order: the first that selects a target wins.  Vendor stacks first
-#: (Gaudi, Neuron), then what a target's settings ask for (fp8/TE layers, DeepSpeed),
-#: then the generic launchers.
-BACKENDS: dict[str, Backend] = {
-    b.name: b
-    for b in (
-        CpuBackend(),
-        GaudiBackend(),
-        XlaNeuronBackend(),
-        TeFp8Backend(),
-        DeepSpeedInferenceBackend(),
-        DeepSpeedBackend(),
-        TorchrunBackend(),
-    )
-}
+
+def load_plugin(path: str):
+    """The object a ``"module:Class"`` path names, instantiated."""
+    module, _, cls = path.partition(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def _load_all(table: dict[str, str]) -> dict:
+    out = {}
+    for name, path in table.items():
+        plugin = load_plugin(path)
+        if plugin.name != name:
+            raise RuntimeError(f"accelctl.spec.plugins lists {path} as {name!r}, but it calls itself {plugin.name!r}")
+        out[name] = plugin
+    return out
+
+
+#: backends by name, in selection order: the first that selects a target wins
+BACKENDS: dict[str, Backend] = _load_all(plugins.BACKENDS)
 
 #: engines by name (``engine = ...`` in a target, ``--engine`` on the command line)
-ENGINES: dict[str, Engine] = {e.name: e for e in (LocalEngine(),)}
+ENGINES: dict[str, Engine] = _load_all(plugins.ENGINES)
 
 
 def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[str]]:
