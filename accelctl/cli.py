@@ -83,7 +83,7 @@ def _load_selected(path: str, workload: str | None):
 
 def pick_target(spec, name: str | None):
     """The target to run: the named one, else the first whose device is here, else cpu."""
-    from accelctl.hostinfo import present_adapters
+    from accelctl.contract.devices import present_adapters
     from accelctl.spec.catalog import DEVICES
 
     if name:

@@ -7,8 +7,11 @@ outside the registry asks "which backend is this?".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
+from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.spec.catalog import DEVICES
@@ -21,12 +24,10 @@ BASE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNB
 
 
 def process_env(job: WorkerJob) -> dict[str, str]:
-    """BASE_ENV plus the threads of each process.  On CPU devices OpenMP's idle threads
-    sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``): on the 2-core lab machine a
-    2-thread stand-in's median generate() went from 391 to 223 ms with it, p90 1147 to
-    236 ms (one run each; `accelctl run` of bloomz_176b's cpu target with threads = 2)."""
+    """BASE_ENV plus the threads of each process.  Where the device family says so (the host
+    CPU), OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``)."""
     env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads))
-    if job.device.adapter == "cpu":
+    if FAMILIES[job.device.adapter].idle_threads_sleep:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
@@ -52,6 +53,9 @@ class Backend:
     summary: str = ""
     #: how the worker runs the model under this backend (``accelctl.contract.job.STRATEGIES``)
     worker_strategy: str = "plain"
+    #: ``accelctl doctor`` probes of the tool this backend launches (name -> code printing one
+    #: JSON object in a child interpreter); device stacks are probed by their families
+    probes: ClassVar[Mapping[str, str]] = {}
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         """Whether this backend is the natural choice for the target (registry order decides ties)."""

@@ -7,6 +7,7 @@ from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.registry import ENGINES, choose
+from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
@@ -47,7 +48,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = list(built.warnings)
     notes = [*built.notes, fit.describe()]
-    if target.device == "cpu" and target.precision.dtype in ("bf16", "fp16"):
+    if DEVICES[target.device].host and target.precision.dtype in ("bf16", "fp16"):
         from accelctl.hostinfo import cpu_has_native_bf16
 
         if not cpu_has_native_bf16():

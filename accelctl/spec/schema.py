@@ -168,6 +168,9 @@ PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "pipeline": ("pp",),
 }
 PARALLEL_ALIASES = {"ddp": "data"}
+#: strategies that shard training state (not for generate/infer tasks), and those for inference only
+TRAINING_STRATEGIES = ("zero", "fsdp")
+INFERENCE_STRATEGIES = ("deepspeed_inference",)
 OFFLOAD = V.choice("none", "cpu", "nvme")
 PARALLEL_ARGS: dict[str, V.VType] = {
     "stage": V.integer(),

@@ -55,6 +55,13 @@ DEEPSPEED_VERSION = "0.19.8"
 ACCELERATOR = {"cpu": "cpu", "cuda": "cuda", "hpu": "hpu"}
 COMM = {"cpu": "gloo", "cuda": "nccl", "hpu": "hccl"}
 
+#: ``accelctl doctor``: DeepSpeed's version and the accelerator and process group it picks here
+PROBES = {"deepspeed": (
+    "import json\nimport deepspeed\nfrom deepspeed.accelerator import get_accelerator as g\na = g()\n"
+    "print(json.dumps({'version': deepspeed.__version__, 'accelerator': a.device_name(),"
+    " 'comm_backend': a.communication_backend_name()}))"
+)}
+
 CONFIG_FILE = "ds_config.json"
 INFERENCE_FILE = "ds_inference.json"
 HOSTFILE = "hostfile"
@@ -282,6 +289,7 @@ class DeepSpeedBackend(Backend):
     strategies = ("zero", "data", "none")
     tasks = ("pretrain", "finetune")
     summary = "DeepSpeed launcher + deepspeed.initialize: ZeRO 0-3 data parallelism, offload"
+    probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         return super().selects(spec, target) and target.parallel.strategy == "zero"
@@ -340,6 +348,7 @@ class DeepSpeedInferenceBackend(Backend):
     strategies = ("deepspeed_inference",)
     tasks = ("generate", "infer")
     summary = "DeepSpeed launcher + deepspeed.init_inference: tensor parallel (AutoTP or kernel injection)"
+    probes = PROBES
 
     def processes_per_node(self, target: TargetSpec) -> int:
         return target.devices

@@ -57,6 +57,11 @@ VIT_LAYER_KWARGS: dict[str, object] = {
 #: of all dimensions but the last divisible by 8, the last by 16; te_check reads it back.
 FP8_DIMS = (8, 16)
 
+#: ``accelctl doctor``: whether Transformer Engine's PyTorch layers import here
+PROBES = {"transformer_engine": (
+    "import json, transformer_engine.pytorch as te\nprint(json.dumps({'version': te.__version__}))"
+)}
+
 CONFIG_FILE = "te_recipe.json"
 #: where the worker finds the generated file
 CONFIG_ENV = envnames.TE_CONFIG
@@ -142,6 +147,7 @@ class TeFp8Backend(TorchrunBackend):
     strategies = ("none", "data")
     tasks = ("pretrain", "finetune")
     summary = "torchrun + nccl, timm ViT blocks swapped for te.TransformerLayer, FP8 autocast (Transformer Engine)"
+    probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         wants_te = target.precision.dtype == "fp8" or bool(target.options.get("te_layers"))
