@@ -13,7 +13,8 @@ from typing import ClassVar
 
 from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import GeneratedFile, Launch
+from accelctl.backends.findings import CheckResult
+from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -80,3 +81,10 @@ class Backend:
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         raise NotImplementedError
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """``plan`` (one of this backend's) checked by the real software it targets, where that
+        is installed (``accelctl plan --check``); a tool that is not gives a result with
+        ``ok = None``, never a pass.  Backends without a tool to ask give ``[]``.  ``spec`` is
+        resolved for the plan's target.  Tools are imported here only, so planning stays light."""
+        return []

@@ -4,10 +4,14 @@ imports them from there."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from accelctl.plan import registry
 from accelctl.spec import plugins, schema
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_schema_offers_the_backends_of_the_plug_in_table_in_selection_order():
@@ -35,3 +39,26 @@ def test_the_plug_in_table_imports_nothing():
     tree = ast.parse(Path(plugins.__file__).read_text(encoding="utf-8"))
     imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert [n.module for n in imports if isinstance(n, ast.ImportFrom)] == ["__future__"]
+
+
+def test_a_backends_tool_that_is_missing_is_reported_as_not_run(tmp_path, monkeypatch):
+    from accelctl.api import load, plan
+    from accelctl.plan.checks import check_plan
+
+    monkeypatch.setenv("HABANA_VENV", str(tmp_path / "no-venv"))
+    spec = next(s for s in load(ROOT / "workloads" / "bloomz.wl") if s.name == "bloomz_176b")
+    (result,) = check_plan(plan(spec, "gaudi2"), spec)
+    assert result.ok is None and f"no {tmp_path / 'no-venv'}/bin/python" in result.messages[0]
+    assert "unavailable" in result.render()
+
+
+def test_a_backend_without_a_tool_has_no_checks():
+    from accelctl.api import load, plan
+    from accelctl.plan.checks import check_plan
+
+    spec = load(ROOT / "workloads" / "ddp_cpu.wl")[0]
+    p = plan(spec, "cpu")
+    assert p.backend == "torchrun" and check_plan(p, spec)
+    one = next(s for s in load(ROOT / "workloads" / "bloomz.wl") if s.name == "bloomz_176b")
+    p = plan(one, "cpu")
+    assert p.backend == "cpu" and check_plan(p, one) == []

@@ -41,9 +41,10 @@ import json
 from typing import Any
 
 from accelctl.backends.base import WORKER, Backend, Built, process_env
+from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -280,6 +281,7 @@ def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config:
 # ----------------------------------------------------------------------------- backends
 
 
+
 class DeepSpeedBackend(Backend):
     name = "deepspeed"
     worker_strategy = "deepspeed"
@@ -336,6 +338,11 @@ class DeepSpeedBackend(Backend):
             built.notes.append(f"optimizer: the worker's torch.optim {spec.optimizer.name} handed to "
                                "deepspeed.initialize (a ds_config optimizer would JIT-build FusedAdam, ~110 s on CPU)")
         return built
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        from accelctl.backends.deepspeed.check import check_results
+
+        return check_results(plan, spec)
 
 
 class DeepSpeedInferenceBackend(Backend):
@@ -401,3 +408,8 @@ class DeepSpeedInferenceBackend(Backend):
             built.warnings.append(f"AutoTP of BLOOM failed on CPU with transformers {transformers} (alibi not "
                                   f"sharded); not verified on {target.device}")
         return built
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        from accelctl.backends.deepspeed.check import check_results
+
+        return check_results(plan, spec)

@@ -42,6 +42,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from accelctl.backends.deepspeed import backend as B
+from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import RUN_DIR, Launch, Plan
 from accelctl.errors import Diagnostic, did_you_mean
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -461,3 +462,14 @@ def check_plan_with_deepspeed(plan: Plan, spec: WorkloadSpec) -> list[Diagnostic
     if B.ENV_FILE in files:
         out += check_env_file(files[B.ENV_FILE], spec, target)
     return out
+
+
+def check_results(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+    """``check_plan_with_deepspeed`` as ``accelctl plan --check`` reports it (not run without deepspeed)."""
+    try:
+        diags = check_plan_with_deepspeed(plan, spec)
+    except ImportError as exc:
+        return [not_run("deepspeed", f"{exc}; pip install 'accelctl[deepspeed]'")]
+    errors = [d for d in diags if d.severity == "error"]
+    return [CheckResult("deepspeed (DeepSpeedConfig, launcher parser, hostfile)", not errors,
+                        [d.render().replace("\n", " | ") for d in diags])]

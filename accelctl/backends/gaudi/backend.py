@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import objective_for
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -236,6 +237,12 @@ class GaudiBackend(Backend):
                            f"with spaces): {arg!r} would be changed by the shell")
                 break
         return out
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """optimum-habana itself, in its own environment (``accelctl.backends.gaudi.check``)."""
+        from accelctl.backends.gaudi.check import check_results
+
+        return check_results(plan)
 
     # ..................................................................... build
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:

@@ -19,12 +19,14 @@ checks exactly that file against TE's own source.  Choosing the API by version i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from accelctl.backends.base import Built
+from accelctl.backends.findings import CheckResult, not_run
 from accelctl.backends.torchrun import TorchrunBackend
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -63,6 +65,8 @@ PROBES = {"transformer_engine": (
 )}
 
 CONFIG_FILE = "te_recipe.json"
+#: the worker's TE code, checked against TE's source by ``--check`` (read as text, never imported)
+WORKER_TE_LAYERS = Path(__file__).resolve().parents[2] / "worker" / "te_layers.py"
 #: where the worker finds the generated file
 CONFIG_ENV = envnames.TE_CONFIG
 
@@ -197,6 +201,19 @@ class TeFp8Backend(TorchrunBackend):
         else:
             notes.append(f"te_layers without fp8: TE blocks under {cfg['outer_autocast']} autocast, no FP8 autocast")
         return Built(launches, files, notes, warnings)
+
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """torchrun's parser, then ``te_recipe.json`` and the worker's TE code against TE's own source."""
+        from accelctl.backends.te_fp8 import check as te_check
+
+        out = super().check(plan, spec)
+        te = te_check.TeSource.locate()
+        if te is None:
+            return [*out, not_run("transformer_engine", "pip install --no-deps transformer-engine==2.20.2")]
+        cfg = json.loads(next(f.content for f in plan.files if f.path == CONFIG_FILE))
+        findings = te_check.check_config(cfg, te) + te_check.check_worker_source(WORKER_TE_LAYERS, te)
+        return [*out, CheckResult(f"transformer_engine {te.version} source", not findings, [str(f) for f in findings])]
 
 
 def _with_env(launch, extra: dict[str, str]):

@@ -31,9 +31,11 @@ from __future__ import annotations
 import dataclasses
 
 from accelctl.backends.base import Backend, Built, process_env
+from accelctl.backends.findings import CheckResult
+from accelctl.backends.torchrun import check_torchrun_launches
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
@@ -98,6 +100,13 @@ class XlaNeuronBackend(Backend):
         if family is not None and family.convolutional and spec.task.training:
             out.append(f"the Neuron SDK cannot train convolutional models ({spec.model.family})")
         return out
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """torchrun's parser, then the environment and the worker's torch-xla calls against the
+        API table of torch-xla ``TORCH_XLA_VERSION`` (``accelctl.backends.xla_neuron.check``)."""
+        from accelctl.backends.xla_neuron.check import check_results
+
+        return [*check_torchrun_launches(plan), *check_results(plan, TORCH_XLA_VERSION, FORBIDDEN_ENV)]
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         cores = target.devices
