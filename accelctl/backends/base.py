@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from accelctl.backends.findings import CheckResult
 from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import WorkerJob
-from accelctl.backends.findings import CheckResult
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -31,6 +32,18 @@ def process_env(job: WorkerJob) -> dict[str, str]:
     if FAMILIES[job.device.adapter].idle_threads_sleep:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
+
+
+#: the code of every backend refusal
+REFUSED = "E520"
+
+
+def refusal(spec: WorkloadSpec, target: TargetSpec, reason: str, *settings: str) -> Diagnostic:
+    """A backend's refusal of ``target``: E520 at the first of ``settings`` written for it
+    (``WorkloadSpec.origin_of``: the target's own, else the workload's), else at the target's
+    header; the reason is the hint."""
+    span = spec.origin_of(target.name, *settings) or spec.origins.get(f"targets.{target.name}")
+    return Diagnostic(REFUSED, f"no backend can run target {target.name}", span, spec.path, reason)
 
 
 @dataclass
@@ -62,18 +75,22 @@ class Backend:
         """Whether this backend is the natural choice for the target (registry order decides ties)."""
         return DEVICES[target.device].adapter in self.adapters and target.parallel.strategy in self.strategies
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
-        """Reasons this backend cannot run the target (empty = it can)."""
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
+        """Why this backend cannot run the target (empty = it can): ``refusal`` diagnostics,
+        each pointing at the setting that is in the way."""
         out = []
         adapter = DEVICES[target.device].adapter
         if adapter not in self.adapters:
-            out.append(f"backend {self.name} does not drive {target.device} ({adapter}) devices")
+            out.append(refusal(spec, target, f"backend {self.name} does not drive {target.device} ({adapter}) devices",
+                               "device", "instance"))
         if target.precision.dtype not in self.precisions:
-            out.append(f"backend {self.name} does not run {target.precision.dtype}")
+            out.append(refusal(spec, target, f"backend {self.name} does not run {target.precision.dtype}",
+                               "precision"))
         if target.parallel.strategy not in self.strategies:
-            out.append(f"backend {self.name} does not do {target.parallel.strategy} parallelism")
+            out.append(refusal(spec, target, f"backend {self.name} does not do {target.parallel.strategy} parallelism",
+                               "parallel"))
         if spec.task.kind not in self.tasks:
-            out.append(f"backend {self.name} does not do {spec.task.kind} tasks")
+            out.append(refusal(spec, target, f"backend {self.name} does not do {spec.task.kind} tasks", "task"))
         return out
 
     def processes_per_node(self, target: TargetSpec) -> int:

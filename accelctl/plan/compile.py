@@ -23,10 +23,9 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
             names = ", ".join(t.name for t in spec.targets)
             raise PlanError(f"workload {spec.name} has no target '{target}' (targets: {names})") from None
     spec = spec.for_target(target)  # the target's own measure/optimizer, if it has them
-    backend, why = choose(spec, target)
+    backend, refusals = choose(spec, target)
     if backend is None:
-        raise PlanError(diagnostics=[_diag(spec, target, "E520", f"no backend can run target {target.name}",
-                                           "; ".join(why))])
+        raise PlanError(diagnostics=refusals)
     engine_name = engine or target.engine
     eng = ENGINES.get(engine_name)
     if eng is None:

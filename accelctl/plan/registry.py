@@ -7,9 +7,11 @@ Which plug-ins exist, and in which order they are asked, is data
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
-from accelctl.backends.base import Backend
+from accelctl.backends.base import Backend, refusal
 from accelctl.engines.base import Engine
+from accelctl.errors import Diagnostic
 from accelctl.spec import plugins
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -37,20 +39,31 @@ BACKENDS: dict[str, Backend] = _load_all(plugins.BACKENDS)
 ENGINES: dict[str, Engine] = _load_all(plugins.ENGINES)
 
 
-def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[str]]:
-    """The backend for a target, or None with the reasons none fits."""
+def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[Diagnostic]]:
+    """The backend for a target, or None with the refusals (E520, each at the setting in the way)."""
     if target.backend:
         b = BACKENDS.get(target.backend)
         if b is None:
-            return None, [f"backend {target.backend} is not available in this version of accelctl"]
+            return None, [refusal(spec, target, f"backend {target.backend} is not available in this version of "
+                                  "accelctl", "backend")]
         why = b.unsupported(spec, target)
-        return (None, why) if why else (b, [])
+        return (None, _one_per_line(why)) if why else (b, [])
     # the first backend that selects the target decides: if it cannot run it, the target is
     # refused with its reasons rather than handed to a generic backend that would ignore
     # what the target asked for (fp8, an example script, ZeRO...)
     for b in BACKENDS.values():
         if b.selects(spec, target):
             why = b.unsupported(spec, target)
-            return (None, [f"{b.name}: {w}" for w in why]) if why else (b, [])
-    reasons = [f"{b.name}: {'; '.join(b.unsupported(spec, target)) or 'not selected'}" for b in BACKENDS.values()]
-    return None, reasons
+            return (None, _one_per_line([replace(d, hint=f"{b.name}: {d.hint}") for d in why])) if why else (b, [])
+    reasons = [f"{b.name}: {'; '.join(d.hint for d in b.unsupported(spec, target)) or 'not selected'}"
+               for b in BACKENDS.values()]
+    return None, [refusal(spec, target, "; ".join(reasons))]
+
+
+def _one_per_line(refusals: list[Diagnostic]) -> list[Diagnostic]:
+    """Refusals pointing at the same place merged into one (their reasons joined by "; "), in order."""
+    merged: dict[object, Diagnostic] = {}
+    for d in refusals:
+        first = merged.get(d.span)
+        merged[d.span] = d if first is None else replace(first, hint=f"{first.hint}; {d.hint}")
+    return list(merged.values())

@@ -133,7 +133,7 @@ def test_fp16_and_cuda_targets_are_not_xla_neuron(spec):
 
     t = spec.target("trn1")
     fp16 = dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="fp16"))
-    assert any("does not run fp16" in r for r in XlaNeuronBackend().unsupported(spec, fp16))
+    assert any("does not run fp16" in r.hint for r in XlaNeuronBackend().unsupported(spec, fp16))
     gpu = dataclasses.replace(t, device="h100")
     assert not XlaNeuronBackend().selects(spec, gpu)
 

@@ -40,7 +40,7 @@ import importlib.metadata
 import json
 from typing import Any
 
-from accelctl.backends.base import WORKER, Backend, Built, process_env
+from accelctl.backends.base import WORKER, Backend, Built, process_env, refusal
 from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
@@ -296,25 +296,29 @@ class DeepSpeedBackend(Backend):
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         return super().selects(spec, target) and target.parallel.strategy == "zero"
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         p = target.parallel
         if p.strategy not in self.strategies:  # the base reason says it; the rest would be noise
             return out
+
+        def no(reason: str, *settings: str) -> None:
+            out.append(refusal(spec, target, reason, *settings))
+
         if p.tp > 1 or p.pp > 1:
-            out.append(f"backend deepspeed plans ZeRO data parallelism only, not tp = {p.tp} / pp = {p.pp} "
-                       "(DeepSpeed pipeline/tensor training needs a PipelineModule or Megatron model)")
+            no(f"backend deepspeed plans ZeRO data parallelism only, not tp = {p.tp} / pp = {p.pp} "
+               "(DeepSpeed pipeline/tensor training needs a PipelineModule or Megatron model)", "parallel")
         if spec.optimizer.name not in CLIENT_OPTIMIZERS:
-            out.append(f"optimizer {spec.optimizer.name} is not implemented by the worker "
-                       f"({', '.join(CLIENT_OPTIMIZERS)})")
+            no(f"optimizer {spec.optimizer.name} is not implemented by the worker "
+               f"({', '.join(CLIENT_OPTIMIZERS)})", "optimizer")
         if "nvme" in (p.offload_optimizer, p.offload_param):
-            out.append("ZeRO-Infinity nvme offload needs an nvme_path, which a workload cannot set yet; "
-                       "use offload = cpu")
+            no("ZeRO-Infinity nvme offload needs an nvme_path, which a workload cannot set yet; "
+               "use offload = cpu", "parallel")
         if p.offload_optimizer != "none" and spec.optimizer.name not in DS_OPTIMIZER:
-            out.append(f"ZeRO-Offload runs DeepSpeedCPUAdam (adam/adamw), not {spec.optimizer.name}")
+            no(f"ZeRO-Offload runs DeepSpeedCPUAdam (adam/adamw), not {spec.optimizer.name}", "optimizer", "parallel")
         if _cpu_lacks_fp16(target):
-            out.append("DeepSpeed refuses fp16 on this CPU: CPU_Accelerator.is_fp16_supported() needs "
-                       "AVX512-FP16/AMX-FP16 ('Type fp16 is not supported on your device'); use fp32 or bf16")
+            no("DeepSpeed refuses fp16 on this CPU: CPU_Accelerator.is_fp16_supported() needs "
+               "AVX512-FP16/AMX-FP16 ('Type fp16 is not supported on your device'); use fp32 or bf16", "precision")
         return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
@@ -360,37 +364,41 @@ class DeepSpeedInferenceBackend(Backend):
     def processes_per_node(self, target: TargetSpec) -> int:
         return target.devices
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         p, family, adapter = target.parallel, spec.model.family, _adapter(target)
         if p.strategy not in self.strategies:
             return out
+
+        def no(reason: str, *settings: str) -> None:
+            out.append(refusal(spec, target, reason, *settings))
+
         if target.world_size != p.tp:
-            out.append(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
-                       f"= {target.world_size} must equal tp = {p.tp}")
+            no(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
+               f"= {target.world_size} must equal tp = {p.tp}", "parallel", "devices")
         if p.kernel_inject and adapter == "cpu":
-            out.append("kernel injection does not exist on CPU: DeepSpeed's CPU accelerator has no "
-                       "InferenceBuilder ('This op had not been implemented on CPU backend'); "
-                       "set kernel_inject = off")
+            no("kernel injection does not exist on CPU: DeepSpeed's CPU accelerator has no "
+               "InferenceBuilder ('This op had not been implemented on CPU backend'); "
+               "set kernel_inject = off", "parallel")
         transformers = installed_version("transformers")
         too_new = (transformers is not None and family == "bloom"
                    and _major_minor(transformers) > BLOOM_LAST_TRANSFORMERS)
         if p.kernel_inject and too_new:
-            out.append(f"DeepSpeed {installed_version('deepspeed') or DEEPSPEED_VERSION} injects BLOOM kernels only "
-                       f"with transformers <= 4.43.4, and {transformers} is installed ('BLOOM inference with "
-                       "DeepSpeed is no longer supported')")
+            no(f"DeepSpeed {installed_version('deepspeed') or DEEPSPEED_VERSION} injects BLOOM kernels only "
+               f"with transformers <= 4.43.4, and {transformers} is installed ('BLOOM inference with "
+               "DeepSpeed is no longer supported')", "parallel")
         if p.tp > 1 and not p.kernel_inject:
             if not AUTOTP.get(family, True):
-                out.append(f"DeepSpeed AutoTP cannot shard {family} ('AutoTP not supported for model. Please use "
-                           "kernel injection'); use tp = 1, or kernel_inject = on on a GPU")
+                no(f"DeepSpeed AutoTP cannot shard {family} ('AutoTP not supported for model. Please use "
+                   "kernel injection'); use tp = 1, or kernel_inject = on on a GPU", "parallel", "model")
             elif too_new and adapter == "cpu":
-                out.append(f"AutoTP of BLOOM fails with transformers {transformers} and DeepSpeed "
-                           f"{installed_version('deepspeed') or DEEPSPEED_VERSION}: the alibi tensor is not "
-                           "sharded, so generate stops with 'The expanded size of the tensor ... must match'; "
-                           "use tp = 1 (or transformers <= 4.43.4)")
+                no(f"AutoTP of BLOOM fails with transformers {transformers} and DeepSpeed "
+                   f"{installed_version('deepspeed') or DEEPSPEED_VERSION}: the alibi tensor is not "
+                   "sharded, so generate stops with 'The expanded size of the tensor ... must match'; "
+                   "use tp = 1 (or transformers <= 4.43.4)", "parallel")
         if _cpu_lacks_fp16(target):
-            out.append("DeepSpeed inference lists fp16 on CPU only with AVX512-FP16/AMX-FP16 "
-                       "(CPU_Accelerator.supported_dtypes); use fp32 or bf16")
+            no("DeepSpeed inference lists fp16 on CPU only with AVX512-FP16/AMX-FP16 "
+               "(CPU_Accelerator.supported_dtypes); use fp32 or bf16", "precision")
         return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:

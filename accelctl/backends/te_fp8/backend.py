@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from accelctl.backends.base import Built
+from accelctl.backends.base import Built, refusal
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.backends.torchrun import TorchrunBackend
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -157,21 +158,24 @@ class TeFp8Backend(TorchrunBackend):
         wants_te = target.precision.dtype == "fp8" or bool(target.options.get("te_layers"))
         return wants_te and super().selects(spec, target)
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         if spec.model.family != "vit":
-            out.append(f"backend te_fp8 swaps the blocks of timm ViTs; family {spec.model.family} has no TE block swap")
+            out.append(refusal(spec, target, f"backend te_fp8 swaps the blocks of timm ViTs; family "
+                               f"{spec.model.family} has no TE block swap", "model"))
         dev = DEVICES[target.device]
         if target.precision.dtype == "fp8":
             if not dev.fp8:
-                out.append(f"fp8 needs a Hopper/Ada GPU; {target.device} has no FP8 tensor cores")
+                out.append(refusal(spec, target, f"fp8 needs a Hopper/Ada GPU; {target.device} has no FP8 tensor "
+                                   "cores", "precision"))
             if spec.model.family == "vit":
                 for label, shape, certain in vit_shapes(spec, target):
                     problems = fp8_shape_problems(shape, target.batch.micro)
                     if problems and certain:
-                        out.append(f"TE runs FP8 GEMMs only on operands whose leading dims multiply to a multiple "
-                                   f"of {FP8_DIMS[0]} and whose last dim is a multiple of {FP8_DIMS[1]}: {label}: "
-                                   + "; ".join(problems))
+                        out.append(refusal(
+                            spec, target, f"TE runs FP8 GEMMs only on operands whose leading dims multiply to a "
+                            f"multiple of {FP8_DIMS[0]} and whose last dim is a multiple of {FP8_DIMS[1]}: {label}: "
+                            + "; ".join(problems), "micro_batch", "batch.micro", "model"))
         return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:

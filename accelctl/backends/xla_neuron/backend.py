@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from accelctl.backends.base import Backend, Built, process_env
+from accelctl.backends.base import Backend, Built, process_env, refusal
 from accelctl.backends.findings import CheckResult
 from accelctl.backends.torchrun import check_torchrun_launches
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
@@ -94,11 +95,12 @@ class XlaNeuronBackend(Backend):
     tasks = ("pretrain", "finetune", "infer")
     summary = "torch-xla on Trainium/Inferentia2: torchrun, one process per NeuronCore, xla process group"
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         family = FAMILIES.get(spec.model.family)
         if family is not None and family.convolutional and spec.task.training:
-            out.append(f"the Neuron SDK cannot train convolutional models ({spec.model.family})")
+            out.append(refusal(spec, target, f"the Neuron SDK cannot train convolutional models "
+                               f"({spec.model.family})", "model"))
         return out
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
