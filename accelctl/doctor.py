@@ -2,7 +2,9 @@
 
 Each stack is probed in its own short-lived interpreter, so a stack that aborts on
 import (a CUDA build without a GPU, a half-installed vendor plugin) cannot take the
-doctor down; a probe reports what it found or the exact error.
+doctor down; a probe reports what it found or the exact error.  Which probes run is the
+plug-ins' knowledge: each device family names the probes of its stack
+(``accelctl.contract.devices``), each backend carries its tool's (``Backend.probes``).
 """
 
 from __future__ import annotations
@@ -12,34 +14,23 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from accelctl.hostinfo import cpu_count, present_adapters
+from accelctl.contract.devices import FAMILIES, PROBES, present_adapters
+from accelctl.hostinfo import cpu_count
 
-# Each probe prints one JSON object.  They run in a child interpreter.
-PROBES: dict[str, str] = {
-    "torch": (
-        "import json, torch\n"
-        "print(json.dumps({'version': torch.__version__, 'cuda_build': torch.version.cuda,"
-        " 'cuda_available': torch.cuda.is_available(), 'devices': torch.cuda.device_count(),"
-        " 'threads': torch.get_num_threads()}))"
-    ),
-    "deepspeed": (
-        "import json\nimport deepspeed\nfrom deepspeed.accelerator import get_accelerator as g\na = g()\n"
-        "print(json.dumps({'version': deepspeed.__version__, 'accelerator': a.device_name(),"
-        " 'comm_backend': a.communication_backend_name()}))"
-    ),
-    "habana": (
-        "import json\nimport habana_frameworks.torch.hpu as hpu\n"
-        "print(json.dumps({'available': hpu.is_available(), 'devices': hpu.device_count()}))"
-    ),
-    "torch_xla": (
-        "import json, torch_xla, torch_xla.runtime as xr\n"
-        "print(json.dumps({'version': torch_xla.__version__, 'device_type': xr.device_type()}))"
-    ),
-    "neuron": "import json, torch_neuronx\nprint(json.dumps({'version': torch_neuronx.__version__}))",
-    "transformer_engine": (
-        "import json, transformer_engine.pytorch as te\nprint(json.dumps({'version': te.__version__}))"
-    ),
-}
+
+def all_probes() -> dict[str, str]:
+    """Probe name -> code: the probes each device family names, then each backend's own
+    (DeepSpeed, Transformer Engine), once each, in family then registry order."""
+    from accelctl.plan.registry import BACKENDS
+
+    out: dict[str, str] = {}
+    for family in FAMILIES.values():
+        for name in family.probes:
+            out.setdefault(name, PROBES[name])
+    for backend in BACKENDS.values():
+        for name, code in backend.probes.items():
+            out.setdefault(name, code)
+    return out
 
 
 @dataclass(frozen=True)
@@ -75,7 +66,8 @@ def host_facts() -> dict:
 def doctor(names: list[str] | None = None) -> tuple[dict, list[Probe]]:
     from concurrent.futures import ThreadPoolExecutor
 
-    names = names or list(PROBES)
+    table = all_probes()
+    names = names or list(table)
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
-        probes = list(pool.map(lambda n: run_probe(n, PROBES[n]), names))
+        probes = list(pool.map(lambda n: run_probe(n, table[n]), names))
     return host_facts(), probes

@@ -1,10 +1,11 @@
-"""What accelerators this machine has, found without importing any framework.
+"""Facts about this machine, found without importing any framework.
 
-Used to pick a default target (``accelctl run`` without ``--target``); ``accelctl
-doctor`` goes further and imports the stacks that are installed.  The CPU facts
-(model, native bf16/fp16) are torch-free so the planner, ``doctor`` and the worker
-share them: bf16 on a CPU without AVX512-BF16/AMX is emulated (~100-180x slower than
-fp32 on the 2-core EPYC of LAB.md).
+Device files and tools on PATH (``first_sign``: the device families say which ones mean
+what, ``accelctl.contract.devices``), used to pick a default target (``accelctl run``
+without ``--target``); ``accelctl doctor`` goes further and imports the stacks that are
+installed.  The CPU facts (model, native bf16/fp16) are torch-free so the planner,
+``doctor`` and the worker share them: bf16 on a CPU without AVX512-BF16/AMX is emulated
+(~100-180x slower than fp32 on the 2-core EPYC of LAB.md).
 """
 
 from __future__ import annotations
@@ -16,18 +17,18 @@ import shutil
 from functools import lru_cache
 
 
-def present_adapters() -> dict[str, str]:
-    """Device adapters present here -> how we know (always includes ``cpu``)."""
-    found = {"cpu": "always"}
-    if os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi"):
-        found["cuda"] = "/dev/nvidia0" if os.path.exists("/dev/nvidia0") else "nvidia-smi on PATH"
-    accel = glob.glob("/dev/accel/accel*")
-    if accel or shutil.which("hl-smi"):
-        found["hpu"] = accel[0] if accel else "hl-smi on PATH"
-    neuron = glob.glob("/dev/neuron*")
-    if neuron:
-        found["xla"] = neuron[0]
-    return found
+def first_sign(device_files: tuple[str, ...] = (), tools: tuple[str, ...] = ()) -> str | None:
+    """The first device file (glob pattern) that exists, else "<tool> on PATH" for the first
+    tool found, else None.  Which files and tools mean which device family is the family
+    table's knowledge (``accelctl.contract.devices``), not this module's."""
+    for pattern in device_files:
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[0]
+    for tool in tools:
+        if shutil.which(tool):
+            return f"{tool} on PATH"
+    return None
 
 
 def cpu_count() -> int:

@@ -18,6 +18,7 @@ def test_wheel_ships_the_grammar_and_data(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     grammar = zipfile.ZipFile(wheel).read("accelctl/_grammar/workload.lark")
     assert grammar == (ROOT / "grammar" / "workload.lark").read_bytes()
-    for data in ("accelctl/backends/gaudi/data/optimum_habana_flags.json", "accelctl/report/reference.json"):
+    for data in ("accelctl/backends/gaudi/data/optimum_habana_flags.json", "accelctl/report/reference.json",
+                 "accelctl/backends/xla_neuron/data/torch_xla-2.9.0.json"):
         assert data in names, data
     assert any(n.endswith("entry_points.txt") for n in names)

@@ -7,10 +7,15 @@ outside the registry asks "which backend is this?".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
+from accelctl.backends.findings import CheckResult
+from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import GeneratedFile, Launch
+from accelctl.contract.plan import GeneratedFile, Launch, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -21,14 +26,24 @@ BASE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNB
 
 
 def process_env(job: WorkerJob) -> dict[str, str]:
-    """BASE_ENV plus the threads of each process.  On CPU devices OpenMP's idle threads
-    sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``): on the 2-core lab machine a
-    2-thread stand-in's median generate() went from 391 to 223 ms with it, p90 1147 to
-    236 ms (one run each; `accelctl run` of bloomz_176b's cpu target with threads = 2)."""
+    """BASE_ENV plus the threads of each process.  Where the device family says so (the host
+    CPU), OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``)."""
     env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads))
-    if job.device.adapter == "cpu":
+    if FAMILIES[job.device.adapter].idle_threads_sleep:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
+
+
+#: the code of every backend refusal
+REFUSED = "E520"
+
+
+def refusal(spec: WorkloadSpec, target: TargetSpec, reason: str, *settings: str) -> Diagnostic:
+    """A backend's refusal of ``target``: E520 at the first of ``settings`` written for it
+    (``WorkloadSpec.origin_of``: the target's own, else the workload's), else at the target's
+    header; the reason is the hint."""
+    span = spec.origin_of(target.name, *settings) or spec.origins.get(f"targets.{target.name}")
+    return Diagnostic(REFUSED, f"no backend can run target {target.name}", span, spec.path, reason)
 
 
 @dataclass
@@ -52,23 +67,30 @@ class Backend:
     summary: str = ""
     #: how the worker runs the model under this backend (``accelctl.contract.job.STRATEGIES``)
     worker_strategy: str = "plain"
+    #: ``accelctl doctor`` probes of the tool this backend launches (name -> code printing one
+    #: JSON object in a child interpreter); device stacks are probed by their families
+    probes: ClassVar[Mapping[str, str]] = {}
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         """Whether this backend is the natural choice for the target (registry order decides ties)."""
         return DEVICES[target.device].adapter in self.adapters and target.parallel.strategy in self.strategies
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
-        """Reasons this backend cannot run the target (empty = it can)."""
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
+        """Why this backend cannot run the target (empty = it can): ``refusal`` diagnostics,
+        each pointing at the setting that is in the way."""
         out = []
         adapter = DEVICES[target.device].adapter
         if adapter not in self.adapters:
-            out.append(f"backend {self.name} does not drive {target.device} ({adapter}) devices")
+            out.append(refusal(spec, target, f"backend {self.name} does not drive {target.device} ({adapter}) devices",
+                               "device", "instance"))
         if target.precision.dtype not in self.precisions:
-            out.append(f"backend {self.name} does not run {target.precision.dtype}")
+            out.append(refusal(spec, target, f"backend {self.name} does not run {target.precision.dtype}",
+                               "precision"))
         if target.parallel.strategy not in self.strategies:
-            out.append(f"backend {self.name} does not do {target.parallel.strategy} parallelism")
+            out.append(refusal(spec, target, f"backend {self.name} does not do {target.parallel.strategy} parallelism",
+                               "parallel"))
         if spec.task.kind not in self.tasks:
-            out.append(f"backend {self.name} does not do {spec.task.kind} tasks")
+            out.append(refusal(spec, target, f"backend {self.name} does not do {spec.task.kind} tasks", "task"))
         return out
 
     def processes_per_node(self, target: TargetSpec) -> int:
@@ -76,3 +98,10 @@ class Backend:
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         raise NotImplementedError
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """``plan`` (one of this backend's) checked by the real software it targets, where that
+        is installed (``accelctl plan --check``); a tool that is not gives a result with
+        ``ok = None``, never a pass.  Backends without a tool to ask give ``[]``.  ``spec`` is
+        resolved for the plan's target.  Tools are imported here only, so planning stays light."""
+        return []

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from accelctl.backends.base import WORKER, Backend, Built, process_env
+from accelctl.backends.base import WORKER, Backend, Built, process_env, refusal
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch
+from accelctl.errors import Diagnostic
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 
@@ -17,10 +18,11 @@ class CpuBackend(Backend):
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         return super().selects(spec, target) and target.world_size == 1
 
-    def unsupported(self, spec, target) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         if target.world_size > 1:
-            out.append("backend cpu runs one process; use torchrun for devices > 1")
+            out.append(refusal(spec, target, "backend cpu runs one process; use torchrun for devices > 1",
+                               "devices", "nodes"))
         return out
 
     def processes_per_node(self, target: TargetSpec) -> int:

@@ -1,8 +1,13 @@
-"""A finding of a check against a vendor's real source (``te_check``, ``xla_check``)."""
+"""What checking a plan against a vendor's real software gives back.
+
+``Finding``: one problem found in a vendor's source (``te_fp8.check``, ``xla_neuron.check``).
+``CheckResult``: the outcome of one real tool asked about one plan (``Backend.check``,
+``accelctl plan --check``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -13,3 +18,22 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.subject}: {self.message}"
+
+
+@dataclass
+class CheckResult:
+    tool: str
+    #: True passed, False rejected, None the check did not run (the tool is not available here)
+    ok: bool | None
+    messages: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        state = {True: "ok", False: "REJECTED", None: "unavailable"}[self.ok]
+        lines = [f"# check: {self.tool}: {state}"]
+        lines += [f"#   {m}" for m in self.messages]
+        return "\n".join(lines)
+
+
+def not_run(tool: str, why: str) -> CheckResult:
+    """A check that could not run: reported as such, never as a pass."""
+    return CheckResult(tool, None, [why])

@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 from accelctl.backends.base import WORKER, Backend, Built, process_env
+from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import Launch
+from accelctl.contract.plan import Launch, Plan
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+
+def check_torchrun_launches(plan: Plan) -> list[CheckResult]:
+    """Every ``torchrun`` command of ``plan`` (also behind ``neuron_parallel_compile``) parsed by
+    torch's own ``torch.distributed.run`` argument parser."""
+    import io
+    from contextlib import redirect_stderr
+
+    launches = [launch for launch in plan.launches if "torchrun" in launch.argv]
+    try:
+        from torch.distributed.run import get_args_parser
+    except ImportError as exc:
+        return [not_run(f"torchrun parser ({launch.name})", f"{exc}; pip install torch") for launch in launches]
+    out = []
+    for launch in launches:
+        argv = list(launch.argv)
+        args = argv[argv.index("torchrun") + 1:]
+        err = io.StringIO()
+        try:
+            with redirect_stderr(err):
+                get_args_parser().parse_args(args)
+            out.append(CheckResult(f"torchrun parser ({launch.name})", True))
+        except SystemExit:
+            out.append(CheckResult(f"torchrun parser ({launch.name})", False, err.getvalue().strip().splitlines()[-1:]))
+    return out
 
 
 class TorchrunBackend(Backend):
@@ -23,3 +49,6 @@ class TorchrunBackend(Backend):
         return Built([Launch("torchrun", tuple(argv), env, processes=target.devices)],
                      notes=[f"{target.devices} processes x {job.threads} thread(s), "
                             f"process group {job.device.comm}"])
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        return check_torchrun_launches(plan)

@@ -8,6 +8,7 @@ from accelctl.plan.jobs import build_job, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.registry import ENGINES, choose
 from accelctl.plan.select import named_target
+from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
@@ -19,10 +20,9 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     if isinstance(target, str):
         target = named_target(spec, target)
     spec = spec.for_target(target)  # the target's own measure/optimizer, if it has them
-    backend, why = choose(spec, target)
+    backend, refusals = choose(spec, target)
     if backend is None:
-        raise PlanError(diagnostics=[_diag(spec, target, "E520", f"no backend can run target {target.name}",
-                                           "; ".join(why))])
+        raise PlanError(diagnostics=refusals)
     engine_name = engine or target.engine
     eng = ENGINES.get(engine_name)
     if eng is None:
@@ -44,7 +44,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = list(built.warnings)
     notes = [*built.notes, fit.describe()]
-    if target.device == "cpu":
+    if DEVICES[target.device].host:
         from accelctl.hostinfo import cpu_precision_warning
 
         slow = cpu_precision_warning(target.precision.dtype)

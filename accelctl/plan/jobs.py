@@ -16,7 +16,7 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 def threads_per_process(target: TargetSpec, processes: int) -> int:
     """Intra-op threads per process: the target's ``threads``, else the cores shared out.
 
-    The cores are this machine's for a cpu target and the instance's vCPUs for a catalogued
+    The cores are this machine's for a host (cpu) target and the instance's vCPUs for a catalogued
     instance; for another machine of unknown size, 1 (torchrun's own default).
     Oversubscribing cores (more threads than cores over all ranks) made steps 6-9x
     slower on the 2-core lab machine, so ranks never share a core.
@@ -24,7 +24,7 @@ def threads_per_process(target: TargetSpec, processes: int) -> int:
     if "threads" in target.options:
         return int(target.options["threads"])
     inst = INSTANCES.get(target.instance)
-    if target.device == "cpu":
+    if DEVICES[target.device].host:
         cores = cpu_count()
     elif inst is not None and inst.vcpus:
         cores = inst.vcpus

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 RESERVE_BYTES = 2 * 10**9
@@ -115,11 +116,12 @@ def shape_for(spec: WorkloadSpec, real: bool) -> Shape:
 def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -> MemoryFit:
     """Estimate per-device memory of ``spec`` on ``target``.
 
-    ``real`` picks the real model's shape (default: for every target but cpu, which
-    runs the stand-in).
+    ``real`` picks the real model's shape (default: for every target but the host CPU,
+    which runs the stand-in).
     """
+    host = DEVICES[target.device].host
     if real is None:
-        real = target.device != "cpu" and bool(spec.model.real_shape)
+        real = not host and bool(spec.model.real_shape)
     sh = shape_for(spec, real)
     p = target.parallel
     dtype = target.precision.dtype
@@ -163,7 +165,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
         acts = s * b * h * (34 + 5 * a * s / h) / p.tp * (1 if wbytes == 2 else 2)
         if spec.task.kind == "generate" and spec.task.kv_cache:
             kv = 2 * layers_here * b * s * h * wbytes / p.tp
-    reserve = RESERVE_BYTES if target.device != "cpu" else 0
+    reserve = 0 if host else RESERVE_BYTES
     capacity = float(target.memory_bytes or host_memory_bytes())
     return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in")
 

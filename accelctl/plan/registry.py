@@ -1,51 +1,69 @@
-"""The registry of backends: the one place that chooses a backend for a target."""
+"""The registry of backends: the one place that chooses a backend for a target.
+
+Which plug-ins exist, and in which order they are asked, is data
+(``accelctl.spec.plugins``: name -> "module:Class"); this module imports them from there.
+"""
 
 from __future__ import annotations
 
-from accelctl.backends.base import Backend
-from accelctl.backends.cpu import CpuBackend
-from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend
-from accelctl.backends.gaudi.backend import GaudiBackend
-from accelctl.backends.te_fp8.backend import TeFp8Backend
-from accelctl.backends.torchrun import TorchrunBackend
-from accelctl.backends.xla_neuron.backend import XlaNeuronBackend
-from accelctl.engines.base import Engine, LocalEngine
+import importlib
+from dataclasses import replace
+
+from accelctl.backends.base import Backend, refusal
+from accelctl.engines.base import Engine
+from accelctl.errors import Diagnostic
+from accelctl.spec import plugins
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
-#: in selection order: the first that selects a target wins.  Vendor stacks first
-#: (Gaudi, Neuron), then what a target's settings ask for (fp8/TE layers, DeepSpeed),
-#: then the generic launchers.
-BACKENDS: dict[str, Backend] = {
-    b.name: b
-    for b in (
-        CpuBackend(),
-        GaudiBackend(),
-        XlaNeuronBackend(),
-        TeFp8Backend(),
-        DeepSpeedInferenceBackend(),
-        DeepSpeedBackend(),
-        TorchrunBackend(),
-    )
-}
+
+def load_plugin(path: str):
+    """The object a ``"module:Class"`` path names, instantiated."""
+    module, _, cls = path.partition(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def _load_all(table: dict[str, str]) -> dict:
+    out = {}
+    for name, path in table.items():
+        plugin = load_plugin(path)
+        if plugin.name != name:
+            raise RuntimeError(f"accelctl.spec.plugins lists {path} as {name!r}, but it calls itself {plugin.name!r}")
+        out[name] = plugin
+    return out
+
+
+#: backends by name, in selection order: the first that selects a target wins
+BACKENDS: dict[str, Backend] = _load_all(plugins.BACKENDS)
 
 #: engines by name (``engine = ...`` in a target, ``--engine`` on the command line)
-ENGINES: dict[str, Engine] = {e.name: e for e in (LocalEngine(),)}
+ENGINES: dict[str, Engine] = _load_all(plugins.ENGINES)
 
 
-def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[str]]:
-    """The backend for a target, or None with the reasons none fits."""
+def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[Diagnostic]]:
+    """The backend for a target, or None with the refusals (E520, each at the setting in the way)."""
     if target.backend:
         b = BACKENDS.get(target.backend)
         if b is None:
-            return None, [f"backend {target.backend} is not available in this version of accelctl"]
+            return None, [refusal(spec, target, f"backend {target.backend} is not available in this version of "
+                                  "accelctl", "backend")]
         why = b.unsupported(spec, target)
-        return (None, why) if why else (b, [])
+        return (None, _one_per_line(why)) if why else (b, [])
     # the first backend that selects the target decides: if it cannot run it, the target is
     # refused with its reasons rather than handed to a generic backend that would ignore
     # what the target asked for (fp8, an example script, ZeRO...)
     for b in BACKENDS.values():
         if b.selects(spec, target):
             why = b.unsupported(spec, target)
-            return (None, [f"{b.name}: {w}" for w in why]) if why else (b, [])
-    reasons = [f"{b.name}: {'; '.join(b.unsupported(spec, target)) or 'not selected'}" for b in BACKENDS.values()]
-    return None, reasons
+            return (None, _one_per_line([replace(d, hint=f"{b.name}: {d.hint}") for d in why])) if why else (b, [])
+    reasons = [f"{b.name}: {'; '.join(d.hint for d in b.unsupported(spec, target)) or 'not selected'}"
+               for b in BACKENDS.values()]
+    return None, [refusal(spec, target, "; ".join(reasons))]
+
+
+def _one_per_line(refusals: list[Diagnostic]) -> list[Diagnostic]:
+    """Refusals pointing at the same place merged into one (their reasons joined by "; "), in order."""
+    merged: dict[object, Diagnostic] = {}
+    for d in refusals:
+        first = merged.get(d.span)
+        merged[d.span] = d if first is None else replace(first, hint=f"{first.hint}; {d.hint}")
+    return list(merged.values())

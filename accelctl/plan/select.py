@@ -4,7 +4,7 @@
 * ``named_target(spec, name)``: the target called ``name``, or a ``PlanError`` naming the
   targets there are;
 * ``pick_target(spec, name)``: the named target, else the first target whose device is
-  present on this machine (``accelctl.hostinfo.present_adapters``), else the ``cpu``
+  present on this machine (``accelctl.contract.devices.present_adapters``), else the host (``cpu``)
   target — with a sentence saying why.
 
 ``accelctl plan``/``run``, ``accelctl sweep``, the planner and the TUI's live run all
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from accelctl.errors import AccelctlError, PlanError
-from accelctl.hostinfo import present_adapters
+from accelctl.contract.devices import present_adapters
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -54,11 +54,11 @@ def pick_target(spec: WorkloadSpec, name: str | None = None,
         present = present_adapters()
     for t in spec.targets:
         adapter = DEVICES[t.device].adapter
-        if adapter != "cpu" and adapter in present:
+        if not DEVICES[t.device].host and adapter in present:
             return t, f"first target whose device is present here ({adapter}: {present[adapter]})"
     for t in spec.targets:
-        if t.device == "cpu":
-            others = [x.name for x in spec.targets if x.device != "cpu"]
+        if DEVICES[t.device].host:
+            others = [x.name for x in spec.targets if not DEVICES[x.device].host]
             why = "no accelerator found on this machine"
             return t, why + (f" for targets {', '.join(others)}" if others else "") + "; using the cpu target"
     raise PlanError(f"no target of workload {spec.name} can run on this machine (no accelerator found) and it has "

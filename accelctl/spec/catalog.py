@@ -29,6 +29,11 @@ class Device:
     bf16: bool = True
     #: what connects devices inside a node
     interconnect: str = ""
+    #: the machine accelctl itself runs on: a plan may read its cores, memory and CPU flags
+    #: (agrees with the family's ``accelctl.contract.devices.DeviceFamily.host``)
+    host: bool = False
+    #: its compiler can train convolutional models (the Neuron SDK cannot)
+    trains_convolutions: bool = True
     #: one line shown in plans
     note: str = ""
 
@@ -39,7 +44,7 @@ GiB = 2**30
 DEVICES: dict[str, Device] = {
     d.name: d
     for d in (
-        Device("cpu", "any", "cpu", 0, {}, fp8=False, bf16=False, note="host CPU; runs fp32 stand-ins"),
+        Device("cpu", "any", "cpu", 0, {}, fp8=False, bf16=False, host=True, note="host CPU; runs fp32 stand-ins"),
         Device("v100", "nvidia", "cuda", 32 * GB, {"fp32": 15.7 * TFLOPS, "fp16": 125 * TFLOPS},
                bf16=False, interconnect="NVLink 2 (300 GB/s)"),
         Device("a100_40gb", "nvidia", "cuda", 40 * GB,
@@ -63,9 +68,11 @@ DEVICES: dict[str, Device] = {
                interconnect="RoCE 24x200 GbE on chip"),
         # Neuron devices are counted in NeuronCores (what torchrun --nproc_per_node counts).
         Device("trn1", "aws", "xla", 16 * GB, {"fp32": 23.75 * TFLOPS, "bf16": 95 * TFLOPS},
-               interconnect="NeuronLink-v2, 2D torus", note="one NeuronCore-v2 of Trainium (2 per chip)"),
+               interconnect="NeuronLink-v2, 2D torus", trains_convolutions=False,
+               note="one NeuronCore-v2 of Trainium (2 per chip)"),
         Device("inf2", "aws", "xla", 16 * GB, {"fp32": 23.75 * TFLOPS, "bf16": 95 * TFLOPS},
-               interconnect="NeuronLink-v2, ring", note="one NeuronCore-v2 of Inferentia2 (2 per chip)"),
+               interconnect="NeuronLink-v2, ring", trains_convolutions=False,
+               note="one NeuronCore-v2 of Inferentia2 (2 per chip)"),
     )
 }
 

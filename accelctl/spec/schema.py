@@ -6,6 +6,7 @@ key to its value type (``accelctl.spec.values``).
 
 from __future__ import annotations
 
+from accelctl.spec import plugins
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
@@ -124,7 +125,8 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
     },
 }
 
-BACKENDS = ("cpu", "torchrun", "deepspeed", "deepspeed_inference", "te_fp8", "gaudi", "xla_neuron")
+#: the backends a target may name (``backend = ...``), from the plug-in table
+BACKENDS = tuple(plugins.BACKENDS)
 
 TARGET_KEYS: dict[str, V.VType] = {
     "device": V.choice(*DEVICES, code="E502"),
@@ -166,6 +168,9 @@ PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "pipeline": ("pp",),
 }
 PARALLEL_ALIASES = {"ddp": "data"}
+#: strategies that shard training state (not for generate/infer tasks), and those for inference only
+TRAINING_STRATEGIES = ("zero", "fsdp")
+INFERENCE_STRATEGIES = ("deepspeed_inference",)
 OFFLOAD = V.choice("none", "cpu", "nvme")
 PARALLEL_ARGS: dict[str, V.VType] = {
     "stage": V.integer(),

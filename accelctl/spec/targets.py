@@ -222,9 +222,9 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
                       _where(items, ("batch", "micro_batch"), origins.get("batch.global", span)),
                       f"set global = {want}, or change micro/accumulation for target {t.name}")
     if task is not None:
-        if task.training and p.strategy == "deepspeed_inference":
-            ctx.error("E411", "deepspeed_inference is for generate/infer tasks", at, "use zero(stage = ...)")
-        if not task.training and p.strategy in ("zero", "fsdp"):
+        if task.training and p.strategy in S.INFERENCE_STRATEGIES:
+            ctx.error("E411", f"{p.strategy} is for generate/infer tasks", at, "use zero(stage = ...)")
+        if not task.training and p.strategy in S.TRAINING_STRATEGIES:
             ctx.error("E411", f"{p.strategy} shards training state; this is a {task.kind} task", at,
                       "use deepspeed_inference(tp = N) or tensor(tp = N)")
     if t.precision.dtype == "fp8" and not dev.fp8:
@@ -237,11 +237,11 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         if t.options.get(opt) and dev.adapter != adapter:
             ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
                       f"remove {opt} from target {t.name}")
-    if (task is not None and model is not None and task.training and dev.adapter == "xla"
+    if (task is not None and model is not None and task.training and not dev.trains_convolutions
             and FAMILIES[model.family].convolutional):
         ctx.error("E506", f"the Neuron SDK cannot train convolutional models ({model.family}) on {t.device}",
                   items.get("device", ast.Word(t.name, span)).span, "use a transformer model or another device")
-    if t.device == "cpu" and t.precision.dtype in ("bf16", "fp16"):
+    if dev.host and t.precision.dtype in ("bf16", "fp16"):
         # point at the precision that applies: the target's own, else the workload's
         where = items["precision"].span if "precision" in items else origins.get("precision", span)
         ctx.warn("W601", f"target {t.name} runs {t.precision.dtype} on a CPU", where, CPU_16BIT_HINT)

@@ -216,6 +216,17 @@ class WorkloadSpec:
                 return t
         raise KeyError(name)
 
+    def origin_of(self, target: str, *settings: str) -> Span | None:
+        """Where the first of ``settings`` that applies to ``target`` was written: the target's
+        own (``targets.<target>.<setting>``), else the workload's (``<setting>``); None when
+        neither was written.  Settings are dotted paths as the check pass records them:
+        ``precision``, ``parallel``, ``device``, ``batch.micro``, ``task``, ``model`` ..."""
+        for setting in settings:
+            for path in (f"targets.{target}.{setting}", setting):
+                if path in self.origins:
+                    return self.origins[path]
+        return None
+
     def for_target(self, target: TargetSpec) -> "WorkloadSpec":
         """This spec with the target's own measure/optimizer in place of the workload's."""
         return dataclasses.replace(self, measure=target.measure or self.measure,

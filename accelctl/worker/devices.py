@@ -10,6 +10,7 @@ with a clear message when absent.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import time
 
@@ -261,15 +262,14 @@ class XlaAdapter(CpuAdapter):
         return measure_matmul_flops(self, dtype, n=4096, budget_s=0.5)
 
 
-ADAPTERS = {a.name: a for a in (CpuAdapter, CudaAdapter, HpuAdapter, XlaAdapter)}
-
-
 def adapter_for(device: DeviceJob, local_rank: int) -> CpuAdapter:
-    """The adapter of the job's device family."""
-    if device.adapter not in ADAPTERS:
-        known = ", ".join(a for a in FAMILIES if a in ADAPTERS)
-        raise ValueError(f"device family {device.adapter!r} has no worker adapter; known: {known}")
-    return ADAPTERS[device.adapter](local_rank, device)
+    """The adapter of the job's device family: the class its family row names
+    (``DeviceFamily.worker_adapter``, ``"module:Class"``), imported now."""
+    family = FAMILIES.get(device.adapter)
+    if family is None:
+        raise ValueError(f"device family {device.adapter!r} has no worker adapter; known: {', '.join(FAMILIES)}")
+    module, _, cls = family.worker_adapter.partition(":")
+    return getattr(importlib.import_module(module), cls)(local_rank, device)
 
 
 def measure_matmul_flops(adapter: CpuAdapter, dtype: torch.dtype, n: int, budget_s: float) -> float:

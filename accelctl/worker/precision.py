@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import torch
 
+from accelctl.contract.devices import FAMILIES
 from accelctl.hostinfo import cpu_has_native_bf16, cpu_has_native_fp16
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -61,7 +62,7 @@ def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
     except Exception as exc:  # noqa: BLE001 - unsupported autocast falls back to fp32
         log("warning", f"{name} autocast is not supported on {adapter.name} ({exc}); running fp32 instead")
         return Precision("fp32")
-    if adapter.name == "cpu":
+    if FAMILIES[job.device.adapter].host:  # the CPU accelctl runs on: its flags say what is native
         native = cpu_has_native_bf16() if name == "bf16" else cpu_has_native_fp16()
         if not native:
             log("warning", f"{name} on a CPU without native {name} instructions (no AVX512/AMX {name}): "

@@ -16,7 +16,7 @@ def plan_with(backend, spec, target_name: str) -> Plan:
     target = spec.target(target_name)
     why = backend.unsupported(spec, target)
     if why:
-        raise ValueError("; ".join(why))
+        raise ValueError("; ".join(d.hint for d in why))
     threads = threads_per_process(target, backend.processes_per_node(target))
     job = build_job(spec, target, backend.name, threads, backend.worker_strategy)
     built = backend.build(spec, target, job)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import pytest
 from accelctl.api import check, parse, plan
 from accelctl.backends.deepspeed import backend as B
 from accelctl.backends.deepspeed import check as ds_check
+from accelctl.backends.deepspeed import launch as L
 from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.errors import PlanError, attach_source
@@ -203,7 +205,7 @@ def test_cpu_plan_gloo_no_shm_comm_client_optimizer():
     (launch,) = p.launches
     # --num_gpus always: DeepSpeed's CPU accelerator counts NUMA nodes (1 without numactl)
     assert launch.argv == ("deepspeed", "--num_gpus", "2", "--master_port", "29500", *WORKER_TAIL)
-    assert launch.env["DS_ACCELERATOR"] == "cpu" and launch.env[B.SHM_ENV] == "0"
+    assert launch.env["DS_ACCELERATOR"] == "cpu" and launch.env[L.SHM_ENV] == "0"
     assert any("process group gloo" in n for n in p.notes)
 
 
@@ -274,7 +276,7 @@ def test_inference_plan_seed_003():
 
 def test_cpu_tp1_inference_plans():
     p = plan(load(INFERENCE), "cpu_tp1")
-    assert cfg_of(p, B.INFERENCE_FILE)["dtype"] == "fp32" and p.launches[0].env[B.SHM_ENV] == "0"
+    assert cfg_of(p, B.INFERENCE_FILE)["dtype"] == "fp32" and p.launches[0].env[L.SHM_ENV] == "0"
 
 
 def test_kernel_injection_on_cpu_is_refused_with_the_reason():
@@ -338,6 +340,48 @@ def test_planning_imports_neither_torch_nor_deepspeed():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_pinned_releases_are_the_ones_pyproject_installs():
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'"transformers=={B.TRANSFORMERS_VERSION}"' in text and f'"deepspeed=={B.DEEPSPEED_VERSION}"' in text
+
+
+def test_a_plan_for_another_machine_does_not_change_with_the_planning_machines_transformers(tmp_path):
+    """With an older transformers installed (a real dist-info ahead on sys.path), the a100 plans
+    stay byte-identical: they are written for the pinned release.  The host's cpu plan follows
+    the installed one: BLOOM AutoTP on this CPU is no longer refused."""
+    info = tmp_path / "transformers-4.40.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 4.40.0\n")
+    code = (
+        "import json\n"
+        "from accelctl.api import check, parse, plan\n"
+        "from accelctl.backends.deepspeed.backend import installed_version\n"
+        "from accelctl.errors import PlanError\n"
+        f"(spec,) = check(parse({INFERENCE!r}, 'x.wl'))\n"
+        "out = {'installed': installed_version('transformers')}\n"
+        "for t in ('a100_8x', 'a100_ki', 'cpu_tp2'):\n"
+        "    try:\n"
+        "        out[t] = plan(spec, t).to_json()\n"
+        "    except PlanError as exc:\n"
+        "        out[t] = exc.render()\n"
+        "print(json.dumps(out))\n"
+    )
+
+    def run(pythonpath: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={"PYTHONPATH": pythonpath,
+                              "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    here, older = run(str(ROOT)), run(f"{tmp_path}{os.pathsep}{ROOT}")
+    assert older["installed"] == "4.40.0" and here["installed"] == B.installed_version("transformers")
+    assert older["a100_8x"] == here["a100_8x"] and older["a100_ki"] == here["a100_ki"]
+    if (here["installed"] or "0").startswith("5."):
+        assert "transformers <= 4.43.4, and 5.23.0 is the release plans for other machines target" in here["a100_ki"]
+        assert "AutoTP of BLOOM fails" in here["cpu_tp2"]
+    assert '"backend": "deepspeed_inference"' in older["cpu_tp2"]  # the host's plan reads the host
 
 
 # ============================================================================ against DeepSpeed itself

@@ -122,7 +122,7 @@ def test_p4d_bf16_is_not_a_te_target_but_te_layers_on_is(spec):
 
 def test_fp8_on_a100_is_refused_with_a_reason(spec):
     t = dataclasses.replace(spec.target("p5"), device="a100", instance="")
-    assert any("fp8 needs a Hopper/Ada GPU" in r for r in TeFp8Backend().unsupported(spec, t))
+    assert any("fp8 needs a Hopper/Ada GPU" in r.hint for r in TeFp8Backend().unsupported(spec, t))
 
 
 def test_fp8_shapes_te_would_reject_are_refused(spec):
@@ -133,14 +133,14 @@ def test_fp8_shapes_te_would_reject_are_refused(spec):
     t = spec.target("p5")
     odd = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=4))
     why = TeFp8Backend().unsupported(small, odd)
-    assert any("4 x 17 = 68 is not a multiple of 8" in r for r in why)
+    assert any("4 x 17 = 68 is not a multiple of 8" in r.hint for r in why)
     even = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=8))
     assert not TeFp8Backend().unsupported(small, even)
 
 
 def test_non_vit_families_are_refused(spec):
     bert = dataclasses.replace(spec, model=dataclasses.replace(spec.model, family="bert"))
-    assert any("has no TE block swap" in r for r in TeFp8Backend().unsupported(bert, spec.target("p5")))
+    assert any("has no TE block swap" in r.hint for r in TeFp8Backend().unsupported(bert, spec.target("p5")))
 
 
 @pytest.mark.parametrize("version,api", [

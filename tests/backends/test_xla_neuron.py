@@ -1,10 +1,10 @@
 """xla_neuron plans (seed 004) and their check against torch's and torch-xla's own source.
 
 torch-xla 2.9 needs exactly torch 2.9.0 (a 4 GB download), so it is not installed: its source
-is read instead.  ``data/torch_xla-2.9.0.json`` is the table ``accelctl.backends.xla_neuron.check``
-built from the v2.9.0 tag of github:pytorch/xla (commit in the file); with
-``ACCELCTL_TORCH_XLA_SOURCE=GIT_DIR@v2.9.0`` (or a wheel, or a site-packages folder) the
-table is rebuilt from that source and compared.
+is read instead.  ``accelctl/backends/xla_neuron/data/torch_xla-2.9.0.json`` (shipped: ``accelctl
+plan --check`` reads it too) is the table ``accelctl.backends.xla_neuron.check`` built from the
+v2.9.0 tag of github:pytorch/xla (commit in the file); with ``ACCELCTL_TORCH_XLA_SOURCE=GIT_DIR@v2.9.0``
+(or a wheel, or a site-packages folder) the table is rebuilt from that source and compared.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLE_PATH = Path(__file__).parent / "data" / "torch_xla-2.9.0.json"
+TABLE_PATH = ROOT / "accelctl" / "backends" / "xla_neuron" / "data" / "torch_xla-2.9.0.json"
 TABLE_COMMIT = "5fab7053df86c8d503b98d9e7202ca8b8d4978c7"  # pytorch/xla tag v2.9.0
 WORKER_XLA_FILES = [ROOT / "accelctl" / "worker" / "xla_extras.py", ROOT / "accelctl" / "worker" / "devices.py"]
 
@@ -133,7 +133,7 @@ def test_fp16_and_cuda_targets_are_not_xla_neuron(spec):
 
     t = spec.target("trn1")
     fp16 = dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="fp16"))
-    assert any("does not run fp16" in r for r in XlaNeuronBackend().unsupported(spec, fp16))
+    assert any("does not run fp16" in r.hint for r in XlaNeuronBackend().unsupported(spec, fp16))
     gpu = dataclasses.replace(t, device="h100")
     assert not XlaNeuronBackend().selects(spec, gpu)
 
@@ -195,6 +195,35 @@ def test_worker_check_catches_mistakes(tmp_path, table, old, new, expect):
     bad.write_text(src.replace(old, new))
     found = [str(f) for f in xla_check.check_worker_source(bad, table)]
     assert any(expect in f for f in found), found
+
+
+def test_plan_check_runs_torchruns_parser_and_the_torch_xla_table(spec, table):
+    from accelctl.plan.checks import check_plan
+
+    p = plan(spec, "inf2_big")  # precompile + measured run: two torchrun commands
+    results = check_plan(p, spec)
+    assert [(r.tool, r.ok) for r in results] == [
+        ("torchrun parser (precompile)", True), ("torchrun parser (torchrun)", True),
+        (f"torch-xla 2.9.0 API table ({table['source']})", True)]
+    assert xla_check.WORKER_XLA_FILES == tuple(f.name for f in WORKER_XLA_FILES)
+
+
+def test_plan_check_rejects_a_deprecated_variable_in_a_launch(spec):
+    import dataclasses
+
+    from accelctl.plan.checks import check_plan
+
+    p = plan(spec, "trn1")
+    run = p.launches[-1]
+    bad = dataclasses.replace(p, launches=(dataclasses.replace(run, env={**run.env, "XLA_USE_BF16": "1"}),))
+    (parser, api) = check_plan(bad, spec)
+    assert parser.ok is True and api.ok is False
+    assert any("XLA_USE_BF16 is deprecated in torch-xla 2.9.0" in m for m in api.messages)
+
+
+def test_plan_check_without_a_table_for_the_version_is_not_run(spec):
+    (result,) = xla_check.check_results(plan(spec, "trn1"), "9.99", xla_neuron.FORBIDDEN_ENV)
+    assert result.ok is None and "no table for torch-xla 9.99" in result.messages[0]
 
 
 def test_table_rebuilds_from_a_real_source_when_given(table):

@@ -30,7 +30,8 @@ Decisions, each a hidden cost named:
   exports only a few variable prefixes to remote nodes; the plan's environment travels in
   a generated ``deepspeed_env`` file that ``DS_ENV_FILE`` points at.
 
-Nothing here imports torch, deepspeed or transformers (``accelctl plan`` stays light);
+The launcher command lines are ``accelctl.backends.deepspeed.launch``'s.  Nothing here imports
+torch, deepspeed or transformers (``accelctl plan`` stays light);
 ``accelctl.backends.deepspeed.check`` checks these plans against DeepSpeed itself.
 """
 
@@ -40,34 +41,34 @@ import importlib.metadata
 import json
 from typing import Any
 
-from accelctl.backends.base import WORKER, Backend, Built, process_env
+from accelctl.backends.base import Backend, Built, refusal
+from accelctl.backends.deepspeed.launch import adapter_of, build_launch
+from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
-from accelctl.errors import Diagnostic, PlanError
+from accelctl.contract.plan import GeneratedFile, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: the DeepSpeed release these plans are written and checked against (pyproject extra)
 DEEPSPEED_VERSION = "0.19.8"
 
-#: device adapter -> DS_ACCELERATOR, and the process group DeepSpeed uses there
-ACCELERATOR = {"cpu": "cpu", "cuda": "cuda", "hpu": "hpu"}
-COMM = {"cpu": "gloo", "cuda": "nccl", "hpu": "hccl"}
+#: ``accelctl doctor``: DeepSpeed's version and the accelerator and process group it picks here
+PROBES = {"deepspeed": (
+    "import json\nimport deepspeed\nfrom deepspeed.accelerator import get_accelerator as g\na = g()\n"
+    "print(json.dumps({'version': deepspeed.__version__, 'accelerator': a.device_name(),"
+    " 'comm_backend': a.communication_backend_name()}))"
+)}
 
 CONFIG_FILE = "ds_config.json"
 INFERENCE_FILE = "ds_inference.json"
-HOSTFILE = "hostfile"
-ENV_FILE = "deepspeed_env"
 
 #: environment the worker reads (accelctl.worker.ds_engine)
-CONFIG_ENV, INFERENCE_ENV, SHM_ENV = envnames.DS_CONFIG, envnames.DS_INFERENCE_CONFIG, envnames.DS_SHM_COMM
+CONFIG_ENV, INFERENCE_ENV = envnames.DS_CONFIG, envnames.DS_INFERENCE_CONFIG
 
-#: DeepSpeed's launcher default; the workload's ``engine deepspeed { master_port = .. }`` wins
-DEFAULT_MASTER_PORT = 29500
 #: DeepSpeed logs its own progress every ``steps_per_print`` steps; accelctl's events replace it
 STEPS_PER_PRINT = 1_000_000_000
-LOCAL_HOSTS = ("localhost", "127.0.0.1")
 
 #: the worker's optimizer -> DeepSpeed's optimizer section (used with ZeRO-Offload only).
 #: DeepSpeed's "Adam" is AdamW unless ``adam_w_mode`` is false: spelled out to match torch.
@@ -85,6 +86,9 @@ AUTOTP = {"bloom": True, "gpt2": False, "llama": True, "bert": True, "t5": True}
 #: the base model class name AutoTP.supported() sees for a family (``str(model)``)
 AUTOTP_CLASS = {"bloom": "BloomModel", "gpt2": "GPT2Model", "llama": "LlamaModel", "bert": "BertModel",
                 "t5": "T5Model"}
+#: the transformers release the worker environment pins (pyproject): what a plan for a device
+#: on another machine is written for (a plan for the host CPU reads the installed one)
+TRANSFORMERS_VERSION = "5.23.0"
 #: DeepSpeed's BLOOM kernel-injection container refuses transformers newer than this
 #: (``module_inject/containers/bloom.py``); AutoTP of BLOOM breaks past it as well (LAB §5)
 BLOOM_LAST_TRANSFORMERS = (4, 43)
@@ -98,18 +102,27 @@ def installed_version(dist: str) -> str | None:
         return None
 
 
+def stack_versions(target: TargetSpec) -> tuple[str | None, str, str]:
+    """(transformers, deepspeed, where they come from) for a plan of ``target``.
+
+    A plan is inert data: for a device on another machine it must not change with the machine
+    that plans it, so it is written for the releases accelctl pins (``TRANSFORMERS_VERSION``,
+    ``DEEPSPEED_VERSION``).  A plan for the host CPU runs on this machine and may read what is
+    installed here (transformers None: not installed)."""
+    if DEVICES[target.device].host:
+        return installed_version("transformers"), installed_version("deepspeed") or DEEPSPEED_VERSION, "installed"
+    return TRANSFORMERS_VERSION, DEEPSPEED_VERSION, "the release plans for other machines target"
+
+
 def _major_minor(version: str) -> tuple[int, int]:
     parts = (version.split(".") + ["0"])[:2]
     return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
 
 
-def _adapter(target: TargetSpec) -> str:
-    return DEVICES[target.device].adapter
-
-
 def _cpu_lacks_fp16(target: TargetSpec) -> bool:
-    """DeepSpeed's CPU accelerator offers fp16 only with native fp16 (mkldnn AVX512-FP16/AMX)."""
-    if target.device != "cpu" or target.precision.dtype != "fp16":
+    """DeepSpeed's CPU accelerator offers fp16 only with native fp16 (mkldnn AVX512-FP16/AMX): a
+    fact of this machine, so asked for the host CPU only."""
+    if not DEVICES[target.device].host or target.precision.dtype != "fp16":
         return False
     from accelctl.hostinfo import cpu_has_native_fp16
 
@@ -167,110 +180,8 @@ def to_json(cfg: dict[str, Any]) -> str:
     return json.dumps(cfg, indent=2) + "\n"
 
 
-# ----------------------------------------------------------------------------- launch
-
-
-def _engine_settings(spec: WorkloadSpec) -> dict[str, Any]:
-    eng = spec.engines.get("deepspeed")
-    return dict(eng.settings) if eng is not None else {}
-
-
-def _diag(spec: WorkloadSpec, paths: tuple[str, ...], code: str, message: str, hint: str = "") -> Diagnostic:
-    span = next((spec.origins[p] for p in paths if p in spec.origins), None)
-    return Diagnostic(code, message, span, spec.path, hint)
-
-
-def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> tuple[list[str] | None, bool]:
-    """(hosts for a generated hostfile or None when none is needed, whether they are placeholders)."""
-    hosts = settings.get("hosts")
-    if hosts and settings.get("hostfile"):
-        raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hostfile", "engines.deepspeed.hosts"), "E545",
-                                           "engine deepspeed sets both hosts and hostfile",
-                                           "keep one: hosts = [...] generates the hostfile")])
-    if hosts:
-        if len(hosts) < target.nodes:
-            raise PlanError(diagnostics=[_diag(
-                spec, ("engines.deepspeed.hosts",), "E545",
-                f"target {target.name} needs {target.nodes} nodes but engine deepspeed lists {len(hosts)} host(s)",
-                f"list {target.nodes} hosts (DeepSpeed takes the first --num_nodes of them)")])
-        if len(set(hosts)) != len(hosts):
-            raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hosts",), "E545",
-                                               "engine deepspeed lists a host twice",
-                                               "DeepSpeed refuses a hostfile with duplicate hosts")])
-        return list(hosts[: target.nodes]), False
-    if settings.get("hostfile"):
-        return None, False
-    if target.nodes > 1:
-        return [f"node{i}" for i in range(1, target.nodes + 1)], True
-    return None, False
-
-
-def _launch_env(target: TargetSpec, job: WorkerJob, extra: dict[str, str]) -> dict[str, str]:
-    adapter = _adapter(target)
-    env = dict(process_env(job), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
-    if adapter == "cpu":
-        env[SHM_ENV] = "0"
-    return env
-
-
-def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config: GeneratedFile,
-                 config_env: str) -> Built:
-    """The launcher command(s), hostfile and env file around one generated DeepSpeed config."""
-    settings = _engine_settings(spec)
-    hosts, placeholders = _hosts(spec, target, settings)
-    port = int(settings.get("master_port", DEFAULT_MASTER_PORT))
-    env = _launch_env(target, job, {config_env: f"{RUN_DIR}/{config.path}"})
-    files, notes, warnings = [config], [], []
-    head: list[str] = ["deepspeed"]
-    hostfile = settings.get("hostfile")
-    if hosts is not None:
-        hostfile = f"{RUN_DIR}/{HOSTFILE}"
-        files.append(GeneratedFile(HOSTFILE, "".join(f"{h} slots={target.devices}\n" for h in hosts),
-                                   role="DeepSpeed hostfile: one line per node, slots = processes per node"))
-        if placeholders:
-            warnings.append(f"the hostfile lists placeholder hosts node1..node{target.nodes}: set "
-                            f"engine deepspeed {{ hosts = [...] }} or edit {RUN_DIR}/{HOSTFILE} before running")
-    if hostfile:
-        head += ["--hostfile", hostfile, "--num_nodes", str(target.nodes)]
-    head += ["--num_gpus", str(target.devices), "--master_port", str(port)]
-    local_only = hosts is not None and len(hosts) == 1 and hosts[0] in LOCAL_HOSTS
-    master = settings.get("master_addr") or ("127.0.0.1" if local_only else None)
-    if master:
-        head += ["--master_addr", master]
-    if local_only:
-        head.append("--no_ssh_check")  # one local host: the launcher's local path, no ssh needed
-    if settings.get("launcher"):
-        head += ["--launcher", settings["launcher"]]
-    tail = ["--module", "--no_local_rank", *WORKER[1:]]
-    multi = hostfile is not None and target.nodes > 1
-    if multi:
-        # remote nodes get only a few exported prefixes: ship the plan's environment in a file
-        files.append(GeneratedFile(ENV_FILE, "".join(f"{k}={v}\n" for k, v in sorted(env.items())),
-                                   role="environment DeepSpeed exports to every node (DS_ENV_FILE)"))
-        env["DS_ENV_FILE"] = f"{RUN_DIR}/{ENV_FILE}"
-    if multi and settings.get("ssh") is False:
-        if not master:
-            master = hosts[0] if hosts else None
-            if master is None:
-                raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.ssh", "engines.deepspeed"), "E545",
-                                                   "ssh = off needs the master node's address",
-                                                   "set engine deepspeed { master_addr = \"...\" } or hosts")])
-            head += ["--master_addr", master]
-        launches = [Launch(f"node{i}", tuple(head + ["--no_ssh", "--node_rank", str(i)] + tail), env,
-                           processes=target.devices) for i in range(target.nodes)]
-        notes.append(f"ssh = off: start launch nodeN on node N ({target.nodes} launches)")
-    else:
-        launches = [Launch("deepspeed", tuple(head + tail), env, processes=target.world_size)]
-    adapter = _adapter(target)
-    notes.append(f"{target.world_size} processes ({target.nodes} node(s) x {target.devices}) x {job.threads} "
-                 f"thread(s), DS_ACCELERATOR={ACCELERATOR[adapter]}, process group {COMM[adapter]}")
-    if adapter == "cpu":
-        notes.append(f"{SHM_ENV}=0: DeepSpeed's shared-memory all-reduce stays off (its first use is a 70-240 s "
-                     "C++ JIT build; gloo carries the all-reduces)")
-    return Built(launches, files, notes, warnings)
-
-
 # ----------------------------------------------------------------------------- backends
+
 
 
 class DeepSpeedBackend(Backend):
@@ -282,29 +193,34 @@ class DeepSpeedBackend(Backend):
     strategies = ("zero", "data", "none")
     tasks = ("pretrain", "finetune")
     summary = "DeepSpeed launcher + deepspeed.initialize: ZeRO 0-3 data parallelism, offload"
+    probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         return super().selects(spec, target) and target.parallel.strategy == "zero"
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         p = target.parallel
         if p.strategy not in self.strategies:  # the base reason says it; the rest would be noise
             return out
+
+        def no(reason: str, *settings: str) -> None:
+            out.append(refusal(spec, target, reason, *settings))
+
         if p.tp > 1 or p.pp > 1:
-            out.append(f"backend deepspeed plans ZeRO data parallelism only, not tp = {p.tp} / pp = {p.pp} "
-                       "(DeepSpeed pipeline/tensor training needs a PipelineModule or Megatron model)")
+            no(f"backend deepspeed plans ZeRO data parallelism only, not tp = {p.tp} / pp = {p.pp} "
+               "(DeepSpeed pipeline/tensor training needs a PipelineModule or Megatron model)", "parallel")
         if spec.optimizer.name not in CLIENT_OPTIMIZERS:
-            out.append(f"optimizer {spec.optimizer.name} is not implemented by the worker "
-                       f"({', '.join(CLIENT_OPTIMIZERS)})")
+            no(f"optimizer {spec.optimizer.name} is not implemented by the worker "
+               f"({', '.join(CLIENT_OPTIMIZERS)})", "optimizer")
         if "nvme" in (p.offload_optimizer, p.offload_param):
-            out.append("ZeRO-Infinity nvme offload needs an nvme_path, which a workload cannot set yet; "
-                       "use offload = cpu")
+            no("ZeRO-Infinity nvme offload needs an nvme_path, which a workload cannot set yet; "
+               "use offload = cpu", "parallel")
         if p.offload_optimizer != "none" and spec.optimizer.name not in DS_OPTIMIZER:
-            out.append(f"ZeRO-Offload runs DeepSpeedCPUAdam (adam/adamw), not {spec.optimizer.name}")
+            no(f"ZeRO-Offload runs DeepSpeedCPUAdam (adam/adamw), not {spec.optimizer.name}", "optimizer", "parallel")
         if _cpu_lacks_fp16(target):
-            out.append("DeepSpeed refuses fp16 on this CPU: CPU_Accelerator.is_fp16_supported() needs "
-                       "AVX512-FP16/AMX-FP16 ('Type fp16 is not supported on your device'); use fp32 or bf16")
+            no("DeepSpeed refuses fp16 on this CPU: CPU_Accelerator.is_fp16_supported() needs "
+               "AVX512-FP16/AMX-FP16 ('Type fp16 is not supported on your device'); use fp32 or bf16", "precision")
         return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
@@ -317,7 +233,7 @@ class DeepSpeedBackend(Backend):
         built.notes.insert(0, f"{CONFIG_FILE}: ZeRO stage {z['stage']}, {precision}, train_batch_size "
                               f"{cfg['train_batch_size']} = micro {cfg['train_micro_batch_size_per_gpu']} x "
                               f"accumulation {cfg['gradient_accumulation_steps']} x {target.data_parallel} ranks")
-        if _adapter(target) == "hpu":
+        if adapter_of(target) == "hpu":
             built.notes.append("Gaudi: DeepSpeed's HPU accelerator needs SynapseAI's habana_frameworks on every "
                                "node (DS_ACCELERATOR=hpu raises without it)")
         if "optimizer" in cfg:
@@ -328,6 +244,11 @@ class DeepSpeedBackend(Backend):
             built.notes.append(f"optimizer: the worker's torch.optim {spec.optimizer.name} handed to "
                                "deepspeed.initialize (a ds_config optimizer would JIT-build FusedAdam, ~110 s on CPU)")
         return built
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        from accelctl.backends.deepspeed.check import check_results
+
+        return check_results(plan, spec)
 
 
 class DeepSpeedInferenceBackend(Backend):
@@ -340,41 +261,44 @@ class DeepSpeedInferenceBackend(Backend):
     strategies = ("deepspeed_inference",)
     tasks = ("generate", "infer")
     summary = "DeepSpeed launcher + deepspeed.init_inference: tensor parallel (AutoTP or kernel injection)"
+    probes = PROBES
 
     def processes_per_node(self, target: TargetSpec) -> int:
         return target.devices
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
-        p, family, adapter = target.parallel, spec.model.family, _adapter(target)
+        p, family, adapter = target.parallel, spec.model.family, adapter_of(target)
         if p.strategy not in self.strategies:
             return out
+
+        def no(reason: str, *settings: str) -> None:
+            out.append(refusal(spec, target, reason, *settings))
+
         if target.world_size != p.tp:
-            out.append(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
-                       f"= {target.world_size} must equal tp = {p.tp}")
+            no(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
+               f"= {target.world_size} must equal tp = {p.tp}", "parallel", "devices")
         if p.kernel_inject and adapter == "cpu":
-            out.append("kernel injection does not exist on CPU: DeepSpeed's CPU accelerator has no "
-                       "InferenceBuilder ('This op had not been implemented on CPU backend'); "
-                       "set kernel_inject = off")
-        transformers = installed_version("transformers")
+            no("kernel injection does not exist on CPU: DeepSpeed's CPU accelerator has no "
+               "InferenceBuilder ('This op had not been implemented on CPU backend'); "
+               "set kernel_inject = off", "parallel")
+        transformers, deepspeed, source = stack_versions(target)
         too_new = (transformers is not None and family == "bloom"
                    and _major_minor(transformers) > BLOOM_LAST_TRANSFORMERS)
         if p.kernel_inject and too_new:
-            out.append(f"DeepSpeed {installed_version('deepspeed') or DEEPSPEED_VERSION} injects BLOOM kernels only "
-                       f"with transformers <= 4.43.4, and {transformers} is installed ('BLOOM inference with "
-                       "DeepSpeed is no longer supported')")
+            no(f"DeepSpeed {deepspeed} injects BLOOM kernels only with transformers <= 4.43.4, and "
+               f"{transformers} is {source} ('BLOOM inference with DeepSpeed is no longer supported')", "parallel")
         if p.tp > 1 and not p.kernel_inject:
             if not AUTOTP.get(family, True):
-                out.append(f"DeepSpeed AutoTP cannot shard {family} ('AutoTP not supported for model. Please use "
-                           "kernel injection'); use tp = 1, or kernel_inject = on on a GPU")
+                no(f"DeepSpeed AutoTP cannot shard {family} ('AutoTP not supported for model. Please use "
+                   "kernel injection'); use tp = 1, or kernel_inject = on on a GPU", "parallel", "model")
             elif too_new and adapter == "cpu":
-                out.append(f"AutoTP of BLOOM fails with transformers {transformers} and DeepSpeed "
-                           f"{installed_version('deepspeed') or DEEPSPEED_VERSION}: the alibi tensor is not "
-                           "sharded, so generate stops with 'The expanded size of the tensor ... must match'; "
-                           "use tp = 1 (or transformers <= 4.43.4)")
+                no(f"AutoTP of BLOOM fails with transformers {transformers} and DeepSpeed {deepspeed}: the alibi "
+                   "tensor is not sharded, so generate stops with 'The expanded size of the tensor ... must match'; "
+                   "use tp = 1 (or transformers <= 4.43.4)", "parallel")
         if _cpu_lacks_fp16(target):
-            out.append("DeepSpeed inference lists fp16 on CPU only with AVX512-FP16/AMX-FP16 "
-                       "(CPU_Accelerator.supported_dtypes); use fp32 or bf16")
+            no("DeepSpeed inference lists fp16 on CPU only with AVX512-FP16/AMX-FP16 "
+               "(CPU_Accelerator.supported_dtypes); use fp32 or bf16", "precision")
         return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
@@ -385,10 +309,15 @@ class DeepSpeedInferenceBackend(Backend):
         how = "kernel injection" if cfg["replace_with_kernel_inject"] else "AutoTP" if target.parallel.tp > 1 \
             else "no sharding"
         built.notes.insert(0, f"{INFERENCE_FILE}: tp_size {target.parallel.tp} ({how}), dtype {cfg['dtype']}")
-        transformers = installed_version("transformers")
+        transformers = stack_versions(target)[0]
         if (spec.model.family == "bloom" and target.parallel.tp > 1 and not target.parallel.kernel_inject
-                and _adapter(target) != "cpu" and transformers
+                and adapter_of(target) != "cpu" and transformers
                 and _major_minor(transformers) > BLOOM_LAST_TRANSFORMERS):
             built.warnings.append(f"AutoTP of BLOOM failed on CPU with transformers {transformers} (alibi not "
                                   f"sharded); not verified on {target.device}")
         return built
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        from accelctl.backends.deepspeed.check import check_results
+
+        return check_results(plan, spec)

@@ -42,6 +42,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from accelctl.backends.deepspeed import backend as B
+from accelctl.backends.deepspeed import launch as L
+from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import RUN_DIR, Launch, Plan
 from accelctl.errors import Diagnostic, did_you_mean
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -398,7 +400,7 @@ def check_launch(launch: Launch, plan: Plan, spec: WorkloadSpec, target: TargetS
     if args.no_ssh and not 0 <= args.node_rank < len(active):
         out.append(_diag(spec, target, "hosts", "E542", f"launch {launch.name}: --no_ssh needs 0 <= --node_rank "
                          f"< {len(active)}, got {args.node_rank}"))
-    local = set(active) <= set(B.LOCAL_HOSTS)
+    local = set(active) <= set(L.LOCAL_HOSTS)
     if multi_node and len(active) == 1 and not (args.no_ssh or args.no_ssh_check):
         out.append(_diag(spec, target, "hosts", "E542", f"launch {launch.name}: with a hostfile DeepSpeed checks "
                          f"ssh to {next(iter(active))} first, and fails where there is no passwordless ssh",
@@ -458,6 +460,17 @@ def check_plan_with_deepspeed(plan: Plan, spec: WorkloadSpec) -> list[Diagnostic
                          f"{B.INFERENCE_FILE}"))
     for launch in plan.launches:
         out += check_launch(launch, plan, spec, target)
-    if B.ENV_FILE in files:
-        out += check_env_file(files[B.ENV_FILE], spec, target)
+    if L.ENV_FILE in files:
+        out += check_env_file(files[L.ENV_FILE], spec, target)
     return out
+
+
+def check_results(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+    """``check_plan_with_deepspeed`` as ``accelctl plan --check`` reports it (not run without deepspeed)."""
+    try:
+        diags = check_plan_with_deepspeed(plan, spec)
+    except ImportError as exc:
+        return [not_run("deepspeed", f"{exc}; pip install 'accelctl[deepspeed]'")]
+    errors = [d for d in diags if d.severity == "error"]
+    return [CheckResult("deepspeed (DeepSpeedConfig, launcher parser, hostfile)", not errors,
+                        [d.render().replace("\n", " | ") for d in diags])]

@@ -40,12 +40,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built
+from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built, refusal
+from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import objective_for
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -168,74 +170,85 @@ class GaudiBackend(Backend):
     strategies = ("none", "data", "deepspeed_inference")
     summary = "Intel Gaudi through optimum-habana: gaudi_spawn.py, lazy mode, HPU graphs, GaudiConfig"
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         dev = DEVICES[target.device]
         if dev.adapter != "hpu":
             return out
+
+        def no(reason: str, *settings: str) -> None:
+            out.append(refusal(spec, target, reason, *settings))
+
         dtype = target.precision.dtype
         if dtype == "fp16":
-            out.append("Gaudi runs 16-bit as bf16 (seed 000: bf16 on Gaudi where A100 uses fp16); "
-                       "set precision = bf16")
+            no("Gaudi runs 16-bit as bf16 (seed 000: bf16 on Gaudi where A100 uses fp16); set precision = bf16",
+               "precision")
         if dtype == "fp8" and not dev.fp8:
-            out.append(f"fp8 needs Gaudi2 or Gaudi3, not {target.device}")
+            no(f"fp8 needs Gaudi2 or Gaudi3, not {target.device}", "precision")
         if target.nodes > 1:
-            out.append("multi-node Gaudi (gaudi_spawn.py --hostfile with DeepSpeed) is not planned yet; "
-                       "use nodes = 1")
+            no("multi-node Gaudi (gaudi_spawn.py --hostfile with DeepSpeed) is not planned yet; use nodes = 1", "nodes")
         if target.options.get("hpu_graphs") and not lazy_mode(target):
             # optimum/habana/transformers/training_args.py __post_init__: "--use_hpu_graphs_for_inference
             # and --use_hpu_graphs_for_training cannot be used in eager mode. Please set --use_lazy_mode"
-            out.append("HPU graphs need lazy mode (optimum-habana refuses HPU graphs in eager mode); "
-                       "set lazy_mode = on or hpu_graphs = off")
+            no("HPU graphs need lazy mode (optimum-habana refuses HPU graphs in eager mode); "
+               "set lazy_mode = on or hpu_graphs = off", "lazy_mode", "hpu_graphs")
         if target.parallel.strategy == "deepspeed_inference" and spec.task.training:
-            out.append("deepspeed_inference is for generate/infer tasks")
+            no("deepspeed_inference is for generate/infer tasks", "parallel")
         if script_mode(target) == "example":
-            out += self._example_unsupported(spec, target)
+            self._example_unsupported(spec, target, no)
         return out
 
     # ..................................................................... example-mode limits
-    def _example_unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
-        out: list[str] = []
+    def _example_unsupported(self, spec: WorkloadSpec, target: TargetSpec, no: Callable[..., None]) -> None:
+        """Limits of the example scripts: ``no(reason, *settings)`` for each."""
         key = example_key(spec)
         t, m, d, p = spec.task, spec.model, spec.dataset, target.parallel
         if spec.task.kind == "infer" or key not in EXAMPLES:
-            out.append(f"no optimum-habana example script is planned for {t.kind} ({key}); use script = worker")
-            return out
+            no(f"no optimum-habana example script is planned for {t.kind} ({key}); use script = worker", "script")
+            return
         if m.source not in ("hf", "local"):
-            out.append("the example scripts load pretrained weights: the model must be hf(\"...\") or a local "
-                       "path; use script = worker for an architecture-only model")
+            no("the example scripts load pretrained weights: the model must be hf(\"...\") or a local "
+               "path; use script = worker for an architecture-only model", "model")
         if target.precision.dtype == "fp8":
-            out.append("fp8 with the example scripts needs Intel Neural Compressor's measure/quantize passes "
-                       "(QUANT_CONFIG), which are not planned; use precision = bf16")
+            no("fp8 with the example scripts needs Intel Neural Compressor's measure/quantize passes "
+               "(QUANT_CONFIG), which are not planned; use precision = bf16", "precision")
         if key == "generate":
             if target.world_size > 1 and p.strategy != "deepspeed_inference":
-                out.append("run_generation.py on several cards shards the model with DeepSpeed-inference: "
-                           f"use parallel = deepspeed_inference(tp = {target.world_size})")
+                no("run_generation.py on several cards shards the model with DeepSpeed-inference: "
+                   f"use parallel = deepspeed_inference(tp = {target.world_size})", "parallel", "devices")
             if p.strategy == "deepspeed_inference" and p.tp != target.world_size:
-                out.append(f"run_generation.py sets the tensor-parallel size to the world size "
-                           f"({target.world_size}), not tp = {p.tp}")
+                no(f"run_generation.py sets the tensor-parallel size to the world size "
+                   f"({target.world_size}), not tp = {p.tp}", "parallel")
             if target.world_size > 1 and target.precision.dtype == "fp32":
-                out.append("run_generation.py under DeepSpeed always loads the model in bf16; set precision = bf16")
+                no("run_generation.py under DeepSpeed always loads the model in bf16; set precision = bf16",
+                   "precision")
             if d.kind == "files":
-                out.append("run_generation.py reads prompts from --prompt or a Hub --dataset_name, not local files")
+                no("run_generation.py reads prompts from --prompt or a Hub --dataset_name, not local files",
+                   "dataset")
             if p.kernel_inject:
-                out.append("run_generation.py chooses DeepSpeed's injection policy itself; remove kernel_inject")
+                no("run_generation.py chooses DeepSpeed's injection policy itself; remove kernel_inject", "parallel")
         else:
             if d.kind == "synthetic":
-                out.append("the example training scripts train on a dataset: use dataset hf(\"...\") or "
-                           "files(\"...\"), or script = worker for synthetic data")
+                no("the example training scripts train on a dataset: use dataset hf(\"...\") or "
+                   "files(\"...\"), or script = worker for synthetic data", "dataset", "script")
             if spec.optimizer.name not in TRAINER_OPTIM:
-                out.append(f"optimizer {spec.optimizer.name} has no HF Trainer --optim; use adamw, adam or sgd")
+                no(f"optimizer {spec.optimizer.name} has no HF Trainer --optim; use adamw, adam or sgd", "optimizer")
             if spec.optimizer.name == "sgd" and spec.optimizer.momentum > 0:
-                out.append("HF Trainer's --optim sgd takes no momentum; use script = worker for SGD with momentum")
+                no("HF Trainer's --optim sgd takes no momentum; use script = worker for SGD with momentum",
+                   "optimizer.momentum", "optimizer")
             if p.strategy not in ("none", "data"):
-                out.append(f"{p.strategy} with the example training scripts is not planned; use parallel = data")
+                no(f"{p.strategy} with the example training scripts is not planned; use parallel = data", "parallel")
         for arg in self._example_args(spec, target) if target.world_size > 1 else ():
             if SHELL_SPECIAL & set(arg.replace(RUN_DIR, "")):
-                out.append(f"gaudi_spawn.py passes arguments to bash unescaped (it only double-quotes those "
-                           f"with spaces): {arg!r} would be changed by the shell")
+                no(f"gaudi_spawn.py passes arguments to bash unescaped (it only double-quotes those "
+                   f"with spaces): {arg!r} would be changed by the shell", "script")
                 break
-        return out
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """optimum-habana itself, in its own environment (``accelctl.backends.gaudi.check``)."""
+        from accelctl.backends.gaudi.check import check_results
+
+        return check_results(plan)
 
     # ..................................................................... build
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:

@@ -346,6 +346,42 @@ def check_plan(plan: dict[str, Any], name: str = "") -> Report:
     return rep
 
 
+# --------------------------------------------------------------------------- from accelctl plan --check
+
+#: the repository (or site-packages) root holding ``accelctl``: the habana venv imports it from here
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def habana_python() -> Path:
+    """The interpreter of optimum-habana's own environment (``$HABANA_VENV`` or ``.venv-habana``)."""
+    return Path(os.environ.get("HABANA_VENV", ROOT / ".venv-habana")) / "bin" / "python"
+
+
+def check_results(plan):
+    """``plan`` (a ``Plan``) checked by this module's ``main`` in optimum-habana's environment, as
+    ``accelctl plan --check`` reports it; not run when that environment does not exist."""
+    import subprocess
+
+    from accelctl.backends.findings import CheckResult, not_run
+
+    py = habana_python()
+    if not py.exists():
+        return [not_run("optimum-habana", f"no {py}: run scripts/setup-habana.sh")]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        fh.write(plan.to_json())
+    try:
+        cp = subprocess.run([str(py), "-m", "accelctl.backends.gaudi.check", fh.name], capture_output=True,
+                            text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.unlink(fh.name)
+    try:
+        report = json.loads(cp.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return [CheckResult("optimum-habana", False, (cp.stderr.strip().splitlines() or ["no report"])[-3:])]
+    tool = f"optimum-habana {report.get('optimum_habana', '')}".strip()
+    return [CheckResult(tool, bool(report["passed"]), report["errors"])]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m accelctl.backends.gaudi.check", description=__doc__.split("\n\n")[0])
     ap.add_argument("plans", nargs="+", help="plan JSON files (accelctl plan --format json)")

@@ -19,12 +19,15 @@ checks exactly that file against TE's own source.  Choosing the API by version i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from accelctl.backends.base import Built
+from accelctl.backends.base import Built, refusal
+from accelctl.backends.findings import CheckResult, not_run
 from accelctl.backends.torchrun import TorchrunBackend
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -57,7 +60,14 @@ VIT_LAYER_KWARGS: dict[str, object] = {
 #: of all dimensions but the last divisible by 8, the last by 16; te_check reads it back.
 FP8_DIMS = (8, 16)
 
+#: ``accelctl doctor``: whether Transformer Engine's PyTorch layers import here
+PROBES = {"transformer_engine": (
+    "import json, transformer_engine.pytorch as te\nprint(json.dumps({'version': te.__version__}))"
+)}
+
 CONFIG_FILE = "te_recipe.json"
+#: the worker's TE code, checked against TE's source by ``--check`` (read as text, never imported)
+WORKER_TE_LAYERS = Path(__file__).resolve().parents[2] / "worker" / "te_layers.py"
 #: where the worker finds the generated file
 CONFIG_ENV = envnames.TE_CONFIG
 
@@ -142,26 +152,30 @@ class TeFp8Backend(TorchrunBackend):
     strategies = ("none", "data")
     tasks = ("pretrain", "finetune")
     summary = "torchrun + nccl, timm ViT blocks swapped for te.TransformerLayer, FP8 autocast (Transformer Engine)"
+    probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         wants_te = target.precision.dtype == "fp8" or bool(target.options.get("te_layers"))
         return wants_te and super().selects(spec, target)
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         if spec.model.family != "vit":
-            out.append(f"backend te_fp8 swaps the blocks of timm ViTs; family {spec.model.family} has no TE block swap")
+            out.append(refusal(spec, target, f"backend te_fp8 swaps the blocks of timm ViTs; family "
+                               f"{spec.model.family} has no TE block swap", "model"))
         dev = DEVICES[target.device]
         if target.precision.dtype == "fp8":
             if not dev.fp8:
-                out.append(f"fp8 needs a Hopper/Ada GPU; {target.device} has no FP8 tensor cores")
+                out.append(refusal(spec, target, f"fp8 needs a Hopper/Ada GPU; {target.device} has no FP8 tensor "
+                                   "cores", "precision"))
             if spec.model.family == "vit":
                 for label, shape, certain in vit_shapes(spec, target):
                     problems = fp8_shape_problems(shape, target.batch.micro)
                     if problems and certain:
-                        out.append(f"TE runs FP8 GEMMs only on operands whose leading dims multiply to a multiple "
-                                   f"of {FP8_DIMS[0]} and whose last dim is a multiple of {FP8_DIMS[1]}: {label}: "
-                                   + "; ".join(problems))
+                        out.append(refusal(
+                            spec, target, f"TE runs FP8 GEMMs only on operands whose leading dims multiply to a "
+                            f"multiple of {FP8_DIMS[0]} and whose last dim is a multiple of {FP8_DIMS[1]}: {label}: "
+                            + "; ".join(problems), "micro_batch", "batch.micro", "model"))
         return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
@@ -191,6 +205,19 @@ class TeFp8Backend(TorchrunBackend):
         else:
             notes.append(f"te_layers without fp8: TE blocks under {cfg['outer_autocast']} autocast, no FP8 autocast")
         return Built(launches, files, notes, warnings)
+
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """torchrun's parser, then ``te_recipe.json`` and the worker's TE code against TE's own source."""
+        from accelctl.backends.te_fp8 import check as te_check
+
+        out = super().check(plan, spec)
+        te = te_check.TeSource.locate()
+        if te is None:
+            return [*out, not_run("transformer_engine", "pip install --no-deps transformer-engine==2.20.2")]
+        cfg = json.loads(next(f.content for f in plan.files if f.path == CONFIG_FILE))
+        findings = te_check.check_config(cfg, te) + te_check.check_worker_source(WORKER_TE_LAYERS, te)
+        return [*out, CheckResult(f"transformer_engine {te.version} source", not findings, [str(f) for f in findings])]
 
 
 def _with_env(launch, extra: dict[str, str]):

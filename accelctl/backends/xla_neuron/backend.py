@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from accelctl.backends.base import Backend, Built, process_env
+from accelctl.backends.base import Backend, Built, process_env, refusal
+from accelctl.backends.findings import CheckResult
+from accelctl.backends.torchrun import check_torchrun_launches
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
@@ -92,12 +95,20 @@ class XlaNeuronBackend(Backend):
     tasks = ("pretrain", "finetune", "infer")
     summary = "torch-xla on Trainium/Inferentia2: torchrun, one process per NeuronCore, xla process group"
 
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[str]:
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         family = FAMILIES.get(spec.model.family)
         if family is not None and family.convolutional and spec.task.training:
-            out.append(f"the Neuron SDK cannot train convolutional models ({spec.model.family})")
+            out.append(refusal(spec, target, f"the Neuron SDK cannot train convolutional models "
+                               f"({spec.model.family})", "model"))
         return out
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """torchrun's parser, then the environment and the worker's torch-xla calls against the
+        API table of torch-xla ``TORCH_XLA_VERSION`` (``accelctl.backends.xla_neuron.check``)."""
+        from accelctl.backends.xla_neuron.check import check_results
+
+        return [*check_torchrun_launches(plan), *check_results(plan, TORCH_XLA_VERSION, FORBIDDEN_ENV)]
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         cores = target.devices

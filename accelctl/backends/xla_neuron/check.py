@@ -12,8 +12,9 @@ public names of a few modules with their parameters, the environment variable na
 ``torch_xla/core/xla_env_vars.py``, the deprecated variables (``torch_xla/csrc/dtype.cpp``,
 ``torch_xla/__init__.py``), the PJRT device names ``runtime.py`` sets, and the process-group
 backends and rendezvous schemes ``distributed/xla_backend.py`` registers.  A table built
-from the v2.9.0 tag is stored with the tests (with its commit); tests check against it, and
-rebuild it from a real source when one is at hand (``ACCELCTL_TORCH_XLA_SOURCE``).
+from the v2.9.0 tag ships in ``data/`` (with its commit); ``accelctl plan --check`` and the
+tests check against it, and the tests rebuild it from a real source when one is at hand
+(``ACCELCTL_TORCH_XLA_SOURCE``).
 
 ``python -m accelctl.backends.xla_neuron.check GIT_DIR TAG`` (or ``WHEEL`` / ``DIR``) prints a table.
 """
@@ -358,6 +359,37 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
             seen.add((f.subject, f.message))
             out.append(f)
     return out
+
+
+# ------------------------------------------------------------------- accelctl plan --check
+
+#: the worker's files (``accelctl/worker/``) that call torch-xla, read as text, never imported
+WORKER_XLA_FILES = ("xla_extras.py", "devices.py")
+
+
+def stored_table(version: str) -> dict[str, Any] | None:
+    """The API table shipped for torch-xla ``version`` (major.minor, ``data/torch_xla-X.Y.Z.json``:
+    built by ``api_table`` from the release tag, commit inside), or None when none is."""
+    for path in sorted((Path(__file__).with_name("data")).glob(f"torch_xla-{version}.*.json")):
+        return json.loads(path.read_text(encoding="utf-8"))
+    return None
+
+
+def check_results(plan, version: str, forbidden: tuple[str, ...]) -> list:
+    """Each launch's environment and the worker's torch-xla code checked against the API table
+    of torch-xla ``version`` (built from its release tag), as ``accelctl plan --check`` reports it."""
+    from accelctl.backends.findings import CheckResult, not_run
+
+    table = stored_table(version)
+    if table is None:
+        return [not_run(f"torch-xla {version} API table", f"no table for torch-xla {version} is shipped; build "
+                        "one with python -m accelctl.backends.xla_neuron.check")]
+    findings = [f for launch in plan.launches for f in check_env(launch.env, table, forbidden)]
+    worker = Path(__file__).resolve().parents[2] / "worker"
+    for name in WORKER_XLA_FILES:
+        findings += check_worker_source(worker / name, table)
+    tool = f"torch-xla {table['torch_xla']} API table ({table['source']})"
+    return [CheckResult(tool, not findings, [str(f) for f in _dedupe(findings)])]
 
 
 if __name__ == "__main__":  # python -m accelctl.backends.xla_neuron.check GIT_DIR@TAG | WHEEL | DIR
