@@ -13,7 +13,6 @@ from accelctl.dsl import ast
 from accelctl.errors import Span, did_you_mean
 from accelctl.hostinfo import CPU_16BIT_HINT
 from accelctl.spec import schema as S
-from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.check import Origins, call_kwargs, check_measure, check_optimizer, items_by_key, typed_entries
 from accelctl.spec.models import FAMILIES
@@ -27,7 +26,7 @@ from accelctl.spec.types import (
     TargetSpec,
     TaskSpec,
 )
-from accelctl.spec.values import BAD, Ctx
+from accelctl.spec.values import Ctx
 
 FP8_DEVICES = tuple(d.name for d in DEVICES.values() if d.fp8)
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 
 from accelctl.contract.devices import FAMILIES
-from accelctl.hostinfo import cpu_has_native_bf16, cpu_has_native_fp16
+from accelctl.hostinfo import cpu_precision_warning
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -63,11 +63,9 @@ def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
         log("warning", f"{name} autocast is not supported on {adapter.name} ({exc}); running fp32 instead")
         return Precision("fp32")
     if FAMILIES[job.device.adapter].host:  # the CPU accelctl runs on: its flags say what is native
-        native = cpu_has_native_bf16() if name == "bf16" else cpu_has_native_fp16()
-        if not native:
-            log("warning", f"{name} on a CPU without native {name} instructions (no AVX512/AMX {name}): "
-                           f"matmuls are emulated and ~100x+ slower than fp32 (~180x on the 2-core AVX2 EPYC of LAB.md); "
-                           f"timings will not represent {name} hardware")
+        slow = cpu_precision_warning(name)  # the planner's warning, worded once
+        if slow is not None:
+            log("warning", slow)
     return Precision(name, dtype)
 
 
