@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from accelctl.contract.devices import FAMILIES
@@ -44,10 +44,9 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     model = replace(m, ref=str((base / m.ref).expanduser()) if m.source == "local" else m.ref,
                     weights=str(target.options.get("weights", m.weights)))
     family = FAMILIES[DEVICES[target.device].adapter]
-    opts = target.options
-    device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm,
-                       hpu_graphs=bool(opts.get("hpu_graphs", False)), lazy_mode=bool(opts.get("lazy_mode", True)),
-                       dataloader_workers=int(opts.get("dataloader_workers", 0)))
+    # the target's device options (typed by the schema) land in the DeviceJob field of the same name
+    device_options = {f.name: target.options[f.name] for f in fields(DeviceJob) if f.name in target.options}
+    device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm, **device_options)
     return WorkerJob(
         run_id=run_id,
         workload=spec.name,
