@@ -65,7 +65,7 @@ class Backend:
     tasks: tuple[str, ...] = ("pretrain", "finetune", "generate", "infer")
     #: one line for ``accelctl plan`` and docs
     summary: str = ""
-    #: how the worker runs the model under this backend (``accelctl.contract.job.STRATEGIES``)
+    #: how the worker runs the model under this backend (a name in ``accelctl.worker.strategy.STRATEGIES``)
     worker_strategy: str = "plain"
     #: ``accelctl doctor`` probes of the tool this backend launches (name -> code printing one
     #: JSON object in a child interpreter); device stacks are probed by their families

@@ -31,13 +31,6 @@ from accelctl.spec.types import (
     TaskSpec,
 )
 
-#: execution strategies the worker knows (``accelctl.worker.strategy``): ``plain`` runs the
-#: model itself (one process, or DDP when the launcher starts several); ``deepspeed`` hands
-#: model and optimizer to ``deepspeed.initialize``; ``deepspeed_inference`` to
-#: ``deepspeed.init_inference``
-STRATEGIES = ("plain", "deepspeed", "deepspeed_inference")
-
-
 @dataclass(frozen=True)
 class DeviceJob:
     """How the worker drives the device: the family's adapter and collective backend,
@@ -93,7 +86,10 @@ class WorkerJob:
     #: per-device micro-batch and gradient accumulation
     batch: BatchSpec = field(default_factory=BatchSpec)
     parallel: ParallelSpec = field(default_factory=ParallelSpec)
-    #: one of ``STRATEGIES``
+    #: how the worker runs the model (``accelctl.worker.strategy.STRATEGIES``): ``plain`` runs
+    #: it itself (one process, or DDP when the launcher starts several); ``deepspeed`` hands
+    #: model and optimizer to ``deepspeed.initialize``; ``deepspeed_inference`` to
+    #: ``deepspeed.init_inference``
     strategy: str = "plain"
     gradient_checkpointing: bool = False
     seed: int = 0

@@ -125,3 +125,11 @@ def test_each_setting_in_the_way_gets_its_own_diagnostic():
 def test_a_forced_backend_points_at_what_it_cannot_do():
     (d,) = _refusals("forced")
     assert d.span.line == 17 and d.hint == "backend cpu runs one process; use torchrun for devices > 1"
+
+
+def test_every_backend_asks_for_a_strategy_the_worker_has():
+    from accelctl.plan.registry import BACKENDS
+    from accelctl.worker.strategy import STRATEGIES
+
+    for name, backend in BACKENDS.items():
+        assert backend.worker_strategy in STRATEGIES, name
