@@ -126,3 +126,15 @@ def test_plan_check_reports_a_rejected_command():
                                                                                     "w.py")),))
     (result,) = check_plan(bad, spec)
     assert result.ok is False and "invalid int value" in result.messages[0]
+
+
+def test_a_reader_that_goes_away_is_no_traceback():
+    """`accelctl plan FILE | true`: the reader is gone before the first write; accelctl stops quietly."""
+    import subprocess
+    import sys
+
+    cmd = (f"{sys.executable} -m accelctl.cli plan {ROOT / 'workloads' / 'vit_fp8.wl'} -t p5_fp8 -f json"
+           " | true; echo ${PIPESTATUS[0]}")
+    proc = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    assert proc.stdout.strip() in ("0", "141")
