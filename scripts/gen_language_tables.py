@@ -50,7 +50,9 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
     },
     "model": {
         "family": ("architecture family, when the Hub id is not in the model catalog", "from the catalog or stand_in"),
-        "weights": ("auto: real weights when a local copy exists, else the stand-in; real; stand_in", None),
+        "weights": ("real: load them (an error if they cannot be had); random: random weights in the architecture "
+                    "the target builds; auto: real when reachable, else random; stand_in: the older spelling of "
+                    "random", None),
         "gradient_checkpointing": ("recompute activations in the backward pass", "off"),
     },
     "dataset": {
@@ -105,6 +107,9 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "dataloader_workers": ("data-loader worker processes per rank", "backend default"),
         "threads": ("intra-op CPU threads per process", "cores ÷ processes"),
         "weights": ("overrides the model's weights setting for this target", "the model's"),
+        "hub": ("Hugging Face Hub access of the worker: online (weights, configs and datasets by id, HF_HOME "
+                "and the HF cache respected) or offline (HF_HUB_OFFLINE=1: cache and local paths only)",
+                "online on accelerators, offline on cpu"),
         "neuron_parallel_compile": ("Neuron: pre-compile graphs in parallel (neuron_parallel_compile)", "off"),
         "script": ("what the launcher starts: accelctl's own loop (worker) or the backend's documented example "
                    "script (example, e.g. optimum-habana's run_generation.py)", "worker"),
@@ -343,9 +348,11 @@ def families_table() -> str:
 def known_models_table() -> str:
     from accelctl.spec.models import KNOWN_MODELS
 
-    rows = ["| Hub id | family | parameters | layers | hidden | heads |", "|---|---|---|---|---|---|"]
+    rows = ["| Hub id | family | parameters (published) | architecture (what accelerator targets build) |",
+            "|---|---|---|---|"]
     for m in KNOWN_MODELS.values():
-        rows.append(f"| `{m.hub_id}` | {m.family} | {m.params / 1e9:.3g} B | {m.layers} | {m.hidden} | {m.heads} |")
+        arch = ", ".join(f"`{k}` = {v}" for k, v in m.shape.items())
+        rows.append(f"| `{m.hub_id}` | {m.family} | {m.params / 1e9:.3g} B | {arch} |")
     return "\n".join(rows)
 
 

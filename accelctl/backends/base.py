@@ -21,14 +21,21 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 WORKER = ("-m", "accelctl.worker", "{run_dir}/job.json")
 
-#: environment every worker gets: no Hub traffic, unbuffered output
-BASE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+#: environment every worker gets: unbuffered output, no tokenizer thread pools
+BASE_ENV = {"TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+
+
+def hub_env(job: WorkerJob) -> dict[str, str]:
+    """Hub access as the job says: offline is ``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE`` (the
+    local cache and paths only); online leaves the user's ``HF_HOME`` and cache as they are."""
+    return {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"} if job.hub == "offline" else {}
 
 
 def process_env(job: WorkerJob) -> dict[str, str]:
-    """BASE_ENV plus the threads of each process.  Where the device family says so (the host
-    CPU), OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``)."""
-    env = dict(BASE_ENV, OMP_NUM_THREADS=str(job.threads))
+    """BASE_ENV, the job's Hub access and the threads of each process.  Where the device family
+    says so (the host CPU), OpenMP's idle threads sleep instead of spinning
+    (``OMP_WAIT_POLICY=PASSIVE``)."""
+    env = dict(BASE_ENV, **hub_env(job), OMP_NUM_THREADS=str(job.threads))
     if FAMILIES[job.device.adapter].idle_threads_sleep:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env

@@ -79,6 +79,10 @@ class WorkerJob:
     device: DeviceJob
     task: TaskSpec
     model: ModelSpec
+    #: the architecture the worker builds, in the family's shape keys (random weights unless
+    #: real ones are loaded): the real model's on an accelerator target, the stand-in on the
+    #: host (a cpu target) or in a rehearsal; empty = the Hub config of ``model.ref``
+    architecture: dict[str, Any]
     data: DatasetSpec
     precision: PrecisionSpec
     optimizer: OptimizerSpec
@@ -93,6 +97,13 @@ class WorkerJob:
     strategy: str = "plain"
     gradient_checkpointing: bool = False
     seed: int = 0
+    #: "real" (the model the target names) or "stand_in" (the small model of the same family)
+    scale: str = "real"
+    #: the accelerator target this CPU run rehearses ("" = not a rehearsal)
+    rehearsal_of: str = ""
+    #: Hugging Face Hub access of the worker: "online", or "offline" (HF_HUB_OFFLINE=1: the
+    #: local cache and paths only)
+    hub: str = "offline"
     #: intra-op threads per process (torch.set_num_threads)
     threads: int = 1
     debug: DebugJob = field(default_factory=DebugJob)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import DeviceJob, WorkerJob
 from accelctl.hostinfo import cpu_count
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.models import objective_for
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.spec.types import ModelSpec, TargetSpec, WorkloadSpec
 
 
 def threads_per_process(target: TargetSpec, processes: int) -> int:
@@ -33,8 +34,22 @@ def threads_per_process(target: TargetSpec, processes: int) -> int:
     return max(1, cores // max(1, processes))
 
 
+def model_to_build(model: ModelSpec, host: bool) -> tuple[dict[str, Any], str]:
+    """The architecture a target's worker builds, and its scale ("real" or "stand_in").
+
+    A plan is what runs on the target's hardware: every accelerator target builds the real
+    architecture (random weights unless real ones are loaded; the Hub config when the
+    catalog does not know the model).  Only the host -- a cpu target, or a rehearsal of an
+    accelerator target on this CPU -- runs the stand-in, and says so.
+    """
+    if not host:
+        return dict(model.real_shape), "real"
+    same = bool(model.real_shape) and all(model.real_shape.get(k, v) == v for k, v in model.stand_in.items())
+    return dict(model.stand_in), "real" if same else "stand_in"
+
+
 def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int, strategy: str = "plain",
-              run_id: str = "") -> WorkerJob:
+              run_id: str = "", rehearsal_of: str = "") -> WorkerJob:
     """The job of one target: the spec's own types resolved for it (paths absolute, the
     target's precision, batch, parallel layout and options, the task's objective)."""
     t, m, d = spec.task, spec.model, spec.dataset
@@ -43,7 +58,9 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
                    fallback=str((base / d.fallback).expanduser()) if d.fallback != "synthetic" else d.fallback)
     model = replace(m, ref=str((base / m.ref).expanduser()) if m.source == "local" else m.ref,
                     weights=str(target.options.get("weights", m.weights)))
-    family = FAMILIES[DEVICES[target.device].adapter]
+    device_kind = DEVICES[target.device]
+    family = FAMILIES[device_kind.adapter]
+    architecture, scale = model_to_build(m, device_kind.host)
     # the target's device options (typed by the schema) land in the DeviceJob field of the same name
     device_options = {f.name: target.options[f.name] for f in fields(DeviceJob) if f.name in target.options}
     device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm, **device_options)
@@ -55,6 +72,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
         device=device,
         task=replace(t, objective=objective_for(m.family, t.objective)),
         model=model,
+        architecture=architecture,
         data=data,
         precision=target.precision,
         optimizer=spec.optimizer,
@@ -64,5 +82,14 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
         strategy=strategy,
         gradient_checkpointing=target.gradient_checkpointing,
         seed=spec.seed,
+        scale=scale,
+        rehearsal_of=rehearsal_of,
+        hub=hub_access(target),
         threads=threads,
     )
+
+
+def hub_access(target: TargetSpec) -> str:
+    """The target's ``hub`` option, else online on an accelerator (the real weights and data
+    come from the Hub there) and offline on the host (its cache and local paths only)."""
+    return str(target.options.get("hub") or ("offline" if DEVICES[target.device].host else "online"))

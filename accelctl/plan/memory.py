@@ -109,7 +109,8 @@ def shape_for(spec: WorkloadSpec, real: bool) -> Shape:
         seq = spec.dataset.seq_len
         if spec.task.kind == "generate":
             seq = 16 + spec.task.max_new_tokens
-    params = float(src.get("params") or params_of(m.family, layers, hidden, int(src.get("ffn", 0)), vocab, src))
+    published = m.params if (real and m.real_shape) else 0.0
+    params = float(published or params_of(m.family, layers, hidden, int(src.get("ffn", 0)), vocab, src))
     return Shape(params, layers, hidden, heads, seq, vocab)
 
 

@@ -15,7 +15,7 @@ from accelctl.dsl import ast
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
-from accelctl.spec.models import FAMILIES, KNOWN_MODELS
+from accelctl.spec.models import FAMILIES, KNOWN_MODELS, real_architecture
 from accelctl.spec.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
 from accelctl.spec.values import BAD, Ctx
 
@@ -190,7 +190,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         else:
             ctx.error("E301", "stand_in must be an architecture like bloom(layers = 2, hidden = 64, heads = 4)",
                       si.span)
-    source, ref, family, real_shape, full_shape = "arch", "", opts.get("family"), {}, {}
+    source, ref, family, real_shape, full_shape, params = "arch", "", opts.get("family"), {}, {}, 0.0
     if isinstance(header, ast.Call) and header.name in ("hf", "local"):
         source = header.name
         ref = single_string_arg(header, ctx, "Hub id" if source == "hf" else "model path")
@@ -198,8 +198,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
             return None  # reported (E214/E304); guessing the architecture of no id would only add noise
         known = KNOWN_MODELS.get(ref)
         if known is not None:
-            real_shape = {"params": known.params, "layers": known.layers, "hidden": known.hidden,
-                          "heads": known.heads, "vocab": known.vocab, "ffn": known.ffn, "seq_len": known.seq_len}
+            real_shape, params = dict(known.shape), known.params
             if family and family != known.family:
                 ctx.error("E409", f"{ref} is a {known.family} model, not {family}", items["family"].span)
             family = known.family
@@ -212,8 +211,9 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         if got is None:
             return None
         family, full_shape = got
-        # the real shape is what was written; unwritten sizes are estimated later (ffn = 4h ...)
-        real_shape = {k.name: full_shape[k.name] for k in getattr(header, "kwargs", ()) if k.name in full_shape}
+        # the real shape is what was written, unwritten sizes at the real models' usual values
+        written = {k.name: full_shape[k.name] for k in getattr(header, "kwargs", ()) if k.name in full_shape}
+        real_shape = real_architecture(family, written)
     else:
         ctx.error("E207", "model needs a source", it.span,
                   'write model hf("<hub id>"), model local("<path>") or model <arch>(layers = ..)')
@@ -231,7 +231,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
     if task is not None and task.kind not in FAMILIES[family].tasks:
         ctx.error("E408", f"a {family} model cannot do task {task.kind}", it.span,
                   f"{family} supports: {', '.join(FAMILIES[family].tasks)}")
-    return ModelSpec(source=source, family=family, ref=ref, stand_in=shape, real_shape=real_shape,
+    return ModelSpec(source=source, family=family, ref=ref, stand_in=shape, real_shape=real_shape, params=params,
                      weights=opts.get("weights", "auto"), gradient_checkpointing=opts.get("gradient_checkpointing"))
 
 

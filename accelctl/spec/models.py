@@ -11,6 +11,7 @@ can estimate memory for the real model while the CPU runs the stand-in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -67,37 +68,81 @@ FAMILIES: dict[str, Family] = {
 
 @dataclass(frozen=True)
 class KnownModel:
-    """A real model's size, for memory fit and FLOP estimates of the real thing."""
+    """A real model's architecture and published size, so planning needs no network."""
 
     hub_id: str
     family: str
+    #: published parameter count (model card / paper)
     params: float
-    layers: int
-    hidden: int
-    heads: int
-    vocab: int
-    #: decoder/encoder feed-forward width
-    ffn: int = 0
+    #: the architecture, in the family's shape keys: what the worker builds (random init
+    #: unless the weights are loaded) and what memory and FLOP estimates read
+    shape: dict[str, Any]
     #: sequence length the seeds use, or the model's default context
     seq_len: int = 512
 
 
+_BLOOM_176B = {"layers": 70, "hidden": 14336, "heads": 112, "vocab": 250880}
+_T5_3B = {"layers": 24, "hidden": 1024, "heads": 32, "ffn": 16384, "kv": 128, "vocab": 32128}
+# Stable Diffusion 1.x: UNet block_out_channels 320/640/1280/1280, 2 layers per block, 8
+# attention heads, cross-attention 768; VAE 128/256/512/512; CLIP ViT-L/14 text encoder
+# (12 layers, 768 wide, 12 heads, 49408 tokens); 512 px images, 64 x 64 latents
+# (CompVis/stable-diffusion-v1-4 unet/vae/text_encoder config.json)
+_SD_V1 = {"channels": 320, "unet_channels": [320, 640, 1280, 1280], "layers_per_block": 2, "heads": 8,
+          "vae_channels": [128, 256, 512, 512], "vae_layers_per_block": 2, "image_size": 512,
+          "text_layers": 12, "text_hidden": 768, "text_heads": 12, "vocab": 49408}
+
+#: sources: the models' config.json on the Hub (layers, widths, vocabularies) and their
+#: model cards / papers (published sizes): BLOOM 176B (BigScience, 2022), BERT-Large 340M
+#: / Base 110M (Devlin et al., 2019), T5-3B 2.8B (Raffel et al., 2020), ViT-H/14 632M and
+#: ViT-B/16 86M (Dosovitskiy et al., 2021), SD 1.x 1.07B = UNet 860M + VAE 84M + text 123M
 KNOWN_MODELS: dict[str, KnownModel] = {
     m.hub_id: m
     for m in (
-        KnownModel("bigscience/bloomz", "bloom", 176.2e9, 70, 14336, 112, 250880, 57344, 2048),
-        KnownModel("bigscience/bloom", "bloom", 176.2e9, 70, 14336, 112, 250880, 57344, 2048),
-        KnownModel("bigscience/bloomz-7b1", "bloom", 7.07e9, 30, 4096, 32, 250880, 16384, 2048),
-        KnownModel("bert-large-uncased", "bert", 336e6, 24, 1024, 16, 30522, 4096, 128),
-        KnownModel("bert-base-uncased", "bert", 110e6, 12, 768, 12, 30522, 3072, 128),
-        KnownModel("t5-3b", "t5", 2.85e9, 24, 1024, 32, 32128, 16384, 1024),
-        KnownModel("google-t5/t5-3b", "t5", 2.85e9, 24, 1024, 32, 32128, 16384, 1024),
-        KnownModel("CompVis/stable-diffusion-v1-4", "stable_diffusion", 1.07e9, 16, 320, 8, 49408, 1280, 77),
-        KnownModel("timm/vit_huge_patch14_224", "vit", 632e6, 32, 1280, 16, 0, 5120, 257),
-        KnownModel("timm/vit_base_patch16_224", "vit", 86.6e6, 12, 768, 12, 0, 3072, 197),
-        KnownModel("gpt2", "gpt2", 124e6, 12, 768, 12, 50257, 3072, 1024),
+        KnownModel("bigscience/bloomz", "bloom", 176.2e9, _BLOOM_176B, 2048),
+        KnownModel("bigscience/bloom", "bloom", 176.2e9, _BLOOM_176B, 2048),
+        KnownModel("bigscience/bloomz-7b1", "bloom", 7.07e9,
+                   {"layers": 30, "hidden": 4096, "heads": 32, "vocab": 250880}, 2048),
+        KnownModel("bert-large-uncased", "bert", 336e6,
+                   {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096, "vocab": 30522, "max_positions": 512}, 128),
+        KnownModel("bert-base-uncased", "bert", 110e6,
+                   {"layers": 12, "hidden": 768, "heads": 12, "ffn": 3072, "vocab": 30522, "max_positions": 512}, 128),
+        KnownModel("t5-3b", "t5", 2.85e9, _T5_3B, 1024),
+        KnownModel("google-t5/t5-3b", "t5", 2.85e9, _T5_3B, 1024),
+        KnownModel("CompVis/stable-diffusion-v1-4", "stable_diffusion", 1.07e9, _SD_V1, 77),
+        KnownModel("runwayml/stable-diffusion-v1-5", "stable_diffusion", 1.07e9, _SD_V1, 77),
+        KnownModel("timm/vit_huge_patch14_224", "vit", 632e6,
+                   {"layers": 32, "hidden": 1280, "heads": 16, "mlp_ratio": 4.0, "image_size": 224, "patch": 14,
+                    "classes": 1000}, 257),
+        KnownModel("timm/vit_base_patch16_224", "vit", 86.6e6,
+                   {"layers": 12, "hidden": 768, "heads": 12, "mlp_ratio": 4.0, "image_size": 224, "patch": 16,
+                    "classes": 1000}, 197),
+        KnownModel("gpt2", "gpt2", 124e6,
+                   {"layers": 12, "hidden": 768, "heads": 12, "vocab": 50257, "max_positions": 1024}, 1024),
     )
 }
+
+
+def real_architecture(family: str, written: dict[str, Any]) -> dict[str, Any]:
+    """A real-size architecture from the sizes a workload wrote (``model bert(layers = 48,
+    hidden = 1600, ...)``): what it left out takes the real models' usual values (feed-forward
+    4 x hidden, the family's usual vocabulary and context, 224 px images in 16 px patches,
+    1000 classes), never the tiny stand-in defaults."""
+    s = dict(written)
+    h = int(s.get("hidden", 0)) or None
+    usual: dict[str, Any] = {
+        "bloom": {"vocab": 250880},
+        "gpt2": {"vocab": 50257, "max_positions": 1024},
+        "llama": {"vocab": 32000, "max_positions": 4096},
+        "bert": {"vocab": 30522, "max_positions": 512},
+        "t5": {"vocab": 32128},
+        "vit": {"mlp_ratio": 4.0, "image_size": 224, "patch": 16, "classes": 1000},
+        "stable_diffusion": dict(_SD_V1),
+    }.get(family, {})
+    if h and family in ("gpt2", "bert", "t5", "llama"):
+        usual["ffn"] = int(8 * h / 3) if family == "llama" else 4 * h
+    if h and family == "t5" and "heads" in s:
+        usual["kv"] = h // int(s["heads"])
+    return {**FAMILIES[family].shape, **usual, **s} if family in FAMILIES else s
 
 
 #: training objective when the task does not name one, by family (causal LM otherwise)

@@ -30,7 +30,7 @@ GENERATION_KEYS = {"prompt", "max_new_tokens", "decoding", "kv_cache"}
 
 MODEL_KEYS: dict[str, V.VType] = {
     "family": V.choice(*FAMILIES),
-    "weights": V.choice("auto", "real", "stand_in"),
+    "weights": V.choice("auto", "real", "random", "stand_in"),
     "gradient_checkpointing": V.boolean(),
 }
 
@@ -144,19 +144,21 @@ TARGET_KEYS: dict[str, V.VType] = {
     "te_layers": V.boolean(),
     "dataloader_workers": V.integer(0, 1024),
     "threads": V.integer(1, 1024),
-    "weights": V.choice("auto", "real", "stand_in"),
+    "weights": V.choice("auto", "real", "random", "stand_in"),
     "neuron_parallel_compile": V.boolean(),
     # what the launcher starts: accelctl's own loop (worker), or the backend's documented
     # vendor example script (example: optimum-habana's run_generation.py / run_clm.py ...)
     "script": V.choice("worker", "example"),
     # the Transformer Engine version the plan targets (its autocast API changed in 2.9)
     "te_version": V.string(),
+    # Hugging Face Hub access of the worker (weights, configs, datasets)
+    "hub": V.choice("online", "offline"),
 }
 #: target keys handled by the check pass itself (not plain typed values)
 TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer")
 #: target keys that become backend options
 TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "threads", "weights",
-                  "neuron_parallel_compile", "script", "te_version")
+                  "neuron_parallel_compile", "script", "te_version", "hub")
 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "none": (),

@@ -52,8 +52,11 @@ class ModelSpec:
     ref: str = ""
     #: shape of the stand-in built with random weights (family defaults filled in)
     stand_in: dict[str, Any] = field(default_factory=dict)
-    #: shape of the real model when known (arch source, or a catalogued Hub id)
+    #: architecture of the real model when known (the sizes written for an arch source, the
+    #: catalog's for a catalogued Hub id): what accelerator targets build and estimate
     real_shape: dict[str, Any] = field(default_factory=dict)
+    #: published parameter count of a catalogued model (0 = count it from the architecture)
+    params: float = 0.0
     #: auto (real weights when present locally, else stand-in), real, stand_in
     weights: str = "auto"
     #: ``gradient_checkpointing`` written in the model block (None = not written there)

@@ -15,10 +15,6 @@ import sys
 import time
 import traceback
 
-# never reach the network: weights and datasets come from local paths or caches only
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-
 import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
 
 from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
@@ -60,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     job = WorkerJob.load(argv[0])
+    if job.hub == "offline":  # before anything imports huggingface_hub, which reads these once
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))

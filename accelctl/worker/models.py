@@ -1,15 +1,18 @@
-"""Build the model a job names: real weights when asked and present, else its stand-in.
+"""Build the model a job names, in the architecture the plan chose (``WorkerJob.architecture``).
 
-A stand-in is the same architecture as the real model (same library class) built from a
-tiny config with random weights, so a CPU runs it in seconds.  Shape keys are the DSL's
-(``accelctl.spec.models.FAMILIES``); keys a job leaves out take the family defaults.
+On an accelerator target that is the real model's architecture; on the host (a cpu
+target, or a CPU rehearsal of an accelerator target) the stand-in: the same library class
+built from a tiny config, so a CPU runs it in seconds.  Shape keys are the DSL's
+(``accelctl.spec.models.FAMILIES``); keys a job leaves out take the family defaults.  An
+empty architecture means the model's own Hub config (``AutoConfig.from_pretrained``).
 
 Weights:
-  * ``real``     — ``from_pretrained(ref)`` (Hub id or local path); an error if absent.
-  * ``stand_in`` — the config with random weights.
-  * ``auto``     — real when present locally (a path, or the HF cache), else the stand-in,
-                   with a warning event saying so.
-Nothing here reaches the network: the worker sets ``HF_HUB_OFFLINE=1`` first.
+  * ``real``            — ``from_pretrained(ref)`` (Hub id or local path); an error if absent.
+  * ``random``          — the architecture with random weights (``stand_in`` is its older name).
+  * ``auto``            — real when reachable (a local path or the HF cache; the Hub when
+                          online), else random weights, with a warning event saying so.
+The network is reached only where the job's Hub access is online (``WorkerJob.hub``); offline,
+the worker sets ``HF_HUB_OFFLINE=1`` before anything imports huggingface_hub.
 """
 
 from __future__ import annotations
@@ -75,14 +78,19 @@ class Built:
     model: Any
     family: str
     kind: str
-    #: "real" or "stand_in"
+    #: "real" (loaded) or "random" (initialised here)
     weights: str
     tokenizer: Any
-    #: the shape in use: stand-in config keys, or the real model's where known
+    #: the shape in use: the architecture's config keys, or the loaded model's where known
     shape: dict[str, Any] = field(default_factory=dict)
+    #: "real" (the model the target names) or "stand_in" (the small same-family model)
+    scale: str = "real"
+    #: where the weights came from: the Hub id or local path loaded, or "random init"
+    weights_source: str = "random init"
 
     def details(self) -> dict[str, Any]:
         return {"family": self.family, "model_kind": self.kind, "weights": self.weights,
+                "weights_source": self.weights_source, "scale": self.scale,
                 "params": count_params(self.model), "shape": self.shape,
                 "tokenizer": type(self.tokenizer).__name__ if self.tokenizer is not None else None}
 
@@ -93,12 +101,12 @@ def count_params(model: Any) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def stand_in_shape(model_job) -> dict[str, Any]:
-    """Family defaults overlaid with the job's shape keys."""
-    family = FAMILIES.get(model_job.family)
+def architecture_of(job) -> dict[str, Any]:
+    """Family defaults overlaid with the job's architecture."""
+    family = FAMILIES.get(job.model.family)
     if family is None:
-        raise ValueError(f"unknown model family {model_job.family!r}; known: {', '.join(FAMILIES)}")
-    return {**family.shape, **model_job.stand_in}
+        raise ValueError(f"unknown model family {job.model.family!r}; known: {', '.join(FAMILIES)}")
+    return {**family.shape, **job.architecture}
 
 
 def weights_present(model_job) -> bool:
@@ -116,26 +124,45 @@ def weights_present(model_job) -> bool:
 
 
 def build(job, log: Callable[[str, str], None]) -> Built:
-    """The model of ``job`` (real or stand-in, see module doc), on the CPU, fp32, train mode."""
+    """The model of ``job`` (see module doc), on the CPU, fp32, train mode."""
     mj = job.model
-    shape = stand_in_shape(mj)
-    want = mj.weights
-    if want not in ("real", "stand_in", "auto"):
-        raise ValueError(f"model.weights must be real, stand_in or auto, not {want!r}")
-    if want == "real" or (want == "auto" and weights_present(mj)):
+    want = "random" if mj.weights == "stand_in" else mj.weights
+    if want not in ("real", "random", "auto"):
+        raise ValueError(f"model.weights must be real, random or auto, not {want!r}")
+    if job.rehearsal_of:
+        want = "random"  # a rehearsal runs the stand-in, never weights of another size
+    online = job.hub == "online"
+    what = _architecture_text(job)
+    if want == "real" or (want == "auto" and mj.ref and (online or weights_present(mj))):
         if not mj.ref:
             raise ValueError("model.weights = real needs model.ref (a Hub id or a local path)")
         try:
             return _build_real(job, mj)
         except Exception as exc:  # noqa: BLE001 - auto falls back, real re-raises
+            hub = "hub online" if online else "hub offline: local paths and the HF cache only"
             if want == "real":
-                raise RuntimeError(f"cannot load real weights {mj.ref!r} offline: {exc}") from exc
-            log("warning", f"weights=auto: loading {mj.ref!r} failed offline ({type(exc).__name__}: {exc}); "
-                           f"using the random-weight stand-in {_shape_text(mj.family, shape)}")
+                raise RuntimeError(f"cannot load real weights {mj.ref!r} ({hub}): {exc}") from exc
+            log("warning", f"weights=auto: loading {mj.ref!r} failed ({hub}; {type(exc).__name__}: {exc}); "
+                           f"random weights in {what}")
     elif want == "auto" and mj.ref:
-        log("warning", f"weights=auto: no local copy of {mj.ref!r} (path or HF cache) and no network; "
-                       f"using the random-weight stand-in {_shape_text(mj.family, shape)}")
-    return _build_stand_in(job, mj.family, shape)
+        log("warning", f"weights=auto: no local copy of {mj.ref!r} (path or HF cache) and the hub is offline; "
+                       f"random weights in {what}")
+    return _build_random(job, mj.family)
+
+
+def _architecture_text(job) -> str:
+    if not job.architecture:
+        return f"the Hub config of {job.model.ref}"
+    return f"the {job.scale.replace('_', '-')} architecture {_shape_text(job.model.family, architecture_of(job))}"
+
+
+def _build_random(job, family: str) -> Built:
+    """Random weights in the job's architecture (the Hub config of the model when it has none)."""
+    if not job.architecture and job.model.source == "hf":
+        return _build_from_hub_config(job, family)
+    built = _build_from_shape(job, family, architecture_of(job))
+    built.scale = job.scale
+    return built
 
 
 def _shape_text(family: str, shape: dict[str, Any]) -> str:
@@ -169,7 +196,7 @@ def _hf_config(family: str, s: dict[str, Any]):
     raise ValueError(f"no transformers config for family {family!r}")
 
 
-def _build_stand_in(job, family: str, s: dict[str, Any]) -> Built:
+def _build_from_shape(job, family: str, s: dict[str, Any]) -> Built:
     import torch
 
     # the weights are random but reproducible: every rank builds the same initial model
@@ -179,12 +206,36 @@ def _build_stand_in(job, family: str, s: dict[str, Any]) -> Built:
 
         kind, _, model_cls = HF_CLASSES[family]
         model = getattr(transformers, model_cls)(_hf_config(family, s))
-        return Built(model, family, kind, "stand_in", ByteTokenizer(s["vocab"]), s)
+        return Built(model, family, kind, "random", ByteTokenizer(s["vocab"]), s)
     if family == "vit":
-        return Built(_timm_vit(job, s), family, IMAGE_CLASSIFIER, "stand_in", None, s)
+        return Built(_timm_vit(job, s), family, IMAGE_CLASSIFIER, "random", None, s)
     if family == "stable_diffusion":
-        return Built(_sd_stand_in(s), family, DIFFUSION, "stand_in", ByteTokenizer(s["vocab"]), s)
-    raise ValueError(f"family {family!r} has no stand-in builder")
+        return Built(_sd_from_shape(s), family, DIFFUSION, "random", ByteTokenizer(s["vocab"]), s)
+    raise ValueError(f"family {family!r} has no builder from a shape")
+
+
+def _build_from_hub_config(job, family: str) -> Built:
+    """Random weights in the model's own Hub config (a model the catalog does not know)."""
+    import torch
+
+    torch.manual_seed(job.seed)
+    ref = job.model.ref
+    if family in HF_CLASSES:
+        import transformers
+
+        kind, _, model_cls = HF_CLASSES[family]
+        config = transformers.AutoConfig.from_pretrained(ref)
+        model = getattr(transformers, model_cls)(config)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(ref)
+        return Built(model, family, kind, "random", tokenizer, {"config": ref}, "real", f"random init ({ref} config)")
+    if family == "vit":
+        import timm
+
+        name = ref if ref.startswith("hf-hub:") or "/" not in ref else f"hf-hub:{ref}"
+        return Built(timm.create_model(name, pretrained=False), family, IMAGE_CLASSIFIER, "random", None,
+                     {"config": ref}, "real", f"random init ({ref} config)")
+    raise ValueError(f"family {family!r}: no architecture in the job and no Hub-config builder; "
+                     "add the model to the catalog or write its architecture")
 
 
 def _timm_vit(job, s: dict[str, Any]):
@@ -204,24 +255,32 @@ def _timm_vit(job, s: dict[str, Any]):
                              num_heads=s["heads"], mlp_ratio=s["mlp_ratio"], **extra)
 
 
-def _sd_stand_in(s: dict[str, Any]) -> SDParts:
-    """Tiny SD: a 2-level UNet, a 4-level VAE (latent = image / 8 as in SD 1.x), a small CLIP."""
+def _sd_from_shape(s: dict[str, Any]) -> SDParts:
+    """SD from shape keys: the stand-in's 2-level UNet and 4-level VAE (latent = image / 8 as
+    in SD 1.x) and small CLIP, or SD 1.x itself where the shape lists the real widths
+    (``unet_channels`` 320/640/1280/1280, ``vae_channels`` 128/256/512/512, a 12-layer CLIP)."""
     from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
     c, lpb = int(s["channels"]), int(s["layers_per_block"])
-    vae = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(c, c, 2 * c, 2 * c),
-                        down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
-                        layers_per_block=1, norm_num_groups=min(32, c), sample_size=s["image_size"])
+    unet_out = tuple(int(x) for x in s.get("unet_channels") or (c, 2 * c))
+    vae_out = tuple(int(x) for x in s.get("vae_channels") or (c, c, 2 * c, 2 * c))
+    n = len(unet_out)  # the lowest resolution has no cross-attention, as in SD 1.x
+    vae = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=4, block_out_channels=vae_out,
+                        down_block_types=("DownEncoderBlock2D",) * len(vae_out),
+                        up_block_types=("UpDecoderBlock2D",) * len(vae_out),
+                        layers_per_block=int(s.get("vae_layers_per_block", 1)), norm_num_groups=min(32, vae_out[0]),
+                        sample_size=s["image_size"])
     unet = UNet2DConditionModel(sample_size=s["image_size"] // 8, in_channels=4, out_channels=4,
-                                block_out_channels=(c, 2 * c), layers_per_block=lpb,
-                                down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-                                up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+                                block_out_channels=unet_out, layers_per_block=lpb,
+                                down_block_types=("CrossAttnDownBlock2D",) * (n - 1) + ("DownBlock2D",),
+                                up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * (n - 1),
                                 cross_attention_dim=s["text_hidden"], attention_head_dim=s["heads"],
                                 norm_num_groups=min(32, c))
+    text_heads = int(s.get("text_heads", s["heads"]))
     text = CLIPTextModel(CLIPTextConfig(vocab_size=s["vocab"], hidden_size=s["text_hidden"],
                                         intermediate_size=4 * s["text_hidden"], num_hidden_layers=s["text_layers"],
-                                        num_attention_heads=s["heads"], max_position_embeddings=77,
+                                        num_attention_heads=text_heads, max_position_embeddings=77,
                                         pad_token_id=0, bos_token_id=1, eos_token_id=2))
     # the SD 1.x scheduler settings (scaled-linear betas), with DDIM's few-step sampling
     scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
@@ -242,12 +301,12 @@ def _build_real(job, mj) -> Built:
         cfg = model.config
         shape = {"layers": getattr(cfg, "num_hidden_layers", None), "hidden": getattr(cfg, "hidden_size", None),
                  "vocab": cfg.vocab_size}
-        return Built(model, family, kind, "real", tokenizer, shape)
+        return Built(model, family, kind, "real", tokenizer, shape, weights_source=ref)
     if family == "vit":
         model = _timm_real(job, ref)
         shape = {"image_size": model.patch_embed.img_size[0], "classes": model.num_classes,
                  "channels": model.patch_embed.proj.in_channels}
-        return Built(model, family, IMAGE_CLASSIFIER, "real", None, shape)
+        return Built(model, family, IMAGE_CLASSIFIER, "real", None, shape, weights_source=ref)
     if family == "stable_diffusion":
         from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel
         from transformers import CLIPTextModel, CLIPTokenizer
@@ -259,7 +318,7 @@ def _build_real(job, mj) -> Built:
         parts.tokenizer = CLIPTokenizer.from_pretrained(ref, subfolder="tokenizer")
         vae_scale = 2 ** (len(parts.vae.config.block_out_channels) - 1)
         shape = {"image_size": parts.unet.config.sample_size * vae_scale}
-        return Built(parts, family, DIFFUSION, "real", parts.tokenizer, shape)
+        return Built(parts, family, DIFFUSION, "real", parts.tokenizer, shape, weights_source=ref)
     raise ValueError(f"family {family!r} has no real-weights loader")
 
 
@@ -271,7 +330,7 @@ def _timm_real(job, ref: str):
         return timm.create_model(f"local-dir:{path}", pretrained=True)
     if path.is_file():
         # a bare checkpoint: the architecture is the job's shape, the weights the file's
-        model = _timm_vit(job, stand_in_shape(job.model))
+        model = _timm_vit(job, architecture_of(job))
         timm.models.load_checkpoint(model, str(path))
         return model
     name = ref if ref.startswith("hf-hub:") or "/" not in ref else f"hf-hub:{ref}"

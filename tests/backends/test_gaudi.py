@@ -8,6 +8,7 @@ The plan tests need nothing beyond the main venv.  The real-software tests run
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import re
 import shlex
@@ -215,7 +216,8 @@ def test_seed_003_through_accelctls_worker():
     assert launch.argv == ("python", "gaudi_spawn.py", "--use_deepspeed", "--world_size", "8",
                            "{run_dir}/accelctl_worker.py", "{run_dir}/job.json")
     assert launch.cwd == "{optimum_habana}/examples"
-    assert launch.env["HF_HUB_OFFLINE"] == "1" and p.job.device.comm == "hccl"
+    # an accelerator target reaches the Hub by default (weights, configs, datasets by id)
+    assert "HF_HUB_OFFLINE" not in launch.env and p.job.hub == "online" and p.job.device.comm == "hccl"
     assert launch.env["ACCELCTL_GAUDI_CONFIG"] == "{run_dir}/gaudi_config.json"
     files = _files(p)
     assert "runpy.run_module(\"accelctl.worker\", run_name=\"__main__\"" in files["accelctl_worker.py"]
@@ -526,7 +528,10 @@ workload local_bloom {
     (launch,) = plan(spec, "one").launches
     ref = launch.argv[launch.argv.index("--model_name_or_path") + 1]
     assert ref == str((tmp_path / "models" / "bloom").resolve())
-    assert launch.env["HF_HUB_OFFLINE"] == "1"  # nothing to download
+    (offline,) = plan(spec, replace(spec.target("one"), options={**spec.target("one").options, "hub": "offline"})
+                      ).launches
+    assert offline.env["HF_HUB_OFFLINE"] == "1" and offline.env["HF_DATASETS_OFFLINE"] == "1"
+    assert "HF_HUB_OFFLINE" not in launch.env  # hub online, the default on an accelerator
 
 
 def test_hpu_extras_read_the_plan_without_habana(tmp_path, monkeypatch):

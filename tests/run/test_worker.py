@@ -30,7 +30,9 @@ PROMPT = "DeepSpeed is a machine learning framework"
 def make_job(tmp: Path, family: str, task: TaskSpec, **kw) -> Path:
     job = WorkerJob(
         run_id=f"test-{family}-{task.kind}", workload="test", target="cpu", backend="cpu", device=DeviceJob(),
-        task=task, model=ModelSpec(family=family, source="arch", stand_in=kw.pop("config", {}), weights="stand_in"),
+        task=task, model=ModelSpec(family=family, source="arch", stand_in=(shape := kw.pop("config", {})),
+                                   weights="random"),
+        architecture=shape, scale="stand_in",
         batch=BatchSpec(micro=kw.pop("micro_batch", 1), accumulation=kw.pop("accumulation", 1)),
         data=kw.pop("data", DatasetSpec()), precision=PrecisionSpec(dtype=kw.pop("dtype", "fp32")),
         optimizer=kw.pop("optimizer", OptimizerSpec()), measure=kw.pop("measure", MeasureSpec(warmup=1, steps=5)),
@@ -133,7 +135,8 @@ def test_bloom_generate_100_tokens(runs):
         assert s.tokens_per_s == pytest.approx(100 / s.step_time_s)
         assert s.mem_bytes > 0
     started = of(events[0], RunStarted)[0]
-    assert started.details["weights"] == "stand_in" and started.details["prompt_tokens"] == len(PROMPT.encode())
+    assert started.details["weights"] == "random" and started.details["scale"] == "stand_in"
+    assert started.details["prompt_tokens"] == len(PROMPT.encode())
     assert started.env["peak_flops_measured"] > 1e9 and started.env["cpu_has_native_bf16"] in (True, False)
     assert finished.results["new_tokens"] == 100
 

@@ -129,7 +129,7 @@ def test_bloomz_seed_003():
             else:
                 assert t.devices == 1 and t.parallel.strategy == "none"
     big = specs["bloomz_176b"]
-    assert big.model.ref == "bigscience/bloomz" and big.model.real_shape["params"] == pytest.approx(176.2e9)
+    assert big.model.ref == "bigscience/bloomz" and big.model.params == pytest.approx(176.2e9) and big.model.real_shape["layers"] == 70
     assert {t.name: (t.device, t.devices, t.parallel.tp) for t in big.targets if t.device != "cpu"} == {
         "gaudi2": ("gaudi2", 8, 8), "gaudi2_example": ("gaudi2", 8, 8), "a100": ("a100", 8, 8), "gaudi1": ("gaudi", 8, 8)}
     small = specs["bloomz_7b"]

@@ -42,7 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built, refusal
+from accelctl.backends.base import BASE_ENV, WORKER, Backend, Built, hub_env, refusal
 from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
@@ -252,7 +252,7 @@ class GaudiBackend(Backend):
 
     # ..................................................................... build
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
-        env = dict(BASE_ENV, **hpu_env(spec, target))
+        env = dict(BASE_ENV, **hub_env(job), **hpu_env(spec, target))
         if script_mode(target) == "example":
             return self._build_example(spec, target, job, env)
         return self._build_worker(spec, target, job, env)
@@ -314,9 +314,8 @@ class GaudiBackend(Backend):
         else:
             notes += self._generation_notes(spec, target)
         if spec.model.source == "hf":
-            # the example downloads the weights (the worker's HF_HUB_OFFLINE=1 would stop it)
-            env.pop("HF_HUB_OFFLINE", None)
-            notes.append(f"{script} downloads {spec.model.ref} from the Hugging Face Hub unless it is cached")
+            notes.append(f"{script} downloads {spec.model.ref} from the Hugging Face Hub unless it is cached"
+                         + (" (hub = offline: it must be cached)" if job.hub == "offline" else ""))
         if n > 1:
             notes.append("gaudi_spawn.py runs: " + " ".join(spawned_prefix(spawn)) + f" {script} ...")
         return Built([Launch(script.removesuffix(".py"), argv, env, processes=n, cwd=f"{OH_DIR}/{folder}")],
