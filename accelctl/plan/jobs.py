@@ -40,7 +40,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     t, m, d = spec.task, spec.model, spec.dataset
     base = Path(spec.path).resolve().parent if spec.path and spec.path != "<input>" else Path.cwd()
     data = replace(d, ref=str((base / d.ref).expanduser()) if d.kind == "files" else d.ref,
-                   fallback=str((base / d.fallback).expanduser()) if d.fallback != "synthetic" else d.fallback)
+                   fallback=str((base / d.fallback).expanduser()) if d.fallback not in ("", "synthetic") else d.fallback)
     model = replace(m, ref=str((base / m.ref).expanduser()) if m.source == "local" else m.ref,
                     weights=str(target.options.get("weights", m.weights)))
     family = FAMILIES[DEVICES[target.device].adapter]
