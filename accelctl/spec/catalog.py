@@ -31,6 +31,9 @@ class Device:
     interconnect: str = ""
     #: one line shown in plans
     note: str = ""
+    #: the host's own CPU: runs the stand-ins, and the only device a workload's data
+    #: ``fallback`` applies to (real devices run the real data or fail)
+    host: bool = False
 
 
 GB = 10**9
@@ -39,7 +42,8 @@ GiB = 2**30
 DEVICES: dict[str, Device] = {
     d.name: d
     for d in (
-        Device("cpu", "any", "cpu", 0, {}, fp8=False, bf16=False, note="host CPU; runs fp32 stand-ins"),
+        Device("cpu", "any", "cpu", 0, {}, fp8=False, bf16=False, note="host CPU; runs fp32 stand-ins",
+               host=True),
         Device("v100", "nvidia", "cuda", 32 * GB, {"fp32": 15.7 * TFLOPS, "fp16": 125 * TFLOPS},
                bf16=False, interconnect="NVLink 2 (300 GB/s)"),
         Device("a100_40gb", "nvidia", "cuda", 40 * GB,

@@ -69,7 +69,8 @@ HUB_DATASETS: dict[str, HubDataset] = {
         # content (and category, a class label, since the script's v1.2.0).
         HubDataset("JulesBelveze/tldr_news", {"all": ("headline", "content", "category")},
                    config_required=False, splits=("train", "test"), text_column="content",
-                   target_column="headline", source="seed 003; tldr_news.py and dataset card of JulesBelveze/tldr_news"),
+                   target_column="headline",
+                   source="seed 003; tldr_news.py and dataset card of JulesBelveze/tldr_news"),
     )
 }
 
