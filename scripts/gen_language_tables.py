@@ -61,8 +61,13 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "image_size": ("image height and width in pixels", None),
         "channels": ("image channels", None),
         "classes": ("number of classes (classification)", None),
-        "column": ("text column of a Hub dataset", '"" (the first text column)'),
-        "split": ("split of a Hub dataset", None),
+        "config": ("config name of a Hub dataset, `load_dataset(id, config)`: required by some "
+                   "(cnn_dailymail: 1.0.0, 2.0.0, 3.0.0); Hub datasets only", '"" (none)'),
+        "split": ("split to load (of a Hub dataset, or the name local files are loaded as)", None),
+        "column": ("text column (the source of seq2seq)", '"" (the catalog\'s, else `text`, else the first text '
+                                                          'column)'),
+        "target_column": ("seq2seq: the summary column used as the target (e.g. `highlights`)",
+                          '"" (the catalog\'s for seq2seq, else the text\'s continuation)'),
         "prompt_tokens": ("generation from a dataset: keep this many prompt tokens of each record", "0 (all)"),
         "mlm_probability": ("masked-LM masking probability", None),
     },
@@ -268,7 +273,7 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E405", "generation setting on a training task", "workload w { task pretrain { max_new_tokens = 5 } "
                                                       "model bert() }", "file"),
     ("E406", "setting that does not apply to the task (training setting on generate/infer, optimizer on "
-             "inference, batch_size on training)",
+             "inference, batch_size on training, target_column without seq2seq)",
      "workload w { task generate { max_new_tokens = 5  train_steps = 10 } model gpt2() }", "file"),
     ("E407", "hidden size not divisible by the number of heads",
      "workload w { task pretrain { } model bert(hidden = 65, heads = 4) }", "file"),
@@ -283,6 +288,10 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E412", "dataset path does not exist", 'dataset files("no/such/dir")', "line"),
     ("E413", "model path does not exist (and no stand_in)",
      'workload w { task pretrain { } model local("no/such/model") }', "file"),
+    ("E414", "a catalogued Hub dataset without the config name it requires, or a config name on a dataset "
+             "not from the Hub", 'dataset hf("cnn_dailymail")', "line"),
+    ("E415", "a config name, split or column the catalogued Hub dataset does not have",
+     'dataset hf("cnn_dailymail") { config = "3.0.0"  split = "dev" }', "line"),
     ("E501", "fp8 asked of a device that cannot do it", "target g { device = a100  precision = fp8 }", "line"),
     ("E502", "unknown device kind", "target g { device = a1000 }", "line"),
     ("E503", "unknown instance type (without a device = to say what it holds)",

@@ -54,8 +54,10 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     target's precision, batch, parallel layout and options, the task's objective)."""
     t, m, d = spec.task, spec.model, spec.dataset
     base = Path(spec.path).resolve().parent if spec.path and spec.path != "<input>" else Path.cwd()
+    # a dataset's fallback is for runs on the host CPU; real devices run the real data or fail
+    fallback = d.fallback if DEVICES[target.device].host else ""
     data = replace(d, ref=str((base / d.ref).expanduser()) if d.kind == "files" else d.ref,
-                   fallback=str((base / d.fallback).expanduser()) if d.fallback != "synthetic" else d.fallback)
+                   fallback=str((base / fallback).expanduser()) if fallback not in ("", "synthetic") else fallback)
     model = replace(m, ref=str((base / m.ref).expanduser()) if m.source == "local" else m.ref,
                     weights=str(target.options.get("weights", m.weights)))
     device_kind = DEVICES[target.device]

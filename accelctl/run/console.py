@@ -35,6 +35,24 @@ def _num(x: float | None, unit: str = "") -> str:
     return f"{x:,.1f}{unit}" if abs(x) >= 100 else f"{x:.4g}{unit}"
 
 
+def data_line(details: dict[str, Any]) -> str:
+    """What data a run read (the worker's ``data_*`` details), or "" for synthetic data."""
+    d = details
+    if "data_fallback" in d:
+        return (f"  data: {d.get('data', d['data_fallback'])} -- FALLBACK: {d.get('data_wanted', 'the dataset')} "
+                f"could not be loaded ({d.get('data_fallback_reason', '?')})")
+    if "data_source" not in d:
+        return ""
+    where = ", ".join(f"{k} {d[f'data_{k}']}" for k in ("format", "config", "split") if d.get(f"data_{k}"))
+    out = f"  data: {d['data_source']} ({where})"
+    if "data_records" in d:
+        out += f" · {d['data_records']:,} records, {d.get('data_rank_records', d['data_records']):,} on rank 0"
+    if d.get("data_column"):
+        out += f" · column {d['data_column']}" + (f" -> {d['data_target_column']}" if d.get("data_target_column")
+                                                  else "")
+    return out
+
+
 class ConsoleSink:
     """Prints a run as it happens; ``close(result)`` prints the steady-state summary."""
 
@@ -110,9 +128,13 @@ class ConsoleSink:
             self._print(f"  versions: {versions}", "dim")
         if env.get("cpu_model"):
             self._print(f"  cpu: {env['cpu_model']} ({env.get('cpu_count', '?')} cores, {env.get('threads', '?')} threads)", "dim")
-        scalars = {k: v for k, v in ev.details.items() if isinstance(v, (str, int, float, bool))}
+        scalars = {k: v for k, v in ev.details.items() if isinstance(v, (str, int, float, bool))
+                   and not k.startswith("data_")}
         if scalars:
             self._print("  " + ", ".join(f"{k}={v}" for k, v in scalars.items()), "dim")
+        data = data_line(ev.details)
+        if data:
+            self._print(data, "bold yellow" if "data_fallback" in ev.details else None)
         self._started = True
         self._start_progress()
         for early in self._early:

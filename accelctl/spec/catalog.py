@@ -29,8 +29,9 @@ class Device:
     bf16: bool = True
     #: what connects devices inside a node
     interconnect: str = ""
-    #: the machine accelctl itself runs on: a plan may read its cores, memory and CPU flags
-    #: (agrees with the family's ``accelctl.contract.devices.DeviceFamily.host``)
+    #: the machine accelctl itself runs on: a plan may read its cores, memory and CPU flags;
+    #: it runs the stand-ins, and is the only device a workload's data ``fallback`` applies
+    #: to (agrees with the family's ``accelctl.contract.devices.DeviceFamily.host``)
     host: bool = False
     #: its compiler can train convolutional models (the Neuron SDK cannot)
     trains_convolutions: bool = True

@@ -16,7 +16,7 @@ from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec.models import FAMILIES, KNOWN_MODELS, real_architecture
-from accelctl.spec.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
+from accelctl.spec.types import MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
 from accelctl.spec.values import BAD, Ctx
 
 
@@ -235,53 +235,6 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
                      weights=opts.get("weights", "auto"), gradient_checkpointing=opts.get("gradient_checkpointing"))
 
 
-def _dataset_source(call: ast.Value, ctx: Ctx, base: Path, where: str) -> tuple[str, str, dict] | None:
-    if isinstance(call, ast.Word) and call.name == "synthetic":
-        return "synthetic", "", {}
-    if not isinstance(call, ast.Call) or call.name not in S.DATASET_SOURCES:
-        name = getattr(call, "name", ast.value_text(call))
-        ctx.error("E203", f"unknown dataset source '{name}' in {where}", call.span,
-                  did_you_mean(str(name), S.DATASET_SOURCES))
-        return None
-    if call.name == "synthetic":
-        return "synthetic", "", call_kwargs(call, S.DATASET_KEYS, ctx, "synthetic(...)")
-    ref = single_string_arg(call, ctx, "dataset path" if call.name == "files" else "Hub id")
-    if ref is None:
-        return None
-    if call.name == "files" and not (base / ref).expanduser().exists():
-        ctx.error("E412", f"dataset path does not exist: {ref}", call.args[0].span,
-                  f"paths are relative to the workload file's folder ({base})")
-    return call.name, ref, {}
-
-
-def check_dataset(it: ast.Item | None, ctx: Ctx, origins: Origins, base: Path) -> DatasetSpec:
-    if it is None:
-        return DatasetSpec()
-    origins.add("dataset", it.span)
-    header = it.header if isinstance(it, ast.Block) else it.value
-    got = _dataset_source(header, ctx, base, "dataset") if header is not None else ("synthetic", "", {})
-    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
-    vals = typed_entries(items, S.DATASET_KEYS, ctx, "dataset", origins, "dataset", extra_ok=("fallback",))
-    fallback = "synthetic"
-    if "fallback" in items:
-        fb_item, fb = items["fallback"], None
-        if not isinstance(fb_item, ast.Entry):
-            ctx.error("E208", "missing '=' after 'fallback'", getattr(fb_item, "key_span", fb_item.span),
-                      "write fallback = synthetic")
-        elif isinstance(fb_item.value, ast.Call) and fb_item.value.name == "hf":
-            ctx.error("E301", "fallback must be synthetic or files(\"path\"), not a Hub dataset", fb_item.value.span,
-                      "the fallback is what runs offline: write fallback = synthetic or fallback = files(\"data/...\")")
-        else:
-            fb = _dataset_source(fb_item.value, ctx, base, "fallback")
-        if fb is not None:
-            vals = {**fb[2], **vals}
-            fallback = fb[1] if fb[0] == "files" else "synthetic"
-    if got is None:
-        return DatasetSpec(**vals)
-    kind, ref, kw = got
-    return DatasetSpec(kind=kind, ref=ref, fallback=fallback, **{**kw, **vals})
-
-
 def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str = "measure") -> MeasureSpec:
     if it is None:
         return MeasureSpec()
@@ -322,6 +275,7 @@ def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskS
 
 def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None:
     from accelctl.spec.targets import batch_values, check_engines, check_precision, check_targets
+    from accelctl.spec.check_dataset import check_dataset, resolve_dataset
 
     origins = Origins()
     items = items_by_key(w.items, ctx, multi=("target", "engine"))
@@ -341,6 +295,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     task = check_task(items.get("task"), ctx, origins, w.name_span)
     model = check_model(items.get("model"), task, ctx, origins, w.name_span, base)
     dataset = check_dataset(items.get("dataset"), ctx, origins, base)
+    dataset = resolve_dataset(dataset, task, model, ctx, origins)
     measure = check_measure(items.get("measure"), ctx, origins)
     optimizer = check_optimizer(items.get("optimizer"), ctx, origins, task)
     precision = check_precision(items.get("precision"), ctx, origins, "precision")

@@ -40,8 +40,10 @@ DATASET_KEYS: dict[str, V.VType] = {
     "image_size": V.integer(8, 8192),
     "channels": V.integer(1, 64),
     "classes": V.integer(2, 10_000_000),
-    "column": V.string(),
+    "config": V.string(),
     "split": V.string(),
+    "column": V.string(),
+    "target_column": V.string(),
     "prompt_tokens": V.integer(1, 1_000_000, unit_dim="tokens"),
     "mlm_probability": V.number(0.0, 1.0, positive=True),
 }

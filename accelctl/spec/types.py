@@ -65,13 +65,20 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    #: synthetic, files (local path) or hf (Hub id with a local fallback)
+    #: synthetic, files (local path: jsonl, csv, parquet, text, an image folder) or hf (Hub id)
     kind: str = "synthetic"
     ref: str = ""
-    #: used when a Hub dataset cannot be loaded: "synthetic" or a local path
-    fallback: str = "synthetic"
+    #: used on a cpu target when a Hub dataset cannot be loaded: "synthetic" or a local
+    #: path; "" = none (the run fails)
+    fallback: str = ""
+    #: Hub config name, ``load_dataset(ref, config)``: "3.0.0" for cnn_dailymail ("" = none)
+    config: str = ""
     split: str = "train"
+    #: text column (the source of seq2seq); "" = the catalog's, else "text" or the first text column
     column: str = ""
+    #: seq2seq: the summary column that is the target ("highlights"); "" = none, the target is
+    #: the text's continuation
+    target_column: str = ""
     seq_len: int = 128
     target_len: int = 32
     image_size: int = 224

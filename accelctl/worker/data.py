@@ -1,8 +1,19 @@
-"""Batches for the loops: synthetic, local text files, or a Hub dataset with a local fallback.
+"""Batches for the loops: synthetic, or the records of local files or a Hub dataset.
 
 Every batch has the same shape (a ragged last batch is dropped) so step times compare.
 Each rank reads its own shard: synthetic data draws from a generator seeded with
-``seed + rank``; file data takes every ``world``-th packed block.
+``seed + rank``; real data (``accelctl.worker.records``: the ``datasets`` library) takes a
+``1/world`` of the records, shuffled with the job's seed.  Real records are tokenized as they are consumed
+(with the model's tokenizer: the real one with real weights, else the stand-in's byte
+tokenizer) and the batches made so far are replayed once the shard is used up, like epochs.
+
+  * causal LM, masked LM, and seq2seq without a target column: records joined with EOS
+    and cut into ``seq_len (+ target_len)``-token rows;
+  * seq2seq with a ``target_column`` (CNN / DailyMail's highlights): one record per row,
+    the source cut/padded to ``seq_len``, the target to ``target_len`` (padding masked out
+    of the loss); T5 sources get the summarization example's ``summarize: `` prefix;
+  * images (an image folder): resized to ``image_size``, scaled to [-1, 1], the folder's
+    class as the label.
 
 Synthetic data is *learnable*, so a falling loss is a real signal that the optimizer,
 the precision and the all-reduce work, not noise:
@@ -17,26 +28,29 @@ the precision and the all-reduce work, not noise:
 from __future__ import annotations
 
 import itertools
-import json
-import os
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
+from accelctl.worker import records
 from accelctl.worker.models import CAUSAL_LM, IMAGE_CLASSIFIER, MASKED_LM, SEQ2SEQ, Built
 
 Batch = dict[str, torch.Tensor]
+#: T5 sources, as the Transformers / Optimum Habana summarization examples prefix them
+T5_PREFIX = "summarize: "
 
 
 class Batches:
     """An endless iterator of fixed-shape batches, plus what one sample counts as."""
 
-    def __init__(self, it: Iterator[Batch], samples: int, tokens_per_sample: int, source: str) -> None:
+    def __init__(self, it: Iterator[Batch], samples: int, tokens_per_sample: int, source: str,
+                 details: dict[str, Any] | None = None) -> None:
         self._it = it
         self.samples = samples
         self.tokens_per_sample = tokens_per_sample
         self.source = source
+        #: what was read, for RunStarted: data, data_source, data_records ... (``records.Records``)
+        self.details = {"data": source, **(details or {})}
 
     def __iter__(self) -> "Batches":
         return self
@@ -48,80 +62,54 @@ class Batches:
 def training_batches(job, built: Built, rank: int, world: int, log: Callable[[str, str], None]) -> Batches:
     """The batch stream of ``job`` for this rank (``micro_batch`` samples each)."""
     kind, data = built.kind, job.data
-    if kind == IMAGE_CLASSIFIER:
-        if data.kind != "synthetic":
-            raise ValueError(f"data kind {data.kind!r} is not implemented for images; use synthetic")
-        return _synthetic_images(job, built, rank)
-    if kind not in (CAUSAL_LM, MASKED_LM, SEQ2SEQ):
+    if kind not in (CAUSAL_LM, MASKED_LM, SEQ2SEQ, IMAGE_CLASSIFIER):
         raise ValueError(f"no training data for model kind {kind!r}")
+    rec = records.load(job, rank, world, log)
+    if kind == IMAGE_CLASSIFIER:
+        if rec.synthetic:
+            return _synthetic_images(job, built, rank, rec)
+        if not rec.images:
+            raise ValueError(f"{rec.source}: an image model needs images (an image folder, or a dataset with an "
+                             f"image and a label column)")
+        return Batches(_image_batches(job, built, rec), job.batch.micro, 0, rec.source, rec.details)
+    if rec.images:
+        raise ValueError(f"{rec.source} holds images; a {built.family} model reads text")
     seq, tgt = data.seq_len, data.target_len if kind == SEQ2SEQ else 0
-    texts, source = text_records(job, log)
-    if texts is None:
-        tokens = _counting_tokens(job, built, rank, seq, tgt)
+    if rec.synthetic:
+        blocks = _counting_tokens(job, built, rank, seq, tgt)
+    elif kind == SEQ2SEQ and rec.target_column:
+        return Batches(_pair_batches(job, built, rec, seq, tgt), job.batch.micro, seq + tgt, rec.source, rec.details)
     else:
-        tokens = _packed_tokens(job, built, texts, rank, world, seq + tgt)
-    return Batches(_lm_batches(job, built, tokens, seq, rank), job.batch.micro, seq + tgt, source)
-
-
-# -- sources ---------------------------------------------------------------------------------
-
-def text_records(job, log: Callable[[str, str], None]) -> tuple[list[str] | None, str]:
-    """The job's text records (None for synthetic data) and where they came from."""
-    data = job.data
-    if data.kind == "synthetic":
-        return None, "synthetic"
-    if data.kind == "files":
-        return read_text_files(data.ref, data.column), f"files:{data.ref}"
-    if data.kind == "hf":
-        try:
-            return _hub_records(data.ref, data.column), f"hf:{data.ref}"
-        except Exception as exc:  # noqa: BLE001 - every failure goes to the declared fallback
-            synthetic = data.fallback in ("", "synthetic")
-            where = "synthetic data" if synthetic else f"local files {data.fallback!r}"
-            log("warning", f"dataset {data.ref!r} could not be loaded offline ({type(exc).__name__}: {exc}); "
-                           f"using the fallback: {where}")
-            if synthetic:
-                return None, "synthetic (fallback)"
-            return read_text_files(data.fallback, data.column), f"files:{data.fallback} (fallback)"
-    raise ValueError(f"unknown data kind {data.kind!r} (synthetic, files, hf)")
-
-
-def read_text_files(ref: str, column: str = "") -> list[str]:
-    """Records of a .txt / .jsonl file, or of every such file in a folder (sorted)."""
-    path = Path(ref).expanduser()
-    if not ref or not path.exists():
-        raise FileNotFoundError(f"data file or folder {ref!r} does not exist")
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".txt", ".jsonl")) if path.is_dir() else [path]
-    if not files:
-        raise FileNotFoundError(f"no .txt or .jsonl files under {ref!r}")
-    records: list[str] = []
-    for f in files:
-        if f.suffix == ".jsonl":
-            key = column or "text"
-            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-                if line.strip():
-                    obj = json.loads(line)
-                    if key not in obj:
-                        raise KeyError(f"{f}:{n}: no column {key!r} (has {', '.join(obj)})")
-                    records.append(str(obj[key]))
-        elif f.suffix == ".txt":
-            records.append(f.read_text(encoding="utf-8"))
-        else:
-            raise ValueError(f"{f}: only .txt and .jsonl text files are supported")
-    return records
-
-
-def _hub_records(ref: str, column: str) -> list[str]:
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    import datasets  # optional dependency: ImportError goes to the fallback
-
-    ds = datasets.load_dataset(ref, split="train")
-    key = column or next(c for c in ds.column_names if ds.features[c].dtype == "string")
-    return [str(x) for x in ds[key]]
+        blocks = _packed_tokens(job, built, rec, seq + tgt)
+    return Batches(_lm_batches(job, built, blocks, seq, rank), job.batch.micro, seq + tgt, rec.source, rec.details)
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def _replay(items: Iterable, empty: str) -> Iterator:
+    """``items`` once, kept, then replayed forever; ``empty`` is the error when there are none.
+    The first item is made now, so a shard too small for one batch fails at setup."""
+    def gen(it: Iterator, first) -> Iterator:
+        seen = [first]
+        yield first
+        for item in it:
+            seen.append(item)
+            yield item
+        while True:
+            yield from seen
+
+    it = iter(items)
+    first = next(it, None)
+    if first is None:
+        raise ValueError(empty)
+    return gen(it, first)
+
+
+def _too_few(job, rec: records.Records, what: str) -> str:
+    return (f"data {rec.source} gives too few {what} for one batch of {job.batch.micro} on this rank "
+            f"({rec.details.get('data_rank_records', '?')} records in its shard)")
 
 
 # -- token batches ---------------------------------------------------------------------------
@@ -146,22 +134,55 @@ def _counting_tokens(job, built: Built, rank: int, seq: int, tgt: int) -> Iterat
     return itertools.cycle(pool)
 
 
-def _packed_tokens(job, built: Built, texts: list[str], rank: int, world: int, block: int) -> Iterator[torch.Tensor]:
-    """Records tokenised, joined with EOS, cut into ``block``-token rows; this rank's share."""
-    tok = built.tokenizer
+def _packed_tokens(job, built: Built, rec: records.Records, block: int) -> Iterator[torch.Tensor]:
+    """This rank's records tokenised, joined with EOS, cut into ``micro x block`` id batches."""
+    tok, micro = built.tokenizer, job.batch.micro
     eos = getattr(tok, "eos_token_id", None) or getattr(tok, "sep_token_id", None)
-    ids: list[int] = []
-    for text in texts:
-        ids.extend(encode(tok, text))
-        if eos is not None:
-            ids.append(eos)
-    rows = [ids[i:i + block] for i in range(0, len(ids) - block + 1, block)][rank::world]
-    n_batches = len(rows) // job.batch.micro  # ragged last batch dropped
-    if n_batches == 0:
-        raise ValueError(f"data {job.data.ref or job.data.fallback!r} gives {len(ids)} tokens: too few for one batch of "
-                         f"{job.batch.micro} x {block} tokens per rank ({world} ranks)")
-    batches = [torch.tensor(rows[i * job.batch.micro:(i + 1) * job.batch.micro]) for i in range(n_batches)]
-    return itertools.cycle(batches)
+
+    def blocks() -> Iterator[torch.Tensor]:
+        ids: list[int] = []
+        rows: list[list[int]] = []
+        for row in records.rows(rec):
+            ids.extend(encode(tok, str(row[rec.column])))
+            if eos is not None:
+                ids.append(eos)
+            while len(ids) >= block:
+                rows.append(ids[:block])
+                del ids[:block]
+                if len(rows) == micro:
+                    yield torch.tensor(rows)
+                    rows = []
+
+    return _replay(blocks(), _too_few(job, rec, f"tokens ({block} per sample)"))
+
+
+def _pair_batches(job, built: Built, rec: records.Records, seq: int, tgt: int) -> Iterator[Batch]:
+    """Seq2seq from a source and a target column: one record per row, padded to
+    ``seq`` / ``tgt`` tokens (EOS-terminated; padded labels are -100, out of the loss)."""
+    tok, micro = built.tokenizer, job.batch.micro
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
+    prefix = T5_PREFIX if built.family == "t5" else ""
+
+    def fit(ids: list[int], n: int, fill: int) -> tuple[list[int], int]:
+        ids = ids[:n - len(eos)] + eos
+        return ids + [fill] * (n - len(ids)), len(ids)
+
+    def batches() -> Iterator[Batch]:
+        src: list[list[int]] = []
+        lens: list[int] = []
+        lab: list[list[int]] = []
+        for row in records.rows(rec):
+            ids, n = fit(encode(tok, prefix + str(row[rec.column])), seq, pad)
+            src.append(ids)
+            lens.append(n)
+            lab.append(fit(encode(tok, str(row[rec.target_column])), tgt, -100)[0])
+            if len(src) == micro:
+                mask = (torch.arange(seq)[None, :] < torch.tensor(lens)[:, None]).long()
+                yield {"input_ids": torch.tensor(src), "attention_mask": mask, "labels": torch.tensor(lab)}
+                src, lens, lab = [], [], []
+
+    return _replay(batches(), _too_few(job, rec, "records"))
 
 
 def _lm_batches(job, built: Built, tokens: Iterator[torch.Tensor], seq: int, rank: int) -> Iterator[Batch]:
@@ -198,7 +219,7 @@ def _vocab(built: Built) -> int:
 
 # -- images ----------------------------------------------------------------------------------
 
-def _synthetic_images(job, built: Built, rank: int) -> Batches:
+def _synthetic_images(job, built: Built, rank: int, rec: records.Records) -> Batches:
     s = built.shape
     c, size, classes = int(s.get("channels", 3)), int(s["image_size"]), int(s["classes"])
     # prototypes are shared by all ranks (same task); samples and noise are per rank
@@ -209,26 +230,67 @@ def _synthetic_images(job, built: Built, rank: int) -> Batches:
         labels = torch.randint(0, classes, (job.batch.micro,), generator=g)
         images = prototypes[labels] + 0.5 * torch.randn(job.batch.micro, c, size, size, generator=g)
         pool.append({"pixel_values": images, "labels": labels})
-    return Batches(itertools.cycle(pool), job.batch.micro, 0, "synthetic")
+    return Batches(itertools.cycle(pool), job.batch.micro, 0, rec.source, rec.details)
 
 
-def prompt_ids(job, built: Built, log: Callable[[str, str], None]) -> Iterator[list[list[int]]]:
+def _image_batches(job, built: Built, rec: records.Records) -> Iterator[Batch]:
+    """Images of this rank's records, resized to the model's ``image_size``, in [-1, 1]."""
+    import numpy as np
+
+    s = built.shape
+    c, size, classes = int(s.get("channels", 3)), int(s["image_size"]), int(s["classes"])
+    if c not in (1, 3):
+        raise ValueError(f"images are read as RGB or grayscale, not {c} channels")
+    names = getattr(rec.ds.features["label"], "names", None)
+    if names is not None and len(names) > classes:
+        raise ValueError(f"{rec.source} has {len(names)} classes; the model has {classes} outputs")
+
+    def pixels(img) -> torch.Tensor:
+        arr = np.asarray(img.convert("RGB" if c == 3 else "L").resize((size, size)), dtype=np.float32)
+        t = torch.from_numpy(arr / 127.5 - 1.0)
+        return t.permute(2, 0, 1) if c == 3 else t.unsqueeze(0)
+
+    def batches() -> Iterator[Batch]:
+        images: list[torch.Tensor] = []
+        labels: list[int] = []
+        for row in records.rows(rec, batch_size=64):
+            images.append(pixels(row[rec.column]))
+            labels.append(int(row["label"]))
+            if len(images) == job.batch.micro:
+                yield {"pixel_values": torch.stack(images), "labels": torch.tensor(labels)}
+                images, labels = [], []
+
+    return _replay(batches(), _too_few(job, rec, "images"))
+
+
+# -- prompts ---------------------------------------------------------------------------------
+
+def prompt_ids(job, built: Built, log: Callable[[str, str], None]) -> Batches:
     """Prompts for generation, ``micro_batch`` per call, all of one length.
 
     From the dataset when one is given with ``prompt_tokens`` (seed 003: the first 16 tokens of
-    each record), else ``task.prompt`` repeated; else ``prompt_tokens`` (or 8) counting ids.
+    each record; every rank reads the same prompts), else ``task.prompt`` repeated; else
+    ``prompt_tokens`` (or 8) counting ids.
     """
     tok, n, mb = built.tokenizer, job.data.prompt_tokens, job.batch.micro
-    texts = text_records(job, log)[0] if job.data.kind != "synthetic" and n > 0 else None
-    if texts is not None:
-        rows = [ids[:n] for ids in (encode(tok, t) for t in texts) if len(ids) >= n]
-        if len(rows) < mb:
-            raise ValueError(f"only {len(rows)} records have {n} prompt tokens; need {mb} per batch")
-        batches = [rows[i:i + mb] for i in range(0, len(rows) - mb + 1, mb)]
-        return itertools.cycle(batches)
+    rec = records.load(job, 0, 1, log, shard=False) if job.data.kind != "synthetic" and n > 0 else None
+    if rec is not None and not rec.synthetic:
+        def batches() -> Iterator[list[list[int]]]:
+            rows: list[list[int]] = []
+            for row in records.rows(rec):
+                ids = encode(tok, str(row[rec.column]))
+                if len(ids) >= n:
+                    rows.append(ids[:n])
+                if len(rows) == mb:
+                    yield rows
+                    rows = []
+
+        empty = f"{rec.source}: fewer than {mb} records have {n} prompt tokens (one batch)"
+        return Batches(_replay(batches(), empty), mb, n, rec.source, rec.details)
     if job.task.prompt:
         ids = encode(tok, job.task.prompt)
     else:
         low = getattr(tok, "SPECIALS", 5)
         ids = [low + i for i in range(n or 8)]
-    return itertools.repeat([list(ids) for _ in range(mb)])
+    source, details = (rec.source, rec.details) if rec is not None else ("prompt", {})
+    return Batches(itertools.repeat([list(ids) for _ in range(mb)]), mb, len(ids), source, details)

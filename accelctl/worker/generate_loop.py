@@ -73,7 +73,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     prompts = data.prompt_ids(job, built, ctx.log)
     first = next(prompts)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    ctx.started({**built.details(), "prompt": job.task.prompt, "prompt_tokens": len(first[0]),
+    read = prompts.details if job.data.kind != "synthetic" else {}
+    ctx.started({**built.details(), **read, "prompt": job.task.prompt, "prompt_tokens": len(first[0]),
                  "max_new_tokens": n_new, "kv_cache": job.task.kv_cache, "decoding": "greedy"})
 
     step, latencies, sample = 0, [], None
@@ -120,7 +121,7 @@ def run_infer(ctx: RunContext) -> tuple[int, dict]:
     job, adapter = ctx.job, ctx.adapter
     built = prepare(ctx)
     batches = data.training_batches(job, built, ctx.rank, ctx.world, ctx.log)
-    ctx.started({**built.details(), "data": batches.source, "tokens_per_sample": batches.tokens_per_sample})
+    ctx.started({**built.details(), **batches.details, "tokens_per_sample": batches.tokens_per_sample})
     dtype = ctx.precision.dtype if ctx.precision.name != "fp8" else None
 
     def forward(batch):

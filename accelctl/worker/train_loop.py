@@ -37,14 +37,15 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     model = adapter.prepare_training(model.to(adapter.device).train())
     model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
     optimizer = adapter.make_optimizer(job.optimizer, model.parameters())
-    batches = adapter.wrap_batches(data.training_batches(job, built, ctx.rank, world, ctx.log), job)
+    read = data.training_batches(job, built, ctx.rank, world, ctx.log)
+    batches = adapter.wrap_batches(read, job)
     ctx.setup_s["build_s"] = time.perf_counter() - t0
     # DeepSpeed: its engine owns data parallelism, ZeRO, accumulation, clipping
     ds = ctx.strategy.training_engine(model, optimizer, ctx, batches, built.kind)
 
     # 2. precision: autocast around forward (fp32 master weights); fp16 adds loss scaling
     scaler = prec.grad_scaler(adapter)
-    ctx.started({**built.details(), "data": batches.source, "seq_len": job.data.seq_len,
+    ctx.started({**built.details(), **read.details, "data": batches.source, "seq_len": job.data.seq_len,
                  "tokens_per_sample": batches.tokens_per_sample,
                  "gradient_checkpointing": job.gradient_checkpointing, "optimizer": job.optimizer.name})
     nan_at = job.debug.inject_nan_at_step  # test hook: poison the loss at that step (0: never)

@@ -133,7 +133,7 @@ BERT = """
 workload bert_phase1 {
   task pretrain
   model bert(layers = 24, hidden = 1024, heads = 16)
-  dataset hf("wikicorpus")
+  dataset hf("wikicorpus") { config = "raw_en" }
   batch { micro = 32 }
   optimizer sgd { lr = 0.01 }
   precision bf16
@@ -146,7 +146,7 @@ T5 = """
 workload t5_3b {
   task finetune { objective = seq2seq }
   model hf("t5-3b")
-  dataset hf("cnn_dailymail") { seq_len = 512 tokens  target_len = 128 tokens }
+  dataset hf("cnn_dailymail") { config = "3.0.0"  seq_len = 512 tokens  target_len = 128 tokens }
   batch { micro = 1 }
   optimizer adamw { lr = 1e-4 }
   target g2 { device = gaudi2  devices = 8  parallel = data  gradient_checkpointing = on  script = example }
