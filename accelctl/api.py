@@ -23,14 +23,14 @@ from accelctl.plan.render import (
     render_plan_sh,
     render_plan_text,
 )
-from accelctl.plan.select import named_target, pick_target, select_workloads
+from accelctl.plan.select import named_target, pick_rehearsal, pick_target, select_workloads
 from accelctl.spec.check import check, check_all
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 __all__ = [
     "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
     "WorkloadSpec", "check", "check_all", "check_plan", "diff_texts", "launch", "list_runs", "load",
-    "load_selected", "named_target", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
+    "load_selected", "named_target", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
     "refusal_header", "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
     "validate_text",
 ]
@@ -66,11 +66,11 @@ def load_selected(path: str | Path, workload: str | None = None) -> list[Workloa
     return select_workloads(load(path), str(path), workload)
 
 
-def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None):
-    """Compile one target of a spec into an inert ``Plan``."""
+def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None, rehearse: bool = False):
+    """Compile one target of a spec into an inert ``Plan`` (``rehearse``: its CPU rehearsal)."""
     from accelctl.plan.compile import compile_plan
 
-    return compile_plan(spec, target, engine)
+    return compile_plan(spec, target, engine, rehearse)
 
 
 def launch(plan_, **kwargs):

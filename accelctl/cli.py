@@ -90,7 +90,7 @@ def cmd_plan(args) -> int:
         targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
         for t in targets:
             try:
-                p = make_plan(spec, t, args.engine)
+                p = make_plan(spec, t, args.engine, rehearse=args.rehearse)
             except AccelctlError as exc:
                 failed += 1
                 print(refusal_header(spec.name, t.name), flush=True)
@@ -128,19 +128,24 @@ def use_tui(args) -> bool:
 
 
 def cmd_run(args) -> int:
-    from accelctl.api import launch, load_selected, pick_target
+    from accelctl.api import launch, load_selected, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
     specs = load_selected(args.file, args.workload)
-    chosen = [(spec, *pick_target(spec, args.target)) for spec in specs]
-    plans = [(spec, make_plan(spec, t, args.engine), why) for spec, t, why in chosen]
+    chosen = [(spec, *(pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
+              for spec in specs]
+    plans = [(spec, make_plan(spec, t, args.engine, rehearse=args.rehearse), why) for spec, t, why in chosen]
     live = use_tui(args)
     for spec, p, why in plans:
         from accelctl.run.console import ConsoleSink
 
         print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
+        if p.rehearsal is not None:
+            print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
+                         "this CPU with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
+                         "1;33", sys.stdout), flush=True)
         for w in p.warnings:
             print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
         if live:
@@ -151,7 +156,7 @@ def cmd_run(args) -> int:
                 return 130
             status_code = status_code or rc
             continue
-        sink = ConsoleSink(headless=args.headless, job=p.job)
+        sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
         handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink])
         try:
             result = handle.wait()
@@ -227,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", "-e")
     p.add_argument("--format", "-f", choices=("text", "json", "sh"), default="text")
     p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
+    p.add_argument("--rehearse", action="store_true",
+                   help="the plan of a CPU rehearsal of the target (this CPU, the stand-in, random weights)")
     p.add_argument("--check", action="store_true",
                    help="also check each plan with the real software it targets, where installed "
                         "(DeepSpeed, torchrun, Transformer Engine, optimum-habana)")
@@ -238,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", "-t")
     r.add_argument("--engine", "-e")
     r.add_argument("--headless", action="store_true", help="plain console stream (no TUI)")
+    r.add_argument("--rehearse", action="store_true",
+                   help="rehearse an accelerator target on this CPU: its plan with the stand-in, scaled to this "
+                        "machine, marked as a rehearsal everywhere (default: the first accelerator target)")
     r.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
     r.set_defaults(fn=cmd_run)
 

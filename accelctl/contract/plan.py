@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
 
 RUN_DIR = "{run_dir}"
@@ -63,6 +64,20 @@ class GeneratedFile:
 
 
 @dataclass(frozen=True)
+class Rehearsal:
+    """What a CPU rehearsal stands for (``accelctl run --rehearse``): the accelerator target,
+    and how this run differs from it."""
+
+    #: the accelerator target rehearsed
+    of: str
+    #: its device kind and process count
+    device: str
+    world_size: int
+    #: how the rehearsal differs from the target's plan, one line each
+    changes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Plan:
     workload: str
     target: str
@@ -76,6 +91,8 @@ class Plan:
     notes: tuple[str, ...] = ()
     #: warnings that do not stop the plan (bf16 on a CPU without native bf16...)
     warnings: tuple[str, ...] = ()
+    #: set when this plan is a CPU rehearsal of an accelerator target
+    rehearsal: Rehearsal | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -87,14 +104,4 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Plan":
-        kw = dict(d)
-        kw["launches"] = tuple(
-            Launch(name=x["name"], argv=tuple(x["argv"]), env=dict(x["env"]), processes=x.get("processes", 1),
-                   wait=x.get("wait", False), cwd=x.get("cwd", ""))
-            for x in d["launches"]
-        )
-        kw["files"] = tuple(GeneratedFile(**x) for x in d["files"])
-        kw["job"] = WorkerJob.from_dict(d["job"])
-        kw["notes"] = tuple(d.get("notes", ()))
-        kw["warnings"] = tuple(d.get("warnings", ()))
-        return cls(**kw)
+        return codec.from_dict(cls, d)

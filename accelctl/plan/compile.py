@@ -7,6 +7,7 @@ from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.registry import ENGINES, choose
+from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
@@ -16,9 +17,14 @@ def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint:
     return Diagnostic(code, message, spec.origins.get(f"targets.{target.name}"), spec.path, hint)
 
 
-def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None) -> Plan:
+def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None,
+                 rehearse: bool = False) -> Plan:
+    """The plan of ``target``; with ``rehearse``, a CPU rehearsal of it (``plan.rehearse``)."""
     if isinstance(target, str):
         target = named_target(spec, target)
+    rehearsal = None
+    if rehearse and not DEVICES[target.device].host:
+        target, rehearsal = rehearsal_target(spec, target)
     spec = spec.for_target(target)  # the target's own measure/optimizer, if it has them
     backend, refusals = choose(spec, target)
     if backend is None:
@@ -39,11 +45,15 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
             "shard it (parallel = zero(stage = 3) or tensor(tp = N)), turn on gradient_checkpointing, "
             "lower the micro-batch, or pick a device with more memory")])
     threads = threads_per_process(target, backend.processes_per_node(target))
-    job = build_job(spec, target, backend.name, threads, backend.worker_strategy)
+    job = build_job(spec, target, backend.name, threads, backend.worker_strategy,
+                    rehearsal_of=rehearsal.of if rehearsal else "")
     built = backend.build(spec, target, job)
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = list(built.warnings)
     notes = [*built.notes, fit.describe()]
+    if rehearsal is not None:
+        notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "
+                        f"CPU with the stand-in, random weights: " + ("; ".join(rehearsal.changes) or "same layout"))
     if DEVICES[target.device].host:
         from accelctl.hostinfo import cpu_precision_warning
 
@@ -52,4 +62,4 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
             warnings.append(slow)
     return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
-                notes=tuple(notes), warnings=tuple(warnings))
+                notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal)

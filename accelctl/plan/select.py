@@ -63,3 +63,11 @@ def pick_target(spec: WorkloadSpec, name: str | None = None,
             return t, why + (f" for targets {', '.join(others)}" if others else "") + "; using the cpu target"
     raise PlanError(f"no target of workload {spec.name} can run on this machine (no accelerator found) and it has "
                     "no cpu target; add 'target cpu { devices = 1 }' or pass --target")
+
+
+def pick_rehearsal(spec: WorkloadSpec) -> tuple[TargetSpec, str]:
+    """The target ``--rehearse`` stands for when none is named: the first accelerator target."""
+    for t in spec.targets:
+        if not DEVICES[t.device].host:
+            return t, "--rehearse: the first accelerator target"
+    raise PlanError(f"workload {spec.name} has no accelerator target to rehearse; its cpu target runs as it is")

@@ -62,5 +62,8 @@ def compare_table(c: Comparison) -> Table:
     ]
     if c.price_performance is not None:
         notes.append(f"price-performance of B over A: ×{c.price_performance:.3f} (speed-up x price A / price B)")
+    if a.ran != b.ran:
+        notes.append(f"NOT THE SAME MODEL: A ran {a.ran or 'the real model'}, B ran {b.ran or 'the real model'}; "
+                     "the ratio compares different models")
     return Table("compare", f"compare {a.name} ({a.source}) → {b.name} ({b.source})", list(COLUMNS), rows, notes)
 

@@ -17,11 +17,13 @@ counts sequences/s, other training and inference samples/s, generation tokens/s.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.analysis import cost
 from accelctl.analysis.ci import Interval
+from accelctl.analysis.provenance import count_text, is_stand_in
 from accelctl.analysis.stats import StepStats, measured_step_times, per_device, steady_state
 from accelctl.run.store import SPEC_FILE, read_json
 
@@ -74,10 +76,14 @@ class Entry:
     #: a seed's own printed derived figures (per-device, efficiency ...), for display
     published: dict[str, Any] = field(default_factory=dict, repr=False)
     note: str = ""
+    #: what model ran when it was not the real one: "stand-in, 164 k params" or "REHEARSAL of
+    #: p5_fp8 on cpu, stand-in, 114 k params" ("" = the real model, or a published figure)
+    ran: str = ""
 
     @property
     def name(self) -> str:
-        return self.label or self.target
+        name = self.label or self.target
+        return f"{name} [{self.ran}]" if self.ran else name
 
     @property
     def per_device(self) -> float | None:
@@ -180,6 +186,15 @@ def entry_from_run(record: Any) -> Entry:
         train_steps=(spec.get("task") or {}).get("train_steps") or None,
         step_times=times,
     )
+    ran = summary.get("what_ran") or {}
+    if is_stand_in(ran):
+        params = count_text((ran.get("model") or {}).get("params"))
+        rehearsal = ran.get("rehearsal")
+        # a rehearsal ran on this CPU: the target's instance and price do not apply to it
+        entry = dataclasses.replace(
+            entry, ran=(f"REHEARSAL of {rehearsal['of']} on {entry.device}, stand-in, {params}" if rehearsal
+                        else f"stand-in, {params}"),
+            **({"instance": "", "price_per_hour": None, "nodes": 1} if rehearsal else {}))
     return entry
 
 

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from accelctl.analysis.provenance import is_stand_in, model_line, what_ran
 from accelctl.contract.events import LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
 from accelctl.contract.job import WorkerJob
 
@@ -64,6 +65,7 @@ class ConsoleSink:
         headless: bool = False,
         every: int | None = None,
         file: IO[str] | None = None,
+        rehearsal: Any = None,
     ):
         self.console = console or Console(file=file, highlight=False)
         self.plain = headless or not self.console.is_terminal
@@ -73,6 +75,8 @@ class ConsoleSink:
         self.total: int | None = m.warmup + m.steps * m.repeat if m is not None else None
         self.repeats = m.repeat if m is not None else 1
         self.device = job.device.kind if job is not None else "?"
+        self.job = job
+        self.rehearsal = rehearsal
         self.every = every or (max(1, self.total // 10) if self.total else 10)
         self.seen = 0
         self._progress: Progress | None = None
@@ -132,6 +136,9 @@ class ConsoleSink:
                    and not k.startswith("data_")}
         if scalars:
             self._print("  " + ", ".join(f"{k}={v}" for k, v in scalars.items()), "dim")
+        if self.job is not None:
+            ran = what_ran(ev.details, self.job, self.rehearsal)
+            self._print("  " + model_line(ran), "bold yellow" if is_stand_in(ran) else None)
         data = data_line(ev.details)
         if data:
             self._print(data, "bold yellow" if "data_fallback" in ev.details else None)

@@ -25,6 +25,7 @@ from typing import Any
 
 from accelctl.analysis.stats import steady_state
 from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted
+from accelctl.analysis.provenance import what_ran
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 
@@ -103,6 +104,7 @@ def build_summary(
         "stats": steady_state(events).to_dict(),
         "env": started.env if started is not None else {},
         "details": started.details if started is not None else {},
+        "what_ran": what_ran(started.details if started is not None else {}, job, plan.rehearsal),
         "results": finished.results if finished is not None else {},
         "failure": None
         if failure is None

@@ -58,6 +58,8 @@ class RunContext:
                 "accumulation": job.batch.accumulation,
                 "global_batch": job.batch.micro * job.batch.accumulation * self.data_parallel,
                 "setup_s": {k: round(v, 4) for k, v in self.setup_s.items()}}
+        if job.rehearsal_of:
+            base["rehearsal_of"] = job.rehearsal_of  # a CPU rehearsal of that accelerator target
         self.writer.emit(RunStarted(run_id=job.run_id, workload=job.workload, target=job.target, backend=job.backend,
                                     rank=self.rank, world_size=self.world, env=self.env, details={**base, **details}))
 

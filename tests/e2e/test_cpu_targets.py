@@ -7,6 +7,7 @@ finite and falling for training, exactly 100 new tokens per call for BLOOMZ.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -54,3 +55,29 @@ def test_cpu_target_runs(file, workload, tmp_path):
         assert st["generation"]["per_token_median_s"] > 0 and st["generation"]["ttft_median_s"] > 0
     for name in ("workload.wl", "spec.json", "plan.json", "job.json", "worker.log"):
         assert (run_dir / name).exists(), name
+
+
+def test_rehearsal_of_an_accelerator_target_runs_here_and_is_marked_everywhere(tmp_path):
+    """`accelctl run vit_fp8.wl -t p5_fp8 --rehearse`: the H100 FP8 target's plan on this CPU."""
+    from accelctl.report.compare import compare, compare_table
+    from accelctl.report.entry import entry_from_run
+    from accelctl.run.store import load_run
+
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(ROOT / "workloads" / "vit_fp8.wl"),
+                         "-t", "p5_fp8", "--rehearse", "--headless", "--runs-dir", str(tmp_path)],
+                        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    assert "REHEARSAL of target p5_fp8 (8 x h100) on this CPU" in cp.stdout
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ran = summary["what_ran"]
+    assert summary["status"] == "ok" and summary["device"] == "cpu" and summary["target"] == "p5_fp8"
+    assert ran["rehearsal"]["of"] == "p5_fp8" and ran["rehearsal"]["device"] == "h100"
+    assert ran["model"]["scale"] == "stand_in" and 0 < ran["model"]["params"] < 1e6
+    assert ran["model"]["weights_source"] == "random init"
+    entry = entry_from_run(load_run(run_dir.name, str(tmp_path)))
+    assert entry.ran.startswith("REHEARSAL of p5_fp8 on cpu, stand-in") and "REHEARSAL" in entry.name
+    assert entry.price_per_hour is None  # the H100 instance's price is not what this run cost
+    real_looking = dataclasses.replace(entry, ran="", source="other")
+    notes = compare_table(compare(real_looking, entry)).notes
+    assert any(n.startswith("NOT THE SAME MODEL") for n in notes)

@@ -23,7 +23,7 @@ TIMEOUT = 60
 SUMMARY_KEYS = {
     "schema_version", "run_id", "status", "workload", "target", "backend", "engine", "device", "task",
     "started", "started_unix_s", "finished_unix_s", "timings", "measure", "world_size", "stats", "env",
-    "details", "results", "failure", "stopped_by", "warnings", "launches", "returncodes",
+    "details", "what_ran", "results", "failure", "stopped_by", "warnings", "launches", "returncodes",
 }
 
 

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (apt-get install -y tmux)")]
 
 WORKLOAD = FIXTURES / "e2e" / "e2e.wl"
-TOTAL = 202  # warm-up 2 + 200 measured steps
+TOTAL = 802  # warm-up 2 + 800 measured steps
 
 
 def _command(runs_dir) -> list[str]:

@@ -16,6 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from accelctl.analysis.stats import straggler
+from accelctl.analysis.provenance import count_text
 from accelctl.tui import fmt
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "stopped": "bold yellow", "incomplete": "bold yellow",
@@ -71,6 +72,13 @@ class RunHeader(ModelPanel):
             t.append(f" · {backend}")
         if head is not None:
             t.append(f" · {head.env.get('device_name') or head.env.get('device', '?')}")
+            d = head.details
+            if d.get("rehearsal_of"):
+                t.append(f" · REHEARSAL of {d['rehearsal_of']}", "bold yellow")
+            elif d.get("scale") == "stand_in":
+                t.append(" · STAND-IN", "bold yellow")
+            if d.get("params"):
+                t.append(f" · {count_text(d['params'])}")
         if m.world_size > 1:
             t.append(f" · {m.world_size} ranks")
         t.append(f"  {m.run_id}", "dim")

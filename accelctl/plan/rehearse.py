@@ -1,0 +1,69 @@
+"""``--rehearse``: an accelerator target's plan run on this CPU with the stand-in.
+
+A rehearsal is never what the target runs; it is a cheap dress rehearsal of the same
+workload: the same task, data, measure and batch arithmetic, the same parallel strategy
+where it runs on a CPU (DDP over gloo, DeepSpeed ZeRO), scaled down to this machine's
+cores, with the stand-in model and random weights.  Every run record, console line, TUI
+screen and report marks it as a rehearsal of the target it stands for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from accelctl.contract.plan import Rehearsal
+from accelctl.hostinfo import cpu_count, cpu_has_native
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.schema import INFERENCE_STRATEGIES, TARGET_OPTIONS
+from accelctl.spec.types import ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
+
+#: the catalog's host device (the CPU accelctl runs on)
+HOST = next(name for name, d in DEVICES.items() if d.host)
+#: target options that still mean something on the host
+KEPT_OPTIONS = ("threads",)
+
+
+def rehearsal_target(spec: WorkloadSpec, target: TargetSpec) -> tuple[TargetSpec, Rehearsal]:
+    """``target`` moved onto this CPU: host device, at most one process per core, a precision
+    the CPU runs, the parallel layout where it runs here; everything else as written."""
+    changes: list[str] = []
+    world = min(target.world_size, max(1, cpu_count()))
+    if target.parallel.strategy in INFERENCE_STRATEGIES and target.parallel.tp > 1:
+        world = 1  # tensor-parallel inference: one process per shard, and the stand-in is one shard
+    if world != target.world_size:
+        changes.append(f"{target.world_size} processes -> {world} (one per core of this machine)")
+    precision = target.precision
+    if precision.dtype == "fp8":
+        precision = PrecisionSpec(dtype="fp32")
+        changes.append("fp8 -> fp32 (Transformer Engine/HPU FP8 does not run on a CPU)")
+    elif precision.dtype in ("bf16", "fp16") and not cpu_has_native(precision.dtype):
+        changes.append(f"{precision.dtype} -> fp32 (this CPU has no native {precision.dtype})")
+        precision = PrecisionSpec(dtype="fp32")
+    parallel = _parallel_here(target.parallel, world, changes)
+    dropped = sorted(k for k in target.options if k in TARGET_OPTIONS and k not in KEPT_OPTIONS)
+    if dropped:
+        changes.append("device options not rehearsed: " + ", ".join(dropped))
+    if target.nodes > 1:
+        changes.append(f"{target.nodes} nodes -> 1 (engine {target.engine} -> local)")
+    moved = dataclasses.replace(
+        target, device=HOST, instance="", nodes=1, devices=world, price_per_hour=None, memory_bytes=0,
+        parallel=parallel, precision=precision, engine="local", backend="",
+        batch=dataclasses.replace(target.batch, global_size=None),
+        options={k: v for k, v in target.options.items() if k in KEPT_OPTIONS})
+    return moved, Rehearsal(of=target.name, device=target.device, world_size=target.world_size,
+                            changes=tuple(changes))
+
+
+def _parallel_here(p: ParallelSpec, world: int, changes: list[str]) -> ParallelSpec:
+    if p.tp * p.pp > 1:
+        changes.append(f"tensor/pipeline parallel (tp {p.tp}, pp {p.pp}) -> 1: each process holds the whole stand-in")
+        p = dataclasses.replace(p, tp=1, pp=1)
+        if p.strategy in ("tensor", "pipeline"):
+            p = dataclasses.replace(p, strategy="data" if world > 1 else "none")
+    if p.kernel_inject:
+        changes.append("DeepSpeed kernel injection off (its kernels are CUDA-only)")
+        p = dataclasses.replace(p, kernel_inject=False)
+    if p.offload_optimizer == "nvme" or p.offload_param == "nvme":
+        changes.append("NVMe offload -> none")
+        p = dataclasses.replace(p, offload_optimizer="none", offload_param="none")
+    return p

@@ -1,0 +1,59 @@
+"""--rehearse: an accelerator target's plan moved onto this CPU with the stand-in, marked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accelctl import api
+from accelctl.errors import PlanError
+from accelctl.hostinfo import cpu_count
+from accelctl.spec.catalog import DEVICES
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [(path.name, spec.name, t.name) for path in sorted((ROOT / "workloads").glob("*.wl"))
+         for spec in api.load(path) for t in spec.targets if not DEVICES[t.device].host]
+
+
+def _spec(file: str, workload: str):
+    return next(s for s in api.load(ROOT / "workloads" / file) if s.name == workload)
+
+
+@pytest.mark.parametrize("file,workload,target", CASES, ids=[":".join(c) for c in CASES])
+def test_every_accelerator_target_rehearses_on_this_cpu_marked(file, workload, target):
+    spec = _spec(file, workload)
+    p = api.plan(spec, target, rehearse=True)
+    assert p.target == target and p.rehearsal is not None and p.rehearsal.of == target
+    assert p.rehearsal.device == spec.target(target).device
+    assert DEVICES[p.device].host and p.backend in ("cpu", "torchrun", "deepspeed", "deepspeed_inference")
+    assert p.job.scale == "stand_in" and p.job.rehearsal_of == target
+    assert p.job.architecture == spec.model.stand_in and p.job.precision.dtype != "fp8"
+    assert sum(launch.processes for launch in p.launches) <= max(1, cpu_count())
+    assert p.notes[0].startswith(f"REHEARSAL of target {target}")
+
+
+def test_the_same_target_without_rehearse_is_the_real_thing():
+    spec = _spec("vit_fp8.wl", "vit_huge_fp8")
+    real, rehearsal = api.plan(spec, "p5_fp8"), api.plan(spec, "p5_fp8", rehearse=True)
+    assert real.rehearsal is None and real.job.scale == "real" and real.backend == "te_fp8"
+    assert real.job.architecture["layers"] == 32 and rehearsal.job.architecture["layers"] == 2
+    rb, b = real.job.batch, rehearsal.job.batch  # the same batch arithmetic per process, fewer processes
+    assert (b.micro, b.accumulation) == (rb.micro, rb.accumulation) and rb.global_size == 1024
+    assert "fp8 -> fp32" in " ".join(rehearsal.rehearsal.changes)
+
+
+def test_a_cpu_target_is_not_rehearsed_it_runs_as_it_is():
+    spec = _spec("bloomz.wl", "bloomz_7b")
+    p = api.plan(spec, "cpu", rehearse=True)
+    assert p.rehearsal is None and p.job.scale == "stand_in" and not p.job.rehearsal_of
+
+
+def test_rehearse_without_a_target_takes_the_first_accelerator_target():
+    spec = _spec("vit_fp8.wl", "vit_huge_fp8")
+    target, why = api.pick_rehearsal(spec)
+    assert target.name == spec.targets[0].name and "first accelerator target" in why
+    (cpu_only,) = api.check(api.parse("workload w { task pretrain {}  model gpt2(layers = 1, hidden = 32, heads = 2)"
+                                      "  target cpu { devices = 1 } }", "w.wl"))
+    with pytest.raises(PlanError, match="no accelerator target to rehearse"):
+        api.pick_rehearsal(cpu_only)
