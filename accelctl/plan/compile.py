@@ -9,6 +9,7 @@ from accelctl.plan.memory import estimate
 from accelctl.plan.registry import ENGINES, choose
 from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
+from accelctl.plan.weights import unreachable_weights, weights_note
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
@@ -47,10 +48,13 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     threads = threads_per_process(target, backend.processes_per_node(target))
     job = build_job(spec, target, backend.name, threads, backend.worker_strategy,
                     rehearsal_of=rehearsal.of if rehearsal else "")
+    missing = unreachable_weights(spec, target, job)
+    if missing is not None:
+        raise PlanError(diagnostics=[missing])
     built = backend.build(spec, target, job)
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = list(built.warnings)
-    notes = [*built.notes, fit.describe()]
+    notes = [*built.notes, fit.describe(), *filter(None, [weights_note(target, job)])]
     if rehearsal is not None:
         notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "
                         f"CPU with the stand-in, random weights: " + ("; ".join(rehearsal.changes) or "same layout"))

@@ -57,3 +57,29 @@ def test_rehearse_without_a_target_takes_the_first_accelerator_target():
                                       "  target cpu { devices = 1 } }", "w.wl"))
     with pytest.raises(PlanError, match="no accelerator target to rehearse"):
         api.pick_rehearsal(cpu_only)
+
+
+WEIGHTS = """workload w {
+  task pretrain {}
+  model hf("bert-large-uncased") {
+    weights  = real
+    stand_in = bert(layers = 1, hidden = 32, heads = 2)
+  }
+  target cpu  { devices = 1 }
+  target a100 { device = a100  devices = 1 }
+}
+"""
+
+
+def test_real_weights_that_cannot_be_had_here_are_an_error_before_launch(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))  # an empty cache
+    (spec,) = api.check(api.parse(WEIGHTS, str(tmp_path / "w.wl")))
+    with pytest.raises(PlanError) as err:
+        api.plan(spec, "cpu")
+    (d,) = err.value.diagnostics
+    assert d.code == "E531" and d.span.line == 4 and "bert-large-uncased" in d.message
+    # another machine's cache is its own: the plan says where the weights must come from
+    p = api.plan(spec, "a100")
+    assert any("bert-large-uncased from the Hugging Face Hub" in n for n in p.notes)
+    # a rehearsal never loads real weights
+    assert api.plan(spec, "a100", rehearse=True).rehearsal is not None
