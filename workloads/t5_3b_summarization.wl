@@ -1,9 +1,9 @@
 # T5-3B fine-tuning for summarization on CNN / DailyMail (seed 000: "Faster training
 # and inference: Habana Gaudi2 vs NVIDIA A100 80GB", Optimum Habana).
 #
-# 8 devices, fp32 with gradient checkpointing, per-device batch 1: a larger batch
-# does not fit even in 80/96 GB.  Gaudi2 is x2.44 faster than A100 80GB; the model
-# does not fit on Gaudi1 (32 GB) at all.
+# 8 devices, fp32 with gradient checkpointing, per-device batch 1: on Gaudi2 a larger
+# batch does not fit (the first iteration's lazy-mode graph).  Gaudi2 is x2.44 faster
+# than A100 80GB; the model does not fit on Gaudi1 (32 GB) at all.
 #
 # Sequence lengths are not in the seed: 1024 source / 128 target tokens are the
 # defaults of the Transformers summarization example (run_summarization.py) that
