@@ -53,4 +53,14 @@ workload t5_3b_summarization {
     threads   = 1
     batch { micro = 1  global = 1 }
   }
+  # The seed's own path: optimum-habana's run_summarization.py (the summarization README's
+  # command: cnn_dailymail 3.0.0, "summarize: " prefix), gradient clipping as the script's
+  # default (max_grad_norm 1.0), fp32 + gradient checkpointing, batch 1 on 8 Gaudi2.
+  target gaudi2_example {
+    device   = gaudi2
+    instance = gaudi2-hls
+    devices  = 8
+    parallel = ddp
+    script   = example
+  }
 }
