@@ -106,8 +106,9 @@ def arch_for(spec: WorkloadSpec, sh, real: bool) -> Arch:
 
 # --------------------------------------------------------------------------- training
 def hpu_lazy(target: TargetSpec) -> bool:
-    """An HPU in lazy mode (optimum-habana's default, ``lazy_mode = on``)."""
-    return DEVICES[target.device].adapter == "hpu" and bool(target.options.get("lazy_mode", True))
+    """A device that trains in lazy mode (the catalog's ``lazy_graphs``: Gaudi), not turned off
+    by the target (``lazy_mode = off``; optimum-habana's ``use_lazy_mode`` defaults to True)."""
+    return DEVICES[target.device].lazy_graphs and bool(target.options.get("lazy_mode", True))
 
 
 def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> float:

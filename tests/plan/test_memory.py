@@ -272,3 +272,9 @@ def test_seed_004_vit_batch_16_fits_every_neuron_core():
     spec = _workload("vit_neuron.wl", "vit_neuron")
     for t in spec.targets:
         assert estimate(spec, t).fits, t.name
+
+
+def test_the_catalogs_lazy_graph_devices_are_the_gaudis():
+    from accelctl.spec.catalog import DEVICES
+
+    assert {n for n, d in DEVICES.items() if d.lazy_graphs} == {n for n, d in DEVICES.items() if d.adapter == "hpu"}
