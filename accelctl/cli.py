@@ -73,9 +73,16 @@ def cmd_validate(args) -> int:
 
 # ------------------------------------------------------------------ plan
 
+#: ``accelctl plan --check``: every plan printed and none rejected, but a check could not run
+#: (its tool is not installed here) and ``--allow-unavailable`` was not given
+EXIT_CHECK_NOT_RUN = 3
+
+
 def cmd_plan(args) -> int:
     """Print each chosen target's plan; a target that cannot be planned prints its diagnostic
-    and the others still print (exit 1 if any failed)."""
+    and the others still print (exit 1 if any failed).  With ``--check``: exit 1 when a real
+    tool rejected a plan, else EXIT_CHECK_NOT_RUN when a check could not run, unless
+    ``--allow-unavailable``."""
     from accelctl.api import load_selected, named_target, plan_diff, refusal_header, render_plan
     from accelctl.api import plan as make_plan
 
@@ -85,7 +92,7 @@ def cmd_plan(args) -> int:
                 named_target(spec, name)  # an unknown target is an error, not an empty diff
             print(plan_diff(spec, *args.diff, args.engine))
         return 0
-    failed = 0
+    failed = not_run = 0
     for spec in load_selected(args.file, args.workload):
         targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
         for t in targets:
@@ -109,7 +116,14 @@ def cmd_plan(args) -> int:
                     print(f"# check: backend {p.backend} has no external tool to check against",
                           file=sys.stderr if args.format != "text" else sys.stdout)
                 failed += any(r.ok is False for r in results)
-    return 1 if failed else 0
+                not_run += sum(r.ok is None for r in results)
+    if failed:
+        return 1
+    if not_run and not args.allow_unavailable:
+        print(_color(f"accelctl: {not_run} check(s) NOT RUN: the plan is unchecked, not passed (install the tool "
+                     "named above, or pass --allow-unavailable to accept that)", "1;33"), file=sys.stderr)
+        return EXIT_CHECK_NOT_RUN
+    return 0
 
 
 # ------------------------------------------------------------------ run
@@ -236,7 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the plan of a CPU rehearsal of the target (this CPU, the stand-in, random weights)")
     p.add_argument("--check", action="store_true",
                    help="also check each plan with the real software it targets, where installed "
-                        "(DeepSpeed, torchrun, Transformer Engine, optimum-habana)")
+                        "(DeepSpeed, torchrun, Transformer Engine, optimum-habana); exit 1 if one rejects a plan, "
+                        f"{EXIT_CHECK_NOT_RUN} if one could not run")
+    p.add_argument("--allow-unavailable", action="store_true",
+                   help="with --check: a check that could not run (its tool is not installed) does not fail the "
+                        f"command (exit 0 instead of {EXIT_CHECK_NOT_RUN})")
     p.set_defaults(fn=cmd_plan)
 
     r = sub.add_parser("run", help="run a workload for real on one target")

@@ -3,10 +3,11 @@
 huggingface/optimum-habana.
 
 The example scripts that optimum-habana documents (``examples/gaudi_spawn.py``,
-``examples/text-generation/run_generation.py``, ``examples/language-modeling/run_clm.py``
-...) are not in the PyPI wheel, so the gaudi plan check cannot read their arguments from
-the installed package.  This tool reads them from the repository *without running or
-copying their code*: it parses each file with ``ast`` and records, as data,
+``examples/text-generation/run_generation.py``, ``examples/language-modeling/run_clm.py``,
+``examples/stable-diffusion/text_to_image_generation.py`` ...) are not in the PyPI wheel,
+so the gaudi plan check cannot read their arguments from the installed package.  This
+tool reads them from the repository *without running or copying their code*: it parses
+each file with ``ast`` and records, as data,
 
 * argparse scripts: every ``add_argument`` call's option strings, action, type, nargs,
   choices, const, default (literals only) and required;
@@ -36,6 +37,7 @@ SCRIPTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "examples/language-modeling/run_clm.py": ("hf_dataclasses", ("ModelArguments", "DataTrainingArguments")),
     "examples/language-modeling/run_mlm.py": ("hf_dataclasses", ("ModelArguments", "DataTrainingArguments")),
     "examples/summarization/run_summarization.py": ("hf_dataclasses", ("ModelArguments", "DataTrainingArguments")),
+    "examples/stable-diffusion/text_to_image_generation.py": ("argparse", ()),
 }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.cli import main
+from accelctl.cli import EXIT_CHECK_NOT_RUN, main
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "deepspeed", "textual", "transformers", "timm", "diffusers")
@@ -108,10 +108,44 @@ def test_runs_lists_the_store_newest_first(capsys):
 def test_plan_check_asks_the_real_tools(capsys):
     assert main(["plan", str(ROOT / "workloads" / "ddp_cpu.wl"), "-w", "zero2_cpu", "--check"]) == 0
     assert "# check: deepspeed (DeepSpeedConfig, launcher parser, hostfile): ok" in capsys.readouterr().out
-    assert main(["plan", str(ROOT / "workloads" / "vit_fp8.wl"), "-t", "p5_fp8", "--check"]) == 0
+    rc = main(["plan", str(ROOT / "workloads" / "vit_fp8.wl"), "-t", "p5_fp8", "--check"])
     out = capsys.readouterr().out
     assert "# check: torchrun parser (torchrun): ok" in out
-    assert "# check: transformer_engine 2.20.2 source: ok" in out or "transformer_engine: unavailable" in out
+    if "# check: transformer_engine 2.20.2 source: ok" in out:
+        assert rc == 0
+    else:  # TE's source is not installed here: the plan is unchecked, and the exit status says so
+        assert "transformer_engine: NOT RUN" in out and rc == EXIT_CHECK_NOT_RUN
+
+
+def test_plan_check_that_could_not_run_fails_unless_allowed(tmp_path, monkeypatch, capsys):
+    """A check whose tool is missing is no pass: exit 3, "NOT RUN" on the check's line;
+    --allow-unavailable accepts it (exit 0)."""
+    monkeypatch.setenv("HABANA_VENV", str(tmp_path / "no-venv"))
+    args = ["plan", str(ROOT / "workloads" / "bloomz.wl"), "-w", "bloomz_176b", "-t", "gaudi2", "--check"]
+    assert main(args) == EXIT_CHECK_NOT_RUN == 3
+    captured = capsys.readouterr()
+    assert "# check: optimum-habana: NOT RUN" in captured.out
+    assert "1 check(s) NOT RUN" in captured.err and "--allow-unavailable" in captured.err
+    assert main([*args, "--allow-unavailable"]) == 0
+    assert "# check: optimum-habana: NOT RUN" in capsys.readouterr().out
+    # the same with --format json: the plan on stdout, the check's line on stderr
+    assert main([*args, "--format", "json"]) == EXIT_CHECK_NOT_RUN
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["backend"] == "gaudi" and "NOT RUN" in captured.err
+
+
+def test_plan_check_rejection_keeps_exit_1_even_beside_a_check_not_run(monkeypatch, capsys):
+    from accelctl.backends.findings import CheckResult, not_run
+    from accelctl.plan import registry
+
+    backend = registry.BACKENDS["gaudi"]
+    monkeypatch.setattr(type(backend), "check", lambda self, plan, spec: [
+        not_run("tool a", "not installed"), CheckResult("tool b", False, ["bad flag --x"])])
+    args = ["plan", str(ROOT / "workloads" / "bloomz.wl"), "-w", "bloomz_176b", "-t", "gaudi2", "--check"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "# check: tool a: NOT RUN" in out and "# check: tool b: REJECTED" in out
+    assert main([*args, "--allow-unavailable"]) == 1  # a rejection is never allowed away
 
 
 def test_plan_check_reports_a_rejected_command():

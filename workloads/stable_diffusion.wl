@@ -45,4 +45,12 @@ workload stable_diffusion {
     threads     = 1
     micro_batch = 1                  # 50 denoising steps per image: keep the CPU batch small
   }
+  # The seed's own path: optimum-habana's text_to_image_generation.py with the
+  # Habana/stable-diffusion Gaudi configuration, 2 + 5 batches of 8, the first 2 untimed.
+  target gaudi2_example {
+    device     = gaudi2
+    devices    = 1
+    hpu_graphs = on
+    script     = example
+  }
 }

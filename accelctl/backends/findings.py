@@ -28,7 +28,7 @@ class CheckResult:
     messages: list[str] = field(default_factory=list)
 
     def render(self) -> str:
-        state = {True: "ok", False: "REJECTED", None: "unavailable"}[self.ok]
+        state = {True: "ok", False: "REJECTED", None: "NOT RUN (unavailable here)"}[self.ok]
         lines = [f"# check: {self.tool}: {state}"]
         lines += [f"#   {m}" for m in self.messages]
         return "\n".join(lines)

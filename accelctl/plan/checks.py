@@ -3,7 +3,8 @@
 Each backend owns its check (``Backend.check``, beside the backend in its package): torch's
 torchrun parser, DeepSpeed's own config classes and launcher parser, Transformer Engine's
 source, torch-xla's API table, optimum-habana in its own venv.  A tool that is not installed
-gives an "unavailable" result with how to get it, never a pass.  This module only asks the
+gives a "not run" result (``ok is None``) with how to get it, never a pass; ``accelctl plan
+--check`` exits 3 on one unless ``--allow-unavailable``.  This module only asks the
 plan's backend.
 """
 

@@ -10,19 +10,21 @@ Accounting (bytes per parameter Ψ, per device):
 * ZeRO partitions over the data-parallel ranks: stage 1 the optimizer state, stage 2
   also gradients, stage 3 also weights; offload moves optimizer state (or weights) to
   host memory; tensor × pipeline parallelism divides all of it;
-* activations per transformer layer: s·b·h·(34 + 5·a·s/h) bytes in 16-bit (Korthikanti
-  et al., "Reducing Activation Recomputation", 2022), twice that in fp32; with
-  gradient checkpointing only each layer's input (2·s·b·h bytes) is kept, plus one
-  layer's full activations during recomputation;
-* generation adds the key/value cache: 2 · layers · batch · (prompt + new tokens) · h
-  elements;
+* activations and the KV cache: ``accelctl.plan.activations`` -- transformer layers
+  (encoder, decoder-only and encoder-decoder with cross-attention and the target length),
+  gradient checkpointing, HPU lazy mode's first-iteration graph, generation (prefill and
+  KV cache) and latent diffusion (UNet per image at its resolutions, VAE decode);
 * a fixed runtime reserve (CUDA context, HPU/Neuron runtime, allocator slack).
+
+docs/language.md ("Memory fit") states the model, its assumptions and sources, and the
+seeds' fit / no-fit facts it agrees with (tests/plan/test_memory.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelctl.plan import activations as act
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -51,6 +53,8 @@ class MemoryFit:
     capacity: float
     #: the model shape the estimate used ("real" or "stand-in")
     basis: str
+    #: why the activations are what they are, when it is not the plain layer count
+    activations_note: str = ""
 
     @property
     def total(self) -> float:
@@ -63,7 +67,8 @@ class MemoryFit:
     def describe(self) -> str:
         parts = [("weights", self.weights), ("gradients", self.gradients), ("optimizer", self.optimizer),
                  ("activations", self.activations), ("kv cache", self.kv_cache), ("reserve", self.reserve)]
-        body = " + ".join(f"{n} {fmt_bytes(v)}" for n, v in parts if v)
+        body = " + ".join(f"{n} {fmt_bytes(v)}" + (f" ({self.activations_note})" if n == "activations"
+                                                    and self.activations_note else "") for n, v in parts if v)
         cap = fmt_bytes(self.capacity) if self.capacity > 0 else "host memory"
         verdict = "fits" if self.fits else "DOES NOT FIT"
         return f"memory per device ({self.basis} model): {body} = {fmt_bytes(self.total)} of {cap}: {verdict}"
@@ -132,10 +137,9 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     psi = sh.params / split
     weights = psi * wbytes
     grads = optim = 0.0
-    acts = kv = 0.0
-    b = target.batch.micro
-    s, h, a = sh.seq_len, sh.hidden, max(sh.heads, 1)
-    layers_here = sh.layers / p.pp
+    kv = 0.0
+    note = ""
+    arch = act.arch_for(spec, sh, real)
     if spec.task.training:
         grads = psi * wbytes
         name = spec.optimizer.name
@@ -156,19 +160,18 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
             optim = 0.0
         if p.offload_param != "none":
             weights = 0.0
-        width = 1 if wbytes == 2 else 2
-        full_layer = s * b * h * (34 + 5 * a * s / h) * width / p.tp
-        if target.gradient_checkpointing:
-            acts = layers_here * 2 * s * b * h * width + full_layer
-        else:
-            acts = layers_here * full_layer
+        acts = act.training(spec, target, sh, arch, wbytes)
+        if act.hpu_lazy(target):
+            note = "2x: HPU lazy mode's first-iteration graph"
+    elif spec.model.family == "stable_diffusion":
+        acts = act.diffusion(spec, target, sh, real, wbytes)
+    elif spec.task.kind == "generate":
+        acts, kv = act.generation(spec, target, sh, arch, wbytes)
     else:
-        acts = s * b * h * (34 + 5 * a * s / h) / p.tp * (1 if wbytes == 2 else 2)
-        if spec.task.kind == "generate" and spec.task.kv_cache:
-            kv = 2 * layers_here * b * s * h * wbytes / p.tp
+        acts = act.inference(spec, target, sh, arch, wbytes)
     reserve = 0 if host else RESERVE_BYTES
     capacity = float(target.memory_bytes or host_memory_bytes())
-    return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in")
+    return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note)
 
 
 def host_memory_bytes() -> int:

@@ -35,6 +35,10 @@ class Device:
     host: bool = False
     #: its compiler can train convolutional models (the Neuron SDK cannot)
     trains_convolutions: bool = True
+    #: trains in lazy mode unless the target says ``lazy_mode = off``: the first iteration
+    #: accumulates the whole step in one graph before any of it runs (SynapseAI's PyTorch
+    #: bridge; seed 000), which the memory fit counts (``accelctl.plan.activations``)
+    lazy_graphs: bool = False
     #: one line shown in plans
     note: str = ""
 
@@ -61,12 +65,12 @@ DEVICES: dict[str, Device] = {
                fp8=True, interconnect="PCIe 4"),
         Device("l40s", "nvidia", "cuda", 48 * GB, {"fp32": 91.6 * TFLOPS, "bf16": 362 * TFLOPS, "fp8": 733 * TFLOPS},
                fp8=True, interconnect="PCIe 4"),
-        Device("gaudi", "habana", "hpu", 32 * GB, {}, interconnect="RoCE 10x100 GbE on chip",
+        Device("gaudi", "habana", "hpu", 32 * GB, {}, interconnect="RoCE 10x100 GbE on chip", lazy_graphs=True,
                note="Gaudi1 HL-205 (dl1.24xlarge)"),
         Device("gaudi2", "habana", "hpu", 96 * GB, {"bf16": 432 * TFLOPS, "fp8": 865 * TFLOPS}, fp8=True,
-               interconnect="RoCE 24x100 GbE on chip"),
+               interconnect="RoCE 24x100 GbE on chip", lazy_graphs=True),
         Device("gaudi3", "habana", "hpu", 128 * GB, {"bf16": 1835 * TFLOPS, "fp8": 1835 * TFLOPS}, fp8=True,
-               interconnect="RoCE 24x200 GbE on chip"),
+               interconnect="RoCE 24x200 GbE on chip", lazy_graphs=True),
         # Neuron devices are counted in NeuronCores (what torchrun --nproc_per_node counts).
         Device("trn1", "aws", "xla", 16 * GB, {"fp32": 23.75 * TFLOPS, "bf16": 95 * TFLOPS},
                interconnect="NeuronLink-v2, 2D torus", trains_convolutions=False,

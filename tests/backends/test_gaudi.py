@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.api import check, parse, plan
+from accelctl.api import check, load, parse, plan
 from accelctl.backends.gaudi import backend as gaudi
+from accelctl.backends.gaudi import examples
 from accelctl.backends.gaudi.backend import GaudiBackend, gaudi_config, spawned_prefix
 from accelctl.backends.gaudi.check import SPAWN, Report, argparse_parser, check_argparse_script, spawn_join
 from accelctl.contract.plan import Plan
@@ -152,6 +153,31 @@ workload t5_3b {
   target g2 { device = gaudi2  devices = 8  parallel = data  gradient_checkpointing = on  script = example }
 }
 """
+
+
+SD = """
+workload sd {
+  task infer { batch_size = 8  inference_steps = 50 steps }
+  model hf("CompVis/stable-diffusion-v1-4")
+  precision bf16
+  measure { warmup = 2 steps  steps = 5 steps }
+  target ex { device = gaudi2  devices = 1  hpu_graphs = on  script = example }
+}
+"""
+
+BERT_HF = """
+workload bert_hf {
+  task pretrain
+  model hf("bert-large-uncased")
+  dataset hf("wikitext") { seq_len = 128 tokens }
+  batch { micro = 32 }
+  precision bf16
+  target g2 { device = gaudi2  devices = 8  parallel = data  script = example }
+}
+"""
+
+SUMMARIZATION = "examples/summarization/run_summarization.py"
+TEXT_TO_IMAGE = "examples/stable-diffusion/text_to_image_generation.py"
 
 
 @pytest.fixture(autouse=True)
@@ -358,6 +384,124 @@ def test_t5_summarization_example():
     assert argv[argv.index("--max_target_length") + 1] == "128"
 
 
+def test_t5_example_passes_the_datasets_config_and_the_scripts_clipping():
+    """Seed 000's T5-3B ran examples/summarization, whose README loads cnn_dailymail with its
+    config 3.0.0 (the dataset has no default config); the workload writes no grad_clip, so the
+    Trainer's own clipping (max_grad_norm 1.0) applies, as in the seed's command: no
+    --max_grad_norm 0.0, and the GaudiConfig fuses the clipping the Trainer will do."""
+    p = _plan(T5, "g2")
+    argv = p.launches[0].argv
+    i = argv.index("--dataset_name")
+    assert argv[i:i + 4] == ("--dataset_name", "cnn_dailymail", "--dataset_config_name", "3.0.0")
+    assert "--max_grad_norm" not in argv
+    assert "--text_column" not in argv  # "article" is the script's own column for cnn_dailymail
+    assert examples.max_grad_norm(_spec(T5), _spec(T5).target("g2")) == 1.0
+    assert json.loads(_files(p)["gaudi_config.json"])["use_fused_clip_norm"] is True
+    assert "gradient clipping: max_grad_norm 1.0, GaudiTrainingArguments' default (the workload writes no " \
+           "grad_clip)" in p.notes
+    args = argv[argv.index("run_summarization.py") + 1:]
+    flags = {f.lstrip("-") for f in args if f.startswith("--")}
+    recorded = {row["name"] for rows in gaudi.flags_data()["scripts"][SUMMARIZATION]["dataclasses"].values()
+                for row in rows}
+    assert {"dataset_name", "dataset_config_name", "source_prefix"} <= recorded & flags
+
+
+def test_t5_example_clipping_written_by_the_workload():
+    off = _plan(T5.replace("adamw { lr = 1e-4 }", "adamw { lr = 1e-4  grad_clip = 0 }"), "g2")
+    argv = off.launches[0].argv
+    assert argv[argv.index("--max_grad_norm") + 1] == "0.0"  # asked for: no clipping
+    assert json.loads(_files(off)["gaudi_config.json"])["use_fused_clip_norm"] is False
+    half = _plan(T5.replace("adamw { lr = 1e-4 }", "adamw { lr = 1e-4  grad_clip = 0.5 }"), "g2").launches[0].argv
+    assert half[half.index("--max_grad_norm") + 1] == "0.5"
+
+
+def test_a_datasets_own_config_wins():
+    """The dataset block's ``config`` is what the example script is given."""
+    spec = _spec(T5.replace('config = "3.0.0"', 'config = "2.0.0"'))
+    assert spec.dataset.config == "2.0.0"
+    argv = plan(spec, "g2").launches[0].argv
+    assert argv[argv.index("--dataset_config_name") + 1] == "2.0.0"
+
+
+def test_t5_workloads_example_target_is_the_seeds_command():
+    spec = next(s for s in load(ROOT / "workloads" / "t5_3b_summarization.wl"))
+    p = plan(spec, "gaudi2_example")
+    assert shlex.join(p.launches[0].argv) == (
+        "python ../gaudi_spawn.py --use_mpi --world_size 8 run_summarization.py --model_name_or_path t5-3b "
+        "--dataset_name cnn_dailymail --dataset_config_name 3.0.0 --max_source_length 1024 --max_target_length 128 "
+        "--source_prefix 'summarize: ' --per_device_train_batch_size 1 --learning_rate 0.001 --max_steps 13 "
+        "--throughput_warmup_steps 3 --do_train --output_dir '{run_dir}/output' --seed 0 --use_habana "
+        "--gaudi_config_name '{run_dir}/gaudi_config.json' --use_lazy_mode --gradient_checkpointing")
+    assert "fits" in p.notes[-1]  # batch 1, fp32 + checkpointing on 96 GB (seed 000)
+
+
+# --------------------------------------------------------------------------- Stable Diffusion (seed 000)
+def test_stable_diffusion_example_is_the_seeds_path():
+    """Seed 000: "このスクリプトは、バッチサイズ8のサンプルで実行されました。使用されたのは
+    Habana/stable-diffusion Gaudiの構成です" (batch 8, the Habana/stable-diffusion Gaudi
+    configuration); the first 2 batches are discarded."""
+    spec = next(s for s in load(ROOT / "workloads" / "stable_diffusion.wl"))
+    p = plan(spec, "gaudi2_example")
+    (launch,) = p.launches
+    assert launch.cwd == "{optimum_habana}/examples/stable-diffusion"
+    assert shlex.join(launch.argv) == (
+        "python text_to_image_generation.py --model_name_or_path CompVis/stable-diffusion-v1-4 "
+        "--num_images_per_prompt 56 --batch_size 8 --seed 0 --throughput_warmup_steps 2 "
+        "--image_save_dir '{run_dir}/images' --use_habana --use_hpu_graphs "
+        "--gaudi_config_name Habana/stable-diffusion --bf16")
+    assert p.files == ()  # the Gaudi configuration is the Hub's Habana/stable-diffusion
+    assert "HF_HUB_OFFLINE" not in launch.env
+    # checked against the recorded flags: every flag exists, the values parse, and the Gaudi
+    # configuration is the one the script itself defaults to
+    rep = Report("t")
+    check_argparse_script(TEXT_TO_IMAGE, list(launch.argv[2:]), rep)
+    assert not rep.errors, rep.errors
+    ns = argparse_parser(TEXT_TO_IMAGE, gaudi.flags_data()["scripts"][TEXT_TO_IMAGE]).parse_args(list(launch.argv[2:]))
+    assert ns.gaudi_config_name == examples.script_defaults(TEXT_TO_IMAGE)["--gaudi_config_name"] == \
+        "Habana/stable-diffusion"
+    assert (ns.batch_size, ns.num_images_per_prompt // ns.batch_size, ns.throughput_warmup_steps) == (8, 7, 2)
+
+
+def test_stable_diffusion_worker_path_names_the_seeds_gaudi_config():
+    spec = next(s for s in load(ROOT / "workloads" / "stable_diffusion.wl"))
+    p = plan(spec, "gaudi2")
+    assert any("Habana/stable-diffusion" in n for n in p.notes)
+    (cfg,) = [f for f in p.files if f.path == "gaudi_config.json"]
+    assert "Habana/stable-diffusion" in cfg.role and json.loads(cfg.content)["use_torch_autocast"] is True
+
+
+def test_stable_diffusion_example_on_several_cards_is_refused():
+    text = SD.replace("devices = 1  hpu_graphs = on  script = example", "devices = 8  script = example")
+    msg = _refusal(text, "ex")
+    assert "E520" in msg and "splits the prompts between the processes" in msg
+
+
+# --------------------------------------------------------------------------- BERT (seed 000)
+def test_bert_example_from_synthetic_data_says_why_and_what_to_write():
+    """Seed 000's BERT pre-training ran its own run_mlm.py on a pre-tokenized dataset: not an
+    optimum-habana example; refused at the dataset line, saying what to write instead."""
+    text = (ROOT / "workloads" / "bert_large_pretrain.wl").read_text(encoding="utf-8")
+    text = text.replace("    parallel = ddp\n  }\n  target gaudi2 {",
+                        "    parallel = ddp\n    script   = example\n  }\n  target gaudi2 {", 1)
+    (spec, _) = check(parse(text, str(WL_DIR / "bert.wl")))
+    with pytest.raises(PlanError) as exc:
+        plan(spec, "gaudi1")
+    (d,) = exc.value.diagnostics
+    assert d.code == "E520" and d.span.line == text[:text.index("dataset synthetic")].count("\n") + 1
+    for part in ("philschmid/processed_bert_dataset", "already tokenized", "dataset hf(\"wikitext\")",
+                 "script = worker"):
+        assert part in d.hint
+
+
+def test_bert_example_with_a_text_dataset_pretrains_from_the_config():
+    text = BERT_HF
+    argv = _plan(text, "g2").launches[0].argv
+    i = argv.index("run_mlm.py")
+    assert argv[i + 1:i + 9] == ("--config_name", "bert-large-uncased", "--tokenizer_name", "bert-large-uncased",
+                                 "--dataset_name", "wikitext", "--dataset_config_name", "wikitext-2-raw-v1")
+    assert "--model_name_or_path" not in argv
+
+
 # --------------------------------------------------------------------------- refusals
 @pytest.mark.parametrize("text,target,reason", [
     (BLOOMZ_7B, "graphs_eager", "HPU graphs need lazy mode"),
@@ -445,7 +589,8 @@ def test_run_mlm_with_local_files_and_sgd():
 MATRIX = [(MLM, "g2"), (TLDR_32, "eight"), (SEED_003, "example"), (SEED_003, "worker"), (BLOOMZ_7B, "g2_1x"), (BLOOMZ_7B, "g1_1x"),
           (BLOOMZ_7B, "g1_8x"), (BLOOMZ_7B, "eager"), (SAMPLED, "one"), (SAMPLED, "eight"), (TLDR, "eight"),
           (TRAIN, "ex8"), (TRAIN, "ex1"), (TRAIN, "wk8"), (TRAIN, "wk_fp32"), (TRAIN, "wk_fp8"), (BERT, "g2"),
-          (T5, "g2")]
+          (T5, "g2"), (T5.replace("adamw { lr = 1e-4 }", "adamw { lr = 1e-4  grad_clip = 0 }"), "g2"),
+          (SD, "ex"), (BERT_HF, "g2")]
 
 
 def _broken(p: Plan) -> dict[str, dict]:
@@ -504,6 +649,11 @@ def test_plans_pass_the_real_optimum_habana(tmp_path):
         if name.startswith("good"):
             assert rep["passed"], (name, rep["errors"])
             assert rep["optimum_habana"] == "1.21.2"
+    # the example's clipping as the installed GaudiTrainingArguments reads the plan: its own
+    # default when the workload writes no grad_clip, none when it writes 0
+    t5 = [r for n, r in reports.items() if n.startswith("good") and "t5_3b-g2" in n]
+    assert sorted(" ".join(r["ok"]).count("max_grad_norm=1.0") for r in t5) == [0, 1]
+    assert any("max_grad_norm=0.0" in " ".join(r["ok"]) for r in t5)
     errors = {name[4:]: " | ".join(rep["errors"]) for name, rep in reports.items() if name.startswith("bad-")}
     assert "has no flag --use_hpu_graphz" in errors["bad_flag"]
     assert "DistributedRunner builds" in errors["wrong_runner_note"]

@@ -269,7 +269,10 @@ def check_training_script(path: str, args: list[str], env: dict[str, str], files
     targs = parsed[-1]
     rep.ok.append(f"{Path(path).name}: GaudiTrainingArguments accepts use_habana={targs.use_habana} "
                   f"use_lazy_mode={targs.use_lazy_mode} use_hpu_graphs_for_training="
-                  f"{targs.use_hpu_graphs_for_training} bf16={targs.bf16}")
+                  f"{targs.use_hpu_graphs_for_training} bf16={targs.bf16} max_grad_norm={targs.max_grad_norm}")
+    fused = json.loads(files.get("gaudi_config.json", "{}")).get("use_fused_clip_norm")
+    if fused is not None and fused != bool(targs.max_grad_norm and targs.max_grad_norm > 0):
+        rep.errors.append(f"gaudi_config.json: use_fused_clip_norm={fused} but the Trainer clips at {targs.max_grad_norm}")
     # GaudiTrainingArguments._setup_devices (replaced above, it needs the HPU runtime) refuses
     # eager mode unless the bridge was started with PT_HPU_LAZY_MODE=0 (training_args.py)
     if targs.use_habana and not targs.use_lazy_mode and not targs.torch_compile and env.get(

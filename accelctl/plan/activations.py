@@ -1,0 +1,280 @@
+"""Activation memory per device: the models behind ``accelctl.plan.memory``'s activations and
+KV-cache terms.  docs/language.md ("Memory fit") states them with their sources.
+
+Units: ``e`` is the bytes of one element in the compute width (2 in 16-bit, 4 in fp32); a
+dropout mask is one byte per element.  ``s`` is a sequence length, ``b`` the micro-batch.
+
+Transformer layers (Korthikanti et al., "Reducing Activation Recomputation in Large
+Transformer Models", 2022, section 4.1), written with the attention width ``d`` (heads x
+head width) and the MLP width ``f`` apart from the hidden width ``h``, because T5-3B's are
+not ``h`` and ``4h`` (d_model 1024, 32 heads x d_kv 128 = 4096, d_ff 16384)::
+
+    self-attention   s·b·(e·h + 4e·d + h) + (2e+1)·a·s²·b
+    cross-attention  t·b·(e·h + 2e·d + h) + 2e·s·b·d + (2e+1)·a·t·s·b    (queries t, keys s)
+    MLP              s·b·(e·h + 2e·f + h)
+    each norm        e·s·b·h
+
+With ``e = 2``, ``d = h``, ``f = 4h`` a layer is the paper's ``s·b·h·(34 + 5·a·s/h)``.  Tensor
+parallelism splits ``d``, ``f`` and the heads (the paper's ``10 + 24/t + 5as/(ht)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+#: prompt tokens assumed for generation when the dataset does not say (``prompt_tokens``):
+#: run_generation.py's dataset prompts keep 16 tokens (seed 003: "first 16 tokens as prompt")
+PROMPT_TOKENS = 16
+
+#: attention widths (heads x head width) the model catalog does not hold, from each model's
+#: config.json: t5-3b has num_heads 32 x d_kv 128 = 4096 on d_model 1024
+ATTENTION_WIDTH = {"t5-3b": 4096, "google-t5/t5-3b": 4096}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One transformer layer: hidden h, attention width d, MLP width f, heads a."""
+
+    hidden: int
+    attn: int
+    ffn: int
+    heads: int
+
+    def split(self, tp: int) -> "Block":
+        """This rank's share under tensor parallelism (Megatron-style: d, f and heads split)."""
+        return replace(self, attn=self.attn // tp, ffn=self.ffn // tp, heads=max(self.heads // tp, 1))
+
+
+def self_attention(s: float, b: int, L: Block, e: int) -> float:
+    return s * b * (e * L.hidden + 4 * e * L.attn + L.hidden) + (2 * e + 1) * L.heads * s * s * b
+
+
+def cross_attention(t: float, s: float, b: int, L: Block, e: int) -> float:
+    return t * b * (e * L.hidden + 2 * e * L.attn + L.hidden) + 2 * e * s * b * L.attn + (2 * e + 1) * L.heads * t * s * b
+
+
+def mlp(s: float, b: int, L: Block, e: int) -> float:
+    return s * b * (e * L.hidden + 2 * e * L.ffn + L.hidden)
+
+
+def encoder_layer(s: float, b: int, L: Block, e: int) -> float:
+    """Stored for backward by one encoder (or decoder-only) layer: attention, MLP, 2 norms."""
+    return self_attention(s, b, L, e) + mlp(s, b, L, e) + 2 * e * s * b * L.hidden
+
+
+def decoder_layer(t: float, s: float, b: int, L: Block, e: int) -> float:
+    """One encoder-decoder decoder layer: self-attention over t, cross-attention to s, MLP, 3 norms."""
+    return self_attention(t, b, L, e) + cross_attention(t, s, b, L, e) + mlp(t, b, L, e) + 3 * e * t * b * L.hidden
+
+
+def inference_layer(s: float, b: int, L: Block, e: int) -> float:
+    """What one layer holds at once without autograd: the residual stream and its normed copy,
+    plus the larger of Q/K/V with the attention scores and probabilities, or the MLP's two
+    intermediates.  Nothing is kept from layer to layer."""
+    return e * s * b * (2 * L.hidden + max(3 * L.attn + 2 * L.heads * s, 2 * L.ffn))
+
+
+def lm_head(positions: float, b: int, vocab: int, e: int, loss: bool) -> float:
+    """Logits in the compute width, and their fp32 log-softmax when a loss is taken."""
+    return positions * b * vocab * (e + (4 if loss else 0))
+
+
+# --------------------------------------------------------------------------- shapes
+@dataclass(frozen=True)
+class Arch:
+    """What the activation models need beside ``memory.Shape``."""
+
+    block: Block
+    #: encoder-decoder: decoder layers (0 = encoder-only or decoder-only)
+    decoder_layers: int = 0
+
+
+def arch_for(spec: WorkloadSpec, sh, real: bool) -> Arch:
+    """Widths of ``sh`` (a ``memory.Shape``), from the same shape source ``shape_for`` read."""
+    m = spec.model
+    src = m.real_shape if (real and m.real_shape) else m.stand_in
+    ffn = int(src.get("ffn") or 0) or int(sh.hidden * float(src.get("mlp_ratio", 4.0)))
+    if "kv" in src:
+        attn = int(src["kv"]) * sh.heads
+    else:
+        attn = ATTENTION_WIDTH.get(m.ref, sh.hidden) if real else sh.hidden
+    return Arch(Block(sh.hidden, attn, ffn, max(sh.heads, 1)), sh.layers if m.family == "t5" else 0)
+
+
+# --------------------------------------------------------------------------- training
+def hpu_lazy(target: TargetSpec) -> bool:
+    """A device that trains in lazy mode (the catalog's ``lazy_graphs``: Gaudi), not turned off
+    by the target (``lazy_mode = off``; optimum-habana's ``use_lazy_mode`` defaults to True)."""
+    return DEVICES[target.device].lazy_graphs and bool(target.options.get("lazy_mode", True))
+
+
+def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> float:
+    """Activations kept for backward on one device.
+
+    * without gradient checkpointing: every layer's activations;
+    * with it: each layer's input (``e·s·b·h``), plus one layer's activations while it is
+      recomputed (the largest layer);
+    * on an HPU in lazy mode, the first iteration accumulates the whole step in one graph
+      before any of it runs (seed 000: batch > 1 does not fit "due to the memory space taken
+      by the graph where operations are accumulated during the first iteration"): until it
+      runs, nothing of the step is freed.  The graph holds every layer's activations and
+      their gradients in backward: 2x every layer's activations, with or without
+      checkpointing (the recomputed forward is the same operations on the same inputs in
+      the same graph, which a graph compiler merges with the forward: torch-xla's
+      checkpoint puts an optimization barrier in to stop XLA doing exactly that).
+      Calibrated on the seed's one fact: T5-3B fp32 at 1024/128 tokens fits 96 GB at batch
+      1 (78 GB) and not at batch 2 (108 GB); counting one copy would let batch 2 fit.
+    """
+    p, b = target.parallel, target.batch.micro
+    L = arch.block.split(p.tp)
+    s, h = sh.seq_len, L.hidden
+    if arch.decoder_layers:
+        t = spec.dataset.target_len
+        enc_n, dec_n = sh.layers / p.pp, arch.decoder_layers / p.pp
+        enc, dec = encoder_layer(s, b, L, e), decoder_layer(t, s, b, L, e)
+        full = enc_n * enc + dec_n * dec
+        # layer inputs, the encoder output every cross-attention reads, one layer recomputed
+        kept = enc_n * e * s * b * h + dec_n * e * t * b * h + e * s * b * h + max(enc, dec)
+        head = lm_head(t, b, sh.vocab, e, loss=True)
+    else:
+        n = sh.layers / p.pp
+        layer = encoder_layer(s, b, L, e)
+        full, kept = n * layer, n * e * s * b * h + layer
+        head = lm_head(s, b, sh.vocab, e, loss=True)  # vit: vocab 0 (the class head is negligible)
+    if hpu_lazy(target):
+        return 2 * full + head
+    return (kept if target.gradient_checkpointing else full) + head
+
+
+# --------------------------------------------------------------------------- inference
+def inference(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> float:
+    """A forward pass without autograd (``task infer`` of a transformer): one layer's working set."""
+    b = target.batch.micro
+    L = arch.block.split(target.parallel.tp)
+    return inference_layer(sh.seq_len, b, L, e) + lm_head(sh.seq_len, b, sh.vocab, e, loss=False)
+
+
+def generation(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> tuple[float, float]:
+    """(prefill activations, KV cache) of one device for ``task generate``.
+
+    * KV cache: keys and values of every layer for the prompt and the generated tokens,
+      ``2 · layers · b · (prompt + new) · d · e`` (d split by tensor parallelism); an
+      encoder-decoder also caches the cross-attention keys and values of the source
+      (``2 · decoder layers · b · source · d · e``);
+    * activations: the prefill, the largest forward of the generation (the prompt at once;
+      each later step sees one token): one layer's working set at the prompt length, the
+      logits of the prompt and the fp32 scores of the last position.
+    """
+    p, b = target.parallel, target.batch.micro
+    L = arch.block.split(p.tp)
+    prompt = spec.dataset.prompt_tokens or PROMPT_TOKENS
+    total = prompt + spec.task.max_new_tokens
+    layers = sh.layers / p.pp
+    if not spec.task.kv_cache:
+        kv = 0.0
+    elif arch.decoder_layers:
+        src = spec.dataset.seq_len
+        kv = 2 * (arch.decoder_layers / p.pp) * b * (spec.task.max_new_tokens + src) * L.attn * e
+        prompt = src  # the encoder's pass over the source is the large forward
+    else:
+        kv = 2 * layers * b * total * L.attn * e
+    acts = inference_layer(prompt, b, L, e) + lm_head(prompt, b, sh.vocab, e, loss=False) + 4 * b * sh.vocab
+    return acts, kv
+
+
+# --------------------------------------------------------------------------- diffusion
+@dataclass(frozen=True)
+class UNet:
+    """The shape of a latent-diffusion pipeline that decides its activations."""
+
+    #: latent side (image side / 8: the VAE downsamples 3 times)
+    latent: int
+    #: UNet channels per resolution level (level i at latent / 2**i)
+    channels: tuple[int, ...]
+    #: which levels have transformer blocks (self- and cross-attention)
+    attention: tuple[bool, ...]
+    layers_per_block: int
+    heads: int
+    #: text-encoder tokens the cross-attention reads (CLIP: 77)
+    text_len: int
+    #: VAE channels per level, encoder order (the decoder runs them reversed)
+    vae: tuple[int, ...]
+
+
+#: Stable Diffusion 1.x (CompVis/stable-diffusion-v1-4 unet/config.json: block_out_channels
+#: 320, 640, 1280, 1280, CrossAttnDownBlock2D x 3 + DownBlock2D, layers_per_block 2,
+#: attention_head_dim 8 (= 8 heads), sample_size 64; vae/config.json: block_out_channels
+#: 128, 256, 512, 512, sample_size 512; text_encoder: 77 positions), scaled by the base width
+def unet_for(spec: WorkloadSpec, sh, real: bool) -> UNet:
+    """The UNet/VAE of the model's shape keys, as the worker builds them
+    (``accelctl.worker.models._sd_from_shape``): the real widths where the shape lists them
+    (SD 1.x: 320/640/1280/1280, VAE 128/256/512/512), else the stand-in's (c, 2c) UNet with
+    attention on its first level and (c, c, 2c, 2c) VAE; no attention at the lowest level;
+    latent = image_size / 8; CLIP's 77 text tokens."""
+    m = spec.model
+    s = m.real_shape if (real and m.real_shape) else m.stand_in
+    c = int(s.get("channels", 32))
+    chans = tuple(int(x) for x in s.get("unet_channels") or (c, 2 * c))
+    vae = tuple(int(x) for x in s.get("vae_channels") or (c, c, 2 * c, 2 * c))
+    return UNet(max(int(s.get("image_size", 64)) // 8, 1), chans, (True,) * (len(chans) - 1) + (False,),
+                int(s.get("layers_per_block", 1)), int(s.get("heads", 2)), 77, vae)
+
+
+def unet_elements(u: UNet) -> tuple[float, float]:
+    """(skip connections, peak working set) of one UNet sample, in elements.
+
+    The down path's outputs wait for the up path: conv_in's output, each down layer's output,
+    each downsampler's.  The working set of a level at resolution r (n = r² tokens, c
+    channels) is the largest of a ResNet block (its 2c concatenated input, that input
+    normed, the c-channel output: 5·c·n), a transformer block's self-attention (hidden
+    state, its norm and Q, K, V: 5·c·n, plus the heads' n x n scores and probabilities:
+    2·heads·n²), its cross-attention (scores against the text: 2·heads·n·text) and its
+    GEGLU feed-forward (8c projection, 4c gate and the input: 14·c·n); the mid block has
+    attention at the lowest resolution.
+    """
+    res = [max(u.latent >> i, 1) for i in range(len(u.channels))]
+    skips = u.channels[0] * res[0] ** 2
+    skips += sum(u.layers_per_block * c * r * r for c, r in zip(u.channels, res))
+    skips += sum(c * max(r // 2, 1) ** 2 for c, r in zip(u.channels[:-1], res[:-1]))
+
+    def peak(c: int, r: int, attn: bool) -> float:
+        n = r * r
+        if not attn:
+            return 5 * c * n
+        return max(5 * c * n + 2 * u.heads * n * n, 5 * c * n + 2 * u.heads * n * u.text_len, 14 * c * n)
+
+    levels = [peak(c, r, a) for c, r, a in zip(u.channels, res, u.attention)]
+    levels.append(peak(u.channels[-1], res[-1], True))
+    return float(skips), float(max(levels))
+
+
+def vae_decode_elements(u: UNet) -> float:
+    """Peak working set of the VAE decoder for one image, in elements: up level j at
+    resolution latent·2^j reads its input (c_in channels) and its norm and writes c_j
+    channels: (2·c_in + c_j)·R²; the mid block's single-head attention at the latent
+    resolution: 5·c·n + 2·n²."""
+    chans = list(reversed(u.vae))
+    n = u.latent ** 2
+    best = 5 * chans[0] * n + 2 * n * n
+    prev = chans[0]
+    for j, c in enumerate(chans):
+        r = u.latent << j
+        best = max(best, (2 * prev + c) * r * r)
+        prev = c
+    return float(best)
+
+
+def diffusion(spec: WorkloadSpec, target: TargetSpec, sh, real: bool, e: int) -> float:
+    """Activations of text-to-image generation on one device: the denoising loop's UNet runs
+    b images, twice with classifier-free guidance (guidance_scale > 1: unconditional and
+    conditional halves in one batch); the VAE then decodes the b latents.  The two do not
+    overlap: the larger one counts.  Attention scores are materialized (diffusers' attention
+    as baddbmm + softmax); a fused attention kernel keeps none, so this is then an upper bound."""
+    u = unet_for(spec, sh, real)
+    b = target.batch.micro
+    samples = b * (2 if spec.task.guidance_scale > 1 else 1)
+    skips, peak = unet_elements(u)
+    return e * max(samples * (skips + peak), b * vae_decode_elements(u))
