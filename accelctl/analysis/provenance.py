@@ -65,3 +65,20 @@ def model_line(ran: dict[str, Any]) -> str:
         real = f" -- not {m['names']}" if m.get("names") else ""
         return f"STAND-IN model {what}{real}"
     return f"model {what}"
+
+
+def data_line(ran: dict[str, Any]) -> str:
+    """What data a run read, or "" for synthetic data."""
+    d = ran.get("data") or {}
+    if "fallback" in d:
+        return (f"data: {d.get('source', d['fallback'])} -- FALLBACK: {d.get('wanted', 'the dataset')} "
+                f"could not be loaded ({d.get('fallback_reason', '?')})")
+    if d.get("source", "synthetic") == "synthetic" and "records" not in d:
+        return ""
+    where = ", ".join(f"{k} {d[k]}" for k in ("format", "config", "split") if d.get(k))
+    out = f"data: {d['source']}" + (f" ({where})" if where else "")
+    if "records" in d:
+        out += f" · {d['records']:,} records, {d.get('rank_records', d['records']):,} on rank 0"
+    if d.get("column"):
+        out += f" · column {d['column']}" + (f" -> {d['target_column']}" if d.get("target_column") else "")
+    return out

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from accelctl.analysis.provenance import is_stand_in, model_line, what_ran
+from accelctl.analysis.provenance import data_line, is_stand_in, model_line, what_ran
 from accelctl.contract.events import LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
 from accelctl.contract.job import WorkerJob
 
@@ -34,24 +34,6 @@ def _num(x: float | None, unit: str = "") -> str:
     if isinstance(x, float) and math.isnan(x):
         return "nan"
     return f"{x:,.1f}{unit}" if abs(x) >= 100 else f"{x:.4g}{unit}"
-
-
-def data_line(details: dict[str, Any]) -> str:
-    """What data a run read (the worker's ``data_*`` details), or "" for synthetic data."""
-    d = details
-    if "data_fallback" in d:
-        return (f"  data: {d.get('data', d['data_fallback'])} -- FALLBACK: {d.get('data_wanted', 'the dataset')} "
-                f"could not be loaded ({d.get('data_fallback_reason', '?')})")
-    if "data_source" not in d:
-        return ""
-    where = ", ".join(f"{k} {d[f'data_{k}']}" for k in ("format", "config", "split") if d.get(f"data_{k}"))
-    out = f"  data: {d['data_source']} ({where})"
-    if "data_records" in d:
-        out += f" · {d['data_records']:,} records, {d.get('data_rank_records', d['data_records']):,} on rank 0"
-    if d.get("data_column"):
-        out += f" · column {d['data_column']}" + (f" -> {d['data_target_column']}" if d.get("data_target_column")
-                                                  else "")
-    return out
 
 
 class ConsoleSink:
@@ -139,9 +121,9 @@ class ConsoleSink:
         if self.job is not None:
             ran = what_ran(ev.details, self.job, self.rehearsal)
             self._print("  " + model_line(ran), "bold yellow" if is_stand_in(ran) else None)
-        data = data_line(ev.details)
-        if data:
-            self._print(data, "bold yellow" if "data_fallback" in ev.details else None)
+            data = data_line(ran)
+            if data:
+                self._print("  " + data, "bold yellow" if "fallback" in ran["data"] else None)
         self._started = True
         self._start_progress()
         for early in self._early:

@@ -167,3 +167,18 @@ def test_store_fixture_is_small_and_machine_independent():
     for f in STORE.rglob("*"):
         if f.is_file():
             assert "/tmp/" not in f.read_text() and "/work/" not in f.read_text(), f
+
+
+def test_the_summary_panel_says_what_ran_and_marks_a_rehearsal():
+    from accelctl.tui.widgets.stats import summary_lines
+
+    ran = {"model": {"family": "vit", "params": 114250, "scale": "stand_in", "weights_source": "random init",
+                     "architecture": {"layers": 2, "hidden": 64}},
+           "data": {"source": "files:/d/pairs.csv", "format": "csv", "split": "train", "records": 24},
+           "rehearsal": {"of": "p5_fp8", "device": "h100", "world_size": 8}}
+    lines = [t.plain for t in summary_lines({"status": "ok", "what_ran": ran})]
+    assert lines[1].startswith("REHEARSAL of target p5_fp8 (8 x h100) on this CPU with the stand-in vit(layers=2")
+    assert "114 k params" in lines[1]
+    assert lines[2] == "data: files:/d/pairs.csv (format csv, split train) · 24 records, 24 on rank 0"
+    ran["rehearsal"], ran["model"]["scale"] = None, "real"
+    assert [t.plain for t in summary_lines({"status": "ok", "what_ran": ran})][1].startswith("model vit(")

@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from accelctl.analysis.stats import straggler
-from accelctl.analysis.provenance import count_text
+from accelctl.analysis.provenance import count_text, data_line, is_stand_in, model_line
 from accelctl.tui import fmt
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "stopped": "bold yellow", "incomplete": "bold yellow",
@@ -211,6 +211,11 @@ def summary_lines(summary: dict) -> list[Text]:
         msg = (failure.get("message") or "").strip().splitlines()
         head.append(f" · {failure.get('reason')} (rank {failure.get('rank')}): {msg[0] if msg else ''}", "red")
     out.append(head)
+    ran = summary.get("what_ran")
+    if ran:
+        out.append(Text(model_line(ran), style="bold yellow" if is_stand_in(ran) else ""))
+        if data := data_line(ran):
+            out.append(Text(data, style="bold yellow" if "fallback" in ran["data"] else ""))
     st = stats.get("step_time")
     if st:
         warm = f" · warm-up {stats.get('warmup_steps', 0)} excluded" if stats.get("warmup_steps") else ""
