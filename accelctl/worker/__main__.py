@@ -1,7 +1,5 @@
 """``python -m accelctl.worker JOB.json``: the process every launch starts."""
 
-import sys
+from accelctl.worker.main import exit_now, main
 
-from accelctl.worker.main import main
-
-sys.exit(main())
+exit_now(main())
