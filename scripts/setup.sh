@@ -25,6 +25,10 @@ fi
 # Every package pinned (scripts/constraints.txt): torch 2.14.1 + torchvision 0.29.1 come
 # from this machine kind's local wheel store; an unpinned torch could pull a multi-GB build.
 .venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[$extras]"
+# botocore (the aws extra): validates and submits AWS Batch requests.  --no-deps: it declares
+# python-dateutil<3 while the constraints pin 4.0.0 (pandas' choice); the parts accelctl uses
+# (service models, ParamValidator, the batch client) run with it (tests/engines/).
+.venv/bin/python -m pip install -q --no-deps botocore==1.44.5 jmespath==1.1.0
 if [ "$test_mode" = 1 ]; then
     # Transformer Engine's meta package is pure Python: its source is what te_fp8 plans are
     # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.

@@ -11,7 +11,9 @@ plus one method, and they never run anything themselves.
 from __future__ import annotations
 
 from accelctl.backends.base import Built
+from accelctl.backends.findings import CheckResult
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import Plan
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
@@ -30,6 +32,16 @@ class Engine:
              settings: EngineSpec) -> Built:
         """Turn the backend's per-node launch(es) into this engine's submission."""
         raise NotImplementedError
+
+    def node_plan(self, plan: Plan) -> Plan:
+        """The per-node plan inside ``plan``, as the backend built it for one node (what the
+        backend's own check reads); the local engine's plan is that already."""
+        return plan
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """``plan``'s submission checked by the scheduler's own software where it is installed
+        (``accelctl plan --check``), like ``Backend.check``; ``[]`` when there is nothing to ask."""
+        return []
 
 
 class LocalEngine(Engine):

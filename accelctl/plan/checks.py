@@ -4,23 +4,24 @@ Each backend owns its check (``Backend.check``, beside the backend in its packag
 torchrun parser, DeepSpeed's own config classes and launcher parser, Transformer Engine's
 source, torch-xla's API table, optimum-habana in its own venv.  A tool that is not installed
 gives a "not run" result (``ok is None``) with how to get it, never a pass; ``accelctl plan
---check`` exits 3 on one unless ``--allow-unavailable``.  This module only asks the
-plan's backend.
+--check`` exits 3 on one unless ``--allow-unavailable``.  Engines past one machine
+check their submission the same way (``Engine.check``: AWS Batch requests against
+botocore's service model).  This module only asks the plan's backend and engine.
 """
 
 from __future__ import annotations
 
 from accelctl.backends.findings import CheckResult
 from accelctl.contract.plan import Plan
-from accelctl.plan.registry import BACKENDS
+from accelctl.plan.registry import BACKENDS, ENGINES
 from accelctl.spec.types import WorkloadSpec
 
 __all__ = ["CheckResult", "check_plan"]
 
 
 def check_plan(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
-    """Every check of ``plan``'s backend (``[]``: it has no external tool to ask)."""
-    backend = BACKENDS.get(plan.backend)
-    if backend is None:
-        return []
-    return backend.check(plan, spec.for_target(spec.target(plan.target)))
+    """Every check of ``plan``'s backend and engine (``[]``: neither has an external tool to ask)."""
+    backend, engine = BACKENDS.get(plan.backend), ENGINES.get(plan.engine)
+    spec = spec.for_target(spec.target(plan.target))
+    node = engine.node_plan(plan) if engine else plan
+    return [*(backend.check(node, spec) if backend else []), *(engine.check(plan, spec) if engine else [])]

@@ -24,4 +24,5 @@ BACKENDS: dict[str, str] = {
 #: engine name -> "module:Class" (``engine = ...`` in a target, ``--engine``)
 ENGINES: dict[str, str] = {
     "local": "accelctl.engines.base:LocalEngine",
+    "aws_batch": "accelctl.engines.aws_batch:AwsBatchEngine",
 }

@@ -1,0 +1,219 @@
+"""AWS Batch multi-node parallel jobs (seed 001: DeepSpeed on a cluster of dl1.24xlarge).
+
+``wrap`` renders two request bodies as generated files -- RegisterJobDefinition (type
+``multinode``: ``nodeProperties`` with one node range ``0:`` running the container
+entrypoint) and SubmitJob -- and the launch becomes the submission:
+``python -m accelctl.engines.batch_submit`` registers the definition and submits the
+revision it got back, with botocore (the library that validates the requests offline in
+``check``, so one dependency both checks and submits, and the submitted revision is exactly
+the registered one, not "the latest of that name").
+
+In the container every node runs ``python -m accelctl.engines.batch_entrypoint``: it reads
+``AWS_BATCH_JOB_*``, the nodes meet over TCP at the main node, and each starts DeepSpeed's
+per-node launch (``--no_ssh --node_rank``).  What the node runs -- the backend's deepspeed
+argv and the run folder's files (job.json, ds_config.json, deepspeed_env) -- travels in the
+job definition's environment (``ACCELCTL_BATCH_NODE``, JSON), so the image needs accelctl
+and its run extras, nothing per workload.
+
+Assumptions, stated in the plan's notes: Gaudi devices are mapped as ``/dev/accel/accel<N>``
+plus ``/dev/accel/accel_controlD<N>`` (the kernel accel-subsystem names of the Habana driver;
+AWS Batch has no Gaudi resource type, only GPU/VCPU/MEMORY); Neuron devices as
+``/dev/neuron<N>``; EFA adapters as ``/dev/infiniband/uverbs<N>`` with memlock unlimited.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+from accelctl.backends.base import Built
+from accelctl.backends.deepspeed.launch import HOSTFILE
+from accelctl.backends.findings import CheckResult, not_run
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.engines.base import Engine
+from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
+from accelctl.errors import Diagnostic, PlanError
+from accelctl.spec.catalog import DEVICES, INSTANCES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+JOB_DEFINITION_FILE = "batch_job_definition.json"
+SUBMIT_FILE = "batch_submit_job.json"
+ENTRYPOINT = ("python", "-m", "accelctl.engines.batch_entrypoint")
+SUBMITTER = ("python", "-m", "accelctl.engines.batch_submit")
+#: the code of an aws_batch engine setting that is missing or cannot work
+CODE = "E546"
+#: instance memory in GiB (AWS instance type pages); Batch reserves some for its agent, so a
+#: job asks for RESERVE of it
+INSTANCE_MEMORY_GIB = {
+    "dl1.24xlarge": 768, "p4d.24xlarge": 1152, "p4de.24xlarge": 1152, "p5.48xlarge": 2048,
+    "trn1.2xlarge": 32, "trn1.32xlarge": 512, "inf2.xlarge": 16, "inf2.8xlarge": 128,
+    "inf2.24xlarge": 384, "inf2.48xlarge": 768,
+}
+RESERVE = 0.9
+#: NeuronCores per Neuron device (trn1, inf2): Batch maps devices, targets count cores
+NEURON_CORES_PER_DEVICE = 2
+
+
+def _name(text: str) -> str:
+    """A Batch name: letters, digits, hyphens, underscores, at most 128."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", text)[:128]
+
+
+def efa_adapters(instance: str) -> int:
+    m = re.search(r"(\d+)x\d+ Gbps EFA", INSTANCES[instance].network) if instance in INSTANCES else None
+    return int(m.group(1)) if m else 0
+
+
+def _refuse(spec: WorkloadSpec, target: TargetSpec, key: str, message: str, hint: str) -> PlanError:
+    span = (spec.origins.get(f"engines.aws_batch.{key}") or spec.origins.get(f"targets.{target.name}.engine")
+            or spec.origins.get(f"targets.{target.name}"))
+    return PlanError(diagnostics=[Diagnostic(CODE, message, span, spec.path, hint)])
+
+
+def accelerator(target: TargetSpec) -> tuple[list[dict], list[dict]]:
+    """(resourceRequirements, linuxParameters.devices) for the target's accelerators on one node."""
+    adapter = DEVICES[target.device].adapter
+    n = target.devices
+    if adapter == "cuda":
+        return [{"type": "GPU", "value": str(n)}], []
+    if adapter == "hpu":
+        paths = [f"/dev/accel/accel{i}" for i in range(n)] + [f"/dev/accel/accel_controlD{i}" for i in range(n)]
+    elif adapter == "xla":
+        paths = [f"/dev/neuron{i}" for i in range(-(-n // NEURON_CORES_PER_DEVICE))]
+    else:
+        paths = []
+    return [], [{"hostPath": p, "containerPath": p, "permissions": ["READ", "WRITE", "MKNOD"]} for p in paths]
+
+
+class AwsBatchEngine(Engine):
+    name = "aws_batch"
+    summary = "AWS Batch multi-node parallel job (job definition + SubmitJob, DeepSpeed per node)"
+    backends = ("deepspeed",)
+
+    def wrap(self, spec, target, built, job, settings):
+        s = dict(settings.settings)
+        if len(built.launches) != 1:
+            raise _refuse(spec, target, "job_definition", f"engine aws_batch places one deepspeed launch per node, "
+                          f"the backend gave {len(built.launches)}", "leave engine deepspeed { ssh } unset")
+        for key in ("job_queue", "image"):
+            if not s.get(key):
+                raise _refuse(spec, target, key, f"engine aws_batch needs {key}",
+                              f'set engine aws_batch {{ {key} = "..." }}')
+        vcpus = s.get("vcpus") or (INSTANCES[target.instance].vcpus if target.instance in INSTANCES else 0)
+        mem_gib = INSTANCE_MEMORY_GIB.get(target.instance)
+        memory_mib = (int(s["memory"]) // 2**20 if s.get("memory")
+                      else int(mem_gib * 1024 * RESERVE) if mem_gib else 0)
+        if not vcpus or not memory_mib:
+            raise _refuse(spec, target, "vcpus" if not vcpus else "memory",
+                          f"engine aws_batch cannot size a node of target {target.name} (instance "
+                          f"{target.instance or 'none'} is not in the catalog)",
+                          "set engine aws_batch { vcpus = N  memory = N GB }")
+        adapters = efa_adapters(target.instance)
+        efa = s.get("efa", adapters > 0 and target.nodes > 1)
+        if efa and not adapters:
+            raise _refuse(spec, target, "efa", f"efa = on but instance {target.instance or '(none)'} has no EFA "
+                          "adapter in the catalog", "set efa = off, or pick an instance with EFA")
+        launch = built.launches[0]
+        # the hostfile is the main node's to write, from the addresses the nodes report
+        files = [f for f in built.files if f.path != HOSTFILE]
+        warnings = [w for w in built.warnings if f"{RUN_DIR}/{HOSTFILE}" not in w]
+        node = {"argv": list(launch.argv), "slots": target.devices,
+                "files": {f.path: f.content for f in files}, "job": job.to_dict()}
+        env = {**launch.env, NODE_ENV: json.dumps(node, sort_keys=True, separators=(",", ":"))}
+        requirements, devices = accelerator(target)
+        requirements = [{"type": "VCPU", "value": str(vcpus)}, {"type": "MEMORY", "value": str(memory_mib)},
+                        *requirements]
+        linux: dict = {"sharedMemorySize": memory_mib // 4}
+        container: dict = {"image": s["image"], "command": list(ENTRYPOINT), "resourceRequirements": requirements,
+                           "environment": [{"name": k, "value": v} for k, v in sorted(env.items())]}
+        if target.instance in INSTANCES and target.instance != "local":
+            container["instanceType"] = target.instance
+        if efa:
+            devices += [{"hostPath": f"/dev/infiniband/uverbs{i}", "containerPath": f"/dev/infiniband/uverbs{i}",
+                         "permissions": ["READ", "WRITE", "MKNOD"]} for i in range(adapters)]
+            container["ulimits"] = [{"name": "memlock", "softLimit": -1, "hardLimit": -1}]
+        if devices:
+            linux["devices"] = devices
+        container["linuxParameters"] = linux
+        if s.get("role_arn"):
+            container["jobRoleArn"] = s["role_arn"]
+        definition_name = _name(s.get("job_definition") or f"{spec.name}-{target.name}")
+        definition: dict = {
+            "jobDefinitionName": definition_name, "type": "multinode", "platformCapabilities": ["EC2"],
+            "nodeProperties": {"numNodes": target.nodes, "mainNode": 0,
+                               "nodeRangeProperties": [{"targetNodes": "0:", "container": container}]},
+        }
+        if s.get("attempts"):
+            definition["retryStrategy"] = {"attempts": int(s["attempts"])}
+        submit = {"jobName": _name(f"{spec.name}-{target.name}"), "jobQueue": s["job_queue"],
+                  "jobDefinition": definition_name}
+        out_files = [
+            GeneratedFile(JOB_DEFINITION_FILE, json.dumps(definition, indent=2, sort_keys=True) + "\n",
+                          role="AWS Batch RegisterJobDefinition request (multinode)"),
+            GeneratedFile(SUBMIT_FILE, json.dumps(submit, indent=2, sort_keys=True) + "\n",
+                          role="AWS Batch SubmitJob request (jobDefinition: the registered revision)"),
+        ]
+        submit_launch = Launch("submit", (*SUBMITTER, f"{RUN_DIR}/{JOB_DEFINITION_FILE}", f"{RUN_DIR}/{SUBMIT_FILE}"),
+                               {}, processes=0, wait=True)
+        notes = [*built.notes,
+                 f"AWS Batch: {target.nodes} node(s) of {target.instance or 'any instance'} ({vcpus} vCPUs, "
+                 f"{memory_mib} MiB, /dev/shm {memory_mib // 4} MiB), queue {s['job_queue']}; each node runs "
+                 f"{' '.join(ENTRYPOINT)}: the nodes report to the main node over TCP, it writes the hostfile, "
+                 "every node starts deepspeed --no_ssh --node_rank N",
+                 "the run folder's files travel in the job definition's environment (" + NODE_ENV + ")"]
+        if DEVICES[target.device].adapter in ("hpu", "xla"):
+            notes.append("assumption: accelerators mapped as linuxParameters.devices (" +
+                         ("/dev/accel/accel<N> + accel_controlD<N>" if DEVICES[target.device].adapter == "hpu"
+                          else "/dev/neuron<N>") + "); AWS Batch has no resource type for them")
+        if efa:
+            notes.append(f"EFA: {adapters} adapter(s) mapped (/dev/infiniband/uverbs0..{adapters - 1}), memlock "
+                         "unlimited")
+        return Built([submit_launch], [*files, *out_files], notes, warnings)
+
+    def node_plan(self, plan: Plan) -> Plan:
+        """The launch each node runs (rank by rank, as the entrypoint rewrites it) beside a
+        hostfile of stand-in hosts ``node0..``: what the deepspeed backend's check reads."""
+        files = {f.path: f for f in plan.files}
+        definition = json.loads(files[JOB_DEFINITION_FILE].content)
+        nodes = definition["nodeProperties"]["numNodes"]
+        container = definition["nodeProperties"]["nodeRangeProperties"][0]["container"]
+        env = {e["name"]: e["value"] for e in container["environment"]}
+        node = json.loads(env.pop(NODE_ENV))
+        argv, extra = node["argv"], []
+        if nodes > 1:
+            hosts = "".join(f"node{i} slots={node['slots']}\n" for i in range(nodes))
+            extra = [GeneratedFile(HOSTFILE, hosts, role="stand-in hostfile (written by the main node at run time)")]
+            launches = tuple(Launch(f"node{r}", tuple(node_argv(argv, master="node0", rank=r)), env,
+                                    processes=node["slots"]) for r in range(nodes))
+        else:
+            launches = (Launch("deepspeed", tuple(argv), env, processes=node["slots"]),)
+        kept = [f for f in plan.files if f.path not in (JOB_DEFINITION_FILE, SUBMIT_FILE)]
+        return dataclasses.replace(plan, launches=launches, files=(*kept, *extra))
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """Both requests validated by botocore's own Batch service model (offline)."""
+        try:
+            import botocore.session
+            import botocore.validate
+        except ImportError:
+            return [not_run("botocore (AWS Batch service model)",
+                            "botocore is not installed: pip install 'accelctl[aws]'")]
+        import botocore
+
+        model = botocore.session.get_session().get_service_model("batch")
+        files = {f.path: f.content for f in plan.files}
+        out = []
+        for op, path in (("RegisterJobDefinition", JOB_DEFINITION_FILE), ("SubmitJob", SUBMIT_FILE)):
+            report = validate_request(model, op, json.loads(files[path]))
+            out.append(CheckResult(f"botocore {botocore.__version__} batch {op} ({path})", not report,
+                                   report.splitlines() or ["valid"]))
+        return out
+
+
+def validate_request(model, operation: str, params: dict) -> str:
+    """botocore's ParamValidator report for ``params`` ("" = valid)."""
+    import botocore.validate
+
+    report = botocore.validate.ParamValidator().validate(params, model.operation_model(operation).input_shape)
+    return report.generate_report() if report.has_errors() else ""
