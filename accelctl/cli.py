@@ -296,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: no such workload file: {args.file}", file=sys.stderr)
         return 2
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # inside the try: a reader gone before the buffered output is written
+        return code
     except AccelctlError as exc:
         _print_error(exc)
         return exc.exit_code if exc.exit_code != 1 else 1
