@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -141,7 +142,16 @@ def use_tui(args) -> bool:
     return missing is None
 
 
+def _stop_like_ctrl_c(signum, frame) -> None:
+    """SIGTERM / SIGHUP to ``accelctl run`` stop the run as Ctrl-C does (its launches get the
+    SIGINT -> SIGTERM -> SIGKILL sequence, the run is recorded ``stopped``), instead of
+    killing the runner and leaving its workers running."""
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
 def cmd_run(args) -> int:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop_like_ctrl_c)
     from accelctl.api import launch, load_selected, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
 

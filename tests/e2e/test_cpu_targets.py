@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +83,42 @@ def test_rehearsal_of_an_accelerator_target_runs_here_and_is_marked_everywhere(t
     real_looking = dataclasses.replace(entry, ran="", source="other")
     notes = compare_table(compare(real_looking, entry)).notes
     assert any(n.startswith("NOT THE SAME MODEL") for n in notes)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd and int(proc.name) != os.getpid():
+                found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_to_the_runner_stops_the_run_and_leaves_no_process(sig, tmp_path):
+    """Like Ctrl-C: the 2-rank run is stopped, recorded `stopped`, and torchrun and both ranks end."""
+    text = (ROOT / "workloads" / "ddp_cpu.wl").read_text().replace("steps = 10 steps", "steps = 5000 steps")
+    wl = tmp_path / "long.wl"
+    wl.write_text(text)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", "ddp_cpu", "--headless",
+                             "--runs-dir", str(runs)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        for line in proc.stdout:
+            if "[measure]" in line:
+                break
+        assert len(_processes_mentioning(str(runs))) >= 3  # torchrun and two ranks, running
+        proc.send_signal(sig)
+        rest = proc.communicate(timeout=120)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, rest[-2000:]
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "stopped"
+    assert _processes_mentioning(str(runs)) == []
