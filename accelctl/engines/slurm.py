@@ -50,6 +50,9 @@ CONSTRAINT_RE = re.compile(r"[A-Za-z0-9_.,&|\[\]()*:-]+")
 GRES_RE = re.compile(r"[A-Za-z0-9_.,:-]+")
 PATTERNS = {"partition": NAME_RE, "account": NAME_RE, "qos": NAME_RE, "constraint": CONSTRAINT_RE,
             "gres": GRES_RE}
+#: what sbatch says when it cannot ask a controller (not a verdict on the script)
+UNREACHABLE = ("Unable to contact slurm controller", "Could not establish a configuration source",
+               "Could not open configuration file", "Communication connection failure", "Munge")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: the agent's node rank is the task's own $SLURM_NODEID, so it is read inside the task
 AGENT = 'py=$1; shift; exec "$py" -m torch.distributed.run --node_rank="$SLURM_NODEID" "$@"'
@@ -108,14 +111,14 @@ def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settin
     lines += ['head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)',
               "addr=$(scontrol show node \"$head\" -o | sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')",
               'addr="${addr:-$head}"',
-              "port=$(\"$py\" -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
-              "print(s.getsockname()[1])')",
+              ("port=$(\"$py\" -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
+              "print(s.getsockname()[1])')"),
               'echo "accelctl: job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, rendezvous $addr:$port"']
     args = " ".join(word(a) for a in agent_args(launch.argv))
     lines += ['srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \\',
               f"  bash -c {shlex.quote(AGENT)} agent \"$py\" \\",
-              '  --nnodes="$SLURM_JOB_NUM_NODES" --rdzv_backend=c10d --rdzv_endpoint="$addr:$port" '
-              '--rdzv_id="$SLURM_JOB_ID" \\',
+              ('  --nnodes="$SLURM_JOB_NUM_NODES" --rdzv_backend=c10d --rdzv_endpoint="$addr:$port" '
+              '--rdzv_id="$SLURM_JOB_ID" \\'),
               f"  {args}", ""]
     return "\n".join(lines)
 
@@ -145,10 +148,10 @@ class SlurmEngine(Engine):
         script = render_script(spec, target, launch, s, job.threads)
         submit = Launch("sbatch", (*SUBMITTER, f"{RUN_DIR}/{SCRIPT}"), {}, processes=0)
         notes = [*built.notes,
-                 f"Slurm: {target.nodes} node(s) x 1 torchrun agent ({target.devices} process(es) each), "
-                 "c10d rendezvous on the allocation's first host; the run folder must be shared by the nodes",
-                 f"submit: {' '.join(SUBMITTER)} {RUN_DIR}/{SCRIPT} (sbatch --parsable, follows the job, "
-                 "scancel on stop)"]
+                 (f"Slurm: {target.nodes} node(s) x 1 torchrun agent ({target.devices} process(es) each), "
+                 "c10d rendezvous on the allocation's first host; the run folder must be shared by the nodes"),
+                 (f"submit: {' '.join(SUBMITTER)} {RUN_DIR}/{SCRIPT} (sbatch --parsable, follows the job, "
+                 "scancel on stop)")]
         return Built([submit], [*built.files, GeneratedFile(SCRIPT, script, role="Slurm batch script",
                                                             executable=True)], notes, list(built.warnings))
 
@@ -166,4 +169,39 @@ class SlurmEngine(Engine):
                                    files=tuple(f for f in plan.files if f.path != SCRIPT))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
-        return [not_run("sbatch --test-only", "not built yet")]
+        """``sbatch --test-only`` on the rendered script: the controller validates every
+        ``#SBATCH`` request (partition, account, nodes, gres, time) and says when it would
+        start, without queueing anything.  Not run without sbatch or a reachable controller."""
+        import shutil
+        import subprocess
+        import tempfile
+
+        tool = "sbatch --test-only (Slurm controller)"
+        if shutil.which("sbatch") is None:
+            return [not_run(tool, "sbatch is not installed (Slurm's client)")]
+        import os
+
+        conf = os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
+        if not os.path.exists(conf):  # sbatch would retry reading it for 60 s
+            return [not_run(tool, f"no Slurm configuration ({conf} does not exist)")]
+        try:
+            ping = subprocess.run(["scontrol", "ping"], check=False, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return [not_run(tool, f"scontrol ping: {exc}")]
+        if ping.returncode != 0 or " is UP" not in ping.stdout:
+            said = (ping.stdout + ping.stderr).strip().splitlines()
+            return [not_run(tool, f"no Slurm controller reachable: {said[-1] if said else ping.returncode}")]
+        script = next(f.content for f in plan.files if f.path == SCRIPT)
+        with tempfile.TemporaryDirectory(prefix="accelctl-sbatch-") as d:
+            path = f"{d}/{SCRIPT}"
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(script)
+            try:
+                r = subprocess.run(["sbatch", "--test-only", path], cwd=d, check=False, capture_output=True,
+                                   text=True, timeout=20)
+            except subprocess.TimeoutExpired:
+                return [not_run(tool, "sbatch --test-only did not answer in 20 s")]
+        lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+        if r.returncode != 0 and any(s in " ".join(lines) for s in UNREACHABLE):
+            return [not_run(tool, f"no Slurm controller reachable: {lines[-1] if lines else r.returncode}")]
+        return [CheckResult(tool, r.returncode == 0, lines or [f"exit code {r.returncode}"])]

@@ -28,7 +28,7 @@ _stop = {"signal": 0}
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
     # a session of its own: the runner's SIGINT to our group must not cut a query short
-    return subprocess.run(argv, capture_output=True, text=True, start_new_session=True)  # noqa: S603
+    return subprocess.run(argv, check=False, capture_output=True, text=True, start_new_session=True)
 
 
 def job_state(job_id: str) -> tuple[str, int | None]:
@@ -45,7 +45,7 @@ def job_state(job_id: str) -> tuple[str, int | None]:
     return "", None
 
 
-def _on_signal(signum, frame):  # noqa: ARG001
+def _on_signal(signum, frame):
     _stop["signal"] = signum
 
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, ACCELCTL_PYTHON=sys.executable)
     t0 = time.time()
     try:
-        r = subprocess.run(["sbatch", "--parsable", script.name], cwd=script.parent, env=env,  # noqa: S603, S607
+        r = subprocess.run(["sbatch", "--parsable", script.name], cwd=script.parent, env=env, check=False,
                            capture_output=True, text=True, start_new_session=True)
     except FileNotFoundError:
         print("sbatch is not installed (Slurm's client)", file=sys.stderr)

@@ -84,7 +84,7 @@ def test_every_workload_word_is_quoted():
     from accelctl.contract.plan import Launch
     from accelctl.engines.slurm import render_script
 
-    spec, p = make_plan()
+    spec, _ = make_plan()
     nasty = Launch("torchrun", ("torchrun", "--nproc_per_node=1", "-m", "accelctl.worker", "{run_dir}/a b;$(x).json"),
                    {"EVIL": "$(touch /tmp/pwned); `id`"})
     s = render_script(spec, spec.targets[0], nasty, {})
@@ -157,3 +157,28 @@ def test_stopping_the_run_cancels_the_job_and_leaves_nothing(slurm_cluster, tmp_
         time.sleep(0.2)
     assert _processes_of(handle.run_dir) == []
     print(f"\nslurm cancel: stop -> job gone and runner done in {stopped:.1f} s")
+
+
+def test_the_check_is_not_run_without_a_controller(monkeypatch, tmp_path):
+    """No slurm.conf to reach a controller (or no sbatch): reported as not run, never a pass."""
+    from accelctl.api import check_plan
+
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
+    spec, p = make_plan('partition = "debug"')
+    results = {r.tool: r for r in check_plan(p, spec)}
+    assert results["torchrun parser (node0)"].ok is True
+    sbatch = results["sbatch --test-only (Slurm controller)"]
+    assert sbatch.ok is None, sbatch
+
+
+@pytest.mark.slow
+def test_the_controller_checks_the_script(slurm_cluster):
+    from accelctl.api import check_plan
+
+    spec, p = make_plan('partition = "debug"  time_limit = 5 min')
+    (ok,) = [r for r in check_plan(p, spec) if r.tool.startswith("sbatch")]
+    assert ok.ok is True and any("to start at" in m for m in ok.messages), ok
+    spec, p = make_plan('partition = "nosuch"')
+    (bad,) = [r for r in check_plan(p, spec) if r.tool.startswith("sbatch")]
+    assert bad.ok is False and any("partition" in m.lower() for m in bad.messages), bad
+    assert slurm_cluster.queue() == ""
