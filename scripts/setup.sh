@@ -7,7 +7,8 @@
 #   scripts/setup.sh --test   also what the whole test suite needs: pytest, Transformer
 #                             Engine's pure-Python package and optimum-habana in its own
 #                             venv (.venv-habana) to check plans against, tmux for the
-#                             TUI's terminal test
+#                             TUI's terminal test, Slurm + munge (as root, apt-get) for the
+#                             slurm engine's local two-node cluster
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -34,9 +35,17 @@ if [ "$test_mode" = 1 ]; then
     # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
     .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2
     ./scripts/setup-habana.sh
-    # tmux drives the TUI's end-to-end test in a real terminal
-    if ! command -v tmux >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+    # tmux drives the TUI's end-to-end test in a real terminal; Slurm (munged, slurmctld, two
+    # slurmd on this host, started by tests/engines/conftest.py) runs the slurm engine's jobs
+    pkgs=""
+    command -v tmux >/dev/null || pkgs="tmux"
+    for tool in munged slurmctld slurmd sbatch; do
+        command -v "$tool" >/dev/null || { pkgs="$pkgs slurmctld slurmd slurm-client munge"; break; }
+    done
+    if [ -n "$pkgs" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        # shellcheck disable=SC2086
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
     fi
 fi
 .venv/bin/accelctl --version

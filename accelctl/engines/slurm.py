@@ -1,0 +1,207 @@
+"""Slurm: one batch job, one torchrun agent per node, rendezvous on the allocation's first host.
+
+``wrap`` renders ``job.sbatch`` (a generated file of the run folder): ``#SBATCH`` lines for
+the nodes (``--ntasks-per-node=1``: one agent per node), CPUs per task, GPUs (``--gres=gpu:N``
+where the device family is cuda, or the ``gres`` setting as written), time, partition,
+account, QOS, constraint and memory from the target and the ``engine slurm {}`` block, and
+``--output`` into the submit directory.  The body finds the first host of the allocation
+(its ``NodeAddr``, so nodes whose names do not resolve work too), picks a free port there and
+``srun``s one ``torch.distributed.run`` agent per node with ``--nnodes=$SLURM_JOB_NUM_NODES
+--node_rank=$SLURM_NODEID --rdzv_backend=c10d --rdzv_endpoint=HEAD:PORT
+--rdzv_id=$SLURM_JOB_ID`` and the backend's worker.  Every word that comes from the workload
+is quoted with ``shlex.quote``; the settings that reach ``#SBATCH`` lines are checked against
+a safe character set (E547 at the setting otherwise).
+
+The plan's launch is the submission, ``python -m accelctl.engines.slurm_submit
+{run_dir}/job.sbatch``: it runs ``sbatch --parsable`` in the run folder, follows the job with
+``scontrol show job`` / ``squeue`` until it ends and exits with the job's exit code; on
+SIGINT/SIGTERM it runs ``scancel`` and waits until the job is gone.  So the ordinary runner
+follows a Slurm job (its ranks append ``rank<N>.jsonl`` to the run folder) and stops it.
+
+The run folder must be on a filesystem every node of the allocation sees (the script reads
+``$SLURM_SUBMIT_DIR/job.json``, the ranks write their events there): true on one host, and on
+clusters whose home or scratch is shared.  The nodes need the same Python environment as the
+submitter: the submit helper exports ``ACCELCTL_PYTHON`` (its interpreter) and ``sbatch``
+passes the submitting environment on (``--export=ALL``, Slurm's default).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+
+from accelctl.backends.base import Built
+from accelctl.backends.findings import CheckResult, not_run
+from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.engines.base import Engine
+from accelctl.errors import Diagnostic, PlanError
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+SCRIPT = "job.sbatch"
+SUBMITTER = ("python", "-m", "accelctl.engines.slurm_submit")
+#: the code of an engine slurm setting that cannot reach the batch script
+CODE = "E547"
+#: what a Slurm name (partition, account, QOS) may hold here
+NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
+#: constraint expressions (features joined by & | , with [] () * counts)
+CONSTRAINT_RE = re.compile(r"[A-Za-z0-9_.,&|\[\]()*:-]+")
+GRES_RE = re.compile(r"[A-Za-z0-9_.,:-]+")
+PATTERNS = {"partition": NAME_RE, "account": NAME_RE, "qos": NAME_RE, "constraint": CONSTRAINT_RE,
+            "gres": GRES_RE}
+#: what sbatch says when it cannot ask a controller (not a verdict on the script)
+UNREACHABLE = ("Unable to contact slurm controller", "Could not establish a configuration source",
+               "Could not open configuration file", "Communication connection failure", "Munge")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: the agent's node rank is the task's own $SLURM_NODEID, so it is read inside the task
+AGENT = 'py=$1; shift; exec "$py" -m torch.distributed.run --node_rank="$SLURM_NODEID" "$@"'
+
+
+def _refuse(spec: WorkloadSpec, target: TargetSpec, key: str, message: str, hint: str) -> PlanError:
+    span = (spec.origins.get(f"engines.slurm.{key}") or spec.origins.get(f"targets.{target.name}.engine")
+            or spec.origins.get(f"targets.{target.name}"))
+    return PlanError(diagnostics=[Diagnostic(CODE, message, span, spec.path, hint)])
+
+
+def word(text: str) -> str:
+    """One shell word: ``{run_dir}`` becomes ``"$SLURM_SUBMIT_DIR"``, the rest is quoted."""
+    parts = text.split(RUN_DIR)
+    return '"$SLURM_SUBMIT_DIR"'.join(shlex.quote(p) if p else "" for p in parts) or "''"
+
+
+def slurm_time(seconds: float) -> str:
+    """Slurm's ``D-HH:MM:SS`` for a time limit (rounded up to a whole minute, at least one)."""
+    minutes = max(1, math.ceil(seconds / 60))
+    d, rest = divmod(minutes, 24 * 60)
+    h, m = divmod(rest, 60)
+    return f"{d}-{h:02d}:{m:02d}:00"
+
+
+def agent_args(argv: tuple[str, ...]) -> list[str]:
+    """The backend's per-node ``torchrun`` arguments, without what the rendezvous replaces."""
+    args = list(argv[argv.index("torchrun") + 1:])
+    return [a for a in args if a != "--standalone" and not a.startswith(("--nnodes", "--node_rank", "--rdzv",
+                                                                          "--master_addr", "--master_port"))]
+
+
+def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settings: dict, threads: int = 1) -> str:
+    s = settings
+    job_name = re.sub(r"[^A-Za-z0-9_.-]", "-", f"{spec.name}-{target.name}")[:64]
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}", f"#SBATCH --nodes={target.nodes}",
+             "#SBATCH --ntasks-per-node=1",
+             f"#SBATCH --cpus-per-task={int(s.get('cpus_per_task') or max(1, target.devices * threads))}"]
+    if s.get("gres"):
+        lines.append(f"#SBATCH --gres={s['gres']}")
+    elif DEVICES[target.device].adapter == "cuda":
+        lines.append(f"#SBATCH --gres=gpu:{target.devices}")
+    if s.get("time_limit"):
+        lines.append(f"#SBATCH --time={slurm_time(float(s['time_limit']))}")
+    for key, flag in (("partition", "partition"), ("account", "account"), ("qos", "qos"),
+                      ("constraint", "constraint")):
+        if s.get(key):
+            lines.append(f"#SBATCH --{flag}={s[key]}")
+    if s.get("mem"):
+        lines.append(f"#SBATCH --mem={max(1, math.ceil(int(s['mem']) / 2**20))}M")
+    lines += ["#SBATCH --output=slurm-%j.out", "#SBATCH --open-mode=append", ""]
+    lines += ["set -euo pipefail",
+              "# generated by accelctl: the run folder ($SLURM_SUBMIT_DIR) is shared by every node",
+              'py="${ACCELCTL_PYTHON:-python3}"']
+    lines += [f"export {k}={word(v)}" for k, v in sorted(launch.env.items())]
+    lines += ['head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)',
+              "addr=$(scontrol show node \"$head\" -o | sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')",
+              'addr="${addr:-$head}"',
+              ("port=$(\"$py\" -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
+              "print(s.getsockname()[1])')"),
+              'echo "accelctl: job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, rendezvous $addr:$port"']
+    args = " ".join(word(a) for a in agent_args(launch.argv))
+    lines += ['srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \\',
+              f"  bash -c {shlex.quote(AGENT)} agent \"$py\" \\",
+              ('  --nnodes="$SLURM_JOB_NUM_NODES" --rdzv_backend=c10d --rdzv_endpoint="$addr:$port" '
+              '--rdzv_id="$SLURM_JOB_ID" \\'),
+              f"  {args}", ""]
+    return "\n".join(lines)
+
+
+class SlurmEngine(Engine):
+    name = "slurm"
+    summary = "Slurm batch job (sbatch), one torchrun agent per node, c10d rendezvous on the first host"
+    backends = ("torchrun",)
+
+    def wrap(self, spec, target, built, job, settings):
+        s = dict(settings.settings)
+        for key, pattern in PATTERNS.items():
+            if s.get(key) is not None and not pattern.fullmatch(str(s[key])):
+                raise _refuse(spec, target, key, f"engine slurm {key} {str(s[key])!r} has a character a batch "
+                              f"script line cannot take", f"{key} may hold {pattern.pattern}")
+        if s.get("container_image"):
+            raise _refuse(spec, target, "container_image", "engine slurm container_image is not supported yet",
+                          "leave container_image unset; the nodes run the submitter's Python environment")
+        agents = [la for la in built.launches if "torchrun" in la.argv]
+        if len(built.launches) != 1 or not agents:
+            raise _refuse(spec, target, "partition", "engine slurm places one torchrun launch per node, the "
+                          f"backend gave {len(built.launches)} launch(es)", "use backend torchrun")
+        launch = agents[0]
+        bad = [k for k in launch.env if not ENV_NAME_RE.fullmatch(k)]
+        if bad:
+            raise _refuse(spec, target, "partition", f"environment name {bad[0]!r} cannot be exported", "")
+        script = render_script(spec, target, launch, s, job.threads)
+        submit = Launch("sbatch", (*SUBMITTER, f"{RUN_DIR}/{SCRIPT}"), {}, processes=0)
+        notes = [*built.notes,
+                 (f"Slurm: {target.nodes} node(s) x 1 torchrun agent ({target.devices} process(es) each), "
+                 "c10d rendezvous on the allocation's first host; the run folder must be shared by the nodes"),
+                 (f"submit: {' '.join(SUBMITTER)} {RUN_DIR}/{SCRIPT} (sbatch --parsable, follows the job, "
+                 "scancel on stop)")]
+        return Built([submit], [*built.files, GeneratedFile(SCRIPT, script, role="Slurm batch script",
+                                                            executable=True)], notes, list(built.warnings))
+
+    def node_plan(self, plan: Plan) -> Plan:
+        """One node's agent as the backend check reads it (a static stand-in endpoint)."""
+        import dataclasses
+
+        script = next(f.content for f in plan.files if f.path == SCRIPT)
+        tail = script.split("--rdzv_id=\"$SLURM_JOB_ID\" \\\n", 1)[1].strip()
+        args = [a.replace("$SLURM_SUBMIT_DIR", RUN_DIR) for a in shlex.split(tail)]
+        nodes = int(re.search(r"--nodes=(\d+)", script).group(1))  # type: ignore[union-attr]
+        argv = ("torchrun", f"--nnodes={nodes}", "--node_rank=0", "--rdzv_backend=c10d",
+                "--rdzv_endpoint=node0:29500", "--rdzv_id=0", *args)
+        return dataclasses.replace(plan, launches=(Launch("node0", argv),),
+                                   files=tuple(f for f in plan.files if f.path != SCRIPT))
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """``sbatch --test-only`` on the rendered script: the controller validates every
+        ``#SBATCH`` request (partition, account, nodes, gres, time) and says when it would
+        start, without queueing anything.  Not run without sbatch or a reachable controller."""
+        import shutil
+        import subprocess
+        import tempfile
+
+        tool = "sbatch --test-only (Slurm controller)"
+        if shutil.which("sbatch") is None:
+            return [not_run(tool, "sbatch is not installed (Slurm's client)")]
+        import os
+
+        conf = os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
+        if not os.path.exists(conf):  # sbatch would retry reading it for 60 s
+            return [not_run(tool, f"no Slurm configuration ({conf} does not exist)")]
+        try:
+            ping = subprocess.run(["scontrol", "ping"], check=False, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return [not_run(tool, f"scontrol ping: {exc}")]
+        if ping.returncode != 0 or " is UP" not in ping.stdout:
+            said = (ping.stdout + ping.stderr).strip().splitlines()
+            return [not_run(tool, f"no Slurm controller reachable: {said[-1] if said else ping.returncode}")]
+        script = next(f.content for f in plan.files if f.path == SCRIPT)
+        with tempfile.TemporaryDirectory(prefix="accelctl-sbatch-") as d:
+            path = f"{d}/{SCRIPT}"
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(script)
+            try:
+                r = subprocess.run(["sbatch", "--test-only", path], cwd=d, check=False, capture_output=True,
+                                   text=True, timeout=20)
+            except subprocess.TimeoutExpired:
+                return [not_run(tool, "sbatch --test-only did not answer in 20 s")]
+        lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+        if r.returncode != 0 and any(s in " ".join(lines) for s in UNREACHABLE):
+            return [not_run(tool, f"no Slurm controller reachable: {lines[-1] if lines else r.returncode}")]
+        return [CheckResult(tool, r.returncode == 0, lines or [f"exit code {r.returncode}"])]
