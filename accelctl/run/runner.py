@@ -49,6 +49,7 @@ from accelctl.run.commands import (
     launch_env,
     resolve_argv,
     resolve_launch,
+    run_values,
 )
 from accelctl.run.sinks import FanOut
 from accelctl.run.summary import build_summary
@@ -85,8 +86,11 @@ class RunResult:
 class RunHandle:
     """A started run.  ``events()`` streams, ``wait()`` blocks for the result, ``stop()`` ends it."""
 
-    def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S):
+    def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S,
+                 values: Mapping[str, str] | None = None):
         self.plan = plan
+        #: the placeholders picked once for this run ({free_port})
+        self.values = dict(values or {})
         self.run_dir = run_dir
         self.run_id = run_dir.name
         self.job = job
@@ -189,7 +193,7 @@ class RunHandle:
                 i, launch = self._next, self.plan.launches[self._next]
                 self._next += 1
                 try:
-                    r = self.resolved[i] = resolve_launch(launch, self.run_dir, self.events_dir)
+                    r = self.resolved[i] = resolve_launch(launch, self.run_dir, self.events_dir, run_values=self.values)
                     shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
                     logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
                     self._procs[i] = subprocess.Popen(  # noqa: S603 - argv list, never a shell
@@ -393,12 +397,14 @@ def launch(
     anything starts (and leaves no run folder behind).
     """
     run_dir = store.new_run_dir(plan.workload, plan.target, runs_root)
+    values = run_values(plan)  # {free_port}: one port for every launch and file of this run
     try:
-        job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir)
+        job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir,
+                                 run_values=values)
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    handle = RunHandle(plan, run_dir, job, sinks, grace_s)
+    handle = RunHandle(plan, run_dir, job, sinks, grace_s, values)
     try:
         handle._start()
     except BaseException:  # e.g. KeyboardInterrupt between two launches: leave nothing behind
