@@ -25,4 +25,5 @@ BACKENDS: dict[str, str] = {
 ENGINES: dict[str, str] = {
     "local": "accelctl.engines.base:LocalEngine",
     "aws_batch": "accelctl.engines.aws_batch:AwsBatchEngine",
+    "torchrun": "accelctl.engines.torchrun:TorchrunEngine",
 }
