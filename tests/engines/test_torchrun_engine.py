@@ -162,3 +162,13 @@ def test_a_node_that_never_joins_ends_the_run_within_the_timeout(runs):
     assert result.summary["launches"][1]["pid"] is None
     assert not _members(handle.pids[0]) and not procgroup.group_alive(handle.pids[0]), "a process was left behind"
     print(f"missing node: failed after {wall:.1f} s")
+
+
+def test_cli_run_refuses_an_unknown_launch(tmp_path, runs, capsys):
+    from accelctl.cli import main
+
+    wl = tmp_path / "tr2.wl"
+    wl.write_text(TEMPLATE.replace("BLOCK", ""))
+    assert main(["run", str(wl), "-t", "two", "--headless", "--launch", "node9"]) == 2
+    assert "target two has no launch node9 (launches: node0, node1)" in capsys.readouterr().err
+    assert not runs.exists() or list(runs.iterdir()) == []
