@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,12 +53,25 @@ class ResolvedLaunch:
     wait: bool = False
 
 
+#: ports this process handed out lately: a run started a moment later gets another one even
+#: before the first run's launcher has bound its port
+_RECENT: deque[int] = deque(maxlen=64)
+_RECENT_LOCK = threading.Lock()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on now: the kernel's pick for a socket bound to port 0.
-    (Released again at once; the launcher that is handed it binds it moments later.)"""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A TCP port nobody listens on now: the kernel's pick for a socket bound to port 0, not
+    one of the last ports this process handed out.  (Released again at once; the launcher that
+    is handed it binds it moments later.)"""
+    with _RECENT_LOCK:
+        for _ in range(16):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((host, 0))
+                port = int(s.getsockname()[1])
+            if port not in _RECENT:
+                break
+        _RECENT.append(port)
+        return port
 
 
 def uses(plan: Plan, placeholder: str) -> bool:

@@ -112,3 +112,8 @@ def test_two_deepspeed_runs_at_once_both_finish(runs):
     # both ran at the same time: each one's span overlaps the other's
     spans = [(r.summary["launches"][0]["wall_s"]) for r in results]
     assert all(s is not None for s in spans) and time.monotonic() - t0 < sum(spans)
+
+
+def test_consecutive_picks_differ():
+    ports = [commands.free_port() for _ in range(20)]
+    assert len(set(ports)) == 20
