@@ -82,7 +82,7 @@ class TorchrunEngine(Engine):
         if not join_s or join_s < 1:
             raise _refuse(spec, target, "join_timeout", f"join_timeout {join_s:g} s is below 1 s",
                           "torch reads it in whole seconds; e.g. join_timeout = 10 min")
-        join_s = int(round(join_s))
+        join_s = round(join_s)
         restarts = int(s.get("max_restarts", 0))
         (launch,) = built.launches
         n = target.nodes
@@ -96,12 +96,12 @@ class TorchrunEngine(Engine):
                               "c10d picks the workers' master port itself; set the rendezvous port in rdzv_endpoint")
             rdzv = [f"--rdzv-backend={backend}", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={rdzv_id}",
                     f"--rdzv-conf=join_timeout={join_s}"]
-        launches = [Launch(f"node{i}", tuple([*head, f"--node-rank={i}", *rdzv, f"--max-restarts={restarts}",
-                                              *WORKER]), launch.env, processes=target.devices)
+        launches = [Launch(f"node{i}", (*head, f"--node-rank={i}", *rdzv, f"--max-restarts={restarts}", *WORKER),
+                           launch.env, processes=target.devices)
                     for i in range(n)]
         notes = [*built.notes,
-                 f"{n} torchrun agents ({backend} rendezvous {rdzv_id} at {host}:{port}, join_timeout {join_s} s): "
-                 f"run launch nodeI on node I; accelctl run starts all of them on this machine"]
+                 (f"{n} torchrun agents ({backend} rendezvous {rdzv_id} at {host}:{port}, join_timeout {join_s} s): "
+                  "run launch nodeI on node I; accelctl run starts all of them on this machine")]
         warnings = list(built.warnings)
         if host in ("127.0.0.1", "localhost") and n > 1 and s.get("rdzv_endpoint") is None:
             notes.append("rendezvous on loopback (no rdzv_endpoint): every node on this machine; for a cluster set "
