@@ -154,6 +154,7 @@ def cmd_run(args) -> int:
         signal.signal(sig, _stop_like_ctrl_c)
     from accelctl.api import launch, load_selected, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
+    from accelctl.contract.plan import FREE_PORT
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
@@ -161,7 +162,14 @@ def cmd_run(args) -> int:
     chosen = [(spec, *(pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
               for spec in specs]
     plans = [(spec, make_plan(spec, t, args.engine, rehearse=args.rehearse), why) for spec, t, why in chosen]
-    live = use_tui(args)
+    only = args.launch or None
+    for _, p, _ in plans:
+        unknown = sorted(set(only or ()) - {ln.name for ln in p.launches})
+        if unknown:
+            print(f"accelctl: error: target {p.target} has no launch {', '.join(unknown)} "
+                  f"(launches: {', '.join(ln.name for ln in p.launches)})", file=sys.stderr)
+            return 2
+    live = use_tui(args) and only is None
     for spec, p, why in plans:
         from accelctl.run.console import ConsoleSink
 
@@ -172,6 +180,12 @@ def cmd_run(args) -> int:
                          "1;33", sys.stdout), flush=True)
         for w in p.warnings:
             print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+        if only is not None:
+            print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
+            if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
+                print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
+                             "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
+                             '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
         if live:
             from accelctl.tui.live import run_live
 
@@ -181,7 +195,8 @@ def cmd_run(args) -> int:
             status_code = status_code or rc
             continue
         sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
-        handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink])
+        handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink],
+                        only=only)
         try:
             result = handle.wait()
         except KeyboardInterrupt:
@@ -277,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rehearse an accelerator target on this CPU: its plan with the stand-in, scaled to this "
                         "machine, marked as a rehearsal everywhere (default: the first accelerator target)")
     r.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    r.add_argument("--launch", action="append", metavar="NAME",
+                   help="start only this launch of the plan (repeatable), e.g. --launch node1 on node 1 of a "
+                        "torchrun rendezvous; the others run elsewhere (default: all, here)")
     r.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("runs", help="list stored runs")

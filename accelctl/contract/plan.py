@@ -3,7 +3,8 @@
 A ``Plan`` holds the launch commands (argv lists, never shell strings), their
 environment, and the files to generate (the worker's ``job.json``, a ds_config, a
 hostfile, an sbatch script...).  Paths inside the run folder are written with the
-placeholder ``{run_dir}``, which the runner substitutes when it materialises the plan.
+placeholder ``{run_dir}``, which the runner substitutes when it materialises the plan
+(likewise ``{free_port}``: a TCP port free on this machine, one per run).
 Two argv heads are symbolic so a plan prints the same on every machine: ``python``
 (the interpreter accelctl runs under) and ``torchrun``.  Only the runner turns a plan
 into processes (``accelctl.run.runner``).
@@ -21,6 +22,10 @@ from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
 
 RUN_DIR = "{run_dir}"
+#: one free TCP port per run, picked by the runner on 127.0.0.1 when it materialises the plan
+#: (the same value in every launch and file of that run): a plan is printed before it runs, so
+#: it cannot know a port that is free then; ``accelctl plan --format sh`` picks one in the script
+FREE_PORT = "{free_port}"
 
 
 @dataclass(frozen=True)

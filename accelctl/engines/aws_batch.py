@@ -28,9 +28,9 @@ import json
 import re
 
 from accelctl.backends.base import Built
-from accelctl.backends.deepspeed.launch import HOSTFILE
+from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
 from accelctl.backends.findings import CheckResult, not_run
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine
 from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
 from accelctl.errors import Diagnostic, PlanError
@@ -118,7 +118,10 @@ class AwsBatchEngine(Engine):
         # the hostfile is the main node's to write, from the addresses the nodes report
         files = [f for f in built.files if f.path != HOSTFILE]
         warnings = [w for w in built.warnings if f"{RUN_DIR}/{HOSTFILE}" not in w]
-        node = {"argv": list(launch.argv), "slots": target.devices,
+        # each node is its own container: DeepSpeed's default master port is free there (the
+        # entrypoint fills {run_dir} only, so a per-run {free_port} becomes that default)
+        argv = [a.replace(FREE_PORT, str(DEFAULT_MASTER_PORT)) for a in launch.argv]
+        node = {"argv": argv, "slots": target.devices,
                 "files": {f.path: f.content for f in files}, "job": job.to_dict()}
         env = {**launch.env, NODE_ENV: json.dumps(node, sort_keys=True, separators=(",", ":"))}
         requirements, devices = accelerator(target)

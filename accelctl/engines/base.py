@@ -43,6 +43,13 @@ class Engine:
         (``accelctl plan --check``), like ``Backend.check``; ``[]`` when there is nothing to ask."""
         return []
 
+    def explain_failure(self, plan: Plan, log_text: str, started: dict[str, bool],
+                        values: dict[str, str] | None = None) -> str | None:
+        """A launch of ``plan`` exited non-zero without reporting why: this engine's reading of
+        the run's log (``started``: launch name -> started here and running until then;
+        ``values``: the run's picked placeholders), or None to keep the runner's generic message."""
+        return None
+
 
 class LocalEngine(Engine):
     name = "local"

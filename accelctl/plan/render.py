@@ -2,7 +2,9 @@
 
 * ``render_plan_text(plan)``: the readable form (headers, notes, warnings, every
   generated file, the job, each launch command);
-* ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files and runs the launches;
+* ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files and runs the launches
+  (``{run_dir}`` is ``$RUN_DIR`` or ``./run``; ``{free_port}`` is ``$FREE_PORT`` or a port the
+  script asks the kernel for, as the runner does);
 * ``render_plan(plan, fmt)``: ``text``, ``json`` or ``sh``;
 * ``diff_texts`` / ``plan_diff``: a unified diff of two rendered plans (``accelctl plan
   --diff`` and the TUI's plan diff).
@@ -13,11 +15,14 @@ from __future__ import annotations
 import difflib
 import shlex
 
-from accelctl.contract.plan import Plan
+from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
 from accelctl.errors import AccelctlError
 from accelctl.spec.types import WorkloadSpec
 
 FORMATS = ("text", "json", "sh")
+#: what ``plan --format sh`` runs for ``{free_port}`` (as ``accelctl.run.commands.free_port``)
+FREE_PORT_PY = ('import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); '
+                'print(s.getsockname()[1])')
 
 
 def render_plan_text(plan: Plan) -> str:
@@ -38,10 +43,12 @@ def render_plan_sh(plan: Plan) -> str:
            "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
            'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
     files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
+    if any(FREE_PORT in t for t in [*(c for _, c in files), *(ln.shell() for ln in plan.launches)]):
+        out.append('free_port="${FREE_PORT:-$(python3 -c ' + shlex.quote(FREE_PORT_PY) + ')}"')
     for path, content in files:
         out.append(f"cat > \"$run_dir\"/{shlex.quote(path)} <<'ACCELCTL_EOF'\n{content.rstrip()}\nACCELCTL_EOF")
     for launch in plan.launches:
-        line = launch.shell().replace("{run_dir}", "'\"$run_dir\"'")
+        line = launch.shell().replace(RUN_DIR, "'\"$run_dir\"'").replace(FREE_PORT, "'\"$free_port\"'")
         out.append(line)
     return "\n".join(out) + "\n"
 

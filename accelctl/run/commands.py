@@ -7,6 +7,8 @@ Pure functions (nothing is started here; ``accelctl.run.runner`` does that), so 
   ``{run_dir}`` (the run folder) and those filled from the environment
   (``ENV_PLACEHOLDERS``: ``{optimum_habana}`` ← ``$OPTIMUM_HABANA_DIR``, looked up in the
   plan's environment over ``os.environ``); one whose variable is unset is an error;
+  ``{free_port}``: the run's free TCP port (``free_port()``, picked once per run by the
+  runner and passed in as ``run_values``, so every launch and file of the run agrees);
 * the symbolic heads map to this interpreter: ``python`` → ``sys.executable``,
   ``torchrun`` → ``sys.executable -m torch.distributed.run``, ``deepspeed`` → ``sys.executable -m
   deepspeed.launcher.runner``; other heads are kept;
@@ -20,13 +22,16 @@ Pure functions (nothing is started here; ``accelctl.run.runner`` does that), so 
 from __future__ import annotations
 
 import os
+import socket
 import sys
+import threading
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from accelctl.contract import envnames
-from accelctl.contract.plan import RUN_DIR, Launch
+from accelctl.contract.plan import FREE_PORT, RUN_DIR, Launch, Plan
 
 EVENTS_DIR_ENV = envnames.EVENTS_DIR
 #: placeholders a plan may use whose value comes from the environment of the run
@@ -48,10 +53,46 @@ class ResolvedLaunch:
     wait: bool = False
 
 
-def substitutions(run_dir: Path, env: Mapping[str, str]) -> dict[str, str | None]:
-    subs: dict[str, str | None] = {RUN_DIR: str(run_dir)}
+#: ports this process handed out lately: a run started a moment later gets another one even
+#: before the first run's launcher has bound its port
+_RECENT: deque[int] = deque(maxlen=64)
+_RECENT_LOCK = threading.Lock()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on now: the kernel's pick for a socket bound to port 0, not
+    one of the last ports this process handed out.  (Released again at once; the launcher that
+    is handed it binds it moments later.)"""
+    with _RECENT_LOCK:
+        for _ in range(16):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((host, 0))
+                port = int(s.getsockname()[1])
+            if port not in _RECENT:
+                break
+        _RECENT.append(port)
+        return port
+
+
+def uses(plan: Plan, placeholder: str) -> bool:
+    """Whether any launch (argv, environment, folder) or generated file of ``plan`` uses ``placeholder``."""
+    texts = [f.content for f in plan.files]
+    for launch in plan.launches:
+        texts += [*launch.argv, *launch.env.values(), launch.cwd]
+    return any(placeholder in t for t in texts)
+
+
+def run_values(plan: Plan) -> dict[str, str]:
+    """The placeholders whose value is picked once per run (``{free_port}``), for a run of ``plan``."""
+    return {FREE_PORT: str(free_port())} if uses(plan, FREE_PORT) else {}
+
+
+def substitutions(run_dir: Path, env: Mapping[str, str],
+                  run_values: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    subs: dict[str, str | None] = {RUN_DIR: str(run_dir), FREE_PORT: None}
     for placeholder, var in ENV_PLACEHOLDERS.items():
         subs[placeholder] = env.get(var) or None
+    subs.update(run_values or {})
     return subs
 
 
@@ -59,8 +100,10 @@ def fill(text: str, subs: Mapping[str, str | None]) -> str:
     for placeholder, value in subs.items():
         if placeholder in text:
             if value is None:
-                var = ENV_PLACEHOLDERS.get(placeholder, "?")
-                raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but ${var} is not set")
+                if placeholder in ENV_PLACEHOLDERS:
+                    raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but "
+                                                f"${ENV_PLACEHOLDERS[placeholder]} is not set")
+                raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but no value was picked for this run")
             text = text.replace(placeholder, value)
     return text
 
@@ -74,19 +117,21 @@ HEADS: dict[str, tuple[str, ...]] = {
 }
 
 
-def resolve_argv(argv: Iterable[str], run_dir: Path, env: Mapping[str, str] | None = None) -> list[str]:
+def resolve_argv(argv: Iterable[str], run_dir: Path, env: Mapping[str, str] | None = None,
+                 run_values: Mapping[str, str] | None = None) -> list[str]:
     """Substitute placeholders and map the symbolic heads (``HEADS``)."""
-    subs = substitutions(run_dir, os.environ if env is None else env)
+    subs = substitutions(run_dir, os.environ if env is None else env, run_values)
     args = [fill(a, subs) for a in argv]
     if args and args[0] in HEADS:
         args[:1] = [sys.executable, *HEADS[args[0]]]
     return args
 
 
-def launch_env(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def launch_env(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None,
+               run_values: Mapping[str, str] | None = None) -> dict[str, str]:
     """The full environment of one launch (``base`` defaults to ``os.environ``)."""
     env = dict(os.environ if base is None else base)
-    subs = substitutions(run_dir, {**env, **launch.env})
+    subs = substitutions(run_dir, {**env, **launch.env}, run_values)
     env.update({k: fill(v, subs) for k, v in launch.env.items()})
     env[EVENTS_DIR_ENV] = str(events_dir)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -96,14 +141,15 @@ def launch_env(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[st
     return env
 
 
-def resolve_launch(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None) -> ResolvedLaunch:
+def resolve_launch(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None,
+                   run_values: Mapping[str, str] | None = None) -> ResolvedLaunch:
     """Everything ``subprocess.Popen`` needs for one launch; raises ``UnresolvedPlaceholder``."""
-    env = launch_env(launch, run_dir, events_dir, base)
+    env = launch_env(launch, run_dir, events_dir, base, run_values)
     cwd = getattr(launch, "cwd", "") or ""
     return ResolvedLaunch(
         name=launch.name,
-        argv=tuple(resolve_argv(launch.argv, run_dir, env)),
+        argv=tuple(resolve_argv(launch.argv, run_dir, env, run_values)),
         env=env,
-        cwd=fill(cwd, substitutions(run_dir, env)) if cwd else None,
+        cwd=fill(cwd, substitutions(run_dir, env, run_values)) if cwd else None,
         wait=bool(getattr(launch, "wait", False)),
     )

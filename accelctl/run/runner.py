@@ -49,6 +49,7 @@ from accelctl.run.commands import (
     launch_env,
     resolve_argv,
     resolve_launch,
+    run_values,
 )
 from accelctl.run.sinks import FanOut
 from accelctl.run.summary import build_summary
@@ -85,8 +86,13 @@ class RunResult:
 class RunHandle:
     """A started run.  ``events()`` streams, ``wait()`` blocks for the result, ``stop()`` ends it."""
 
-    def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S):
+    def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S,
+                 values: Mapping[str, str] | None = None, only: Iterable[str] | None = None):
         self.plan = plan
+        #: the launches this runner starts (None: all); the others run elsewhere (one per node)
+        self.only = None if only is None else frozenset(only)
+        #: the placeholders picked once for this run ({free_port})
+        self.values = dict(values or {})
         self.run_dir = run_dir
         self.run_id = run_dir.name
         self.job = job
@@ -188,8 +194,10 @@ class RunHandle:
             while self._next < len(self.plan.launches) and not self._halted:
                 i, launch = self._next, self.plan.launches[self._next]
                 self._next += 1
+                if self.only is not None and launch.name not in self.only:
+                    continue  # started elsewhere (another node), not by this runner
                 try:
-                    r = self.resolved[i] = resolve_launch(launch, self.run_dir, self.events_dir)
+                    r = self.resolved[i] = resolve_launch(launch, self.run_dir, self.events_dir, run_values=self.values)
                     shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
                     logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
                     self._procs[i] = subprocess.Popen(  # noqa: S603 - argv list, never a shell
@@ -280,8 +288,25 @@ class RunHandle:
                 else:
                     tail = store.log_tail(self.run_dir, LOG_TAIL_LINES)
                     msg = f"{name!r} exited with {how} without reporting a failure; last lines of worker.log:\n{tail}"
-                    self._emit(RunFailed(reason="crashed", message=msg))
+                    why = self._explain(i)
+                    self._emit(RunFailed(reason="crashed", message=f"{why}\n{msg}" if why else msg))
             self._begin_stop("failure")
+
+    def _explain(self, failed: int) -> str | None:
+        """The plan's engine's reading of a launch that exited without reporting why (a torchrun
+        rendezvous that timed out names the nodes that never joined)."""
+        from accelctl.plan.registry import ENGINES
+
+        engine = ENGINES.get(self.plan.engine)
+        if engine is None:
+            return None
+        started = {ln.name: self._procs[i] is not None and (i == failed or self._rcs[i] is None)
+                   for i, ln in enumerate(self.plan.launches)}
+        try:
+            return engine.explain_failure(self.plan, store.log_tail(self.run_dir, 400), started, dict(self.values))
+        except Exception:  # noqa: BLE001 - an explanation must never break the run's ending
+            log.exception("engine %s could not explain a failure", self.plan.engine)
+            return None
 
     def _begin_stop(self, kind: str) -> None:
         """Start (once) the SIGINT → SIGTERM → SIGKILL sequence; ``kind`` is user or failure.
@@ -385,20 +410,32 @@ def launch(
     runs_root: str | os.PathLike[str] | None = None,
     sinks: Iterable[Any] = (),
     grace_s: float = DEFAULT_GRACE_S,
+    only: Iterable[str] | None = None,
 ) -> RunHandle:
     """Materialise ``plan`` into a new run folder, start its launches, return at once.
+
+    ``only``: the names of the launches to start here (e.g. ``["node1"]`` on node 1 of a
+    torchrun rendezvous); None starts them all.  An unknown name raises ``ValueError``.
 
     ``sinks`` are callables or objects with ``on_event``/``close`` (``accelctl.run.sinks``).
     A plan whose generated files escape the run folder raises ``RunStoreError`` before
     anything starts (and leaves no run folder behind).
     """
+    if only is not None:
+        only = list(only)
+        unknown = sorted(set(only) - {ln.name for ln in plan.launches})
+        if unknown or not only:
+            raise ValueError(f"no launch named {', '.join(unknown) or '(none given)'} in the plan "
+                             f"(launches: {', '.join(ln.name for ln in plan.launches)})")
     run_dir = store.new_run_dir(plan.workload, plan.target, runs_root)
+    values = run_values(plan)  # {free_port}: one port for every launch and file of this run
     try:
-        job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir)
+        job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir,
+                                 run_values=values)
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    handle = RunHandle(plan, run_dir, job, sinks, grace_s)
+    handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only)
     try:
         handle._start()
     except BaseException:  # e.g. KeyboardInterrupt between two launches: leave nothing behind

@@ -99,8 +99,11 @@ def inside(run_dir: Path, relpath: str) -> Path:
     return target
 
 
-def substitute(text: str, run_dir: Path) -> str:
-    """Replace the ``{run_dir}`` placeholder with the run folder's absolute path."""
+def substitute(text: str, run_dir: Path, run_values: Mapping[str, str] | None = None) -> str:
+    """Replace the ``{run_dir}`` placeholder with the run folder's absolute path (and each of
+    ``run_values``, e.g. ``{free_port}``, with the value picked for this run)."""
+    for placeholder, value in (run_values or {}).items():
+        text = text.replace(placeholder, value)
     return text.replace(RUN_DIR, str(run_dir))
 
 
@@ -115,7 +118,8 @@ def _write(path: Path, text: str, executable: bool = False) -> Path:
     return path
 
 
-def write_generated_files(run_dir: Path, files: Iterable[GeneratedFile]) -> list[Path]:
+def write_generated_files(run_dir: Path, files: Iterable[GeneratedFile],
+                          run_values: Mapping[str, str] | None = None) -> list[Path]:
     """Write each generated file inside ``run_dir`` with ``{run_dir}`` substituted.
 
     Every path is checked before anything is written, so a plan with one escaping
@@ -123,7 +127,7 @@ def write_generated_files(run_dir: Path, files: Iterable[GeneratedFile]) -> list
     """
     files = list(files)
     targets = [inside(run_dir, f.path) for f in files]
-    return [_write(t, substitute(f.content, run_dir), f.executable) for t, f in zip(targets, files)]
+    return [_write(t, substitute(f.content, run_dir, run_values), f.executable) for t, f in zip(targets, files)]
 
 
 def job_for_run(job: WorkerJob, run_dir: Path, events_dir: Path | None = None) -> WorkerJob:
@@ -142,6 +146,7 @@ def write_inputs(
     source_text: str | None,
     spec_json: str | Mapping[str, Any] | None,
     events_dir: Path | None = None,
+    run_values: Mapping[str, str] | None = None,
 ) -> WorkerJob:
     """Write the run's inputs (workload, spec, plan, generated files, job) and return the job.
 
@@ -156,7 +161,7 @@ def write_inputs(
         text = spec_json if isinstance(spec_json, str) else json.dumps(spec_json, indent=2, sort_keys=True)
         _write(run_dir / SPEC_FILE, text)
     _write(run_dir / PLAN_FILE, plan.to_json())
-    write_generated_files(run_dir, plan.files)
+    write_generated_files(run_dir, plan.files, run_values)
     job = job_for_run(plan.job, run_dir, events_dir)
     _write(run_dir / JOB_FILE, job.to_json())
     return job

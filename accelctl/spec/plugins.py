@@ -26,4 +26,5 @@ ENGINES: dict[str, str] = {
     "local": "accelctl.engines.base:LocalEngine",
     "aws_batch": "accelctl.engines.aws_batch:AwsBatchEngine",
     "slurm": "accelctl.engines.slurm:SlurmEngine",
+    "torchrun": "accelctl.engines.torchrun:TorchrunEngine",
 }

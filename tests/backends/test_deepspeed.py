@@ -192,7 +192,7 @@ def test_seed_001_ds_config_zero1_bf16_micro16_accum24_over_128():
 def test_single_node_needs_no_hostfile():
     p = plan(load(SEED_001), "dl1_1")
     assert [f.path for f in p.files] == ["ds_config.json"]
-    assert p.launches[0].argv == ("deepspeed", "--num_gpus", "8", "--master_port", "29500", *WORKER_TAIL)
+    assert p.launches[0].argv == ("deepspeed", "--num_gpus", "8", "--master_port", "{free_port}", *WORKER_TAIL)
     assert cfg_of(p)["train_batch_size"] == 16 * 24 * 8
 
 
@@ -204,7 +204,7 @@ def test_cpu_plan_gloo_no_shm_comm_client_optimizer():
     assert cfg["train_batch_size"] == 2 * 2 * 2
     (launch,) = p.launches
     # --num_gpus always: DeepSpeed's CPU accelerator counts NUMA nodes (1 without numactl)
-    assert launch.argv == ("deepspeed", "--num_gpus", "2", "--master_port", "29500", *WORKER_TAIL)
+    assert launch.argv == ("deepspeed", "--num_gpus", "2", "--master_port", "{free_port}", *WORKER_TAIL)
     assert launch.env["DS_ACCELERATOR"] == "cpu" and launch.env[L.SHM_ENV] == "0"
     assert any("process group gloo" in n for n in p.notes)
 
@@ -269,7 +269,7 @@ def test_inference_plan_seed_003():
     assert cfg_of(p, B.INFERENCE_FILE) == {"tensor_parallel": {"tp_size": 8}, "dtype": "bf16",
                                            "replace_with_kernel_inject": False}
     (launch,) = p.launches
-    assert launch.argv == ("deepspeed", "--num_gpus", "8", "--master_port", "29500", *WORKER_TAIL)
+    assert launch.argv == ("deepspeed", "--num_gpus", "8", "--master_port", "{free_port}", *WORKER_TAIL)
     assert launch.env[B.INFERENCE_ENV] == "{run_dir}/ds_inference.json"
     assert p.job.parallel.tp == 8
 

@@ -44,7 +44,7 @@ from typing import Any, Iterator
 from accelctl.backends.deepspeed import backend as B
 from accelctl.backends.deepspeed import launch as L
 from accelctl.backends.findings import CheckResult, not_run
-from accelctl.contract.plan import RUN_DIR, Launch, Plan
+from accelctl.contract.plan import FREE_PORT, RUN_DIR, Launch, Plan
 from accelctl.errors import Diagnostic, did_you_mean
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -325,9 +325,11 @@ def read_hostfile(text: str) -> dict[str, int]:
 
 
 def parse_launcher(argv: list[str]):
-    """``deepspeed.launcher.runner.parse_args`` on argv (without the head); (args, error text)."""
+    """``deepspeed.launcher.runner.parse_args`` on argv (without the head); (args, error text).
+    ``{free_port}`` is a port the runner picks per run (an int in 1..65535): a stand-in is parsed."""
     from deepspeed.launcher.runner import parse_args
 
+    argv = [a.replace(FREE_PORT, str(L.DEFAULT_MASTER_PORT)) for a in argv]
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):

@@ -14,7 +14,7 @@ from typing import Any
 from accelctl.backends.base import WORKER, Built, process_env
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch
+from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -25,7 +25,9 @@ HOSTFILE = "hostfile"
 ENV_FILE = "deepspeed_env"
 #: "0" keeps DeepSpeed's shared-memory all-reduce off in the worker (accelctl.worker.ds_engine)
 SHM_ENV = envnames.DS_SHM_COMM
-#: DeepSpeed's launcher default; the workload's ``engine deepspeed { master_port = .. }`` wins
+#: DeepSpeed's launcher default, kept where the master is another machine (a multi-node
+#: hostfile); a master on this machine gets ``{free_port}`` (the runner picks a free port per
+#: run, so two runs at once do not collide); ``engine deepspeed { master_port = .. }`` wins
 DEFAULT_MASTER_PORT = 29500
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
 
@@ -82,7 +84,6 @@ def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config:
     """The launcher command(s), hostfile and env file around one generated DeepSpeed config."""
     settings = _engine_settings(spec)
     hosts, placeholders = _hosts(spec, target, settings)
-    port = int(settings.get("master_port", DEFAULT_MASTER_PORT))
     env = _launch_env(target, job, {config_env: f"{RUN_DIR}/{config.path}"})
     files, notes, warnings = [config], [], []
     head: list[str] = ["deepspeed"]
@@ -96,8 +97,10 @@ def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config:
                             f"engine deepspeed {{ hosts = [...] }} or edit {RUN_DIR}/{HOSTFILE} before running")
     if hostfile:
         head += ["--hostfile", hostfile, "--num_nodes", str(target.nodes)]
-    head += ["--num_gpus", str(target.devices), "--master_port", str(port)]
     local_only = hosts is not None and len(hosts) == 1 and hosts[0] in LOCAL_HOSTS
+    here = local_only or (hostfile is None and target.nodes == 1)  # the master runs on this machine
+    port = str(settings["master_port"]) if "master_port" in settings else FREE_PORT if here else str(DEFAULT_MASTER_PORT)
+    head += ["--num_gpus", str(target.devices), "--master_port", port]
     master = settings.get("master_addr") or ("127.0.0.1" if local_only else None)
     if master:
         head += ["--master_addr", master]
