@@ -39,8 +39,9 @@ if [ "$test_mode" = 1 ]; then
     # slurmd on this host, started by tests/engines/conftest.py) runs the slurm engine's jobs
     pkgs=""
     command -v tmux >/dev/null || pkgs="tmux"
-    for tool in munged slurmctld slurmd sbatch; do
-        command -v "$tool" >/dev/null || { pkgs="$pkgs slurmctld slurmd slurm-client munge"; break; }
+    for tool in munged slurmctld slurmd sbatch; do  # the daemons are in sbin, which CI's PATH may lack
+        PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" command -v "$tool" >/dev/null \
+            || { pkgs="$pkgs slurmctld slurmd slurm-client munge"; break; }
     done
     if [ -n "$pkgs" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         apt-get update -qq

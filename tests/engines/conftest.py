@@ -23,10 +23,12 @@ from pathlib import Path
 import pytest
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
+#: the daemons live in sbin, which a non-login PATH (CI's, cron's, env -i) may leave out
+PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin"])
 
 
 def slurm_missing() -> str:
-    missing = [d for d in DAEMONS if shutil.which(d) is None]
+    missing = [d for d in DAEMONS if shutil.which(d, path=PATH) is None]
     if missing:
         return f"Slurm is not installed ({', '.join(missing)} missing): apt-get install slurmctld slurmd " \
                "slurm-client munge, or scripts/setup.sh --test as root"
@@ -114,7 +116,7 @@ def slurm_cluster():
     ctl, n1, n2 = _free_ports(3)
     conf = root / "slurm.conf"
     conf.write_text(_conf(root, sock, ctl, n1, n2), encoding="utf-8")
-    env = dict(os.environ, SLURM_CONF=str(conf))
+    env = dict(os.environ, SLURM_CONF=str(conf), PATH=PATH)
     logs = open(root / "log" / "daemons.out", "ab")  # noqa: SIM115
     procs: list[subprocess.Popen] = []
 
