@@ -14,6 +14,7 @@ from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
+from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
@@ -57,3 +58,12 @@ class LocalEngine(Engine):
 
     def wrap(self, spec, target, built, job, settings):
         return built
+
+
+def engine_refusal(code: str, engine: str, spec: WorkloadSpec, target: TargetSpec, key: str, message: str,
+                   hint: str) -> PlanError:
+    """An engine's plan-time refusal, positioned at the ``engine <name> {}`` block's ``key``,
+    else the target's ``engine =`` line, else the target's header."""
+    span = (spec.origins.get(f"engines.{engine}.{key}") or spec.origins.get(f"targets.{target.name}.engine")
+            or spec.origins.get(f"targets.{target.name}"))
+    return PlanError(diagnostics=[Diagnostic(code, message, span, spec.path, hint)])

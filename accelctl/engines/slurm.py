@@ -27,6 +27,7 @@ passes the submitting environment on (``--export=ALL``, Slurm's default).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shlex
@@ -34,8 +35,7 @@ import shlex
 from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
-from accelctl.engines.base import Engine
-from accelctl.errors import Diagnostic, PlanError
+from accelctl.engines.base import Engine, engine_refusal
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -58,10 +58,7 @@ ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 AGENT = 'py=$1; shift; exec "$py" -m torch.distributed.run --node_rank="$SLURM_NODEID" "$@"'
 
 
-def _refuse(spec: WorkloadSpec, target: TargetSpec, key: str, message: str, hint: str) -> PlanError:
-    span = (spec.origins.get(f"engines.slurm.{key}") or spec.origins.get(f"targets.{target.name}.engine")
-            or spec.origins.get(f"targets.{target.name}"))
-    return PlanError(diagnostics=[Diagnostic(CODE, message, span, spec.path, hint)])
+_refuse = functools.partial(engine_refusal, CODE, "slurm")
 
 
 def word(text: str) -> str:

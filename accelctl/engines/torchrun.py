@@ -24,12 +24,12 @@ check (torch's own argument parser) reads every agent's command.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from accelctl.backends.base import WORKER
 from accelctl.contract.plan import FREE_PORT, Launch, Plan
-from accelctl.engines.base import Engine
-from accelctl.errors import Diagnostic, PlanError
+from accelctl.engines.base import Engine, engine_refusal
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: the code of a torchrun engine setting that cannot work
@@ -43,10 +43,7 @@ _RDZV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TIMEOUT_MARK = "RendezvousTimeoutError"
 
 
-def _refuse(spec: WorkloadSpec, target: TargetSpec, key: str, message: str, hint: str) -> PlanError:
-    span = (spec.origins.get(f"engines.torchrun.{key}") or spec.origins.get(f"targets.{target.name}.engine")
-            or spec.origins.get(f"targets.{target.name}"))
-    return PlanError(diagnostics=[Diagnostic(CODE, message, span, spec.path, hint)])
+_refuse = functools.partial(engine_refusal, CODE, "torchrun")
 
 
 def default_rdzv_id(spec: WorkloadSpec, target: TargetSpec) -> str:

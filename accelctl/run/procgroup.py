@@ -12,6 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 log = logging.getLogger("accelctl.run")
 
@@ -33,6 +34,22 @@ def group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def members(pgid: int) -> list[int]:
+    """The pids whose process group is ``pgid`` (read from /proc; [] where there is none):
+    what is left of a launch, counted."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            # the command name in parentheses may hold spaces: the fields after its ")" are fixed
+            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+                out.append(int(d.name))
+    return out
 
 
 def reap(pgids: Iterable[int], timeout_s: float = 5.0, poll_s: float = 0.05) -> list[int]:

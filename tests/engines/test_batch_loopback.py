@@ -23,6 +23,7 @@ import pytest
 
 from accelctl.api import plan, validate_text
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
+from accelctl.run import procgroup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,19 +55,6 @@ def container_of(text: str, target: str) -> dict:
     p = plan(specs[0], target)
     files = {f.path: f.content for f in p.files}
     return json.loads(files["batch_job_definition.json"])["nodeProperties"]["nodeRangeProperties"][0]["container"]
-
-
-def group_members(pgid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
-                out.append(int(d.name))
-    return out
 
 
 @pytest.mark.slow
@@ -113,5 +101,5 @@ def test_two_nodes_on_loopback_train_together(tmp_path):
     # data parallel: both ranks report the same global loss at every step
     assert [round(e.loss, 5) for e in events[0] if isinstance(e, StepMetrics)] == \
         [round(e.loss, 5) for e in events[1] if isinstance(e, StepMetrics)]
-    assert not group_members(procs[0].pid) and not group_members(procs[1].pid), "a process was left behind"
+    assert not procgroup.members(procs[0].pid) and not procgroup.members(procs[1].pid), "a process was left behind"
     print(f"two-node loopback wall {wall:.1f} s")

@@ -112,19 +112,6 @@ def test_only_names_launches_of_the_plan(runs):
 # ------------------------------------------------------------------------------- slow: real agents
 
 
-def _members(pgid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
-                out.append(int(d.name))
-    return out
-
-
 @pytest.mark.slow
 def test_two_agents_on_loopback_train_together(runs):
     p = plan_of("join_timeout = 60 s")
@@ -143,7 +130,7 @@ def test_two_agents_on_loopback_train_together(runs):
         steps = [e for e in evs if isinstance(e, StepMetrics)]
         assert len(steps) == 4 and all(math.isfinite(e.loss) for e in steps)
     assert set(result.summary["stats"]["per_rank"]) == {"0", "1"}
-    assert all(not _members(pid) and not procgroup.group_alive(pid) for pid in handle.pids), "a process was left behind"
+    assert all(not procgroup.members(pid) and not procgroup.group_alive(pid) for pid in handle.pids), "a process was left behind"
     print(f"two torchrun agents on loopback: wall {wall:.1f} s")
 
 
@@ -160,7 +147,7 @@ def test_a_node_that_never_joins_ends_the_run_within_the_timeout(runs):
     assert msg.startswith(f"rendezvous tr2-two at 127.0.0.1:{port} timed out after 10 s: node(s) 1 never joined"), msg
     assert 10 <= wall < 10 + 20, wall  # the agent's import time (~5 s here) plus the timeout
     assert result.summary["launches"][1]["pid"] is None
-    assert not _members(handle.pids[0]) and not procgroup.group_alive(handle.pids[0]), "a process was left behind"
+    assert not procgroup.members(handle.pids[0]) and not procgroup.group_alive(handle.pids[0]), "a process was left behind"
     print(f"missing node: failed after {wall:.1f} s")
 
 
