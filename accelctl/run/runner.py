@@ -31,6 +31,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -81,6 +82,26 @@ class RunResult:
 
 
 # --------------------------------------------------------------------------- the handle
+
+
+#: ``python -c`` prologue that puts SIGINT back to its default and execs the launch: an
+#: ignored SIGINT is inherited across exec (``accelctl run &`` in a script, nohup, some CI
+#: runners start it so), and then neither torchrun nor Python's KeyboardInterrupt would see
+#: the runner's stop.  exec keeps the pid, so the launch's process group is unchanged.
+SIGINT_DEFAULT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execv(sys.argv[1], sys.argv[2:])")
+
+
+def with_default_sigint(argv, env: Mapping[str, str] | None = None) -> list[str]:
+    """The launch's argv, started with SIGINT at its default whatever accelctl inherited
+    (no ``preexec_fn``: the runner has threads).  Without an inherited SIG_IGN, or for a
+    command that is not there (Popen itself then reports it, exit 127), as is."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return list(argv)
+    exe = shutil.which(argv[0], path=(env if env is not None else os.environ).get("PATH"))
+    if exe is None:
+        return list(argv)
+    return [sys.executable, "-c", SIGINT_DEFAULT, exe, *argv]
 
 
 class RunHandle:
@@ -201,7 +222,7 @@ class RunHandle:
                     shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
                     logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
                     self._procs[i] = subprocess.Popen(  # noqa: S603 - argv list, never a shell
-                        list(r.argv),
+                        with_default_sigint(r.argv, r.env),
                         env=r.env,
                         cwd=r.cwd,
                         stdin=subprocess.DEVNULL,

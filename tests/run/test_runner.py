@@ -7,6 +7,8 @@ import io
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -178,10 +180,16 @@ def test_stop_escalates_to_sigkill(runs, make_plan):
 def test_keyboard_interrupt_in_wait_stops_and_returns(runs, make_plan):
     handle = runner.launch(make_plan("hang"), source_text=None, spec_json=None)
     wait_for_step(handle)
+    # Ctrl-C reaches a runner whose SIGINT is handled (interrupt_main does nothing where this
+    # test process was started with SIGINT ignored, e.g. `pytest &` in a script)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
-    result = handle.wait(timeout=TIMEOUT)  # returns instead of raising
-    timer.join()
+    try:
+        timer.start()
+        result = handle.wait(timeout=TIMEOUT)  # returns instead of raising
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert result.status == "stopped"
     assert (result.run_dir / "summary.json").exists()
     assert_group_gone(handle.pids[0])
@@ -377,3 +385,25 @@ def test_real_worker_two_ranks_under_torchrun(runs, make_plan, make_job):
     st = stats["step_time"]
     assert 4 / st["max"] <= stats["throughput"]["samples_per_s"]["median"] <= 4 / st["min"]
     assert_group_gone(handle.pids[0])
+
+
+def test_a_runner_started_with_sigint_ignored_still_stops_its_launches_with_sigint(tmp_path):
+    """`accelctl run &` in a script (or nohup, some CI runners) inherits SIGINT ignored, and so
+    would every launch: the stop's SIGINT then reaches nobody and the run ends by SIGTERM after
+    the grace period.  The runner starts its launches with SIGINT at its default."""
+    code = f"""
+import json, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the runner inherited
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from conftest import make_plan
+from accelctl.run import runner
+handle = runner.launch(make_plan("hang"), source_text=None, spec_json=None, runs_root={str(tmp_path)!r})
+time.sleep(3)
+handle.stop()
+result = handle.wait(timeout=60)
+print(json.dumps([result.status, list(result.returncodes)]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["stopped", [130]]
