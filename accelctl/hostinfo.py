@@ -113,3 +113,15 @@ def cpu_precision_warning(dtype: str, native: bool | None = None) -> str | None:
         return None
     return (f"{dtype} on a CPU without native {dtype} instructions: matmuls are emulated, ~100-180x slower "
             f"than fp32, and the timings will not represent {dtype} hardware; use precision = fp32 on cpu targets")
+
+
+def in_hf_cache(ref: str, family: str) -> bool:
+    """Whether the Hub model ``ref`` is in this machine's Hugging Face cache (``HF_HUB_CACHE``,
+    else ``HF_HOME``/hub, else the default), read at call time: huggingface_hub reads the
+    variables once, when it is first imported."""
+    from huggingface_hub import try_to_load_from_cache
+
+    cache = os.environ.get("HF_HUB_CACHE") or (
+        os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None)
+    marker = "model_index.json" if family == "stable_diffusion" else "config.json"
+    return isinstance(try_to_load_from_cache(ref, marker, cache_dir=cache), str)

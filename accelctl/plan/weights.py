@@ -6,24 +6,13 @@ cache is its own, so a plan for it notes where the weights must come from instea
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from accelctl.contract.job import WorkerJob
 from accelctl.errors import Diagnostic
+from accelctl.hostinfo import in_hf_cache
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
-
-
-def in_hf_cache(ref: str, family: str) -> bool:
-    """Whether the Hub model ``ref`` is in this machine's Hugging Face cache (``HF_HOME``)."""
-    from huggingface_hub import try_to_load_from_cache
-
-    # read the variables now: huggingface_hub reads them once, when it is first imported
-    cache = os.environ.get("HF_HUB_CACHE") or (
-        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None)
-    marker = "model_index.json" if family == "stable_diffusion" else "config.json"
-    return isinstance(try_to_load_from_cache(ref, marker, cache_dir=cache), str)
 
 
 def unreachable_weights(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Diagnostic | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from accelctl.hostinfo import in_hf_cache
 from accelctl.spec.models import FAMILIES
 
 #: model kinds the loops dispatch on
@@ -117,10 +118,7 @@ def weights_present(model_job) -> bool:
         return True
     if model_job.source == "local":
         return False
-    from huggingface_hub import try_to_load_from_cache
-
-    marker = "model_index.json" if model_job.family == "stable_diffusion" else "config.json"
-    return isinstance(try_to_load_from_cache(model_job.ref, marker), str)
+    return in_hf_cache(model_job.ref, model_job.family)
 
 
 def build(job, log: Callable[[str, str], None]) -> Built:
