@@ -80,6 +80,16 @@ def launch(plan_, **kwargs):
     return _launch(plan_, **kwargs)
 
 
+def preflight(plan_, runs_root: str | Path | None = None) -> str | None:
+    """Why ``plan_``'s engine cannot start it from this machine (``Engine.preflight``: no
+    cluster configured, a run folder the pods cannot reach), in one line; None: go ahead."""
+    from accelctl.plan.registry import ENGINES
+    from accelctl.run.store import runs_root as _runs_root
+
+    engine = ENGINES.get(plan_.engine)
+    return engine.preflight(plan_, _runs_root(runs_root)) if engine is not None else None
+
+
 def check_plan(plan_, spec: WorkloadSpec):
     """Check a plan with the real software it targets, where installed (``accelctl plan --check``)."""
     from accelctl.plan.checks import check_plan as _check_plan

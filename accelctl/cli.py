@@ -169,6 +169,13 @@ def cmd_run(args) -> int:
             print(f"accelctl: error: target {p.target} has no launch {', '.join(unknown)} "
                   f"(launches: {', '.join(ln.name for ln in p.launches)})", file=sys.stderr)
             return 2
+    from accelctl.api import preflight
+
+    for _, p, _ in plans:
+        blocked = preflight(p, args.runs_dir)
+        if blocked:
+            print(f"accelctl: error: target {p.target} (engine {p.engine}): {blocked}", file=sys.stderr)
+            return 1
     live = use_tui(args) and only is None
     for spec, p, why in plans:
         from accelctl.run.console import ConsoleSink

@@ -10,6 +10,8 @@ plus one method, and they never run anything themselves.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult
 from accelctl.contract.job import WorkerJob
@@ -43,6 +45,12 @@ class Engine:
         """``plan``'s submission checked by the scheduler's own software where it is installed
         (``accelctl plan --check``), like ``Backend.check``; ``[]`` when there is nothing to ask."""
         return []
+
+    def preflight(self, plan: Plan, runs_root: Path) -> str | None:
+        """Why ``plan``'s submission cannot start from this machine (no cluster configured, a
+        runs folder ``runs_root`` the job cannot reach), in one line, checked by ``accelctl run``
+        before it launches anything; None: go ahead."""
+        return None
 
     def explain_failure(self, plan: Plan, log_text: str, started: dict[str, bool],
                         values: dict[str, str] | None = None) -> str | None:

@@ -27,4 +27,5 @@ ENGINES: dict[str, str] = {
     "aws_batch": "accelctl.engines.aws_batch:AwsBatchEngine",
     "slurm": "accelctl.engines.slurm:SlurmEngine",
     "torchrun": "accelctl.engines.torchrun:TorchrunEngine",
+    "kubernetes": "accelctl.engines.kubernetes:KubernetesEngine",
 }

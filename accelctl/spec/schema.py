@@ -111,6 +111,16 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "image": V.string(),
         "service_account": V.string(),
         "priority_class": V.string(),
+        "node_selector": V.string_list(),
+        "restart_policy": V.choice("never", "on_failure", "always", "exit_code"),
+        "backoff_limit": V.integer(0, 1000),
+        "clean_pod_policy": V.choice("none", "running", "all"),
+        "active_deadline": V.quantity("time"),
+        # the shared volume holding the run folder: a PVC, mounted at volume_path in the
+        # pods and at the same path on the machine running accelctl
+        "volume_claim": V.string(),
+        "volume_path": V.string(),
+        "shm_size": V.quantity("bytes"),
         "cpu": V.integer(1, 4096),
         "memory": V.quantity("bytes"),
         "efa": V.boolean(),

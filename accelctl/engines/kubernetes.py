@@ -1,0 +1,355 @@
+"""Kubernetes: a Kubeflow Training Operator v1 ``PyTorchJob`` (``kubeflow.org/v1``).
+
+Why v1 PyTorchJob: it is the API the training operator 1.x serves on most clusters today,
+and the one its Python SDK (``kubeflow-training`` 1.9, pinned) models and validates offline
+(``KubeflowOrgV1PyTorchJob``).  Trainer v2's ``TrainJob`` (``trainer.kubeflow.org/v1alpha1``)
+needs a cluster-side ``ClusterTrainingRuntime`` and is not rendered yet.
+
+``wrap`` renders ``pytorchjob.json`` (a generated file of the plan; JSON is YAML, and
+``kubectl apply -f`` takes it), built as a Python dict and written by ``json.dumps``, so a
+workload string is one JSON string whatever it holds.  The job has a ``Master`` replica and
+``nodes - 1`` ``Worker`` replicas, ``nprocPerNode`` = the target's devices per node; each pod
+runs one container ``pytorch`` (the name the operator looks for, with the port
+``pytorchjob-port`` it reads ``MASTER_PORT`` from) whose command is the backend's per-node
+launch as an argv list (no shell):
+
+* torchrun (backends torchrun, xla_neuron): ``python -m torch.distributed.run --nnodes=N
+  --nproc-per-node=D --node-rank=$(RANK) --master-addr=$(MASTER_ADDR)
+  --master-port=$(MASTER_PORT) -m accelctl.worker $(ACCELCTL_RUN_DIR)/job.json`` (static
+  rendezvous).  The operator sets ``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK``
+  (``RANK`` = the replica's node index: master 0, worker i -> i + 1) in every training-operator
+  1.x, and since 1.7 also ``PET_NPROC_PER_NODE``/``PET_NODE_RANK``/``PET_NNODES``, which
+  torchrun reads as defaults; the arguments are written out so older operators work too.
+* deepspeed: ``python -m deepspeed.launcher.runner --master_addr $(MASTER_ADDR) --no_ssh
+  --node_rank $(RANK) --master_port $(MASTER_PORT) ...``: each pod starts its own ranks, the
+  hostfile only sizes the world.
+
+``$(NAME)`` is Kubernetes' own expansion of container variables in ``command``/``args``/env
+values (the kubelet's, no shell).  Every other ``$`` is written ``$$``, its escape, so a
+workload string reaches the process exactly as written.
+
+Resources per node (limits = requests): ``nvidia.com/gpu`` (NVIDIA device plugin),
+``habana.ai/gaudi`` (Habana device plugin), ``aws.amazon.com/neuroncore`` (the Neuron device
+plugin registers ``aws.amazon.com/neuroncore`` for single NeuronCores and
+``aws.amazon.com/neuron`` for whole devices; targets count NeuronCores), and
+``vpc.amazonaws.com/efa`` (EFA device plugin) when EFA is on.  ``/dev/shm`` is an
+``emptyDir`` of medium ``Memory``.
+
+How events come back: the run folder lives on a shared volume -- a PersistentVolumeClaim
+(``volume_claim``) that the pods mount at ``volume_path`` and that the machine running
+accelctl has mounted at the same path, with the runs folder on it (``--runs-dir``).  The
+submitter fills ``ACCELCTL_RUN_DIR`` with the run folder, the ranks append ``rank<N>.jsonl``
+there, and accelctl's runner tails them as for a local run.  Without a volume there is no
+way back, so the plan is refused (E549).
+
+The plan's launch is ``python -m accelctl.engines.kubernetes_submit
+{run_dir}/pytorchjob.json``: it creates the job, follows it and deletes it on a stop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import posixpath
+import re
+from pathlib import Path
+
+from accelctl.backends.base import Built
+from accelctl.backends.findings import CheckResult, not_run
+from accelctl.contract import envnames
+from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.engines.aws_batch import efa_adapters
+from accelctl.engines.base import Engine, engine_refusal
+from accelctl.spec.catalog import DEVICES
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+MANIFEST = "pytorchjob.json"
+SUBMITTER = ("python", "-m", "accelctl.engines.kubernetes_submit")
+API_VERSION = "kubeflow.org/v1"
+KIND = "PyTorchJob"
+GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
+#: the container and port names the training operator looks for
+CONTAINER = "pytorch"
+PORT_NAME = "pytorchjob-port"
+MASTER_PORT = 23456
+#: the code of an engine kubernetes setting that is missing or cannot work
+CODE = "E549"
+#: the variable the submitter fills with the run folder (on the shared volume)
+RUN_DIR_ENV = "ACCELCTL_RUN_DIR"
+RUN_VOLUME = "accelctl-run"
+SHM_VOLUME = "dshm"
+#: device family (catalog adapter) -> the extended resource its device plugin registers
+RESOURCES = {"cuda": "nvidia.com/gpu", "hpu": "habana.ai/gaudi", "xla": "aws.amazon.com/neuroncore"}
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+#: symbolic launch heads -> the container command (python -m, no console script needed)
+HEADS = {"torchrun": ("python", "-m", "torch.distributed.run"),
+         "deepspeed": ("python", "-m", "deepspeed.launcher.runner")}
+#: the heads whose per-node command is a torchrun agent (the others: DeepSpeed's runner)
+TORCHRUN_HEADS = ("torchrun",)
+RESTART_POLICIES = {"never": "Never", "on_failure": "OnFailure", "always": "Always", "exit_code": "ExitCode"}
+CLEAN_POD_POLICIES = {"none": "None", "running": "Running", "all": "All"}
+#: the operator's variables the per-node command reads, and the stand-ins the plan check uses
+OPERATOR_VARS = {"RANK": "0", "MASTER_ADDR": "master-0", "MASTER_PORT": str(MASTER_PORT)}
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+DNS_LABEL = re.compile(_DNS_LABEL)
+DNS_SUBDOMAIN = re.compile(rf"(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*")
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+LABEL_KEY = re.compile(rf"((?=[^/]{{1,253}}/){_DNS_LABEL}(\.{_DNS_LABEL})*/)?{_LABEL_NAME}")
+LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
+#: settings that name Kubernetes objects, and the syntax the API server accepts for them
+NAMES = {"namespace": DNS_LABEL, "service_account": DNS_SUBDOMAIN, "priority_class": DNS_SUBDOMAIN,
+         "volume_claim": DNS_SUBDOMAIN}
+
+
+_refuse = functools.partial(engine_refusal, CODE, "kubernetes")
+
+
+def escape(text: str) -> str:
+    """``text`` as Kubernetes passes it on literally: ``$`` -> ``$$`` (no ``$(VAR)`` expansion)."""
+    return text.replace("$", "$$")
+
+
+def placed(text: str) -> str:
+    """A plan string for the container: escaped, then ``{run_dir}`` -> ``$(ACCELCTL_RUN_DIR)``."""
+    return escape(text).replace(RUN_DIR, f"$({RUN_DIR_ENV})")
+
+
+def job_name(spec: WorkloadSpec, target: TargetSpec) -> str:
+    """A DNS-1035 label of at most 40 characters (the submitter appends ``-<8 hex>`` per run;
+    pod and service names add ``-master-0``)."""
+    name = re.sub(r"[^a-z0-9-]+", "-", f"{spec.name}-{target.name}".lower()).strip("-")
+    name = re.sub(r"-{2,}", "-", name)[:40].rstrip("-")
+    return name if name[:1].isalpha() else f"j-{name}"[:40].rstrip("-")
+
+
+def node_command(spec: WorkloadSpec, target: TargetSpec, launch: Launch) -> list[str]:
+    """The per-node argv of the backend's launch, with the operator's variables in place of
+    what a rendezvous on one machine had."""
+    argv = list(launch.argv)
+    head = argv[0]
+    if head in TORCHRUN_HEADS:
+        kept = [a for a in argv[1:] if a != "--standalone" and not a.startswith((
+            "--nnodes", "--node_rank", "--node-rank", "--rdzv", "--master_addr", "--master-addr", "--master_port",
+            "--master-port", "--nproc_per_node", "--nproc-per-node"))]
+        return [*HEADS[head], f"--nnodes={target.nodes}", f"--nproc-per-node={target.devices}",
+                "--node-rank=$(RANK)", "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)",
+                *(placed(a) for a in kept)]
+    # deepspeed: --master_addr/--master_port/--no_ssh/--node_rank from the operator
+    out, skip = [], False
+    for a in argv[1:]:
+        if skip:
+            skip = False
+        elif a in ("--master_addr", "--master_port", "--node_rank"):
+            skip = True
+        elif a != "--no_ssh" and not a.startswith(("--master_addr=", "--master_port=", "--node_rank=")):
+            out.append(placed(a))
+    return [*HEADS[head], "--master_addr", "$(MASTER_ADDR)", "--no_ssh", "--node_rank", "$(RANK)",
+            "--master_port", "$(MASTER_PORT)", *out]
+
+
+def _settings(spec: WorkloadSpec, target: TargetSpec, s: dict) -> None:
+    """Refuse (E549, at the setting) what the API server or the run could not take."""
+    if not s.get("image"):
+        raise _refuse(spec, target, "image", f"engine kubernetes needs the container image the pods of target "
+                      f"{target.name} run", 'set engine kubernetes { image = "REGISTRY/IMAGE:TAG" } (an image '
+                      "with python, torch and accelctl's run extras)")
+    if re.search(r"\s", s["image"]):
+        raise _refuse(spec, target, "image", f"image {s['image']!r} has white space: not an image reference",
+                      "write REGISTRY/NAME:TAG or NAME@sha256:DIGEST")
+    if not s.get("volume_claim"):
+        raise _refuse(spec, target, "volume_claim", "engine kubernetes needs a shared volume for the run folder: "
+                      "without one the ranks' events cannot come back to accelctl",
+                      'set volume_claim = "PVC" and volume_path = "/PATH" (the PVC mounted at the same path here '
+                      "and in the pods; run with --runs-dir under it)")
+    for key, pattern in NAMES.items():
+        if s.get(key) is not None and not pattern.fullmatch(str(s[key])):
+            raise _refuse(spec, target, key, f"engine kubernetes {key} {str(s[key])!r} is not a Kubernetes name",
+                          "lower-case letters, digits and '-' (and '.' between labels), starting and ending "
+                          "with a letter or digit")
+    path = s.get("volume_path")
+    if not path or not path.startswith("/") or ":" in path or "\n" in path or posixpath.normpath(path) != path \
+            or path in ("/", "/dev/shm"):
+        raise _refuse(spec, target, "volume_path" if path else "volume_claim",
+                      f"engine kubernetes volume_path {path!r} is not an absolute folder the volume can be "
+                      "mounted at" if path else "engine kubernetes volume_claim needs volume_path",
+                      'an absolute, normalised path other than / and /dev/shm without ":", e.g. "/shared"')
+    for item in s.get("node_selector") or []:
+        key, eq, value = item.partition("=")
+        if not eq or not LABEL_KEY.fullmatch(key) or not LABEL_VALUE.fullmatch(value):
+            raise _refuse(spec, target, "node_selector", f"node_selector entry {item!r} is not LABEL=VALUE",
+                          'e.g. node_selector = ["node.kubernetes.io/instance-type=p5.48xlarge"]')
+
+
+def _resources(spec: WorkloadSpec, target: TargetSpec, s: dict) -> tuple[dict, int]:
+    """(resource limits of one node's pod, EFA adapters asked for)."""
+    limits: dict[str, str] = {}
+    resource = RESOURCES.get(DEVICES[target.device].adapter)
+    if resource:
+        limits[resource] = str(target.devices)
+    adapters = efa_adapters(target.instance) if target.instance else 0
+    efa = s.get("efa", adapters > 0 and target.nodes > 1)
+    if efa and not adapters:
+        raise _refuse(spec, target, "efa", f"efa = on but instance {target.instance or '(none)'} has no EFA adapter "
+                      "in the catalog", "set efa = off, or pick an instance with EFA")
+    if efa:
+        limits[EFA_RESOURCE] = str(adapters)
+    if s.get("cpu"):
+        limits["cpu"] = str(int(s["cpu"]))
+    if s.get("memory"):
+        limits["memory"] = f"{max(1, int(s['memory']) // 2**20)}Mi"
+    return limits, adapters if efa else 0
+
+
+def manifest(spec: WorkloadSpec, target: TargetSpec, launch: Launch, s: dict) -> dict:
+    """The PyTorchJob as a dict (what ``pytorchjob.json`` holds)."""
+    limits, _ = _resources(spec, target, s)
+    env = [{"name": RUN_DIR_ENV, "value": ""},  # first: the values below refer to it
+           {"name": envnames.EVENTS_DIR, "value": f"$({RUN_DIR_ENV})"}]
+    env += [{"name": k, "value": placed(v)} for k, v in sorted(launch.env.items()) if k != envnames.EVENTS_DIR]
+    mounts = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}, {"name": RUN_VOLUME, "mountPath": s["volume_path"]}]
+    shm: dict = {"medium": "Memory"}
+    if s.get("shm_size"):
+        shm["sizeLimit"] = f"{max(1, int(s['shm_size']) // 2**20)}Mi"
+    command = node_command(spec, target, launch)
+    container = {"name": CONTAINER, "image": s["image"], "command": command[:3], "args": command[3:], "env": env,
+                 "ports": [{"name": PORT_NAME, "containerPort": MASTER_PORT, "protocol": "TCP"}],
+                 "resources": {"limits": limits, "requests": dict(limits)}, "volumeMounts": mounts}
+    if not limits:
+        del container["resources"]
+    pod: dict = {"containers": [container],
+                 "volumes": [{"name": SHM_VOLUME, "emptyDir": shm},
+                             {"name": RUN_VOLUME, "persistentVolumeClaim": {"claimName": s["volume_claim"]}}]}
+    if s.get("service_account"):
+        pod["serviceAccountName"] = s["service_account"]
+    if s.get("priority_class"):
+        pod["priorityClassName"] = s["priority_class"]
+    if s.get("node_selector"):
+        pod["nodeSelector"] = dict(item.split("=", 1) for item in s["node_selector"])
+    restart = RESTART_POLICIES[s.get("restart_policy", "never")]
+
+    def replica(n: int) -> dict:
+        return {"replicas": n, "restartPolicy": restart, "template": {"spec": pod}}
+
+    replicas = {"Master": replica(1)}
+    if target.nodes > 1:
+        replicas["Worker"] = replica(target.nodes - 1)
+    run_policy: dict = {"cleanPodPolicy": CLEAN_POD_POLICIES[s.get("clean_pod_policy", "running")]}
+    if s.get("backoff_limit") is not None:
+        run_policy["backoffLimit"] = int(s["backoff_limit"])
+    if s.get("active_deadline"):
+        run_policy["activeDeadlineSeconds"] = max(1, round(s["active_deadline"]))
+    return {"apiVersion": API_VERSION, "kind": KIND,
+            "metadata": {"name": job_name(spec, target), "namespace": s.get("namespace", "default"),
+                         "labels": {"app.kubernetes.io/managed-by": "accelctl"},
+                         "annotations": {"accelctl/workload": spec.name, "accelctl/target": target.name}},
+            "spec": {"nprocPerNode": str(target.devices), "runPolicy": run_policy, "pytorchReplicaSpecs": replicas}}
+
+
+def render(job: dict) -> str:
+    return json.dumps(job, indent=2, ensure_ascii=False) + "\n"
+
+
+class KubernetesEngine(Engine):
+    name = "kubernetes"
+    summary = "Kubeflow Training Operator v1 PyTorchJob (master + workers), run folder on a shared volume"
+    backends = ("torchrun", "xla_neuron", "deepspeed")
+
+    def wrap(self, spec, target, built, job, settings):
+        s = dict(settings.settings)
+        _settings(spec, target, s)
+        placeable = [la for la in built.launches if la.argv and la.argv[0] in HEADS]
+        if len(built.launches) != 1 or not placeable:
+            names = ", ".join(la.name for la in built.launches)
+            raise _refuse(spec, target, "image", f"engine kubernetes places one torchrun or deepspeed launch per "
+                          f"node; the {built.launches[0].name if built.launches else ''} backend build has "
+                          f"{len(built.launches)} ({names})", "turn neuron_parallel_compile off for this engine")
+        (launch,) = placeable
+        texts = [*launch.argv, *launch.env.values()]
+        if any(FREE_PORT in t or "{optimum_habana}" in t for t in texts):
+            raise _refuse(spec, target, "image", "the backend's launch uses a value picked on this machine "
+                          "({free_port} or {optimum_habana}), which a pod cannot know", "")
+        job_dict = manifest(spec, target, launch, s)
+        submit = Launch("submit", (*SUBMITTER, f"{RUN_DIR}/{MANIFEST}"), {}, processes=0)
+        limits = job_dict["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0].get(
+            "resources", {}).get("limits", {})
+        notes = [*built.notes,
+                 (f"Kubernetes: PyTorchJob ({API_VERSION}) in namespace {job_dict['metadata']['namespace']}: 1 master"
+                  + (f" + {target.nodes - 1} worker(s)" if target.nodes > 1 else "")
+                  + f", {target.devices} process(es) per pod, resources "
+                  + (", ".join(f"{k}={v}" for k, v in limits.items()) or "none")),
+                 (f"run folder on PVC {s['volume_claim']} at {s['volume_path']} (mounted at the same path here: "
+                  f"run with --runs-dir under {s['volume_path']}); the ranks' events come back through it"),
+                 (f"submit: {' '.join(SUBMITTER)} {RUN_DIR}/{MANIFEST} (creates the job, follows its conditions and "
+                  "the master's log, deletes it on stop)")]
+        out = GeneratedFile(MANIFEST, render(job_dict), role=f"Kubeflow {KIND} ({API_VERSION})")
+        return Built([submit], [*built.files, out], notes, list(built.warnings))
+
+    def node_plan(self, plan: Plan) -> Plan:
+        """Each pod's launch with the operator's variables at stand-in values (``RANK`` = the
+        node, ``MASTER_ADDR`` = ``master-0``): what the backend's check reads."""
+        job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
+        replicas = job["spec"]["pytorchReplicaSpecs"]
+        nodes = sum(r["replicas"] for r in replicas.values())
+        container = replicas["Master"]["template"]["spec"]["containers"][0]
+        argv = [*container["command"], *container["args"]]
+        head = next(h for h, cmd in HEADS.items() if tuple(argv[:3]) == cmd)
+        env = {e["name"]: expand(e["value"], {RUN_DIR_ENV: RUN_DIR}) for e in container["env"]
+               if e["name"] != RUN_DIR_ENV}
+        launches = tuple(
+            Launch(f"node{r}", (head, *(expand(a, {**OPERATOR_VARS, "RANK": str(r), RUN_DIR_ENV: RUN_DIR})
+                                        for a in argv[3:])), env, processes=int(job["spec"]["nprocPerNode"]))
+            for r in range(nodes))
+        return dataclasses.replace(plan, launches=launches, files=tuple(f for f in plan.files if f.path != MANIFEST))
+
+    def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
+        """The manifest against the training operator's own SDK models (offline), then a
+        server-side dry run where a kubeconfig exists (not run otherwise)."""
+        from accelctl.engines import kubernetes_check
+
+        job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
+        return [kubernetes_check.sdk_check(job), kubernetes_check.server_dry_run(job)]
+
+    def preflight(self, plan: Plan, runs_root: Path) -> str | None:
+        """The runs folder must be on the shared volume, and a cluster must answer."""
+        from accelctl.engines import kubernetes_check
+
+        job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
+        container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == RUN_VOLUME)
+        if Path(mount) not in (runs_root, *runs_root.parents):
+            return (f"the runs folder {runs_root} is not on the shared volume the pods mount at {mount}: mount the "
+                    f"PVC at {mount} here too and run with --runs-dir {mount}/runs")
+        return kubernetes_check.cluster_missing()
+
+
+def expand(text: str, values: dict[str, str]) -> str:
+    """Kubernetes' expansion of ``$(NAME)`` in a container's command, args and env values
+    (k8s.io/kubernetes third_party/forked/golang/expansion): ``$$`` -> ``$``, ``$(NAME)`` -> its
+    value when ``NAME`` is known (else left as written), any other ``$`` kept."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "$" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "$":
+                out.append("$")
+                i += 2
+                continue
+            if nxt == "(":
+                end = text.find(")", i + 2)
+                if end != -1:
+                    name = text[i + 2:end]
+                    out.append(values.get(name, f"$({name})"))
+                    i = end + 1
+                    continue
+                out.append("$(")
+                i += 2
+                continue
+            out.append("$" + nxt)
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
