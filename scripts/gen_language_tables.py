@@ -143,6 +143,11 @@ ENGINE_MEANINGS: dict[str, str] = {
     "cpu": "CPU request per pod", "memory": "memory request / limit", "efa": "attach EFA network interfaces",
     "job_queue": "AWS Batch job queue", "job_definition": "AWS Batch job definition name", "role_arn": "job role ARN",
     "vcpus": "vCPUs per node", "attempts": "retry attempts",
+    "node_selector": "pod nodeSelector, \"LABEL=VALUE\" each", "restart_policy": "replicas' restartPolicy "
+    "(default never)", "backoff_limit": "runPolicy.backoffLimit: retries before the job fails",
+    "clean_pod_policy": "runPolicy.cleanPodPolicy (default running)", "active_deadline":
+    "runPolicy.activeDeadlineSeconds", "volume_claim": "PVC holding the run folder (required)", "volume_path":
+    "where the PVC is mounted, in the pods and here (required)", "shm_size": "size limit of /dev/shm (memory)",
 }
 
 # dataclass that holds each table's defaults, and key -> field where the names differ

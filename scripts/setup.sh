@@ -3,7 +3,8 @@
 # Idempotent: a second run only checks what is installed.
 #
 #   scripts/setup.sh          accelctl + what real CPU runs need (torch, transformers,
-#                             timm, diffusers, DeepSpeed) + the TUI
+#                             timm, diffusers, DeepSpeed) + the TUI + the Kubernetes
+#                             client and the Kubeflow training SDK (engine kubernetes)
 #   scripts/setup.sh --test   also what the whole test suite needs: pytest, Transformer
 #                             Engine's pure-Python package and optimum-habana in its own
 #                             venv (.venv-habana) to check plans against, tmux for the
@@ -12,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
-extras="run,deepspeed,tui,report"
+extras="run,deepspeed,tui,report,kubernetes"
 test_mode=0
 if [ "${1:-}" = "--test" ]; then
     test_mode=1

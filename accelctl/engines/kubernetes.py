@@ -263,8 +263,9 @@ class KubernetesEngine(Engine):
         if len(built.launches) != 1 or not placeable:
             names = ", ".join(la.name for la in built.launches)
             raise _refuse(spec, target, "image", f"engine kubernetes places one torchrun or deepspeed launch per "
-                          f"node; the {built.launches[0].name if built.launches else ''} backend build has "
-                          f"{len(built.launches)} ({names})", "turn neuron_parallel_compile off for this engine")
+                          f"node; the backend built {len(built.launches)} ({names})",
+                          "a neuron_parallel_compile pass is not placed on Kubernetes yet: turn it off for this "
+                          "target" if len(built.launches) > 1 else "")
         (launch,) = placeable
         texts = [*launch.argv, *launch.env.values()]
         if any(FREE_PORT in t or "{optimum_habana}" in t for t in texts):

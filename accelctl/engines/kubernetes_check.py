@@ -90,9 +90,10 @@ def load_config() -> str | None:
         from kubernetes import config
     except ImportError as exc:
         return f"the kubernetes client is not installed ({exc}); {INSTALL}"
-    if any(p.is_file() for p in kubeconfig_paths()):
-        try:
-            config.load_kube_config()
+    present = [str(p) for p in kubeconfig_paths() if p.is_file()]
+    if present:
+        try:  # the paths given: the client reads $KUBECONFIG once, when it is first imported
+            config.load_kube_config(config_file=os.pathsep.join(present))
             return None
         except Exception as exc:  # the client raises ConfigException, ValueError, yaml errors...
             return f"the kubeconfig ({os.pathsep.join(map(str, kubeconfig_paths()))}) cannot be used: {exc}"
