@@ -1,0 +1,134 @@
+"""A kubernetes plan run end to end against a loopback stand-in of the API server, the
+training operator and the kubelet (``k8s_loopback.py``: each replica a local process with
+the operator's variables; not Kubernetes).  Real: the rendered manifest, the kubernetes
+client, the submitter, accelctl's runner, two torchrun agents meeting at the master's
+address with the static rendezvous and training a real model, the events coming back
+through the run folder.  Stopping the run deletes the job and leaves no process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from accelctl.api import launch, plan, validate_text
+from accelctl.contract.events import RunStarted, StepMetrics, read_events
+
+pytest.importorskip("kubernetes")
+
+from k8s_loopback import LoopbackCluster  # noqa: E402  (tests/engines is on sys.path: rootdir conftest)
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = """
+workload tiny_k8s {
+  task pretrain
+  model gpt2(layers = 2, hidden = 64, heads = 4)
+  dataset synthetic(seq_len = 32)
+  batch { micro = 4  accumulation = 1 }
+  optimizer adamw { lr = 0.001 }
+  measure { warmup = 1  steps = STEPS }
+  engine kubernetes { image = "loopback/accelctl:1"  volume_claim = "runs"  volume_path = VOLUME }
+  target t { device = cpu  devices = 1  nodes = 2  threads = 1  precision = fp32  engine = kubernetes }
+}
+"""
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch):
+    c = LoopbackCluster(tmp_path)
+    cfg = tmp_path / "kubeconfig"
+    cfg.write_text(c.kubeconfig())
+    monkeypatch.setenv("KUBECONFIG", str(cfg))
+    yield c
+    left = c.close()
+    assert left == [], f"pods still running after the test: {left}"
+
+
+def make_plan(volume: Path, steps: int):
+    text = TEMPLATE.replace("STEPS", str(steps)).replace("VOLUME", json.dumps(str(volume)))
+    specs, diags = validate_text(text)
+    assert not diags, diags
+    return specs[0], plan(specs[0], "t")
+
+
+def test_api_preflight_passes_against_a_cluster_that_answers(cluster, tmp_path):
+    from accelctl.api import preflight
+
+    _, p = make_plan(tmp_path, 2)
+    assert preflight(p, tmp_path / "runs") is None
+    assert "on the shared volume" in preflight(p, Path("/elsewhere"))
+
+
+@pytest.mark.slow
+def test_two_pods_train_together_and_events_come_back(cluster, tmp_path):
+    _, p = make_plan(tmp_path, 6)
+    t0 = time.monotonic()
+    handle = launch(p, source_text=None, spec_json=None, runs_root=tmp_path / "runs")
+    first_step = None
+    for ev in handle.events():
+        if isinstance(ev, StepMetrics) and first_step is None:
+            first_step = time.monotonic() - t0
+    result = handle.wait(timeout=300)
+    wall = time.monotonic() - t0
+    log = (handle.run_dir / "worker.log").read_text(errors="replace")
+    assert result.status == "ok", (result.summary, log)
+    namespace, name = (handle.run_dir / "kubernetes_job").read_text().strip().split("/")
+    assert namespace == "default" and name.startswith("tiny-k8s-t-")
+    assert "Running" in log and "Succeeded" in log
+    pods = sorted(p.name for p in cluster.all_pods())
+    assert pods == [f"{name}-master-0", f"{name}-worker-0"]
+    assert all(p.proc.returncode == 0 for p in cluster.all_pods())
+    events = list(read_events(handle.run_dir / "events.jsonl"))
+    assert {e.rank for e in events if isinstance(e, StepMetrics)} == {0, 1}
+    started = [e for e in events if isinstance(e, RunStarted)]
+    assert started and started[0].world_size == 2
+    # the master pod's log (torchrun's and the worker's output) was streamed into the run's log
+    master_log = (tmp_path / f"{name}-master-0.log").read_text(errors="replace")
+    assert master_log.strip() and master_log.strip().splitlines()[-1] in log
+    print(f"\nkubernetes (loopback) 2x1 DDP: submit -> first step {first_step:.1f} s, whole run {wall:.1f} s")
+
+
+@pytest.mark.slow
+def test_stopping_the_run_deletes_the_job_and_leaves_nothing(cluster, tmp_path):
+    _, p = make_plan(tmp_path, 100000)
+    handle = launch(p, source_text=None, spec_json=None, runs_root=tmp_path / "runs")
+    for ev in handle.events():
+        if isinstance(ev, StepMetrics):
+            break
+    pods = cluster.all_pods()
+    assert len(pods) == 2 and all(p.proc.poll() is None for p in pods)
+    t0 = time.monotonic()
+    handle.stop()
+    result = handle.wait(timeout=120)
+    stopped = time.monotonic() - t0
+    assert result.status == "stopped"
+    assert cluster.jobs == {}  # deleted
+    assert all(p.proc.poll() is not None for p in pods)
+    assert ("DELETE" in {m for m, _ in cluster.requests})
+    log = (handle.run_dir / "worker.log").read_text(errors="replace")
+    assert "deleted, no pod left" in log, log[-2000:]
+    print(f"\nkubernetes (loopback) cancel: stop -> job deleted, pods gone, runner done in {stopped:.1f} s")
+
+
+@pytest.mark.slow
+def test_a_failing_pod_fails_the_run_with_its_exit_code(cluster, tmp_path):
+    """A worker that cannot start (its job.json is missing) fails the job; the submitter exits
+    with the master's code and the run is failed, nothing left running."""
+    _, p = make_plan(tmp_path, 4)
+    run_dir = tmp_path / "runs" / "manual"
+    run_dir.mkdir(parents=True)
+    manifest = run_dir / "pytorchjob.json"
+    manifest.write_text(next(f.content for f in p.files if f.path == "pytorchjob.json"))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-m", "accelctl.engines.kubernetes_submit", str(manifest)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert "Failed" in r.stdout, r.stdout + r.stderr
+    (master,) = [p for p in cluster.all_pods() if p.rtype == "master"]
+    assert master.proc.returncode not in (None, 0) and r.returncode == master.proc.returncode
+    assert all(p.proc.poll() is not None for p in cluster.all_pods())  # the worker was stopped too
+    assert "job.json" in r.stdout  # the master's log, streamed, names what was missing
