@@ -11,7 +11,7 @@
 4. It follows the job's ``status.conditions`` (Created, Running, Restarting, Succeeded,
    Failed) every ``POLL_S``, printing each transition, streams the master pod's log once it
    runs, and exits with the master container's exit code (0 on Succeeded; 1 for a job that
-   failed without one).
+   failed without one, or that disappeared).
 5. SIGINT/SIGTERM delete the job with foreground propagation and wait until its pods are
    gone (label ``training.kubeflow.org/job-name``), then exit 128 + the signal.
 """
@@ -147,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             state = state_of(api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name))
         except Exception as exc:
+            if getattr(exc, "status", None) == 404:
+                print(f"accelctl: pytorchjob {name} is gone (deleted by someone else?)", flush=True)
+                return 1
             print(f"accelctl: reading pytorchjob {name}: {str(exc).splitlines()[0][:200]}", flush=True)
             state = last
         if state != last:

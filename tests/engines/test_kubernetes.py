@@ -202,7 +202,8 @@ def test_efa_on_an_instance_without_it_is_refused_at_the_setting():
 
 
 def test_a_neuron_precompile_pass_is_refused():
-    text = TEMPLATE.replace("BLOCK", BLOCK).replace("nodes = 4  engine", "nodes = 4  neuron_parallel_compile = on  engine")
+    text = TEMPLATE.replace("BLOCK", BLOCK).replace("nodes = 4  engine",
+                                                    "nodes = 4  neuron_parallel_compile = on  engine")
     specs, diags = validate_text(text)
     assert not diags
     with pytest.raises(PlanError, match="built 2 .precompile, torchrun.") as e:

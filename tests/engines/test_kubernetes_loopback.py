@@ -132,3 +132,25 @@ def test_a_failing_pod_fails_the_run_with_its_exit_code(cluster, tmp_path):
     assert master.proc.returncode not in (None, 0) and r.returncode == master.proc.returncode
     assert all(p.proc.poll() is not None for p in cluster.all_pods())  # the worker was stopped too
     assert "job.json" in r.stdout  # the master's log, streamed, names what was missing
+
+
+def test_a_job_deleted_elsewhere_ends_the_submitter(cluster, tmp_path):
+    """Someone deletes the job (kubectl delete): the submitter says so and exits 1 instead of
+    polling a job that no longer exists."""
+    _, p = make_plan(tmp_path, 4)
+    job = json.loads(next(f.content for f in p.files if f.path == "pytorchjob.json"))
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        c = replica["template"]["spec"]["containers"][0]
+        c["command"], c["args"] = ["python", "-c", "import time; time.sleep(120)"], []
+    run_dir = tmp_path / "runs" / "manual"
+    run_dir.mkdir(parents=True)
+    (run_dir / "pytorchjob.json").write_text(json.dumps(job))
+    cmd = [sys.executable, "-m", "accelctl.engines.kubernetes_submit", str(run_dir / "pytorchjob.json")]
+    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not cluster.jobs and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ((ns, name), job_obj), = cluster.jobs.items()
+    job_obj.delete(lambda: cluster.jobs.pop((ns, name), None))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and f"pytorchjob {name} is gone" in out, out
