@@ -66,6 +66,9 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     # the target's device options (typed by the schema) land in the DeviceJob field of the same name
     device_options = {f.name: target.options[f.name] for f in fields(DeviceJob) if f.name in target.options}
     device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm, **device_options)
+    # a checkpoint dir is relative to the workload's folder, like its data and model paths
+    cp = spec.checkpoint
+    checkpoint = replace(cp, dir=str(base / Path(cp.dir).expanduser()) if cp.dir else "")
     return WorkerJob(
         run_id=run_id,
         workload=spec.name,
@@ -84,6 +87,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
         strategy=strategy,
         gradient_checkpointing=target.gradient_checkpointing,
         seed=spec.seed,
+        checkpoint=checkpoint,
         scale=scale,
         rehearsal_of=rehearsal_of,
         hub=hub_access(target),
