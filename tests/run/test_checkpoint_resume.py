@@ -128,6 +128,7 @@ def run_and_kill_after_checkpoint(workload: Path, runs: Path, kill_runner: bool)
 def assert_resumed_exactly(run_dir: Path, runs: Path, killed_at: int, reference: list, world: int,
                            total: int) -> dict:
     lines_before = (run_dir / "events.jsonl").read_text().count("\n")
+    events_before = len(read_events(run_dir / "events.jsonl"))
     cp = cli("run", "--resume", run_dir.name, "--headless", "--runs-dir", str(runs))
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
     assert f"resuming run {run_dir.name} after step {killed_at}" in cp.stdout
@@ -135,8 +136,7 @@ def assert_resumed_exactly(run_dir: Path, runs: Path, killed_at: int, reference:
     events = read_events(run_dir / "events.jsonl")
     # the earlier attempt's lines are kept, the resumed attempt's appended after them
     assert (run_dir / "events.jsonl").read_text().count("\n") > lines_before
-    resumed_at = max(i for i, e in enumerate(events) if isinstance(e, RunResumed))
-    after = events[resumed_at:]
+    after = events[events_before:]
     assert sorted(e.rank for e in after if isinstance(e, RunResumed)) == list(range(world))
     for rank in range(world):
         want = losses(reference, rank, after=killed_at)
