@@ -99,3 +99,17 @@ def hub_access(target: TargetSpec) -> str:
     """The target's ``hub`` option, else online on an accelerator (the real weights and data
     come from the Hub there) and offline on the host (its cache and local paths only)."""
     return str(target.options.get("hub") or ("offline" if DEVICES[target.device].host else "online"))
+
+
+def checkpoint_warnings(target: TargetSpec, job: WorkerJob) -> list[str]:
+    """Plan warnings of a ``checkpoint`` block that would save nothing on this target."""
+    every = job.checkpoint.every
+    if not every:
+        return []
+    if target.options.get("script") == "example":
+        return ["checkpoint { } is ignored: this target runs the backend's example script, not accelctl's loop, "
+                "so no checkpoint is saved and the run cannot be resumed"]
+    total = job.measure.warmup + job.measure.steps * job.measure.repeat
+    if every > total:
+        return [f"checkpoint every {every} steps: this run takes {total} steps and saves no checkpoint"]
+    return []

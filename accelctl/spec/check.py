@@ -269,21 +269,6 @@ def check_checkpoint(it: ast.Item | None, ctx: Ctx, origins: Origins, task: Task
     return CheckpointSpec(**vals)
 
 
-def warn_checkpoint_never_saved(cp: CheckpointSpec, measure: MeasureSpec, targets, ctx: Ctx,
-                                origins: Origins) -> None:
-    """E237 (warning): ``every`` is more steps than a run of the workload (or of a target with
-    its own ``measure``) takes, so that run would save no checkpoint."""
-    span = origins.get("checkpoint.every")
-    if not cp.every or span is None:
-        return
-    runs = [("the workload", measure)] + [(f"target {t.name}", t.measure) for t in targets if t.measure]
-    for who, m in runs:
-        total = m.warmup + m.steps * m.repeat
-        if cp.every > total:
-            ctx.warn("E237", f"checkpoint every {cp.every} steps: a run of {who} takes {total} steps and saves none",
-                     span, f"save more often (every = {max(1, total // 2)} steps) or run more steps")
-
-
 def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None,
                     prefix: str = "optimizer") -> OptimizerSpec:
     if it is None:
@@ -322,7 +307,8 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
             ctx.error("E201", f"unknown block '{key}'", it.kind_span, did_you_mean(key, S.WORKLOAD_BLOCKS))
         else:
             ctx.error("E202", f"unknown key '{key}' in workload {w.name}", it.key_span,
-                      did_you_mean(key, [*S.WORKLOAD_KEYS, *S.WORKLOAD_BLOCKS]))
+                      did_you_mean(key, [*S.WORKLOAD_KEYS, *S.WORKLOAD_BLOCKS])
+                      or f"settings: {', '.join(S.WORKLOAD_KEYS)}; blocks: {', '.join(S.WORKLOAD_BLOCKS)}")
         del items[key]
     plain = {k: v for k, v in items.items() if k in S.WORKLOAD_KEYS}
     top = typed_entries(plain, S.WORKLOAD_KEYS, ctx, f"workload {w.name}", origins, "workload")
@@ -344,7 +330,6 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
         ctx.error("E204", "batch size set twice: task batch_size and batch micro", bs[1], "keep one of them")
     targets = check_targets(items.get("target", []), wl_batch, bs, precision, gc, task, model,
                             engines, ctx, origins, w.span)
-    warn_checkpoint_never_saved(checkpoint, measure, targets, ctx, origins)
     if task is None or model is None:
         return None
     return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,

@@ -299,3 +299,16 @@ def test_prior_events_count_each_step_once_across_attempts():
     kept = resume_prior_events(events, 8)
     assert [e.step for e in kept if isinstance(e, StepMetrics)] == [1, 2, 3, 4, 5, 6, 7, 8]
     assert [e.time_unix_s for e in kept if isinstance(e, StepMetrics)][4:] == [25.0, 26.0, 27.0, 28.0]
+
+
+def test_plan_carries_the_checkpoint_and_warns_when_none_would_be_saved(tmp_path):
+    from accelctl.api import load, plan
+    from accelctl.spec.types import CheckpointSpec
+
+    workload = tmp_path / "w.wl"
+    workload.write_text(CPU_WORKLOAD.replace("every = 5 steps  keep = 2", 'every = 500 steps  keep = 2  dir = "ck"'))
+    (spec,) = load(workload)
+    p = plan(spec, "cpu")
+    assert p.job.checkpoint == CheckpointSpec(every=500, keep=2, dir=str(tmp_path / "ck"))  # next to the workload
+    assert "checkpoint every 500 steps: this run takes 82 steps and saves no checkpoint" in p.warnings
+    assert not plan(load(ROOT / "workloads" / "ddp_cpu.wl")[0], "cpu").job.checkpoint.every  # none by default
