@@ -229,6 +229,8 @@ def summary_rows(summary: dict[str, Any], run_dir: Any = None) -> list[tuple[str
     if failure:
         msg = (failure.get("message") or "").strip().splitlines()
         rows.append(("failure", f"{failure.get('reason')} (rank {failure.get('rank')}): {msg[0] if msg else ''}"))
+    if summary.get("resumed"):
+        rows.append(("resumed", ", ".join(f"after the checkpoint of step {r['step']}" for r in summary["resumed"])))
     st = stats.get("step_time")
     if st:
         rows.append(("step time", f"median {_ms(st['median'])} · mean {_ms(st['mean'])} · p90 {_ms(st['p90'])} ({st['count']} steps)"))

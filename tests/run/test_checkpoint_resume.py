@@ -133,6 +133,7 @@ def assert_resumed_exactly(run_dir: Path, runs: Path, killed_at: int, reference:
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
     assert f"resuming run {run_dir.name} after step {killed_at}" in cp.stdout
     assert f"resumed from the checkpoint at step {killed_at}" in cp.stdout
+    assert f"resumed: after the checkpoint of step {killed_at}" in cp.stdout  # the summary table
     events = read_events(run_dir / "events.jsonl")
     # the earlier attempt's lines are kept, the resumed attempt's appended after them
     assert (run_dir / "events.jsonl").read_text().count("\n") > lines_before
