@@ -30,7 +30,7 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 __all__ = [
     "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
     "WorkloadSpec", "check", "check_all", "check_plan", "diff_texts", "launch", "list_runs", "load",
-    "load_selected", "named_target", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
+    "load_selected", "named_target", "prepare_resume", "resume", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
     "refusal_header", "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
     "validate_text",
 ]
@@ -88,6 +88,22 @@ def preflight(plan_, runs_root: str | Path | None = None) -> str | None:
 
     engine = ENGINES.get(plan_.engine)
     return engine.preflight(plan_, _runs_root(runs_root)) if engine is not None else None
+
+
+def prepare_resume(run_id: str, runs_root: str | Path | None = None, workload_file: str | Path | None = None):
+    """Check that a stored run can be resumed from its newest checkpoint and ready its folder
+    (``accelctl.run.resume``); raises ``RunError`` saying why not."""
+    from accelctl.run.resume import prepare_resume as _prepare
+
+    return _prepare(run_id, runs_root, workload_file)
+
+
+def resume(point, **kwargs):
+    """Launch a prepared resume (``prepare_resume``) into its own run folder; a ``RunHandle``."""
+    from accelctl.run.runner import launch as _launch
+
+    return _launch(point.plan, source_text=None, spec_json=None, into=point.run_dir,
+                   prior_events=point.prior_events, **kwargs)
 
 
 def check_plan(plan_, spec: WorkloadSpec):

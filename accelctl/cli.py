@@ -3,6 +3,7 @@
     accelctl validate FILE...            check workloads, every diagnostic at once
     accelctl plan FILE [--target T]      print the launch plan (text, json or sh)
     accelctl run FILE [--target T]       run it for real, stream events, store the run
+    accelctl run --resume RUN_ID         continue a run from its newest checkpoint (same run record)
     accelctl runs                        list stored runs
 
 ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only
@@ -152,6 +153,11 @@ def _stop_like_ctrl_c(signum, frame) -> None:
 def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
+    if args.resume:
+        return resume_run(args)
+    if not args.file:
+        print("accelctl: error: run needs a workload FILE (or --resume RUN_ID)", file=sys.stderr)
+        return 2
     from accelctl.api import launch, load_selected, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
     from accelctl.contract.plan import FREE_PORT
@@ -214,6 +220,27 @@ def cmd_run(args) -> int:
         if result.status != "ok":
             status_code = 1
     return status_code
+
+
+def resume_run(args) -> int:
+    """``accelctl run [FILE] --resume RUN_ID``: the run's own plan, from its newest checkpoint,
+    into its own folder (FILE, when given, is the workload file checked unchanged)."""
+    from accelctl.api import prepare_resume, resume
+    from accelctl.run.console import ConsoleSink
+
+    fixed = [f"--{name}" for name in ("workload", "target", "engine", "launch") if getattr(args, name)]
+    fixed += ["--rehearse"] if args.rehearse else []
+    if fixed:
+        print(f"accelctl: error: {', '.join(fixed)} cannot change a resumed run: it goes on with its own plan",
+              file=sys.stderr)
+        return 2
+    point = prepare_resume(args.resume, args.runs_dir, args.file)
+    print(f"accelctl: resuming run {point.run_dir.name} after step {point.step} "
+          f"(checkpoint {point.checkpoint})", flush=True)
+    sink = ConsoleSink(headless=args.headless, job=point.job, rehearsal=point.plan.rehearsal)
+    handle = resume(point, sinks=[sink])
+    result = handle.wait()
+    return 130 if result.status == "stopped" else 0 if result.status == "ok" else 1
 
 
 def cmd_runs(args) -> int:
@@ -290,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_plan)
 
     r = sub.add_parser("run", help="run a workload for real on one target")
-    r.add_argument("file")
+    r.add_argument("file", nargs="?", help="the workload file (with --resume: checked unchanged since the run)")
     r.add_argument("--workload", "-w")
     r.add_argument("--target", "-t")
     r.add_argument("--engine", "-e")
@@ -302,6 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--launch", action="append", metavar="NAME",
                    help="start only this launch of the plan (repeatable), e.g. --launch node1 on node 1 of a "
                         "torchrun rendezvous; the others run elsewhere (default: all, here)")
+    r.add_argument("--resume", metavar="RUN_ID",
+                   help="continue a stopped or failed run from its newest checkpoint, into the same run record "
+                        "(its workload needs checkpoint { every = N steps }; refused when the workload file "
+                        "changed since)")
     r.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("runs", help="list stored runs")

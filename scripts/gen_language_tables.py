@@ -94,6 +94,13 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "steps": ("steps counted per repeat; must be more than warmup", None),
         "repeat": ("the measured phase is repeated this many times", None),
     },
+    "checkpoint": {
+        "every": ("save the training state after every this many optimizer steps (warm-up steps count)",
+                  "required"),
+        "keep": ("complete checkpoints kept; older ones are deleted once a newer one is complete", None),
+        "dir": ("folder for the checkpoints (relative to the workload file); each run saves under "
+                "`<dir>/<run id>/`", "`checkpoints/` in the run folder"),
+    },
     "target": {
         "device": ("device kind (the device catalog)", "the instance's device, or the target's name if it is "
                                                      "a device kind"),
@@ -160,6 +167,7 @@ DEFAULTS_FROM: dict[str, tuple[type, dict[str, str]]] = {
     "batch": (T.BatchSpec, {"global": "global_size"}),
     "optimizer": (T.OptimizerSpec, {}),
     "measure": (T.MeasureSpec, {}),
+    "checkpoint": (T.CheckpointSpec, {}),
     "target": (T.TargetSpec, {}),
     "parallel": (T.ParallelSpec, {"stage": "zero_stage"}),
 }
@@ -169,7 +177,7 @@ def schema_tables() -> dict[str, dict]:
     return {
         "workload": S.WORKLOAD_KEYS, "task": {k: t for k, (t, _) in S.TASK_KEYS.items()}, "model": S.MODEL_KEYS,
         "dataset": S.DATASET_KEYS, "fp8": S.FP8_KEYS, "batch": S.BATCH_KEYS, "optimizer": S.OPTIMIZER_KEYS,
-        "measure": S.MEASURE_KEYS, "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
+        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
     }
 
 
@@ -264,6 +272,9 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'workload w { task pretrain { } model hf("someone/unknown") }', "file"),
     ("E214", "positional argument where names are needed; hf()/local()/files() need one string",
      "optimizer sgd(0.1)", "line"),
+    ("E235", "`checkpoint` on a generate/infer task", "workload w { task generate { max_new_tokens = 5 } "
+                                                      "model bloom()\n  checkpoint { every = 5 steps } }", "file"),
+    ("E236", "`checkpoint` without `every`", "checkpoint { keep = 3 }", "line"),
     ("E301", "wrong type of value", 'measure { steps = "ten" }', "line"),
     ("E302", "wrong unit", "measure { steps = 10 GB }", "line"),
     ("E303", "missing unit", "target g { device = a100  memory = 96 }", "line"),

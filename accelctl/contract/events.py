@@ -135,8 +135,37 @@ class RunFailed(Event):
     time_unix_s: float = field(default_factory=time.time)
 
 
+@dataclass(frozen=True)
+class CheckpointSaved(Event):
+    """A complete checkpoint after optimizer step ``step`` (every rank's part written and
+    synced; emitted by rank 0 once the checkpoint is marked complete)."""
+
+    kind: ClassVar[str] = "checkpoint_saved"
+    step: int
+    #: the checkpoint's folder
+    path: str
+    rank: int = 0
+    #: bytes of the checkpoint's files, and seconds the save took (outside the step times)
+    size_bytes: int = 0
+    save_s: float = 0.0
+    time_unix_s: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class RunResumed(Event):
+    """A rank loaded the checkpoint of step ``step`` and continues at ``step + 1``."""
+
+    kind: ClassVar[str] = "run_resumed"
+    step: int
+    path: str
+    rank: int = 0
+    load_s: float = 0.0
+    time_unix_s: float = field(default_factory=time.time)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.kind: cls for cls in (RunStarted, PhaseChanged, StepMetrics, LogMessage, RunFinished, RunFailed)
+    cls.kind: cls for cls in (RunStarted, PhaseChanged, StepMetrics, LogMessage, RunFinished, RunFailed,
+                              CheckpointSaved, RunResumed)
 }
 
 

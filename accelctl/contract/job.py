@@ -22,6 +22,7 @@ from typing import Any
 from accelctl.contract import codec
 from accelctl.spec.types import (
     BatchSpec,
+    CheckpointSpec,
     DatasetSpec,
     MeasureSpec,
     ModelSpec,
@@ -64,6 +65,9 @@ class DebugJob:
     synthetic_pool: int = 8
     #: synthetic data: token ids drawn from a window of this many ids
     synthetic_vocab: int = 128
+    #: kill this rank (SIGKILL) in the middle of the checkpoint save of this step: its files
+    #: written, the ``complete.json`` marker not (0 = never)
+    kill_in_checkpoint_at_step: int = 0
     #: settings of the test suite's fake workers (``tests/*/fake_worker.py``: which script
     #: to play, which rank crashes ...); the real worker never reads it
     fake: dict[str, Any] = field(default_factory=dict)
@@ -97,6 +101,9 @@ class WorkerJob:
     strategy: str = "plain"
     gradient_checkpointing: bool = False
     seed: int = 0
+    #: checkpoints: every N steps, kept K, in ``dir`` (absolute) or the run folder's ``checkpoints/``
+    #: (``accelctl.contract.checkpoint``); a worker that finds a complete one of its run resumes from it
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     #: "real" (the model the target names) or "stand_in" (the small model of the same family)
     scale: str = "real"
     #: the accelerator target this CPU run rehearses ("" = not a rehearsal)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
-from accelctl.plan.jobs import build_job, threads_per_process
+from accelctl.plan.jobs import build_job, checkpoint_warnings, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.registry import ENGINES, choose
 from accelctl.plan.rehearse import rehearsal_target
@@ -53,7 +53,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
         raise PlanError(diagnostics=[missing])
     built = backend.build(spec, target, job)
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
-    warnings = list(built.warnings)
+    warnings = [*built.warnings, *checkpoint_warnings(target, job)]
     notes = [*built.notes, *filter(None, [weights_note(target, job)]), fit.describe()]
     if rehearsal is not None:
         notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "

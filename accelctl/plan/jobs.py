@@ -66,6 +66,9 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     # the target's device options (typed by the schema) land in the DeviceJob field of the same name
     device_options = {f.name: target.options[f.name] for f in fields(DeviceJob) if f.name in target.options}
     device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm, **device_options)
+    # a checkpoint dir is relative to the workload's folder, like its data and model paths
+    cp = spec.checkpoint
+    checkpoint = replace(cp, dir=str(base / Path(cp.dir).expanduser()) if cp.dir else "")
     return WorkerJob(
         run_id=run_id,
         workload=spec.name,
@@ -84,6 +87,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
         strategy=strategy,
         gradient_checkpointing=target.gradient_checkpointing,
         seed=spec.seed,
+        checkpoint=checkpoint,
         scale=scale,
         rehearsal_of=rehearsal_of,
         hub=hub_access(target),
@@ -95,3 +99,17 @@ def hub_access(target: TargetSpec) -> str:
     """The target's ``hub`` option, else online on an accelerator (the real weights and data
     come from the Hub there) and offline on the host (its cache and local paths only)."""
     return str(target.options.get("hub") or ("offline" if DEVICES[target.device].host else "online"))
+
+
+def checkpoint_warnings(target: TargetSpec, job: WorkerJob) -> list[str]:
+    """Plan warnings of a ``checkpoint`` block that would save nothing on this target."""
+    every = job.checkpoint.every
+    if not every:
+        return []
+    if target.options.get("script") == "example":
+        return ["checkpoint { } is ignored: this target runs the backend's example script, not accelctl's loop, "
+                "so no checkpoint is saved and the run cannot be resumed"]
+    total = job.measure.warmup + job.measure.steps * job.measure.repeat
+    if every > total:
+        return [f"checkpoint every {every} steps: this run takes {total} steps and saves no checkpoint"]
+    return []

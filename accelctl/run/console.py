@@ -18,7 +18,16 @@ from rich.table import Table
 from rich.text import Text
 
 from accelctl.analysis.provenance import data_line, is_stand_in, model_line, what_ran
-from accelctl.contract.events import LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted, StepMetrics
+from accelctl.contract.events import (
+    CheckpointSaved,
+    LogMessage,
+    PhaseChanged,
+    RunFailed,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    StepMetrics,
+)
 from accelctl.contract.job import WorkerJob
 
 VERSION_KEYS = ("python", "torch", "transformers", "timm", "diffusers", "accelerate", "deepspeed", "datasets")
@@ -176,6 +185,18 @@ class ConsoleSink:
         for line in detail[-15:]:  # a crash's log tail, the end of a traceback
             self._print(f"    {line}", "dim")
 
+    def _on_CheckpointSaved(self, ev: CheckpointSaved) -> None:
+        self._print(f"⤓ checkpoint at step {ev.step}: {ev.path} ({ev.size_bytes / 2**20:.1f} MiB, "
+                    f"{ev.save_s:.2f} s)", "blue")
+
+    def _on_RunResumed(self, ev: RunResumed) -> None:
+        if ev.rank != 0:
+            return
+        self._print(f"⤒ resumed from the checkpoint at step {ev.step}: {ev.path}", "blue")
+        if self._progress is not None:
+            self._progress.advance(self._task, ev.step - self.seen)
+        self.seen = ev.step  # the step lines go on counting from the checkpoint
+
     def _on_RunFinished(self, ev: RunFinished) -> None:
         if ev.rank == 0:
             self._print(f"✓ finished {ev.steps} steps in {ev.wall_s:.2f} s", "green")
@@ -208,6 +229,8 @@ def summary_rows(summary: dict[str, Any], run_dir: Any = None) -> list[tuple[str
     if failure:
         msg = (failure.get("message") or "").strip().splitlines()
         rows.append(("failure", f"{failure.get('reason')} (rank {failure.get('rank')}): {msg[0] if msg else ''}"))
+    if summary.get("resumed"):
+        rows.append(("resumed", ", ".join(f"after the checkpoint of step {r['step']}" for r in summary["resumed"])))
     st = stats.get("step_time")
     if st:
         rows.append(("step time", f"median {_ms(st['median'])} · mean {_ms(st['mean'])} · p90 {_ms(st['p90'])} ({st['count']} steps)"))

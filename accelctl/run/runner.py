@@ -108,8 +108,11 @@ class RunHandle:
     """A started run.  ``events()`` streams, ``wait()`` blocks for the result, ``stop()`` ends it."""
 
     def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S,
-                 values: Mapping[str, str] | None = None, only: Iterable[str] | None = None):
+                 values: Mapping[str, str] | None = None, only: Iterable[str] | None = None,
+                 prior_events: Iterable[Event] = ()):
         self.plan = plan
+        #: a resumed run's events before its resume point (``accelctl.run.resume``): in the summary
+        self.prior_events = list(prior_events)
         #: the launches this runner starts (None: all); the others run elsewhere (one per node)
         self.only = None if only is None else frozenset(only)
         #: the placeholders picked once for this run ({free_port})
@@ -411,7 +414,7 @@ class RunHandle:
             plan=self.plan,
             job=self.job,
             run_id=self.run_id,
-            events=list(self._events),
+            events=[*self.prior_events, *self._events],
             stop_kind=self._stop_kind,
             failure=self._failure,
             launches=launches,
@@ -432,6 +435,8 @@ def launch(
     sinks: Iterable[Any] = (),
     grace_s: float = DEFAULT_GRACE_S,
     only: Iterable[str] | None = None,
+    into: Path | None = None,
+    prior_events: Iterable[Event] = (),
 ) -> RunHandle:
     """Materialise ``plan`` into a new run folder, start its launches, return at once.
 
@@ -441,6 +446,11 @@ def launch(
     ``sinks`` are callables or objects with ``on_event``/``close`` (``accelctl.run.sinks``).
     A plan whose generated files escape the run folder raises ``RunStoreError`` before
     anything starts (and leaves no run folder behind).
+
+    ``into``: an existing run folder to launch into (``accelctl run --resume``,
+    ``accelctl.run.resume``; pass ``source_text``/``spec_json`` None to keep its own): plan,
+    job and generated files are written again with this launch's placeholder values, and
+    ``prior_events`` (its events before the resume point) enter the summary.
     """
     if only is not None:
         only = list(only)
@@ -448,15 +458,16 @@ def launch(
         if unknown or not only:
             raise ValueError(f"no launch named {', '.join(unknown) or '(none given)'} in the plan "
                              f"(launches: {', '.join(ln.name for ln in plan.launches)})")
-    run_dir = store.new_run_dir(plan.workload, plan.target, runs_root)
+    run_dir = into if into is not None else store.new_run_dir(plan.workload, plan.target, runs_root)
     values = run_values(plan)  # {free_port}: one port for every launch and file of this run
     try:
         job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir,
                                  run_values=values)
     except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        if into is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only)
+    handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only, prior_events)
     try:
         handle._start()
     except BaseException:  # e.g. KeyboardInterrupt between two launches: leave nothing behind

@@ -12,6 +12,8 @@ task``; ``started`` (ISO 8601 UTC), ``started_unix_s, finished_unix_s``;
 ``failure`` (null or {reason, message, rank, step}: the first failure, a real one
 preferred over ``stopped``); ``stopped_by`` (null, "user", or "failure": another rank
 failed); ``warnings`` (the plan's, then the workers' warning messages);
+``resumed`` (only in a resumed run: one {step, path, time_unix_s} per ``accelctl run
+--resume``, the run went on after the checkpoint of that step);
 ``launches`` [{name, argv (as run), cwd, pid, returncode, wall_s}] (argv/pid/wall_s null
 for a launch that never started); ``returncodes`` (127: could not start, null: never
 started).
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from accelctl.analysis.stats import steady_state
-from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunStarted
+from accelctl.contract.events import Event, LogMessage, PhaseChanged, RunFailed, RunFinished, RunResumed, RunStarted
 from accelctl.analysis.provenance import what_ran
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
@@ -82,7 +84,10 @@ def build_summary(
             if len(warnings) < MAX_WARNINGS:
                 warnings.append(e.message)
     ranks = {e.rank for e in events if isinstance(e, RunStarted)}
+    resumed = [{"step": e.step, "path": e.path, "time_unix_s": e.time_unix_s}
+               for e in events if isinstance(e, RunResumed) and e.rank == 0]
     return {
+        **({"resumed": resumed} if resumed else {}),
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "status": run_status(stop_kind, failure, returncodes),

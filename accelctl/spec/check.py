@@ -16,7 +16,7 @@ from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec.models import FAMILIES, KNOWN_MODELS, real_architecture
-from accelctl.spec.types import MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
+from accelctl.spec.types import CheckpointSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
 from accelctl.spec.values import BAD, Ctx
 
 
@@ -250,6 +250,25 @@ def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str =
     return m
 
 
+def check_checkpoint(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None) -> CheckpointSpec:
+    """``checkpoint { every = N steps  keep = K  dir = "path" }`` (training tasks only)."""
+    if it is None:
+        return CheckpointSpec()
+    if not isinstance(it, ast.Block) or it.header is not None:
+        ctx.error("E209", "checkpoint is a block", it.span, "write checkpoint { every = 100 steps }")
+        return CheckpointSpec()
+    if task is not None and not task.training:
+        ctx.error("E235", f"checkpoint does not apply to a {task.kind} task", it.kind_span,
+                  "checkpoints hold training state (weights, optimizer, data position): remove the block")
+    items = items_by_key(it.items, ctx)
+    vals = typed_entries(items, S.CHECKPOINT_KEYS, ctx, "checkpoint", origins, "checkpoint")
+    if "every" not in items:
+        ctx.error("E236", "checkpoint needs every = N steps", it.kind_span, "add every = 100 steps")
+    elif "every" in vals:
+        origins.add("checkpoint", it.span)
+    return CheckpointSpec(**vals)
+
+
 def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None,
                     prefix: str = "optimizer") -> OptimizerSpec:
     if it is None:
@@ -288,7 +307,8 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
             ctx.error("E201", f"unknown block '{key}'", it.kind_span, did_you_mean(key, S.WORKLOAD_BLOCKS))
         else:
             ctx.error("E202", f"unknown key '{key}' in workload {w.name}", it.key_span,
-                      did_you_mean(key, [*S.WORKLOAD_KEYS, *S.WORKLOAD_BLOCKS]))
+                      did_you_mean(key, [*S.WORKLOAD_KEYS, *S.WORKLOAD_BLOCKS])
+                      or f"settings: {', '.join(S.WORKLOAD_KEYS)}; blocks: {', '.join(S.WORKLOAD_BLOCKS)}")
         del items[key]
     plain = {k: v for k, v in items.items() if k in S.WORKLOAD_KEYS}
     top = typed_entries(plain, S.WORKLOAD_KEYS, ctx, f"workload {w.name}", origins, "workload")
@@ -298,6 +318,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     dataset = resolve_dataset(dataset, task, model, ctx, origins)
     measure = check_measure(items.get("measure"), ctx, origins)
     optimizer = check_optimizer(items.get("optimizer"), ctx, origins, task)
+    checkpoint = check_checkpoint(items.get("checkpoint"), ctx, origins, task)
     precision = check_precision(items.get("precision"), ctx, origins, "precision")
     engines = check_engines(items.get("engine", []), ctx, origins)
     gc = top.get("gradient_checkpointing", False)
@@ -312,7 +333,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     if task is None or model is None:
         return None
     return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,
-                        optimizer=optimizer, targets=targets, engines=engines,
+                        optimizer=optimizer, targets=targets, engines=engines, checkpoint=checkpoint,
                         description=top.get("description", ""), seed=top.get("seed", 0), origins=dict(origins))
 
 

@@ -77,6 +77,12 @@ MEASURE_KEYS: dict[str, V.VType] = {
     "repeat": V.integer(1, 1000),
 }
 
+CHECKPOINT_KEYS: dict[str, V.VType] = {
+    "every": V.integer(1, 10_000_000, unit_dim="steps"),
+    "keep": V.integer(1, 1000),
+    "dir": V.string(),
+}
+
 ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
     "local": {},
     "torchrun": {
@@ -195,7 +201,8 @@ PARALLEL_ARGS: dict[str, V.VType] = {
     "kernel_inject": V.boolean(),
 }
 
-WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "engine", "target")
+WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "engine",
+                   "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
     "description": V.string(),
     "seed": V.integer(0, 2**31 - 1),

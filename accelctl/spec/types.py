@@ -140,6 +140,19 @@ class MeasureSpec:
 
 
 @dataclass(frozen=True)
+class CheckpointSpec:
+    """``checkpoint { every = N steps  keep = K  dir = "path" }``: training state saved
+    every ``every`` optimizer steps so ``accelctl run --resume RUN_ID`` can continue."""
+
+    #: save after every this many optimizer steps (0 = no checkpoints)
+    every: int = 0
+    #: complete checkpoints kept (the oldest are deleted after a newer one is complete)
+    keep: int = 2
+    #: folder for the checkpoints (absolute once planned); "" = ``checkpoints/`` in the run folder
+    dir: str = ""
+
+
+@dataclass(frozen=True)
 class ParallelSpec:
     #: none, data, zero, deepspeed_inference, tensor, pipeline, fsdp
     strategy: str = "none"
@@ -216,6 +229,8 @@ class WorkloadSpec:
     engines: dict[str, EngineSpec] = field(default_factory=dict)
     description: str = ""
     seed: int = 0
+    #: checkpoints of a training run (``every = 0``: none)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     #: where each setting was written: dotted field path -> span (for diagnostics
     #: raised after checking, e.g. by DeepSpeed's own config validation)
     origins: dict[str, Span] = field(default_factory=dict, compare=False, repr=False)

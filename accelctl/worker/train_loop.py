@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from accelctl.worker import data, models
+from accelctl.worker.checkpoint import Checkpointer, CountedBatches
 from accelctl.worker.context import NonFiniteLoss, RunContext
 
 
@@ -38,7 +39,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
     optimizer = adapter.make_optimizer(job.optimizer, model.parameters())
     read = data.training_batches(job, built, ctx.rank, world, ctx.log)
-    batches = adapter.wrap_batches(read, job)
+    batches = CountedBatches(adapter.wrap_batches(read, job))  # counted: the data position of a checkpoint
     ctx.setup_s["build_s"] = time.perf_counter() - t0
     # DeepSpeed: its engine owns data parallelism, ZeRO, accumulation, clipping
     ds = ctx.strategy.training_engine(model, optimizer, ctx, batches, built.kind)
@@ -52,6 +53,13 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     checksums = job.debug.report_param_checksum  # test hook: prove DDP syncs
     start_checksum = param_checksum(model) if checksums else None
     data_checksum = 0.0
+    # checkpoints: a complete one of this run in its folder (accelctl run --resume) is loaded
+    # now -- weights, optimizer, RNG, data position, measurement -- and the loop goes on after it
+    ckpt = Checkpointer(ctx, model, optimizer, scaler, ds, batches)
+    saved = ckpt.resume()
+    resumed_at = saved["step"] if saved else 0
+    if saved and checksums:
+        start_checksum, data_checksum = saved["param_checksum_start"], saved["data_checksum"]
 
     # 3. one optimizer step: accumulation micro-batches, then clip and step ----------------
     def train_step(step: int) -> float:
@@ -104,8 +112,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     # warm-up, on an untimed forward+backward probe whose gradients are thrown away.
     from torch.utils.flop_counter import FlopCounterMode
 
-    flops = None
-    if job.measure.warmup == 0 and ds is None:
+    flops = saved["flops"] if saved else None
+    if job.measure.warmup == 0 and ds is None and not saved:
         with FlopCounterMode(display=False) as counter:
             for _ in range(accum):
                 batch = {k: v.to(adapter.device) for k, v in next(batches).items()}
@@ -118,12 +126,17 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     schedule = [("warmup", 0, job.measure.warmup)]
     schedule += [("measure", r, job.measure.steps) for r in range(job.measure.repeat)]
     samples = job.batch.micro * accum * world  # global samples per optimizer step
-    step, losses = 0, []
+    step, losses = 0, list(saved["losses"]) if saved else []
     adapter.reset_peak_memory()
     for phase, repeat, count in schedule:
+        if step + count <= resumed_at:  # done before the checkpoint
+            step += count
+            continue
         ctx.phase(phase, repeat)
         for _ in range(count):
             step += 1
+            if step <= resumed_at:
+                continue
             counting = flops is None
             with FlopCounterMode(display=False) if counting else contextlib.nullcontext() as counter:
                 adapter.sync()
@@ -140,6 +153,9 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             ctx.step(step=step, phase=phase, repeat=repeat, step_time_s=dt, loss=loss, samples=samples,
                      tokens=tokens, samples_per_s=samples / dt, tokens_per_s=tokens / dt if tokens else None,
                      mfu=ctx.mfu(flops, dt), mem_bytes=adapter.memory_bytes())
+            if ckpt.due(step):  # outside the timed step
+                ckpt.save(step, {"step": step, "losses": losses, "flops": flops,
+                                 "param_checksum_start": start_checksum, "data_checksum": data_checksum})
 
     ctx.phase("done")
     results = {"first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,

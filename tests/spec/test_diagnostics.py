@@ -118,6 +118,9 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
               'workload w {\n  task finetune { }\n  model t5()\n'
               '  dataset hf("cnn_dailymail") { config = "3.0.0"  target_column = ‸"summary" }\n}\n', ()),
              ("column-of-another-config", wl('dataset hf("wikicorpus") { config = "raw_en"  column = ‸"lemmas" }'), ())],
+    # ---------------------------------------------------------------- checkpoints
+    "E235": [("checkpoint-on-generate", wl("‸checkpoint { every = 5 steps }", base=GEN), ())],
+    "E236": [("checkpoint-without-every", wl("‸checkpoint { keep = 3 }"), ())],
     # ---------------------------------------------------------------- targets and devices
     "E501": [("fp8-on-a100", wl("target g { device = a100  ‸precision = fp8 }"), ()),
              ("fp8-inherited-on-gaudi1", wl("precision fp8", "target g { ‸device = gaudi }"), ())],

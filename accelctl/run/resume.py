@@ -1,0 +1,172 @@
+"""``accelctl run --resume RUN_ID``: continue a run from its newest complete checkpoint,
+into the same run folder.
+
+``prepare_resume`` checks and readies the folder; ``accelctl.api.resume`` then launches
+the run's own stored plan (``plan.json``) into it (``runner.launch(into=...)``).  The
+workers find the checkpoint in their checkpoint folder and continue after its step
+(``accelctl.worker.checkpoint``).  Refused, with the reason, when:
+
+* the run completed (status ``ok``): nothing to continue;
+* a process of the run is still alive (its ``job.json`` on a command line);
+* the run was planned without ``checkpoint { every = N steps }``, or no checkpoint of it
+  is complete yet;
+* the workload file changed since the run started: its SHA-256 differs from the
+  ``workload.wl`` the run stored (a resumed run is the run as it was planned; a changed
+  workload is a new run).
+
+Readying the folder: the previous attempt's ``rank<N>.jsonl`` and ``summary.json`` move
+to ``attempts/<n>/`` (the runner tails fresh rank files, so nothing is read twice);
+``events.jsonl`` keeps every line and the new attempt's events are appended after them.
+The summary written at the end covers the whole run: the earlier events up to the
+checkpoint's step (``resume_prior_events``: steps re-done after a checkpoint are
+counted once, from the attempt that completed them) and the resumed attempt's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelctl.contract import checkpoint as layout
+from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics, read_events
+from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import Plan
+from accelctl.errors import RunError
+from accelctl.run import store
+
+ATTEMPTS_DIR = "attempts"
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    run_dir: Path
+    plan: Plan
+    job: WorkerJob
+    #: the checkpoint's step (the run goes on at step + 1) and folder
+    step: int
+    checkpoint: Path
+    #: the run's events up to ``step``, for the summary
+    prior_events: list[Event] = field(repr=False, default_factory=list)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def live_processes(job_path: Path) -> list[int]:
+    """Pids whose command line names ``job_path`` (a worker or launcher of the run); [] where
+    ``/proc`` cannot be read."""
+    needle = str(job_path).encode()
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if needle in fh.read():
+                    pids.append(int(name))
+        except OSError:
+            continue
+    return pids
+
+
+def resume_prior_events(events: list[Event], step: int) -> list[Event]:
+    """The events of earlier attempts that the summary keeps when resuming at ``step``.
+
+    Replayed in order: a ``RunResumed`` of a rank drops that rank's step events after its
+    step (they are run again); then every step after ``step``, every event later than
+    rank 0's step ``step``, and every ``RunFailed``/``RunFinished`` of an ended attempt go.
+    """
+    kept: list[Event] = []
+    for e in events:
+        if isinstance(e, RunResumed):
+            kept = [k for k in kept if not (isinstance(k, StepMetrics) and k.rank == e.rank and k.step > e.step)]
+        kept.append(e)
+    cut = max((e.time_unix_s for e in kept if isinstance(e, StepMetrics) and e.rank == 0 and e.step == step),
+              default=None)
+    out = []
+    for e in kept:
+        if isinstance(e, (RunFailed, RunFinished)):
+            continue
+        if isinstance(e, StepMetrics):
+            if e.step <= step:
+                out.append(e)
+        elif cut is None or getattr(e, "time_unix_s", 0.0) <= cut:
+            out.append(e)
+    return out
+
+
+def _refuse(run_id: str, why: str) -> RunError:
+    return RunError(f"cannot resume run {run_id}: {why}")
+
+
+def check_workload_unchanged(run_dir: Path, workload_file: str | Path | None) -> None:
+    """The workload file as it is now must hash as the run's stored ``workload.wl``."""
+    stored = run_dir / store.WORKLOAD_FILE
+    if not stored.is_file():
+        raise _refuse(run_dir.name, f"it has no {store.WORKLOAD_FILE} to compare the workload with")
+    path = Path(workload_file) if workload_file else Path(store.read_json(run_dir / store.SPEC_FILE).get("path", ""))
+    try:
+        now = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _refuse(run_dir.name, f"cannot read its workload file {str(path)!r} ({exc}); give it: "
+                                    f"accelctl run FILE --resume {run_dir.name}") from None
+    before = stored.read_text(encoding="utf-8")
+    if sha256_text(now) != sha256_text(before):
+        raise _refuse(run_dir.name, f"the workload file {path} changed since the run started (sha256 "
+                                    f"{sha256_text(now)[:12]} now, {sha256_text(before)[:12]} then); a resumed run "
+                                    f"is the run as planned: start a new run for the changed workload")
+
+
+def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
+                   workload_file: str | Path | None = None) -> ResumePoint:
+    """Check that run ``run_id`` can be resumed, ready its folder, return where it goes on."""
+    try:
+        record = store.load_run(run_id, runs_root)
+    except (store.RunStoreError, OSError) as exc:
+        raise RunError(f"cannot resume: {exc}") from None
+    run_dir, name = record.path, record.path.name
+    if record.status == "ok":
+        raise _refuse(name, "it completed (status ok); there is nothing left to run")
+    job_path = run_dir / store.JOB_FILE
+    alive = live_processes(job_path)
+    if alive:
+        raise _refuse(name, f"it is still running (pid {', '.join(map(str, alive))}); stop it first")
+    try:
+        plan = Plan.from_dict(store.read_json(run_dir / store.PLAN_FILE))
+        job = WorkerJob.load(job_path)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise _refuse(name, f"its plan or job cannot be read ({exc})") from None
+    if job.checkpoint.every <= 0:
+        raise _refuse(name, "it was run without checkpoints (add checkpoint { every = N steps } to the workload "
+                            "for the next run)")
+    folder = layout.folder_of(job)
+    found = layout.latest(folder)
+    if found is None:
+        raise _refuse(name, f"it has no complete checkpoint in {folder} (it ended before step "
+                            f"{job.checkpoint.every}, its first)")
+    check_workload_unchanged(run_dir, workload_file)
+    step, where = found
+    events_path = run_dir / store.EVENTS_FILE
+    prior = resume_prior_events(read_events(events_path) if events_path.exists() else [], step)
+    archive_attempt(run_dir)
+    return ResumePoint(run_dir=run_dir, plan=plan, job=job, step=step, checkpoint=where, prior_events=prior)
+
+
+def archive_attempt(run_dir: Path) -> Path:
+    """Move the ended attempt's rank files and summary to ``attempts/<n>/``."""
+    base = run_dir / ATTEMPTS_DIR
+    base.mkdir(exist_ok=True)
+    n = 1 + sum(1 for p in base.iterdir() if p.is_dir())
+    dest = base / str(n)
+    dest.mkdir()
+    for path in [*run_dir.glob("rank*.jsonl"), run_dir / store.SUMMARY_FILE]:
+        if path.exists():
+            os.replace(path, dest / path.name)
+    return dest

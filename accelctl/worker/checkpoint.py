@@ -1,0 +1,179 @@
+"""Checkpoint and resume of the training loop (``checkpoint { every = N steps }``).
+
+Saved every ``every`` optimizer steps, into ``accelctl.contract.checkpoint``'s layout:
+
+* the model and optimizer (and the fp16 grad scaler): rank 0 writes ``state.pt`` with
+  ``torch.save`` -- under DDP every rank holds the same weights and optimizer state; under
+  the ``deepspeed`` strategy every rank calls DeepSpeed's own ``engine.save_checkpoint``
+  (ZeRO shards each rank's optimizer partition; DeepSpeed also saves its LR scheduler
+  when its config has one -- the plain loop has no LR schedule to save);
+* per rank (``rank<N>.pt``): the RNG states (python ``random``, numpy, torch CPU, every
+  CUDA device), the data position and the measurement state (step, losses, the FLOPs per
+  step, the test checksums).  The data position is the number of batches this rank drew:
+  every stream is deterministic given the job's seed and rank (synthetic pools, records
+  shuffled with the seed, the masking generator), so a resumed rank draws and drops that
+  many batches and is where the saved one was, epoch and sampler state included;
+* ``complete.json`` last, by rank 0, after a barrier: every file before it was written to a
+  temporary name, fsynced and renamed, so a save cut short is skipped by every reader.
+
+A worker whose checkpoint folder already holds a complete checkpoint of its run (``accelctl
+run --resume``) loads the newest one and continues at the next step: on CPU its losses are
+bitwise those of an uninterrupted run.  Checkpoint files are pickles (``torch.load`` with
+``weights_only=False``: RNG states are Python objects); they are read only from the run's
+own checkpoint folder.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+
+from accelctl.contract import checkpoint as layout
+from accelctl.contract.events import CheckpointSaved, RunResumed
+
+
+class CountedBatches:
+    """The loop's batch stream, counting what it hands out (the data position)."""
+
+    def __init__(self, batches) -> None:
+        self._batches = batches
+        self.drawn = 0
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self):
+        batch = next(self._batches)
+        self.drawn += 1
+        return batch
+
+    def skip(self, n: int) -> None:
+        """Draw and drop ``n`` batches: back where a saved run was."""
+        for _ in range(n):
+            next(self)
+
+    def __getattr__(self, name: str) -> Any:  # tokens_per_sample, source, details ...
+        return getattr(self._batches, name)
+
+
+def rng_states() -> dict[str, Any]:
+    states: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    try:
+        import numpy as np
+
+        states["numpy"] = np.random.get_state()
+    except ImportError:
+        pass
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def set_rng_states(states: dict[str, Any]) -> None:
+    random.setstate(states["python"])
+    torch.set_rng_state(states["torch"])
+    if "numpy" in states:
+        import numpy as np
+
+        np.random.set_state(states["numpy"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def _barrier(world: int) -> None:
+    if world > 1 and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+
+
+class Checkpointer:
+    """Saves and restores one rank's part of the training state."""
+
+    def __init__(self, ctx, model, optimizer, scaler, ds, batches: CountedBatches) -> None:
+        self.ctx = ctx
+        self.every = ctx.job.checkpoint.every
+        self.keep = ctx.job.checkpoint.keep
+        self.folder = layout.folder_of(ctx.job)
+        self.model = getattr(model, "module", model)  # DDP's wrapped module
+        self.optimizer = optimizer
+        self.scaler = scaler
+        self.engine = ds.engine if ds is not None else None
+        self.batches = batches
+
+    @property
+    def enabled(self) -> bool:
+        return self.every > 0
+
+    def due(self, step: int) -> bool:
+        return self.enabled and step % self.every == 0
+
+    # -- resume -------------------------------------------------------------------------
+
+    def resume(self) -> dict[str, Any] | None:
+        """Load the newest complete checkpoint of this run, if any; its measurement state."""
+        if not self.enabled:
+            return None
+        found = layout.latest(self.folder)
+        if found is None:
+            return None
+        t0 = time.perf_counter()
+        step, where = found
+        ctx = self.ctx
+        if self.engine is not None:
+            path, _ = self.engine.load_checkpoint(str(self.folder), tag=where.name, load_optimizer_states=True,
+                                                  load_lr_scheduler_states=True)
+            if path is None:
+                raise RuntimeError(f"DeepSpeed could not load the checkpoint {where}")
+        else:
+            state = torch.load(where / layout.STATE_FILE, map_location="cpu", weights_only=False)
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            if self.scaler is not None and state.get("scaler"):
+                self.scaler.load_state_dict(state["scaler"])
+        mine = torch.load(layout.rank_file(where, ctx.rank), map_location="cpu", weights_only=False)
+        self.batches.skip(mine["batches_drawn"])
+        set_rng_states(mine["rng"])
+        ctx.writer.emit(RunResumed(step=step, path=str(where), rank=ctx.rank, load_s=time.perf_counter() - t0))
+        return mine["measurement"]
+
+    # -- save ---------------------------------------------------------------------------
+
+    def save(self, step: int, measurement: dict[str, Any]) -> None:
+        ctx = self.ctx
+        t0 = time.perf_counter()
+        where = layout.step_dir(self.folder, step)
+        where.mkdir(parents=True, exist_ok=True)
+        if self.engine is not None:  # every rank: DeepSpeed writes its own files (ZeRO shards)
+            self.engine.save_checkpoint(str(self.folder), tag=where.name, client_state={"accelctl_step": step},
+                                        save_latest=False)
+        elif ctx.rank == 0:
+            state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                     "scaler": self.scaler.state_dict() if self.scaler is not None else None, "step": step}
+            layout.write_atomic(where / layout.STATE_FILE, lambda fh: torch.save(state, fh))
+        mine = {"rng": rng_states(), "batches_drawn": self.batches.drawn, "measurement": measurement}
+        layout.write_atomic(Path(layout.rank_file(where, ctx.rank)), lambda fh: torch.save(mine, fh))
+        if step == ctx.job.debug.kill_in_checkpoint_at_step:  # test hook: a crash mid-save
+            os.kill(os.getpid(), signal.SIGKILL)
+        _barrier(ctx.world)  # every rank's files are synced before the marker
+        if ctx.rank == 0:
+            layout.mark_complete(where, {"step": step, "world_size": ctx.world, "strategy": ctx.job.strategy,
+                                         "run_id": ctx.job.run_id, "time_unix_s": time.time()})
+            self._prune(step)
+            size = sum(f.stat().st_size for f in where.rglob("*") if f.is_file())
+            ctx.writer.emit(CheckpointSaved(step=step, path=str(where), rank=0, size_bytes=size,
+                                            save_s=time.perf_counter() - t0))
+
+    def _prune(self, newest: int) -> None:
+        """Keep the newest ``keep`` complete checkpoints; drop older ones and cut-short saves."""
+        done = layout.complete(self.folder)
+        for _, old in done[:-self.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        for cut in layout.incomplete(self.folder):
+            if int(cut.name.split("-")[1]) < newest:
+                shutil.rmtree(cut, ignore_errors=True)
