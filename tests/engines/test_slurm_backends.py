@@ -1,5 +1,6 @@
-"""DeepSpeed under the slurm engine: the batch script it renders (fast) and a real 2-node ZeRO
-run on the local two-node Slurm cluster (slow; ``slurm_cluster`` in conftest.py)."""
+"""DeepSpeed and Gaudi under the slurm engine: the batch scripts it renders, read back by the
+backends' own checks (fast), and a real 2-node DeepSpeed ZeRO run on the local two-node Slurm
+cluster (slow; ``slurm_cluster`` in conftest.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ workload tiny_ds_slurm {
   target z { device = cpu  devices = 1  nodes = 2  threads = 1  precision = fp32  parallel = zero(stage = 1)
              engine = slurm }
   target g { device = h100  devices = 4  nodes = 2  precision = bf16  parallel = zero(stage = 2)  engine = slurm }
+  target hpu1 { device = gaudi2  devices = 8  precision = bf16  parallel = data  engine = slurm }
+  target hpu2 { device = gaudi2  devices = 8  nodes = 2  precision = bf16  parallel = data  engine = slurm }
+  target hpuz { device = gaudi2  devices = 8  nodes = 2  precision = bf16  parallel = zero(stage = 1)  engine = slurm }
 }
 """
 
@@ -75,6 +79,44 @@ def test_the_node_plan_is_what_deepspeeds_own_parser_accepts():
     wrong = dataclasses.replace(node, files=tuple(f if f.path != "hostfile" else GeneratedFile("hostfile", "node0 slots=1\n")
                                                   for f in node.files))
     assert any(d.code == "E542" for d in check_launch(ln, wrong, spec, spec.targets[0]))
+
+
+def test_gaudi_spawn_runs_in_its_folder_on_one_node_with_the_jobs_port():
+    from accelctl.api import check_plan
+
+    spec, p = make_plan("hpu1")
+    s = script_of(p)
+    assert "#SBATCH --nodes=1" in s and "--gres" not in s
+    assert ': "${OPTIMUM_HABANA_DIR:?' in s and 'cd "$OPTIMUM_HABANA_DIR"/examples' in s.splitlines()
+    assert s.rstrip().splitlines()[-1].split() == ["gaudi_spawn.py", "--world_size", "8",
+                                                   '"$SLURM_SUBMIT_DIR"/accelctl_worker.py', '"$SLURM_SUBMIT_DIR"/job.json']
+    node = SlurmEngine().node_plan(p)
+    (ln,) = node.launches
+    assert ln.cwd == "{optimum_habana}/examples" and ln.env["PT_HPU_LAZY_MODE"] == "1"
+    assert ln.argv == ("python", "gaudi_spawn.py", "--world_size", "8", "{run_dir}/accelctl_worker.py",
+                       "{run_dir}/job.json")
+    from accelctl.backends.gaudi.check import habana_python
+
+    (result,) = [r for r in check_plan(p, spec) if r.tool.startswith("optimum-habana")]
+    assert result.ok is (True if habana_python().exists() else None), result  # None: no .venv-habana
+
+
+def test_a_deepspeed_gaudi_launch_gets_the_jobs_port_not_29500():
+    _, p = make_plan("hpuz")
+    s = script_of(p)
+    assert "29500" not in s and '--master_port="$port"' in s and "export DS_ACCELERATOR=hpu" in s
+
+
+def test_multi_node_gaudi_spawn_is_refused_at_the_nodes_setting():
+    from accelctl.errors import PlanError
+
+    specs, _ = validate_text(TEMPLATE.replace("STEPS", "4"))
+    with pytest.raises(PlanError) as e:
+        plan(specs[0], "hpu2")
+    (d,) = e.value.diagnostics
+    line = TEMPLATE.splitlines()[d.span.line - 1]
+    assert line[d.span.column - 1:].startswith("nodes = 2"), (d, line)
+    assert "parallel = zero" in d.hint + d.message, d
 
 
 @pytest.mark.slow
