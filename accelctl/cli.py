@@ -214,7 +214,8 @@ def cmd_runs(args) -> int:
 
     runs = list_runs(args.runs_dir)
     if args.json:
-        print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2, default=str))
+        print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2,
+                         default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
         return 0
     if not runs:
         print("no runs yet (accelctl run FILE stores them under ./runs)")
@@ -231,7 +232,10 @@ def cmd_runs(args) -> int:
     for r in runs:
         med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else "-"
         thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else "-"
-        table.add_row(r.id, r.workload, r.target, r.backend, r.status, med, thr)
+        # a scheduler's run: its job (scheduler, id, state, exit code) under the run id, which is
+        # the one column wide enough at 80 columns
+        run = f"{r.id}\n{r.scheduler.short()}" if r.scheduler is not None else r.id
+        table.add_row(run, r.workload, r.target, r.backend, r.status, med, thr)
     Console().print(table)
     return 0
 

@@ -12,6 +12,7 @@ import pytest
 from accelctl.api import launch, plan, validate_text
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
 from accelctl.engines.slurm import SCRIPT, SlurmEngine
+from accelctl.run.store import load_run
 
 TEMPLATE = """
 workload tiny_ds_slurm {
@@ -145,4 +146,8 @@ def test_two_nodes_train_zero_together_under_slurm(slurm_cluster, tmp_path):
         assert len(mine) >= 5 and all(e.loss is not None and e.loss > 0 for e in mine), mine
     started = [e for e in events if isinstance(e, RunStarted)]
     assert started and started[0].world_size == 2 and started[0].backend == "deepspeed", started
+    # the scheduler's job, final state and exit code in the run store
+    rec = load_run(handle.run_dir)
+    assert rec.engine == "slurm" and rec.summary["engine"] == "slurm"
+    assert rec.summary["scheduler"] == {"scheduler": "slurm", "job_id": job_id, "state": "COMPLETED", "exit_code": 0}
     print(f"\nslurm 2x1 DeepSpeed ZeRO-1: submit -> first step {first_step:.1f} s, whole run {wall:.1f} s")
