@@ -80,6 +80,14 @@ def launch(plan_, **kwargs):
     return _launch(plan_, **kwargs)
 
 
+def preflight(plan_, **kwargs):
+    """The plan's preflight: its launches and engine with a seconds-long all-reduce in place of the
+    worker (``accelctl.run.preflight.run_preflight``); a ``PreflightResult``."""
+    from accelctl.run.preflight import run_preflight
+
+    return run_preflight(plan_, **kwargs)
+
+
 def check_plan(plan_, spec: WorkloadSpec):
     """Check a plan with the real software it targets, where installed (``accelctl plan --check``)."""
     from accelctl.plan.checks import check_plan as _check_plan

@@ -186,6 +186,16 @@ def cmd_run(args) -> int:
                 print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
                              "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
                              '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
+        if args.preflight:
+            from accelctl.api import preflight
+
+            world = 0 if p.rehearsal is not None else spec.target(p.target).world_size
+            print(f"accelctl: preflight of target {p.target} (world {world or '?'}, engine {p.engine}) ...", flush=True)
+            pre = preflight(p, planned=world, runs_dir=args.runs_dir, timeout_s=args.preflight_timeout, only=only)
+            print(_color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
+            if not pre.ok:
+                status_code = 1
+                continue
         if live:
             from accelctl.tui.live import run_live
 
@@ -296,6 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rehearse an accelerator target on this CPU: its plan with the stand-in, scaled to this "
                         "machine, marked as a rehearsal everywhere (default: the first accelerator target)")
     r.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    r.add_argument("--preflight", action="store_true",
+                   help="first run a seconds-long all-reduce over the planned world through the same launches and "
+                        "engine; the run starts only if it passes (a broken rendezvous costs seconds)")
+    r.add_argument("--preflight-timeout", type=float, default=300.0, metavar="S",
+                   help="seconds the preflight may take, queue time included (default 300)")
     r.add_argument("--launch", action="append", metavar="NAME",
                    help="start only this launch of the plan (repeatable), e.g. --launch node1 on node 1 of a "
                         "torchrun rendezvous; the others run elsewhere (default: all, here)")
