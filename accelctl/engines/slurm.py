@@ -138,6 +138,10 @@ class SlurmEngine(Engine):
         submit = Launch("sbatch", (*SUBMITTER, f"{RUN_DIR}/{SCRIPT}"), {}, processes=0)
         files = [f for f in built.files if f.path not in agent.drops_files]
         warnings = [w for w in built.warnings if not any(f"{RUN_DIR}/{d}" in w for d in agent.drops_files)]
+        ignored = agent.ignored(spec)
+        if ignored:
+            warnings.append(f"engine {agent.overridden[0]} {', '.join(ignored)} do(es) not apply under engine slurm: "
+                            "the allocation gives the hosts and the master (its first host, a free port there)")
         notes = [*built.notes,
                  (f"Slurm: {target.nodes} node(s) x 1 {agent.what} agent ({target.devices} process(es) each), "
                   "rendezvous on the allocation's first host; the run folder must be shared by the nodes"),

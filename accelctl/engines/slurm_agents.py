@@ -93,6 +93,14 @@ class Agent:
     #: replaced here by the allocation
     drops_files: tuple[str, ...] = ()
     drops_env: tuple[str, ...] = ()
+    #: ``engine <block> {}`` settings the backend reads that the allocation decides here
+    overridden: tuple[str, tuple[str, ...]] = ("", ())
+
+    def ignored(self, spec) -> list[str]:
+        """The overridden settings this workload sets (they apply to its other targets only)."""
+        block, keys = self.overridden
+        settings = spec.engines[block].settings if block in spec.engines else {}
+        return [k for k in keys if k in settings]
 
     def args(self, argv: tuple[str, ...]) -> list[str]:
         """The backend's per-node arguments, without what the allocation decides."""
@@ -173,6 +181,8 @@ AGENTS: dict[str, Agent] = {
                               '--node_rank="$SLURM_NODEID" "$@"'),
     "deepspeed": DeepSpeedAgent("deepspeed --no_ssh", 'py=$1; shift; exec "$py" -m deepspeed.launcher.runner '
                                 '--node_rank="$SLURM_NODEID" "$@"',
-                                drops_files=(HOSTFILE, ENV_FILE), drops_env=("DS_ENV_FILE",)),
+                                drops_files=(HOSTFILE, ENV_FILE), drops_env=("DS_ENV_FILE",),
+                                overridden=("deepspeed", ("hosts", "hostfile", "master_addr", "master_port", "ssh",
+                                                          "launcher"))),
     "gaudi": CommandAgent("optimum-habana's command", 'py=$1; shift; exec "$py" "$@"'),
 }

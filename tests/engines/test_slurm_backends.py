@@ -61,6 +61,16 @@ def test_one_deepspeed_launcher_per_node_from_the_allocation():
                     "$SLURM_SUBMIT_DIR/job.json"], tail
 
 
+def test_deepspeed_host_settings_are_said_not_to_apply_under_slurm():
+    text = TEMPLATE.replace("STEPS", "4").replace("  engine slurm {", '  engine deepspeed { hosts = ["a", "b"]  master_port = 29600 }\n  engine slurm {')
+    specs, diags = validate_text(text)
+    assert not diags, diags
+    p = plan(specs[0], "z")
+    assert any(w.startswith("engine deepspeed hosts, master_port do(es) not apply under engine slurm") for w in p.warnings), p.warnings
+    s = script_of(p)
+    assert "29600" not in s and '--master_port="$port"' in s and "hostfile" not in {f.path for f in p.files}
+
+
 def test_the_node_plan_is_what_deepspeeds_own_parser_accepts():
     """The script read back into node 0's ``deepspeed`` command, checked by DeepSpeed's
     launcher parser, fetch_hostfile and resource resolution (accelctl.backends.deepspeed.check)."""
