@@ -186,16 +186,9 @@ def cmd_run(args) -> int:
                 print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
                              "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
                              '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
-        if args.preflight:
-            from accelctl.api import preflight
-
-            world = 0 if p.rehearsal is not None else spec.target(p.target).world_size
-            print(f"accelctl: preflight of target {p.target} (world {world or '?'}, engine {p.engine}) ...", flush=True)
-            pre = preflight(p, planned=world, runs_dir=args.runs_dir, timeout_s=args.preflight_timeout, only=only)
-            print(_color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
-            if not pre.ok:
-                status_code = 1
-                continue
+        if args.preflight and not _preflight(spec, p, args.runs_dir, args.preflight_timeout, only):
+            status_code = 1
+            continue
         if live:
             from accelctl.tui.live import run_live
 
@@ -217,6 +210,17 @@ def cmd_run(args) -> int:
         if result.status != "ok":
             status_code = 1
     return status_code
+
+
+def _preflight(spec, p, runs_dir, timeout_s: float, only=None) -> bool:
+    """Run ``p``'s preflight (``accelctl.run.preflight``), print its one-line verdict; passed?"""
+    from accelctl.api import preflight
+
+    world = 0 if p.rehearsal is not None else spec.target(p.target).world_size
+    print(f"accelctl: preflight of target {p.target} (world {world or '?'}, engine {p.engine}) ...", flush=True)
+    pre = preflight(p, planned=world, runs_dir=runs_dir, timeout_s=timeout_s, only=only)
+    print(_color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
+    return pre.ok
 
 
 def cmd_runs(args) -> int:
@@ -251,6 +255,15 @@ def cmd_runs(args) -> int:
 
 
 def cmd_doctor(args) -> int:
+    if args.plan:  # the preflight of one target: can its planned world form, with its engine?
+        from accelctl.api import load_selected, pick_target
+        from accelctl.api import plan as make_plan
+
+        ok = True
+        for spec in load_selected(args.plan, args.workload):
+            target, _ = pick_target(spec, args.target)
+            ok &= _preflight(spec, make_plan(spec, target, args.engine), args.runs_dir, args.preflight_timeout)
+        return 0 if ok else 1
     from accelctl.doctor import doctor
 
     host, probes = doctor()
@@ -333,6 +346,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE)")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--plan", metavar="FILE", help="instead: the preflight of a target of FILE (a seconds-long "
+                   "all-reduce over its planned world through its launches and engine); exit 1 if it fails")
+    d.add_argument("--target", "-t")
+    d.add_argument("--workload", "-w")
+    d.add_argument("--engine", "-e")
+    d.add_argument("--runs-dir", default=None, help="run store; the preflight runs go under its preflight/")
+    d.add_argument("--preflight-timeout", type=float, default=300.0, metavar="S")
     d.set_defaults(fn=cmd_doctor)
     return ap
 

@@ -89,3 +89,16 @@ def test_a_rendezvous_that_cannot_complete_fails_the_preflight_naming_the_node(t
     # the real run never started
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["preflight"]
     print(f"\nbroken rendezvous: preflight failed after {wall:.1f} s")
+
+
+@pytest.mark.slow
+def test_doctor_plan_runs_the_preflight_of_a_target(tmp_path, capsys):
+    """``accelctl doctor --plan FILE -t T``: the preflight alone (two torchrun agents on loopback)."""
+    from accelctl.cli import main
+
+    wl = tmp_path / "pf.wl"
+    wl.write_text(WORKLOAD)
+    assert main(["doctor", "--plan", str(wl), "-t", "tr", "--runs-dir", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "preflight ok: all-reduce over 2 rank(s) (torchrun, torchrun, gloo)" in out, out
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["preflight"]
