@@ -80,14 +80,14 @@ def launch(plan_, **kwargs):
     return _launch(plan_, **kwargs)
 
 
-def preflight(plan_, runs_root: str | Path | None = None) -> str | None:
-    """Why ``plan_``'s engine cannot start it from this machine (``Engine.preflight``: no
+def start_blocker(plan_, runs_root: str | Path | None = None) -> str | None:
+    """Why ``plan_``'s engine cannot start it from this machine (``Engine.start_blocker``: no
     cluster configured, a run folder the pods cannot reach), in one line; None: go ahead."""
     from accelctl.plan.registry import ENGINES
     from accelctl.run.store import runs_root as _runs_root
 
     engine = ENGINES.get(plan_.engine)
-    return engine.preflight(plan_, _runs_root(runs_root)) if engine is not None else None
+    return engine.start_blocker(plan_, _runs_root(runs_root)) if engine is not None else None
 
 
 def prepare_resume(run_id: str, runs_root: str | Path | None = None, workload_file: str | Path | None = None):
@@ -104,6 +104,14 @@ def resume(point, **kwargs):
 
     return _launch(point.plan, source_text=None, spec_json=None, into=point.run_dir,
                    prior_events=point.prior_events, **kwargs)
+
+
+def preflight(plan_, **kwargs):
+    """The plan's preflight: its launches and engine with a seconds-long all-reduce in place of the
+    worker (``accelctl.run.preflight.run_preflight``); a ``PreflightResult``."""
+    from accelctl.run.preflight import run_preflight
+
+    return run_preflight(plan_, **kwargs)
 
 
 def check_plan(plan_, spec: WorkloadSpec):

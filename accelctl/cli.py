@@ -175,10 +175,10 @@ def cmd_run(args) -> int:
             print(f"accelctl: error: target {p.target} has no launch {', '.join(unknown)} "
                   f"(launches: {', '.join(ln.name for ln in p.launches)})", file=sys.stderr)
             return 2
-    from accelctl.api import preflight
+    from accelctl.api import start_blocker
 
     for _, p, _ in plans:
-        blocked = preflight(p, args.runs_dir)
+        blocked = start_blocker(p, args.runs_dir)
         if blocked:
             print(f"accelctl: error: target {p.target} (engine {p.engine}): {blocked}", file=sys.stderr)
             return 1
@@ -199,6 +199,9 @@ def cmd_run(args) -> int:
                 print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
                              "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
                              '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
+        if args.preflight and not _preflight(spec, p, args.runs_dir, args.preflight_timeout, only):
+            status_code = 1
+            continue
         if live:
             from accelctl.tui.live import run_live
 
@@ -243,12 +246,24 @@ def resume_run(args) -> int:
     return 130 if result.status == "stopped" else 0 if result.status == "ok" else 1
 
 
+def _preflight(spec, p, runs_dir, timeout_s: float, only=None) -> bool:
+    """Run ``p``'s preflight (``accelctl.run.preflight``), print its one-line verdict; passed?"""
+    from accelctl.api import preflight
+
+    world = 0 if p.rehearsal is not None else spec.target(p.target).world_size
+    print(f"accelctl: preflight of target {p.target} (world {world or '?'}, engine {p.engine}) ...", flush=True)
+    pre = preflight(p, planned=world, runs_dir=runs_dir, timeout_s=timeout_s, only=only)
+    print(_color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
+    return pre.ok
+
+
 def cmd_runs(args) -> int:
     from accelctl.api import list_runs
 
     runs = list_runs(args.runs_dir)
     if args.json:
-        print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2, default=str))
+        print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2,
+                         default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
         return 0
     if not runs:
         print("no runs yet (accelctl run FILE stores them under ./runs)")
@@ -265,12 +280,24 @@ def cmd_runs(args) -> int:
     for r in runs:
         med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else "-"
         thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else "-"
-        table.add_row(r.id, r.workload, r.target, r.backend, r.status, med, thr)
+        # a scheduler's run: its job (scheduler, id, state, exit code) under the run id, which is
+        # the one column wide enough at 80 columns
+        run = f"{r.id}\n{r.scheduler.short()}" if r.scheduler is not None else r.id
+        table.add_row(run, r.workload, r.target, r.backend, r.status, med, thr)
     Console().print(table)
     return 0
 
 
 def cmd_doctor(args) -> int:
+    if args.plan:  # the preflight of one target: can its planned world form, with its engine?
+        from accelctl.api import load_selected, pick_target
+        from accelctl.api import plan as make_plan
+
+        ok = True
+        for spec in load_selected(args.plan, args.workload):
+            target, _ = pick_target(spec, args.target)
+            ok &= _preflight(spec, make_plan(spec, target, args.engine), args.runs_dir, args.preflight_timeout)
+        return 0 if ok else 1
     from accelctl.doctor import doctor
 
     host, probes = doctor()
@@ -326,6 +353,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rehearse an accelerator target on this CPU: its plan with the stand-in, scaled to this "
                         "machine, marked as a rehearsal everywhere (default: the first accelerator target)")
     r.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    r.add_argument("--preflight", action="store_true",
+                   help="first run a seconds-long all-reduce over the planned world through the same launches and "
+                        "engine; the run starts only if it passes (a broken rendezvous costs seconds)")
+    r.add_argument("--preflight-timeout", type=float, default=300.0, metavar="S",
+                   help="seconds the preflight may take, queue time included (default 300)")
     r.add_argument("--launch", action="append", metavar="NAME",
                    help="start only this launch of the plan (repeatable), e.g. --launch node1 on node 1 of a "
                         "torchrun rendezvous; the others run elsewhere (default: all, here)")
@@ -352,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE)")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--plan", metavar="FILE", help="instead: the preflight of a target of FILE (a seconds-long "
+                   "all-reduce over its planned world through its launches and engine); exit 1 if it fails")
+    d.add_argument("--target", "-t")
+    d.add_argument("--workload", "-w")
+    d.add_argument("--engine", "-e")
+    d.add_argument("--runs-dir", default=None, help="run store; the preflight runs go under its preflight/")
+    d.add_argument("--preflight-timeout", type=float, default=300.0, metavar="S")
     d.set_defaults(fn=cmd_doctor)
     return ap
 

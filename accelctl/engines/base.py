@@ -46,7 +46,7 @@ class Engine:
         (``accelctl plan --check``), like ``Backend.check``; ``[]`` when there is nothing to ask."""
         return []
 
-    def preflight(self, plan: Plan, runs_root: Path) -> str | None:
+    def start_blocker(self, plan: Plan, runs_root: Path) -> str | None:
         """Why ``plan``'s submission cannot start from this machine (no cluster configured, a
         runs folder ``runs_root`` the job cannot reach), in one line, checked by ``accelctl run``
         before it launches anything; None: go ahead."""

@@ -312,7 +312,7 @@ class KubernetesEngine(Engine):
         job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
         return [kubernetes_check.sdk_check(job), kubernetes_check.server_dry_run(job)]
 
-    def preflight(self, plan: Plan, runs_root: Path) -> str | None:
+    def start_blocker(self, plan: Plan, runs_root: Path) -> str | None:
         """The runs folder must be on the shared volume, and a cluster must answer."""
         from accelctl.engines import kubernetes_check
 

@@ -1,4 +1,4 @@
-"""Slurm: one batch job, one torchrun agent per node, rendezvous on the allocation's first host.
+"""Slurm: one batch job, one launcher agent per node, rendezvous on the allocation's first host.
 
 ``wrap`` renders ``job.sbatch`` (a generated file of the run folder): ``#SBATCH`` lines for
 the nodes (``--ntasks-per-node=1``: one agent per node), CPUs per task, GPUs (``--gres=gpu:N``
@@ -6,11 +6,12 @@ where the device family is cuda, or the ``gres`` setting as written), time, part
 account, QOS, constraint and memory from the target and the ``engine slurm {}`` block, and
 ``--output`` into the submit directory.  The body finds the first host of the allocation
 (its ``NodeAddr``, so nodes whose names do not resolve work too), picks a free port there and
-``srun``s one ``torch.distributed.run`` agent per node with ``--nnodes=$SLURM_JOB_NUM_NODES
---node_rank=$SLURM_NODEID --rdzv_backend=c10d --rdzv_endpoint=HEAD:PORT
---rdzv_id=$SLURM_JOB_ID`` and the backend's worker.  Every word that comes from the workload
-is quoted with ``shlex.quote``; the settings that reach ``#SBATCH`` lines are checked against
-a safe character set (E547 at the setting otherwise).
+``srun``s one agent per node: the backend's own launcher with the node's rank and the
+rendezvous (``torch.distributed.run`` with c10d for torchrun, DeepSpeed's ``--no_ssh``
+per-node launcher for deepspeed, optimum-habana's command on one node for gaudi; see
+``accelctl.engines.slurm_agents`` for each and why).  Every word that comes from the
+workload is quoted with ``shlex.quote``; the settings that reach ``#SBATCH`` lines are
+checked against a safe character set (E547 at the setting otherwise).
 
 The plan's launch is the submission, ``python -m accelctl.engines.slurm_submit
 {run_dir}/job.sbatch``: it runs ``sbatch --parsable`` in the run folder, follows the job with
@@ -27,6 +28,7 @@ passes the submitting environment on (``--export=ALL``, Slurm's default).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -36,6 +38,7 @@ from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine, engine_refusal
+from accelctl.engines.slurm_agents import AGENTS, Agent, unword, word
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -54,17 +57,11 @@ PATTERNS = {"partition": NAME_RE, "account": NAME_RE, "qos": NAME_RE, "constrain
 UNREACHABLE = ("Unable to contact slurm controller", "Could not establish a configuration source",
                "Could not open configuration file", "Communication connection failure", "Munge")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: the agent's node rank is the task's own $SLURM_NODEID, so it is read inside the task
-AGENT = 'py=$1; shift; exec "$py" -m torch.distributed.run --node_rank="$SLURM_NODEID" "$@"'
+#: the words of the script's ``cd`` into a launch's folder, found again by ``node_plan``
+CD = "cd "
 
 
 _refuse = functools.partial(engine_refusal, CODE, "slurm")
-
-
-def word(text: str) -> str:
-    """One shell word: ``{run_dir}`` becomes ``"$SLURM_SUBMIT_DIR"``, the rest is quoted."""
-    parts = text.split(RUN_DIR)
-    return '"$SLURM_SUBMIT_DIR"'.join(shlex.quote(p) if p else "" for p in parts) or "''"
 
 
 def slurm_time(seconds: float) -> str:
@@ -75,14 +72,8 @@ def slurm_time(seconds: float) -> str:
     return f"{d}-{h:02d}:{m:02d}:00"
 
 
-def agent_args(argv: tuple[str, ...]) -> list[str]:
-    """The backend's per-node ``torchrun`` arguments, without what the rendezvous replaces."""
-    args = list(argv[argv.index("torchrun") + 1:])
-    return [a for a in args if a != "--standalone" and not a.startswith(("--nnodes", "--node_rank", "--rdzv",
-                                                                          "--master_addr", "--master_port"))]
-
-
-def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settings: dict, threads: int = 1) -> str:
+def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settings: dict, threads: int = 1,
+                  agent: Agent = AGENTS["torchrun"]) -> str:
     s = settings
     job_name = re.sub(r"[^A-Za-z0-9_.-]", "-", f"{spec.name}-{target.name}")[:64]
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}", f"#SBATCH --nodes={target.nodes}",
@@ -111,19 +102,18 @@ def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settin
               ("port=$(\"$py\" -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
               "print(s.getsockname()[1])')"),
               'echo "accelctl: job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, rendezvous $addr:$port"']
-    args = " ".join(word(a) for a in agent_args(launch.argv))
-    lines += ['srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \\',
-              f"  bash -c {shlex.quote(AGENT)} agent \"$py\" \\",
-              ('  --nnodes="$SLURM_JOB_NUM_NODES" --rdzv_backend=c10d --rdzv_endpoint="$addr:$port" '
-              '--rdzv_id="$SLURM_JOB_ID" \\'),
-              f"  {args}", ""]
+    if launch.cwd:
+        if "{optimum_habana}" in launch.cwd:
+            lines.append(': "${OPTIMUM_HABANA_DIR:?set OPTIMUM_HABANA_DIR to the optimum-habana checkout}"')
+        lines.append(CD + word(launch.cwd))
+    lines += [*agent.lines(launch.argv, target.devices), ""]
     return "\n".join(lines)
 
 
 class SlurmEngine(Engine):
     name = "slurm"
-    summary = "Slurm batch job (sbatch), one torchrun agent per node, c10d rendezvous on the first host"
-    backends = ("torchrun",)
+    summary = "Slurm batch job (sbatch), one launcher agent per node (torchrun c10d, deepspeed --no_ssh)"
+    backends = tuple(AGENTS)
 
     def wrap(self, spec, target, built, job, settings):
         s = dict(settings.settings)
@@ -134,36 +124,48 @@ class SlurmEngine(Engine):
         if s.get("container_image"):
             raise _refuse(spec, target, "container_image", "engine slurm container_image is not supported yet",
                           "leave container_image unset; the nodes run the submitter's Python environment")
-        agents = [la for la in built.launches if "torchrun" in la.argv]
-        if len(built.launches) != 1 or not agents:
-            raise _refuse(spec, target, "partition", "engine slurm places one torchrun launch per node, the "
-                          f"backend gave {len(built.launches)} launch(es)", "use backend torchrun")
-        launch = agents[0]
-        bad = [k for k in launch.env if not ENV_NAME_RE.fullmatch(k)]
+        agent = AGENTS[job.backend]
+        if len(built.launches) != 1:
+            raise _refuse(spec, target, "partition", f"engine slurm places one launch per node, backend "
+                          f"{job.backend} gave {len(built.launches)}", "")
+        (launch,) = built.launches
+        env = {k: v for k, v in launch.env.items() if k not in agent.drops_env}
+        bad = [k for k in env if not ENV_NAME_RE.fullmatch(k)]
         if bad:
             raise _refuse(spec, target, "partition", f"environment name {bad[0]!r} cannot be exported", "")
-        script = render_script(spec, target, launch, s, job.threads)
+        launch = dataclasses.replace(launch, env=env)
+        script = render_script(spec, target, launch, s, job.threads, agent)
         submit = Launch("sbatch", (*SUBMITTER, f"{RUN_DIR}/{SCRIPT}"), {}, processes=0)
+        files = [f for f in built.files if f.path not in agent.drops_files]
+        warnings = [w for w in built.warnings if not any(f"{RUN_DIR}/{d}" in w for d in agent.drops_files)]
+        ignored = agent.ignored(spec)
+        if ignored:
+            warnings.append(f"engine {agent.overridden[0]} {', '.join(ignored)} do(es) not apply under engine slurm: "
+                            "the allocation gives the hosts and the master (its first host, a free port there)")
         notes = [*built.notes,
-                 (f"Slurm: {target.nodes} node(s) x 1 torchrun agent ({target.devices} process(es) each), "
-                 "c10d rendezvous on the allocation's first host; the run folder must be shared by the nodes"),
+                 (f"Slurm: {target.nodes} node(s) x 1 {agent.what} agent ({target.devices} process(es) each), "
+                  "rendezvous on the allocation's first host; the run folder must be shared by the nodes"),
                  (f"submit: {' '.join(SUBMITTER)} {RUN_DIR}/{SCRIPT} (sbatch --parsable, follows the job, "
-                 "scancel on stop)")]
-        return Built([submit], [*built.files, GeneratedFile(SCRIPT, script, role="Slurm batch script",
-                                                            executable=True)], notes, list(built.warnings))
+                  "scancel on stop)")]
+        return Built([submit], [*files, GeneratedFile(SCRIPT, script, role="Slurm batch script", executable=True)],
+                     notes, warnings)
 
     def node_plan(self, plan: Plan) -> Plan:
-        """One node's agent as the backend check reads it (a static stand-in endpoint)."""
-        import dataclasses
-
+        """Node 0's launch as the backend check reads it (stand-in address and port), read back
+        from the batch script: its exports, its ``cd`` and the agent's last line."""
         script = next(f.content for f in plan.files if f.path == SCRIPT)
-        tail = script.split("--rdzv_id=\"$SLURM_JOB_ID\" \\\n", 1)[1].strip()
-        args = [a.replace("$SLURM_SUBMIT_DIR", RUN_DIR) for a in shlex.split(tail)]
+        lines = script.splitlines()
         nodes = int(re.search(r"--nodes=(\d+)", script).group(1))  # type: ignore[union-attr]
-        argv = ("torchrun", f"--nnodes={nodes}", "--node_rank=0", "--rdzv_backend=c10d",
-                "--rdzv_endpoint=node0:29500", "--rdzv_id=0", *args)
-        return dataclasses.replace(plan, launches=(Launch("node0", argv),),
-                                   files=tuple(f for f in plan.files if f.path != SCRIPT))
+        slots = re.search(r"slots=(\d+)", script)
+        devices = int(slots.group(1)) if slots else 1
+        env = dict(shlex.split(ln.removeprefix("export "))[0].split("=", 1) for ln in lines
+                   if ln.startswith("export "))
+        env = {k: unword(v) for k, v in env.items()}
+        cwd = next((unword(shlex.split(ln[len(CD):])[0]) for ln in lines if ln.startswith(CD)), "")
+        args = [unword(a) for a in shlex.split(next(ln for ln in reversed(lines) if ln.strip()))]
+        launch, extra = AGENTS[plan.backend].node_launch(args, nodes, devices, env, cwd)
+        return dataclasses.replace(plan, launches=(launch,),
+                                   files=tuple(f for f in plan.files if f.path != SCRIPT) + tuple(extra))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """``sbatch --test-only`` on the rendered script: the controller validates every

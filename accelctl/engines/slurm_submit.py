@@ -7,6 +7,10 @@ until it ends, and exits with the job's exit code (1 for a job that ended withou
 cancelled, timed out, node failure).  SIGINT or SIGTERM runs ``scancel ID`` and waits until
 the job has left the queue, so stopping this process stops the job.  ``sbatch --wait`` is not
 used: its client back-off adds seconds to every job.
+
+The job id, its state at every change and its final state and exit code go to the run
+folder's ``scheduler.json`` (``accelctl.contract.scheduler``), which the run store copies
+into ``summary.json``; ``slurm_job_id`` holds the bare id.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from accelctl.contract import scheduler
 
 POLL_S = 0.25
 #: states after which a job runs nothing any more
@@ -49,14 +55,20 @@ def _on_signal(signum, frame):
     _stop["signal"] = signum
 
 
-def cancel(job_id: str, timeout_s: float = 120.0) -> None:
+def record(folder: Path, job_id: str, state: str, code: int | None = None) -> None:
+    scheduler.write(folder, scheduler.SchedulerJob("slurm", job_id, state, code))
+
+
+def cancel(job_id: str, timeout_s: float = 120.0, folder: Path | None = None) -> None:
     """scancel the job and wait until it runs nothing any more."""
     _run(["scancel", job_id])
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        state, _ = job_state(job_id)
+        state, code = job_state(job_id)
         if not state or (state in DONE and not _run(["squeue", "-h", "-j", job_id]).stdout.strip()):
             print(f"accelctl: slurm job {job_id} cancelled ({state or 'gone'})", flush=True)
+            if folder is not None:
+                record(folder, job_id, state or "CANCELLED", code)
             return
         time.sleep(POLL_S)
     print(f"accelctl: slurm job {job_id} still in the queue {timeout_s:.0f} s after scancel", flush=True)
@@ -84,15 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     job_id = r.stdout.strip().split(";")[0]
     print(f"accelctl: submitted slurm job {job_id} ({time.time() - t0:.2f} s)", flush=True)
     (script.parent / "slurm_job_id").write_text(job_id + "\n", encoding="utf-8")
+    record(script.parent, job_id, "SUBMITTED")
     last = ""
     while True:
         if _stop["signal"]:
             print(f"accelctl: signal {_stop['signal']}: scancel {job_id}", flush=True)
-            cancel(job_id)
+            cancel(job_id, folder=script.parent)
             return 128 + _stop["signal"]
         state, code = job_state(job_id)
         if state != last:
             print(f"accelctl: slurm job {job_id} {state or 'gone'} ({time.time() - t0:.2f} s)", flush=True)
+            if state:
+                record(script.parent, job_id, state, code if state in DONE else None)
         if not state:  # forgotten by the controller (MinJobAge) before we saw it end
             return 0 if last == "COMPLETED" else 1
         last = state

@@ -3,7 +3,7 @@
     accelctl report [RUN...] [--reference] [--format rich|md|csv|json] [--plot FILE.png]
                     [--tensorboard DIR] [--all] [--workload W] [--runs-dir DIR]
     accelctl compare A B [--tolerance 0.02] [--fail-on-regression] [--format ...]
-    accelctl sweep FILE --target T --devices 1,2 [--nodes 1] [--backend torchrun]
+    accelctl sweep FILE --target T [--devices 1,2] [--nodes 1,2] [--backend torchrun]
 
 RUN, A and B are run ids (or unique prefixes/suffixes) or run folders.  Without RUN,
 ``report`` takes every ok run of the store (``--all``: any status); ``--reference``
@@ -128,7 +128,7 @@ def cmd_sweep(args) -> int:
     from accelctl.report.tables import report_tables, scaling_tables
 
     try:
-        devices, nodes = parse_counts(args.devices), parse_counts(args.nodes)
+        devices, nodes = parse_counts(args.devices) if args.devices else [], parse_counts(args.nodes)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -187,8 +187,9 @@ def register(sub) -> None:
     s = sub.add_parser("sweep", help="run one target at several device counts, print the scaling efficiency table")
     s.add_argument("file")
     s.add_argument("--target", "-t", required=True)
-    s.add_argument("--devices", "-d", required=True, help="comma-separated device counts per node, e.g. 1,2")
-    s.add_argument("--nodes", default="1", help="comma-separated node counts (default 1)")
+    s.add_argument("--devices", "-d", help="comma-separated device counts per node, e.g. 1,2 (default: the target's)")
+    s.add_argument("--nodes", default="1", help="comma-separated node counts, run through the target's engine "
+                   "(e.g. 1,2 on Slurm; default 1)")
     s.add_argument("--workload", "-w")
     s.add_argument("--engine", "-e")
     s.add_argument("--backend", help="force one backend for every point (e.g. torchrun)")

@@ -8,6 +8,13 @@ global batch grows with the device count (a ``global`` batch the workload fixed 
 dropped).  The price per hour scales with the node count (it is the allocation's).
 The backend is what ``plan`` chooses for each count unless ``backend`` forces one
 (``torchrun`` makes the 1-device point go through the same launcher as the others).
+
+A node sweep (``--nodes 1,2``) runs through the target's engine (or ``engine``): on a
+scheduler (``engine = slurm``) each point is its own job of that many nodes.  Every point of
+a node sweep uses the backend the largest point plans with, so the 1-node baseline goes
+through the same launcher and engine as the rest (a 1-device point would otherwise plan the
+single-process backend, which a multi-node engine does not place).  The device count per
+node defaults to the target's.
 """
 
 from __future__ import annotations
@@ -59,6 +66,10 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
     spec = load_selected(path, workload)[0]
     base = named_target(spec, target_name)
     source = Path(path).read_text(encoding="utf-8")
+    devices = list(devices) or [base.devices]
+    if not backend and max(nodes) > 1:
+        largest = sweep_targets(base, [max(devices)], [max(nodes)])[0]
+        backend = plan(spec, largest, engine).backend
     records = []
     for t in sweep_targets(base, devices, nodes, backend):
         point = dataclasses.replace(spec, targets=tuple(t if x.name == base.name else x for x in spec.targets))

@@ -12,6 +12,8 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
       rank<N>.jsonl    events appended by rank N (the worker writes these)
       events.jsonl     all ranks' events merged in arrival order (the runner writes it)
       summary.json     written once at the end (status, timings, steady-state stats)
+      scheduler.json   the scheduler's job (id, state, exit code), written by a scheduler
+                       engine's submit helper (``accelctl.contract.scheduler``)
 
 Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
 characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
@@ -31,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import envnames
+from accelctl.contract import scheduler as scheduler_file
+from accelctl.contract.scheduler import SchedulerJob
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 
@@ -179,7 +183,12 @@ def log_tail(run_dir: Path, lines: int = 30, max_bytes: int = 64 * 1024) -> str:
 
 
 def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> Path:
-    """Write ``summary.json`` atomically (a reader never sees half a summary)."""
+    """Write ``summary.json`` atomically (a reader never sees half a summary), with the
+    scheduler's job (``scheduler.json``: id, final state, exit code) under ``scheduler``
+    when the run went through one."""
+    job = scheduler_file.read(run_dir)
+    if job is not None and "scheduler" not in summary:
+        summary = {**summary, "scheduler": job.to_dict()}
     tmp = run_dir / (SUMMARY_FILE + ".tmp")
     tmp.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str), encoding="utf-8")
     os.replace(tmp, run_dir / SUMMARY_FILE)
@@ -211,6 +220,10 @@ class RunRecord:
     throughput_unit: str = ""
     #: the whole summary.json ({} when absent)
     summary: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: the plan's engine (local, torchrun, slurm, ...; "" when unknown)
+    engine: str = ""
+    #: the scheduler's job behind the run (its last known state while it runs), or None
+    scheduler: SchedulerJob | None = None
 
     @property
     def median_step_s(self) -> float | None:
@@ -274,6 +287,8 @@ def read_run(path: Path) -> RunRecord:
         throughput=thr,
         throughput_unit=unit,
         summary=summary,
+        engine=str(info.get("engine", "")),
+        scheduler=scheduler_file.from_dict(summary.get("scheduler")) or scheduler_file.read(path),
     )
 
 

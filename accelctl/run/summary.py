@@ -16,7 +16,9 @@ failed); ``warnings`` (the plan's, then the workers' warning messages);
 --resume``, the run went on after the checkpoint of that step);
 ``launches`` [{name, argv (as run), cwd, pid, returncode, wall_s}] (argv/pid/wall_s null
 for a launch that never started); ``returncodes`` (127: could not start, null: never
-started).
+started); ``scheduler`` (only for a run through a scheduler: {scheduler, job_id, state,
+exit_code}, the job's final state, added by ``store.write_summary`` from the run folder's
+``scheduler.json``).
 """
 
 from __future__ import annotations

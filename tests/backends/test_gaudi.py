@@ -49,7 +49,9 @@ workload bloomz_176b {
   target worker  { device = gaudi2  devices = 8  parallel = deepspeed_inference(tp = 8)  hpu_graphs = on }
 }
 """
-SEED_003_COMMAND = ("python ../gaudi_spawn.py --use_deepspeed --world_size 8 run_generation.py "
+#: seed 003's command, with the run's own master port (gaudi_spawn.py's default 29500 collides)
+SEED_003_COMMAND = ("python ../gaudi_spawn.py --use_deepspeed --world_size 8 --master_port '{free_port}' "
+                    "run_generation.py "
                     "--model_name_or_path bigscience/bloomz --use_hpu_graphs --use_kv_cache --max_new_tokens 100")
 
 # BLOOMZ-7B on one card, plus a sampled variant the script must be told about
@@ -232,15 +234,15 @@ def test_seed_003_plans_the_documented_command_exactly():
     assert launch.shell().startswith("cd '{optimum_habana}/examples/text-generation' && ")
     assert launch.shell().endswith(SEED_003_COMMAND)
     assert p.files == ()  # run_generation.py takes no GaudiConfig
-    assert ("gaudi_spawn.py runs: deepspeed --num_nodes 1 --num_gpus 8 --no_local_rank --master_port 29500 "
+    assert ("gaudi_spawn.py runs: deepspeed --num_nodes 1 --num_gpus 8 --no_local_rank --master_port {free_port} "
             "run_generation.py ...") in p.notes
 
 
 def test_seed_003_through_accelctls_worker():
     p = _plan(SEED_003, "worker")
     (launch,) = p.launches
-    assert launch.argv == ("python", "gaudi_spawn.py", "--use_deepspeed", "--world_size", "8",
-                           "{run_dir}/accelctl_worker.py", "{run_dir}/job.json")
+    assert launch.argv == ("python", "gaudi_spawn.py", "--use_deepspeed", "--world_size", "8", "--master_port",
+                           "{free_port}", "{run_dir}/accelctl_worker.py", "{run_dir}/job.json")
     assert launch.cwd == "{optimum_habana}/examples"
     # an accelerator target reaches the Hub by default (weights, configs, datasets by id)
     assert "HF_HUB_OFFLINE" not in launch.env and p.job.hub == "online" and p.job.device.comm == "hccl"
@@ -297,8 +299,8 @@ def test_every_generation_flag_exists_in_the_recorded_script(text, target):
 def test_gaudi_spawn_argv_parses_with_its_recorded_flags():
     argv = _plan(SEED_003, "example").launches[0].argv
     table = gaudi.flags_data()["scripts"][SPAWN]
-    ns = argparse_parser(SPAWN, table).parse_args(list(argv[2:]))
-    assert (ns.world_size, ns.use_deepspeed, ns.use_mpi, ns.master_port) == (8, True, False, 29500)
+    ns = argparse_parser(SPAWN, table).parse_args([a.replace("{free_port}", "40123") for a in argv[2:]])
+    assert (ns.world_size, ns.use_deepspeed, ns.use_mpi, ns.master_port) == (8, True, False, 40123)
     assert ns.training_script == "run_generation.py"
     assert ns.training_script_args[:2] == ["--model_name_or_path", "bigscience/bloomz"]
 
@@ -315,6 +317,8 @@ def test_spawned_prefix_is_distributed_runners():
     # LAB §7: DistributedRunner(use_deepspeed=True, world_size=8)._interpreter
     assert " ".join(spawned_prefix(["--use_deepspeed", "--world_size", "8"])) == \
         "deepspeed --num_nodes 1 --num_gpus 8 --no_local_rank --master_port 29500"
+    assert spawned_prefix(["--use_deepspeed", "--world_size", "8", "--master_port", "{free_port}"])[-2:] == \
+        ["--master_port", "{free_port}"]
     assert spawned_prefix(["--world_size", "8"]) == ["python", "-um", "torch.distributed.run", "--nproc_per_node=8"]
     assert spawned_prefix(["--use_mpi", "--world_size", "8"])[:3] == ["mpirun", "-n", "8"]
 
@@ -358,8 +362,9 @@ def test_run_clm_multi_card_follows_the_language_modeling_readme():
     p = _plan(TRAIN, "ex8")
     (launch,) = p.launches
     assert launch.cwd == "{optimum_habana}/examples/language-modeling"
-    assert launch.argv[:6] == ("python", "../gaudi_spawn.py", "--use_mpi", "--world_size", "8", "run_clm.py")
-    args = launch.argv[6:]
+    assert launch.argv[:8] == ("python", "../gaudi_spawn.py", "--use_mpi", "--world_size", "8", "--master_port",
+                               "{free_port}", "run_clm.py")
+    args = launch.argv[8:]
     for flag in ("--use_habana", "--use_lazy_mode", "--use_hpu_graphs_for_training", "--bf16", "--do_train"):
         assert flag in args
     assert args[args.index("--gaudi_config_name") + 1] == "{run_dir}/gaudi_config.json"
@@ -427,7 +432,8 @@ def test_t5_workloads_example_target_is_the_seeds_command():
     spec = next(s for s in load(ROOT / "workloads" / "t5_3b_summarization.wl"))
     p = plan(spec, "gaudi2_example")
     assert shlex.join(p.launches[0].argv) == (
-        "python ../gaudi_spawn.py --use_mpi --world_size 8 run_summarization.py --model_name_or_path t5-3b "
+        "python ../gaudi_spawn.py --use_mpi --world_size 8 --master_port '{free_port}' run_summarization.py "
+        "--model_name_or_path t5-3b "
         "--dataset_name cnn_dailymail --dataset_config_name 3.0.0 --max_source_length 1024 --max_target_length 128 "
         "--source_prefix 'summarize: ' --per_device_train_batch_size 1 --learning_rate 0.001 --max_steps 13 "
         "--throughput_warmup_steps 3 --do_train --output_dir '{run_dir}/output' --seed 0 --use_habana "

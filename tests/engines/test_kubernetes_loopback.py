@@ -56,12 +56,12 @@ def make_plan(volume: Path, steps: int):
     return specs[0], plan(specs[0], "t")
 
 
-def test_api_preflight_passes_against_a_cluster_that_answers(cluster, tmp_path):
-    from accelctl.api import preflight
+def test_api_start_blocker_passes_against_a_cluster_that_answers(cluster, tmp_path):
+    from accelctl.api import start_blocker
 
     _, p = make_plan(tmp_path, 2)
-    assert preflight(p, tmp_path / "runs") is None
-    assert "on the shared volume" in preflight(p, Path("/elsewhere"))
+    assert start_blocker(p, tmp_path / "runs") is None
+    assert "on the shared volume" in start_blocker(p, Path("/elsewhere"))
 
 
 @pytest.mark.slow

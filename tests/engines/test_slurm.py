@@ -152,6 +152,8 @@ def test_stopping_the_run_cancels_the_job_and_leaves_nothing(slurm_cluster, tmp_
     assert slurm_cluster.run("squeue", "-h", "-j", job_id).stdout.strip() == ""
     state = slurm_cluster.run("scontrol", "show", "job", "-o", job_id).stdout
     assert "JobState=CANCELLED" in state, state
+    summary = json.loads((handle.run_dir / "summary.json").read_text())
+    assert summary["scheduler"]["job_id"] == job_id and summary["scheduler"]["state"] == "CANCELLED", summary
     deadline = time.monotonic() + 10
     while _processes_of(handle.run_dir) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -66,7 +66,7 @@ def test_seed_003_command_is_reproduced_exactly():
     (spec,) = [s for s in load(ROOT / "workloads" / "bloomz.wl") if s.name == "bloomz_176b"]
     (launch,) = plan(spec, "gaudi2_example").launches
     assert " ".join(launch.argv) == (
-        "python ../gaudi_spawn.py --use_deepspeed --world_size 8 run_generation.py "
+        "python ../gaudi_spawn.py --use_deepspeed --world_size 8 --master_port {free_port} run_generation.py "
         "--model_name_or_path bigscience/bloomz --use_hpu_graphs --use_kv_cache --max_new_tokens 100")
 
 

@@ -6,8 +6,10 @@ Multi-card runs go through optimum-habana's launcher, as its examples document::
 
 ``gaudi_spawn.py`` (repository ``examples/``, not in the PyPI wheel) hands SCRIPT ARGS to
 ``optimum.habana.distributed.DistributedRunner``, which prefixes them with
-``deepspeed --num_nodes 1 --num_gpus N --no_local_rank --master_port 29500``,
-``mpirun -n N ...`` or ``python -um torch.distributed.run --nproc_per_node=N``.
+``deepspeed --num_nodes 1 --num_gpus N --no_local_rank --master_port P``,
+``mpirun -n N ...`` (``MASTER_PORT=P``) or ``python -um torch.distributed.run --nproc_per_node=N``.
+``P`` is gaudi_spawn.py's ``--master_port`` (default 29500); the plans pass the run's
+``{free_port}`` there, so two runs on one server do not collide.
 A single card runs SCRIPT directly, as the examples' single-card commands do.
 
 The target's ``script`` option picks SCRIPT:
@@ -26,10 +28,10 @@ The target's ``script`` option picks SCRIPT:
     examples``): the script's flags are emitted where the workload asks for something the
     script would not do by itself (the script's defaults are data, read from the repository
     with ``scripts/extract_habana_flags.py`` into ``data/optimum_habana_flags.json``), plus
-    what the seeds spelled out, so seed 003 plans exactly::
+    what the seeds spelled out, so seed 003 plans as its command, plus the run's own port::
 
-        python ../gaudi_spawn.py --use_deepspeed --world_size 8 run_generation.py \\
-            --model_name_or_path bigscience/bloomz --use_hpu_graphs --use_kv_cache --max_new_tokens 100
+        python ../gaudi_spawn.py --use_deepspeed --world_size 8 --master_port {free_port} \\
+            run_generation.py --model_name_or_path bigscience/bloomz --use_hpu_graphs --use_kv_cache --max_new_tokens 100
 
 Everything here is data plus small functions; ``accelctl.backends.gaudi.check`` checks the
 plans against the installed optimum-habana (its ``GaudiConfig``, ``GaudiTrainingArguments``
@@ -49,7 +51,7 @@ from accelctl.backends.gaudi.examples import (EXAMPLES, GAUDI_CONFIG_FILE, SD_GA
                                               script_mode)
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -140,7 +142,11 @@ class GaudiBackend(Backend):
         if dtype == "fp8" and not dev.fp8:
             no(f"fp8 needs Gaudi2 or Gaudi3, not {target.device}", "precision")
         if target.nodes > 1:
-            no("multi-node Gaudi (gaudi_spawn.py --hostfile with DeepSpeed) is not planned yet; use nodes = 1", "nodes")
+            # DistributedRunner.create_multi_node_setup: `deepspeed --hostfile H --master_addr A ...` from one
+            # node, DeepSpeed's pdsh runner reaching the others over ssh; there is no per-node form
+            no("multi-node Gaudi through gaudi_spawn.py is a hostfile plus DeepSpeed's ssh launcher from one node, "
+               "which accelctl does not plan; use nodes = 1, or parallel = zero(...) (backend deepspeed on hpu, "
+               "one launcher per node under engine slurm)", "nodes")
         if target.options.get("hpu_graphs") and not lazy_mode(target):
             # optimum/habana/transformers/training_args.py __post_init__: "--use_hpu_graphs_for_inference
             # and --use_hpu_graphs_for_training cannot be used in eager mode. Please set --use_lazy_mode"
@@ -171,14 +177,18 @@ class GaudiBackend(Backend):
         if n == 1:
             return []
         p = target.parallel.strategy
+        # the DeepSpeed and MPI forms take the master port from gaudi_spawn.py's --master_port
+        # (default 29500: two runs at once would collide), so the run's own free port goes there
+        port = ["--master_port", FREE_PORT]
         if p == "deepspeed_inference":
-            return ["--use_deepspeed", "--world_size", str(n)]
+            return ["--use_deepspeed", "--world_size", str(n), *port]
         if script_mode(target) == "example" and spec.task.training:
             # the language-modeling README's multi-card DDP command: --world_size 8 --use_mpi
-            return ["--use_mpi", "--world_size", str(n)]
+            return ["--use_mpi", "--world_size", str(n), *port]
         # accelctl's worker reads torchrun's RANK / LOCAL_RANK / WORLD_SIZE, which the plain
         # gaudi_spawn.py launch (torch.distributed.run) and the DeepSpeed launcher set; mpirun
-        # would give it OMPI_COMM_WORLD_* instead
+        # would give it OMPI_COMM_WORLD_* instead.  That plain form ignores --master_port: a
+        # one-node torch.distributed.run without one takes a free port itself (c10d on localhost:0)
         return ["--world_size", str(n)]
 
     def _build_worker(self, spec, target, job, env) -> Built:
@@ -253,8 +263,8 @@ def spawned_prefix(spawn_flags: list[str], python: str = "python") -> list[str]:
     if n <= 1:
         return [python]
     if "--use_deepspeed" in spawn_flags:
-        return ["deepspeed", "--num_nodes", "1", "--num_gpus", str(n), "--no_local_rank",
-                "--master_port", str(MASTER_PORT)]
+        port = spawn_flags[spawn_flags.index("--master_port") + 1] if "--master_port" in spawn_flags else MASTER_PORT
+        return ["deepspeed", "--num_nodes", "1", "--num_gpus", str(n), "--no_local_rank", "--master_port", str(port)]
     if "--use_mpi" in spawn_flags:
         return ["mpirun", "-n", str(n), "--bind-to", "core", "--map-by", "socket:PE=<cores/rank>",
                 "--rank-by", "slot", "--report-bindings", "--allow-run-as-root", python]

@@ -42,6 +42,9 @@ from typing import Any
 FLAGS_FILE = Path(__file__).with_name("data") / "optimum_habana_flags.json"
 SPAWN = "examples/gaudi_spawn.py"
 NOTE = "gaudi_spawn.py runs: "
+#: the run's free port (``accelctl.contract.plan.FREE_PORT``), an int only when the run starts:
+#: parsed as this stand-in
+FREE_PORT, STAND_IN_PORT = "{free_port}", "29500"
 
 
 # --------------------------------------------------------------------------- optimum-habana
@@ -311,7 +314,8 @@ def check_plan(plan: dict[str, Any], name: str = "") -> Report:
     files = {f["path"]: f["content"] for f in plan["files"]}
     scripts = flags_data()["scripts"]
     for launch in plan["launches"]:
-        argv, env, cwd = list(launch["argv"]), dict(launch["env"]), launch.get("cwd", "")
+        argv = [a.replace(FREE_PORT, STAND_IN_PORT) for a in launch["argv"]]
+        env, cwd = dict(launch["env"]), launch.get("cwd", "")
         lazy = env.get("PT_HPU_LAZY_MODE")
         if lazy not in ("0", "1"):
             rep.errors.append(f"{launch['name']}: PT_HPU_LAZY_MODE must be 0 or 1, not {lazy!r}")
@@ -323,7 +327,7 @@ def check_plan(plan: dict[str, Any], name: str = "") -> Report:
             continue
         script, args = argv[1], argv[2:]
         if Path(script).name == "gaudi_spawn.py":
-            got = check_spawn(args, list(plan.get("notes", [])), rep)
+            got = check_spawn(args, [n.replace(FREE_PORT, STAND_IN_PORT) for n in plan.get("notes", [])], rep)
             if got is None:
                 continue
             script, args = got

@@ -94,6 +94,8 @@ class RunsScreen(AppScreen):
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(r.id, "bold")
         t.append(f"  {r.backend}")
+        if r.scheduler is not None:  # a scheduler's job: its id, state and exit code
+            t.append(f"  {r.scheduler.short()}")
         failure = (r.summary or {}).get("failure")
         if failure:
             first = (failure.get("message") or "").strip().splitlines()

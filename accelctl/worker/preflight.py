@@ -1,0 +1,86 @@
+"""``python -m accelctl.worker.preflight JOB.json``: join the world, all-reduce once, leave.
+
+The process a preflight (``accelctl run --preflight``) starts in place of the worker, under
+the same launcher, engine and rendezvous as the real run, reading the same ``job.json``: it
+joins the process group the launcher set up (RANK / WORLD_SIZE / LOCAL_RANK, the device
+family's collective backend: gloo, nccl, hccl, xla), all-reduces one number per rank, passes
+a barrier and reports, as the worker's events:
+
+* ``RunStarted`` (world size as the launcher gave it, ``details.preflight = true``);
+* ``RunFinished`` with ``results.preflight``: ``world_size``, ``init_s`` (joining the process
+  group: the rendezvous), ``all_reduce_s`` (the all-reduce and the barrier), ``sum`` and
+  ``expected`` (1 + 2 + .. + world: a wrong sum is a failure);
+* ``RunFailed`` when any of it raises.
+
+No model, no data: it takes seconds, so a broken rendezvous costs seconds, not an allocation.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+
+import torch
+
+from accelctl.contract.events import RunFailed, RunFinished, RunStarted
+from accelctl.contract.job import WorkerJob
+from accelctl.worker.devices import adapter_for
+from accelctl.worker.emit import EventWriter
+from accelctl.worker.main import EXIT_EXCEPTION, EXIT_OK, EXIT_STOPPED, _stop, exit_now, leave_together
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m accelctl.worker.preflight JOB.json", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    job = WorkerJob.load(argv[0])
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    writer = EventWriter(job.events_dir, rank)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        writer.emit(RunStarted(run_id=job.run_id, workload=job.workload, target=job.target, backend=job.backend,
+                               rank=rank, world_size=world, details={"preflight": True}))
+        adapter = adapter_for(job.device, local_rank)
+        t0 = time.perf_counter()
+        if world > 1:
+            adapter.init_process_group()
+        init_s = time.perf_counter() - t0
+        value = torch.full((1,), float(rank + 1), device=adapter.device)
+        t0 = time.perf_counter()
+        if world > 1:
+            torch.distributed.all_reduce(value)
+            torch.distributed.barrier()
+        total = float(value.item())
+        reduce_s = time.perf_counter() - t0
+        expected = world * (world + 1) / 2
+        report = {"world_size": world, "init_s": init_s, "all_reduce_s": reduce_s, "sum": total,
+                  "expected": expected, "comm": job.device.comm}
+        if total != expected:
+            writer.emit(RunFailed(reason="exception", rank=rank,
+                                  message=f"preflight all-reduce over {world} ranks gave {total:g}, not {expected:g}"))
+            return EXIT_EXCEPTION
+        writer.emit(RunFinished(rank=rank, steps=0, wall_s=time.perf_counter() - started,
+                                results={"preflight": report}))
+        leave_together(world)
+        return EXIT_OK
+    except KeyboardInterrupt as exc:
+        writer.emit(RunFailed(reason="stopped", message=f"stopped ({exc or 'SIGINT'})", rank=rank))
+        return EXIT_STOPPED
+    except Exception as exc:  # noqa: BLE001 - reported as an event, then exit 1
+        writer.emit(RunFailed(reason="exception", message=f"preflight: {type(exc).__name__}: {exc}", rank=rank,
+                              traceback=traceback.format_exc()))
+        return EXIT_EXCEPTION
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        writer.close()
+
+
+if __name__ == "__main__":
+    exit_now(main())
