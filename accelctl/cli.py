@@ -3,6 +3,7 @@
     accelctl validate FILE...            check workloads, every diagnostic at once
     accelctl plan FILE [--target T]      print the launch plan (text, json or sh)
     accelctl run FILE [--target T]       run it for real, stream events, store the run
+                                         (measure { repeat = N }: N independent runs, one series)
     accelctl runs                        list stored runs
 
 ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only
@@ -152,25 +153,28 @@ def _stop_like_ctrl_c(signum, frame) -> None:
 def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
-    from accelctl.api import launch, load_selected, pick_rehearsal, pick_target
+    from accelctl.api import launch, load_selected, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
     from accelctl.contract.plan import FREE_PORT
+    from accelctl.run.store import write_series
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
     specs = load_selected(args.file, args.workload)
     chosen = [(spec, *(pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
               for spec in specs]
-    plans = [(spec, make_plan(spec, t, args.engine, rehearse=args.rehearse), why) for spec, t, why in chosen]
+    # measure { repeat = N }: N independent processes, each planned with one measured round
+    plans = [(spec, make_plan(one, t1, args.engine, rehearse=args.rehearse), why, n)
+             for spec, t, why in chosen for one, t1, n in [one_process(spec, t)]]
     only = args.launch or None
-    for _, p, _ in plans:
+    for _, p, _, _ in plans:
         unknown = sorted(set(only or ()) - {ln.name for ln in p.launches})
         if unknown:
             print(f"accelctl: error: target {p.target} has no launch {', '.join(unknown)} "
                   f"(launches: {', '.join(ln.name for ln in p.launches)})", file=sys.stderr)
             return 2
     live = use_tui(args) and only is None
-    for spec, p, why in plans:
+    for spec, p, why, repeats in plans:
         from accelctl.run.console import ConsoleSink
 
         print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
@@ -186,7 +190,7 @@ def cmd_run(args) -> int:
                 print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
                              "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
                              '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
-        if live:
+        if live and repeats == 1:
             from accelctl.tui.live import run_live
 
             rc = run_live(p, spec, source, args.runs_dir)
@@ -194,25 +198,45 @@ def cmd_run(args) -> int:
                 return 130
             status_code = status_code or rc
             continue
-        sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
-        handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink],
-                        only=only)
-        try:
-            result = handle.wait()
-        except KeyboardInterrupt:
-            handle.stop()
-            result = handle.wait()
-        if result.status == "stopped":
-            return 130
-        if result.status != "ok":
-            status_code = 1
+        series = None
+        for index in range(1, repeats + 1):
+            if repeats > 1:
+                print(f"accelctl: repeat {index} of {repeats} (an independent process; measure {{ repeat = "
+                      f"{repeats} }})", flush=True)
+            sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
+            handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink],
+                            only=only)
+            if repeats > 1:
+                series = series or handle.run_id
+                write_series(handle.run_dir, series, index, repeats)
+            try:
+                result = handle.wait()
+            except KeyboardInterrupt:
+                handle.stop()
+                result = handle.wait()
+            if result.status == "stopped":
+                return 130
+            if result.status != "ok":
+                status_code = 1
+                if repeats > 1:
+                    print(f"accelctl: repeat {index} {result.status}: the series {series} stops here "
+                          f"({index} of {repeats} runs)", file=sys.stderr, flush=True)
+                break
+        if series:
+            print(f"accelctl: series {series}: {repeats} runs; accelctl compare {series} OTHER compares it "
+                  "run-to-run", flush=True)
     return status_code
 
 
 def cmd_runs(args) -> int:
     from accelctl.api import list_runs
+    from accelctl.run.store import RunStoreError
 
-    runs = list_runs(args.runs_dir)
+    try:
+        runs = list_runs(args.runs_dir)
+    except RunStoreError as exc:
+        print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2, default=str))
         return 0

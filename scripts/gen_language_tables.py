@@ -92,7 +92,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
     "measure": {
         "warmup": ("steps run first and excluded from the figures (compilation, caches)", None),
         "steps": ("steps counted per repeat; must be more than warmup", None),
-        "repeat": ("the measured phase is repeated this many times", None),
+        "repeat": ("independent runs: `accelctl run` starts the workload this many times, each a fresh "
+                   "process (one series); `accelctl compare` needs 3 a side for a verdict", None),
     },
     "target": {
         "device": ("device kind (the device catalog)", "the instance's device, or the target's name if it is "
