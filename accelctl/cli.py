@@ -248,15 +248,17 @@ def cmd_runs(args) -> int:
 
     table = Table(title=f"runs ({len(runs)})")
     table.add_column("id", no_wrap=True)
-    for col in ("workload", "target", "backend", "status"):
+    for col in ("workload", "target", "backend"):
         table.add_column(col)
+    table.add_column("status", overflow="fold")  # "unreadable: <reason>" in full
     table.add_column("median step", justify="right")
     table.add_column("throughput", justify="right")
     for r in runs:
         med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else "-"
         thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else "-"
         table.add_row(r.id, r.workload, r.target, r.backend, r.status, med, thr)
-    Console().print(table)
+    console = Console()
+    (console if console.is_terminal else Console(width=160)).print(table)
     return 0
 
 

@@ -296,9 +296,12 @@ def read_object(path: str | Path) -> tuple[dict[str, Any], str]:
         return {}, f"{path.name} is not UTF-8 text (byte {exc.start})"
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        what = "truncated" if getattr(exc, "pos", 0) >= len(text.rstrip()) else "not JSON"
-        return {}, f"{path.name} is {what} ({getattr(exc, 'msg', exc)} at line {getattr(exc, 'lineno', '?')})"
+    except json.JSONDecodeError as exc:
+        # the text ends inside a value: a writer stopped half-way (or a disk filled up)
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        return {}, f"{path.name} is {'truncated' if cut else 'not JSON'} ({exc.msg}: line {exc.lineno} column {exc.colno})"
+    except ValueError as exc:  # e.g. an integer too long to convert
+        return {}, f"{path.name} is not JSON ({exc})"
     if not isinstance(data, dict):
         return {}, f"{path.name} is not a JSON object"
     return data, ""
@@ -339,8 +342,10 @@ def read_run(path: Path) -> RunRecord:
         problem = f"run folder: {exc.strerror or exc}"
     summary, why = read_object(path / SUMMARY_FILE)
     problem = problem or why
-    info: Mapping[str, Any] = summary or read_json(path / PLAN_FILE) or read_json(path / JOB_FILE)
     m = _ID_RE.match(path.name)
+    # the run id names the workload and the target (safe names hold no "-")
+    named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}
+    info: Mapping[str, Any] = summary or read_json(path / PLAN_FILE) or read_json(path / JOB_FILE) or named
     started = str(summary.get("started") or "")
     if not started and m:
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
