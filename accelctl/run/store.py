@@ -246,7 +246,7 @@ class RunRecord:
         from accelctl.contract.events import read_events
 
         path = self.path / EVENTS_FILE
-        if _problem(path) is not None:
+        if file_problem(path) is not None:
             return []
         try:
             return read_events(path)
@@ -264,7 +264,7 @@ def _kind(mode: int) -> str:
             else "not a regular file")
 
 
-def _problem(path: Path) -> str | None:
+def file_problem(path: Path) -> str | None:
     """Why ``path`` cannot be read as a file without opening it ("" when it is missing,
     None when it is a readable regular file).  A FIFO is never opened: reading one blocks."""
     try:
@@ -281,7 +281,7 @@ def read_object(path: str | Path) -> tuple[dict[str, Any], str]:
     is missing, ``({}, reason)`` when it is unreadable (permissions, not a regular file, not
     UTF-8, truncated or not JSON, not an object)."""
     path = Path(path)
-    problem = _problem(path)
+    problem = file_problem(path)
     if problem is not None:
         return {}, problem
     try:

@@ -150,6 +150,12 @@ def open_store():
     for name in (GOOD, BROKEN):
         shutil.copytree(FIXTURES / name, root / name)
     # the code these tests reach, imported while root may still read the interpreter's files
+    # (stdlib modules imported lazily: getpass, glob, _strptime)
+    import getpass  # noqa: F401
+    import glob  # noqa: F401
+    import time
+
+    time.strptime("2026", "%Y")
     import rich.console  # noqa: F401
     import rich.table  # noqa: F401
     import scipy.stats  # noqa: F401

@@ -244,6 +244,61 @@ async def test_compare_without_prices_says_so(tmp_path):
         assert "different workloads" in verdict and "no price known" in verdict
 
 
+async def test_broken_runs_are_listed_with_their_reason_and_not_compared(tmp_path):
+    """Issue 11 #7: a run whose summary.json is a directory and one whose summary is cut
+    short are listed as `unreadable: <reason>` (not `incomplete`, not a crash); comparing
+    one is refused with the reason (as `accelctl compare` refuses it); replaying one ends
+    with that status."""
+    import os
+    import shutil
+
+    names = ("tui_train-cpu-", "tui_train-cpu2-", "tui_generate-cpu-")
+    for name in names:
+        shutil.copytree(recorded(name), tmp_path / recorded(name).name)
+    as_dir = tmp_path / recorded("tui_train-cpu2-").name / "summary.json"
+    as_dir.unlink()
+    as_dir.mkdir()
+    cut = tmp_path / recorded("tui_generate-cpu-").name / "summary.json"
+    cut.write_bytes(cut.read_bytes()[:200])
+    app = AccelctlApp(WORKLOADS, runs_root=tmp_path)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        screen = app.screen
+        status = {r.id: r.status for r in screen.records}
+        assert status[as_dir.parent.name] == "unreadable: summary.json is a directory"
+        assert status[cut.parent.name].startswith("unreadable: summary.json is truncated")
+        table = screen.query_one(DataTable)
+        cells = {r.id: str(table.get_cell(r.id, "status")) for r in screen.records}
+        assert cells == status
+        shown = screen_text(app)
+        assert "unreadable: summary.json is a directory" in shown and "incomplete" not in shown
+        row = [r.id for r in screen.records].index(as_dir.parent.name)
+        for _ in range(row):
+            await pilot.press("down")
+        await pilot.pause()
+        assert "unreadable: summary.json is a directory" in text_of(app, "#runs-detail")
+        # mark the broken run as A, the good one as B, compare
+        good = [r.id for r in screen.records].index(recorded("tui_train-cpu-").name)
+        await pilot.press("space", *(["down"] * (good - row) if good > row else ["up"] * (row - good)), "space", "c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        verdict = text_of(app, "#cmp-verdict")
+        assert "verdict not compared" in verdict
+        assert f"[E226] A ({as_dir.parent.name}) is unreadable: summary.json is a directory" in verdict.replace("\n", "")
+        await pilot.press("escape")
+        await pilot.pause()
+        # replay the broken run: it ends, with its reason
+        for _ in range(good - row if good > row else 0):
+            await pilot.press("up")
+        for _ in range(row - good if row > good else 0):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and not app.screen.model.live,
+                       what="the replay of the broken run")
+        assert app.screen.model.status == "unreadable: summary.json is a directory"
+
+
 async def test_compare_key_outside_runs_view_goes_there():
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
