@@ -260,6 +260,12 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'workload w { task pretrain { } model hf("someone/unknown") }', "file"),
     ("E214", "positional argument where names are needed; hf()/local()/files() need one string",
      "optimizer sgd(0.1)", "line"),
+    ("E226", "`accelctl compare` refuses a run that is not a complete measurement: incomplete, failed, stopped, "
+             "unreadable, or a `repeat` series with a run missing (`--force` compares anyway; exit 2)",
+     "accelctl compare A B (B has no summary.json)", "text"),
+    ("E227", "`accelctl compare` refuses runs of different workloads, or of one workload whose model, task, data, "
+             "optimizer or seed changed (`--force` compares anyway; exit 2)",
+     "accelctl compare A B (B ran another workload)", "text"),
     ("E301", "wrong type of value", 'measure { steps = "ten" }', "line"),
     ("E302", "wrong unit", "measure { steps = 10 GB }", "line"),
     ("E303", "missing unit", "target g { device = a100  memory = 96 }", "line"),
@@ -312,7 +318,9 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
 def run_example(code: str, example: str, mode: str) -> str:
     """The message the tool prints for the example (or a fixed text for file errors)."""
     if mode == "text":
-        return {"E001": "no such file: nope.wl", "E002": "cannot read workloads/: Is a directory"}[code]
+        return {"E001": "no such file: nope.wl", "E002": "cannot read workloads/: Is a directory",
+                "E226": "not compared: B (RUN_ID) is incomplete: only complete runs are compared",
+                "E227": "not compared: different workloads: A ran bert, B ran t5"}[code]
     text = BASE + f"  {example}\n}}\n" if mode == "line" else example + "\n"
     try:
         diags = check_all(parse(text, "example.wl"))[1]

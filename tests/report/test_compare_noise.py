@@ -195,3 +195,22 @@ def test_the_same_workload_2_x_3_times_is_no_change(tmp_path, capsys):
     assert data["runs"] == [3, 3] and data["reason"] == ""
     assert data["verdict"] == SAME and data["speedup_ci"][0] < 1 < data["speedup_ci"][1]
     assert data["verdict"] not in (IMPROVEMENT, REGRESSION, REFUSED)
+
+
+# ------------------------------------------------------------------ measure { repeat = N }
+
+
+def test_repeat_is_validated_and_each_process_runs_one_round():
+    from accelctl.api import one_process, plan, validate_text
+
+    text = TINY.replace("repeat = 3", "repeat = 101")
+    _, diags = validate_text(text, "tiny.wl")
+    (d,) = [d for d in diags if d.severity == "error"]
+    assert d.code == "E304" and "repeat" in d.message and d.span.line == 8
+    (spec,), _ = validate_text(TINY.replace("target cpu { threads = 1 }",
+                                            "target cpu { threads = 1 }\n  target cpu5 { device = cpu  "
+                                            "measure { warmup = 1  steps = 5  repeat = 5 } }"), "tiny.wl")
+    for name, n in (("cpu", 3), ("cpu5", 5)):  # the workload's repeat, and a target's own
+        one, target, repeats = one_process(spec, spec.target(name))
+        assert repeats == n and plan(one, target).job.measure.repeat == 1
+    assert plan(spec, "cpu").job.measure.repeat == 3  # the plan as written is unchanged
