@@ -150,13 +150,48 @@ def _stop_like_ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
+def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
+    """Run plan ``p`` ``repeats`` times, one independent process each (``measure { repeat
+    = N }``), streaming to the console; with N > 1 each run folder gets ``series.json``
+    (the series' id is the first run's).  A repeat that does not end ok ends the series.
+    Returns 0 (all ok), 1 (one failed) or 130 (stopped)."""
+    from accelctl.api import launch
+    from accelctl.run.console import ConsoleSink
+    from accelctl.run.store import write_series
+
+    series = None
+    for index in range(1, repeats + 1):
+        if repeats > 1:
+            print(f"accelctl: repeat {index} of {repeats} (an independent process; measure {{ repeat = {repeats} }})",
+                  flush=True)
+        sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
+        handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink],
+                        only=only)
+        if repeats > 1:
+            series = series or handle.run_id
+            write_series(handle.run_dir, series, index, repeats)
+        try:
+            result = handle.wait()
+        except KeyboardInterrupt:
+            handle.stop()
+            result = handle.wait()
+        if result.status != "ok":
+            if repeats > 1:
+                print(f"accelctl: repeat {index} of series {series} {result.status}: the series stops there",
+                      file=sys.stderr, flush=True)
+            return 130 if result.status == "stopped" else 1
+    if series:
+        print(f"accelctl: series {series}: {repeats} runs ok; `accelctl compare {series} OTHER` compares it "
+              "run-to-run", flush=True)
+    return 0
+
+
 def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
-    from accelctl.api import launch, load_selected, one_process, pick_rehearsal, pick_target
+    from accelctl.api import load_selected, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
     from accelctl.contract.plan import FREE_PORT
-    from accelctl.run.store import write_series
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
@@ -175,8 +210,6 @@ def cmd_run(args) -> int:
             return 2
     live = use_tui(args) and only is None
     for spec, p, why, repeats in plans:
-        from accelctl.run.console import ConsoleSink
-
         print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
         if p.rehearsal is not None:
             print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
@@ -198,33 +231,10 @@ def cmd_run(args) -> int:
                 return 130
             status_code = status_code or rc
             continue
-        series = None
-        for index in range(1, repeats + 1):
-            if repeats > 1:
-                print(f"accelctl: repeat {index} of {repeats} (an independent process; measure {{ repeat = "
-                      f"{repeats} }})", flush=True)
-            sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
-            handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink],
-                            only=only)
-            if repeats > 1:
-                series = series or handle.run_id
-                write_series(handle.run_dir, series, index, repeats)
-            try:
-                result = handle.wait()
-            except KeyboardInterrupt:
-                handle.stop()
-                result = handle.wait()
-            if result.status == "stopped":
-                return 130
-            if result.status != "ok":
-                status_code = 1
-                if repeats > 1:
-                    print(f"accelctl: repeat {index} {result.status}: the series {series} stops here "
-                          f"({index} of {repeats} runs)", file=sys.stderr, flush=True)
-                break
-        if series:
-            print(f"accelctl: series {series}: {repeats} runs; accelctl compare {series} OTHER compares it "
-                  "run-to-run", flush=True)
+        code = _run_repeats(p, spec, source, args, only, repeats)
+        if code == 130:
+            return 130
+        status_code = status_code or code
     return status_code
 
 
