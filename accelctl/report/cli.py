@@ -61,6 +61,18 @@ def _records(ids: list[str], runs_dir: str | None, any_status: bool, workload: s
     return [r for r in records if not r.unreadable and workload in (None, r.workload)]
 
 
+def _entries(records: list) -> list:
+    """The report entries of ``records``; one whose files have an unexpected shape is named
+    on stderr with its reason and left out."""
+    from accelctl.report.entry import entry_from_run
+
+    entries = [entry_from_run(r) for r in records]
+    for e in entries:
+        if e.status.startswith("unreadable"):
+            print(f"accelctl: run {e.source} is {e.status} (left out of the report)", file=sys.stderr)
+    return [e for e in entries if not e.status.startswith("unreadable")]
+
+
 def _plot(entries: list, path: str, title: str, runs: list, reference: bool = False) -> None:
     """Bars of ``entries``; scaling curves of the ``runs`` entries (and the seeds')."""
     from accelctl.report.plot import plot_report
@@ -80,11 +92,10 @@ def _plot(entries: list, path: str, title: str, runs: list, reference: bool = Fa
 
 
 def cmd_report(args) -> int:
-    from accelctl.report.entry import entry_from_run
     from accelctl.report.tables import report_tables, scaling_tables
 
     records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
-    entries = [entry_from_run(r) for r in records]
+    entries = _entries(records)
     if not entries and not args.reference:
         print("no runs to report (accelctl run FILE stores them under ./runs); "
               "accelctl report --reference prints the seeds' published tables", file=sys.stderr)

@@ -185,7 +185,17 @@ def entry_from_stats(stats: StepStats, *, workload: str, target: str, source: st
 
 
 def entry_from_run(record: Any) -> Entry:
-    """An entry for a stored run (``accelctl.run.store.RunRecord``)."""
+    """An entry for a stored run (``accelctl.run.store.RunRecord``); a run whose files have
+    an unexpected shape (hand-edited, another version's) is an entry with no figures and
+    status ``unreadable: <why>``, never an exception."""
+    try:
+        return _entry_from_run(record)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        return Entry(workload=record.workload, target=record.target, source=record.id,
+                     status=f"unreadable: run files of an unexpected shape ({type(exc).__name__}: {exc})")
+
+
+def _entry_from_run(record: Any) -> Entry:
     summary = record.summary or {}
     spec = read_json(record.path / SPEC_FILE)
     tgt = _target(spec, record.target)
@@ -228,13 +238,15 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(xs) if len(xs) == len(values) and xs else None
 
 
-def series_status(records: Sequence[Any]) -> str:
-    """ok when every run of the series is there and ok, else what is missing or wrong."""
+def series_status(records: Sequence[Any], statuses: Sequence[str] | None = None) -> str:
+    """ok when every run of the series is there and ok, else what is missing or wrong
+    (``statuses``: each run's, when the entries know better than the records)."""
+    statuses = list(statuses) if statuses is not None else [r.status for r in records]
     of = max([int(r.series.get("of") or 0) for r in records if isinstance(r.series.get("of"), int)] + [len(records)])
-    ok = sum(r.status == "ok" for r in records)
+    ok = statuses.count("ok")
     if ok == of:
         return "ok"
-    bad = [f"{r.id}: {r.status}" for r in records if r.status != "ok"]
+    bad = [f"{r.id}: {st}" for r, st in zip(records, statuses) if st != "ok"]
     return f"incomplete series: {ok} of {of} runs ok" + (f" ({'; '.join(bad)})" if bad else "")
 
 
@@ -249,7 +261,7 @@ def entry_from_series(records: Sequence[Any]) -> Entry:
     return dataclasses.replace(
         first,
         source=f"{records[0].series_id or first.source} (series of {len(entries)} runs)",
-        status=series_status(records),
+        status=series_status(records, [e.status for e in entries]),
         step_time_s=_mean([e.step_time_s for e in entries]),
         step_time_median_s=_mean([e.step_time_median_s for e in entries]),
         step_time_ci=None,

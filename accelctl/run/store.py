@@ -345,7 +345,11 @@ def read_run(path: Path) -> RunRecord:
     m = _ID_RE.match(path.name)
     # the run id names the workload and the target (safe names hold no "-")
     named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}
-    info: Mapping[str, Any] = summary or read_json(path / PLAN_FILE) or read_json(path / JOB_FILE) or named
+    sources = [summary, read_json(path / PLAN_FILE), read_json(path / JOB_FILE), named]
+
+    def fact(key: str) -> str:  # the first file that says it
+        return next((str(src[key]) for src in sources if isinstance(src.get(key), str) and src[key]), "")
+
     started = str(summary.get("started") or "")
     if not started and m:
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
@@ -357,9 +361,9 @@ def read_run(path: Path) -> RunRecord:
     return RunRecord(
         id=path.name,
         path=path,
-        workload=str(info.get("workload", "")),
-        target=str(info.get("target", "")),
-        backend=str(info.get("backend", "")),
+        workload=fact("workload"),
+        target=fact("target"),
+        backend=fact("backend"),
         status=status,
         started=started,
         median_step_time_s=_number(step),

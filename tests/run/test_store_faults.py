@@ -193,3 +193,16 @@ def test_permission_denied_on_the_store_itself(open_store, capsys):
         assert code == 2 and f"cannot read the run store {open_store}: Permission denied" in err
         code, out, err = cli(capsys, "report", "--runs-dir", str(open_store))
         assert code == 2 and "Permission denied" in err and "Traceback" not in err
+
+
+def test_run_files_of_an_unexpected_shape(runs, capsys):
+    """Valid JSON of the wrong shape (hand-edited, another version's): named, not a traceback."""
+    (runs / BROKEN / "summary.json").write_text('{"status": "ok", "stats": "fast"}')
+    assert store.load_run(BROKEN, runs).status == "unreadable: summary.json has no valid stats"
+    shutil.rmtree(runs / BROKEN)
+    shutil.copytree(FIXTURES / BROKEN, runs / BROKEN)
+    (runs / BROKEN / "spec.json").write_text('{"targets": "big", "task": []}')  # the summary is fine
+    code, out, err = cli(capsys, "compare", GOOD, BROKEN, "--runs-dir", str(runs))
+    assert code == 2 and f"B ({BROKEN}) is unreadable: run files of an unexpected shape" in err
+    code, out, err = cli(capsys, "report", "--runs-dir", str(runs), "--format", "csv")
+    assert code == 0 and GOOD in out and BROKEN not in out and f"run {BROKEN} is unreadable" in err
