@@ -352,7 +352,10 @@ def read_run(path: Path) -> RunRecord:
 
     started = str(summary.get("started") or "")
     if not started and m:
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
+        try:
+            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
+        except ValueError:  # a folder named like a run, with no real date in it
+            started = ""
     try:
         step, thr, unit = _headline(summary.get("stats") or {})
     except AttributeError:  # a summary of the wrong shape

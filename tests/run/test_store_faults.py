@@ -118,6 +118,12 @@ def test_a_broken_summary_is_unreadable_with_its_reason_everywhere(runs, capsys,
     faces(capsys, runs, reason)
 
 
+def test_a_folder_named_like_a_run_with_no_real_date_is_listed(runs):
+    (runs / "20261399-250000-w-t-abcd").mkdir()
+    rec = next(r for r in store.list_runs(runs) if r.id.startswith("20261399"))
+    assert (rec.status, rec.started, rec.workload, rec.target) == ("incomplete", "", "w", "t")
+
+
 def test_events_that_are_a_fifo_are_not_opened(runs):
     events = runs / BROKEN / store.EVENTS_FILE
     events.unlink()
