@@ -30,7 +30,7 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 __all__ = [
     "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
     "WorkloadSpec", "check", "check_all", "check_plan", "diff_texts", "launch", "list_runs", "load",
-    "load_selected", "named_target", "prepare_resume", "resume", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
+    "load_selected", "named_target", "one_process", "prepare_resume", "resume", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
     "refusal_header", "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
     "validate_text",
 ]
@@ -71,6 +71,24 @@ def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None
     from accelctl.plan.compile import compile_plan
 
     return compile_plan(spec, target, engine, rehearse)
+
+
+def one_process(spec: WorkloadSpec, target: TargetSpec) -> tuple[WorkloadSpec, TargetSpec, int]:
+    """``(spec, target)`` as one process of ``measure { repeat = N }`` runs them — with one
+    measured round (``repeat = 1``, in the workload's and the target's own measure) — and N.
+    ``accelctl run`` starts that plan N times: repeats are independent processes, so
+    their spread is the run-to-run noise that ``accelctl compare`` draws its interval from."""
+    n = spec.for_target(target).measure.repeat
+    if n == 1:
+        return spec, target, 1
+    import dataclasses
+
+    def once(m):
+        return dataclasses.replace(m, repeat=1) if m is not None else None
+
+    targets = tuple(dataclasses.replace(t, measure=once(t.measure)) for t in spec.targets)
+    one = dataclasses.replace(spec, measure=once(spec.measure), targets=targets)
+    return one, one.target(target.name), n
 
 
 def launch(plan_, **kwargs):

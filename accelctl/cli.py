@@ -4,6 +4,7 @@
     accelctl plan FILE [--target T]      print the launch plan (text, json or sh)
     accelctl run FILE [--target T]       run it for real, stream events, store the run
     accelctl run --resume RUN_ID         continue a run from its newest checkpoint (same run record)
+                                         (measure { repeat = N }: N independent runs, one series)
     accelctl runs                        list stored runs
 
 ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only
@@ -150,6 +151,42 @@ def _stop_like_ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
+def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
+    """Run plan ``p`` ``repeats`` times, one independent process each (``measure { repeat
+    = N }``), streaming to the console; with N > 1 each run folder gets ``series.json``
+    (the series' id is the first run's).  A repeat that does not end ok ends the series.
+    Returns 0 (all ok), 1 (one failed) or 130 (stopped)."""
+    from accelctl.api import launch
+    from accelctl.run.console import ConsoleSink
+    from accelctl.run.store import write_series
+
+    series = None
+    for index in range(1, repeats + 1):
+        if repeats > 1:
+            print(f"accelctl: repeat {index} of {repeats} (an independent process; measure {{ repeat = {repeats} }})",
+                  flush=True)
+        sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
+        handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink],
+                        only=only)
+        if repeats > 1:
+            series = series or handle.run_id
+            write_series(handle.run_dir, series, index, repeats)
+        try:
+            result = handle.wait()
+        except KeyboardInterrupt:
+            handle.stop()
+            result = handle.wait()
+        if result.status != "ok":
+            if repeats > 1:
+                print(f"accelctl: repeat {index} of series {series} {result.status}: the series stops there",
+                      file=sys.stderr, flush=True)
+            return 130 if result.status == "stopped" else 1
+    if series:
+        print(f"accelctl: series {series}: {repeats} runs ok; `accelctl compare {series} OTHER` compares it "
+              "run-to-run", flush=True)
+    return 0
+
+
 def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
@@ -158,7 +195,7 @@ def cmd_run(args) -> int:
     if not args.file:
         print("accelctl: error: run needs a workload FILE (or --resume RUN_ID)", file=sys.stderr)
         return 2
-    from accelctl.api import launch, load_selected, pick_rehearsal, pick_target
+    from accelctl.api import load_selected, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
     from accelctl.contract.plan import FREE_PORT
 
@@ -167,9 +204,11 @@ def cmd_run(args) -> int:
     specs = load_selected(args.file, args.workload)
     chosen = [(spec, *(pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
               for spec in specs]
-    plans = [(spec, make_plan(spec, t, args.engine, rehearse=args.rehearse), why) for spec, t, why in chosen]
+    # measure { repeat = N }: N independent processes, each planned with one measured round
+    plans = [(spec, make_plan(one, t1, args.engine, rehearse=args.rehearse), why, n)
+             for spec, t, why in chosen for one, t1, n in [one_process(spec, t)]]
     only = args.launch or None
-    for _, p, _ in plans:
+    for _, p, _, _ in plans:
         unknown = sorted(set(only or ()) - {ln.name for ln in p.launches})
         if unknown:
             print(f"accelctl: error: target {p.target} has no launch {', '.join(unknown)} "
@@ -177,15 +216,13 @@ def cmd_run(args) -> int:
             return 2
     from accelctl.api import start_blocker
 
-    for _, p, _ in plans:
+    for _, p, _, _ in plans:
         blocked = start_blocker(p, args.runs_dir)
         if blocked:
             print(f"accelctl: error: target {p.target} (engine {p.engine}): {blocked}", file=sys.stderr)
             return 1
     live = use_tui(args) and only is None
-    for spec, p, why in plans:
-        from accelctl.run.console import ConsoleSink
-
+    for spec, p, why, repeats in plans:
         print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
         if p.rehearsal is not None:
             print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
@@ -202,7 +239,7 @@ def cmd_run(args) -> int:
         if args.preflight and not _preflight(spec, p, args.runs_dir, args.preflight_timeout, only):
             status_code = 1
             continue
-        if live:
+        if live and repeats == 1:
             from accelctl.tui.live import run_live
 
             rc = run_live(p, spec, source, args.runs_dir)
@@ -210,18 +247,10 @@ def cmd_run(args) -> int:
                 return 130
             status_code = status_code or rc
             continue
-        sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
-        handle = launch(p, source_text=source, spec_json=spec.to_json(), runs_root=args.runs_dir, sinks=[sink],
-                        only=only)
-        try:
-            result = handle.wait()
-        except KeyboardInterrupt:
-            handle.stop()
-            result = handle.wait()
-        if result.status == "stopped":
+        code = _run_repeats(p, spec, source, args, only, repeats)
+        if code == 130:
             return 130
-        if result.status != "ok":
-            status_code = 1
+        status_code = status_code or code
     return status_code
 
 
@@ -259,8 +288,13 @@ def _preflight(spec, p, runs_dir, timeout_s: float, only=None) -> bool:
 
 def cmd_runs(args) -> int:
     from accelctl.api import list_runs
+    from accelctl.run.store import RunStoreError
 
-    runs = list_runs(args.runs_dir)
+    try:
+        runs = list_runs(args.runs_dir)
+    except RunStoreError as exc:
+        print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2,
                          default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
@@ -273,8 +307,9 @@ def cmd_runs(args) -> int:
 
     table = Table(title=f"runs ({len(runs)})")
     table.add_column("id", no_wrap=True)
-    for col in ("workload", "target", "backend", "status"):
+    for col in ("workload", "target", "backend"):
         table.add_column(col)
+    table.add_column("status", overflow="fold")  # "unreadable: <reason>" in full
     table.add_column("median step", justify="right")
     table.add_column("throughput", justify="right")
     for r in runs:
@@ -284,7 +319,8 @@ def cmd_runs(args) -> int:
         # the one column wide enough at 80 columns
         run = f"{r.id}\n{r.scheduler.short()}" if r.scheduler is not None else r.id
         table.add_row(run, r.workload, r.target, r.backend, r.status, med, thr)
-    Console().print(table)
+    console = Console()
+    (console if console.is_terminal else Console(width=160)).print(table)
     return 0
 
 

@@ -92,7 +92,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
     "measure": {
         "warmup": ("steps run first and excluded from the figures (compilation, caches)", None),
         "steps": ("steps counted per repeat; must be more than warmup", None),
-        "repeat": ("the measured phase is repeated this many times", None),
+        "repeat": ("independent runs: `accelctl run` starts the workload this many times, each a fresh "
+                   "process (one series); `accelctl compare` needs 3 a side for a verdict", None),
     },
     "checkpoint": {
         "every": ("save the training state after every this many optimizer steps (warm-up steps count)",
@@ -272,6 +273,12 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'workload w { task pretrain { } model hf("someone/unknown") }', "file"),
     ("E214", "positional argument where names are needed; hf()/local()/files() need one string",
      "optimizer sgd(0.1)", "line"),
+    ("E226", "`accelctl compare` refuses a run that is not a complete measurement: incomplete, failed, stopped, "
+             "unreadable, or a `repeat` series with a run missing (`--force` compares anyway; exit 2)",
+     "accelctl compare A B (B has no summary.json)", "text"),
+    ("E227", "`accelctl compare` refuses runs of different workloads, or of one workload whose model, task, data, "
+             "optimizer or seed changed (`--force` compares anyway; exit 2)",
+     "accelctl compare A B (B ran another workload)", "text"),
     ("E235", "`checkpoint` on a generate/infer task", "workload w { task generate { max_new_tokens = 5 } "
                                                       "model bloom()\n  checkpoint { every = 5 steps } }", "file"),
     ("E236", "`checkpoint` without `every`", "checkpoint { keep = 3 }", "line"),
@@ -327,7 +334,9 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
 def run_example(code: str, example: str, mode: str) -> str:
     """The message the tool prints for the example (or a fixed text for file errors)."""
     if mode == "text":
-        return {"E001": "no such file: nope.wl", "E002": "cannot read workloads/: Is a directory"}[code]
+        return {"E001": "no such file: nope.wl", "E002": "cannot read workloads/: Is a directory",
+                "E226": "not compared: B (RUN_ID) is incomplete: only complete runs are compared",
+                "E227": "not compared: different workloads: A ran bert, B ran t5"}[code]
     text = BASE + f"  {example}\n}}\n" if mode == "line" else example + "\n"
     try:
         diags = check_all(parse(text, "example.wl"))[1]

@@ -1,29 +1,37 @@
 """Compare two measured configurations: speed-up and price-performance with 95 % CIs, and
-a verdict.  The one comparison: ``accelctl compare``, the report's seed tables and the
-TUI's compare screen all call ``compare``.
+a verdict that respects run-to-run noise.  The one comparison: ``accelctl compare`` and
+the TUI's compare screen both call ``compare``.
 
 A is the baseline, B the candidate; each is anything with the fields of ``Measured``
-(``accelctl.report.entry.Entry``: a stored run or a seed's published figure).
+(``accelctl.report.entry.Entry``: one stored run, or the runs of one
+``measure { repeat = N }`` series, each an independent process).
 
-* speed-up of B over A = throughput B / throughput A (same unit), else latency A /
-  latency B, else step time A / step time B (``accelctl.analysis.cost``).  Throughput is
-  the steady state's summed units over summed step times, so every measured step counts
-  (a median would hide the slow ones that the job still pays for).
-* Its CI: the values compared are the repeat means when both runs have two repeats or
-  more (MLPerf-trimmed from 5), else the steady-state step times.  The CI of
-  ``mean(A) / mean(B)`` is the delta method on the log scale with Welch-Satterthwaite
-  degrees of freedom (``accelctl.analysis.ci.ratio_ci``); the speed-up's CI is that
-  interval times ``speed-up / (mean(A) / mean(B))`` (the fixed work per step of each
-  run).  Step times are autocorrelated, so over steps the CI is optimistic: repeats
-  (``measure { repeat = 5 }``) give the honest one.
-* Price-performance ratio = speed-up x price A / price B, its CI scaled alike.
+* The values compared are one per independent run (``run_values``: each run's
+  steady-state median step time per sample), never the steps of one process: they share
+  its warm caches, clocks, neighbours and placement, so their spread understates the
+  noise (two runs of the same configuration came out "x0.49, p = 0.006" over steps).  A
+  run's median, not its mean, so that one stall of a shared machine does not decide it.
+* speed-up of B over A = ``mean(A) / mean(B)`` of those per-run values (time per sample:
+  the device count and batch of each target are accounted for), with the CI of that
+  ratio: the delta method on the log scale, Student t quantile from ``scipy.stats`` with
+  Welch-Satterthwaite df (``accelctl.analysis.ci.ratio_ci``) — as pyperf's and asv's
+  compare draw on run-to-run variation.  Without per-run values (a published figure) the
+  speed-up is throughput B / throughput A, else latency A / B, else step time A / B
+  (``accelctl.analysis.cost``), with no interval.
 * Verdict: "regression" when the whole CI of the speed-up lies below ``1 - tolerance``,
-  "improvement" when it lies above ``1 + tolerance``, else "no significant difference"
-  (the difference is inside the noise); "unknown" when a run has fewer than two values.
+  "improvement" when it lies above ``1 + tolerance``, else "no significant difference":
+  the interval crosses 1, or a side has fewer than ``MIN_RUNS`` runs (``reason`` says how
+  many are needed: ``measure { repeat = 3 }``).
+* Refusals (``comparability``): a run that is not ``ok`` (incomplete, failed, stopped,
+  unreadable, or a series with runs missing) and runs of different workloads or of a
+  workload whose model, task, data, optimizer or seed changed.  A refused comparison
+  has verdict "not compared" unless ``force``; the figures are still computed.
+* Price-performance ratio = speed-up x price A / price B, its CI scaled alike.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,39 +40,77 @@ from accelctl.analysis import cost
 from accelctl.analysis.ci import Interval, WelchResult, ratio_ci, welch
 
 REGRESSION, IMPROVEMENT, SAME, UNKNOWN = "regression", "improvement", "no significant difference", "unknown"
+REFUSED = "not compared"
+
+#: diagnostic codes of the refusals: a side is not a complete measurement; the two
+#: sides are not the same workload
+NOT_COMPLETE, NOT_SAME_WORKLOAD = "E226", "E227"
+
+#: independent runs per side below which no verdict is given (with 3 vs 3 the t quantile
+#: has about 4 df; with 2 the spread of two values says next to nothing about the noise)
+MIN_RUNS = 3
 
 
 class Measured(Protocol):
     """What a comparison reads of each side."""
 
+    workload: str
+    #: where the figures come from (a run id, a series)
+    source: str
+    #: ok, or why the side is not a complete measurement ("incomplete", "unreadable: ...")
+    status: str
+    #: what the workload computes (model, task, data, optimizer, seed) as one canonical text
+    configuration: str
     #: steady-state throughput in ``unit``, mean latency of one call, mean step time (s)
     throughput: float | None
     unit: str
     latency_s: float | None
     step_time_s: float | None
     price_per_hour: float | None
-    #: measured step times, and one mean per repeat (MLPerf-trimmed when >= 5)
-    step_times: Sequence[float]
-    repeat_values: Sequence[float]
+    #: one value per independent run: its steady-state median step time per sample (s)
+    run_values: Sequence[float]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    #: NOT_COMPLETE or NOT_SAME_WORKLOAD
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
 class Comparison:
     a: Any
     b: Any
-    #: what the speed-up is the ratio of: throughput, latency or step time
+    #: what the speed-up is the ratio of: the per-run medians (BASIS_RUNS), or without them
+    #: throughput, latency or step time
     basis: str
     speedup: float | None
     speedup_ci: Interval | None
-    #: mean(A) / mean(B) of the compared values (step times or repeat means), with its CI
+    #: mean(A) / mean(B) of the per-run values, with its CI (None with < 2 runs a side)
     time_ratio_ci: Interval | None
     price_performance: float | None
     price_performance_ci: Interval | None
-    #: "repeat means" or "step times"
+    #: what the interval is over
     values: str
     welch: WelchResult | None
     verdict: str
     tolerance: float = 0.0
+    #: why the runs should not be compared (empty: comparable); with ``force`` they were
+    refusals: tuple[Refusal, ...] = ()
+    #: why there is no verdict although the runs are comparable ("" otherwise)
+    reason: str = ""
+
+    @property
+    def runs(self) -> tuple[int, int]:
+        return len(self.a.run_values), len(self.b.run_values)
+
+
+#: the basis of a speed-up drawn from per-run values
+BASIS_RUNS = "per-run median time per sample"
 
 
 def _scaled(ci: Interval | None, factor: float) -> Interval | None:
@@ -94,19 +140,47 @@ def verdict(ci: Interval | None, tolerance: float = 0.0) -> str:
     return SAME
 
 
-def compare(a: Measured, b: Measured, confidence: float = 0.95, tolerance: float = 0.0) -> Comparison:
-    basis, sp = _speedup(a, b)
-    use_repeats = len(a.repeat_values) >= 2 and len(b.repeat_values) >= 2
-    xa, xb = (a.repeat_values, b.repeat_values) if use_repeats else (a.step_times, b.step_times)
-    ci = raw = None
-    if len(xa) >= 2 and len(xb) >= 2:
-        raw = ratio_ci(xa, xb, confidence)
-    if sp is not None and raw is not None and raw.mean > 0:
-        ci = _scaled(raw, sp / raw.mean)
+def comparability(a: Measured, b: Measured) -> list[Refusal]:
+    """Why A and B should not be compared (empty when they may be)."""
+    out = [Refusal(NOT_COMPLETE, f"{name} ({side.source}) is {side.status}: only complete runs are compared")
+           for name, side in (("A", a), ("B", b)) if side.status != "ok"]
+    if a.workload != b.workload:
+        out.append(Refusal(NOT_SAME_WORKLOAD, f"different workloads: A ran {a.workload or '?'}, "
+                                              f"B ran {b.workload or '?'}"))
+    elif a.configuration != b.configuration:
+        out.append(Refusal(NOT_SAME_WORKLOAD, f"workload {a.workload} is not the same in both runs (its model, "
+                                              "task, data, optimizer or seed changed)"))
+    return out
+
+
+def too_few(na: int, nb: int, min_runs: int = MIN_RUNS) -> str:
+    return (f"too few independent runs for a verdict: A has {na}, B has {nb}; {min_runs} of each are needed "
+            f"(measure {{ repeat = {min_runs} }} runs {min_runs} processes)")
+
+
+def compare(a: Measured, b: Measured, confidence: float = 0.95, tolerance: float = 0.0, *,
+            force: bool = False, min_runs: int = MIN_RUNS) -> Comparison:
+    xa, xb = list(a.run_values), list(b.run_values)
+    ci = ratio_ci(xa, xb, confidence) if len(xa) >= 2 and len(xb) >= 2 else None
+    if xa and xb and min(xa + xb) > 0:
+        basis, sp = BASIS_RUNS, statistics.fmean(xa) / statistics.fmean(xb)
+    else:
+        basis, sp = _speedup(a, b)
+    raw = ci
     pp = pp_ci = None
     if sp is not None and a.price_per_hour and b.price_per_hour:
         pp = cost.price_performance_ratio(sp, a.price_per_hour, b.price_per_hour)
         pp_ci = _scaled(ci, a.price_per_hour / b.price_per_hour)
-    return Comparison(a, b, basis, sp, ci, raw, pp, pp_ci, "repeat means" if use_repeats else "step times",
+    refusals = tuple(comparability(a, b))
+    reason = ""
+    if refusals and not force:
+        result = REFUSED
+    elif min(len(xa), len(xb)) < min_runs:
+        result, reason = SAME, too_few(len(xa), len(xb), min_runs)
+    else:
+        result = verdict(ci, tolerance)
+        if result == UNKNOWN:
+            reason = "no interval: a side has no measured step times"
+    return Comparison(a, b, basis, sp, ci, raw, pp, pp_ci, "per-run medians of independent runs",
                       welch(xa, xb, confidence) if len(xa) >= 2 and len(xb) >= 2 else None,
-                      verdict(ci, tolerance), tolerance)
+                      result, tolerance, refusals, reason)

@@ -2,10 +2,14 @@
 
     accelctl report [RUN...] [--reference] [--format rich|md|csv|json] [--plot FILE.png]
                     [--tensorboard DIR] [--all] [--workload W] [--runs-dir DIR]
-    accelctl compare A B [--tolerance 0.02] [--fail-on-regression] [--format ...]
+    accelctl compare A B [--tolerance 0.02] [--fail-on-regression] [--force] [--format ...]
     accelctl sweep FILE --target T [--devices 1,2] [--nodes 1,2] [--backend torchrun]
 
-RUN, A and B are run ids (or unique prefixes/suffixes) or run folders.  Without RUN,
+RUN, A and B are run ids (or unique prefixes/suffixes) or run folders; a run of a
+``measure { repeat = N }`` series stands for its whole series in ``compare``.  A run the
+store cannot read is named with its reason (``unreadable: ...``) on stderr, never a
+traceback; ``compare`` refuses it, an incomplete run and runs of different workloads
+(exit 2, E226/E227) unless ``--force``.  Without RUN,
 ``report`` takes every ok run of the store (``--all``: any status); ``--reference``
 alone prints the seeds' published tables, with RUN it places the runs next to them.
 This module imports nothing heavy at module level (no torch, rich or matplotlib).
@@ -39,14 +43,34 @@ def _emit(tables: list, fmt: str, output: str | None = None, **extra: Any) -> No
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
+#: ``compare`` refused the runs (E226/E227), or a run could not be found
+EXIT_REFUSED = 2
+
+
 def _records(ids: list[str], runs_dir: str | None, any_status: bool, workload: str | None) -> list:
+    """The runs to report; an unreadable one is named on stderr with its reason and left out."""
     from accelctl.run.store import list_runs, load_run
 
     if ids:
         records = [load_run(i, runs_dir) for i in ids]
     else:
-        records = [r for r in list_runs(runs_dir) if any_status or r.status == "ok"]
-    return [r for r in records if workload in (None, r.workload)]
+        records = [r for r in list_runs(runs_dir) if any_status or r.status == "ok" or r.unreadable]
+    for r in records:
+        if r.unreadable:
+            print(f"accelctl: run {r.id} is {r.status} (left out of the report)", file=sys.stderr)
+    return [r for r in records if not r.unreadable and workload in (None, r.workload)]
+
+
+def _entries(records: list) -> list:
+    """The report entries of ``records``; one whose files have an unexpected shape is named
+    on stderr with its reason and left out."""
+    from accelctl.report.entry import entry_from_run
+
+    entries = [entry_from_run(r) for r in records]
+    for e in entries:
+        if e.status.startswith("unreadable"):
+            print(f"accelctl: run {e.source} is {e.status} (left out of the report)", file=sys.stderr)
+    return [e for e in entries if not e.status.startswith("unreadable")]
 
 
 def _plot(entries: list, path: str, title: str, runs: list, reference: bool = False) -> None:
@@ -68,11 +92,10 @@ def _plot(entries: list, path: str, title: str, runs: list, reference: bool = Fa
 
 
 def cmd_report(args) -> int:
-    from accelctl.report.entry import entry_from_run
     from accelctl.report.tables import report_tables, scaling_tables
 
     records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
-    entries = [entry_from_run(r) for r in records]
+    entries = _entries(records)
     if not entries and not args.reference:
         print("no runs to report (accelctl run FILE stores them under ./runs); "
               "accelctl report --reference prints the seeds' published tables", file=sys.stderr)
@@ -110,15 +133,23 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from accelctl.report.compare import REGRESSION, compare, compare_table
-    from accelctl.report.entry import entry_from_run
-    from accelctl.run.store import load_run
+    from accelctl.report.compare import REFUSED, REGRESSION, compare, compare_table
+    from accelctl.report.entry import entry_from_series
+    from accelctl.run.store import load_run, series_runs
 
-    a, b = (entry_from_run(load_run(x, args.runs_dir)) for x in (args.a, args.b))
-    c = compare(a, b, confidence=args.confidence, tolerance=args.tolerance)
+    a, b = (entry_from_series(series_runs(load_run(x, args.runs_dir))) for x in (args.a, args.b))
+    c = compare(a, b, confidence=args.confidence, tolerance=args.tolerance, force=args.force)
+    if c.verdict == REFUSED:
+        from accelctl.errors import Diagnostic
+
+        for r in c.refusals:
+            print(Diagnostic(r.code, f"not compared: {r.message}", path="accelctl compare",
+                             hint="--force compares them anyway").render(), file=sys.stderr)
+        return EXIT_REFUSED
     _emit([compare_table(c)], args.format, args.output, verdict=c.verdict, speedup=c.speedup,
           speedup_ci=None if c.speedup_ci is None else [c.speedup_ci.low, c.speedup_ci.high],
-          price_performance=c.price_performance)
+          price_performance=c.price_performance, runs=list(c.runs), reason=c.reason,
+          forced=[r.message for r in c.refusals])
     return 3 if args.fail_on_regression and c.verdict == REGRESSION else 0
 
 
@@ -174,13 +205,17 @@ def register(sub) -> None:
     _common(r)
     r.set_defaults(fn=_guarded(cmd_report))
 
-    c = sub.add_parser("compare", help="speed-up and price-performance of run B over run A, with 95%% CIs")
+    c = sub.add_parser("compare", help="speed-up and price-performance of run B over run A, with 95%% CIs over "
+                                       "independent runs (measure { repeat = N })")
     c.add_argument("a", metavar="A", help="baseline run")
     c.add_argument("b", metavar="B", help="candidate run")
     c.add_argument("--tolerance", type=float, default=0.0,
                    help="relative change below which a significant difference is still 'same' (0.02 = 2%%)")
     c.add_argument("--confidence", type=float, default=0.95)
-    c.add_argument("--fail-on-regression", action="store_true", help="exit 3 when B is significantly slower")
+    c.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 3 when B is significantly slower (the CI over independent runs lies below 1)")
+    c.add_argument("--force", action="store_true",
+                   help="compare incomplete or unreadable runs and runs of different workloads anyway")
     _common(c)
     c.set_defaults(fn=_guarded(cmd_compare))
 

@@ -9,7 +9,10 @@ run's ``events.jsonl`` (``accelctl.analysis.stats.steady_state``).  The headline
 time is the steady-state mean, or with two repeats or more the mean of the repeat means
 (fastest and slowest dropped from five on); the throughput is the summed units over the
 summed step times, rescaled to that headline.  Inference latency is the same mean time
-of one call (generate() or a forward batch).  The target's price,
+of one call (generate() or a forward batch).  ``run_values`` holds one value per
+independent run (its steady-state median step time per sample): what ``compare`` draws its
+interval from.  ``entry_from_series`` makes one entry of the runs of a ``measure { repeat = N }``
+series: the means of the runs' figures, one run value per run.  The target's price,
 nodes, instance, precision and the task's ``train_steps`` come from the run's
 ``spec.json``; the device count is the run's world size.  Units: training on text
 counts sequences/s, other training and inference samples/s, generation tokens/s.
@@ -18,6 +21,9 @@ counts sequences/s, other training and inference samples/s, generation tokens/s.
 from __future__ import annotations
 
 import dataclasses
+import json
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +79,12 @@ class Entry:
     #: measured step times (straggler), and one mean per repeat (MLPerf-trimmed when >= 5)
     step_times: tuple[float, ...] = field(default=(), repr=False)
     repeat_values: tuple[float, ...] = field(default=(), repr=False)
+    #: one value per independent run (process): its steady-state median step time per
+    #: sample (s; per step when the samples per step are unknown)
+    run_values: tuple[float, ...] = field(default=(), repr=False)
+    #: what the workload computes, as canonical JSON of its spec's model, task, dataset,
+    #: optimizer and seed ("" when unknown): runs compare only when it is the same
+    configuration: str = field(default="", repr=False)
     #: a seed's own printed derived figures (per-device, efficiency ...), for display
     published: dict[str, Any] = field(default_factory=dict, repr=False)
     note: str = ""
@@ -108,6 +120,14 @@ class Entry:
     @property
     def projected_cost(self) -> float | None:
         return cost.projected_cost(self.train_steps, self.step_time_s, self.price_per_hour)
+
+
+#: the keys of a spec.json that say what a workload computes (not where or how long)
+CONFIGURATION_KEYS = ("name", "task", "model", "dataset", "optimizer", "seed")
+
+
+def configuration(spec: dict[str, Any]) -> str:
+    return json.dumps({k: spec.get(k) for k in CONFIGURATION_KEYS}, sort_keys=True, default=str) if spec else ""
 
 
 def _target(spec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -165,7 +185,17 @@ def entry_from_stats(stats: StepStats, *, workload: str, target: str, source: st
 
 
 def entry_from_run(record: Any) -> Entry:
-    """An entry for a stored run (``accelctl.run.store.RunRecord``)."""
+    """An entry for a stored run (``accelctl.run.store.RunRecord``); a run whose files have
+    an unexpected shape (hand-edited, another version's) is an entry with no figures and
+    status ``unreadable: <why>``, never an exception."""
+    try:
+        return _entry_from_run(record)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        return Entry(workload=record.workload, target=record.target, source=record.id,
+                     status=f"unreadable: run files of an unexpected shape ({type(exc).__name__}: {exc})")
+
+
+def _entry_from_run(record: Any) -> Entry:
     summary = record.summary or {}
     spec = read_json(record.path / SPEC_FILE)
     tgt = _target(spec, record.target)
@@ -175,7 +205,7 @@ def entry_from_run(record: Any) -> Entry:
     first = next((e for e in events if getattr(e, "phase", None) == "measure" and getattr(e, "samples", 0)), None)
     world = summary.get("world_size") or stats.ranks or tgt.get("devices")
     nodes = tgt.get("nodes") or 1
-    task = summary.get("task") or (spec.get("task") or {}).get("kind", "")
+    task = summary.get("task") or ((spec.get("task") or {}).get("kind", "") if isinstance(spec.get("task"), dict) else "")
     entry = entry_from_stats(
         stats, workload=record.workload, target=record.target, source=record.id, task=task,
         samples_per_step=first.samples if first is not None else None,
@@ -185,6 +215,9 @@ def entry_from_run(record: Any) -> Entry:
         price_per_hour=tgt.get("price_per_hour"),
         train_steps=(spec.get("task") or {}).get("train_steps") or None,
         step_times=times,
+        run_values=((stats.step_time.median / (first.samples if first is not None and first.samples else 1),)
+                    if stats.step_time else ()),
+        configuration=configuration(spec),
     )
     ran = summary.get("what_ran") or {}
     if is_stand_in(ran):
@@ -198,3 +231,46 @@ def entry_from_run(record: Any) -> Entry:
     return entry
 
 
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return statistics.fmean(xs) if len(xs) == len(values) and xs else None
+
+
+def series_status(records: Sequence[Any], statuses: Sequence[str] | None = None) -> str:
+    """ok when every run of the series is there and ok, else what is missing or wrong
+    (``statuses``: each run's, when the entries know better than the records)."""
+    statuses = list(statuses) if statuses is not None else [r.status for r in records]
+    of = max([int(r.series.get("of") or 0) for r in records if isinstance(r.series.get("of"), int)] + [len(records)])
+    ok = statuses.count("ok")
+    if ok == of:
+        return "ok"
+    bad = [f"{r.id}: {st}" for r, st in zip(records, statuses) if st != "ok"]
+    return f"incomplete series: {ok} of {of} runs ok" + (f" ({'; '.join(bad)})" if bad else "")
+
+
+def entry_from_series(records: Sequence[Any]) -> Entry:
+    """One entry for the runs of a series (or a single run): each figure the mean over the
+    runs, ``run_values`` one per run, ``source`` the series' first run and how many."""
+    entries = [entry_from_run(r) for r in records]
+    if len(entries) == 1:
+        return entries[0]
+    first = entries[0]
+    times = [e.run_values[0] for e in entries if e.run_values]
+    return dataclasses.replace(
+        first,
+        source=f"{records[0].series_id or first.source} (series of {len(entries)} runs)",
+        status=series_status(records, [e.status for e in entries]),
+        step_time_s=_mean([e.step_time_s for e in entries]),
+        step_time_median_s=_mean([e.step_time_median_s for e in entries]),
+        step_time_ci=None,
+        throughput=_mean([e.throughput for e in entries]),
+        tokens_per_s=_mean([e.tokens_per_s for e in entries]),
+        latency_s=_mean([e.latency_s for e in entries]),
+        step_times=tuple(t for e in entries for t in e.step_times),
+        run_values=tuple(times),
+        repeats=len(entries),
+        ci_method="over the per-run medians of independent runs",
+        configuration=first.configuration if all(e.configuration == first.configuration for e in entries) else "mixed",
+    )

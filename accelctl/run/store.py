@@ -14,6 +14,7 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
       summary.json     written once at the end (status, timings, steady-state stats)
       scheduler.json   the scheduler's job (id, state, exit code), written by a scheduler
                        engine's submit helper (``accelctl.contract.scheduler``)
+      series.json      only for one of ``measure { repeat = N }``'s N runs: {id, index, of}
 
 Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
 characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
@@ -26,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -47,6 +49,9 @@ JOB_FILE = "job.json"
 LOG_FILE = "worker.log"
 EVENTS_FILE = "events.jsonl"
 SUMMARY_FILE = "summary.json"
+SERIES_FILE = "series.json"
+#: the status of a run whose folder or summary cannot be read: "unreadable: <reason>"
+UNREADABLE = "unreadable"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.]+|\.{2,}")
 _ID_RE = re.compile(r"^(\d{8}-\d{6})-(.+)-([0-9a-f]{4})$")
@@ -195,6 +200,16 @@ def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> Path:
     return run_dir / SUMMARY_FILE
 
 
+def write_series(run_dir: Path, series_id: str, index: int, of: int) -> Path:
+    """Mark ``run_dir`` as run ``index`` (1-based) of the ``of`` independent runs of one
+    ``measure { repeat = N }`` series; ``series_id`` is the first run's id.  Written beside
+    the summary as soon as the run starts, so a repeat that never finishes is still known
+    to belong to its series (and ``compare`` can say the series is incomplete)."""
+    path = run_dir / SERIES_FILE
+    path.write_text(json.dumps({"id": series_id, "index": index, "of": of}, sort_keys=True), encoding="utf-8")
+    return path
+
+
 # --------------------------------------------------------------------------- reading
 
 
@@ -207,8 +222,9 @@ class RunRecord:
     workload: str
     target: str
     backend: str
-    #: ok, failed, stopped, or "incomplete" (no summary.json: still running, or the
-    #: runner itself was killed)
+    #: ok, failed, stopped, "incomplete" (no summary.json: still running, or the runner
+    #: itself was killed) or "unreadable: <reason>" (the folder or its summary cannot be
+    #: read: permissions, a truncated or non-JSON summary, a summary that is not a file)
     status: str
     #: start time, ISO 8601 UTC ("" when unknown)
     started: str
@@ -224,33 +240,92 @@ class RunRecord:
     engine: str = ""
     #: the scheduler's job behind the run (its last known state while it runs), or None
     scheduler: SchedulerJob | None = None
+    #: why the run cannot be read ("" when it can): the reason in ``status``
+    unreadable: str = ""
+    #: series.json of a ``measure { repeat = N }`` run: {id, index, of} ({} for a lone run)
+    series: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def median_step_s(self) -> float | None:
         """Alias of ``median_step_time_s`` (the name ``accelctl runs`` reads)."""
         return self.median_step_time_s
 
+    @property
+    def series_id(self) -> str:
+        return str(self.series.get("id") or "")
+
     def events(self) -> list:
-        """The run's merged events (``events.jsonl``), typed."""
+        """The run's merged events (``events.jsonl``), typed; [] when absent or unreadable."""
         from accelctl.contract.events import read_events
 
         path = self.path / EVENTS_FILE
-        return read_events(path) if path.exists() else []
+        if file_problem(path) is not None:
+            return []
+        try:
+            return read_events(path)
+        except (OSError, ValueError):
+            return []
 
     def plan(self) -> Plan | None:
-        path = self.path / PLAN_FILE
-        return Plan.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
+        data = read_json(self.path / PLAN_FILE)
+        return Plan.from_dict(data) if data else None
+
+
+def _kind(mode: int) -> str:
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file")
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file without opening it ("" when it is missing,
+    None when it is a readable regular file).  A FIFO is never opened: reading one blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"{path.name}: {exc.strerror or exc}"
+    return None if stat.S_ISREG(mode) else f"{path.name} is {_kind(mode)}"
+
+
+def read_object(path: str | Path) -> tuple[dict[str, Any], str]:
+    """A run file's JSON object and, when it cannot be had, why: ``({}, "")`` when the file
+    is missing, ``({}, reason)`` when it is unreadable (permissions, not a regular file, not
+    UTF-8, truncated or not JSON, not an object)."""
+    path = Path(path)
+    problem = file_problem(path)
+    if problem is not None:
+        return {}, problem
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return {}, f"{path.name}: {exc.strerror or exc}"
+    if not raw.strip():
+        return {}, f"{path.name} is empty"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return {}, f"{path.name} is not UTF-8 text (byte {exc.start})"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # the text ends inside a value: a writer stopped half-way (or a disk filled up)
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        return {}, f"{path.name} is {'truncated' if cut else 'not JSON'} ({exc.msg}: line {exc.lineno} column {exc.colno})"
+    except ValueError as exc:  # e.g. an integer too long to convert
+        return {}, f"{path.name} is not JSON ({exc})"
+    if not isinstance(data, dict):
+        return {}, f"{path.name} is not a JSON object"
+    return data, ""
 
 
 def read_json(path: str | Path) -> dict[str, Any]:
     """A run file's JSON object (``summary.json``, ``spec.json``, ``plan.json``...); ``{}``
     when it is missing, unreadable, not JSON, or not an object (a run being written, an
-    interrupted one).  Every reader of run folders uses this one."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    interrupted one).  Every reader of run folders uses this one (or ``read_object``, which
+    also says why)."""
+    return read_object(path)[0]
 
 
 def _headline(stats: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
@@ -266,43 +341,92 @@ def _headline(stats: Mapping[str, Any]) -> tuple[float | None, float | None, str
     return step, None, ""
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def read_run(path: Path) -> RunRecord:
-    """A ``RunRecord`` for one run folder; tolerates a missing or broken ``summary.json``."""
-    summary = read_json(path / SUMMARY_FILE)
-    info: Mapping[str, Any] = summary or read_json(path / PLAN_FILE) or read_json(path / JOB_FILE)
+    """A ``RunRecord`` for one run folder; never raises on a broken one: a missing summary is
+    ``incomplete``, an unreadable folder or summary ``unreadable: <reason>``."""
+    problem = ""
+    try:
+        os.listdir(path)
+    except OSError as exc:
+        problem = f"run folder: {exc.strerror or exc}"
+    summary, why = read_object(path / SUMMARY_FILE)
+    problem = problem or why
     m = _ID_RE.match(path.name)
-    started = summary.get("started", "")
+    # the run id names the workload and the target (safe names hold no "-")
+    named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}
+    sources = [summary, read_json(path / PLAN_FILE), read_json(path / JOB_FILE), named]
+
+    def fact(key: str) -> str:  # the first file that says it
+        return next((str(src[key]) for src in sources if isinstance(src.get(key), str) and src[key]), "")
+
+    started = str(summary.get("started") or "")
     if not started and m:
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
-    step, thr, unit = _headline(summary.get("stats") or {})
+        try:
+            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
+        except ValueError:  # a folder named like a run, with no real date in it
+            started = ""
+    try:
+        step, thr, unit = _headline(summary.get("stats") or {})
+    except AttributeError:  # a summary of the wrong shape
+        step, thr, unit, problem = None, None, "", problem or "summary.json has no valid stats"
+    status = f"{UNREADABLE}: {problem}" if problem else str(summary.get("status", "incomplete")) if summary else "incomplete"
     return RunRecord(
         id=path.name,
         path=path,
-        workload=str(info.get("workload", "")),
-        target=str(info.get("target", "")),
-        backend=str(info.get("backend", "")),
-        status=str(summary.get("status", "incomplete")) if summary else "incomplete",
+        workload=fact("workload"),
+        target=fact("target"),
+        backend=fact("backend"),
+        status=status,
         started=started,
-        median_step_time_s=step,
-        throughput=thr,
+        median_step_time_s=_number(step),
+        throughput=_number(thr),
         throughput_unit=unit,
         summary=summary,
         engine=str(info.get("engine", "")),
         scheduler=scheduler_file.from_dict(summary.get("scheduler")) or scheduler_file.read(path),
+        unreadable=problem,
+        series=read_json(path / SERIES_FILE),
     )
 
 
-def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunRecord]:
-    """Every run folder under the store root, newest first."""
-    base = runs_root(root)
-    if not base.is_dir():
+def _run_dirs(base: Path) -> list[Path]:
+    try:
+        names = sorted(os.listdir(base))
+    except FileNotFoundError:
         return []
-    records = [read_run(p) for p in base.iterdir() if p.is_dir() and _ID_RE.match(p.name)]
+    except OSError as exc:
+        raise RunStoreError(f"cannot read the run store {base}: {exc.strerror or exc}") from None
+    return [base / n for n in names if _ID_RE.match(n) and os.path.isdir(base / n)]
+
+
+def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunRecord]:
+    """Every run folder under the store root, newest first (broken ones included, with
+    their reason in ``status``)."""
+    records = [read_run(p) for p in _run_dirs(runs_root(root))]
 
     def key(r: RunRecord) -> tuple[str, float]:
-        return (r.id[:15], float(r.summary.get("started_unix_s") or r.path.stat().st_mtime))
+        when = _number(r.summary.get("started_unix_s"))
+        if when is None:
+            try:
+                when = r.path.stat().st_mtime
+            except OSError:
+                when = 0.0
+        return (r.id[:15], when)
 
     return sorted(records, key=key, reverse=True)
+
+
+def series_runs(record: RunRecord, root: str | os.PathLike[str] | None = None) -> list[RunRecord]:
+    """Every stored run of ``record``'s series (``series.json``), in repeat order; just
+    ``[record]`` for a lone run.  The series' runs sit beside ``record`` in its store."""
+    if not record.series_id:
+        return [record]
+    runs = [r for r in (read_run(p) for p in _run_dirs(record.path.parent)) if r.series_id == record.series_id]
+    return sorted(runs, key=lambda r: (_number(r.series.get("index")) or 0, r.id)) or [record]
 
 
 def load_run(id_or_path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> RunRecord:
@@ -314,7 +438,7 @@ def load_run(id_or_path: str | os.PathLike[str], root: str | os.PathLike[str] | 
     if (base / str(id_or_path)).is_dir():
         return read_run(base / str(id_or_path))
     name = str(id_or_path)
-    hits = [p for p in base.iterdir() if p.is_dir() and (p.name.startswith(name) or p.name.endswith(name))] if base.is_dir() else []
+    hits = [p for p in _run_dirs(base) if p.name.startswith(name) or p.name.endswith(name)]
     if len(hits) == 1:
         return read_run(hits[0])
     if not hits:

@@ -74,7 +74,7 @@ OPTIMIZER_KEYS: dict[str, V.VType] = {
 MEASURE_KEYS: dict[str, V.VType] = {
     "warmup": V.integer(0, 1_000_000, unit_dim="steps"),
     "steps": V.integer(1, 10_000_000, unit_dim="steps"),
-    "repeat": V.integer(1, 1000),
+    "repeat": V.integer(1, 100),
 }
 
 CHECKPOINT_KEYS: dict[str, V.VType] = {

@@ -135,7 +135,8 @@ class MeasureSpec:
     warmup: int = 2
     #: steps counted per repeat
     steps: int = 10
-    #: measured phase repeated this many times
+    #: independent runs (processes) ``accelctl run`` starts, one series; the worker itself
+    #: runs ``repeat`` measured rounds of a job (``accelctl run`` gives each process one)
     repeat: int = 1
 
 

@@ -190,7 +190,15 @@ class AccelctlApp(App):
             return
         import asyncio
 
-        from accelctl.api import launch
+        from accelctl.api import launch, one_process
+
+        one, _, repeats = one_process(spec, spec.target(sel.target))
+        if repeats > 1:  # measure { repeat = N }: N processes of one measured round each
+            from accelctl.tui.workspace import make_plan
+
+            result = make_plan(one, sel.target)
+            self.notify(f"measure {{ repeat = {repeats} }}: this starts one of the {repeats} independent runs; "
+                        "accelctl run FILE runs the whole series", severity="warning", timeout=8)
 
         try:
             handle = await asyncio.wrap_future(self._launcher.submit(

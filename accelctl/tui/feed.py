@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract.events import Event, event_from_dict
-from accelctl.run.store import EVENTS_FILE, PLAN_FILE, SUMMARY_FILE, read_json
+from accelctl.run.store import EVENTS_FILE, PLAN_FILE, SUMMARY_FILE, UNREADABLE, file_problem, read_json, read_object
 
 #: events per message when replaying at full speed
 CHUNK = 500
@@ -101,7 +101,7 @@ class ReplaySource:
     def __init__(self, run_dir: str | Path, *, speed: float | None = None, follow: bool | None = None):
         self.run_dir = Path(run_dir)
         self.speed = speed
-        self.follow = (not (self.run_dir / SUMMARY_FILE).exists()) if follow is None else follow
+        self.follow = (not self._summary_there()) if follow is None else follow
         plan = read_json(self.run_dir / PLAN_FILE)
         job = plan.get("job") or {}
         m = job.get("measure") or read_json(self.run_dir / SUMMARY_FILE).get("measure") or {}
@@ -118,6 +118,8 @@ class ReplaySource:
     def _lines(self) -> list[Event]:
         """Every complete line appended since the last call, parsed (torn lines skipped)."""
         if self._fh is None:
+            if file_problem(self.run_dir / EVENTS_FILE) is not None:  # missing, or a FIFO that would block
+                return []
             try:
                 self._fh = open(self.run_dir / EVENTS_FILE, encoding="utf-8")  # noqa: SIM115
             except OSError:
@@ -135,8 +137,12 @@ class ReplaySource:
                 continue
         return out
 
+    def _summary_there(self) -> bool:
+        """A summary.json is there, readable or not (a broken one ends the replay too)."""
+        return file_problem(self.run_dir / SUMMARY_FILE) != ""
+
     def _finished(self) -> bool:
-        return not self.follow or (self.run_dir / SUMMARY_FILE).exists()
+        return not self.follow or self._summary_there()
 
     def read(self, timeout: float) -> tuple[list[Event], bool]:
         if not self._pending:
@@ -173,8 +179,10 @@ class ReplaySource:
     def result(self) -> tuple[str, dict[str, Any] | None]:
         if self._fh is not None:
             self._fh.close()
-        summary = read_json(self.run_dir / SUMMARY_FILE) or None
-        return (str(summary.get("status", "incomplete")) if summary else "incomplete"), summary
+        summary, why = read_object(self.run_dir / SUMMARY_FILE)
+        if why:
+            return f"{UNREADABLE}: {why}", None
+        return (str(summary.get("status", "incomplete")) if summary else "incomplete"), summary or None
 
     def stop(self) -> None:  # a recording cannot be stopped
         pass

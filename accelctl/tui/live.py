@@ -90,7 +90,7 @@ def _print_summary(result) -> None:
 def main(argv=None) -> int:
     import argparse
 
-    from accelctl.api import AccelctlError, load, pick_target, select_workloads
+    from accelctl.api import AccelctlError, load, one_process, pick_target, select_workloads
     from accelctl.api import plan as make_plan
 
     ap = argparse.ArgumentParser(prog="python -m accelctl.tui.live", description="accelctl run FILE, with the TUI")
@@ -108,7 +108,11 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     target, _ = pick_target(spec, args.target)
-    p = make_plan(spec, target, args.engine)
+    one, target, repeats = one_process(spec, target)  # one run of a repeat series: `accelctl run` runs them all
+    if repeats > 1:
+        print(f"accelctl: measure {{ repeat = {repeats} }}: this runs one of the {repeats} independent runs "
+              "(accelctl run FILE runs the whole series)", file=sys.stderr)
+    p = make_plan(one, target, args.engine)
     source = Path(args.file).read_text(encoding="utf-8")
     return run_live(p, spec, source, args.runs_dir, auto_exit=args.auto_exit)
 

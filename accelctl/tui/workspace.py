@@ -5,7 +5,8 @@
 * ``make_plan(spec, target)``: a plan, or the error that says why the target cannot be
   planned (unsupported is a value, shown in the plan pane, never a crash);
 * ``Comparison``: two stored runs side by side — ``accelctl compare``'s comparison
-  (speed-up and price-performance with 95 % CIs, a verdict) of the runs' report entries.
+  (speed-up and price-performance with 95 % CIs over independent runs, a verdict or a
+  refusal) of the runs' report entries; a run of a series stands for its series.
 """
 
 from __future__ import annotations
@@ -126,9 +127,11 @@ class RunSide:
 
 
 def run_side(record) -> RunSide:
-    from accelctl.report.entry import entry_from_run
+    """The side of ``record``: its whole series when it is one of ``measure { repeat = N }``."""
+    from accelctl.report.entry import entry_from_series
+    from accelctl.run.store import series_runs
 
-    return RunSide(record, entry_from_run(record))
+    return RunSide(record, entry_from_series(series_runs(record)))
 
 
 @dataclass(frozen=True)
@@ -170,13 +173,9 @@ class Comparison:
 
     @property
     def caveats(self) -> list[str]:
+        """What to keep in mind beyond the refusals (``result.refusals``)."""
         out = []
-        ra, rb = self.a.record, self.b.record
-        if ra.workload != rb.workload:
-            out.append(f"different workloads ({ra.workload} vs {rb.workload}): step times measure different work")
         for side, name in ((self.a, "A"), (self.b, "B")):
-            if side.record.status != "ok":
-                out.append(f"run {name} is {side.record.status}")
             if side.price_per_hour is None:
                 out.append(f"no price known for run {name}'s target {side.record.target}")
         return out

@@ -85,8 +85,8 @@ def gen_events(run_id):
     return ev
 
 
-def write_run(run_id, spec, tgt, events, status="ok", task="pretrain"):
-    d = ROOT / run_id
+def write_run(run_id, spec, tgt, events, status="ok", task="pretrain", root=None):
+    d = (root or ROOT) / run_id
     d.mkdir(parents=True)
     (d / "events.jsonl").write_text("".join(e.to_json() + "\n" for e in events), encoding="utf-8")
     (d / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -98,6 +98,7 @@ def write_run(run_id, spec, tgt, events, status="ok", task="pretrain"):
         "world_size": world, "measure": spec["measure"], "stats": steady_state(events).to_dict(),
     }
     (d / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return d
 
 
 def main() -> None:

@@ -127,7 +127,8 @@ def test_list_runs_newest_first_and_tolerant(runs):
     assert incomplete.median_step_time_s is None and incomplete.throughput is None
     assert (bert.status, bert.median_step_time_s, bert.throughput, bert.throughput_unit) == ("ok", 0.012, 330.0, "samples/s")
     assert (bloom.throughput, bloom.throughput_unit) == (42.0, "tokens/s")
-    assert broken.status == "incomplete"
+    # a summary that is not JSON is a broken run with its reason, not a run still going
+    assert broken.status.startswith("unreadable: summary.json is not JSON"), broken.status
     assert store.list_runs(runs / "nowhere") == []
 
 

@@ -126,25 +126,28 @@ def test_workspace_scan_states_and_plans():
 
 def test_comparison_is_accelctl_compare_with_spec_prices():
     """The TUI's comparison is `accelctl compare`'s: the same speed-up, CI and verdict."""
-    from accelctl.analysis.compare import IMPROVEMENT
+    from accelctl.analysis.compare import BASIS_RUNS, SAME
     from accelctl.report.compare import compare as report_compare
-    from accelctl.report.entry import entry_from_run
-    from accelctl.run.store import load_run
+    from accelctl.report.entry import entry_from_series
+    from accelctl.run.store import load_run, series_runs
 
     a, b = load_run(recorded("tui_train-cpu2-")), load_run(recorded("tui_train-cpu-"))
     cmp = compare(a, b)
-    want = report_compare(entry_from_run(a), entry_from_run(b))
+    want = report_compare(*(entry_from_series(series_runs(r)) for r in (a, b)))
     assert (cmp.speedup, cmp.speedup_ci, cmp.verdict) == (want.speedup, want.speedup_ci, want.verdict)
     assert cmp.price_performance == want.price_performance
-    # one repeat each: the speed-up is the ratio of the steady-state throughputs (summed
-    # samples / summed straggler step times), its CI over the step times
-    thr_a = steady_state(a.events()).samples_per_s.aggregate
+    # one run each: the speed-up is the ratio of the runs' median step times per sample
+    # (no interval: one process a side says nothing of the run-to-run noise)
+    def per_sample(run):
+        first = next(e for e in run.events() if getattr(e, "phase", None) == "measure" and getattr(e, "samples", 0))
+        return steady_state(run.events()).step_time.median / first.samples
+
     thr_b = steady_state(b.events()).samples_per_s.aggregate
-    assert cmp.speedup == pytest.approx(thr_b / thr_a)
-    assert cmp.speedup_ci.low < cmp.speedup < cmp.speedup_ci.high and cmp.verdict == IMPROVEMENT
+    assert cmp.result.basis == BASIS_RUNS and cmp.speedup == pytest.approx(per_sample(a) / per_sample(b))
+    assert cmp.speedup_ci is None and cmp.verdict == SAME and "3 of each are needed" in cmp.result.reason
     assert (cmp.a.price_per_hour, cmp.b.price_per_hour) == (0.25, 0.10)
     assert cmp.b.cost_per_million == pytest.approx(0.10 / 3600 / thr_b * 1e6)
-    assert cmp.price_performance == pytest.approx(cmp.a.cost_per_million / cmp.b.cost_per_million)
+    assert cmp.price_performance == pytest.approx(cmp.speedup * 0.25 / 0.10)
     assert run_side(load_run(recorded("tui_generate-cpu-"))).price_per_hour is None
 
 

@@ -202,28 +202,30 @@ async def test_runs_table_marks_two_runs_and_compares_them():
         await pilot.press("space", "c")
         await pilot.pause()
         assert isinstance(app.screen, CompareScreen)
-        # the speed-up is `accelctl compare`'s: steady-state throughput B / A, with its CI
-        thr = {k: steady_state(read_events(recorded(k) / "events.jsonl")).samples_per_s.aggregate
-               for k in ("tui_train-cpu2-", "tui_train-cpu-")}
-        speedup = thr["tui_train-cpu-"] / thr["tui_train-cpu2-"]
+        # the speed-up is `accelctl compare`'s: the runs' median step time per sample, A / B;
+        # one run a side is no verdict, and the screen says how many runs are needed
+        def per_sample(k):
+            events = read_events(recorded(k) / "events.jsonl")
+            first = next(e for e in events if getattr(e, "phase", None) == "measure" and getattr(e, "samples", 0))
+            return steady_state(events).step_time.median / first.samples
+
+        speedup = per_sample("tui_train-cpu2-") / per_sample("tui_train-cpu-")
         cmp = app.screen.cmp
-        assert cmp.speedup == pytest.approx(speedup)
+        assert cmp.speedup == pytest.approx(speedup) and cmp.speedup_ci is None
         verdict = text_of(app, "#cmp-verdict")
-        ci = cmp.speedup_ci
-        assert (f"B is {fmt.ratio(speedup)} faster than A by throughput "
-                f"(95% CI {fmt.ratio(ci.low)}–{fmt.ratio(ci.high)})") in verdict
-        assert f"verdict {cmp.verdict} (CI over the step times" in verdict and cmp.verdict == "improvement"
+        assert f"B is {fmt.ratio(speedup)} faster than A by per-run median time per sample" in verdict
+        assert "verdict no significant difference (no interval: A has 1 run(s), B 1)" in verdict
+        assert "too few independent runs for a verdict: A has 1, B has 1; 3 of each are needed" in verdict
+        assert cmp.verdict == "no significant difference"
         # prices from each run's spec.json: cpu2 0.25 usd/h, cpu 0.10 usd/h
         assert cmp.a.price_per_hour == 0.25 and cmp.b.price_per_hour == 0.10
-        assert cmp.price_performance == pytest.approx(cmp.a.cost_per_million / cmp.b.cost_per_million)
+        assert cmp.price_performance == pytest.approx(speedup * 0.25 / 0.10)
         assert f"B gets {fmt.ratio(cmp.price_performance)} more sequences per dollar" in verdict
         assert "$0.2500/h" in text_of(app, "#cmp-a") and "$0.1000/h" in text_of(app, "#cmp-b")
         await pilot.press("s")  # swap A and B
         await pilot.pause()
         assert app.screen.cmp.speedup == pytest.approx(1 / speedup)
-        # the same interval, read the other way round (the log-scale CI is symmetric)
-        assert (f"B is {fmt.ratio(speedup)} slower than A by throughput "
-                f"(95% CI {fmt.ratio(ci.low)}–{fmt.ratio(ci.high)})") in text_of(app, "#cmp-verdict")
+        assert f"B is {fmt.ratio(speedup)} slower than A by per-run median time per sample" in text_of(app, "#cmp-verdict")
         assert "fewer sequences per dollar" in text_of(app, "#cmp-verdict")
 
 
@@ -240,6 +242,61 @@ async def test_compare_without_prices_says_so(tmp_path):
         verdict = text_of(app, "#cmp-verdict")
         assert "price-performance: -" in verdict
         assert "different workloads" in verdict and "no price known" in verdict
+
+
+async def test_broken_runs_are_listed_with_their_reason_and_not_compared(tmp_path):
+    """Issue 11 #7: a run whose summary.json is a directory and one whose summary is cut
+    short are listed as `unreadable: <reason>` (not `incomplete`, not a crash); comparing
+    one is refused with the reason (as `accelctl compare` refuses it); replaying one ends
+    with that status."""
+    import os
+    import shutil
+
+    names = ("tui_train-cpu-", "tui_train-cpu2-", "tui_generate-cpu-")
+    for name in names:
+        shutil.copytree(recorded(name), tmp_path / recorded(name).name)
+    as_dir = tmp_path / recorded("tui_train-cpu2-").name / "summary.json"
+    as_dir.unlink()
+    as_dir.mkdir()
+    cut = tmp_path / recorded("tui_generate-cpu-").name / "summary.json"
+    cut.write_bytes(cut.read_bytes()[:200])
+    app = AccelctlApp(WORKLOADS, runs_root=tmp_path)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        screen = app.screen
+        status = {r.id: r.status for r in screen.records}
+        assert status[as_dir.parent.name] == "unreadable: summary.json is a directory"
+        assert status[cut.parent.name].startswith("unreadable: summary.json is truncated")
+        table = screen.query_one(DataTable)
+        cells = {r.id: str(table.get_cell(r.id, "status")) for r in screen.records}
+        assert cells == status
+        shown = screen_text(app)
+        assert "unreadable: summary.json is a directory" in shown and "incomplete" not in shown
+        row = [r.id for r in screen.records].index(as_dir.parent.name)
+        for _ in range(row):
+            await pilot.press("down")
+        await pilot.pause()
+        assert "unreadable: summary.json is a directory" in text_of(app, "#runs-detail")
+        # mark the broken run as A, the good one as B, compare
+        good = [r.id for r in screen.records].index(recorded("tui_train-cpu-").name)
+        await pilot.press("space", *(["down"] * (good - row) if good > row else ["up"] * (row - good)), "space", "c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        verdict = text_of(app, "#cmp-verdict")
+        assert "verdict not compared" in verdict
+        assert f"[E226] A ({as_dir.parent.name}) is unreadable: summary.json is a directory" in verdict.replace("\n", "")
+        await pilot.press("escape")
+        await pilot.pause()
+        # replay the broken run: it ends, with its reason
+        for _ in range(good - row if good > row else 0):
+            await pilot.press("up")
+        for _ in range(row - good if row > good else 0):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and not app.screen.model.live,
+                       what="the replay of the broken run")
+        assert app.screen.model.status == "unreadable: summary.json is a directory"
 
 
 async def test_compare_key_outside_runs_view_goes_there():

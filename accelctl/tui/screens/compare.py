@@ -16,11 +16,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
-from accelctl.analysis.compare import IMPROVEMENT, REGRESSION
+from accelctl.analysis.compare import IMPROVEMENT, REFUSED, REGRESSION
 from accelctl.tui import fmt
 from accelctl.tui.screens.base import AppScreen
 from accelctl.tui.widgets.plots import ComparePlot
-from accelctl.tui.widgets.stats import STATUS_STYLE
+from accelctl.tui.widgets.stats import status_style
 
 VERDICT_STYLE = {IMPROVEMENT: "bold green", REGRESSION: "bold red"}
 
@@ -33,7 +33,9 @@ def side_table(side) -> Table:
     g.add_row("run", r.id)
     g.add_row("target", f"{r.workload} › {r.target}")
     g.add_row("backend", f"{r.backend} · {(r.summary or {}).get('device', '?')}")
-    g.add_row("status", Text(r.status, style=STATUS_STYLE.get(r.status, "")))
+    g.add_row("status", Text(e.status, style=status_style(e.status)))
+    if len(e.run_values) > 1:
+        g.add_row("runs", f"{len(e.run_values)} independent runs (series)")
     n = len(e.step_times)
     g.add_row("steps", f"{n} measured, {e.warmup_steps} warm-up" if n else "none measured")
     ci = e.step_time_ci
@@ -65,12 +67,18 @@ def verdict(cmp) -> Text:
         t.append(f"B is {factor} {'faster' if s >= 1 else 'slower'} than A", "bold green" if s >= 1 else "bold red")
         t.append(f" by {res.basis}" + (f" (95% CI {ci})" if ci else "") + "\n")
         t.append("verdict ", "bold")
-        if res.speedup_ci is not None:
+        na, nb = res.runs
+        if res.verdict == REFUSED:
+            t.append(REFUSED, "bold red")
+            t.append(" (as accelctl compare: --force there compares them anyway)\n")
+        elif res.speedup_ci is not None:
             t.append(res.verdict, VERDICT_STYLE.get(res.verdict, "bold yellow"))
-            t.append(f" (CI over the {res.values}" + (f", Welch p = {res.welch.p_value:.2g}" if res.welch else "")
-                     + ")\n")
+            t.append(f" (CI over the {res.values}, A: {na}, B: {nb}"
+                     + (f", Welch p = {res.welch.p_value:.2g}" if res.welch else "") + ")\n")
         else:
-            t.append(f"{res.verdict} (a run has fewer than two measured values: no interval)\n", "dim")
+            t.append(f"{res.verdict} (no interval: A has {na} run(s), B {nb})\n", "dim")
+        if res.reason and res.verdict != REFUSED:
+            t.append(f"  {res.reason}\n", "yellow")
     pp = cmp.price_performance
     if pp is not None:
         factor, ci = _times(pp, cmp.price_performance_ci)
@@ -81,6 +89,8 @@ def verdict(cmp) -> Text:
         t.append(f" (CI {ci})\n" if ci else "\n")
     else:
         t.append("price-performance: -\n", "dim")
+    for r in res.refusals:
+        t.append(f"✗ [{r.code}] {r.message}\n", "bold red")
     for c in cmp.caveats:
         t.append(f"! {c}\n", "yellow")
     t.rstrip()

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from accelctl.tui import fmt
 from accelctl.tui.messages import OpenRun
 from accelctl.tui.screens.base import AppScreen
-from accelctl.tui.widgets.stats import STATUS_STYLE
+from accelctl.tui.widgets.stats import status_style
 
 COLUMNS = ("", "started", "workload", "target", "status", "median step", "throughput")
 
@@ -59,15 +59,20 @@ class RunsScreen(AppScreen):
 
     def reload(self) -> None:
         from accelctl.api import list_runs
+        from accelctl.run.store import RunStoreError
 
-        self.records = list_runs(self.app.runs_root)
+        try:
+            self.records = list_runs(self.app.runs_root)
+        except RunStoreError as exc:  # the store folder itself cannot be read
+            self.records = []
+            self.notify(str(exc), severity="error")
         table = self.query_one(DataTable)
         row = table.cursor_row
         table.clear()
         for r in self.records:
             thr = f"{fmt.num(r.throughput)} {r.throughput_unit}" if r.throughput is not None else "-"
             table.add_row(self._mark(r.id), _started(r), r.workload, r.target,
-                          Text(r.status, style=STATUS_STYLE.get(r.status, "")), fmt.ms(r.median_step_time_s),
+                          Text(r.status, style=status_style(r.status)), fmt.ms(r.median_step_time_s),
                           thr, key=r.id)
         table.border_title = f"run store · {len(self.records)} run(s) in {fmt.path(self.app.runs_root)}"
         if self.records:
@@ -96,6 +101,10 @@ class RunsScreen(AppScreen):
         t.append(f"  {r.backend}")
         if r.scheduler is not None:  # a scheduler's job: its id, state and exit code
             t.append(f"  {r.scheduler.short()}")
+        if r.unreadable:
+            t.append(f"\n{r.status}", "red")
+        if r.series_id:
+            t.append(f"\nrun {r.series.get('index', '?')} of {r.series.get('of', '?')} of series {r.series_id}", "dim")
         failure = (r.summary or {}).get("failure")
         if failure:
             first = (failure.get("message") or "").strip().splitlines()

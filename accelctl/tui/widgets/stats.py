@@ -20,7 +20,12 @@ from accelctl.analysis.provenance import count_text, data_line, is_stand_in, mod
 from accelctl.tui import fmt
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "stopped": "bold yellow", "incomplete": "bold yellow",
-                "running": "bold cyan", "waiting": "dim"}
+                "running": "bold cyan", "waiting": "dim", "unreadable": "bold red"}
+
+
+def status_style(status: str) -> str:
+    """The style of a run status; ``unreadable: <reason>`` is styled as ``unreadable``."""
+    return STATUS_STYLE.get(status.split(":", 1)[0], "")
 
 
 class ModelPanel(Static):
