@@ -386,7 +386,7 @@ def read_run(path: Path) -> RunRecord:
         throughput=_number(thr),
         throughput_unit=unit,
         summary=summary,
-        engine=str(info.get("engine", "")),
+        engine=fact("engine"),
         scheduler=scheduler_file.from_dict(summary.get("scheduler")) or scheduler_file.read(path),
         unreadable=problem,
         series=read_json(path / SERIES_FILE),
