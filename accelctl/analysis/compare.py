@@ -50,6 +50,14 @@ NOT_COMPLETE, NOT_SAME_WORKLOAD = "E226", "E227"
 #: has about 4 df; with 2 the spread of two values says next to nothing about the noise)
 MIN_RUNS = 3
 
+#: relative change below which even a significant difference is called "no significant
+#: difference" (asv's ``factor``, 1.10 by default there): a 95% interval excludes 1 by
+#: chance in 1 comparison of 20 of the same configuration, and on a shared machine
+#: run-to-run drift of a few percent is real but not the change being asked about.  Two
+#: series of one configuration are then called a change only if their interval clears
+#: ±5% as a whole; ``--tolerance 0`` asks the strict question.
+TOLERANCE = 0.05
+
 
 class Measured(Protocol):
     """What a comparison reads of each side."""
@@ -98,7 +106,7 @@ class Comparison:
     values: str
     welch: WelchResult | None
     verdict: str
-    tolerance: float = 0.0
+    tolerance: float = TOLERANCE
     #: why the runs should not be compared (empty: comparable); with ``force`` they were
     refusals: tuple[Refusal, ...] = ()
     #: why there is no verdict although the runs are comparable ("" otherwise)
@@ -129,7 +137,7 @@ def _speedup(a: Measured, b: Measured) -> tuple[str, float | None]:
     return "none", None
 
 
-def verdict(ci: Interval | None, tolerance: float = 0.0) -> str:
+def verdict(ci: Interval | None, tolerance: float = TOLERANCE) -> str:
     """Where the speed-up's CI lies against 1 ± tolerance (see the module doc)."""
     if ci is None:
         return UNKNOWN
@@ -158,7 +166,7 @@ def too_few(na: int, nb: int, min_runs: int = MIN_RUNS) -> str:
             f"(measure {{ repeat = {min_runs} }} runs {min_runs} processes)")
 
 
-def compare(a: Measured, b: Measured, confidence: float = 0.95, tolerance: float = 0.0, *,
+def compare(a: Measured, b: Measured, confidence: float = 0.95, tolerance: float = TOLERANCE, *,
             force: bool = False, min_runs: int = MIN_RUNS) -> Comparison:
     xa, xb = list(a.run_values), list(b.run_values)
     ci = ratio_ci(xa, xb, confidence) if len(xa) >= 2 and len(xb) >= 2 else None

@@ -2,7 +2,7 @@
 
     accelctl report [RUN...] [--reference] [--format rich|md|csv|json] [--plot FILE.png]
                     [--tensorboard DIR] [--all] [--workload W] [--runs-dir DIR]
-    accelctl compare A B [--tolerance 0.02] [--fail-on-regression] [--force] [--format ...]
+    accelctl compare A B [--tolerance 0.05] [--fail-on-regression] [--force] [--format ...]
     accelctl sweep FILE --target T [--devices 1,2] [--nodes 1,2] [--backend torchrun]
 
 RUN, A and B are run ids (or unique prefixes/suffixes) or run folders; a run of a
@@ -195,6 +195,8 @@ def _guarded(fn):
 
 
 def register(sub) -> None:
+    from accelctl.analysis.compare import TOLERANCE
+
     r = sub.add_parser("report", help="tables of stored runs: step time, throughput, cost; --reference: the seeds'")
     r.add_argument("runs", nargs="*", metavar="RUN", help="run ids or folders (default: every ok run)")
     r.add_argument("--reference", action="store_true", help="the seeds' published tables (with RUN: next to them)")
@@ -209,8 +211,9 @@ def register(sub) -> None:
                                        "independent runs (measure { repeat = N })")
     c.add_argument("a", metavar="A", help="baseline run")
     c.add_argument("b", metavar="B", help="candidate run")
-    c.add_argument("--tolerance", type=float, default=0.0,
-                   help="relative change below which a significant difference is still 'same' (0.02 = 2%%)")
+    c.add_argument("--tolerance", type=float, default=TOLERANCE,
+                   help="relative change below which a significant difference is still 'same' "
+                        "(default 0.05 = 5%%; 0 asks the strict question)")
     c.add_argument("--confidence", type=float, default=0.95)
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 3 when B is significantly slower (the CI over independent runs lies below 1)")
