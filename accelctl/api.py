@@ -13,7 +13,7 @@ from pathlib import Path
 
 from accelctl.dsl.ast import File
 from accelctl.dsl.parser import parse, parse_file, read_source
-from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, WorkloadError, attach_source
+from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, Span, WorkloadError, attach_source
 from accelctl.plan.render import (
     FORMATS,
     diff_texts,
@@ -58,6 +58,12 @@ def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[Worklo
     except AccelctlError as exc:
         diags = exc.diagnostics or [Diagnostic("E000", str(exc), path=str(path))]
         return (), attach_source(diags, text)
+    except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError, LookupError) as exc:
+        # a bug, not the file's fault: this file's report says so and the other files' go on
+        # (tests/dsl/test_fuzz.py calls parse and check directly, so no bug hides behind this)
+        why = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return (), [Diagnostic("E009", f"accelctl failed on this file ({why})", Span.point(1, 1), str(path),
+                               "a bug in accelctl: please report it with this file")]
     return tuple(specs), list(diags)
 
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import shlex
 
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
@@ -56,7 +57,9 @@ def render_plan_sh(plan: Plan) -> str:
 def render_plan(plan: Plan, fmt: str = "text") -> str:
     """The plan in one of ``FORMATS`` (as ``accelctl plan --format`` prints it, before its newline)."""
     if fmt == "json":
-        return plan.to_json()
+        # allow_nan=False: Infinity/NaN are not JSON; the check refuses non-finite numbers,
+        # so this only fires on a bug (ValueError), never prints what a JSON reader rejects
+        return json.dumps(plan.to_dict(), indent=2, sort_keys=True, allow_nan=False)
     if fmt == "sh":
         return render_plan_sh(plan)
     if fmt == "text":

@@ -8,10 +8,12 @@ first problem: all diagnostics of a file are collected, then raised together.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Iterable
 
 from accelctl.dsl import ast
+from accelctl.dsl.descent import gc_paused
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
@@ -154,6 +156,13 @@ def batch_size_of(task_item: ast.Item | None, ctx: Ctx) -> tuple[int, Span] | No
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _shape_table(family: str) -> dict[str, V.VType]:
+    """The value types of an architecture's size arguments (built once per family)."""
+    return {k: (V.number(positive=True, hi=1e4) if isinstance(d, float) else V.integer(1, 10**7))
+            for k, d in FAMILIES[family].shape.items()}
+
+
 def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, dict[str, Any]] | None:
     """``family(layers = 2, hidden = 64, ...)`` -> (family, shape with defaults)."""
     fam = FAMILIES.get(call.name)
@@ -164,8 +173,7 @@ def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, di
         return None
     shape = dict(fam.shape)
     if isinstance(call, ast.Call):
-        table = {k: (V.number(positive=True) if isinstance(d, float) else V.integer(1, 10**7))
-                 for k, d in fam.shape.items()}
+        table = _shape_table(fam.name)
         shape.update(call_kwargs(call, table, ctx, f"{call.name}(...)"))
         if "hidden" in shape and "heads" in shape and shape["hidden"] % shape["heads"]:
             ctx.error("E407", f"hidden = {shape['hidden']} is not divisible by heads = {shape['heads']}",
@@ -318,6 +326,11 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
 
 def check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     """Check every workload of a file; return the specs and all diagnostics (errors and warnings)."""
+    with gc_paused():
+        return _check_all(file)
+
+
+def _check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     ctx = Ctx(file.path)
     base = Path(file.path).resolve().parent if file.path != "<input>" else Path.cwd()
     specs = []

@@ -17,12 +17,12 @@ TRAINING = ("pretrain", "finetune")
 #: task key -> (type, task kinds that accept it)
 TASK_KEYS: dict[str, tuple[V.VType, tuple[str, ...]]] = {
     "objective": (V.choice("mlm", "causal_lm", "seq2seq", "classification"), TRAINING),
-    "train_steps": (V.integer(1, unit_dim="steps"), TRAINING),
+    "train_steps": (V.integer(1, 10**9, unit_dim="steps"), TRAINING),
     "prompt": (V.string(), ("generate",)),
     "max_new_tokens": (V.integer(1, 1_000_000, unit_dim="tokens"), ("generate",)),
     "decoding": (V.choice("greedy", "sample"), ("generate",)),
     "kv_cache": (V.boolean(), ("generate",)),
-    "batch_size": (V.integer(1, unit_dim="samples"), ("generate", "infer")),
+    "batch_size": (V.integer(1, 1_000_000, unit_dim="samples"), ("generate", "infer")),
     "inference_steps": (V.integer(1, 10_000, unit_dim="steps"), ("infer",)),
     "guidance_scale": (V.number(0.0, 100.0), ("infer",)),
 }
@@ -58,17 +58,17 @@ FP8_KEYS: dict[str, V.VType] = {
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 
 BATCH_KEYS: dict[str, V.VType] = {
-    "micro": V.integer(1, unit_dim="samples"),
+    "micro": V.integer(1, 1_000_000, unit_dim="samples"),
     "accumulation": V.integer(1, 1_000_000),
-    "global": V.integer(1, unit_dim="samples"),
+    "global": V.integer(1, 10**9, unit_dim="samples"),
 }
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
 OPTIMIZER_KEYS: dict[str, V.VType] = {
-    "lr": V.number(positive=True),
+    "lr": V.number(hi=100.0, positive=True),
     "weight_decay": V.number(0.0, 10.0),
     "momentum": V.number(0.0, 1.0),
-    "grad_clip": V.number(0.0),
+    "grad_clip": V.number(0.0, 1e6),
 }
 
 MEASURE_KEYS: dict[str, V.VType] = {
@@ -137,7 +137,7 @@ TARGET_KEYS: dict[str, V.VType] = {
     "devices": V.integer(1, 1024),
     "price": V.quantity("price"),
     "memory": V.quantity("bytes", lo=1),
-    "micro_batch": V.integer(1, unit_dim="samples"),
+    "micro_batch": V.integer(1, 1_000_000, unit_dim="samples"),
     "gradient_checkpointing": V.boolean(),
     "engine": V.choice(*ENGINE_KEYS, code="E508"),
     "backend": V.choice(*BACKENDS),

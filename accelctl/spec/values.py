@@ -29,9 +29,20 @@ UNITS: dict[str, dict[str, float]] = {
     "bandwidth": {"Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12},
     "flops": {"GFLOPS": 1e9, "TFLOPS": 1e12, "PFLOPS": 1e15},
 }
+_BASE_UNIT = {"bytes": "B", "time": "s", "price": "usd/h", "steps": "steps", "tokens": "tokens",
+              "samples": "samples", "bandwidth": "bit/s", "flops": "FLOPS"}
 _DIM_OF_UNIT = {u: dim for dim, us in UNITS.items() for u in us}
 _EXAMPLE = {"bytes": "96 GB", "time": "30 s", "price": "32.77 usd/h", "steps": "10 steps",
             "tokens": "100 tokens", "samples": "256 samples", "bandwidth": "400 Gbps", "flops": "989 TFLOPS"}
+
+#: the largest value of a dimension (base units): beyond any real setting, and finite once
+#: converted (``1e300 TB`` would be ``inf`` bytes)
+MAX_QUANTITY: dict[str, float] = {"bytes": 2.0**70, "time": 1e9, "price": 1e9, "steps": 2.0**53,
+                                  "tokens": 2.0**53, "samples": 2.0**53, "bandwidth": 1e18, "flops": 1e21}
+#: the bound of a whole number without its own: the largest a JSON reader keeps exactly
+MAX_WHOLE = 2**53 - 1
+#: the bound of a number without its own
+MAX_NUMBER = 1e15
 
 TRUE_WORDS = {"on", "true", "yes", "enabled"}
 FALSE_WORDS = {"off", "false", "no", "disabled"}
@@ -75,6 +86,7 @@ class VType:
 
 
 def _range(x, lo, hi, v, ctx, key):
+    """``x`` if within [lo, hi], else E304 (``x`` may be an int of thousands of digits)."""
     if (lo is not None and x < lo) or (hi is not None and x > hi):
         bounds = f"at least {lo}" if hi is None else (f"at most {hi}" if lo is None else f"between {lo} and {hi}")
         return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be {bounds}")
@@ -101,7 +113,7 @@ def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None =
         if isinstance(v, ast.Quantity):
             if unit_dim is None or _DIM_OF_UNIT.get(v.unit) != unit_dim:
                 return ctx.error("E302", f"{key} takes a plain number, not {v.unit!r}", v.span,
-                                 f"write {key} = {v.value:g}" if unit_dim is None else f"use a unit of {unit_dim}")
+                                 f"write {key} = {ast.number_text(v.value)}" if unit_dim is None else f"use a unit of {unit_dim}")
             x = v.value
         elif isinstance(v, ast.Num):
             x = v.value
@@ -114,7 +126,7 @@ def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None =
                 return ctx.error("E306", f"{key} must be a whole number, got {x:g}", v.span,
                                  f"write {key} = {math.floor(x)} or {key} = {math.ceil(x)}")
             x = int(x)
-        return _range(x, lo, hi, v, ctx, key)
+        return _range(x, lo, MAX_WHOLE if hi is None else hi, v, ctx, key)
 
     units = f"; or with a unit of {unit_dim} ({', '.join(UNITS[unit_dim])})" if unit_dim else ""
     return VType("whole number", fn, _bounds(lo, hi) + units)
@@ -126,7 +138,10 @@ def number(lo: float | None = None, hi: float | None = None, positive: bool = Fa
             return ctx.error("E301", f"{key} must be a number, got {describe(v)}", v.span)
         if positive and v.value <= 0:
             return ctx.error("E304", f"{key} = {v.text} is out of range", v.span, f"{key} must be greater than 0")
-        return _range(float(v.value), lo, hi, v, ctx, key)
+        top = MAX_NUMBER if hi is None else hi
+        if abs(v.value) > top:  # compared before float(): an int of 400 digits has no float
+            return _range(v.value, lo, top, v, ctx, key)
+        return _range(float(v.value), lo, top, v, ctx, key)
 
     return VType("number", fn, "> 0" if positive and hi is None else
                  (f"> 0, at most {hi:g}" if positive else _bounds(lo, hi)))
@@ -145,7 +160,11 @@ def quantity(dim: str, lo: float | None = 0) -> VType:
         if got != dim:
             return ctx.error("E302", f"{key} takes a unit of {dim}, not {v.unit!r} ({got})", v.span,
                              f"e.g. {key} = {_EXAMPLE[dim]}")
-        x = v.value * UNITS[dim][v.unit]
+        factor = UNITS[dim][v.unit]
+        if abs(v.value) > MAX_QUANTITY[dim] / factor:  # before multiplying: 1e300 TB is inf bytes
+            return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span,
+                             f"{key} must be at most {MAX_QUANTITY[dim]:g} {_BASE_UNIT[dim]}")
+        x = v.value * factor
         if lo is not None and x < lo:
             return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be ≥ {lo}")
         return int(x) if dim == "bytes" else x
