@@ -9,6 +9,7 @@ first problem: all diagnostics of a file are collected, then raised together.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -20,6 +21,10 @@ from accelctl.spec import values as V
 from accelctl.spec.models import FAMILIES, KNOWN_MODELS, real_architecture
 from accelctl.spec.types import MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
 from accelctl.spec.values import BAD, Ctx
+
+
+#: a Hugging Face Hub repository id: NAME or OWNER/NAME (never a flag, never a path outside)
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
 
 
 class Origins(dict):
@@ -102,10 +107,19 @@ def single_string_arg(call: ast.Call, ctx: Ctx, what: str) -> str | None:
         ctx.error("E214", f"{call.name}(...) takes one string: the {what}", call.span,
                   f'write {call.name}("...")')
         return None
-    if not call.args[0].value.strip():
-        ctx.error("E304", f"the {what} must not be empty", call.args[0].span)
+    arg = call.args[0]
+    if not arg.value.strip():
+        ctx.error("E304", f"the {what} must not be empty", arg.span)
         return None
-    return call.args[0].value
+    if what == "Hub id" and not HUB_ID.fullmatch(arg.value):
+        ctx.error("E216", f"{ast.value_text(arg)} is not a Hugging Face Hub id", arg.span,
+                  'a Hub id is NAME or OWNER/NAME of letters, digits, "_", "-", "." (e.g. "bigscience/bloomz-7b1")')
+        return None
+    if what != "Hub id" and (arg.value.startswith("-") or V.control_character(arg.value)):
+        ctx.error("E216", f"the {what} {ast.value_text(arg)} is not a usable path", arg.span,
+                  "a path has no control character and does not start with '-' (write ./-name for a file named -name)")
+        return None
+    return arg.value
 
 
 # ------------------------------------------------------------------------ blocks

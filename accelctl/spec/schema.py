@@ -77,49 +77,57 @@ MEASURE_KEYS: dict[str, V.VType] = {
     "repeat": V.integer(1, 1000),
 }
 
+#: what an engine setting may hold where a pattern says it (checked where it is written, E216)
+SLURM_NAME = V.token(r"[A-Za-z0-9_.-]+", '"debug"', "Slurm name")
+IMAGE = V.token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")
+AWS_NAME = V.token(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}|arn:aws[A-Za-z0-9_:/.+=@-]{1,1600}", '"dl1-queue"',
+                   "AWS Batch name or ARN")
+K8S_NAME = V.token(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", '"default"', "Kubernetes name")
+
 ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
     "local": {},
     "torchrun": {
         "rdzv_backend": V.choice("c10d", "static"),
-        "rdzv_endpoint": V.string(),
-        "rdzv_id": V.name_or_string(),
+        "rdzv_endpoint": V.endpoint(),
+        "rdzv_id": V.token(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "job7", "rendezvous id", bare=True),
         "join_timeout": V.quantity("time"),
         "max_restarts": V.integer(0, 100),
         "master_port": V.integer(1, 65535),
     },
     "deepspeed": {
-        "hosts": V.string_list(),
-        "hostfile": V.string(),
-        "master_addr": V.string(),
+        "hosts": V.hostname_list(),
+        "hostfile": V.path(),
+        "master_addr": V.hostname(),
         "master_port": V.integer(1, 65535),
         "ssh": V.boolean(),
         "launcher": V.choice("pdsh", "openmpi", "mvapich", "slurm", "impi"),
     },
     "slurm": {
-        "partition": V.string(),
-        "account": V.string(),
-        "qos": V.string(),
-        "constraint": V.string(),
+        "partition": SLURM_NAME,
+        "account": SLURM_NAME,
+        "qos": SLURM_NAME,
+        "constraint": V.token(r"[A-Za-z0-9_.,&|\[\]()*:-]+", '"a100&ib"', "Slurm constraint"),
         "time_limit": V.quantity("time"),
         "cpus_per_task": V.integer(1, 4096),
         "mem": V.quantity("bytes"),
-        "gres": V.string(),
-        "container_image": V.string(),
+        "gres": V.token(r"[A-Za-z0-9_.,:-]+", '"gpu:1"', "Slurm gres"),
+        "container_image": IMAGE,
     },
     "kubernetes": {
-        "namespace": V.string(),
-        "image": V.string(),
-        "service_account": V.string(),
-        "priority_class": V.string(),
+        "namespace": V.token(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", '"default"', "Kubernetes namespace"),
+        "image": IMAGE,
+        "service_account": K8S_NAME,
+        "priority_class": K8S_NAME,
         "cpu": V.integer(1, 4096),
         "memory": V.quantity("bytes"),
         "efa": V.boolean(),
     },
     "aws_batch": {
-        "job_queue": V.string(),
-        "job_definition": V.string(),
-        "image": V.string(),
-        "role_arn": V.string(),
+        "job_queue": AWS_NAME,
+        "job_definition": AWS_NAME,
+        "image": IMAGE,
+        "role_arn": V.token(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}",
+                            '"arn:aws:iam::123456789012:role/batch"', "IAM role ARN"),
         "efa": V.boolean(),
         "vcpus": V.integer(1, 4096),
         "memory": V.quantity("bytes"),

@@ -8,7 +8,9 @@ be written bare (``10``) or with its unit (``10 steps``).
 
 from __future__ import annotations
 
+import ipaddress
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -188,6 +190,10 @@ def string(nonempty: bool = True) -> VType:
             return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span, hint)
         if nonempty and not v.value.strip():
             return ctx.error("E304", f"{key} must not be empty", v.span)
+        bad = control_character(v.value)
+        if bad:
+            return ctx.error("E218", f"{key} holds the control character {bad}", v.span,
+                             "strings may hold tabs and newlines (\\t, \\n), no other control characters")
         return v.value
 
     return VType("string", fn, "non-empty" if nonempty else "")
@@ -228,3 +234,112 @@ def string_list() -> VType:
         return out
 
     return VType("list of names", fn, '["a", "b"] or [a, b]')
+
+
+# ------------------------------------------------------------------ what a value names
+# Engine settings reach hostfiles, batch scripts, launcher flags and API requests: each is
+# checked as what it is where it is written, so a newline, a quote or a leading '-' never
+# gets as far as a plan (the plan-time refusals of each engine stay as a second line).
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of ``text`` other than tab and newline, as ``\\xNN``."""
+    m = _CONTROL.search(text)
+    return None if m is None else f"\\x{ord(m.group()):02x}"
+
+
+def is_hostname(text: str) -> bool:
+    """An RFC 1123 host name (labels of letters, digits and inner '-', 253 characters at
+    most) or an IPv4/IPv6 address."""
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        pass
+    name = text[:-1] if text.endswith(".") else text
+    return 0 < len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
+
+
+def _text_of(v: ast.Value) -> str | None:
+    return v.value if isinstance(v, ast.Str) else v.name if isinstance(v, ast.Word) else None
+
+
+def hostname() -> VType:
+    def fn(v, ctx, key):
+        text = _text_of(v)
+        if text is None:
+            return ctx.error("E301", f"{key} must be a host name, got {describe(v)}", v.span)
+        if not is_hostname(text):
+            return ctx.error("E215", f"{key} {ast.value_text(v)} is not a host name or IP address", v.span,
+                             "a host name is letters, digits and '-' in dot-separated labels (RFC 1123), "
+                             "e.g. node-1.cluster or 10.0.0.1")
+        return text
+
+    return VType("host name", fn, "RFC 1123 host name or IP address")
+
+
+def hostname_list() -> VType:
+    one = hostname()
+
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.ListV):
+            return ctx.error("E301", f"{key} must be a list like [\"node-1\", \"node-2\"], got {describe(v)}", v.span)
+        out = [one.coerce(item, ctx, f"a host of {key}") for item in v.items]
+        return BAD if any(h is BAD for h in out) else out
+
+    return VType("list of host names", fn, '["node-1", "10.0.0.2"]: RFC 1123 host names or IP addresses')
+
+
+def endpoint() -> VType:
+    """``HOST:PORT`` (``[v6]:PORT`` for an IPv6 address), port 1 to 65535."""
+
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.Str):
+            return ctx.error("E301", f"{key} must be a string \"HOST:PORT\", got {describe(v)}", v.span)
+        host, sep, port = v.value.rpartition(":")
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        ok = (sep and port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535
+              and is_hostname(bare) and (bare == host) != (":" in bare))
+        if not ok:
+            return ctx.error("E217", f"{key} {ast.value_text(v)} is not HOST:PORT", v.span,
+                             'a host name or IP address and a port 1..65535, e.g. "10.0.0.1:29400" '
+                             '(IPv6: "[fd00::1]:29400")')
+        return v.value
+
+    return VType("HOST:PORT", fn, 'host name or IP address and port 1 to 65535, e.g. "10.0.0.1:29400"')
+
+
+def token(pattern: str, example: str, what: str = "", bare: bool = False) -> VType:
+    """A string that must match ``pattern`` in full (a queue name, an image reference...):
+    E216 naming what it may hold.  ``bare``: a name may be written unquoted too."""
+    rx = re.compile(pattern)
+
+    def fn(v, ctx, key):
+        text = _text_of(v) if bare else (v.value if isinstance(v, ast.Str) else None)
+        if text is None:
+            hint = f'quote it: {key} = "{ast.value_text(v)}"' if isinstance(v, ast.Word) else ""
+            return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span, hint)
+        if not rx.fullmatch(text):
+            return ctx.error("E216", f"{key} {ast.value_text(v)} is not a valid {what or key}", v.span,
+                             f"{key} may hold {pattern} (e.g. {example})")
+        return text
+
+    return VType("name" if bare else "string", fn, f"{what or 'matching'} `{pattern}`")
+
+
+def path() -> VType:
+    """A file path: non-empty, no control character, not starting with '-'."""
+
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.Str):
+            return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span)
+        if not v.value.strip() or v.value.startswith("-") or control_character(v.value):
+            return ctx.error("E216", f"{key} {ast.value_text(v)} is not a usable path", v.span,
+                             "a path is non-empty, has no control character and does not start with '-' "
+                             "(write ./-name for a file named -name)")
+        return v.value
+
+    return VType("path", fn, "no control characters, not starting with '-'")
