@@ -47,7 +47,7 @@ _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.S)
 
 # token kinds
-NAME, STRING, NUMBER, UNIT, END = "NAME", "STRING", "NUMBER", "UNIT", "$END"
+NAME, STRING, NUMBER, UNIT, END, ERROR = "NAME", "STRING", "NUMBER", "UNIT", "$END", "ERROR"
 
 
 def _maker(cls):
@@ -69,7 +69,13 @@ _Statement, _Block, _Workload = (_maker(c) for c in (ast.Statement, ast.Block, a
 
 
 class Unparsed(Exception):
-    """This parser cannot take the text: lark says why."""
+    """This parser cannot take the text: lark says why.  ``offset``, ``line``, ``column``:
+    where the top-level workload holding the problem starts (lark need only read from
+    there: everything before it parsed)."""
+
+    def __init__(self, offset: int = 0, line: int = 1, column: int = 1):
+        super().__init__(offset, line, column)
+        self.offset, self.line, self.column = offset, line, column
 
 
 def unescape(raw: str) -> str:
@@ -100,7 +106,7 @@ def number_value(text: str, span: Span, path: str) -> int | float:
 
 def tokenize(text: str) -> tuple[list, list, list, list, list]:
     """Parallel lists (kinds, values, start offsets, lines, columns) of the text's tokens,
-    ``$END`` last; ``Unparsed`` at a character no token starts with."""
+    ``$END`` last; an ``ERROR`` token (then ``$END``) at a character no token starts with."""
     kinds: list[str] = []
     values: list[str] = []
     starts: list[int] = []
@@ -142,8 +148,13 @@ def tokenize(text: str) -> tuple[list, list, list, list, list]:
                 m, kind = name(text, pos), NAME
             else:
                 m, kind = number(text, pos), NUMBER
-            if m is None:
-                raise Unparsed
+            if m is None:  # no token starts here: the parser stops at it (and says which workload)
+                kinds.append(ERROR)
+                values.append(c)
+                starts.append(pos)
+                lines.append(line)
+                cols.append(pos - line_start + 1)
+                break
         end = m.end()
         kinds.append(kind)
         values.append(m.group())
@@ -167,9 +178,17 @@ class _Parser:
 
     def __init__(self, text: str, path: str):
         self.path = path
-        self.kinds, self.values, _, self.lines, self.cols = tokenize(text)
+        self.kinds, self.values, self.starts, self.lines, self.cols = tokenize(text)
         self.i = 0
         self.depth = 0
+        self.workload_start = 0  # token index of the top-level workload being read
+
+    def parse(self) -> tuple[ast.Workload, ...]:
+        try:
+            return self.file()
+        except Unparsed:
+            w = self.workload_start
+            raise Unparsed(self.starts[w], self.lines[w], self.cols[w]) from None
 
     def _span(self, i: int) -> Span:
         line = self.lines[i]
@@ -188,7 +207,7 @@ class _Parser:
         out = []
         kinds, values = self.kinds, self.values
         while kinds[self.i] != END:
-            i = self.i
+            i = self.workload_start = self.i
             word = values[i]
             if kinds[i] != NAME or not word.startswith("workload"):
                 raise Unparsed
@@ -353,4 +372,4 @@ def parse_fast(text: str, path: str) -> ast.File:
     """The file's AST; ``Unparsed`` when the text is not in the language (lark explains),
     ``WorkloadError`` for E003/E005."""
     with gc_paused():
-        return ast.File(path, text, _Parser(text, path).file())
+        return ast.File(path, text, _Parser(text, path).parse())

@@ -144,12 +144,17 @@ def parse(text: str, path: str = "<input>") -> ast.File:
         return parse_fast(text, path)
     except WorkloadError as exc:
         raise WorkloadError(diagnostics=attach_source(exc.diagnostics, text)) from None
-    except Unparsed:
-        pass  # not in the language: lark says where and why
+    except Unparsed as where:
+        # not in the language: lark says where and why, reading from the top-level workload
+        # that holds the problem (those before it parsed) with the text before it blanked,
+        # so that its positions are the file's and its cost that workload's, not the file's
+        tail = "\n" * (where.line - 1) + " " * (where.column - 1) + text[where.offset:]
     try:
-        tree = _parser().parse(text)
+        tree = _parser().parse(tail)
+        if where.offset:  # lark took what the fast parser refused (never seen; the fuzz test
+            tree = _parser().parse(text)  # compares them): then the whole file is lark's
     except UnexpectedInput as exc:
-        diag = _classify(exc, text, path)
+        diag = _classify(exc, tail, path)
         raise WorkloadError(diagnostics=attach_source([diag], text)) from None
     try:
         workloads = _ToAst(path).transform(tree)
@@ -181,12 +186,22 @@ def read_source(path: str | Path) -> str:
     except FileNotFoundError:
         raise WorkloadError(diagnostics=[Diagnostic("E001", f"no such file: {path}", path=str(path),
                                                     hint="check the path; workloads live in workloads/*.wl")])
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        hint = ("save it as UTF-8 text" if isinstance(exc, UnicodeDecodeError)
-                else "give a workload file (workloads/*.wl)" if isinstance(exc, IsADirectoryError)
+    except UnicodeDecodeError as exc:
+        raise WorkloadError(diagnostics=[_not_utf8(p.read_bytes(), exc, str(path))]) from None
+    except (IsADirectoryError, PermissionError) as exc:
+        hint = ("give a workload file (workloads/*.wl)" if isinstance(exc, IsADirectoryError)
                 else "check the file's permissions")
         why = getattr(exc, "strerror", None) or exc
         raise WorkloadError(diagnostics=[Diagnostic("E002", f"cannot read {path}: {why}", path=str(path), hint=hint)])
+
+
+def _not_utf8(data: bytes, exc: UnicodeDecodeError, path: str) -> Diagnostic:
+    """E002 at the first byte that is not UTF-8 (line and column of the text before it)."""
+    before = data[: exc.start].decode("utf-8", errors="replace")
+    line = before.count("\n") + 1
+    column = len(before) - (before.rfind("\n") + 1) + 1
+    return Diagnostic("E002", f"cannot read {path}: byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8",
+                      Span.point(line, column), path, "save it as UTF-8 text")
 
 
 # ----------------------------------------------------------------- syntax error classification
