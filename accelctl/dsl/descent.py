@@ -207,7 +207,7 @@ class _Parser:
         out = []
         kinds, values = self.kinds, self.values
         while kinds[self.i] != END:
-            i = self.workload_start = self.i
+            i = self.i
             word = values[i]
             if kinds[i] != NAME or not word.startswith("workload"):
                 raise Unparsed
@@ -223,6 +223,9 @@ class _Parser:
                     raise Unparsed
                 self.i = i + 2
                 name, name_span = values[i + 1], self._span(i + 1)
+            # from here a failure is this workload's; before (no keyword, no name) it is read
+            # from the previous one, as lark's state after a workload depends on what follows
+            self.workload_start = i
             items, end_line, end_col = self.body()
             out.append(_Workload(name, items, _Span(self.lines[i], self.cols[i], end_line, end_col), name_span))
         return tuple(out)
