@@ -58,7 +58,7 @@ def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[Worklo
     except AccelctlError as exc:
         diags = exc.diagnostics or [Diagnostic("E000", str(exc), path=str(path))]
         return (), attach_source(diags, text)
-    except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError, LookupError) as exc:
+    except Exception as exc:  # noqa: BLE001
         # a bug, not the file's fault: this file's report says so and the other files' go on
         # (tests/dsl/test_fuzz.py calls parse and check directly, so no bug hides behind this)
         why = f"{type(exc).__name__}: {str(exc)[:200]}"

@@ -167,3 +167,25 @@ def test_validation_time_grows_linearly():
         assert not [d for d in diags if d.severity == "error"]
         best[name] = min(times)
     assert best["large"] < 8 * best["small"], best
+
+
+def test_a_bug_on_one_file_is_that_files_diagnostic(tmp_path, capsys, monkeypatch):
+    """Whatever goes wrong inside on one file (here a check that raises), validate reports
+    it as E009 for that file and goes on with the others; the JSON report is complete."""
+    import accelctl.api as api
+
+    real = api.check_all
+
+    def broken_on_bad(file):
+        if file.path.endswith("bad.wl"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(file)
+
+    monkeypatch.setattr(api, "check_all", broken_on_bad)
+    good, bad = ROOT / "workloads" / "tiny_gpt2.wl", tmp_path / "bad.wl"
+    bad.write_text(BASE % "seed = 1")
+    rc = cli.main(["validate", "--json", str(bad), str(good)])
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 1 and [r["ok"] for r in report["files"]] == [False, True]
+    (d,) = report["files"][0]["diagnostics"]
+    assert d["code"] == "E009" and d["line"] == 1 and "RecursionError" in d["message"]
