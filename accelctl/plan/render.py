@@ -72,7 +72,9 @@ def write_file_sh(path: str, content: str) -> str:
     around each ``'``.  ``{run_dir}``/``{free_port}`` are filled in as the runner does."""
     if "\0" in content:
         raise ValueError(f"{path}: a NUL byte cannot travel through a shell word")
-    return f"printf '%s' {_fill_placeholders(shlex.quote(content))} > \"$run_dir\"/{shlex.quote(path)}"
+    line = f"printf '%s' {_fill_placeholders(shlex.quote(content))} > \"$run_dir\"/{shlex.quote(path)}"
+    folder = path.rpartition("/")[0]
+    return f"mkdir -p \"$run_dir\"/{shlex.quote(folder)}\n{line}" if folder else line
 
 
 def render_plan(plan: Plan, fmt: str = "text") -> str:

@@ -58,7 +58,8 @@ def _hostile(p, evil: list[str]):
     """``p`` with every payload in every generated file and the job, and a launch whose
     argv and environment hold them and record the argv it got."""
     files = tuple(dataclasses.replace(f, content=f.content + "".join(evil)) for f in p.files)
-    files += (GeneratedFile("payloads.txt", "\x1e".join(evil), executable=True),)
+    files += (GeneratedFile("payloads.txt", "\x1e".join(evil), executable=True),
+              GeneratedFile("sub dir/$(touch x)/f.txt", evil[0]))
     record = 'for a in "$@"; do printf "%s\\036" "$a"; done > "$RUN_DIR/argv.out"'
     probe = Launch("probe", ("sh", "-c", record, "sh", *evil), env={"EVIL": evil[0], "EVIL2": evil[3]})
     job = dataclasses.replace(p.job, task=dataclasses.replace(p.job.task, prompt="".join(evil)))
