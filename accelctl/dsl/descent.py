@@ -10,7 +10,8 @@ two agree (the same AST, or both refuse) on every fuzzed input.
 
 What lark's contextual lexer does and this mirrors: a unit (``2 steps``) is a token only
 right after a number; the keyword ``workload`` is only a keyword at the top level,
-where it is matched as a prefix (``workloadfoo {`` is workload ``foo``, as in lark).
+and the first one of a file is matched as a prefix (``workloadfoo {`` is workload
+``foo``, as in lark; after a workload, ``workloadfoo`` is a name and an error).
 
 Two limits lark does not have, each a positioned diagnostic:
 
@@ -212,8 +213,11 @@ class _Parser:
             if kinds[i] != NAME or not word.startswith("workload"):
                 raise Unparsed
             rest = word[len("workload"):]
-            if rest:  # lark's top-level lexer matches the keyword as a prefix: workloadfoo = workload foo
-                if not (rest[0].isalpha() or rest[0] == "_"):
+            if rest:
+                # lark's lexer at the start of a file knows only the keyword, and matches it as a
+                # prefix (workloadfoo = workload foo); after a workload it knows names too (the
+                # state after a body's '}' is shared with blocks), so workloadfoo is a name there
+                if out or not (rest[0].isalpha() or rest[0] == "_"):
                     raise Unparsed
                 line, col = self.lines[i], self.cols[i] + len("workload")
                 name, name_span = rest, _Span(line, col, line, col + len(rest))

@@ -399,3 +399,14 @@ def test_a_syntax_error_in_a_late_workload_is_positioned_in_the_file():
     d = info.value.diagnostics[0]
     assert (d.code, d.span.line, d.span.column) == ("E100", 152, 9)
     assert d.source_line == "  x = 1 )"
+
+
+def test_the_workload_keyword_as_a_prefix_only_opens_a_file():
+    """lark's lexer: at the start of a file only the keyword is known (``workloadfoo`` is
+    workload foo); after a workload names are known too (``workloadfoo`` is a name: E106).
+    Found by the fuzz test, where the fast parser took both."""
+    assert [w.name for w in parse("workloadfoo { }").workloads] == ["foo"]
+    with pytest.raises(WorkloadError) as info:
+        parse("workload a { }\nworkloadfoo { }")
+    d = info.value.diagnostics[0]
+    assert (d.code, d.span.line, d.span.column) == ("E106", 2, 1)
