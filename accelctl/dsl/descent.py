@@ -11,7 +11,8 @@ two agree (the same AST, or both refuse) on every fuzzed input.
 What lark's contextual lexer does and this mirrors: a unit (``2 steps``) is a token only
 right after a number; the keyword ``workload`` is only a keyword at the top level,
 and the first one of a file is matched as a prefix (``workloadfoo {`` is workload
-``foo``, as in lark; after a workload, ``workloadfoo`` is a name and an error).
+``foo``, as in lark; after a workload, ``workloadfoo`` is a name and an error), and
+right after a ``}`` the word ``workload`` is the keyword even inside a block.
 
 Two limits lark does not have, each a positioned diagnostic:
 
@@ -257,6 +258,10 @@ class _Parser:
         if kinds[k] != NAME:
             raise Unparsed
         key = values[k]
+        if key == "workload" and kinds[k - 1] == "}":
+            # right after a '}' lark's lexer knows the keyword (that state may end a workload):
+            # 'workload' there is the next workload, so a '}' is missing (E101)
+            raise Unparsed
         line, col = lines[k], cols[k]
         key_span = _Span(line, col, line, col + len(key))
         nxt = kinds[k + 1]

@@ -410,3 +410,12 @@ def test_the_workload_keyword_as_a_prefix_only_opens_a_file():
         parse("workload a { }\nworkloadfoo { }")
     d = info.value.diagnostics[0]
     assert (d.code, d.span.line, d.span.column) == ("E106", 2, 1)
+
+
+def test_workload_right_after_a_closing_brace_is_the_keyword_even_inside_a_block():
+    """After '}' lark's lexer knows the keyword: a key 'workload' there is the next workload
+    (E101), while after '{' it is a plain key.  Found by the fuzz test."""
+    assert parse("workload w { workload = 1 }").workloads[0].items[0].key == "workload"
+    with pytest.raises(WorkloadError) as info:
+        parse("workload w {\n  batch { micro = 1 }\nworkload v {\n}\n")
+    assert info.value.diagnostics[0].code == "E101"
