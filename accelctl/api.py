@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelctl.dsl.ast import File
+from accelctl.dsl.descent import gc_paused
 from accelctl.dsl.parser import parse, parse_file, read_source
 from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, Span, WorkloadError, attach_source
 from accelctl.plan.render import (
@@ -38,7 +39,8 @@ __all__ = [
 
 def load(path: str | Path) -> tuple[WorkloadSpec, ...]:
     """Parse and check a workload file; raises ``WorkloadError`` with every diagnostic."""
-    return check(parse_file(path))
+    with gc_paused():
+        return check(parse_file(path))
 
 
 def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
@@ -54,7 +56,8 @@ def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnosti
 def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     """``validate`` of text already read (the TUI shows the text beside its diagnostics)."""
     try:
-        specs, diags = check_all(parse(text, str(path)))
+        with gc_paused():  # once around both: a collection between them walks the whole AST
+            specs, diags = check_all(parse(text, str(path)))
     except AccelctlError as exc:
         diags = exc.diagnostics or [Diagnostic("E000", str(exc), path=str(path))]
         return (), attach_source(diags, text)

@@ -57,7 +57,6 @@ def typed_entries(items: dict[str, Any], table: dict[str, V.VType], ctx: Ctx, wh
                   origins: Origins, prefix: str, extra_ok: Iterable[str] = ()) -> dict[str, Any]:
     """Coerce ``key = value`` entries of a block against ``table``; unknown keys are E202."""
     out: dict[str, Any] = {}
-    allowed = set(table) | set(extra_ok)
     for key, it in items.items():
         if key in extra_ok:
             continue
@@ -65,7 +64,7 @@ def typed_entries(items: dict[str, Any], table: dict[str, V.VType], ctx: Ctx, wh
             what = "block" if isinstance(it, ast.Block) else "key"
             code = "E201" if isinstance(it, ast.Block) else "E202"
             ctx.error(code, f"unknown {what} '{key}' in {where}", it.kind_span if isinstance(it, ast.Block)
-                      else it.key_span, did_you_mean(key, allowed))
+                      else it.key_span, did_you_mean(key, {*table, *extra_ok}))
             continue
         if isinstance(it, ast.Block):
             ctx.error("E209", f"'{key}' is a setting, not a block", it.kind_span, f"write {key} = <value>")
