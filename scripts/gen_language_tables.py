@@ -245,6 +245,12 @@ BASE = "workload w {\n  task pretrain { }\n  model bert()\n"
 DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E001", "no such file", "accelctl validate nope.wl", "text"),
     ("E002", "the file cannot be read (a directory, no permission, not UTF-8)", "accelctl validate workloads/", "text"),
+    ("E003", "a number that cannot be represented: beyond ±1.8e308, or over 4,300 digits",
+     "optimizer adamw(lr = 1e309)", "line"),
+    ("E004", "the file is over the size limit (16 MiB); refused before it is read", "accelctl validate huge.wl",
+     "text"),
+    ("E005", "brackets, calls or blocks nested over 100 levels deep", "description = [[[ ... 101 levels ... ]]]",
+     "text"),
     ("E100", "syntax error: unexpected token or end of file", "workload w { x = 1 ) }", "file"),
     ("E101", "missing `}`: a block is never closed", "workload w { task pretrain {", "file"),
     ("E102", "bad string: unterminated, or single-quoted", "workload w { prompt = 'hi' }", "file"),
@@ -287,6 +293,11 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E303", "missing unit", "target g { device = a100  memory = 96 }", "line"),
     ("E304", "value out of range (or an empty string)", "measure { repeat = 0 }", "line"),
     ("E306", "a whole number was needed", "measure { steps = 2.5 }", "line"),
+    ("E215", "not a host name (RFC 1123) or IP address", 'engine deepspeed { hosts = ["node 1"] }', "line"),
+    ("E216", "a name, path or id with a character its field cannot take (shell syntax, a leading '-')",
+     'engine slurm { partition = "debug; rm -rf /" }', "line"),
+    ("E217", "not HOST:PORT", 'engine torchrun { rdzv_endpoint = "node0" }', "line"),
+    ("E218", "a control character in a string (tab and newline are allowed)", 'description = "a\\x01b"', "text"),
     ("E401", "global batch ≠ micro × accumulation × data-parallel size",
      "batch { micro = 8  global = 100 }\n  target cpu { devices = 2 }", "line"),
     ("E402", "nodes × devices not divisible by tensor × pipeline parallel",
@@ -334,7 +345,14 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
 def run_example(code: str, example: str, mode: str) -> str:
     """The message the tool prints for the example (or a fixed text for file errors)."""
     if mode == "text":
+        from accelctl.dsl.descent import MAX_NESTING
+        from accelctl.dsl.parser import MAX_SOURCE_BYTES
+
         return {"E001": "no such file: nope.wl", "E002": "cannot read workloads/: Is a directory",
+                "E004": f"file is 20.0 MiB, over the limit of {MAX_SOURCE_BYTES / 2**20:g} MiB "
+                        f"({MAX_SOURCE_BYTES:,} bytes)",
+                "E005": f"nesting deeper than {MAX_NESTING} levels",
+                "E218": "description holds the control character \\x01",
                 "E226": "not compared: B (RUN_ID) is incomplete: only complete runs are compared",
                 "E227": "not compared: different workloads: A ran bert, B ran t5"}[code]
     text = BASE + f"  {example}\n}}\n" if mode == "line" else example + "\n"
@@ -350,7 +368,7 @@ def run_example(code: str, example: str, mode: str) -> str:
 
 def diagnostics_table() -> str:
     rows = ["| code | meaning | example | message |", "|---|---|---|---|"]
-    for code, meaning, example, mode in DIAGNOSTICS:
+    for code, meaning, example, mode in sorted(DIAGNOSTICS, key=lambda d: d[0]):
         shown = example.replace("\n  ", " ").replace("\n", " ")
         rows.append(f"| {code} | {_cell(meaning)} | `{_cell(shown)}` | {_cell(run_example(code, example, mode))} |")
     return "\n".join(rows)

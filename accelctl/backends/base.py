@@ -21,6 +21,14 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 WORKER = ("-m", "accelctl.worker", "{run_dir}/job.json")
 
+def option(flag: str, value: str) -> list[str]:
+    """``flag value`` as argv words, or the one word ``flag=value`` when the value starts with
+    '-': text from a workload (a prompt, a Hub id, a path, a column name) that becomes an
+    argument is never read as a flag (``--prompt --trust_remote_code`` would be two flags).
+    Every backend passes workload text to a command line through this."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
 #: environment every worker gets: unbuffered output, no tokenizer thread pools
 BASE_ENV = {"TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
 

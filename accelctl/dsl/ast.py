@@ -117,6 +117,11 @@ class File:
     workloads: tuple[Workload, ...]
 
 
+def number_text(x: int | float) -> str:
+    """A number for messages: ints in full (``{:g}`` of an int past 1e308 overflows), floats ``{:g}``."""
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
 def value_text(v: Value) -> str:
     """The value as it would be written in a workload file (for messages)."""
     if isinstance(v, Str):
@@ -125,7 +130,7 @@ def value_text(v: Value) -> str:
     if isinstance(v, Num):
         return v.text
     if isinstance(v, Quantity):
-        return f"{v.value:g} {v.unit}"
+        return f"{number_text(v.value)} {v.unit}"
     if isinstance(v, Word):
         return v.name
     if isinstance(v, Call):

@@ -2,7 +2,8 @@
 
 * ``render_plan_text(plan)``: the readable form (headers, notes, warnings, every
   generated file, the job, each launch command);
-* ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files and runs the launches
+* ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files (byte for byte, each
+  as one single-quoted ``printf`` word: no heredoc a value could end) and runs the launches
   (``{run_dir}`` is ``$RUN_DIR`` or ``./run``; ``{free_port}`` is ``$FREE_PORT`` or a port the
   script asks the kernel for, as the runner does);
 * ``render_plan(plan, fmt)``: ``text``, ``json`` or ``sh``;
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import shlex
 
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
@@ -45,18 +47,42 @@ def render_plan_sh(plan: Plan) -> str:
     files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
     if any(FREE_PORT in t for t in [*(c for _, c in files), *(ln.shell() for ln in plan.launches)]):
         out.append('free_port="${FREE_PORT:-$(python3 -c ' + shlex.quote(FREE_PORT_PY) + ')}"')
+    executable = {f.path for f in plan.files if f.executable}
     for path, content in files:
-        out.append(f"cat > \"$run_dir\"/{shlex.quote(path)} <<'ACCELCTL_EOF'\n{content.rstrip()}\nACCELCTL_EOF")
+        out.append(write_file_sh(path, content))
+        if path in executable:
+            out.append(f"chmod +x \"$run_dir\"/{shlex.quote(path)}")
     for launch in plan.launches:
-        line = launch.shell().replace(RUN_DIR, "'\"$run_dir\"'").replace(FREE_PORT, "'\"$free_port\"'")
-        out.append(line)
+        out.append(_fill_placeholders(launch.shell()))
     return "\n".join(out) + "\n"
+
+
+def _fill_placeholders(quoted: str) -> str:
+    """``{run_dir}`` and ``{free_port}`` inside single-quoted words -> the shell's values, as
+    the runner fills them in (``accelctl.run.store.substitute``): close the quote, the
+    variable in double quotes, reopen."""
+    return quoted.replace(RUN_DIR, "'\"$run_dir\"'").replace(FREE_PORT, "'\"$free_port\"'")
+
+
+def write_file_sh(path: str, content: str) -> str:
+    """The sh line that writes ``content`` byte for byte to ``$run_dir/path``: ``printf '%s'``
+    (a builtin of every POSIX shell, so no argument size limit) of one single-quoted word.
+    No heredoc: a heredoc ends at a line equal to its delimiter, which a value could hold;
+    inside single quotes nothing is special, and shlex.quote closes, escapes and reopens
+    around each ``'``.  ``{run_dir}``/``{free_port}`` are filled in as the runner does."""
+    if "\0" in content:
+        raise ValueError(f"{path}: a NUL byte cannot travel through a shell word")
+    line = f"printf '%s' {_fill_placeholders(shlex.quote(content))} > \"$run_dir\"/{shlex.quote(path)}"
+    folder = path.rpartition("/")[0]
+    return f"mkdir -p \"$run_dir\"/{shlex.quote(folder)}\n{line}" if folder else line
 
 
 def render_plan(plan: Plan, fmt: str = "text") -> str:
     """The plan in one of ``FORMATS`` (as ``accelctl plan --format`` prints it, before its newline)."""
     if fmt == "json":
-        return plan.to_json()
+        # allow_nan=False: Infinity/NaN are not JSON; the check refuses non-finite numbers,
+        # so this only fires on a bug (ValueError), never prints what a JSON reader rejects
+        return json.dumps(plan.to_dict(), indent=2, sort_keys=True, allow_nan=False)
     if fmt == "sh":
         return render_plan_sh(plan)
     if fmt == "text":

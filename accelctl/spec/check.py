@@ -8,16 +8,23 @@ first problem: all diagnostics of a file are collected, then raised together.
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from accelctl.dsl import ast
+from accelctl.dsl.descent import gc_paused
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec.models import FAMILIES, KNOWN_MODELS, real_architecture
 from accelctl.spec.types import CheckpointSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
 from accelctl.spec.values import BAD, Ctx
+
+
+#: a Hugging Face Hub repository id: NAME or OWNER/NAME (never a flag, never a path outside)
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
 
 
 class Origins(dict):
@@ -50,7 +57,6 @@ def typed_entries(items: dict[str, Any], table: dict[str, V.VType], ctx: Ctx, wh
                   origins: Origins, prefix: str, extra_ok: Iterable[str] = ()) -> dict[str, Any]:
     """Coerce ``key = value`` entries of a block against ``table``; unknown keys are E202."""
     out: dict[str, Any] = {}
-    allowed = set(table) | set(extra_ok)
     for key, it in items.items():
         if key in extra_ok:
             continue
@@ -58,7 +64,7 @@ def typed_entries(items: dict[str, Any], table: dict[str, V.VType], ctx: Ctx, wh
             what = "block" if isinstance(it, ast.Block) else "key"
             code = "E201" if isinstance(it, ast.Block) else "E202"
             ctx.error(code, f"unknown {what} '{key}' in {where}", it.kind_span if isinstance(it, ast.Block)
-                      else it.key_span, did_you_mean(key, allowed))
+                      else it.key_span, did_you_mean(key, {*table, *extra_ok}))
             continue
         if isinstance(it, ast.Block):
             ctx.error("E209", f"'{key}' is a setting, not a block", it.kind_span, f"write {key} = <value>")
@@ -100,10 +106,19 @@ def single_string_arg(call: ast.Call, ctx: Ctx, what: str) -> str | None:
         ctx.error("E214", f"{call.name}(...) takes one string: the {what}", call.span,
                   f'write {call.name}("...")')
         return None
-    if not call.args[0].value.strip():
-        ctx.error("E304", f"the {what} must not be empty", call.args[0].span)
+    arg = call.args[0]
+    if not arg.value.strip():
+        ctx.error("E304", f"the {what} must not be empty", arg.span)
         return None
-    return call.args[0].value
+    if what == "Hub id" and not HUB_ID.fullmatch(arg.value):
+        ctx.error("E216", f"{ast.value_text(arg)} is not a Hugging Face Hub id", arg.span,
+                  'a Hub id is NAME or OWNER/NAME of letters, digits, "_", "-", "." (e.g. "bigscience/bloomz-7b1")')
+        return None
+    if what != "Hub id" and (arg.value.startswith("-") or V.control_character(arg.value)):
+        ctx.error("E216", f"the {what} {ast.value_text(arg)} is not a usable path", arg.span,
+                  "a path has no control character and does not start with '-' (write ./-name for a file named -name)")
+        return None
+    return arg.value
 
 
 # ------------------------------------------------------------------------ blocks
@@ -154,6 +169,13 @@ def batch_size_of(task_item: ast.Item | None, ctx: Ctx) -> tuple[int, Span] | No
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _shape_table(family: str) -> dict[str, V.VType]:
+    """The value types of an architecture's size arguments (built once per family)."""
+    return {k: (V.number(positive=True, hi=1e4) if isinstance(d, float) else V.integer(1, 10**7))
+            for k, d in FAMILIES[family].shape.items()}
+
+
 def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, dict[str, Any]] | None:
     """``family(layers = 2, hidden = 64, ...)`` -> (family, shape with defaults)."""
     fam = FAMILIES.get(call.name)
@@ -164,8 +186,7 @@ def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, di
         return None
     shape = dict(fam.shape)
     if isinstance(call, ast.Call):
-        table = {k: (V.number(positive=True) if isinstance(d, float) else V.integer(1, 10**7))
-                 for k, d in fam.shape.items()}
+        table = _shape_table(fam.name)
         shape.update(call_kwargs(call, table, ctx, f"{call.name}(...)"))
         if "hidden" in shape and "heads" in shape and shape["hidden"] % shape["heads"]:
             ctx.error("E407", f"hidden = {shape['hidden']} is not divisible by heads = {shape['heads']}",
@@ -339,6 +360,11 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
 
 def check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     """Check every workload of a file; return the specs and all diagnostics (errors and warnings)."""
+    with gc_paused():
+        return _check_all(file)
+
+
+def _check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     ctx = Ctx(file.path)
     base = Path(file.path).resolve().parent if file.path != "<input>" else Path.cwd()
     specs = []

@@ -17,12 +17,12 @@ TRAINING = ("pretrain", "finetune")
 #: task key -> (type, task kinds that accept it)
 TASK_KEYS: dict[str, tuple[V.VType, tuple[str, ...]]] = {
     "objective": (V.choice("mlm", "causal_lm", "seq2seq", "classification"), TRAINING),
-    "train_steps": (V.integer(1, unit_dim="steps"), TRAINING),
+    "train_steps": (V.integer(1, 10**9, unit_dim="steps"), TRAINING),
     "prompt": (V.string(), ("generate",)),
     "max_new_tokens": (V.integer(1, 1_000_000, unit_dim="tokens"), ("generate",)),
     "decoding": (V.choice("greedy", "sample"), ("generate",)),
     "kv_cache": (V.boolean(), ("generate",)),
-    "batch_size": (V.integer(1, unit_dim="samples"), ("generate", "infer")),
+    "batch_size": (V.integer(1, 1_000_000, unit_dim="samples"), ("generate", "infer")),
     "inference_steps": (V.integer(1, 10_000, unit_dim="steps"), ("infer",)),
     "guidance_scale": (V.number(0.0, 100.0), ("infer",)),
 }
@@ -58,17 +58,17 @@ FP8_KEYS: dict[str, V.VType] = {
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 
 BATCH_KEYS: dict[str, V.VType] = {
-    "micro": V.integer(1, unit_dim="samples"),
+    "micro": V.integer(1, 1_000_000, unit_dim="samples"),
     "accumulation": V.integer(1, 1_000_000),
-    "global": V.integer(1, unit_dim="samples"),
+    "global": V.integer(1, 10**9, unit_dim="samples"),
 }
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
 OPTIMIZER_KEYS: dict[str, V.VType] = {
-    "lr": V.number(positive=True),
+    "lr": V.number(hi=100.0, positive=True),
     "weight_decay": V.number(0.0, 10.0),
     "momentum": V.number(0.0, 1.0),
-    "grad_clip": V.number(0.0),
+    "grad_clip": V.number(0.0, 1e6),
 }
 
 MEASURE_KEYS: dict[str, V.VType] = {
@@ -83,40 +83,47 @@ CHECKPOINT_KEYS: dict[str, V.VType] = {
     "dir": V.string(),
 }
 
+#: what an engine setting may hold where a pattern says it (checked where it is written, E216)
+SLURM_NAME = V.token(r"[A-Za-z0-9_.-]+", '"debug"', "Slurm name")
+IMAGE = V.token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")
+AWS_NAME = V.token(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}|arn:aws[A-Za-z0-9_:/.+=@-]{1,1600}", '"dl1-queue"',
+                   "AWS Batch name or ARN")
+K8S_NAME = V.token(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", '"default"', "Kubernetes name")
+
 ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
     "local": {},
     "torchrun": {
         "rdzv_backend": V.choice("c10d", "static"),
-        "rdzv_endpoint": V.string(),
-        "rdzv_id": V.name_or_string(),
+        "rdzv_endpoint": V.endpoint(),
+        "rdzv_id": V.token(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "job7", "rendezvous id", bare=True),
         "join_timeout": V.quantity("time"),
         "max_restarts": V.integer(0, 100),
         "master_port": V.integer(1, 65535),
     },
     "deepspeed": {
-        "hosts": V.string_list(),
-        "hostfile": V.string(),
-        "master_addr": V.string(),
+        "hosts": V.hostname_list(),
+        "hostfile": V.path(),
+        "master_addr": V.hostname(),
         "master_port": V.integer(1, 65535),
         "ssh": V.boolean(),
         "launcher": V.choice("pdsh", "openmpi", "mvapich", "slurm", "impi"),
     },
     "slurm": {
-        "partition": V.string(),
-        "account": V.string(),
-        "qos": V.string(),
-        "constraint": V.string(),
+        "partition": SLURM_NAME,
+        "account": SLURM_NAME,
+        "qos": SLURM_NAME,
+        "constraint": V.token(r"[A-Za-z0-9_.,&|\[\]()*:-]+", '"a100&ib"', "Slurm constraint"),
         "time_limit": V.quantity("time"),
         "cpus_per_task": V.integer(1, 4096),
         "mem": V.quantity("bytes"),
-        "gres": V.string(),
-        "container_image": V.string(),
+        "gres": V.token(r"[A-Za-z0-9_.,:-]+", '"gpu:1"', "Slurm gres"),
+        "container_image": IMAGE,
     },
     "kubernetes": {
-        "namespace": V.string(),
-        "image": V.string(),
-        "service_account": V.string(),
-        "priority_class": V.string(),
+        "namespace": V.token(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", '"default"', "Kubernetes namespace"),
+        "image": IMAGE,
+        "service_account": K8S_NAME,
+        "priority_class": K8S_NAME,
         "node_selector": V.string_list(),
         "restart_policy": V.choice("never", "on_failure", "always", "exit_code"),
         "backoff_limit": V.integer(0, 1000),
@@ -124,7 +131,7 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "active_deadline": V.quantity("time"),
         # the shared volume holding the run folder: a PVC, mounted at volume_path in the
         # pods and at the same path on the machine running accelctl
-        "volume_claim": V.string(),
+        "volume_claim": K8S_NAME,
         "volume_path": V.string(),
         "shm_size": V.quantity("bytes"),
         "cpu": V.integer(1, 4096),
@@ -132,10 +139,11 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "efa": V.boolean(),
     },
     "aws_batch": {
-        "job_queue": V.string(),
-        "job_definition": V.string(),
-        "image": V.string(),
-        "role_arn": V.string(),
+        "job_queue": AWS_NAME,
+        "job_definition": AWS_NAME,
+        "image": IMAGE,
+        "role_arn": V.token(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}",
+                            '"arn:aws:iam::123456789012:role/batch"', "IAM role ARN"),
         "efa": V.boolean(),
         "vcpus": V.integer(1, 4096),
         "memory": V.quantity("bytes"),
@@ -153,7 +161,7 @@ TARGET_KEYS: dict[str, V.VType] = {
     "devices": V.integer(1, 1024),
     "price": V.quantity("price"),
     "memory": V.quantity("bytes", lo=1),
-    "micro_batch": V.integer(1, unit_dim="samples"),
+    "micro_batch": V.integer(1, 1_000_000, unit_dim="samples"),
     "gradient_checkpointing": V.boolean(),
     "engine": V.choice(*ENGINE_KEYS, code="E508"),
     "backend": V.choice(*BACKENDS),

@@ -8,7 +8,9 @@ be written bare (``10``) or with its unit (``10 steps``).
 
 from __future__ import annotations
 
+import ipaddress
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -29,9 +31,20 @@ UNITS: dict[str, dict[str, float]] = {
     "bandwidth": {"Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12},
     "flops": {"GFLOPS": 1e9, "TFLOPS": 1e12, "PFLOPS": 1e15},
 }
+_BASE_UNIT = {"bytes": "B", "time": "s", "price": "usd/h", "steps": "steps", "tokens": "tokens",
+              "samples": "samples", "bandwidth": "bit/s", "flops": "FLOPS"}
 _DIM_OF_UNIT = {u: dim for dim, us in UNITS.items() for u in us}
 _EXAMPLE = {"bytes": "96 GB", "time": "30 s", "price": "32.77 usd/h", "steps": "10 steps",
             "tokens": "100 tokens", "samples": "256 samples", "bandwidth": "400 Gbps", "flops": "989 TFLOPS"}
+
+#: the largest value of a dimension (base units): beyond any real setting, and finite once
+#: converted (``1e300 TB`` would be ``inf`` bytes)
+MAX_QUANTITY: dict[str, float] = {"bytes": 2.0**70, "time": 1e9, "price": 1e9, "steps": 2.0**53,
+                                  "tokens": 2.0**53, "samples": 2.0**53, "bandwidth": 1e18, "flops": 1e21}
+#: the bound of a whole number without its own: the largest a JSON reader keeps exactly
+MAX_WHOLE = 2**53 - 1
+#: the bound of a number without its own
+MAX_NUMBER = 1e15
 
 TRUE_WORDS = {"on", "true", "yes", "enabled"}
 FALSE_WORDS = {"off", "false", "no", "disabled"}
@@ -75,6 +88,7 @@ class VType:
 
 
 def _range(x, lo, hi, v, ctx, key):
+    """``x`` if within [lo, hi], else E304 (``x`` may be an int of thousands of digits)."""
     if (lo is not None and x < lo) or (hi is not None and x > hi):
         bounds = f"at least {lo}" if hi is None else (f"at most {hi}" if lo is None else f"between {lo} and {hi}")
         return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be {bounds}")
@@ -101,7 +115,7 @@ def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None =
         if isinstance(v, ast.Quantity):
             if unit_dim is None or _DIM_OF_UNIT.get(v.unit) != unit_dim:
                 return ctx.error("E302", f"{key} takes a plain number, not {v.unit!r}", v.span,
-                                 f"write {key} = {v.value:g}" if unit_dim is None else f"use a unit of {unit_dim}")
+                                 f"write {key} = {ast.number_text(v.value)}" if unit_dim is None else f"use a unit of {unit_dim}")
             x = v.value
         elif isinstance(v, ast.Num):
             x = v.value
@@ -114,7 +128,7 @@ def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None =
                 return ctx.error("E306", f"{key} must be a whole number, got {x:g}", v.span,
                                  f"write {key} = {math.floor(x)} or {key} = {math.ceil(x)}")
             x = int(x)
-        return _range(x, lo, hi, v, ctx, key)
+        return _range(x, lo, MAX_WHOLE if hi is None else hi, v, ctx, key)
 
     units = f"; or with a unit of {unit_dim} ({', '.join(UNITS[unit_dim])})" if unit_dim else ""
     return VType("whole number", fn, _bounds(lo, hi) + units)
@@ -126,7 +140,10 @@ def number(lo: float | None = None, hi: float | None = None, positive: bool = Fa
             return ctx.error("E301", f"{key} must be a number, got {describe(v)}", v.span)
         if positive and v.value <= 0:
             return ctx.error("E304", f"{key} = {v.text} is out of range", v.span, f"{key} must be greater than 0")
-        return _range(float(v.value), lo, hi, v, ctx, key)
+        top = MAX_NUMBER if hi is None else hi
+        if abs(v.value) > top:  # compared before float(): an int of 400 digits has no float
+            return _range(v.value, lo, top, v, ctx, key)
+        return _range(float(v.value), lo, top, v, ctx, key)
 
     return VType("number", fn, "> 0" if positive and hi is None else
                  (f"> 0, at most {hi:g}" if positive else _bounds(lo, hi)))
@@ -145,7 +162,11 @@ def quantity(dim: str, lo: float | None = 0) -> VType:
         if got != dim:
             return ctx.error("E302", f"{key} takes a unit of {dim}, not {v.unit!r} ({got})", v.span,
                              f"e.g. {key} = {_EXAMPLE[dim]}")
-        x = v.value * UNITS[dim][v.unit]
+        factor = UNITS[dim][v.unit]
+        if abs(v.value) > MAX_QUANTITY[dim] / factor:  # before multiplying: 1e300 TB is inf bytes
+            return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span,
+                             f"{key} must be at most {MAX_QUANTITY[dim]:g} {_BASE_UNIT[dim]}")
+        x = v.value * factor
         if lo is not None and x < lo:
             return ctx.error("E304", f"{key} = {ast.value_text(v)} is out of range", v.span, f"{key} must be ≥ {lo}")
         return int(x) if dim == "bytes" else x
@@ -169,6 +190,10 @@ def string(nonempty: bool = True) -> VType:
             return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span, hint)
         if nonempty and not v.value.strip():
             return ctx.error("E304", f"{key} must not be empty", v.span)
+        bad = control_character(v.value)
+        if bad:
+            return ctx.error("E218", f"{key} holds the control character {bad}", v.span,
+                             "strings may hold tabs and newlines (\\t, \\n), no other control characters")
         return v.value
 
     return VType("string", fn, "non-empty" if nonempty else "")
@@ -209,3 +234,112 @@ def string_list() -> VType:
         return out
 
     return VType("list of names", fn, '["a", "b"] or [a, b]')
+
+
+# ------------------------------------------------------------------ what a value names
+# Engine settings reach hostfiles, batch scripts, launcher flags and API requests: each is
+# checked as what it is where it is written, so a newline, a quote or a leading '-' never
+# gets as far as a plan (the plan-time refusals of each engine stay as a second line).
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of ``text`` other than tab and newline, as ``\\xNN``."""
+    m = _CONTROL.search(text)
+    return None if m is None else f"\\x{ord(m.group()):02x}"
+
+
+def is_hostname(text: str) -> bool:
+    """An RFC 1123 host name (labels of letters, digits and inner '-', 253 characters at
+    most) or an IPv4/IPv6 address."""
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        pass
+    name = text[:-1] if text.endswith(".") else text
+    return 0 < len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
+
+
+def _text_of(v: ast.Value) -> str | None:
+    return v.value if isinstance(v, ast.Str) else v.name if isinstance(v, ast.Word) else None
+
+
+def hostname() -> VType:
+    def fn(v, ctx, key):
+        text = _text_of(v)
+        if text is None:
+            return ctx.error("E301", f"{key} must be a host name, got {describe(v)}", v.span)
+        if not is_hostname(text):
+            return ctx.error("E215", f"{key} {ast.value_text(v)} is not a host name or IP address", v.span,
+                             "a host name is letters, digits and '-' in dot-separated labels (RFC 1123), "
+                             "e.g. node-1.cluster or 10.0.0.1")
+        return text
+
+    return VType("host name", fn, "RFC 1123 host name or IP address")
+
+
+def hostname_list() -> VType:
+    one = hostname()
+
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.ListV):
+            return ctx.error("E301", f"{key} must be a list like [\"node-1\", \"node-2\"], got {describe(v)}", v.span)
+        out = [one.coerce(item, ctx, f"a host of {key}") for item in v.items]
+        return BAD if any(h is BAD for h in out) else out
+
+    return VType("list of host names", fn, '["node-1", "10.0.0.2"]: RFC 1123 host names or IP addresses')
+
+
+def endpoint() -> VType:
+    """``HOST:PORT`` (``[v6]:PORT`` for an IPv6 address), port 1 to 65535."""
+
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.Str):
+            return ctx.error("E301", f"{key} must be a string \"HOST:PORT\", got {describe(v)}", v.span)
+        host, sep, port = v.value.rpartition(":")
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        ok = (sep and port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535
+              and is_hostname(bare) and (bare == host) != (":" in bare))
+        if not ok:
+            return ctx.error("E217", f"{key} {ast.value_text(v)} is not HOST:PORT", v.span,
+                             'a host name or IP address and a port 1..65535, e.g. "10.0.0.1:29400" '
+                             '(IPv6: "[fd00::1]:29400")')
+        return v.value
+
+    return VType("HOST:PORT", fn, 'host name or IP address and port 1 to 65535, e.g. "10.0.0.1:29400"')
+
+
+def token(pattern: str, example: str, what: str = "", bare: bool = False) -> VType:
+    """A string that must match ``pattern`` in full (a queue name, an image reference...):
+    E216 naming what it may hold.  ``bare``: a name may be written unquoted too."""
+    rx = re.compile(pattern)
+
+    def fn(v, ctx, key):
+        text = _text_of(v) if bare else (v.value if isinstance(v, ast.Str) else None)
+        if text is None:
+            hint = f'quote it: {key} = "{ast.value_text(v)}"' if isinstance(v, ast.Word) else ""
+            return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span, hint)
+        if not rx.fullmatch(text):
+            return ctx.error("E216", f"{key} {ast.value_text(v)} is not a valid {what or key}", v.span,
+                             f"{key} may hold {pattern} (e.g. {example})")
+        return text
+
+    return VType("name" if bare else "string", fn, f"{what or 'matching'} `{pattern}`")
+
+
+def path() -> VType:
+    """A file path: non-empty, no control character, not starting with '-'."""
+
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.Str):
+            return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span)
+        if not v.value.strip() or v.value.startswith("-") or control_character(v.value):
+            return ctx.error("E216", f"{key} {ast.value_text(v)} is not a usable path", v.span,
+                             "a path is non-empty, has no control character and does not start with '-' "
+                             "(write ./-name for a file named -name)")
+        return v.value
+
+    return VType("path", fn, "no control characters, not starting with '-'")

@@ -355,3 +355,67 @@ def test_parse_file_reads_and_keeps_the_path(tmp_path):
     p.write_text("workload w { }\n", encoding="utf-8")
     f = parse_file(p)
     assert f.path == str(p) and [w.name for w in f.workloads] == ["w"]
+
+
+# ------------------------------------------------------------------ the fast path and lark
+
+def test_the_fast_parsers_terminals_are_the_grammars():
+    """accelctl.dsl.descent lexes with copies of the grammar's terminals: an edit of
+    grammar/workload.lark that is not made there too fails here (and in the fuzz test)."""
+    import re
+
+    from accelctl.dsl import descent
+    from accelctl.dsl.parser import lark_parser
+
+    def terminal(name):
+        return re.compile(lark_parser().get_terminal(name).pattern.to_regexp())
+
+    for name, mine in (("NAME", descent._NAME), ("SIGNED_NUMBER", descent._NUMBER), ("UNIT", descent._UNIT),
+                       ("STRING", descent._STRING)):
+        assert terminal(name).pattern.replace("\n", "\\n") == mine.pattern, name
+    ignored = [terminal("WS"), terminal("COMMENT")]
+    probes = [" ", "\t\n", "\r\f ", "\x0b", "\xa0", "# c", "// c", "/ c", "#", "\n#x\n", "\u2028"]
+    for probe in probes:
+        lark_skips = re.fullmatch(f"(?:{'|'.join(p.pattern for p in ignored)})+", probe) is not None
+        assert lark_skips == (descent._WS.fullmatch(probe) is not None), repr(probe)
+
+
+def test_fast_parser_and_lark_give_the_same_ast_for_every_shipped_workload():
+    from accelctl.dsl import descent, parser
+
+    root = Path(__file__).resolve().parents[2]
+    for wl in sorted((root / "workloads").glob("*.wl")):
+        text = wl.read_text(encoding="utf-8")
+        fast = descent.parse_fast(text, str(wl))
+        slow = ast.File(str(wl), text, parser._ToAst(str(wl)).transform(parser.lark_parser().parse(text)))
+        assert fast == slow, wl.name
+
+
+def test_a_syntax_error_in_a_late_workload_is_positioned_in_the_file():
+    """lark reads from the failing workload only (what precedes it blanked): same position."""
+    good = "workload a {\n  x = 1\n}\n" * 50
+    with pytest.raises(WorkloadError) as info:
+        parse(good + "workload b {\n  x = 1 )\n}\n")
+    d = info.value.diagnostics[0]
+    assert (d.code, d.span.line, d.span.column) == ("E100", 152, 9)
+    assert d.source_line == "  x = 1 )"
+
+
+def test_the_workload_keyword_as_a_prefix_only_opens_a_file():
+    """lark's lexer: at the start of a file only the keyword is known (``workloadfoo`` is
+    workload foo); after a workload names are known too (``workloadfoo`` is a name: E106).
+    Found by the fuzz test, where the fast parser took both."""
+    assert [w.name for w in parse("workloadfoo { }").workloads] == ["foo"]
+    with pytest.raises(WorkloadError) as info:
+        parse("workload a { }\nworkloadfoo { }")
+    d = info.value.diagnostics[0]
+    assert (d.code, d.span.line, d.span.column) == ("E106", 2, 1)
+
+
+def test_workload_right_after_a_closing_brace_is_the_keyword_even_inside_a_block():
+    """After '}' lark's lexer knows the keyword: a key 'workload' there is the next workload
+    (E101), while after '{' it is a plain key.  Found by the fuzz test."""
+    assert parse("workload w { workload = 1 }").workloads[0].items[0].key == "workload"
+    with pytest.raises(WorkloadError) as info:
+        parse("workload w {\n  batch { micro = 1 }\nworkload v {\n}\n")
+    assert info.value.diagnostics[0].code == "E101"

@@ -102,15 +102,21 @@ def test_refusals_are_positioned(block, code, line_has):
 
 
 def test_workload_strings_never_reach_a_shell():
-    """A queue or image with shell syntax stays a JSON string; the one launch is an argv list."""
+    """A queue or image with shell syntax is refused where it is written (E216); what passes
+    stays a JSON string, and the one launch is an argv list."""
     nasty = 'job_queue = "q; rm -rf /"  image = "$(touch /tmp/x)"  vcpus = 2  memory = 4 GB'
-    specs, _ = validate_text(TEMPLATE.replace("BLOCK", nasty))
+    text = TEMPLATE.replace("BLOCK", nasty)
+    _, diags = validate_text(text)
+    assert [d.code for d in diags] == ["E216", "E216"]
+    assert [text.splitlines()[d.span.line - 1][d.span.column - 1:][:3] for d in diags] == ['"q;', '"$(']
+    ok = 'job_queue = "arn:aws:batch:us-east-1:123456789012:job-queue/q-1"  image = "reg:5000/a/b@sha256:00"'
+    specs, _ = validate_text(TEMPLATE.replace("BLOCK", ok + "  vcpus = 2  memory = 4 GB"))
     p = plan(specs[0], "t")
     definition, submit = requests(p)
-    assert submit["jobQueue"] == "q; rm -rf /"
+    assert submit["jobQueue"] == "arn:aws:batch:us-east-1:123456789012:job-queue/q-1"
     container = definition["nodeProperties"]["nodeRangeProperties"][0]["container"]
-    assert container["image"] == "$(touch /tmp/x)" and container["command"] == ["python", "-m",
-                                                                             "accelctl.engines.batch_entrypoint"]
+    assert container["image"] == "reg:5000/a/b@sha256:00" and container["command"] == [
+        "python", "-m", "accelctl.engines.batch_entrypoint"]
     assert not any("sh" == a or a.endswith("/sh") or a == "-c" for a in container["command"])
     (launch,) = p.launches
     assert shlex.split(launch.shell()) == list(launch.argv)

@@ -73,23 +73,25 @@ def test_static_rendezvous_uses_master_addr_and_port():
     assert not any(a.startswith("--rdzv") for a in argv)
 
 
-@pytest.mark.parametrize("block,line_has", [
-    ('rdzv_endpoint = "node0"', "rdzv_endpoint"),                 # no port
-    ('rdzv_endpoint = "node0:70000"', "rdzv_endpoint"),           # port out of range
-    ('rdzv_endpoint = "a b:1"', "rdzv_endpoint"),                 # not a host
-    ('rdzv_endpoint = "$(x):1"', "rdzv_endpoint"),
-    ('rdzv_id = "x; rm -rf /"', "rdzv_id"),
-    ('rdzv_id = "-x"', "rdzv_id"),
-    ("master_port = 29611", "master_port"),                       # master_port is for static
+@pytest.mark.parametrize("block,line_has,code", [
+    ('rdzv_endpoint = "node0"', "rdzv_endpoint", "E217"),         # no port: refused by the check
+    ('rdzv_endpoint = "node0:70000"', "rdzv_endpoint", "E217"),   # port out of range
+    ('rdzv_endpoint = "a b:1"', "rdzv_endpoint", "E217"),         # not a host
+    ('rdzv_endpoint = "$(x):1"', "rdzv_endpoint", "E217"),
+    ('rdzv_id = "x; rm -rf /"', "rdzv_id", "E216"),
+    ('rdzv_id = "-x"', "rdzv_id", "E216"),
+    ("master_port = 29611", "master_port", "E548"),               # master_port is for static: the engine's
 ])
-def test_refusals_are_positioned(block, line_has):
+def test_refusals_are_positioned(block, line_has, code):
     text = TEMPLATE.replace("BLOCK", block)
     specs, diags = api.validate_text(text)
-    assert not diags
-    with pytest.raises(PlanError) as e:
-        api.plan(specs[0], "two")
-    d = e.value.diagnostics[0]
-    assert d.code == "E548" and d.span is not None and line_has in text.splitlines()[d.span.line - 1], d
+    if code == "E548":
+        assert not diags
+        with pytest.raises(PlanError) as e:
+            api.plan(specs[0], "two")
+        diags = e.value.diagnostics
+    d = diags[0]
+    assert d.code == code and d.span is not None and line_has in text.splitlines()[d.span.line - 1], d
 
 
 def test_explanation_names_the_nodes_that_did_not_join():

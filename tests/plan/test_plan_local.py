@@ -114,11 +114,11 @@ workload q {
     p = plan(spec, "cpu")
     assert p.job.task.prompt == 'it\'s "quoted"; rm -rf / $(id)'
     sh = render_plan_sh(p)
-    # the prompt only travels inside the job file's heredoc, never on a command line
+    # the prompt only travels inside the job file's single-quoted printf word, never on a command line
     for line in sh.splitlines():
         if line.startswith(("HF_HUB", "OMP", "python", "torchrun")) or " python " in line:
             assert "rm -rf" not in line
-    assert "'ACCELCTL_EOF'" in sh  # quoted heredoc: no expansion of $(...)
+    assert "<<" not in sh and "printf '%s' '{" in sh  # one single-quoted word: no expansion of $(...)
     for launch in p.launches:
         assert shlex.split(launch.shell())[-len(launch.argv):] == list(launch.argv)
     assert "launch worker" in render_plan_text(p)

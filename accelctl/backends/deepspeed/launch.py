@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelctl.backends.base import WORKER, Built, process_env
+from accelctl.backends.base import WORKER, Built, option, process_env
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
@@ -96,14 +96,14 @@ def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config:
             warnings.append(f"the hostfile lists placeholder hosts node1..node{target.nodes}: set "
                             f"engine deepspeed {{ hosts = [...] }} or edit {RUN_DIR}/{HOSTFILE} before running")
     if hostfile:
-        head += ["--hostfile", hostfile, "--num_nodes", str(target.nodes)]
+        head += [*option("--hostfile", hostfile), "--num_nodes", str(target.nodes)]
     local_only = hosts is not None and len(hosts) == 1 and hosts[0] in LOCAL_HOSTS
     here = local_only or (hostfile is None and target.nodes == 1)  # the master runs on this machine
     port = str(settings["master_port"]) if "master_port" in settings else FREE_PORT if here else str(DEFAULT_MASTER_PORT)
     head += ["--num_gpus", str(target.devices), "--master_port", port]
     master = settings.get("master_addr") or ("127.0.0.1" if local_only else None)
     if master:
-        head += ["--master_addr", master]
+        head += option("--master_addr", master)
     if local_only:
         head.append("--no_ssh_check")  # one local host: the launcher's local path, no ssh needed
     if settings.get("launcher"):
@@ -122,7 +122,7 @@ def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config:
                 raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.ssh", "engines.deepspeed"), "E545",
                                                    "ssh = off needs the master node's address",
                                                    "set engine deepspeed { master_addr = \"...\" } or hosts")])
-            head += ["--master_addr", master]
+            head += option("--master_addr", master)
         launches = [Launch(f"node{i}", tuple(head + ["--no_ssh", "--node_rank", str(i)] + tail), env,
                            processes=target.devices) for i in range(target.nodes)]
         notes.append(f"ssh = off: start launch nodeN on node N ({target.nodes} launches)")

@@ -238,7 +238,7 @@ def check_argparse_script(path: str, args: list[str], rep: Report) -> None:
     known = {n for row in table["options"] for n in row["names"]}
     known |= {"--no-" + n[2:] for row in table["options"] if row.get("action") == "BooleanOptionalAction"
               for n in row["names"]}
-    unknown = [a for a in args if a.startswith("--") and a not in known]
+    unknown = [a for a in args if a.startswith("--") and a.split("=", 1)[0] not in known]
     if unknown:
         rep.errors.append(f"{Path(path).name} has no flag {', '.join(unknown)}")
     try:

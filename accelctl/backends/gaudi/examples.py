@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+from accelctl.backends.base import option
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR
 from accelctl.spec.models import objective_for
@@ -126,7 +127,7 @@ def generation_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | Non
     defaults = script_defaults(RUN_GENERATION)
     prompts = flags_data()["scripts"][RUN_GENERATION].get("default_prompts", [])
     batch = target.batch.micro
-    args = ["--model_name_or_path", job.model.ref if job else spec.model.ref]
+    args = option("--model_name_or_path", job.model.ref if job else spec.model.ref)
     # under DeepSpeed (WORLD_SIZE > 0) the script loads bf16 regardless; one card needs the flag
     if target.precision.dtype == "bf16" and target.world_size == 1:
         args.append("--bf16")
@@ -140,15 +141,15 @@ def generation_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | Non
     if t.decoding == "sample":
         args += ["--do_sample", "--seed", str(spec.seed)]
     if d.kind == "hf":
-        args += ["--dataset_name", d.ref]
+        args += option("--dataset_name", d.ref)
         if d.column:
-            args += ["--column_name", d.column]
+            args += option("--column_name", d.column)
         # the script keeps 16 prompt tokens of each record unless told (--max_input_tokens 0)
         if d.prompt_tokens and d.prompt_tokens != 16:
             args += ["--max_input_tokens", str(d.prompt_tokens)]
     elif t.prompt and not (batch == 1 and prompts and t.prompt == prompts[0]):
         # its built-in prompts start with seed 003's; with batch 1 that is the one it uses
-        args += ["--prompt", t.prompt]
+        args += option("--prompt", t.prompt)
     warmup, iters = spec.measure.warmup, spec.measure.steps * spec.measure.repeat
     if warmup != defaults["--warmup"]:
         args += ["--warmup", str(warmup)]
@@ -170,15 +171,15 @@ def training_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | None 
     if spec.task.kind == "pretrain":
         # pre-training starts from the model's config with random weights, as seed 000's BERT
         # pre-training did (model_config_id bert-base-uncased); the tokenizer is the model's
-        args = ["--config_name", ref, "--tokenizer_name", ref]
+        args = [*option("--config_name", ref), *option("--tokenizer_name", ref)]
     else:
-        args = ["--model_name_or_path", ref]
+        args = option("--model_name_or_path", ref)
     if d.kind == "hf":
-        args += ["--dataset_name", d.ref]
+        args += option("--dataset_name", d.ref)
         if dataset_config(spec):
-            args += ["--dataset_config_name", dataset_config(spec)]
+            args += option("--dataset_config_name", dataset_config(spec))
     elif d.kind == "files":
-        args += ["--train_file", job.data.ref if job else d.ref]
+        args += option("--train_file", job.data.ref if job else d.ref)
     values = {"seq_len": d.seq_len, "target_len": d.target_len, "mlm_probability": d.mlm_probability}
     for field_name, flag in shape_flags.items():
         args += [flag, str(values[field_name])]
@@ -187,7 +188,7 @@ def training_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | None 
             args += ["--source_prefix", "summarize: "]
         mapped = SUMMARY_COLUMNS.get(d.ref, ("", ""))[0] if d.kind == "hf" else ""
         if d.column and d.column != mapped:
-            args += ["--text_column", d.column]
+            args += option("--text_column", d.column)
     args += ["--per_device_train_batch_size", str(b.micro)]
     if b.accumulation > 1:
         args += ["--gradient_accumulation_steps", str(b.accumulation)]
@@ -226,9 +227,9 @@ def diffusion_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | None
     defaults = script_defaults(TEXT_TO_IMAGE)
     batch = target.batch.micro
     batches = ms.warmup + ms.steps * ms.repeat
-    args = ["--model_name_or_path", job.model.ref if job else spec.model.ref]
+    args = option("--model_name_or_path", job.model.ref if job else spec.model.ref)
     if t.prompt:
-        args += ["--prompts", t.prompt]
+        args += option("--prompts", t.prompt)
     args += ["--num_images_per_prompt", str(batches * batch)]
     if batch != defaults["--batch_size"]:
         args += ["--batch_size", str(batch)]
