@@ -1,6 +1,7 @@
 """``accelctl run workloads/bloomz.wl`` end to end (its two workloads' cpu targets: a 2-layer
 BLOOM stand-in, greedy, 100 new tokens) vs two bare generation processes one after the
-other.  The headline is the whole wall; ``step_s`` is one generate() call."""
+other.  The headline is the whole wall; ``step_s`` is one generate() call.  The stand-in's
+shape is what ``accelctl plan workloads/bloomz.wl -t cpu`` puts in job.json (vocab 1000)."""
 
 from bench.accelctl_arm import run_accelctl, sized_workload
 from bench.baseline_arm import run_baseline
@@ -10,7 +11,7 @@ from bench.harness import ROOT, Comparison, Setup
 def _setup(quick, workdir):
     warmup, steps = (1, 2) if quick else (2, 5)
     wl = sized_workload(ROOT / "workloads" / "bloomz.wl", workdir, warmup, steps)
-    args = ["--family", "bloom", "--layers", "2", "--hidden", "64", "--heads", "4", "--vocab", "250880",
+    args = ["--family", "bloom", "--layers", "2", "--hidden", "64", "--heads", "4", "--vocab", "1000",
             "--prompt-tokens", "41", "--new-tokens", "100", "--warmup", str(warmup), "--steps", str(steps),
             "--threads", "1"]
     return Setup(a=lambda core: run_accelctl(wl, workdir, core),
