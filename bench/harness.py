@@ -8,8 +8,8 @@ pairs of them:
 * **interleaved** (the default): one arm after the other, the order alternating each pair
   (a b, b a, a b ...), so a drift of the machine's speed does not favour one side;
 * **pinned** (``--pin``, on a machine with 2+ cores, for single-process comparisons): both
-  arms at once, each on its own core (``os.sched_setaffinity`` in the child before it
-  starts), the cores swapped each pair, so both see the same machine at the same moment.
+  arms at once, each on its own core (``os.sched_setaffinity`` of the child as it starts),
+  the cores swapped each pair, so both see the same machine at the same moment.
 
 For each metric the pair's ratio is ``a / b`` (below 1: accelctl took less time).
 ``summarize`` reports the median ratio, its spread (min-max), n, and a bootstrap 95 %
@@ -82,11 +82,12 @@ def usable_cores() -> list[int]:
         return []
 
 
-def pin_to(core: int | None) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that pins the child (and so everything it starts) to one core."""
-    if core is None:
-        return None
-    return lambda: os.sched_setaffinity(0, {core})
+def pin(pid: int, core: int | None) -> None:
+    """Pin a just-started child to one core; what it starts later inherits it.  Done from the
+    parent right after the start (a ``preexec_fn`` is not safe with the pinned mode's threads);
+    the child is still starting its interpreter then, long before it starts anything."""
+    if core is not None:
+        os.sched_setaffinity(pid, {core})
 
 
 def run_pairs(setup: Setup, n: int, pin: bool, progress: Callable[[str], None] = lambda s: None) -> PairLog:
@@ -203,13 +204,20 @@ def run_timed(cmd: list[str], core: int | None, timeout: float, env: dict[str, s
     with the tail of its output."""
     started = time.time()
     t0 = time.perf_counter()
-    cp = subprocess.run(cmd, cwd=cwd, env=env or base_env(), capture_output=True, text=True, timeout=timeout,
-                        preexec_fn=pin_to(core))
+    with subprocess.Popen(cmd, cwd=cwd, env=env or base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as proc:
+        pin(proc.pid, core)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)  # its whole session: the CLI and the workers it started
+            proc.communicate()
+            raise
     wall = time.perf_counter() - t0
-    if cp.returncode != 0:
-        tail = "\n".join((cp.stdout + cp.stderr).strip().splitlines()[-15:])
-        raise RuntimeError(f"{' '.join(cmd[:4])} ... exited {cp.returncode}:\n{tail}")
-    return started, wall, cp.stdout
+    if proc.returncode != 0:
+        tail = "\n".join((out + err).strip().splitlines()[-15:])
+        raise RuntimeError(f"{' '.join(cmd[:4])} ... exited {proc.returncode}:\n{tail}")
+    return started, wall, out
 
 
 def python() -> str:

@@ -114,3 +114,16 @@ def test_readme_block_is_rewritten_between_its_markers(tmp_path):
     assert "| BERT step | step_s | 1.020 (0.98–1.07, n=5) | [0.990, 1.050] | no difference shown |" in text
     assert "not run: accelerate not installed" in text and "quick run" in text and "Some CPU" in text
     assert "avx2" in text and "`python -m bench --quick`" in text and "loaded machine" in text
+
+
+def test_a_pinned_child_runs_on_its_core_only():
+    import os
+
+    from bench.harness import run_timed
+
+    cores = sorted(os.sched_getaffinity(0))
+    code = "import os, time; time.sleep(0.3); print(sorted(os.sched_getaffinity(0)))"
+    _, _, out = run_timed([sys.executable, "-c", code], cores[-1], 60)
+    assert out.strip() == f"[{cores[-1]}]"
+    _, _, out = run_timed([sys.executable, "-c", code], None, 60)
+    assert out.strip() == str(cores)
