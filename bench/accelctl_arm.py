@@ -78,16 +78,28 @@ def run_metrics(run: Path, started_unix: float, ended_unix: float) -> dict[str, 
     return out
 
 
+def check_architecture(run: Path, expect: dict) -> None:
+    """The model accelctl built is the one the baseline builds: every dimension the comparison
+    gives its baseline must equal the job's ``architecture`` (a default the workload left
+    out -- a stand-in's vocab or ffn -- would otherwise make the two arms different models)."""
+    arch = json.loads((run / "job.json").read_text())["architecture"]
+    wrong = {k: (v, arch.get(k)) for k, v in expect.items() if arch.get(k) != v}
+    if wrong:
+        raise RuntimeError(f"{run.name}: the baseline's shape differs from the job's (baseline, accelctl): {wrong}")
+
+
 def run_accelctl(wl: Path, workdir: Path, core: int | None, timeout: float = 1800.0,
-                 extra: tuple[str, ...] = ()) -> dict[str, float]:
+                 extra: tuple[str, ...] = (), expect: dict | None = None) -> dict[str, float]:
     """Run ``accelctl run wl --headless`` once; metrics of its first workload's run, and the
-    whole command's wall."""
+    whole command's wall.  ``expect``: the baseline's model dimensions (``check_architecture``)."""
     runs = workdir / f"runs-{uuid.uuid4().hex[:8]}"
     cmd = [sys.executable, "-m", "accelctl.cli", "run", str(wl), "--headless", "--runs-dir", str(runs), *extra]
     started, wall, _ = run_timed(cmd, core, timeout, env=base_env())
     folders = sorted(p for p in runs.iterdir() if (p / "rank0.jsonl").exists())
     if not folders:
         raise RuntimeError(f"accelctl run {wl.name}: no run folder with events under {runs}")
+    if expect:
+        check_architecture(folders[0], expect)
     metrics = run_metrics(folders[0], started, started + wall)
     if len(folders) > 1:  # a file of several workloads: its last run's last step is what ends it
         metrics.pop("end_last_step_to_exit", None)

@@ -127,3 +127,12 @@ def test_a_pinned_child_runs_on_its_core_only():
     assert out.strip() == f"[{cores[-1]}]"
     _, _, out = run_timed([sys.executable, "-c", code], None, 60)
     assert out.strip() == str(cores)
+
+
+def test_a_baseline_of_another_shape_is_refused(tmp_path):
+    from bench.accelctl_arm import check_architecture
+
+    (tmp_path / "job.json").write_text(json.dumps({"architecture": {"layers": 4, "hidden": 256, "ffn": 256}}))
+    check_architecture(tmp_path, {"layers": 4, "hidden": 256})
+    with pytest.raises(RuntimeError, match="ffn"):
+        check_architecture(tmp_path, {"layers": 4, "ffn": 1024})

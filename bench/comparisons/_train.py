@@ -15,11 +15,11 @@ METRICS = {"step_s": "median measured step (warm-up excluded)", "wall_s": "whole
 
 
 def train_setup(quick: bool, workdir: Path, wl_name: str, script: str, shape: list[str], b_label: str,
-                launcher: list[str] | None = None, env_extra: dict[str, str] | None = None,
+                arch: dict, launcher: list[str] | None = None, env_extra: dict[str, str] | None = None,
                 pinnable: bool = True) -> Setup:
     size = QUICK if quick else FULL
     wl = sized_workload(BENCH / "workloads" / wl_name, workdir, size["warmup"], size["steps"])
     args = [*shape, "--warmup", str(size["warmup"]), "--steps", str(size["steps"]), "--threads", "1"]
-    return Setup(a=lambda core: run_accelctl(wl, workdir, core),
+    return Setup(a=lambda core: run_accelctl(wl, workdir, core, expect=arch),
                  b=lambda core: run_baseline(script, args, core, launcher=launcher, env_extra=env_extra),
                  a_label=f"accelctl run {wl_name}", b_label=b_label, metrics=METRICS, pinnable=pinnable)

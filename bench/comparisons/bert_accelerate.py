@@ -5,7 +5,7 @@ import importlib.util
 import sys
 
 from bench.comparisons._train import train_setup
-from bench.comparisons.bert_step import SHAPE
+from bench.comparisons.bert_step import ARCH, SHAPE
 from bench.harness import Comparison
 
 LAUNCH = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch", "--cpu", "--num_processes", "1",
@@ -21,6 +21,6 @@ def unavailable() -> str | None:
 COMPARISON = Comparison(
     name="bert_accelerate", title="BERT MLM step, 1 process vs accelerate launch --cpu",
     setup=lambda quick, workdir: train_setup(quick, workdir, "bert_mlm.wl", "accelerate_bert.py", SHAPE,
-                                             "accelerate launch --cpu (bench/baselines/accelerate_bert.py)",
+                                             "accelerate launch --cpu (bench/baselines/accelerate_bert.py)", ARCH,
                                              launcher=LAUNCH),
     quick_pairs=2, unavailable=unavailable)

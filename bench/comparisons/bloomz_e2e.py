@@ -14,7 +14,8 @@ def _setup(quick, workdir):
     args = ["--family", "bloom", "--layers", "2", "--hidden", "64", "--heads", "4", "--vocab", "1000",
             "--prompt-tokens", "41", "--new-tokens", "100", "--warmup", str(warmup), "--steps", str(steps),
             "--threads", "1"]
-    return Setup(a=lambda core: run_accelctl(wl, workdir, core),
+    arch = {"layers": 2, "hidden": 64, "heads": 4, "vocab": 1000}
+    return Setup(a=lambda core: run_accelctl(wl, workdir, core, expect=arch),
                  b=lambda core: run_baseline("generate.py", args, core, repeat=2),
                  a_label="accelctl run workloads/bloomz.wl (2 workloads)",
                  b_label="2 bare generation processes (bench/baselines/generate.py)",

@@ -6,7 +6,7 @@ import socket
 import sys
 
 from bench.comparisons._train import train_setup
-from bench.comparisons.bert_step import SHAPE
+from bench.comparisons.bert_step import ARCH, SHAPE
 from bench.harness import Comparison
 
 
@@ -20,7 +20,7 @@ def _setup(quick, workdir):
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                 "--master-addr", "127.0.0.1", "--master-port", _free_port()]
     return train_setup(quick, workdir, "bert_zero2.wl", "ds_zero2.py", SHAPE,
-                       "bare deepspeed.initialize ZeRO-2, 2 ranks (bench/baselines/ds_zero2.py)",
+                       "bare deepspeed.initialize ZeRO-2, 2 ranks (bench/baselines/ds_zero2.py)", ARCH,
                        launcher=launcher, env_extra={"DS_ACCELERATOR": "cpu"}, pinnable=False)
 
 

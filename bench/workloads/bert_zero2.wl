@@ -4,7 +4,7 @@ workload bench_bert_zero2 {
   description = "BERT 4x256 masked LM, 2 ranks DeepSpeed ZeRO-2 on CPU (python -m bench)"
   seed = 0
   task pretrain { objective = mlm }
-  model bert(layers = 4, hidden = 256, heads = 4)
+  model bert(layers = 4, hidden = 256, heads = 4, ffn = 1024, vocab = 1000, max_positions = 512)
   dataset synthetic(seq_len = 128 tokens)
   optimizer adamw(lr = 0.001)
   precision fp32
