@@ -1,6 +1,6 @@
 """``python -m bench``: every side-by-side comparison of accelctl against a bare baseline.
 
-    .venv/bin/python -m bench                       # the full suite (under 15 minutes on a quiet machine)
+    .venv/bin/python -m bench --pin                 # the full suite, single-process pairs pinned
     .venv/bin/python -m bench --quick               # tiny sizes, few pairs: a smoke test, not a measurement
     .venv/bin/python -m bench --only bert_step --pin --json out.json
     .venv/bin/python -m bench --write-readme        # run, then rewrite README.md's bench table
@@ -13,6 +13,10 @@ Each comparison runs as A/B pairs (``bench.harness``): accelctl (a) against a ba
 fresh processes each time.  Printed per comparison and metric: median ratio a / b, spread
 (min–max), n, a bootstrap 95 % interval, and a verdict only where the interval supports one.
 The accelctl arms also report where the time to their first measured step went.
+
+Duration, estimated from single comparisons on the 2-core lab machine (the whole suite has
+not yet been timed on a quiet machine): ~15 min with ``--pin``, ~24 min interleaved; the
+ZeRO-2 pairs (~65 s each) and the Accelerate ones (~35 s) dominate.
 
 The Accelerate comparison needs the ``bench`` extra, which the test setup does not install:
     .venv/bin/pip install -e '.[bench]' -c scripts/constraints.txt
