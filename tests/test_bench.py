@@ -136,3 +136,18 @@ def test_a_baseline_of_another_shape_is_refused(tmp_path):
     check_architecture(tmp_path, {"layers": 4, "hidden": 256})
     with pytest.raises(RuntimeError, match="ffn"):
         check_architecture(tmp_path, {"layers": 4, "ffn": 1024})
+
+
+def test_accelerate_comparison_without_accelerate_is_reported_not_run(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("accelerate") is not None:
+        pytest.skip("accelerate is installed here (the bench extra): the comparison would run")
+    out = tmp_path / "report.json"
+    cp = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "bert_accelerate", "--json", str(out)],
+                        cwd=ROOT, capture_output=True, text=True, timeout=120,
+                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    (comp,) = json.loads(out.read_text())["comparisons"]
+    assert comp["status"].startswith("not run: accelerate not installed") and "metrics" not in comp
+    assert "pip install -e '.[bench]'" in comp["status"]
