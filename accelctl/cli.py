@@ -260,8 +260,8 @@ def cmd_doctor(args) -> int:
         detail = ", ".join(f"{k}={v}" for k, v in p.facts.items()) if p.ok else p.error
         print(f"  {p.name:<20} {state:<6} {detail}")
     ceilings = stored_calibrations()
-    print("matmul ceiling for MFU: " + ("" if ceilings else "not calibrated (accelctl doctor --calibrate); "
-                                        "runs probe a best-of per run"))
+    print("matmul ceiling for MFU: " + ("stored by accelctl doctor --calibrate" if ceilings else
+                                        "not calibrated (accelctl doctor --calibrate); runs probe a best-of per run"))
     for c in ceilings:
         print(f"  {describe_calibration(c)}")
     return 0
