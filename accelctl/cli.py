@@ -333,11 +333,14 @@ def cmd_doctor(args) -> int:
             target, _ = pick_target(spec, args.target)
             ok &= _preflight(spec, make_plan(spec, target, args.engine), args.runs_dir, args.preflight_timeout)
         return 0 if ok else 1
-    from accelctl.doctor import doctor
+    from accelctl.doctor import describe_calibration, doctor, stored_calibrations
 
+    if args.calibrate:
+        return cmd_calibrate(args)
     host, probes = doctor()
     if args.json:
-        print(json.dumps({"host": host, "probes": [p.__dict__ for p in probes]}, indent=2))
+        print(json.dumps({"host": host, "probes": [p.__dict__ for p in probes],
+                          "calibrations": [c.__dict__ for c in stored_calibrations()]}, indent=2))
         return 0
     print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}")
     print("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
@@ -345,6 +348,34 @@ def cmd_doctor(args) -> int:
         state = _color("ok", "32", sys.stdout) if p.ok else _color("absent", "33", sys.stdout)
         detail = ", ".join(f"{k}={v}" for k, v in p.facts.items()) if p.ok else p.error
         print(f"  {p.name:<20} {state:<6} {detail}")
+    ceilings = stored_calibrations()
+    print("matmul ceiling for MFU: " + ("stored by accelctl doctor --calibrate" if ceilings else
+                                        "not calibrated (accelctl doctor --calibrate); runs probe a best-of per run"))
+    for c in ceilings:
+        print(f"  {describe_calibration(c)}")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    import subprocess
+
+    from accelctl.contract import calibration
+    from accelctl.doctor import calibrate, describe_calibration
+    from accelctl.hostinfo import cpu_count
+
+    threads = args.threads or sorted({1, cpu_count()})
+    if any(n < 1 for n in threads) or args.seconds <= 0:
+        print("accelctl doctor --calibrate: --threads and --seconds must be positive", file=sys.stderr)
+        return 2
+    print(f"measuring the matmul ceiling ({args.seconds:g} s per dtype) for threads {threads} ...", flush=True)
+    try:
+        entries = calibrate(threads, seconds=args.seconds)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"accelctl doctor --calibrate: {exc}", file=sys.stderr)
+        return 1
+    for c in entries:
+        print(f"  {describe_calibration(c)}")
+    print(f"stored in {calibration.path()}")
     return 0
 
 
@@ -426,6 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--engine", "-e")
     d.add_argument("--runs-dir", default=None, help="run store; the preflight runs go under its preflight/")
     d.add_argument("--preflight-timeout", type=float, default=300.0, metavar="S")
+    d.add_argument("--calibrate", action="store_true",
+                   help="measure and store this CPU's matmul ceiling (the MFU denominator) per thread count")
+    d.add_argument("--threads", type=int, action="append", metavar="N",
+                   help="with --calibrate: thread count to calibrate (repeatable; default 1 and all cores)")
+    d.add_argument("--seconds", type=float, default=2.0, help="with --calibrate: seconds of timed matmuls per dtype")
     d.set_defaults(fn=cmd_doctor)
     return ap
 

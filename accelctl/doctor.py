@@ -5,6 +5,11 @@ import (a CUDA build without a GPU, a half-installed vendor plugin) cannot take 
 doctor down; a probe reports what it found or the exact error.  Which probes run is the
 plug-ins' knowledge: each device family names the probes of its stack
 (``accelctl.contract.devices``), each backend carries its tool's (``Backend.probes``).
+
+``accelctl doctor --calibrate`` measures the CPU's matmul ceiling once per thread count
+(``accelctl.worker.calibrate``, one interpreter per thread count, one after the other so
+they do not share the cores) and stores it (``accelctl.contract.calibration``); the
+worker's MFU is then measured against it instead of a per-run probe.
 """
 
 from __future__ import annotations
@@ -71,3 +76,38 @@ def doctor(names: list[str] | None = None) -> tuple[dict, list[Probe]]:
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         probes = list(pool.map(lambda n: run_probe(n, table[n]), names))
     return host_facts(), probes
+
+
+def calibrate(threads: list[int], seconds: float = 2.0, n: int = 2048, timeout: float = 300.0):
+    """Measure and store the matmul ceiling for each thread count; the stored entries."""
+    from accelctl.contract import calibration
+
+    stored = []
+    for count in threads:
+        cmd = [sys.executable, "-m", "accelctl.worker.calibrate", "--threads", str(count), "--n", str(n),
+               "--seconds", str(seconds)]
+        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if cp.returncode != 0:
+            lines = [x for x in cp.stderr.strip().splitlines() if x.strip()]
+            raise RuntimeError(f"calibration with {count} thread(s) failed: {lines[-1] if lines else cp.returncode}")
+        entry = calibration.Calibration(**json.loads(cp.stdout.strip().splitlines()[-1]))
+        calibration.store(entry)
+        stored.append(entry)
+    return stored
+
+
+def stored_calibrations() -> list:
+    """This CPU's stored ceilings (every thread count), oldest thread count first."""
+    from accelctl.contract import calibration
+    from accelctl.hostinfo import cpu_model
+
+    model = cpu_model()
+    return sorted((c for c in calibration.load_all().values() if c.device == model), key=lambda c: c.threads)
+
+
+def describe_calibration(c) -> str:
+    parts = [f"{name} {flops / 1e9:.1f} GFLOP/s" for name, flops in c.flops.items()]
+    fp32, bf16 = c.flops.get("float32"), c.flops.get("bfloat16")
+    if fp32 and bf16:
+        parts.append(f"bf16/fp32 {bf16 / fp32:.2f}x")
+    return f"threads={c.threads}: " + ", ".join(parts) + f"  (measured {c.date}; {c.method})"

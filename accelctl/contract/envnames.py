@@ -24,3 +24,6 @@ GAUDI_CONFIG = "ACCELCTL_GAUDI_CONFIG"
 DATALOADER_WORKERS = "ACCELCTL_DATALOADER_WORKERS"
 #: niceness of the TUI's render thread (0 turns it off)
 TUI_NICE = "ACCELCTL_TUI_NICE"
+#: where ``accelctl doctor --calibrate`` stores the measured matmul ceilings (default
+#: ``$XDG_CACHE_HOME/accelctl/calibration.json``, else ``~/.cache/accelctl/calibration.json``)
+CALIBRATION_FILE = "ACCELCTL_CALIBRATION_FILE"

@@ -57,6 +57,12 @@ def schedule(job) -> list[tuple[str, int, int]]:
     return [("warmup", 0, job.measure.warmup)] + [("measure", r, job.measure.steps) for r in range(job.measure.repeat)]
 
 
+def reports_mfu(job) -> bool:
+    """Greedy generation reports latency and tokens/s, no MFU (so the worker probes no peak);
+    ``infer`` (batched forward passes) does."""
+    return job.task.kind != "generate"
+
+
 def run(ctx: RunContext) -> tuple[int, dict]:
     job = ctx.job
     if job.task.kind == "infer":

@@ -82,12 +82,15 @@ def main(argv: list[str] | None = None) -> int:
         ctx.precision = precision.resolve(job, adapter, ctx.log)
         ctx.env = envinfo.collect(torch.get_num_threads(), adapter.device_name())
         ctx.env["device"] = str(adapter.device)
-        # the device's matmul ceiling, measured once here (untimed) for MFU
+        # the device's matmul ceiling for MFU: the stored calibration, else probed once here
+        loop = pick_loop(job)
+        dtype = ctx.precision.dtype or torch.float32
         t0 = time.perf_counter()
-        ctx.env["peak_flops_measured"] = adapter.peak_flops(ctx.precision.dtype or torch.float32)
+        envinfo.add_ceiling(ctx.env, str(dtype).removeprefix("torch."), lambda: adapter.peak_flops(dtype),
+                            wanted=getattr(loop, "reports_mfu", lambda job: True)(job))
         ctx.setup_s["peak_probe_s"] = time.perf_counter() - t0
 
-        steps, results = pick_loop(job).run(ctx)
+        steps, results = loop.run(ctx)
         writer.emit(RunFinished(rank=rank, steps=steps, wall_s=time.perf_counter() - started, results=results))
         leave_together(world)
         return EXIT_OK

@@ -137,7 +137,9 @@ def test_bloom_generate_100_tokens(runs):
     started = of(events[0], RunStarted)[0]
     assert started.details["weights"] == "random" and started.details["scale"] == "stand_in"
     assert started.details["prompt_tokens"] == len(PROMPT.encode())
-    assert started.env["peak_flops_measured"] > 1e9 and started.env["cpu_has_native_bf16"] in (True, False)
+    assert started.env["cpu_has_native_bf16"] in (True, False)
+    # greedy generation reports no MFU, so the worker probes no matmul peak for it
+    assert "peak_flops_measured" not in started.env and started.env["peak_flops_source"].startswith("none")
     assert finished.results["new_tokens"] == 100
 
 

@@ -1,0 +1,84 @@
+"""The machine's measured matmul ceiling, stored once per device and thread count.
+
+``accelctl doctor --calibrate`` measures it (``accelctl.worker.calibrate``: the median
+FLOP/s of a steady large matmul for ~2 s, fp32, and bf16 where the CPU has native bf16) and
+stores it here; the worker's MFU divides by it instead of probing a per-run best-of (which
+was noisy and biased up: 73-99 GFLOP/s across 7 runs, above the steady 2048² loop's 93.7).
+
+One JSON file (``path()``: ``$ACCELCTL_CALIBRATION_FILE``, else
+``$XDG_CACHE_HOME/accelctl/calibration.json``, else ``~/.cache/accelctl/calibration.json``)
+holds one entry per ``key(device, threads)`` -- the device is what the worker's adapter calls
+itself (the CPU model on CPU) -- each with its date, so a run can say which measurement its
+MFU is against.  A missing, unreadable or foreign file reads as "no calibration".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from accelctl.contract.envnames import CALIBRATION_FILE
+
+SCHEMA = 1
+
+
+def path() -> Path:
+    if os.environ.get(CALIBRATION_FILE):
+        return Path(os.environ[CALIBRATION_FILE])
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "accelctl" / "calibration.json"
+
+
+def key(device: str, threads: int) -> str:
+    return f"{device} | threads={threads}"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One measured ceiling: FLOP/s per dtype name (``float32``, ``bfloat16``)."""
+
+    device: str
+    threads: int
+    date: str  # ISO 8601, UTC
+    flops: dict[str, float]
+    method: str = ""  # e.g. "median of 2048x2048 matmuls over 2.0 s after 0.5 s warm-up"
+    torch: str = ""
+    samples: dict[str, int] = field(default_factory=dict)
+
+    def ceiling(self, dtype: str) -> tuple[float, str] | None:
+        """(FLOP/s, dtype it was measured in) for a run in ``dtype``: that dtype's ceiling when
+        measured, else the fp32 one (an emulated dtype's MFU then shows what emulation costs)."""
+        for name in (dtype, "float32"):
+            if self.flops.get(name):
+                return float(self.flops[name]), name
+        return None
+
+
+def load_all(file: Path | None = None) -> dict[str, Calibration]:
+    file = file or path()
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        return {k: Calibration(**v) for k, v in data.get("entries", {}).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def lookup(device: str, threads: int, file: Path | None = None) -> Calibration | None:
+    return load_all(file).get(key(device, threads))
+
+
+def store(entry: Calibration, file: Path | None = None) -> Path:
+    """Add or replace ``entry`` (atomically: a concurrent reader never sees half a file)."""
+    file = file or path()
+    entries = load_all(file)
+    entries[key(entry.device, entry.threads)] = entry
+    file.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"schema": SCHEMA, "entries": {k: asdict(v) for k, v in sorted(entries.items())}}, indent=2)
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    os.replace(tmp, file)
+    return file

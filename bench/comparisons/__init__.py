@@ -1,0 +1,15 @@
+"""The suite's comparisons, one module each; ``ALL`` is the order ``python -m bench`` runs them.
+
+Each module defines ``COMPARISON`` (``bench.harness.Comparison``).  Arm ``a`` is always
+accelctl, arm ``b`` the baseline, so every ratio reads "accelctl / baseline" (for times:
+below 1 is accelctl faster).
+"""
+
+from __future__ import annotations
+
+from bench.comparisons import (bert_accelerate, bert_step, bloomz_e2e, cli_plan, cli_validate, tui_attached,
+                               vit_step, zero2_step)
+
+ALL = [m.COMPARISON for m in (cli_validate, cli_plan, vit_step, bert_step, bert_accelerate, zero2_step, bloomz_e2e,
+                              tui_attached)]
+BY_NAME = {c.name: c for c in ALL}

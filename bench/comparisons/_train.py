@@ -1,0 +1,25 @@
+"""Shared by the training-step comparisons: a bench workload against a bare loop script with
+the same shape, sized down for ``--quick``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.accelctl_arm import run_accelctl, sized_workload
+from bench.baseline_arm import run_baseline
+from bench.harness import BENCH, Setup
+
+QUICK = {"warmup": 1, "steps": 3}
+FULL = {"warmup": 3, "steps": 20}
+METRICS = {"step_s": "median measured step (warm-up excluded)", "wall_s": "whole run, start to exit"}
+
+
+def train_setup(quick: bool, workdir: Path, wl_name: str, script: str, shape: list[str], b_label: str,
+                arch: dict, launcher: list[str] | None = None, env_extra: dict[str, str] | None = None,
+                pinnable: bool = True) -> Setup:
+    size = QUICK if quick else FULL
+    wl = sized_workload(BENCH / "workloads" / wl_name, workdir, size["warmup"], size["steps"])
+    args = [*shape, "--warmup", str(size["warmup"]), "--steps", str(size["steps"]), "--threads", "1"]
+    return Setup(a=lambda core: run_accelctl(wl, workdir, core, expect=arch),
+                 b=lambda core: run_baseline(script, args, core, launcher=launcher, env_extra=env_extra),
+                 a_label=f"accelctl run {wl_name}", b_label=b_label, metrics=METRICS, pinnable=pinnable)

@@ -1,0 +1,153 @@
+"""The bench suite (``python -m bench``): its report's shape, its statistics and its README
+block.  No timing is asserted anywhere: timings belong to the suite's own runs, not to tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import readme  # noqa: E402
+from bench.accelctl_arm import sized_workload  # noqa: E402
+from bench.harness import PairLog, Setup, bootstrap_interval, run_pairs, summarize, verdict  # noqa: E402
+
+
+def test_quick_cli_comparison_reports_every_field(tmp_path):
+    out = tmp_path / "report.json"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    cp = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "cli_validate", "--json", str(out)],
+                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["quick"] is True
+    assert {"cpu_model", "cpu_flags", "cores", "loadavg_start", "loadavg_end"} <= set(report["host"])
+    (comp,) = report["comparisons"]
+    assert comp["name"] == "cli_validate" and comp["status"] == "ok"
+    s = comp["metrics"]["wall_s"]
+    assert s["n"] == 3 == len(s["ratios"]) == len(comp["raw"]["a"]) == len(comp["raw"]["b"])
+    assert s["ratio_min"] <= s["ratio_median"] <= s["ratio_max"]
+    lo, hi = s["ci95"]
+    assert s["ratio_min"] <= lo <= hi <= s["ratio_max"]
+    assert s["verdict"] == verdict((lo, hi))
+    assert comp["raw"]["order"] == ["a b", "b a", "a b"]  # alternating order
+    assert "wall_s: ratio" in cp.stdout
+
+
+def test_unknown_comparison_is_refused():
+    cp = subprocess.run([sys.executable, "-m", "bench", "--only", "no_such"], cwd=ROOT, capture_output=True,
+                        text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 2 and "invalid choice" in cp.stderr
+
+
+@pytest.mark.parametrize(("ratios", "expected"), [
+    ([0.90, 0.92, 0.91, 0.93, 0.90, 0.94], "faster"),
+    ([1.10, 1.12, 1.11, 1.09, 1.13, 1.10], "slower"),
+    ([0.95, 1.05, 1.00, 0.97, 1.04, 1.02], "no difference shown"),
+])
+def test_verdict_follows_the_bootstrap_interval(ratios, expected):
+    ci = bootstrap_interval(ratios)
+    assert ci is not None and ci[0] <= sorted(ratios)[len(ratios) // 2] <= ci[1]
+    assert verdict(ci) == expected
+
+
+def test_too_few_pairs_give_no_interval_and_no_verdict():
+    assert bootstrap_interval([0.5, 0.6]) is None
+    assert verdict(None) is None
+    log = PairLog(a=[{"t": 1.0}, {"t": 2.0}], b=[{"t": 2.0}, {"t": 2.0}])
+    s = summarize(log, "t")
+    assert s["n"] == 2 and s["ci95"] is None and s["verdict"] is None and s["ratio_median"] == 0.75
+
+
+def test_pairs_alternate_order_and_swap_cores_when_pinned():
+    import os
+
+    seen = []
+
+    def arm(name):
+        def run(core):
+            seen.append((name, core, os.sched_getaffinity(0)))
+            return {"t": 1.0}
+        return run
+
+    setup = Setup(a=arm("a"), b=arm("b"), a_label="a", b_label="b", metrics={"t": ""})
+    log = run_pairs(setup, 4, pin=False)
+    assert log.order == ["a b", "b a", "a b", "b a"] and log.cores == [(None, None)] * 4
+    seen.clear()
+    log = run_pairs(setup, 2, pin=True)
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= 2:
+        assert log.cores == [(cores[0], cores[1]), (cores[1], cores[0])]
+        assert log.order == ["a|b", "a|b"]
+    else:
+        assert log.cores == [(None, None)] * 2
+
+
+def test_sized_workload_sets_every_measure_block(tmp_path):
+    src = ROOT / "workloads" / "bloomz.wl"
+    out = sized_workload(src, tmp_path, 1, 2)
+    text = out.read_text()
+    assert "warmup = 1 steps  steps = 2 steps" in text
+    assert "steps = 5 steps" not in text and "warmup = 3 steps" not in text
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "validate", str(out)], cwd=ROOT, capture_output=True,
+                        text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def test_readme_block_is_rewritten_between_its_markers(tmp_path):
+    md = tmp_path / "README.md"
+    md.write_text(f"# x\nbefore\n{readme.BEGIN}\nold table\n{readme.END}\nafter\n")
+    s = {"ratio_median": 1.02, "ratio_min": 0.98, "ratio_max": 1.07, "n": 5, "ci95": [0.99, 1.05],
+         "verdict": "no difference shown"}
+    report = {"command": "python -m bench --quick", "date": "2026-11-23 14:00 UTC", "quick": True, "pin": False,
+              "host": {"cpu_model": "Some CPU", "cpu_flags": ["avx2"], "cores": 2, "loadavg_start": [5.0]},
+              "comparisons": [{"title": "BERT step", "status": "ok", "metrics": {"step_s": s}},
+                              {"title": "vs Accelerate", "status": "not run: accelerate not installed"}]}
+    readme.write(md, report)
+    text = md.read_text()
+    assert text.startswith("# x\nbefore\n") and text.endswith("\nafter\n") and "old table" not in text
+    assert "| BERT step | step_s | 1.020 (0.98–1.07, n=5) | [0.990, 1.050] | no difference shown |" in text
+    assert "not run: accelerate not installed" in text and "quick run" in text and "Some CPU" in text
+    assert "avx2" in text and "`python -m bench --quick`" in text and "loaded machine" in text
+
+
+def test_a_pinned_child_runs_on_its_core_only():
+    import os
+
+    from bench.harness import run_timed
+
+    cores = sorted(os.sched_getaffinity(0))
+    code = "import os, time; time.sleep(0.3); print(sorted(os.sched_getaffinity(0)))"
+    _, _, out = run_timed([sys.executable, "-c", code], cores[-1], 60)
+    assert out.strip() == f"[{cores[-1]}]"
+    _, _, out = run_timed([sys.executable, "-c", code], None, 60)
+    assert out.strip() == str(cores)
+
+
+def test_a_baseline_of_another_shape_is_refused(tmp_path):
+    from bench.accelctl_arm import check_architecture
+
+    (tmp_path / "job.json").write_text(json.dumps({"architecture": {"layers": 4, "hidden": 256, "ffn": 256}}))
+    check_architecture(tmp_path, {"layers": 4, "hidden": 256})
+    with pytest.raises(RuntimeError, match="ffn"):
+        check_architecture(tmp_path, {"layers": 4, "ffn": 1024})
+
+
+def test_accelerate_comparison_without_accelerate_is_reported_not_run(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("accelerate") is not None:
+        pytest.skip("accelerate is installed here (the bench extra): the comparison would run")
+    out = tmp_path / "report.json"
+    cp = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "bert_accelerate", "--json", str(out)],
+                        cwd=ROOT, capture_output=True, text=True, timeout=120,
+                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    (comp,) = json.loads(out.read_text())["comparisons"]
+    assert comp["status"].startswith("not run: accelerate not installed") and "metrics" not in comp
+    assert "pip install -e '.[bench]'" in comp["status"]
