@@ -1,11 +1,27 @@
 """``scheduler.json``: the scheduler's job behind a run, as the engine's submit helper saw it.
 
-An engine that hands the run to a scheduler (``accelctl.engines.slurm_submit``) writes this
-file into the run folder when it submits and again at every state change, so it holds the
-scheduler's own words: ``scheduler`` (``slurm``), ``job_id``, ``state`` (Slurm's
-``JobState``: PENDING, RUNNING, COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL...) and
-``exit_code`` (the job's, or ``null`` while it runs or when the scheduler gave none).  The
-run store copies it into ``summary.json`` (key ``scheduler``) and ``accelctl runs`` shows it;
+An engine that hands the run to a scheduler writes this file into the run folder when it
+submits and again at every state change, so it holds the scheduler's own words:
+
+=================  ====================================  ==========================================
+``scheduler``      ``job_id``                            ``state``
+=================  ====================================  ==========================================
+``slurm``          the job id (``sbatch --parsable``)    Slurm's ``JobState``: PENDING, RUNNING,
+                                                         COMPLETED, CANCELLED, FAILED, TIMEOUT...
+``aws_batch``      ``jobId`` from SubmitJob              DescribeJobs' ``status``: SUBMITTED,
+                                                         PENDING, RUNNABLE, STARTING, RUNNING,
+                                                         SUCCEEDED, FAILED
+``kubernetes``     ``namespace/name`` of the PyTorchJob  the latest True condition: Created,
+                                                         Running, Restarting, Succeeded, Failed
+                                                         (``Submitted`` before the operator saw it,
+                                                         ``Deleted`` after a stop)
+=================  ====================================  ==========================================
+
+``exit_code`` is the job's (Batch: the main node's container; Kubernetes: the master pod's
+container), or ``null`` while it runs or when the scheduler gave none.  ``ref`` (optional,
+left out when empty) is the scheduler's unique handle where ``job_id`` is not one: the
+PyTorchJob's ``metadata.uid`` (a name can be reused), the Batch job's ARN.  The run store
+copies the record into ``summary.json`` (key ``scheduler``) and ``accelctl runs`` shows it;
 a run of the local engine has none.  Written atomically: a reader never sees half a record.
 """
 
@@ -26,9 +42,13 @@ class SchedulerJob:
     job_id: str
     state: str = ""
     exit_code: int | None = None
+    ref: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.ref:
+            del data["ref"]
+        return data
 
     def short(self) -> str:
         """``slurm 12 COMPLETED`` (``exit 3`` added when the job's exit code is not 0)."""
@@ -58,4 +78,5 @@ def from_dict(data: Any) -> SchedulerJob | None:
         return None
     code = data.get("exit_code")
     return SchedulerJob(str(data["scheduler"]), str(data["job_id"]), str(data.get("state") or ""),
-                        code if isinstance(code, int) else None)
+                        code if isinstance(code, int) and not isinstance(code, bool) else None,
+                        str(data.get("ref") or ""))
