@@ -1,9 +1,15 @@
 """The container entrypoint of an ``aws_batch`` plan: ``python -m accelctl.engines.batch_entrypoint``.
 
-AWS Batch starts it on every node of a multi-node parallel job with ``AWS_BATCH_JOB_NODE_INDEX``,
-``AWS_BATCH_JOB_NUM_NODES`` and ``AWS_BATCH_JOB_MAIN_NODE_INDEX``; the other nodes also get
-``AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS`` (AWS sets it on child nodes only).  How the
-nodes meet (what seed 001's cluster did with its hostfile):
+AWS Batch starts it on every node of a multi-node parallel job with ``AWS_BATCH_JOB_NODE_INDEX``
+(0-based, unique per node), ``AWS_BATCH_JOB_NUM_NODES`` (the nodes requested) and
+``AWS_BATCH_JOB_MAIN_NODE_INDEX``; the child nodes also get
+``AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS``, which the main node itself does not
+(https://docs.aws.amazon.com/batch/latest/userguide/mnp-env-vars.html).  The main node is
+launched first; the children only once its container runs, in no guaranteed order or time,
+and AWS leaves it to the application to wait until all are up
+(https://docs.aws.amazon.com/batch/latest/userguide/job-lifecycle.html): hence the join
+below, with a timeout that must cover a child's image pull.  How the nodes meet (what seed
+001's cluster did with its hostfile):
 
 1. every other node connects over TCP to the main node (``ACCELCTL_BATCH_COORD_PORT``,
    default 29400; retried until the main node listens) and sends ``{"node": INDEX}``; the

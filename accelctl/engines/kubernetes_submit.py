@@ -14,6 +14,13 @@
    failed without one, or that disappeared).
 5. SIGINT/SIGTERM delete the job with foreground propagation and wait until its pods are
    gone (label ``training.kubeflow.org/job-name``), then exit 128 + the signal.
+
+The job (``namespace/name``, ``ref`` its ``metadata.uid`` from the API server's answer to the
+create) goes to the run folder's ``scheduler.json`` (``accelctl.contract.scheduler``,
+scheduler ``kubernetes``): ``Submitted`` once created, then every condition change, the
+final condition with the master container's exit code, or ``Deleted`` after a stop or when
+someone else deleted the job.  The run store copies it into ``summary.json``;
+``accelctl runs`` shows it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ import threading
 import time
 from pathlib import Path
 
+from accelctl.contract import scheduler
+
+NAME = "kubernetes"
 POLL_S = 1.0
 DELETE_TIMEOUT_S = 300.0
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
@@ -56,6 +66,10 @@ def prepare(job: dict, run_dir: Path) -> dict:
     suffix = hashlib.sha256(str(run_dir).encode()).hexdigest()[:8]
     job["metadata"]["name"] = f"{job['metadata']['name']}-{suffix}"
     return job
+
+
+def record(folder: Path, job: str, state: str, code: int | None = None, uid: str = "") -> None:
+    scheduler.write(folder, scheduler.SchedulerJob(NAME, job, state, code, uid))
 
 
 def state_of(obj: dict) -> str:
@@ -132,28 +146,35 @@ def main(argv: list[str] | None = None) -> int:
     namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
     t0 = time.time()
     try:
-        api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, job)
+        created = api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, job)
     except Exception as exc:  # ApiException, unreachable server
         print(f"accelctl: creating pytorchjob {name} failed: {str(exc).splitlines()[0][:300]}", file=sys.stderr)
         return 1
-    print(f"accelctl: created pytorchjob {namespace}/{name} ({time.time() - t0:.2f} s)", flush=True)
-    (path.parent / JOB_FILE).write_text(f"{namespace}/{name}\n", encoding="utf-8")
+    uid = str(((created or {}).get("metadata") or {}).get("uid") or "") if isinstance(created, dict) else ""
+    ref, folder = f"{namespace}/{name}", path.parent
+    print(f"accelctl: created pytorchjob {ref} uid {uid or '?'} ({time.time() - t0:.2f} s)", flush=True)
+    (folder / JOB_FILE).write_text(f"{ref}\n", encoding="utf-8")
+    record(folder, ref, "Submitted", None, uid)
     last, logger = "", None
     while True:
         if _stop["signal"]:
             print(f"accelctl: signal {_stop['signal']}: deleting pytorchjob {name}", flush=True)
             delete(api, core, namespace, name)
+            record(folder, ref, "Deleted", None, uid)  # its pods are gone, and their exit codes with them
             return 128 + _stop["signal"]
         try:
             state = state_of(api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name))
         except Exception as exc:
             if getattr(exc, "status", None) == 404:
                 print(f"accelctl: pytorchjob {name} is gone (deleted by someone else?)", flush=True)
+                record(folder, ref, "Deleted", None, uid)
                 return 1
             print(f"accelctl: reading pytorchjob {name}: {str(exc).splitlines()[0][:200]}", flush=True)
             state = last
         if state != last:
             print(f"accelctl: pytorchjob {name} {state or 'pending'} ({time.time() - t0:.2f} s)", flush=True)
+            if state and state not in ("Succeeded", "Failed"):
+                record(folder, ref, state, None, uid)
             last = state
         if logger is None and state in ("Running", "Succeeded", "Failed"):
             logger = threading.Thread(target=stream_log, args=(core, namespace, f"{name}-master-0"), daemon=True)
@@ -162,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             if logger is not None:
                 logger.join(timeout=10)
             code = master_exit_code(core, namespace, name)
+            record(folder, ref, state, code, uid)
             return 0 if state == "Succeeded" else (code or 1)
         time.sleep(POLL_S)
 

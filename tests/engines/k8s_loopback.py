@@ -2,7 +2,7 @@
 
 Not Kubernetes: no scheduler, no containers, no device plugins, no CRD schema.  It speaks
 the REST paths the ``kubernetes`` client uses for a PyTorchJob (``/version``, create / get /
-delete ``pytorchjobs``, get / list pods, a pod's log with ``follow``) over HTTP on
+delete ``pytorchjobs`` (a created job gets a ``metadata.uid``), get / list pods, a pod's log with ``follow``) over HTTP on
 127.0.0.1, and does what the training operator and the kubelet would do with the job, as
 their source says (training-operator ``pkg/controller.v1/pytorch/envvar.go``; the kubelet's
 ``$(VAR)`` expansion): one *process* per replica (``<job>-master-0``, ``<job>-worker-<i>``)
@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -217,6 +218,7 @@ class LoopbackCluster:
                 key = (ns, body["metadata"]["name"])
                 if key in self.jobs:
                     return self._json(h, 409, {"kind": "Status", "message": "already exists", "code": 409})
+                body["metadata"]["uid"] = str(uuid.uuid4())  # as the API server assigns one
                 self.jobs[key] = Job(body, self.root)
                 return self._json(h, 201, body)
             job = self.jobs.get((ns, parts[-1]))

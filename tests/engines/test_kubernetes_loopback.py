@@ -3,7 +3,9 @@ training operator and the kubelet (``k8s_loopback.py``: each replica a local pro
 the operator's variables; not Kubernetes).  Real: the rendered manifest, the kubernetes
 client, the submitter, accelctl's runner, two torchrun agents meeting at the master's
 address with the static rendezvous and training a real model, the events coming back
-through the run folder.  Stopping the run deletes the job and leaves no process."""
+through the run folder.  Stopping the run deletes the job and leaves no process.  The job
+(namespace/name, uid, condition, master's exit code) lands in ``scheduler.json`` and the run
+store's summary."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import launch, plan, validate_text
+from accelctl.contract import scheduler
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
+from accelctl.run import store
 
 pytest.importorskip("kubernetes")
 
@@ -83,6 +87,12 @@ def test_two_pods_train_together_and_events_come_back(cluster, tmp_path):
     pods = sorted(p.name for p in cluster.all_pods())
     assert pods == [f"{name}-master-0", f"{name}-worker-0"]
     assert all(p.proc.returncode == 0 for p in cluster.all_pods())
+    # the job as the API server named it, its final condition and the master's exit code
+    uid = cluster.jobs[(namespace, name)].body["metadata"]["uid"]
+    rec = store.read_run(handle.run_dir)
+    assert rec.summary["scheduler"] == {"scheduler": "kubernetes", "job_id": f"default/{name}",
+                                        "state": "Succeeded", "exit_code": 0, "ref": uid}, rec.summary
+    assert rec.scheduler.short() == f"kubernetes default/{name} Succeeded"
     events = list(read_events(handle.run_dir / "events.jsonl"))
     assert {e.rank for e in events if isinstance(e, StepMetrics)} == {0, 1}
     started = [e for e in events if isinstance(e, RunStarted)]
@@ -112,6 +122,7 @@ def test_stopping_the_run_deletes_the_job_and_leaves_nothing(cluster, tmp_path):
     assert ("DELETE" in {m for m, _ in cluster.requests})
     log = (handle.run_dir / "worker.log").read_text(errors="replace")
     assert "deleted, no pod left" in log, log[-2000:]
+    assert store.read_run(handle.run_dir).summary["scheduler"]["state"] == "Deleted"
     print(f"\nkubernetes (loopback) cancel: stop -> job deleted, pods gone, runner done in {stopped:.1f} s")
 
 
@@ -136,6 +147,9 @@ def test_a_failing_pod_fails_the_run_with_its_exit_code(cluster, tmp_path):
     (master,) = [p for p in cluster.all_pods() if p.rtype == "master"]
     assert master.proc.returncode not in (None, 0) and r.returncode == master.proc.returncode
     assert "job.json" in r.stdout  # the master's log, streamed, names what was missing
+    job_record = scheduler.read(run_dir)
+    assert (job_record.state, job_record.exit_code) == ("Failed", master.proc.returncode), job_record
+    assert job_record.job_id.startswith("default/tiny-k8s-t-") and job_record.ref
 
 
 def test_a_job_deleted_elsewhere_ends_the_submitter(cluster, tmp_path):
@@ -155,6 +169,13 @@ def test_a_job_deleted_elsewhere_ends_the_submitter(cluster, tmp_path):
     while not cluster.jobs and time.monotonic() < deadline:
         time.sleep(0.1)
     ((ns, name), job_obj), = cluster.jobs.items()
+    # the record follows the job: created, then running (the pods sleep)
+    while (scheduler.read(run_dir) is None or scheduler.read(run_dir).state != "Running") \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert scheduler.read(run_dir) == scheduler.SchedulerJob("kubernetes", f"{ns}/{name}", "Running", None,
+                                                             job_obj.body["metadata"]["uid"])
     job_obj.delete(lambda: cluster.jobs.pop((ns, name), None))
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1 and f"pytorchjob {name} is gone" in out, out
+    assert scheduler.read(run_dir).state == "Deleted"
