@@ -24,6 +24,8 @@ model, API 2016-08-10, in ``check``):
   here in the one node range) -- https://docs.aws.amazon.com/batch/latest/APIReference/API_ResourceRequirement.html.
   So CUDA devices are a ``GPU`` count; Gaudi and Neuron devices have no resource type and
   are mapped as ``linuxParameters.devices``.
+* ``platformCapabilities = ["EC2"]``: Fargate does not run multi-node parallel jobs --
+  https://docs.aws.amazon.com/batch/latest/userguide/create-multi-node-job-def.html.
 * ``linuxParameters.sharedMemorySize`` is in MiB, ``devices`` are ``hostPath`` /
   ``containerPath`` / ``permissions`` (READ, WRITE, MKNOD) --
   https://docs.aws.amazon.com/batch/latest/APIReference/API_LinuxParameters.html.
