@@ -24,3 +24,6 @@ GAUDI_CONFIG = "ACCELCTL_GAUDI_CONFIG"
 DATALOADER_WORKERS = "ACCELCTL_DATALOADER_WORKERS"
 #: niceness of the TUI's render thread (0 turns it off)
 TUI_NICE = "ACCELCTL_TUI_NICE"
+#: the runner's identity, ``<pid>:<start ticks>`` (``accelctl.contract.supervision``): a
+#: worker on the runner's machine ends when that process is gone (SIGKILL of ``accelctl run``)
+RUNNER = "ACCELCTL_RUNNER"
