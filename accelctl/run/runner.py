@@ -358,8 +358,9 @@ class RunHandle:
             text, event = parse_line(raw)
             if text:
                 self._emit(event, text)
-            elif raw.strip():
-                log.warning("skipped a torn event line in %s: %.80r", self.run_dir, raw)
+            elif raw.strip():  # (a full disk tears lines as a matter of course)
+                (log.debug if self._store_error else log.warning)("skipped a torn event line in %s: %.80r",
+                                                                   self.run_dir, raw)
 
     def _emit(self, event: Event | None, line: str | None = None) -> None:
         if self._store_error is None:
@@ -390,7 +391,7 @@ class RunHandle:
             return
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         self._store_error = f"run store: {why} writing {name}"
-        log.warning("%s (%s); stopping the run", self._store_error, self.run_dir)
+        log.debug("%s (%s); stopping the run", self._store_error, self.run_dir)
         try:
             self._out.close()
         except (OSError, ValueError):
@@ -412,19 +413,28 @@ class RunHandle:
             self._drain()  # its last words may have landed since the previous tick
             name = self.plan.launches[i].name
             how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
-            if self._stop_kind == "user":
+            if self._store_error is not None:
+                pass  # the ranks fail because the store does: that is the run's reason already
+            elif self._stop_kind == "user":
                 if self._failure is None:
                     self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
-            elif self._failure is None or self._failure.reason == "stopped":
-                # nothing reported, or only "stopped" by ranks nobody asked to stop (torchrun
-                # ending the others after one died): a crash, named by rank and signal
-                tail = store.log_tail(self.run_dir, LOG_TAIL_LINES)
-                msg = f"{name!r} exited with {how} without reporting a failure; last lines of worker.log:\n{tail}"
-                why = self._explain(i)
+            else:
                 rank, death = crashed_rank(self._events, rc, store.log_tail(self.run_dir, 400))
-                head = "\n".join(x for x in (death, why) if x)
-                self._emit(RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg,
-                                     rank=rank if rank is not None else 0))
+                # a rank killed by a signal is the cause of what its peers then report (gloo's
+                # "Connection reset by peer" on rank 0 when rank 1 is SIGKILLed)
+                killed = rank is not None and " killed by " in death and (
+                    self._failure is None or self._failure.rank != rank)
+                if self._failure is None or self._failure.reason == "stopped" or killed:
+                    # nothing reported, or only "stopped" by ranks nobody asked to stop (torchrun
+                    # ending the others after one died): a crash, named by rank and signal
+                    tail = store.log_tail(self.run_dir, LOG_TAIL_LINES)
+                    msg = f"{name!r} exited with {how} without reporting a failure; last lines of worker.log:\n{tail}"
+                    why = self._explain(i)
+                    head = "\n".join(x for x in (death, why) if x)
+                    crash = RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg,
+                                      rank=rank if rank is not None else 0)
+                    self._emit(crash)
+                    self._failure = crash
             self._begin_stop("failure")
 
     def _explain(self, failed: int) -> str | None:
@@ -484,6 +494,7 @@ class RunHandle:
         summary: dict[str, Any] = {}
         try:
             procgroup.reap(self.pids)
+            self._sweep()
             self._files.close()
             summary = self._summary()
             try:
@@ -497,7 +508,7 @@ class RunHandle:
                 try:  # recorded where possible: a full events.jsonl may leave room for the summary
                     store.write_summary(self.run_dir, summary)
                 except OSError:
-                    log.warning("%s: summary.json not written either", self._store_error)
+                    log.warning("run store: summary.json of %s not written either", self.run_dir.name)
         except OSError as exc:
             self._store_failed(exc, store.SUMMARY_FILE)
             summary = self._safe_summary()
@@ -512,6 +523,18 @@ class RunHandle:
                 with self._cond:
                     self._result = result
                     self._cond.notify_all()
+
+    def _sweep(self) -> None:
+        """SIGKILL any process of this run still there once its launches have ended: one a
+        launcher put in a session of its own (torchrun's ranks) and left behind."""
+        left = procgroup.carrying(envnames.EVENTS_DIR, str(self.events_dir))
+        if left:
+            log.warning("run %s: %d process(es) outlived their launch; killed: %s", self.run_id, len(left), left)
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def _safe_summary(self) -> dict[str, Any]:
         try:

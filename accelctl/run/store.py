@@ -298,7 +298,9 @@ def runner_gone(path: Path) -> dict[str, Any] | None:
         return None
     from accelctl.run import procgroup
 
-    if host.get("boot_id") == _host()["boot_id"] and any(procgroup.group_alive(int(g)) for g in info.get("pgids") or []):
+    if host.get("boot_id") == _host()["boot_id"] and (
+            any(procgroup.live_members(int(g)) for g in info.get("pgids") or [])
+            or procgroup.carrying(envnames.EVENTS_DIR, str(path))):
         return None  # its workers are still ending (they follow their runner within seconds)
     return info
 
