@@ -46,7 +46,8 @@ workload solo {
 
 
 def _workload(tmp_path: Path, kind: str) -> tuple[Path, str]:
-    """A long-running workload file: ``solo`` (one cpu worker) or ``ddp_cpu`` (torchrun, 2 ranks)."""
+    """A long-running workload file: ``solo`` (one cpu worker), ``ddp_cpu`` (torchrun, 2 ranks)
+    or ``zero2_cpu`` (the DeepSpeed launcher, 2 ranks)."""
     wl = tmp_path / f"{kind}.wl"
     if kind == "solo":
         wl.write_text(SOLO_WL)
@@ -119,7 +120,7 @@ def rank_pid(run_dir: Path, rank: int) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, processes", [("solo", 1), ("ddp_cpu", 3)])
+@pytest.mark.parametrize("kind, processes", [("solo", 1), ("ddp_cpu", 3), ("zero2_cpu", 4)])
 def test_sigkill_of_the_runner_leaves_no_process_and_the_run_is_found_lost(kind, processes, tmp_path):
     """SIGKILL cannot be handled by ``accelctl run``: its launches must end by themselves, and
     the next ``accelctl runs`` must record the run ``failed (runner lost)`` with its partial
@@ -130,7 +131,8 @@ def test_sigkill_of_the_runner_leaves_no_process_and_the_run_is_found_lost(kind,
     try:
         read_until_measure(proc)
         run_dir = only_run_dir(runs)
-        assert len(run_processes(run_dir)) >= processes  # the worker; or torchrun and two ranks
+        # the worker; torchrun and two ranks; deepspeed, its launch.py and two ranks
+        assert len(run_processes(run_dir)) >= processes
         t0 = time.monotonic()
         proc.kill()
         proc.wait(timeout=30)
