@@ -21,7 +21,19 @@ the process groups is left, writes ``summary.json`` and calls each sink's ``clos
 
 Status: ``stopped`` when ``stop()`` was asked for (or a worker reported
 ``RunFailed(reason="stopped")``), else ``failed`` when any rank failed or crashed, else
-``ok``.  Commands and environment are resolved by ``accelctl.run.commands``.
+``ok``.  A launch that ends non-zero when nobody asked for a stop is a crash even if its
+ranks said "stopped" (torchrun stops the others when one dies): ``crashed_rank`` names the
+rank and its signal ("rank 1 killed by SIGKILL"), and that rank's death is the run's failure
+over what its peers then report.  Commands and environment are resolved by
+``accelctl.run.commands``.
+
+Supervision that survives the supervisor: every launch is started from one long-lived
+thread (``_Forker``) through ``EXEC_PROLOGUE``, which sets the parent-death signal; every
+launch carries ``ACCELCTL_RUNNER`` (this process's ``<pid>:<start ticks>``), which the worker
+watches; ``runner.json`` in the run folder names this runner, so a reader of the store can
+finish a run whose runner was killed (``store.finish_lost_run``).  A run folder that cannot be
+written (ENOSPC, EACCES) stops the run, ``failed`` with reason ``store_error`` ("run store:
+No space left on device writing events.jsonl"); ``wait()`` always returns.
 """
 
 from __future__ import annotations
