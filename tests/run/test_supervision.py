@@ -285,3 +285,31 @@ def test_the_cli_on_a_full_run_store_exits_1_with_one_clear_line(tiny_fs, tmp_pa
     assert cp.returncode == 1 and "Traceback" not in cp.stdout + cp.stderr
     (line,) = [ln for ln in cp.stderr.splitlines() if "run store:" in ln]
     assert "No space left on device" in line
+
+
+def test_a_run_folder_made_read_only_mid_run_still_ends_with_its_reason(tmp_path, make_plan):
+    """The run folder remounted read-only (root; a bind mount) while the run goes on: the open
+    files still take their lines, the summary cannot be created.  ``wait()`` returns the run
+    ``failed`` with that reason instead of an ``ok`` nobody could record."""
+    if not _can_mount_tmpfs():
+        pytest.skip("a bind mount needs root")
+    handle = runner.launch(make_plan("ok", options={"step_sleep": 0.2}), source_text=None, spec_json=None,
+                           runs_root=tmp_path / "runs")
+    run_dir = str(handle.run_dir)
+    for ev in handle.events():
+        if getattr(ev, "kind", "") == "step":
+            break
+    mounted = subprocess.run(["mount", "--bind", run_dir, run_dir], capture_output=True).returncode == 0
+    try:
+        if not mounted or subprocess.run(["mount", "-o", "remount,ro,bind", run_dir]).returncode != 0:
+            handle.stop()
+            handle.wait(timeout=TIMEOUT)
+            pytest.skip("cannot remount the run folder read-only here")
+        result = handle.wait(timeout=TIMEOUT)
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", run_dir], check=False)
+    assert result.status == "failed"
+    assert result.summary["failure"]["message"] == "run store: Read-only file system writing summary.json"
+    assert result.summary["stats"]["step_time"]["count"] > 0  # the figures are not lost with the file
+    assert not (handle.run_dir / store.SUMMARY_FILE).exists()
