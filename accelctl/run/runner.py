@@ -381,6 +381,8 @@ class RunHandle:
                 self._out.flush()
             except (OSError, ValueError) as exc:  # ENOSPC, EACCES, EIO...; ValueError: closed
                 self._store_failed(exc, store.EVENTS_FILE)
+                if isinstance(event, RunFailed) and event.reason == "crashed":
+                    return  # a rank that ended on the same full disk: the store error says why
         if event is None:
             return
         if isinstance(event, RunFailed):
@@ -446,7 +448,8 @@ class RunHandle:
                     crash = RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg,
                                       rank=rank if rank is not None else 0)
                     self._emit(crash)
-                    self._failure = crash
+                    if killed and self._store_error is None:
+                        self._failure = crash
             self._begin_stop("failure")
 
     def _explain(self, failed: int) -> str | None:
@@ -521,9 +524,11 @@ class RunHandle:
                     store.write_summary(self.run_dir, summary)
                 except OSError:
                     log.warning("run store: summary.json of %s not written either", self.run_dir.name)
+                    store.mark_runner_ended(self.run_dir, self._store_error)
         except OSError as exc:
             self._store_failed(exc, store.SUMMARY_FILE)
             summary = self._safe_summary()
+            store.mark_runner_ended(self.run_dir, self._store_error or "")
         except Exception as exc:  # noqa: BLE001
             log.exception("could not write the summary of %s", self.run_dir)
             summary = summary or {"status": "failed", "failure": {"reason": "runner_error", "message": str(exc)}}

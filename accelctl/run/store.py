@@ -208,6 +208,22 @@ def write_runner(run_dir: Path, runner: str, pgids: Iterable[int]) -> Path:
         "runner": runner, "host": _host(), "started_unix_s": time.time(), "pgids": list(pgids)}))
 
 
+def mark_runner_ended(run_dir: Path, reason: str) -> bool:
+    """Note in ``runner.json`` that the runner ended, unable to write the summary (``reason``),
+    so that the run is not taken for one whose runner was killed.  Rewritten in place -- on a
+    full disk there is no room for a new file -- and False where even that fails."""
+    try:
+        with open(run_dir / RUNNER_FILE, "r+", encoding="utf-8") as fh:
+            info = json.loads(fh.read() or "{}")
+            info["ended"] = reason
+            fh.seek(0)
+            fh.write(json.dumps(info))
+            fh.truncate()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def _host() -> dict[str, str]:
     """This machine and boot: a runner is judged gone only by a reader on the same one."""
     try:
@@ -308,7 +324,8 @@ def runner_gone(path: Path) -> dict[str, Any] | None:
 def finish_lost_run(path: Path, info: Mapping[str, Any]) -> dict[str, Any]:
     """End a run whose runner vanished: merge what the ranks wrote after the runner stopped
     reading into ``events.jsonl``, and write ``summary.json`` -- status ``failed``, reason
-    ``runner_lost``, steady-state figures over the steps that completed.  Returns the summary
+    ``runner_lost`` (``store_error`` when the runner noted that it ended on a full store),
+    steady-state figures over the steps that completed.  Returns the summary
     (written when the store allows; in memory only when it does not)."""
     import fcntl
 
@@ -316,6 +333,7 @@ def finish_lost_run(path: Path, info: Mapping[str, Any]) -> dict[str, Any]:
     from accelctl.run.summary import build_summary
 
     pid = str(info.get("runner", "")).partition(":")[0]
+    ended = str(info.get("ended") or "")  # the runner ended, but could not write the summary
     with open(path / RUNNER_FILE, "rb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one reader finishes it; the others then read its summary
         done = read_json(path / SUMMARY_FILE)
@@ -334,9 +352,9 @@ def finish_lost_run(path: Path, info: Mapping[str, Any]) -> dict[str, Any]:
         events += [ev for ev in (parse_line(line)[1] for line in late) if ev is not None]
         steps = sum(1 for e in events if getattr(e, "kind", "") == "step" and getattr(e, "phase", "") == "measure"
                     and getattr(e, "rank", 0) == 0)
-        failure = RunFailed(reason="runner_lost", message=(
-            f"the runner (pid {pid}) ended without finishing the run (killed?); partial summary over "
-            f"the {steps} measured steps that completed"))
+        failure = RunFailed(reason="store_error", message=ended) if ended else RunFailed(
+            reason="runner_lost", message=(f"the runner (pid {pid}) ended without finishing the run (killed?); "
+                                           f"partial summary over the {steps} measured steps that completed"))
         plan = Plan.from_dict(read_json(path / PLAN_FILE))
         started = float(info.get("started_unix_s") or path.stat().st_mtime)
         last = max([getattr(e, "time_unix_s", 0.0) for e in events] + [started])

@@ -280,6 +280,12 @@ def test_the_cli_on_a_full_run_store_exits_1_with_one_clear_line(tiny_fs, tmp_pa
     assert cp.returncode == 1, out[-3000:]
     assert "Traceback" not in out
     assert "run store: No space left on device writing " in out
+    assert "crashed" not in out  # the rank that met the full disk is not a second, unexplained failure
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "runs", "--json", "--runs-dir", str(tiny_fs)],
+                        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    (listed,) = json.loads(cp.stdout)
+    assert listed["status"] == "failed"  # its runner ended normally: not "failed (runner lost)"
+    assert listed["summary"]["failure"]["message"].startswith("run store: No space left on device writing ")
     # the store is full now: the next run cannot even write its inputs
     cp = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert cp.returncode == 1 and "Traceback" not in cp.stdout + cp.stderr
