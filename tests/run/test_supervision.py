@@ -319,3 +319,36 @@ def test_a_run_folder_made_read_only_mid_run_still_ends_with_its_reason(tmp_path
     assert result.summary["failure"]["message"] == "run store: Read-only file system writing summary.json"
     assert result.summary["stats"]["step_time"]["count"] > 0  # the figures are not lost with the file
     assert not (handle.run_dir / store.SUMMARY_FILE).exists()
+
+
+TORCHRUN_REPORT = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Failures:
+[1]:
+  rank      : 0 (local_rank: 0)
+  exitcode  : 130 (pid: 8211)
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-23_13:32:57
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -11 (pid: 8212)  (SIGSEGV)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 8212
+"""
+
+
+def test_crashed_rank_reads_the_root_cause_else_the_silent_rank():
+    from accelctl.contract.events import RunFailed, StepMetrics
+
+    def step(rank):
+        return StepMetrics(step=0, phase="measure", step_time_s=0.1, rank=rank)
+
+    events = [step(0), step(1), RunFailed(reason="stopped", message="stopped", rank=0)]
+    assert runner.crashed_rank(events, 1, TORCHRUN_REPORT) == (1, "rank 1 killed by SIGSEGV")
+    # no launcher report: the one rank that never said why, with the launch's own signal
+    assert runner.crashed_rank(events, -9, "") == (1, "rank 1 killed by SIGKILL")
+    assert runner.crashed_rank(events, 7, "") == (1, "rank 1 ended without reporting why")
+    assert runner.crashed_rank([step(0), step(1)], -9, "") == (None, "")  # which of two: unknown
