@@ -27,3 +27,7 @@ TUI_NICE = "ACCELCTL_TUI_NICE"
 #: where ``accelctl doctor --calibrate`` stores the measured matmul ceilings (default
 #: ``$XDG_CACHE_HOME/accelctl/calibration.json``, else ``~/.cache/accelctl/calibration.json``)
 CALIBRATION_FILE = "ACCELCTL_CALIBRATION_FILE"
+
+#: the runner's identity, ``<pid>:<start ticks>`` (``accelctl.contract.supervision``): a
+#: worker on the runner's machine ends when that process is gone (SIGKILL of ``accelctl run``)
+RUNNER = "ACCELCTL_RUNNER"

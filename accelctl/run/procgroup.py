@@ -52,6 +52,44 @@ def members(pgid: int) -> list[int]:
     return out
 
 
+def live_members(pgid: int) -> list[int]:
+    """``members`` that still run: a zombie (ended, not yet reaped by its new parent, init)
+    does not count."""
+    return live_members_of(members(pgid))
+
+
+def carrying(name: str, value: str) -> list[int]:
+    """The live processes (zombies apart) whose environment holds ``name=value`` -- every
+    process of a run carries its events folder, including the ones a launcher put in sessions
+    of their own (torchrun starts each rank with ``start_new_session``, out of the launch's
+    process group) and the ones orphaned by a dead parent.  [] where /proc is absent."""
+    needle = f"{name}={value}".encode()
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                if needle not in (d / "environ").read_bytes().split(b"\0"):
+                    continue
+            except OSError:
+                continue
+            if int(d.name) in live_members_of([int(d.name)]):
+                out.append(int(d.name))
+    return out
+
+
+def live_members_of(pids: Iterable[int]) -> list[int]:
+    """Those of ``pids`` that still run (not ended, not a zombie)."""
+    out = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            out.append(pid)
+    return out
+
+
 def reap(pgids: Iterable[int], timeout_s: float = 5.0, poll_s: float = 0.05) -> list[int]:
     """SIGKILL what is left of each group, then wait (up to ``timeout_s``) until the
     groups are gone.  Orphans are reaped by init, which can take a moment.  Returns the

@@ -21,13 +21,27 @@ the process groups is left, writes ``summary.json`` and calls each sink's ``clos
 
 Status: ``stopped`` when ``stop()`` was asked for (or a worker reported
 ``RunFailed(reason="stopped")``), else ``failed`` when any rank failed or crashed, else
-``ok``.  Commands and environment are resolved by ``accelctl.run.commands``.
+``ok``.  A launch that ends non-zero when nobody asked for a stop is a crash even if its
+ranks said "stopped" (torchrun stops the others when one dies): ``crashed_rank`` names the
+rank and its signal ("rank 1 killed by SIGKILL"), and that rank's death is the run's failure
+over what its peers then report.  Commands and environment are resolved by
+``accelctl.run.commands``.
+
+Supervision that survives the supervisor: every launch is started from one long-lived
+thread (``_Forker``) through ``EXEC_PROLOGUE``, which sets the parent-death signal; every
+launch carries ``ACCELCTL_RUNNER`` (this process's ``<pid>:<start ticks>``), which the worker
+watches; ``runner.json`` in the run folder names this runner, so a reader of the store can
+finish a run whose runner was killed (``store.finish_lost_run``).  A run folder that cannot be
+written (ENOSPC, EACCES) stops the run, ``failed`` with reason ``store_error`` ("run store:
+No space left on device writing events.jsonl"); ``wait()`` always returns.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -39,7 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract.events import Event, RunFailed
+from accelctl.contract import envnames, supervision
+from accelctl.contract.events import Event, RunFailed, RunFinished
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
 from accelctl.run import procgroup, store
@@ -84,24 +99,91 @@ class RunResult:
 # --------------------------------------------------------------------------- the handle
 
 
-#: ``python -c`` prologue that puts SIGINT back to its default and execs the launch: an
-#: ignored SIGINT is inherited across exec (``accelctl run &`` in a script, nohup, some CI
-#: runners start it so), and then neither torchrun nor Python's KeyboardInterrupt would see
-#: the runner's stop.  exec keeps the pid, so the launch's process group is unchanged.
-SIGINT_DEFAULT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                  "os.execv(sys.argv[1], sys.argv[2:])")
+#: ``python -c`` prologue every launch is exec'd through (Linux): it puts SIGINT back to its
+#: default (an ignored SIGINT is inherited across exec -- ``accelctl run &`` in a script,
+#: nohup, some CI runners -- and then neither torchrun nor Python's KeyboardInterrupt would
+#: see the runner's stop), asks for SIGTERM when the runner dies (``PR_SET_PDEATHSIG``
+#: survives exec: a SIGKILLed runner leaves no launch behind; torchrun passes the SIGTERM
+#: on to its ranks, which also watch the runner themselves), gives up if the runner is
+#: already gone, then execs the launch.  exec keeps the pid, so the process group is unchanged.
+#: argv after it: the runner's pid, the executable, the launch's argv.
+EXEC_PROLOGUE = (
+    "import ctypes, os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "try:\n"
+    "    ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)\n"
+    "except Exception:\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(1)\n"
+    "os.execv(sys.argv[2], sys.argv[3:])"
+)
 
 
-def with_default_sigint(argv, env: Mapping[str, str] | None = None) -> list[str]:
-    """The launch's argv, started with SIGINT at its default whatever accelctl inherited
-    (no ``preexec_fn``: the runner has threads).  Without an inherited SIG_IGN, or for a
-    command that is not there (Popen itself then reports it, exit 127), as is."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+def with_exec_prologue(argv, env: Mapping[str, str] | None = None) -> list[str]:
+    """The launch's argv, exec'd through ``EXEC_PROLOGUE`` (no ``preexec_fn``: the runner has
+    threads).  Off Linux, only when SIGINT is ignored; for a command that is not there
+    (Popen itself then reports it, exit 127), as is."""
+    linux = sys.platform.startswith("linux")
+    if not linux and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         return list(argv)
     exe = shutil.which(argv[0], path=(env if env is not None else os.environ).get("PATH"))
     if exe is None:
         return list(argv)
-    return [sys.executable, "-c", SIGINT_DEFAULT, exe, *argv]
+    return [sys.executable, "-c", EXEC_PROLOGUE, str(os.getpid()), exe, *argv]
+
+
+with_default_sigint = with_exec_prologue  # the name it had before it also set the parent-death signal
+
+
+class _Forker:
+    """Starts every launch from one thread that lives as long as the runner's process.
+
+    The parent-death signal fires when the *thread* that forked a process ends, not the
+    process: a launch started from a caller's short-lived thread (or the supervisor thread of
+    an earlier run) would be killed when that thread returned.  ``popen`` hands the call to
+    this thread and waits; a KeyboardInterrupt while it waits kills what was started, then
+    propagates."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def _loop(self) -> None:
+        while True:
+            args, kwargs, box, done = self._jobs.get()
+            try:
+                box["proc"] = subprocess.Popen(*args, **kwargs)  # noqa: S603 - argv list, never a shell
+            except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+                box["error"] = exc
+            done.set()
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="accelctl-forker", daemon=True)
+                self._thread.start()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        self._jobs.put((args, kwargs, box, done))
+        interrupted: BaseException | None = None
+        while not done.is_set():
+            try:
+                done.wait()
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if "error" in box:
+            raise box["error"]
+        proc = box["proc"]
+        if interrupted is not None:
+            procgroup.signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise interrupted
+        return proc
+
+
+_FORKER = _Forker()
 
 
 class RunHandle:
@@ -144,6 +226,10 @@ class RunHandle:
         self._failed_at: float | None = None  # a worker reported a failure (not "stopped")
         self._sent: set[int] = set()
         self._result: RunResult | None = None
+        #: this process, as its launches and the run store know it (``<pid>:<start ticks>``)
+        self._runner_identity = supervision.identity()
+        #: the first failure to write the run folder (a full disk): the run is stopped, failed
+        self._store_error: str | None = None
         self._thread = threading.Thread(target=self._supervise, name=f"accelctl-run-{self.run_id}", daemon=True)
 
     # -- public --------------------------------------------------------------------
@@ -224,9 +310,10 @@ class RunHandle:
                     r = self.resolved[i] = resolve_launch(launch, self.run_dir, self.events_dir, run_values=self.values)
                     shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
                     logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
-                    self._procs[i] = subprocess.Popen(  # noqa: S603 - argv list, never a shell
-                        with_default_sigint(r.argv, r.env),
-                        env=r.env,
+                    env = {**r.env, envnames.RUNNER: self._runner_identity}
+                    self._procs[i] = _FORKER.popen(
+                        with_exec_prologue(r.argv, env),
+                        env=env,
                         cwd=r.cwd,
                         stdin=subprocess.DEVNULL,
                         stdout=logf,
@@ -234,6 +321,7 @@ class RunHandle:
                         start_new_session=True,
                     )
                     self._times[i] = [time.time()]
+                    self._record_runner()
                 except (OSError, UnresolvedPlaceholder) as exc:
                     self._rcs[i] = 127
                     self._emit(RunFailed(reason="launch_error", message=f"cannot start {launch.name!r}: {exc}"))
@@ -241,6 +329,14 @@ class RunHandle:
                     return
                 if launch.wait:
                     return  # the launches after it start when it has exited 0
+
+    def _record_runner(self) -> None:
+        """``runner.json``: who supervises this run, and its launches' process groups -- how a
+        later ``accelctl runs`` tells a run in progress from one whose runner was killed."""
+        try:
+            store.write_runner(self.run_dir, self._runner_identity, self.pids)
+        except OSError as exc:
+            self._store_failed(exc, store.RUNNER_FILE)
 
     def _running(self) -> list[int]:
         return [i for i, p in enumerate(self._procs) if p is not None and self._rcs[i] is None]
@@ -260,8 +356,11 @@ class RunHandle:
                 time.sleep(POLL_S)
             self._drain(final=True)
         except BaseException as exc:  # noqa: BLE001 - the run must still end cleanly
-            log.exception("runner supervisor failed")
-            self._emit(RunFailed(reason="runner_error", message=f"{type(exc).__name__}: {exc}"))
+            if isinstance(exc, OSError):  # reading the ranks' files, the run folder gone...
+                self._store_failed(exc, "the run folder")
+            else:
+                log.exception("runner supervisor failed")
+                self._emit(RunFailed(reason="runner_error", message=f"{type(exc).__name__}: {exc}"))
             self._kill_all(signal.SIGKILL)
             for i, p in enumerate(self._procs):
                 if p is not None and self._rcs[i] is None:
@@ -274,16 +373,25 @@ class RunHandle:
             text, event = parse_line(raw)
             if text:
                 self._emit(event, text)
-            elif raw.strip():
-                log.warning("skipped a torn event line in %s: %.80r", self.run_dir, raw)
+            elif raw.strip():  # (a full disk tears lines as a matter of course)
+                (log.debug if self._store_error else log.warning)("skipped a torn event line in %s: %.80r",
+                                                                   self.run_dir, raw)
 
     def _emit(self, event: Event | None, line: str | None = None) -> None:
-        self._out.write((line if line is not None else event.to_json()) + "\n")  # type: ignore[union-attr]
-        self._out.flush()
+        if self._store_error is None:
+            try:
+                self._out.write((line if line is not None else event.to_json()) + "\n")  # type: ignore[union-attr]
+                self._out.flush()
+            except (OSError, ValueError) as exc:  # ENOSPC, EACCES, EIO...; ValueError: closed
+                self._store_failed(exc, store.EVENTS_FILE)
+                if isinstance(event, RunFailed) and event.reason == "crashed":
+                    return  # a rank that ended on the same full disk: the store error says why
         if event is None:
             return
         if isinstance(event, RunFailed):
-            if self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped"):
+            if event.reason == "store_error":
+                self._failure = event  # the cause of whatever the ranks report after it
+            elif self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped"):
                 self._failure = event
             if event.reason != "stopped" and self._failed_at is None:
                 self._failed_at = time.monotonic()
@@ -291,6 +399,22 @@ class RunHandle:
             self._events.append(event)
             self._cond.notify_all()
         self._sinks.on_event(event)
+
+    def _store_failed(self, exc: BaseException, name: str) -> None:
+        """The run folder cannot be written (a full disk, lost permissions): stop the launches
+        and end the run ``failed`` with that reason -- never a supervisor that dies silently
+        and a ``wait()`` that never returns.  Events still reach the sinks."""
+        if self._store_error is not None:
+            return
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self._store_error = f"run store: {why} writing {name}"
+        log.debug("%s (%s); stopping the run", self._store_error, self.run_dir)
+        try:
+            self._out.close()
+        except (OSError, ValueError):
+            pass  # its buffered line is lost with the space it needed
+        self._emit(RunFailed(reason="store_error", message=self._store_error))
+        self._begin_stop("failure")
 
     def _check_processes(self) -> None:
         for i in self._running():
@@ -305,15 +429,30 @@ class RunHandle:
                 continue
             self._drain()  # its last words may have landed since the previous tick
             name = self.plan.launches[i].name
-            if self._failure is None:
-                how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
-                if self._stop_kind == "user":
+            how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+            if self._store_error is not None:
+                pass  # the ranks fail because the store does: that is the run's reason already
+            elif self._stop_kind == "user":
+                if self._failure is None:
                     self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
-                else:
+            else:
+                rank, death = crashed_rank(self._events, rc, store.log_tail(self.run_dir, 400))
+                # a rank killed by a signal is the cause of what its peers then report (gloo's
+                # "Connection reset by peer" on rank 0 when rank 1 is SIGKILLed)
+                killed = rank is not None and " killed by " in death and (
+                    self._failure is None or self._failure.rank != rank)
+                if self._failure is None or self._failure.reason == "stopped" or killed:
+                    # nothing reported, or only "stopped" by ranks nobody asked to stop (torchrun
+                    # ending the others after one died): a crash, named by rank and signal
                     tail = store.log_tail(self.run_dir, LOG_TAIL_LINES)
                     msg = f"{name!r} exited with {how} without reporting a failure; last lines of worker.log:\n{tail}"
                     why = self._explain(i)
-                    self._emit(RunFailed(reason="crashed", message=f"{why}\n{msg}" if why else msg))
+                    head = "\n".join(x for x in (death, why) if x)
+                    crash = RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg,
+                                      rank=rank if rank is not None else 0)
+                    self._emit(crash)
+                    if killed and self._store_error is None:
+                        self._failure = crash
             self._begin_stop("failure")
 
     def _explain(self, failed: int) -> str | None:
@@ -368,21 +507,60 @@ class RunHandle:
                 procgroup.signal_group(proc.pid, sig)
 
     def _finish(self) -> None:
+        """Reap, write ``summary.json`` where the store allows, and hand out the result --
+        always: ``wait()`` returns whatever failed here."""
+        summary: dict[str, Any] = {}
         try:
             procgroup.reap(self.pids)
+            self._sweep()
             self._files.close()
             summary = self._summary()
-            store.write_summary(self.run_dir, summary)
+            try:
+                self._out.close()  # its last buffered line may meet a full disk too
+            except (OSError, ValueError) as exc:
+                self._store_failed(exc, store.EVENTS_FILE)
+                summary = self._summary()
+            if self._store_error is None:
+                store.write_summary(self.run_dir, summary)
+            else:
+                try:  # recorded where possible: a full events.jsonl may leave room for the summary
+                    store.write_summary(self.run_dir, summary)
+                except OSError:
+                    log.warning("run store: summary.json of %s not written either", self.run_dir.name)
+                    store.mark_runner_ended(self.run_dir, self._store_error)
+        except OSError as exc:
+            self._store_failed(exc, store.SUMMARY_FILE)
+            summary = self._safe_summary()
+            store.mark_runner_ended(self.run_dir, self._store_error or "")
         except Exception as exc:  # noqa: BLE001
             log.exception("could not write the summary of %s", self.run_dir)
-            summary = {"status": "failed", "failure": {"reason": "runner_error", "message": str(exc)}}
+            summary = summary or {"status": "failed", "failure": {"reason": "runner_error", "message": str(exc)}}
         finally:
-            self._out.close()
-        result = RunResult(summary["status"], self.run_dir, summary, self._returncodes())
-        self._sinks.close(result)
-        with self._cond:
-            self._result = result
-            self._cond.notify_all()
+            result = RunResult(summary.get("status", "failed"), self.run_dir, summary, self._returncodes())
+            try:
+                self._sinks.close(result)
+            finally:
+                with self._cond:
+                    self._result = result
+                    self._cond.notify_all()
+
+    def _sweep(self) -> None:
+        """SIGKILL any process of this run still there once its launches have ended: one a
+        launcher put in a session of its own (torchrun's ranks) and left behind."""
+        left = procgroup.carrying(envnames.EVENTS_DIR, str(self.events_dir))
+        if left:
+            log.warning("run %s: %d process(es) outlived their launch; killed: %s", self.run_id, len(left), left)
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def _safe_summary(self) -> dict[str, Any]:
+        try:
+            return self._summary()
+        except Exception as exc:  # noqa: BLE001
+            return {"status": "failed", "failure": {"reason": "runner_error", "message": str(exc)}}
 
     def _wait_done(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -423,6 +601,41 @@ class RunHandle:
         )
 
 
+# --------------------------------------------------------------------------- crashes
+
+#: a failed child in torchrun's ChildFailedError report ("rank : 1 (local_rank: 1)" then
+#: "exitcode : -9 (pid: 8212)"); the first one after "Root Cause" is the one that died first
+_RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+def _how(rank: int, code: int | None) -> str:
+    if code is None:
+        return f"rank {rank} ended without reporting why"
+    if code < 0:
+        try:
+            return f"rank {rank} killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"rank {rank} killed by signal {-code}"
+    return f"rank {rank} exited with code {code} without reporting why"
+
+
+def crashed_rank(events: list[Event], returncode: int, log_text: str) -> tuple[int | None, str]:
+    """``(rank, "rank 1 killed by SIGKILL")`` for a launch that ended without a rank saying
+    why: the rank a launcher's failure report names first (torchrun's "Root Cause"), else the
+    one rank that went silent (a launch that is the worker itself: its own signal); ``(None,
+    "")`` when that cannot be told."""
+    root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
+    found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
+    if found is not None:
+        return int(found.group(1)), _how(int(found.group(1)), int(found.group(2)))
+    seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
+    ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
+    silent = sorted(seen - ended)
+    if len(silent) == 1:
+        return silent[0], _how(silent[0], returncode if returncode < 0 else None)
+    return None, ""
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -458,16 +671,24 @@ def launch(
         if unknown or not only:
             raise ValueError(f"no launch named {', '.join(unknown) or '(none given)'} in the plan "
                              f"(launches: {', '.join(ln.name for ln in plan.launches)})")
-    run_dir = into if into is not None else store.new_run_dir(plan.workload, plan.target, runs_root)
+    try:
+        run_dir = into if into is not None else store.new_run_dir(plan.workload, plan.target, runs_root)
+    except OSError as exc:  # a full disk, a store that is not ours to write
+        raise store.RunStoreError(f"run store: {exc.strerror or exc} creating a run folder under "
+                                  f"{store.runs_root(runs_root)}") from exc
     values = run_values(plan)  # {free_port}: one port for every launch and file of this run
     try:
         job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir,
                                  run_values=values)
-    except BaseException:
+        store.write_runner(run_dir, supervision.identity(), [])
+        handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only, prior_events)
+    except BaseException as exc:
         if into is None:
             shutil.rmtree(run_dir, ignore_errors=True)
+        if isinstance(exc, OSError):
+            name = Path(exc.filename).name if getattr(exc, "filename", None) else "the run folder"
+            raise store.RunStoreError(f"run store: {exc.strerror or exc} writing {name} in {run_dir}") from exc
         raise
-    handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only, prior_events)
     try:
         handle._start()
     except BaseException:  # e.g. KeyboardInterrupt between two launches: leave nothing behind

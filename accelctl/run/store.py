@@ -15,6 +15,9 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
       scheduler.json   the scheduler's job (id, state, exit code), written by a scheduler
                        engine's submit helper (``accelctl.contract.scheduler``)
       series.json      only for one of ``measure { repeat = N }``'s N runs: {id, index, of}
+      runner.json      who supervises the run (``<pid>:<start ticks>``, host) and its launches'
+                       process groups: a run whose runner is gone is finished by the next reader
+                       (``failed``, reason ``runner_lost``, with the partial summary)
 
 Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
 characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
@@ -34,11 +37,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract import envnames
+from accelctl.contract import envnames, supervision
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.scheduler import SchedulerJob
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
+from accelctl.errors import RunError
 
 RUNS_DIR_ENV = envnames.RUNS_DIR
 
@@ -52,12 +56,13 @@ SUMMARY_FILE = "summary.json"
 SERIES_FILE = "series.json"
 #: the status of a run whose folder or summary cannot be read: "unreadable: <reason>"
 UNREADABLE = "unreadable"
+RUNNER_FILE = "runner.json"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.]+|\.{2,}")
 _ID_RE = re.compile(r"^(\d{8}-\d{6})-(.+)-([0-9a-f]{4})$")
 
 
-class RunStoreError(Exception):
+class RunStoreError(RunError):
     """A run folder cannot be created, written or found."""
 
 
@@ -187,6 +192,19 @@ def log_tail(run_dir: Path, lines: int = 30, max_bytes: int = 64 * 1024) -> str:
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
+def _write_atomic(path: Path, text: str) -> Path:
+    """Write ``path`` through a temporary file and a rename (a reader never sees half of it);
+    the temporary file does not outlive a failed write (a full disk)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
 def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> Path:
     """Write ``summary.json`` atomically (a reader never sees half a summary), with the
     scheduler's job (``scheduler.json``: id, final state, exit code) under ``scheduler``
@@ -194,10 +212,39 @@ def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> Path:
     job = scheduler_file.read(run_dir)
     if job is not None and "scheduler" not in summary:
         summary = {**summary, "scheduler": job.to_dict()}
-    tmp = run_dir / (SUMMARY_FILE + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str), encoding="utf-8")
-    os.replace(tmp, run_dir / SUMMARY_FILE)
-    return run_dir / SUMMARY_FILE
+    return _write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=True, default=str))
+
+
+def write_runner(run_dir: Path, runner: str, pgids: Iterable[int]) -> Path:
+    """``runner.json``: the supervising process (``supervision.identity``), this machine, and
+    the process groups of the launches started so far."""
+    return _write_atomic(run_dir / RUNNER_FILE, json.dumps({
+        "runner": runner, "host": _host(), "started_unix_s": time.time(), "pgids": list(pgids)}))
+
+
+def mark_runner_ended(run_dir: Path, reason: str) -> bool:
+    """Note in ``runner.json`` that the runner ended, unable to write the summary (``reason``),
+    so that the run is not taken for one whose runner was killed.  Rewritten in place -- on a
+    full disk there is no room for a new file -- and False where even that fails."""
+    try:
+        with open(run_dir / RUNNER_FILE, "r+", encoding="utf-8") as fh:
+            info = json.loads(fh.read() or "{}")
+            info["ended"] = reason
+            fh.seek(0)
+            fh.write(json.dumps(info))
+            fh.truncate()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _host() -> dict[str, str]:
+    """This machine and boot: a runner is judged gone only by a reader on the same one."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return {"name": os.uname().nodename, "boot_id": boot}
 
 
 def write_series(run_dir: Path, series_id: str, index: int, of: int) -> Path:
@@ -345,9 +392,83 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def runner_gone(path: Path) -> dict[str, Any] | None:
+    """The ``runner.json`` of a run without a summary whose runner is gone for good (and whose
+    launches have all ended), else None: still running, recorded on another machine, or a
+    run from before runner.json."""
+    if (path / SUMMARY_FILE).exists():
+        return None
+    info = read_json(path / RUNNER_FILE)
+    host = info.get("host") or {}
+    if not info.get("runner") or host.get("name") != _host()["name"]:
+        return None  # another machine's run (a shared store): it cannot be judged from here
+    if host.get("boot_id") == _host()["boot_id"] and supervision.alive(str(info["runner"])):
+        return None
+    from accelctl.run import procgroup
+
+    if host.get("boot_id") == _host()["boot_id"] and (
+            any(procgroup.live_members(int(g)) for g in info.get("pgids") or [])
+            or procgroup.carrying(envnames.EVENTS_DIR, str(path))):
+        return None  # its workers are still ending (they follow their runner within seconds)
+    return info
+
+
+def finish_lost_run(path: Path, info: Mapping[str, Any]) -> dict[str, Any]:
+    """End a run whose runner vanished: merge what the ranks wrote after the runner stopped
+    reading into ``events.jsonl``, and write ``summary.json`` -- status ``failed``, reason
+    ``runner_lost`` (``store_error`` when the runner noted that it ended on a full store),
+    steady-state figures over the steps that completed.  Returns the summary
+    (written when the store allows; in memory only when it does not)."""
+    import fcntl
+
+    from accelctl.contract.events import RunFailed, read_events
+    from accelctl.run.summary import build_summary
+
+    pid = str(info.get("runner", "")).partition(":")[0]
+    ended = str(info.get("ended") or "")  # the runner ended, but could not write the summary
+    with open(path / RUNNER_FILE, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one reader finishes it; the others then read its summary
+        done = read_json(path / SUMMARY_FILE)
+        if done:
+            return done
+        events_path = path / EVENTS_FILE
+        try:
+            merged = {ln.strip() for ln in events_path.read_bytes().splitlines()} if events_path.exists() else set()
+        except OSError:
+            merged = set()
+        late = [line.strip() for rank_file in sorted(path.glob("rank*.jsonl"))
+                for line in rank_file.read_bytes().splitlines() if line.strip() and line.strip() not in merged]
+        events = read_events(events_path) if events_path.exists() else []
+        from accelctl.run.tail import parse_line
+
+        events += [ev for ev in (parse_line(line)[1] for line in late) if ev is not None]
+        steps = sum(1 for e in events if getattr(e, "kind", "") == "step" and getattr(e, "phase", "") == "measure"
+                    and getattr(e, "rank", 0) == 0)
+        failure = RunFailed(reason="store_error", message=ended) if ended else RunFailed(
+            reason="runner_lost", message=(f"the runner (pid {pid}) ended without finishing the run (killed?); "
+                                           f"partial summary over the {steps} measured steps that completed"))
+        plan = Plan.from_dict(read_json(path / PLAN_FILE))
+        started = float(info.get("started_unix_s") or path.stat().st_mtime)
+        last = max([getattr(e, "time_unix_s", 0.0) for e in events] + [started])
+        summary = build_summary(
+            plan=plan, job=WorkerJob.from_dict(read_json(path / JOB_FILE)), run_id=path.name, events=events,
+            stop_kind=None, failure=failure,
+            launches=[{"name": ln.name, "argv": None, "cwd": None, "pid": None, "returncode": None, "wall_s": None}
+                      for ln in plan.launches],
+            started_unix_s=started, finished_unix_s=last)
+        try:
+            with open(events_path, "ab") as fh:
+                fh.write(b"".join(line + b"\n" for line in late) + failure.to_json().encode() + b"\n")
+            write_summary(path, summary)
+        except OSError:
+            pass  # a store we may not write: shown as lost all the same
+        return summary
+
+
 def read_run(path: Path) -> RunRecord:
     """A ``RunRecord`` for one run folder; never raises on a broken one: a missing summary is
-    ``incomplete``, an unreadable folder or summary ``unreadable: <reason>``."""
+    ``incomplete``, an unreadable folder or summary ``unreadable: <reason>``.  A run whose
+    runner vanished is finished here (``finish_lost_run``) and shows as ``failed (runner lost)``."""
     problem = ""
     try:
         os.listdir(path)
@@ -355,6 +476,13 @@ def read_run(path: Path) -> RunRecord:
         problem = f"run folder: {exc.strerror or exc}"
     summary, why = read_object(path / SUMMARY_FILE)
     problem = problem or why
+    if not summary and not problem:
+        lost = runner_gone(path)
+        if lost is not None:
+            try:
+                summary = finish_lost_run(path, lost)
+            except (OSError, ValueError, KeyError, TypeError):
+                summary = {}  # unreadable inputs: stays incomplete
     m = _ID_RE.match(path.name)
     # the run id names the workload and the target (safe names hold no "-")
     named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}
@@ -373,7 +501,7 @@ def read_run(path: Path) -> RunRecord:
         step, thr, unit = _headline(summary.get("stats") or {})
     except AttributeError:  # a summary of the wrong shape
         step, thr, unit, problem = None, None, "", problem or "summary.json has no valid stats"
-    status = f"{UNREADABLE}: {problem}" if problem else str(summary.get("status", "incomplete")) if summary else "incomplete"
+    status = f"{UNREADABLE}: {problem}" if problem else _status(summary)
     return RunRecord(
         id=path.name,
         path=path,
@@ -391,6 +519,15 @@ def read_run(path: Path) -> RunRecord:
         unreadable=problem,
         series=read_json(path / SERIES_FILE),
     )
+
+
+def _status(summary: Mapping[str, Any]) -> str:
+    if not summary:
+        return "incomplete"
+    status = str(summary.get("status", "incomplete"))
+    if status == "failed" and (summary.get("failure") or {}).get("reason") == "runner_lost":
+        return "failed (runner lost)"
+    return status
 
 
 def _run_dirs(base: Path) -> list[Path]:

@@ -27,12 +27,22 @@ class EventWriter:
             self._fh = open(self.path, "a", encoding="utf-8")
         else:
             self._fh = sys.stdout
+        #: the first write that failed (a full disk): later events are dropped, not raised again
+        self.broken: OSError | None = None
 
     def emit(self, event: Event) -> None:
-        self._fh.write(event.to_json() + "\n")
-        # flushed per line (no fsync): the runner reads while we write, and a
-        # killed worker loses at most the line being written
-        self._fh.flush()
+        """Write one event.  The first failed write raises (the worker ends, exit 1); after it,
+        events are dropped: the runner, writing to the same store, reports the disk."""
+        if self.broken is not None:
+            return
+        try:
+            self._fh.write(event.to_json() + "\n")
+            # flushed per line (no fsync): the runner reads while we write, and a
+            # killed worker loses at most the line being written
+            self._fh.flush()
+        except OSError as exc:
+            self.broken = exc
+            raise
 
     __call__ = emit
 
@@ -42,7 +52,10 @@ class EventWriter:
 
     def close(self) -> None:
         if self.path is not None and not self._fh.closed:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError:  # the line still buffered meets the same full disk
+                pass
 
     def __enter__(self) -> "EventWriter":
         return self

@@ -17,6 +17,7 @@ import traceback
 
 import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
 
+from accelctl.contract import envnames, supervision  # noqa: E402
 from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
 from accelctl.contract.job import WorkerJob  # noqa: E402
 from accelctl.worker import envinfo, precision  # noqa: E402
@@ -26,10 +27,30 @@ from accelctl.worker.emit import EventWriter  # noqa: E402
 from accelctl.worker.strategy import strategy_for  # noqa: E402
 
 EXIT_OK, EXIT_EXCEPTION, EXIT_NAN, EXIT_STOPPED = 0, 1, 3, 130
+#: seconds a worker whose runner is gone has to stop cleanly before it exits regardless
+#: (a rank blocked in a collective whose peer is already gone)
+RUNNER_LOST_GRACE_S = 5.0
 
 
 def _stop(signum, frame):  # SIGTERM (torchrun, Slurm, the runner) ends the run like Ctrl-C
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def watch_runner() -> supervision.RunnerWatch:
+    """End this worker when the ``accelctl run`` that started it is gone (SIGKILLed: it
+    could not stop us): SIGTERM from the kernel when our parent dies (the runner, or torchrun
+    / the DeepSpeed launcher, which ends with it), and a thread that polls the runner named in
+    ``ACCELCTL_RUNNER``.  Either way the run ends as a stop -- events flushed, reason
+    ``runner_lost`` -- and if the loop cannot be interrupted, the process exits after
+    ``RUNNER_LOST_GRACE_S``."""
+    supervision.set_parent_death_signal(signal.SIGTERM)
+
+    def lost() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(RUNNER_LOST_GRACE_S)
+        exit_now(EXIT_STOPPED)
+
+    return supervision.RunnerWatch(os.environ.get(envnames.RUNNER, ""), lost).start()
 
 
 def pick_loop(job: WorkerJob):
@@ -64,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     writer = EventWriter(job.events_dir, rank)
     signal.signal(signal.SIGTERM, _stop)
+    runner = watch_runner()
     try:
         writer.emit(PhaseChanged(phase="setup", rank=rank))
         if job.threads > 0:
@@ -98,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         writer.emit(RunFailed(reason="nan_loss", message=str(exc), rank=rank, step=exc.step))
         return EXIT_NAN
     except KeyboardInterrupt as exc:
-        writer.emit(RunFailed(reason="stopped", message=f"stopped ({exc or 'SIGINT'})", rank=rank))
+        if runner.lost:
+            writer.emit(RunFailed(reason="runner_lost", message=f"the runner is gone ({exc or 'SIGINT'})", rank=rank))
+        else:
+            writer.emit(RunFailed(reason="stopped", message=f"stopped ({exc or 'SIGINT'})", rank=rank))
         return EXIT_STOPPED
     except Exception as exc:  # noqa: BLE001 - reported as an event, then exit 1
         writer.emit(RunFailed(reason="exception", message=f"{type(exc).__name__}: {exc}", rank=rank,
