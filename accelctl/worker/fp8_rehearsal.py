@@ -30,7 +30,7 @@ from accelctl.worker.fp8_emulation import Fp8Linear, convert
 #: mean |relative loss divergence| over the last half of the steps above which FP8 "diverged"
 DIVERGED_ABOVE = 0.05
 #: a layer stays in higher precision when one of these holds (name, test on its stats, reason)
-SATURATED_ABOVE = 1e-3   # of an operand's elements clamped at the format maximum
+SATURATED_ABOVE = 0.01    # of an operand's elements clamped at the format maximum
 FLUSHED_ABOVE = 0.05     # of an operand's non-zero elements flushed to zero
 OUTPUT_ERROR_ABOVE = 0.15  # mean relative error of the layer's output against unquantised operands
 HEADER = ("FP8 REHEARSAL (CPU emulation, not an FP8 GPU): {recipe}; exact: FP8 operand values, saturation, "
