@@ -27,13 +27,14 @@ def test_delayed_scaling_uses_the_scale_from_before_and_follows_history_and_marg
     cast = ScaledCast("e4m3", amax_history=2, amax_algo="max", margin=0)
     big = torch.tensor([1000.0, 1.0])
     assert cast(big).tolist() == [448.0, 1.0]  # the first scale is 1.0: 1000 saturates
-    assert cast.stats.saturated == 1
+    assert (cast.first.saturated, cast.stats.saturated) == (1, 0)  # counted apart from the recipe's scales
     assert float(cast.scale) == pytest.approx(448 / 1000)
     cast(torch.tensor([10.0]))  # history [10, 1000]: max keeps the 1000
     assert float(cast.scale) == pytest.approx(448 / 1000)
     cast(torch.tensor([10.0]))  # history [10, 10]: 1000 fell out of a 2-long history
     assert float(cast.scale) == pytest.approx(448 / 10)
-    assert cast.stats.saturated == 1
+    cast(torch.tensor([100.0]))  # amax rose past the delayed scale's 10: saturates
+    assert cast.stats.saturated == 1 and cast.stats.elements == 3
 
     recent = ScaledCast("e4m3", amax_history=8, amax_algo="most_recent", margin=2)
     recent(torch.tensor([1000.0]))
@@ -60,7 +61,7 @@ def test_hybrid_is_e4m3_forward_e5m2_backward_and_conv1d_is_handled():
     assert converted["proj"].transposed and isinstance(named.fc, Fp8Linear)
     named(torch.randn(3, 8)).sum().backward()
     assert named.proj.inner.weight.grad.shape == (16, 4)  # Conv1D keeps (in, out)
-    assert layer.grad_cast.stats.elements == 3 * 16
+    assert layer.grad_cast.first.elements == 3 * 16 and layer.grad_cast.stats.elements == 0  # one (first) cast
     e4m3 = convert(nn.Sequential(nn.Linear(2, 2)), Fp8Recipe(format="e4m3"))[0]["0"]
     assert e4m3.grad_cast.dtype == torch.float8_e4m3fn
 
