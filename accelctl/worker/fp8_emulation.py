@@ -7,7 +7,8 @@ backward -- are scaled, clamped to the format's largest value (TE saturates), ca
 back, and the GEMMs run in fp32 on those values; so forward, dgrad and wgrad see exactly the
 values an FP8 GEMM would read.  ``hybrid``: E4M3 forward, E5M2 backward; ``e4m3``: E4M3 both.
 
-Scaling, per operand (one ``ScaledCast`` each), as TE's ``DelayedScaling``:
+Scaling, per operand (one ``ScaledCast`` each), as TE's ``DelayedScaling`` (read from TE 2.20's
+``pytorch/quantization.py``: ``_default_get_amax_and_update_history``, ``_default_sf_compute``):
   * the cast uses the scale computed *before* this tensor was seen (delayed);
   * this tensor's amax then enters a history of ``amax_history`` entries;
   * the next scale is ``fp8_max / reduce(history) / 2**margin``, ``reduce`` = max over the
@@ -79,8 +80,11 @@ class ScaledCast:
         self.calls = 0
 
     def _scale_for(self, amax: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+        """TE's ``_default_sf_compute``: fp8_max / amax / 2**margin; the old scale where amax
+        is 0 or not finite; fp32's max where the scale overflows (a tiny amax)."""
         new = self.fmax / amax / (2.0 ** self.margin)
-        return torch.where((amax > 0) & torch.isfinite(amax), new, old)
+        new = torch.where((amax > 0) & torch.isfinite(amax), new, old)
+        return torch.where(torch.isinf(new), torch.full_like(new, torch.finfo(torch.float32).max), new)
 
     @torch.no_grad()
     def __call__(self, x: torch.Tensor) -> torch.Tensor:

@@ -41,6 +41,10 @@ def test_delayed_scaling_uses_the_scale_from_before_and_follows_history_and_marg
     recent(torch.tensor([10.0]))
     assert float(recent.scale) == pytest.approx(448 / 10 / 4)  # the newest amax, margin 2 -> / 2**2
 
+    tiny = ScaledCast("e4m3", amax_history=1)
+    tiny(torch.tensor([1e-40]))  # 448 / 1e-40 overflows fp32: TE takes fp32's max instead
+    assert float(tiny.scale) == torch.finfo(torch.float32).max
+
     zero = ScaledCast("e5m2", amax_history=4)
     zero(torch.zeros(3))  # an amax of 0 keeps the old scale
     assert float(zero.scale) == 1.0 and zero.fmax == 57344.0
