@@ -40,6 +40,9 @@ def test_fp8_rehearsal_keeps_the_recipe_beside_the_detected_baseline_in_one_proc
     plain = api.plan(spec, "p5_fp8", rehearse=True)  # without --fp8: the plain rehearsal, fp8 -> fp32
     assert plain.job.precision.fp8 is None and plain.job.precision.dtype == "fp32"  # not an FP8 rehearsal
     assert "fp8 -> fp32" in " ".join(plain.rehearsal.changes)
+    from accelctl.worker.fp8_rehearsal import wanted  # the worker's reading of the two jobs
+
+    assert wanted(p.job) and not wanted(plain.job) and not wanted(api.plan(spec, "cpu").job)
 
 
 def test_fp8_rehearsal_of_a_non_fp8_target_is_e585_at_its_precision():
