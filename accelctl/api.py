@@ -75,11 +75,13 @@ def load_selected(path: str | Path, workload: str | None = None) -> list[Workloa
     return select_workloads(load(path), str(path), workload)
 
 
-def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None, rehearse: bool = False):
-    """Compile one target of a spec into an inert ``Plan`` (``rehearse``: its CPU rehearsal)."""
+def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None, rehearse: bool = False,
+         fp8: bool = False):
+    """Compile one target of a spec into an inert ``Plan`` (``rehearse``: its CPU rehearsal;
+    ``fp8`` too: its FP8 rehearsal)."""
     from accelctl.plan.compile import compile_plan
 
-    return compile_plan(spec, target, engine, rehearse)
+    return compile_plan(spec, target, engine, rehearse, fp8)
 
 
 def one_process(spec: WorkloadSpec, target: TargetSpec) -> tuple[WorkloadSpec, TargetSpec, int]:

@@ -89,6 +89,8 @@ def cmd_plan(args) -> int:
     from accelctl.api import load_selected, named_target, plan_diff, refusal_header, render_plan
     from accelctl.api import plan as make_plan
 
+    if _fp8_needs_rehearse(args):
+        return 2
     if args.diff:
         for spec in load_selected(args.file, args.workload):
             for name in args.diff:
@@ -98,9 +100,11 @@ def cmd_plan(args) -> int:
     failed = not_run = 0
     for spec in load_selected(args.file, args.workload):
         targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
+        if args.fp8 and not args.target:
+            targets = [t for t in targets if t.precision.dtype == "fp8"]
         for t in targets:
             try:
-                p = make_plan(spec, t, args.engine, rehearse=args.rehearse)
+                p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8)
             except AccelctlError as exc:
                 failed += 1
                 print(refusal_header(spec.name, t.name), flush=True)
@@ -187,6 +191,19 @@ def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
     return 0
 
 
+def _pick_fp8(spec):
+    from accelctl.plan.rehearse import first_fp8_target
+
+    return first_fp8_target(spec), "--rehearse --fp8: the first fp8 target"
+
+
+def _fp8_needs_rehearse(args) -> bool:
+    if getattr(args, "fp8", False) and not args.rehearse:
+        print("accelctl: error: --fp8 is a kind of rehearsal: use it with --rehearse", file=sys.stderr)
+        return True
+    return False
+
+
 def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
@@ -195,6 +212,8 @@ def cmd_run(args) -> int:
     if not args.file:
         print("accelctl: error: run needs a workload FILE (or --resume RUN_ID)", file=sys.stderr)
         return 2
+    if _fp8_needs_rehearse(args):
+        return 2
     from accelctl.api import load_selected, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
     from accelctl.contract.plan import FREE_PORT
@@ -202,10 +221,11 @@ def cmd_run(args) -> int:
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
     specs = load_selected(args.file, args.workload)
-    chosen = [(spec, *(pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
+    chosen = [(spec, *(_pick_fp8(spec) if args.fp8 and not args.target else
+                       pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
               for spec in specs]
     # measure { repeat = N }: N independent processes, each planned with one measured round
-    plans = [(spec, make_plan(one, t1, args.engine, rehearse=args.rehearse), why, n)
+    plans = [(spec, make_plan(one, t1, args.engine, rehearse=args.rehearse, fp8=args.fp8), why, n)
              for spec, t, why in chosen for one, t1, n in [one_process(spec, t)]]
     only = args.launch or None
     for _, p, _, _ in plans:
@@ -400,6 +420,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
     p.add_argument("--rehearse", action="store_true",
                    help="the plan of a CPU rehearsal of the target (this CPU, the stand-in, random weights)")
+    p.add_argument("--fp8", action="store_true", help="with --rehearse: the FP8 rehearsal of an fp8 target: its recipe (E4M3/E5M2, delayed scaling, "
+                        "amax history, margin) emulated on this CPU beside the same model in bf16/fp32; reports "
+                        "the loss divergence, saturation/flush-to-zero per layer and the layers to keep in higher "
+                        "precision (default target: the first fp8 one)")
     p.add_argument("--check", action="store_true",
                    help="also check each plan with the real software it targets, where installed "
                         "(DeepSpeed, torchrun, Transformer Engine, optimum-habana); exit 1 if one rejects a plan, "
@@ -418,6 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rehearse", action="store_true",
                    help="rehearse an accelerator target on this CPU: its plan with the stand-in, scaled to this "
                         "machine, marked as a rehearsal everywhere (default: the first accelerator target)")
+    r.add_argument("--fp8", action="store_true", help="with --rehearse: the FP8 rehearsal of an fp8 target: its recipe (E4M3/E5M2, delayed scaling, "
+                        "amax history, margin) emulated on this CPU beside the same model in bf16/fp32; reports "
+                        "the loss divergence, saturation/flush-to-zero per layer and the layers to keep in higher "
+                        "precision (default target: the first fp8 one)")
     r.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
     r.add_argument("--preflight", action="store_true",
                    help="first run a seconds-long all-reduce over the planned world through the same launches and "

@@ -19,13 +19,14 @@ def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint:
 
 
 def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None,
-                 rehearse: bool = False) -> Plan:
-    """The plan of ``target``; with ``rehearse``, a CPU rehearsal of it (``plan.rehearse``)."""
+                 rehearse: bool = False, fp8: bool = False) -> Plan:
+    """The plan of ``target``; with ``rehearse``, a CPU rehearsal of it (``plan.rehearse``);
+    with ``fp8`` too, its FP8 rehearsal (the recipe emulated beside a baseline)."""
     if isinstance(target, str):
         target = named_target(spec, target)
     rehearsal = None
-    if rehearse and not DEVICES[target.device].host:
-        target, rehearsal = rehearsal_target(spec, target)
+    if rehearse and (fp8 or not DEVICES[target.device].host):
+        target, rehearsal = rehearsal_target(spec, target, fp8=fp8)
     spec = spec.for_target(target)  # the target's own measure/optimizer, if it has them
     backend, refusals = choose(spec, target)
     if backend is None:

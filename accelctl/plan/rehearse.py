@@ -5,6 +5,12 @@ workload: the same task, data, measure and batch arithmetic, the same parallel s
 where it runs on a CPU (DDP over gloo, DeepSpeed ZeRO), scaled down to this machine's
 cores, with the stand-in model and random weights.  Every run record, console line, TUI
 screen and report marks it as a rehearsal of the target it stands for.
+
+``--rehearse --fp8`` (an fp8 target only, else E585): the FP8 rehearsal.  The job keeps the
+target's FP8 recipe while its precision becomes the baseline's (bf16 where this CPU has
+native bf16, else fp32), in one process; the worker (``accelctl.worker.fp8_rehearsal``)
+trains the model twice from the same weights and batches, FP8 emulated and baseline, and
+reports how far the losses part and which layers should stay in higher precision.
 """
 
 from __future__ import annotations
@@ -12,10 +18,11 @@ from __future__ import annotations
 import dataclasses
 
 from accelctl.contract.plan import Rehearsal
+from accelctl.errors import Diagnostic, PlanError
 from accelctl.hostinfo import cpu_count, cpu_has_native
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.schema import INFERENCE_STRATEGIES, TARGET_OPTIONS
-from accelctl.spec.types import ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
+from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
 
 #: the catalog's host device (the CPU accelctl runs on)
 HOST = next(name for name, d in DEVICES.items() if d.host)
@@ -23,9 +30,12 @@ HOST = next(name for name, d in DEVICES.items() if d.host)
 KEPT_OPTIONS = ("threads",)
 
 
-def rehearsal_target(spec: WorkloadSpec, target: TargetSpec) -> tuple[TargetSpec, Rehearsal]:
+def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) -> tuple[TargetSpec, Rehearsal]:
     """``target`` moved onto this CPU: host device, at most one process per core, a precision
-    the CPU runs, the parallel layout where it runs here; everything else as written."""
+    the CPU runs, the parallel layout where it runs here; everything else as written.
+    ``fp8``: the FP8 rehearsal (one process, the recipe kept beside a baseline precision)."""
+    if fp8:
+        return _fp8_rehearsal_target(spec, target)
     changes: list[str] = []
     world = min(target.world_size, max(1, cpu_count()))
     if target.parallel.strategy in INFERENCE_STRATEGIES and target.parallel.tp > 1:
@@ -67,3 +77,44 @@ def _parallel_here(p: ParallelSpec, world: int, changes: list[str]) -> ParallelS
         changes.append("NVMe offload -> none")
         p = dataclasses.replace(p, offload_optimizer="none", offload_param="none")
     return p
+
+
+def fp8_baseline() -> str:
+    """The FP8 rehearsal's baseline precision: bf16 where this CPU has it natively (TE's FP8
+    runs inside bf16 autocast), else fp32 (emulated bf16 is ~100x slower here)."""
+    return "bf16" if cpu_has_native("bf16") else "fp32"
+
+
+def _fp8_rehearsal_target(spec: WorkloadSpec, target: TargetSpec) -> tuple[TargetSpec, Rehearsal]:
+    if target.precision.dtype != "fp8":
+        raise PlanError(diagnostics=[Diagnostic(
+            "E585", f"--fp8 rehearses an FP8 recipe; target {target.name} has precision {target.precision.dtype}",
+            spec.origin_of(target.name, "precision") or spec.origins.get(f"targets.{target.name}"),
+            spec.path, "name a target with `precision fp8 { ... }`, or drop --fp8 for a plain rehearsal")])
+    recipe = target.precision.fp8 or Fp8Recipe()
+    baseline = fp8_baseline()
+    changes = [f"fp8 ({recipe.format}, amax_history {recipe.amax_history}, {recipe.amax_algo}, margin "
+               f"{recipe.margin}) -> emulated on this CPU, side by side with the same model in {baseline} "
+               "(same weights, same batches)"]
+    if target.world_size > 1 or target.parallel.strategy != "none":
+        changes.append(f"{target.world_size} processes, parallel {target.parallel.strategy} -> 1 process (both arms in it)")
+    dropped = sorted(k for k in target.options if k in TARGET_OPTIONS and k not in KEPT_OPTIONS)
+    if dropped:
+        changes.append("device options not rehearsed: " + ", ".join(dropped))
+    moved = dataclasses.replace(
+        target, device=HOST, instance="", nodes=1, devices=1, price_per_hour=None, memory_bytes=0,
+        parallel=ParallelSpec(), precision=PrecisionSpec(dtype=baseline, fp8=recipe), engine="local", backend="",
+        batch=dataclasses.replace(target.batch, global_size=None),
+        options={k: v for k, v in target.options.items() if k in KEPT_OPTIONS})
+    return moved, Rehearsal(of=target.name, device=target.device, world_size=target.world_size,
+                            changes=tuple(changes))
+
+
+def first_fp8_target(spec: WorkloadSpec) -> TargetSpec:
+    """The target ``--rehearse --fp8`` stands for when none is named: the first fp8 target."""
+    for t in spec.targets:
+        if t.precision.dtype == "fp8":
+            return t
+    raise PlanError(diagnostics=[Diagnostic(
+        "E586", f"workload {spec.name} has no target with precision fp8 to rehearse with --fp8",
+        spec.origins.get("workload") or next(iter(spec.origins.values()), None), spec.path, "add `precision fp8 { format = hybrid }` to an H100/Gaudi2 target")])

@@ -55,6 +55,11 @@ def watch_runner() -> supervision.RunnerWatch:
 
 def pick_loop(job: WorkerJob):
     """The loop module for the job's family and task."""
+    if job.rehearsal_of and job.precision.fp8 is not None:  # imported only where it may be wanted
+        from accelctl.worker import fp8_rehearsal
+
+        if fp8_rehearsal.wanted(job):  # accelctl run --rehearse --fp8: FP8 emulated beside a baseline
+            return fp8_rehearsal
     if job.model.family == "stable_diffusion":
         from accelctl.worker import diffusion_loop
 
