@@ -5,7 +5,8 @@ For each run: its workload file (the copy in the run folder) is estimated for th
 target with the default factors; the measured median step time divides the predicted one.
 A compute-bound prediction scales the MFU by that ratio, a memory-bound one the bandwidth
 efficiency (geometric mean over the runs of each kind).  A run whose target has no
-datasheet (the host CPU) or that recorded no step time cannot calibrate anything: E581.
+datasheet (the host CPU) or that recorded no step time cannot calibrate anything: E581;
+an id the run store does not hold: E582.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from accelctl.estimate.factors import DEFAULT, Factor, Factors
 from accelctl.estimate.roofline import estimate
 
 
-def _refuse(run_id: str, why: str) -> PlanError:
-    return PlanError(diagnostics=[Diagnostic("E581", f"run {run_id} cannot calibrate the estimate: {why}",
+def _refuse(run_id: str, why: str, code: str = "E581") -> PlanError:
+    return PlanError(diagnostics=[Diagnostic(code, f"run {run_id} cannot calibrate the estimate: {why}",
                                              None, run_id, "calibrate from runs on an accelerator the catalog "
                                              "has a datasheet for")])
 
@@ -26,12 +27,15 @@ def _refuse(run_id: str, why: str) -> PlanError:
 def ratios_from_runs(run_ids, runs_root=None) -> list[tuple[str, str, float]]:
     """(run id, bound_by, measured / predicted step time) per run."""
     from accelctl.dsl.parser import parse_file
-    from accelctl.run.store import WORKLOAD_FILE, load_run
+    from accelctl.run.store import WORKLOAD_FILE, RunStoreError, load_run
     from accelctl.spec.check import check
 
     out = []
     for rid in run_ids:
-        rec = load_run(rid, runs_root)
+        try:
+            rec = load_run(rid, runs_root)
+        except RunStoreError as exc:
+            raise _refuse(str(rid), str(exc), "E582") from None
         if rec.median_step_time_s is None:
             raise _refuse(rec.id, f"it recorded no step time (status {rec.status})")
         wl = rec.path / WORKLOAD_FILE
