@@ -189,3 +189,17 @@ def generation(family: str, s: dict[str, Any], z: Sizes) -> tuple[float, list[fl
     pre = _lm(family, s, z.prompt, z.prompt, 1)
     steps = [2 * decoder_matmul_params(family, s) + 4 * (z.prompt + i + 1) * h * L for i in range(z.new_tokens)]
     return pre, steps
+
+
+def attention_scores(family: str, s: dict[str, Any], z: Sizes) -> float:
+    """The Q·Kᵀ and A·V part of ``forward`` (one sample): FP8 recipes (Transformer Engine)
+    run the linear layers in FP8 and keep these products in 16 bit."""
+    if family in ("gpt2", "bloom", "llama", "bert"):
+        return int(s["layers"]) * 4 * z.seq * z.seq * int(s["hidden"])
+    if family == "vit":
+        return int(s["layers"]) * 4 * vit_tokens(s) ** 2 * int(s["hidden"])
+    if family == "t5":
+        h = int(s["hidden"])
+        inner = int(s["heads"]) * int(s.get("kv") or h // int(s["heads"]))
+        return int(s["layers"]) * 4 * inner * (z.seq * z.seq + z.target * z.target + z.target * z.seq)
+    return 0.0

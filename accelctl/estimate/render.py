@@ -19,6 +19,10 @@ def _time(v: float | None) -> str:
     return f"{v * 1e3:.3g} ms" if v < 1 else f"{v:.3g} s"
 
 
+def _rate(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
 HEADERS = ("target", "device", "step/latency", "throughput", "bound by", "memory", "usd/h", "units/usd",
            "job")
 
@@ -30,7 +34,7 @@ def _row(e: Estimate) -> tuple[str, ...]:
     if e.projected_hours is not None:
         job = f"{e.projected_hours:.3g} h" + (f" ${e.projected_cost_usd:,.0f}" if e.projected_cost_usd else "")
     return (e.target, f"{e.device} x{e.devices}", _time(e.latency_s if e.task == "generate" else e.step_time_s),
-            f"{e.throughput:.4g} {e.unit}" if e.throughput else "-", e.bound_by,
+            f"{_rate(e.throughput)} {e.unit}" if e.throughput else "-", e.bound_by,
             "fits" if e.fits else "DOES NOT FIT", _num(e.price_per_hour, "{:.2f}"),
             _num(e.throughput_per_dollar, "{:,.0f}"), job)
 
@@ -58,6 +62,9 @@ def text(workload: str, estimates: list[Estimate], spec=None) -> str:
                          .replace("\n", "\n  "))
             continue
         lines.append(f"  {e.target}: {e.why}")
+        if e.basis != "real":
+            lines.append("    estimated on the stand-in's shape: the catalog does not know the real model's "
+                         "architecture (write it: model <family>(layers = ..., hidden = ...))")
         if e.status == "ok" and not e.fits:
             lines.append(f"    {e.memory_fit}")
     if any(e.status == "ok" for e in estimates):

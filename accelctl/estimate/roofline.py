@@ -13,6 +13,7 @@ per-layer overhead (eager or graphs) and tensor-parallel all-reduces.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +121,10 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
                    "link": f"{sheet.link_bandwidth.value / 1e9:g} GB/s: {sheet.link_bandwidth.source}",
                    "mfu": f"{fx.mfu.value:g}: {fx.mfu.source}",
                    "bandwidth_efficiency": f"{fx.bandwidth.value:g}: {fx.bandwidth.source}"}
+    if dtype == "fp8":
+        # FP8 recipes run the linear layers in FP8; attention's products stay 16-bit
+        half = sheet.flops.get("bf16") or peak_fig
+        est.sources["peak"] += f"; attention scores at {half.value / 1e12:g} TFLOP/s bf16"
     if task.kind == "generate":
         _generation(est, spec, target, s, z, fx, peak, bw, e, sheet)
     elif task.training:
@@ -141,9 +146,13 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     fam, p = spec.model.family, target.parallel
     micro, accum = target.batch.micro, target.batch.accumulation
     passes = 4 if target.gradient_checkpointing else 3            # recompute = one more forward
-    flops = passes * F.forward(fam, s, z) * micro * accum / (p.tp * p.pp)
+    per_sample = F.forward(fam, s, z)
+    flops = passes * per_sample * micro * accum / (p.tp * p.pp)
     est.flops_per_step = flops
     t_compute = flops / peak
+    if target.precision.dtype == "fp8" and "bf16" in sheet.flops:
+        scores = passes * F.attention_scores(fam, s, z) * micro * accum / (p.tp * p.pp)
+        t_compute = (flops - scores) / peak + scores / (sheet.flops["bf16"].value * fx.mfu.value)
     # memory traffic: weights read in forward and backward, activations written and read back,
     # gradients written per micro-step; the optimizer reads and writes weights, gradients and
     # its states once per step
@@ -159,6 +168,11 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
         params *= target.data_parallel
     colls = T.gradient_sync(params * e_grad, target.devices, target.nodes, target.data_parallel, stage,
                             params * e_grad)
+    tp_coll = T.tensor_parallel_per_token(p.tp, int(s.get("layers", 0)), int(s.get("hidden", 0)),
+                                          micro * _tokens(fam, s, z), e_grad)
+    if tp_coll is not None:  # forward and backward, every micro-step; on the critical path
+        colls.append(dataclasses.replace(tp_coll, intra_bytes=2 * accum * tp_coll.intra_bytes,
+                                         count=2 * accum * tp_coll.count))
     window = t_core / accum * fx.backward_share.value
     t_comm = exposed = 0.0
     overlap_budget = window
@@ -177,6 +191,13 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     _bound(est, t_compute, t_mem, exposed)
     if est.bound_by == "communication":
         est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
+
+
+def _tokens(family: str, s: dict[str, Any], z: F.Sizes) -> int:
+    """Tokens one sample puts through the layers (what tensor-parallel all-reduces carry)."""
+    if family == "vit":
+        return F.vit_tokens(s)
+    return z.seq + (z.target if family == "t5" else 0)
 
 
 def _inference(est, spec, target, s, z, fx, peak, bw, fit) -> None:

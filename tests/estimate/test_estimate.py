@@ -103,3 +103,21 @@ def test_cli_text_names_the_bound_and_the_target_without_a_datasheet():
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "E580" in proc.stdout and "no datasheet" in proc.stdout
+
+
+def test_fp8_speeds_up_the_linear_layers_only():
+    spec, t = _one("vit_fp8.wl", "vit_huge_fp8", "p5_fp8")
+    bf16 = estimate(spec, dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="bf16", fp8=None)))
+    fp8 = estimate(spec, t)
+    # H100: fp8 peak = 2 x bf16; attention's products stay 16-bit, so the gain is under 2x
+    assert bf16.compute_s / 2 < fp8.compute_s < bf16.compute_s
+
+
+def test_tensor_parallel_training_pays_activation_all_reduces():
+    spec, t = _one("bert_large_scaling.wl", "bert_large_scaling", "dl1_1n")
+    tp2 = dataclasses.replace(t, parallel=dataclasses.replace(t.parallel, strategy="tensor", tp=2, zero_stage=0))
+    plain, split = estimate(spec, t), estimate(spec, tp2)
+    assert split.compute_s == pytest.approx(plain.compute_s / 2)   # each rank does half the products
+    # 2 all-reduces per layer, forward and backward: 24 layers x 4 of micro x 128 x 1024 x 2 bytes
+    act = t.batch.micro * 128 * 1024 * 2
+    assert split.comm_bytes_per_step >= 24 * 4 * traffic.ring(2, act, "all_reduce")
