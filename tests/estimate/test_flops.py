@@ -92,3 +92,27 @@ def test_stable_diffusion_parts():
     # CPU (it lists only aten.addmm): compare without the Q·Kᵀ / A·V term, counted apart
     scores = s["text_layers"] * 4 * 77 * 77 * s["text_hidden"]
     assert flops.clip_text(s) - scores == pytest.approx(text, rel=0.15), (flops.clip_text(s), text)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bloom", "llama"])
+def test_generation_prefill_and_decode_step(family):
+    """The prefill (logits of the last position only, as generate() asks) and one decode
+    step that attends to the cached prompt."""
+    s = _shape(family)
+    import transformers
+
+    model = getattr(transformers, models.HF_CLASSES[family][2])(models._hf_config(family, s)).eval()
+    prompt = 12
+    ids = torch.randint(4, s["vocab"], (1, prompt))
+    cache = {}
+
+    def prefill():
+        cache["out"] = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+
+    with torch.no_grad():
+        measured_prefill = _count(prefill)
+        measured_step = _count(lambda: model(input_ids=ids[:, :1], past_key_values=cache["out"].past_key_values,
+                                             use_cache=True))
+    pre, steps = flops.generation(family, s, flops.Sizes(prompt=prompt, new_tokens=1))
+    assert pre == pytest.approx(measured_prefill, rel=0.10)
+    assert steps[0] == pytest.approx(measured_step, rel=0.10)
