@@ -130,13 +130,24 @@ def cmd_plan(args) -> int:
 
 
 def cmd_estimate(args) -> int:
-    """Predicted step time, throughput, bound, memory fit and cost of each target (no torch)."""
+    """Predicted step time, throughput, bound, memory fit and cost of each target (no torch).
+    Several files at once (``accelctl estimate workloads/*.wl``); with ``-t T`` only the
+    workloads that have a target T (an error when none has)."""
     from accelctl.api import estimate_factors, estimate_targets, load_selected, named_target
     from accelctl.estimate import render
 
+    missing = [f for f in args.files if not Path(f).is_file()]
+    if missing:
+        print(f"error: no such workload file: {missing[0]}", file=sys.stderr)
+        return 2
     fx = estimate_factors(args.calibrate, args.runs_dir) if args.calibrate else None
-    for spec in load_selected(args.file, args.workload):
-        targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
+    specs = [s for f in args.files for s in load_selected(f, args.workload)]
+    if args.target and not any(args.target in {t.name for t in s.targets} for s in specs):
+        named_target(specs[0], args.target)  # raises: no workload has it, with the targets it has
+    for spec in specs:
+        targets = [t for t in spec.targets if not args.target or t.name == args.target]
+        if not targets:
+            continue
         estimates = estimate_targets(spec, targets, fx)
         print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
     return 0
@@ -424,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     es = sub.add_parser("estimate", help="predicted step time, throughput, bound and cost per target, before "
                         "renting (roofline from the architecture and the datasheets; no torch)")
-    es.add_argument("file")
+    es.add_argument("files", nargs="+", metavar="FILE")
     es.add_argument("--workload", "-w")
     es.add_argument("--target", "-t")
     es.add_argument("--format", "-f", choices=("text", "json"), default="text")

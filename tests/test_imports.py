@@ -69,12 +69,13 @@ def test_cold_validate_of_every_workload_is_fast():
 
 
 def test_estimate_imports_no_heavy_module_and_is_fast():
-    """`accelctl estimate workloads/*.wl` (each file): no torch, under a second per file cold."""
+    """`accelctl estimate workloads/*.wl`: every target of every file, no torch, cold interpreter
+    (0.58 s measured on the idle box; the bound allows for 6 engineers on 2 cores)."""
     code = (
         "import json, sys, time\n"
         "t0 = time.perf_counter()\n"
         "from accelctl.cli import main\n"
-        f"rc = max(main(['estimate', f]) for f in {WORKLOADS!r})\n"
+        f"rc = main(['estimate', *{WORKLOADS!r}])\n"
         f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
         "print(json.dumps({'rc': rc, 'heavy': heavy, 's': time.perf_counter() - t0}))\n"
     )

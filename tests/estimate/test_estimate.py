@@ -121,3 +121,15 @@ def test_tensor_parallel_training_pays_activation_all_reduces():
     # 2 all-reduces per layer, forward and backward: 24 layers x 4 of micro x 128 x 1024 x 2 bytes
     act = t.batch.micro * 128 * 1024 * 2
     assert split.comm_bytes_per_step >= 24 * 4 * traffic.ring(2, act, "all_reduce")
+
+
+def test_cli_several_files_and_a_target_some_of_them_have():
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS, "-t", "gaudi2", "-f", "json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    expected = [s.name for f in WORKLOADS for s in load(f) if "gaudi2" in {t.name for t in s.targets}]
+    assert [r["workload"] for r in records] == expected and {r["target"] for r in records} == {"gaudi2"}
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS, "-t", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "no target 'nope'" in proc.stderr and "Traceback" not in proc.stderr
