@@ -62,6 +62,8 @@ def text(workload: str, estimates: list[Estimate], spec=None) -> str:
                          .replace("\n", "\n  "))
             continue
         lines.append(f"  {e.target}: {e.why}")
+        if "ASSUMPTION" in e.sources.get("peak", ""):
+            lines.append(f"    peak: {e.sources['peak']}")
         if e.basis != "real":
             lines.append("    estimated on the stand-in's shape: the catalog does not know the real model's "
                          "architecture (write it: model <family>(layers = ..., hidden = ...))")

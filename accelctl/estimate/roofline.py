@@ -131,6 +131,9 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
         _training(est, spec, target, s, z, fx, peak, bw, fit, sheet)
     else:
         _inference(est, spec, target, s, z, fx, peak, bw, fit)
+    if est.bytes_per_step:
+        est.why += (f"; arithmetic intensity {est.flops_per_step / est.bytes_per_step:,.0f} FLOP/byte against the "
+                    f"device's ridge point of {peak / bw:,.0f}")
     _cost(est)
     return est
 
