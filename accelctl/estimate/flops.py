@@ -52,6 +52,8 @@ def _lm(family: str, s: dict[str, Any], tokens: int, kv_len: int, head_tokens: i
     h, L = int(s["hidden"]), int(s["layers"])
     ffn = int(s.get("ffn") or 4 * h)
     total = L * _layer(h, h, ffn, tokens, kv_len, gated=family == "llama")
+    narrower = h - kv_width(family, s)                       # grouped-query K, V projections
+    total -= L * 2 * tokens * h * narrower * 2
     return total + 2 * head_tokens * h * int(s["vocab"])
 
 
@@ -169,21 +171,35 @@ def diffusion(s: dict[str, Any], z: Sizes) -> float:
 
 # ------------------------------------------------------------------ generation
 
+def kv_width(family: str, s: dict[str, Any]) -> int:
+    """Width of the keys (and of the values) per token per layer: what the KV cache holds.
+    ``kv`` is T5's head width (d_kv) but llama's number of key/value heads (grouped-query)."""
+    h, heads = int(s["hidden"]), int(s["heads"])
+    if family == "t5":
+        return heads * int(s.get("kv") or h // heads)
+    if family == "llama":
+        return int(s.get("kv") or heads) * (h // heads)
+    return h
+
+
 def decoder_matmul_params(family: str, s: dict[str, Any]) -> float:
     """Weights a decoder-only LM multiplies per token (its layers and LM head): 2 x this =
     FLOPs per token apart from attention over the cache."""
     h, L = int(s["hidden"]), int(s["layers"])
     ffn = int(s.get("ffn") or 4 * h)
-    return L * (4 * h * h + h * ffn * (3 if family == "llama" else 2)) + h * int(s["vocab"])
+    attn = 2 * h * h + 2 * h * kv_width(family, s)          # Q, O; K, V (narrower under GQA)
+    return L * (attn + h * ffn * (3 if family == "llama" else 2)) + h * int(s["vocab"])
 
 
 def generation(family: str, s: dict[str, Any], z: Sizes) -> tuple[float, list[float]]:
     """Prefill FLOPs and the FLOPs of each decode step (one new token attending to the cache)."""
     if family == "t5":
-        h, inner = int(s["hidden"]), int(s["heads"]) * int(s.get("kv") or int(s["hidden"]) // int(s["heads"]))
+        # the encoder runs once over the prompt; each decoder step is one token: its
+        # projections (``t5(s, 0, 1)``), self-attention over the tokens so far and
+        # cross-attention over the cached encoder keys and values
+        inner, L = kv_width("t5", s), int(s["layers"])
         pre = t5(s, z.prompt, 1)
-        steps = [t5(s, 0, 1) - 0 + 4 * (i + 1) * inner * int(s["layers"]) + 4 * z.prompt * inner * int(s["layers"])
-                 for i in range(z.new_tokens)]
+        steps = [t5(s, 0, 1) + 4 * (i + 1) * inner * L + 4 * z.prompt * inner * L for i in range(z.new_tokens)]
         return pre, steps
     h, L = int(s["hidden"]), int(s["layers"])
     pre = _lm(family, s, z.prompt, z.prompt, 1)

@@ -225,7 +225,7 @@ def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:
     if fam == "t5":
         weight_bytes = memory.estimate(spec, target).weights
     h, layers = int(s["hidden"]), int(s["layers"])
-    kv_width = int(s["heads"]) * int(s.get("kv") or h // int(s["heads"]))
+    kv_width = F.kv_width(fam, s)
     t_pre = max(pre * b / split / peak, weight_bytes / bw)
     t_compute = pre * b / split / peak
     t_mem = weight_bytes / bw

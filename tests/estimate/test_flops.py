@@ -116,3 +116,16 @@ def test_generation_prefill_and_decode_step(family):
     pre, steps = flops.generation(family, s, flops.Sizes(prompt=prompt, new_tokens=1))
     assert pre == pytest.approx(measured_prefill, rel=0.10)
     assert steps[0] == pytest.approx(measured_step, rel=0.10)
+
+
+def test_llama_grouped_query_attention():
+    """llama's ``kv`` is its number of key/value heads: narrower K and V projections."""
+    s = {**_shape("llama"), "kv": 2}
+    import transformers
+
+    model = transformers.LlamaForCausalLM(models._hf_config("llama", s))
+    ids = torch.randint(4, s["vocab"], (BATCH, 32))
+    measured = _count(lambda: model(input_ids=ids, labels=ids).loss.backward())
+    expected = 3 * BATCH * flops.forward("llama", s, flops.Sizes(seq=32))
+    assert expected == pytest.approx(measured, rel=0.10), (expected, measured)
+    assert flops.kv_width("llama", s) == 2 * s["hidden"] // s["heads"]
