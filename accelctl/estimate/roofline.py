@@ -22,6 +22,7 @@ from accelctl.estimate import flops as F
 from accelctl.estimate import traffic as T
 from accelctl.estimate.factors import DEFAULT, Factors
 from accelctl.plan import memory
+from accelctl.plan.activations import hpu_lazy
 from accelctl.spec.catalog import DATASHEETS, DEFAULT_SCALE_OUT, INSTANCES, SCALE_OUT, Datasheet
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -111,8 +112,6 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     fit = memory.estimate(spec, target, real=est.basis == "real")
     est.memory_fit, est.fits = fit.describe(), fit.fits
     e = 4 if target.precision.dtype == "fp32" else 2
-    p = target.parallel
-    split = p.tp * p.pp
     peak = peak_fig.value * fx.mfu.value
     bw = sheet.memory_bandwidth.value * fx.bandwidth.value
     est.sources = {"peak": f"{peak_fig.value / 1e12:g} TFLOP/s {dtype}: {peak_fig.source} ({peak_fig.date})",
@@ -159,7 +158,8 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     # memory traffic: weights read in forward and backward, activations written and read back,
     # gradients written per micro-step; the optimizer reads and writes weights, gradients and
     # its states once per step
-    per_micro = 2 * fit.weights + 2 * fit.activations / (2 if "lazy" in fit.activations_note else 1) + fit.gradients
+    # (the memory fit doubles HPU lazy mode's first iteration; the steady steps move one copy)
+    per_micro = 2 * fit.weights + 2 * fit.activations / (2 if hpu_lazy(target) else 1) + fit.gradients
     optimizer_step = 2 * (fit.weights + fit.gradients + fit.optimizer)
     est.bytes_per_step = per_micro * accum + optimizer_step
     t_mem = est.bytes_per_step / bw
