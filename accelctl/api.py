@@ -155,3 +155,19 @@ def list_runs(runs_root: str | Path | None = None):
     from accelctl.run.store import list_runs as _list_runs
 
     return _list_runs(runs_root)
+
+
+def estimate_targets(spec: WorkloadSpec, targets, factors=None):
+    """``accelctl estimate``: one ``accelctl.estimate.roofline.Estimate`` per target."""
+    from accelctl.estimate.factors import DEFAULT
+    from accelctl.estimate.roofline import estimate
+
+    return [estimate(spec, t, factors or DEFAULT) for t in targets]
+
+
+def estimate_factors(run_ids, runs_root=None):
+    """Factors fitted to the user's recorded runs (``accelctl estimate --calibrate RUN...``)."""
+    from accelctl.estimate.calibrate import fit_from_runs
+
+    return fit_from_runs(run_ids, runs_root)
+

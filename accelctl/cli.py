@@ -133,6 +133,30 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_estimate(args) -> int:
+    """Predicted step time, throughput, bound, memory fit and cost of each target (no torch).
+    Several files at once (``accelctl estimate workloads/*.wl``); with ``-t T`` only the
+    workloads that have a target T (an error when none has)."""
+    from accelctl.api import estimate_factors, estimate_targets, load_selected, named_target
+    from accelctl.estimate import render
+
+    missing = [f for f in args.files if not Path(f).is_file()]
+    if missing:
+        print(f"error: no such workload file: {missing[0]}", file=sys.stderr)
+        return 2
+    fx = estimate_factors(args.calibrate, args.runs_dir) if args.calibrate else None
+    specs = [s for f in args.files for s in load_selected(f, args.workload)]
+    if args.target and not any(args.target in {t.name for t in s.targets} for s in specs):
+        named_target(specs[0], args.target)  # raises: no workload has it, with the targets it has
+    for spec in specs:
+        targets = [t for t in spec.targets if not args.target or t.name == args.target]
+        if not targets:
+            continue
+        estimates = estimate_targets(spec, targets, fx)
+        print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
+    return 0
+
+
 # ------------------------------------------------------------------ run
 
 def use_tui(args) -> bool:
@@ -432,6 +456,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --check: a check that could not run (its tool is not installed) does not fail the "
                         f"command (exit 0 instead of {EXIT_CHECK_NOT_RUN})")
     p.set_defaults(fn=cmd_plan)
+
+    es = sub.add_parser("estimate", help="predicted step time, throughput, bound and cost per target, before "
+                        "renting (roofline from the architecture and the datasheets; no torch)")
+    es.add_argument("files", nargs="+", metavar="FILE")
+    es.add_argument("--workload", "-w")
+    es.add_argument("--target", "-t")
+    es.add_argument("--format", "-f", choices=("text", "json"), default="text")
+    es.add_argument("--calibrate", nargs="+", metavar="RUN",
+                    help="fit the MFU and bandwidth factors to these recorded runs (ids in the run store) instead "
+                         "of the catalog's")
+    es.add_argument("--runs-dir", default=None, help="run store for --calibrate (default $ACCELCTL_RUNS_DIR or ./runs)")
+    es.set_defaults(fn=cmd_estimate)
 
     r = sub.add_parser("run", help="run a workload for real on one target")
     r.add_argument("file", nargs="?", help="the workload file (with --resume: checked unchanged since the run)")

@@ -202,6 +202,27 @@ def claims_table() -> Table:
                  ["recomputed with accelctl's own formulas (analysis/cost.py, report/scaling.py, analysis/compare.py)"])
 
 
+def _add_estimates(table: Table, t: dict[str, Any], rows: list, kind: str, unit: str = "") -> None:
+    """Fill the "estimated" and "error" columns of a seed table (``accelctl.report.estimated``);
+    ``rows`` holds, per table row, (raw seed row, metric, published value) or None (a run)."""
+    from accelctl.report.estimated import estimate_row
+
+    if not any(rows):
+        return
+    for out, spec in zip(table.rows, rows):
+        if spec is None:
+            continue
+        raw, metric, published = spec
+        est = estimate_row(t["id"], raw["id"], raw, metric, published)
+        out.update({"estimated": est.value, "estimated_unit": unit, "estimate_error": est.error,
+                    "estimate_bound": est.bound_by or est.note})
+    table.columns += [Column("estimated", "estimated", kind, unit), Column("estimate_error", "error", "pct"),
+                      Column("estimate_bound", "bound by (estimate)")]
+    table.notes.append("estimated: accelctl estimate of the row's workload target at the row's batch; factors from "
+                       "datasheets and papers only, none fitted to a seed (accelctl/estimate/factors.py); "
+                       "error = (estimated - published) / published")
+
+
 def reference_tables(user: list[Entry] | None = None) -> list[Table]:
     """The seeds' tables, then the claims table; ``user`` entries whose workload a seed
     table names are placed in that table after the seed's rows."""
@@ -215,11 +236,22 @@ def reference_tables(user: list[Entry] | None = None) -> list[Table]:
         if t["kind"] == "scaling":
             rows = list(table_scaling(t).values())
             published = {r["label"]: r.get("published", {}) for r in t["rows"]}
-            tables.append(scale_table(f"reference-{t['id']}", t["title"], rows, t["unit"], published, notes))
+            table = scale_table(f"reference-{t['id']}", t["title"], rows, t["unit"], published, notes)
+            by_label = {r["label"]: r for r in t["rows"]}
+            _add_estimates(table, t, [(by_label[r["label"]], "throughput", r["throughput"]) if r["label"] in by_label
+                                      else None for r in table.rows], "rate", t["unit"])
+            tables.append(table)
             continue
-        entries = list(table_entries(t).values()) + mine
+        seed_entries = table_entries(t)
+        entries = list(seed_entries.values()) + mine
         table = report_table(t["workloads"][0], entries, title=t["title"])
         table.id, table.notes = f"reference-{t['id']}", notes + table.notes
+        raw = {r["id"]: r for r in t["rows"]}
+        targets = []
+        for rid, e in seed_entries.items():
+            metric = "latency_s" if e.latency_s is not None else "step_time_s"
+            targets.append(({**raw[rid], "batch": e.batch, "devices": e.devices}, metric, getattr(e, metric)))
+        _add_estimates(table, t, targets + [None] * len(mine), "time")
         tables.append(table)
     tables.append(claims_table())
     return tables

@@ -113,3 +113,84 @@ INSTANCES: dict[str, Instance] = {
         Instance("local", "cpu", 1, 0, None, "this machine"),
     )
 }
+
+
+# --------------------------------------------------------------------------- datasheets
+# What ``accelctl estimate`` reads besides ``Device.peak_flops``: memory bandwidth, the
+# bandwidth of the links between devices of a node and between nodes, each figure with the
+# document it comes from and that document's date.  Bandwidths are bytes per second, per
+# device and per direction (vendors often quote NVLink bidirectional: halved here).
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    #: vendor datasheet / whitepaper (name or URL); "ASSUMPTION: ..." where none is published
+    source: str
+    #: the source's date (YYYY-MM)
+    date: str
+
+
+@dataclass(frozen=True)
+class Datasheet:
+    device: str
+    #: dense peak FLOP/s per dtype: the figures of ``Device.peak_flops``, with their source
+    flops: dict[str, Figure]
+    #: device memory bandwidth (HBM), bytes/s
+    memory_bandwidth: Figure
+    #: per device, per direction, to the other devices of the node, bytes/s
+    link_bandwidth: Figure
+
+
+_NV_A100 = "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)"
+_NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet)"
+_NV_V100 = "NVIDIA V100 datasheet (images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf)"
+_NV_L4 = "NVIDIA L4 datasheet (resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet)"
+_NV_L40S = "NVIDIA L40S datasheet (resources.nvidia.com/en-us-l40s/l40s-datasheet-28413)"
+_HB_G1 = "Habana Gaudi HL-205 mezzanine card product brief (habana.ai, HL-205 data sheet)"
+_HB_G2 = "Habana Gaudi2 white paper, ver 1.1 (habana.ai/wp-content/uploads/2022/05/Gaudi2-Whitepaper.pdf)"
+_HB_G3 = "Intel Gaudi 3 AI accelerator white paper (intel.com/content/www/us/en/content-details/817486)"
+_AWS_NEURON = ("AWS Neuron docs, Trainium / Inferentia2 architecture "
+               "(awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/)")
+
+
+def _sheet(device: str, source: str, date: str, hbm: float, link: float, link_source: str = "",
+           flops_source: str = "") -> Datasheet:
+    flops = {k: Figure(v, flops_source or source, date) for k, v in DEVICES[device].peak_flops.items()}
+    return Datasheet(device, flops, Figure(hbm, source, date), Figure(link, link_source or source, date))
+
+
+DATASHEETS: dict[str, Datasheet] = {
+    s.device: s
+    for s in (
+        _sheet("v100", _NV_V100, "2020-01", 900e9, 150e9),
+        _sheet("a100_40gb", _NV_A100, "2021-06", 1555e9, 300e9),     # NVLink 600 GB/s bidirectional
+        _sheet("a100", _NV_A100, "2021-06", 2039e9, 300e9),
+        _sheet("h100", _NV_H100, "2023-03", 3350e9, 450e9),          # NVLink 900 GB/s bidirectional
+        _sheet("l4", _NV_L4, "2023-03", 300e9, 32e9),                # PCIe Gen4 x16
+        _sheet("l40s", _NV_L40S, "2023-08", 864e9, 32e9),
+        # Gaudi1: 32 GB HBM2 at 1 TB/s; 10 x 100 GbE RoCE on chip, 7 of them full-mesh inside
+        # the node (seed 001: 700 Gbps) = 87.5 GB/s per direction
+        Datasheet("gaudi", {"bf16": Figure(108e12, "ASSUMPTION: Habana publishes no Gaudi1 matrix peak; "
+                                                   "taken as 1/4 of Gaudi2's 432 TFLOPS", "2022-05")},
+                  Figure(1000e9, _HB_G1, "2021-10"), Figure(87.5e9, "seed 001 (700 Gbps full mesh)", "2022-01")),
+        # Gaudi2: 96 GB HBM2E at 2.45 TB/s; 24 x 100 GbE, 21 inside the node = 262.5 GB/s
+        _sheet("gaudi2", _HB_G2, "2022-05", 2450e9, 262.5e9, flops_source=_HB_G3 + " (Gaudi2 column)"),
+        _sheet("gaudi3", _HB_G3, "2024-04", 3700e9, 525e9),
+        # per NeuronCore-v2 (two per chip): half the chip's 820 GB/s HBM; NeuronLink-v2
+        # 768 GB/s per trn1 chip, 192 GB/s per inf2 chip (halved per core)
+        _sheet("trn1", _AWS_NEURON, "2023-04", 410e9, 384e9),
+        _sheet("inf2", _AWS_NEURON, "2023-04", 410e9, 96e9),
+    )
+}
+
+#: network between nodes, bytes/s per node per direction (the instance's EFA), with source
+SCALE_OUT: dict[str, Figure] = {
+    "dl1.24xlarge": Figure(400e9 / 8, "AWS DL1 instance page: 400 Gbps EFA (seed 001)", "2021-10"),
+    "p4d.24xlarge": Figure(400e9 / 8, "AWS P4d instance page: 400 Gbps EFA", "2020-11"),
+    "p4de.24xlarge": Figure(400e9 / 8, "AWS P4de instance page: 400 Gbps EFA", "2022-05"),
+    "p5.48xlarge": Figure(3200e9 / 8, "AWS P5 instance page: 3200 Gbps EFA v2", "2023-07"),
+    "trn1.32xlarge": Figure(800e9 / 8, "AWS Trn1 instance page: 800 Gbps EFA", "2022-10"),
+}
+#: an instance the table above does not list: 100 Gbps Ethernet between nodes
+DEFAULT_SCALE_OUT = Figure(100e9 / 8, "ASSUMPTION: 100 Gbps Ethernet between nodes", "2024-01")

@@ -1,0 +1,49 @@
+"""Achievable fractions of the datasheet peaks, as data with their provenance.
+
+None of these is fitted to a seed's published figure: they come from papers and vendors'
+own measurements (or are marked ASSUMPTION), so the seeds' numbers in ``accelctl report
+--reference`` are predictions, not fits.  ``accelctl estimate --calibrate RUN...`` replaces
+them with factors fitted to the user's own recorded runs (``calibrate.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Factor:
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Factors:
+    #: model FLOPs utilisation of large matrix products in training / batched inference
+    mfu: Factor = Factor(0.50, "Narayanan et al., 'Efficient Large-Scale Language Model Training on GPU "
+                               "Clusters Using Megatron-LM', SC'21: 52% of A100 peak sustained (2021-04)")
+    #: fraction of peak memory bandwidth a streaming kernel reaches
+    bandwidth: Factor = Factor(0.80, "BabelStream / STREAM triad on HBM GPUs: 80-90% of the datasheet figure "
+                                     "(Deakin et al., 'Tracking performance portability on the Yellow Brick "
+                                     "Road to exascale', P3HPC 2020)")
+    #: fraction of link bandwidth a ring collective reaches (bus bandwidth / link bandwidth)
+    link: Factor = Factor(0.80, "nccl-tests all_reduce_perf busbw on DGX A100 NVLink: ~230 of 300 GB/s "
+                                "(NVIDIA nccl-tests PERFORMANCE.md, 2021)")
+    #: fixed cost of one collective (latency term of the ring: alpha)
+    collective_latency_s: Factor = Factor(20e-6, "nccl-tests: small-message all_reduce latency ~10-30 us "
+                                                 "inside a node (NVIDIA nccl-tests, 2021)")
+    #: host-side time per transformer layer per generated token in eager mode (Python + ~10
+    #: kernel launches of ~10 us each)
+    eager_layer_overhead_s: Factor = Factor(100e-6, "ASSUMPTION: ~10 kernel launches x ~10 us per layer "
+                                                    "(CUDA launch latency, NVIDIA CUDA C++ Best Practices Guide)")
+    #: the same with the whole step captured as a graph (HPU graphs, CUDA graphs)
+    graph_layer_overhead_s: Factor = Factor(10e-6, "ASSUMPTION: one graph replay per step; ~1/10 of eager")
+    #: share of a training step's compute that is the backward pass (gradient all-reduce
+    #: overlaps with it: PyTorch DDP buckets, DeepSpeed overlap_comm)
+    backward_share: Factor = Factor(2 / 3, "backward = 2 x forward FLOPs (see flops.py)")
+
+    def with_(self, **values: Factor) -> "Factors":
+        return replace(self, **values)
+
+
+DEFAULT = Factors()

@@ -1,0 +1,263 @@
+"""Roofline with overlap: FLOPs, bytes and collectives of a step -> its time, what bounds it,
+throughput, memory fit and cost.
+
+Per device and phase: ``t = max(FLOPs / (peak x MFU), bytes / (HBM x efficiency))`` --
+compute and memory traffic overlap inside the kernels, so the larger one is the phase's
+time (the roofline).  Collectives add ``alpha + bytes / (link x efficiency)`` each; the
+gradient reduction overlaps with the backward pass of the last micro-step (DDP buckets,
+DeepSpeed ``overlap_comm``), so only what exceeds that window adds to the step.
+Generation: the prefill (the prompt at once), then one decode step per new token that
+reads every weight and the KV cache (bandwidth-bound at small batch) plus the host's
+per-layer overhead (eager or graphs) and tensor-parallel all-reduces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelctl.analysis import cost
+from accelctl.estimate import flops as F
+from accelctl.estimate import traffic as T
+from accelctl.estimate.factors import DEFAULT, Factors
+from accelctl.plan import memory
+from accelctl.plan.activations import hpu_lazy
+from accelctl.spec.catalog import DATASHEETS, DEFAULT_SCALE_OUT, INSTANCES, SCALE_OUT, Datasheet
+from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+#: dtype whose peak a precision computes at
+PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+
+
+@dataclass
+class Estimate:
+    workload: str
+    target: str
+    device: str
+    devices: int
+    task: str
+    #: "ok", or why nothing is estimated (no datasheet for the device...)
+    status: str = "ok"
+    unit: str = "samples/s"
+    step_time_s: float | None = None
+    latency_s: float | None = None
+    throughput: float | None = None
+    bound_by: str = ""
+    why: str = ""
+    flops_per_step: float = 0.0
+    compute_s: float = 0.0
+    memory_s: float = 0.0
+    communication_s: float = 0.0
+    exposed_communication_s: float = 0.0
+    overhead_s: float = 0.0
+    bytes_per_step: float = 0.0
+    comm_bytes_per_step: float = 0.0
+    memory_fit: str = ""
+    fits: bool | None = None
+    price_per_hour: float | None = None
+    throughput_per_dollar: float | None = None
+    train_steps: int | None = None
+    projected_hours: float | None = None
+    projected_cost_usd: float | None = None
+    basis: str = "real"
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _shape(spec: WorkloadSpec) -> tuple[dict[str, Any], str]:
+    m = spec.model
+    if m.real_shape:
+        from accelctl.spec.models import real_architecture
+
+        return real_architecture(m.family, m.real_shape), "real"
+    return dict(m.stand_in), "stand-in"
+
+
+def _sizes(spec: WorkloadSpec, s: dict[str, Any]) -> F.Sizes:
+    d, t = spec.dataset, spec.task
+    prompt = d.prompt_tokens or (len(t.prompt.split()) + 1 if t.prompt else 16)
+    return F.Sizes(seq=d.seq_len, target=d.target_len, prompt=prompt, new_tokens=t.max_new_tokens,
+                   inference_steps=t.inference_steps or 50, guidance=t.guidance_scale > 1)
+
+
+def _link_time(c: T.Collective, sheet: Datasheet, instance: str, fx: Factors, local: int) -> float:
+    intra = c.intra_bytes / (sheet.link_bandwidth.value * fx.link.value)
+    net = SCALE_OUT.get(instance, DEFAULT_SCALE_OUT).value
+    # the devices of a node share its network: each node sends inter_bytes in all
+    inter = c.inter_bytes / (net * fx.link.value)
+    return c.count * fx.collective_latency_s.value + intra + inter
+
+
+def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> Estimate:
+    spec = spec.for_target(target)
+    task = spec.task
+    est = Estimate(spec.name, target.name, target.device, target.world_size, task.kind,
+                   price_per_hour=target.price_per_hour, train_steps=task.train_steps or None)
+    sheet = DATASHEETS.get(target.device)
+    dtype = PEAK_DTYPE.get(target.precision.dtype, "bf16")
+    if sheet is None:
+        est.status = f"no datasheet for device {target.device} (the host CPU: measure it with accelctl run)"
+        return est
+    # bf16 and fp16 run at the same rate on every catalogued device; fp32 never borrows them
+    peak_fig = sheet.flops.get(dtype) or {"bf16": sheet.flops.get("fp16"), "fp16": sheet.flops.get("bf16")}.get(dtype)
+    if peak_fig is None:
+        est.status = f"the {target.device} datasheet gives no {dtype} peak"
+        return est
+    s, est.basis = _shape(spec)
+    z = _sizes(spec, s)
+    fam = spec.model.family
+    fit = memory.estimate(spec, target, real=est.basis == "real")
+    est.memory_fit, est.fits = fit.describe(), fit.fits
+    e = 4 if target.precision.dtype == "fp32" else 2
+    peak = peak_fig.value * fx.mfu.value
+    bw = sheet.memory_bandwidth.value * fx.bandwidth.value
+    est.sources = {"peak": f"{peak_fig.value / 1e12:g} TFLOP/s {dtype}: {peak_fig.source} ({peak_fig.date})",
+                   "memory_bandwidth": f"{sheet.memory_bandwidth.value / 1e9:g} GB/s: "
+                                       f"{sheet.memory_bandwidth.source} ({sheet.memory_bandwidth.date})",
+                   "link": f"{sheet.link_bandwidth.value / 1e9:g} GB/s: {sheet.link_bandwidth.source}",
+                   "mfu": f"{fx.mfu.value:g}: {fx.mfu.source}",
+                   "bandwidth_efficiency": f"{fx.bandwidth.value:g}: {fx.bandwidth.source}"}
+    if dtype == "fp8":
+        # FP8 recipes run the linear layers in FP8; attention's products stay 16-bit
+        half = sheet.flops.get("bf16") or peak_fig
+        est.sources["peak"] += f"; attention scores at {half.value / 1e12:g} TFLOP/s bf16"
+    if task.kind == "generate":
+        _generation(est, spec, target, s, z, fx, peak, bw, e, sheet)
+    elif task.training:
+        _training(est, spec, target, s, z, fx, peak, bw, fit, sheet)
+    else:
+        _inference(est, spec, target, s, z, fx, peak, bw, fit)
+    if est.bytes_per_step:
+        est.why += (f"; arithmetic intensity {est.flops_per_step / est.bytes_per_step:,.0f} FLOP/byte against the "
+                    f"device's ridge point of {peak / bw:,.0f}")
+    _cost(est)
+    return est
+
+
+def _bound(est: Estimate, compute: float, mem: float, comm: float, overhead: float = 0.0) -> None:
+    parts = {"compute": compute, "memory bandwidth": mem, "communication": comm, "host overhead": overhead}
+    est.bound_by = max(parts, key=parts.get)
+    ms = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in parts.items() if v)
+    est.why = f"{est.bound_by} takes the longest per step ({ms})"
+
+
+def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
+    fam, p = spec.model.family, target.parallel
+    micro, accum = target.batch.micro, target.batch.accumulation
+    passes = 4 if target.gradient_checkpointing else 3            # recompute = one more forward
+    per_sample = F.forward(fam, s, z)
+    flops = passes * per_sample * micro * accum / (p.tp * p.pp)
+    est.flops_per_step = flops
+    t_compute = flops / peak
+    if target.precision.dtype == "fp8" and "bf16" in sheet.flops:
+        scores = passes * F.attention_scores(fam, s, z) * micro * accum / (p.tp * p.pp)
+        t_compute = (flops - scores) / peak + scores / (sheet.flops["bf16"].value * fx.mfu.value)
+    # memory traffic: weights read in forward and backward, activations written and read back,
+    # gradients written per micro-step; the optimizer reads and writes weights, gradients and
+    # its states once per step
+    # (the memory fit doubles HPU lazy mode's first iteration; the steady steps move one copy)
+    per_micro = 2 * fit.weights + 2 * fit.activations / (2 if hpu_lazy(target) else 1) + fit.gradients
+    optimizer_step = 2 * (fit.weights + fit.gradients + fit.optimizer)
+    est.bytes_per_step = per_micro * accum + optimizer_step
+    t_mem = est.bytes_per_step / bw
+    t_core = max(t_compute, t_mem)
+    e_grad = 2 if target.precision.dtype in ("bf16", "fp16", "fp8") else 4
+    params = fit.weights / (4 if target.precision.dtype == "fp32" else 2)
+    stage = p.zero_stage if p.strategy == "zero" else 0
+    if stage >= 3:
+        params *= target.data_parallel
+    colls = T.gradient_sync(params * e_grad, target.devices, target.nodes, target.data_parallel, stage,
+                            params * e_grad)
+    tp_coll = T.tensor_parallel_per_token(p.tp, int(s.get("layers", 0)), int(s.get("hidden", 0)),
+                                          micro * _tokens(fam, s, z), e_grad)
+    if tp_coll is not None:  # forward and backward, every micro-step; on the critical path
+        colls.append(dataclasses.replace(tp_coll, intra_bytes=2 * accum * tp_coll.intra_bytes,
+                                         count=2 * accum * tp_coll.count))
+    window = t_core / accum * fx.backward_share.value
+    t_comm = exposed = 0.0
+    overlap_budget = window
+    for c in colls:
+        t = _link_time(c, sheet, target.instance, fx, target.devices)
+        t_comm += t
+        hidden = min(t, overlap_budget) if c.overlaps else 0.0
+        overlap_budget -= hidden
+        exposed += t - hidden
+        est.comm_bytes_per_step += c.intra_bytes + c.inter_bytes
+    est.compute_s, est.memory_s, est.communication_s, est.exposed_communication_s = t_compute, t_mem, t_comm, exposed
+    est.step_time_s = t_core + exposed
+    samples = micro * accum * target.data_parallel
+    est.throughput = samples / est.step_time_s
+    est.unit = "samples/s"
+    _bound(est, t_compute, t_mem, exposed)
+    if est.bound_by == "communication":
+        est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
+
+
+def _tokens(family: str, s: dict[str, Any], z: F.Sizes) -> int:
+    """Tokens one sample puts through the layers (what tensor-parallel all-reduces carry)."""
+    if family == "vit":
+        return F.vit_tokens(s)
+    return z.seq + (z.target if family == "t5" else 0)
+
+
+def _inference(est, spec, target, s, z, fx, peak, bw, fit) -> None:
+    fam, b = spec.model.family, target.batch.micro
+    flops = F.forward(fam, s, z) * b / (target.parallel.tp * target.parallel.pp)
+    est.flops_per_step = flops
+    steps = z.inference_steps * (2 if z.guidance else 1) if fam == "stable_diffusion" else 1
+    est.bytes_per_step = steps * fit.weights + 2 * fit.activations
+    t_compute, t_mem = flops / peak, est.bytes_per_step / bw
+    est.compute_s, est.memory_s = t_compute, t_mem
+    est.latency_s = est.step_time_s = max(t_compute, t_mem)
+    est.unit = "images/s" if fam in ("stable_diffusion", "vit") else "samples/s"
+    est.throughput = b * target.data_parallel / est.latency_s
+    _bound(est, t_compute, t_mem, 0.0)
+
+
+def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:
+    fam, p, b = spec.model.family, target.parallel, target.batch.micro
+    pre, steps = F.generation(fam, s, z)
+    split = p.tp * p.pp
+    weight_bytes = F.decoder_matmul_params(fam, s) * e / split if fam != "t5" else 0.0
+    if fam == "t5":
+        weight_bytes = memory.estimate(spec, target).weights
+    h, layers = int(s["hidden"]), int(s["layers"])
+    kv_width = F.kv_width(fam, s)
+    t_pre = max(pre * b / split / peak, weight_bytes / bw)
+    t_compute = pre * b / split / peak
+    t_mem = weight_bytes / bw
+    overhead_per_layer = (fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else
+                          fx.eager_layer_overhead_s).value
+    tp_coll = T.tensor_parallel_per_token(p.tp, layers, h, b, e)
+    t_tp_tok = _link_time(tp_coll, sheet, target.instance, fx, target.devices) if tp_coll else 0.0
+    total = t_pre
+    t_comm = t_overhead = 0.0
+    for i, f_tok in enumerate(steps):
+        kv = 2 * layers * b * (z.prompt + i) * kv_width * e / split
+        c, m = f_tok * b / split / peak, (weight_bytes + kv) / bw
+        t_compute += c
+        t_mem += m
+        t_comm += t_tp_tok
+        t_overhead += overhead_per_layer * layers / p.pp
+        total += max(c, m) + t_tp_tok + overhead_per_layer * layers / p.pp
+        est.bytes_per_step += weight_bytes + kv
+    est.flops_per_step = (pre + sum(steps)) * b / split
+    est.comm_bytes_per_step = (tp_coll.intra_bytes if tp_coll else 0.0) * len(steps)
+    est.compute_s, est.memory_s, est.communication_s, est.overhead_s = t_compute, t_mem, t_comm, t_overhead
+    est.exposed_communication_s = t_comm
+    est.latency_s = est.step_time_s = total
+    est.unit = "tokens/s"
+    est.throughput = b * len(steps) / total if total else None
+    _bound(est, t_compute, t_mem, t_comm, t_overhead)
+    est.why += (f"; each new token reads {memory.fmt_bytes(weight_bytes)} of weights per device"
+                + (f", {2 * layers} tensor-parallel all-reduces" if tp_coll else ""))
+
+
+def _cost(est: Estimate) -> None:
+    est.throughput_per_dollar = cost.per_dollar(est.throughput, est.price_per_hour)
+    if est.task in ("pretrain", "finetune"):
+        est.projected_hours = cost.projected_hours(est.train_steps, est.step_time_s)
+        est.projected_cost_usd = cost.projected_cost(est.train_steps, est.step_time_s, est.price_per_hour)

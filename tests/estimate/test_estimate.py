@@ -1,0 +1,135 @@
+"""``accelctl estimate``: the roofline's arithmetic, its bounds, and the command's output."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelctl.api import estimate_targets, load
+from accelctl.estimate import traffic
+from accelctl.estimate.roofline import estimate
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = sorted(str(p) for p in (ROOT / "workloads").glob("*.wl"))
+
+
+def _one(file: str, workload: str, target: str):
+    spec = next(s for s in load(ROOT / "workloads" / file) if s.name == workload)
+    return spec, spec.target(target)
+
+
+def test_ring_collective_volumes():
+    assert traffic.ring(8, 800.0, "all_reduce") == pytest.approx(2 * 7 / 8 * 800)
+    assert traffic.ring(8, 800.0, "reduce_scatter") == pytest.approx(7 / 8 * 800)
+    assert traffic.ring(1, 800.0, "all_reduce") == 0
+    z1 = traffic.gradient_sync(1e9, 8, 1, 8, 1, 1e9)
+    z3 = traffic.gradient_sync(1e9, 8, 1, 8, 3, 1e9)
+    ddp = traffic.gradient_sync(1e9, 8, 1, 8, 0, 1e9)
+    vol = lambda cs: sum(c.intra_bytes for c in cs)  # noqa: E731
+    assert vol(z1) == pytest.approx(vol(ddp))          # reduce-scatter + all-gather = all-reduce
+    assert vol(z3) == pytest.approx(1.5 * vol(ddp))    # ZeRO-3 gathers the weights once more
+    two_nodes = traffic.gradient_sync(1e9, 8, 2, 16, 0, 1e9)
+    assert two_nodes[0].inter_bytes == pytest.approx(1e9)  # 2(n-1)/n x S with n = 2 nodes
+
+
+def test_bounds_are_what_the_physics_says():
+    # batch-1 greedy decoding of a 176B model: every token reads all the weights
+    e = estimate(*_one("bloomz.wl", "bloomz_176b", "a100"))
+    assert e.bound_by == "memory bandwidth" and e.latency_s > 0
+    # BERT-Large at 32 x 128 tokens per device: matrix products dominate
+    e = estimate(*_one("bert_large_pretrain.wl", "bert_large_phase1_bs32", "gaudi2"))
+    assert e.bound_by == "compute" and e.step_time_s == pytest.approx(e.compute_s)
+    # one sample per device on 8 nodes: the gradient all-reduce over 400 Gbps EFA cannot hide
+    spec, t = _one("bert_large_scaling.wl", "bert_large_scaling", "dl1_8n")
+    tiny = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=1, global_size=None))
+    e = estimate(spec, tiny)
+    assert e.bound_by == "communication" and e.exposed_communication_s > 0
+    assert e.step_time_s > e.compute_s
+
+
+def test_step_time_scales_with_the_batch_and_the_network():
+    spec, t = _one("bert_large_scaling.wl", "bert_large_scaling", "dl1_1n")
+    base = estimate(spec, t)
+    double = estimate(spec, dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=2 * t.batch.micro)))
+    assert double.compute_s == pytest.approx(2 * base.compute_s)
+    eight = estimate(*_one("bert_large_scaling.wl", "bert_large_scaling", "dl1_8n"))
+    assert eight.communication_s > base.communication_s
+    assert eight.throughput == pytest.approx(8 * base.throughput, rel=0.15)
+
+
+def test_memory_fit_and_cost_fields():
+    spec = next(s for s in load(ROOT / "workloads" / "bloomz.wl") if s.name == "bloomz_176b")
+    by = {e.target: e for e in estimate_targets(spec, spec.targets)}
+    assert by["gaudi1"].fits is False and "DOES NOT FIT" in by["gaudi1"].memory_fit  # 352 GB > 8 x 32 GB
+    assert by["gaudi2"].fits is True
+    assert by["gaudi1"].throughput_per_dollar == pytest.approx(by["gaudi1"].throughput * 3600 / 13.11)
+    assert by["cpu"].status.startswith("no datasheet")
+    spec, t = _one("bert_large_pretrain.wl", "bert_large_phase1_bs32", "gaudi1")
+    e = estimate(spec, t)
+    assert e.projected_hours == pytest.approx(65000 * e.step_time_s / 3600)
+    assert e.projected_cost_usd == pytest.approx(e.projected_hours * 13.11)
+
+
+def test_cli_json_one_record_per_target_for_every_workload():
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS[:1], "-f", "json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for f in WORKLOADS:
+        proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", f, "-f", "json"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        records = [json.loads(line) for line in proc.stdout.splitlines()]
+        targets = [(s.name, t.name) for s in load(f) for t in s.targets]
+        assert [(r["workload"], r["target"]) for r in records] == targets
+        for r in records:
+            assert {"workload", "target", "step_time_s", "latency_s", "throughput", "bound_by", "price_per_hour",
+                    "throughput_per_dollar", "projected_cost_usd"} <= set(r)
+            if r["status"].endswith("gives no fp32 peak"):  # Gaudi: Habana publishes bf16/fp8 peaks only
+                continue
+            if r["device"] != "cpu":
+                assert r["status"] == "ok", r
+                assert r["throughput"] > 0 and r["bound_by"] in ("compute", "memory bandwidth", "communication",
+                                                                  "host overhead")
+                assert (r["latency_s"] if r["task"] == "generate" else r["step_time_s"]) > 0
+
+
+def test_cli_text_names_the_bound_and_the_target_without_a_datasheet():
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", "workloads/bloomz.wl", "-t", "cpu"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "E580" in proc.stdout and "no datasheet" in proc.stdout
+
+
+def test_fp8_speeds_up_the_linear_layers_only():
+    spec, t = _one("vit_fp8.wl", "vit_huge_fp8", "p5_fp8")
+    bf16 = estimate(spec, dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="bf16", fp8=None)))
+    fp8 = estimate(spec, t)
+    # H100: fp8 peak = 2 x bf16; attention's products stay 16-bit, so the gain is under 2x
+    assert bf16.compute_s / 2 < fp8.compute_s < bf16.compute_s
+
+
+def test_tensor_parallel_training_pays_activation_all_reduces():
+    spec, t = _one("bert_large_scaling.wl", "bert_large_scaling", "dl1_1n")
+    tp2 = dataclasses.replace(t, parallel=dataclasses.replace(t.parallel, strategy="tensor", tp=2, zero_stage=0))
+    plain, split = estimate(spec, t), estimate(spec, tp2)
+    assert split.compute_s == pytest.approx(plain.compute_s / 2)   # each rank does half the products
+    # 2 all-reduces per layer, forward and backward: 24 layers x 4 of micro x 128 x 1024 x 2 bytes
+    act = t.batch.micro * 128 * 1024 * 2
+    assert split.comm_bytes_per_step >= 24 * 4 * traffic.ring(2, act, "all_reduce")
+
+
+def test_cli_several_files_and_a_target_some_of_them_have():
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS, "-t", "gaudi2", "-f", "json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    expected = [s.name for f in WORKLOADS for s in load(f) if "gaudi2" in {t.name for t in s.targets}]
+    assert [r["workload"] for r in records] == expected and {r["target"] for r in records} == {"gaudi2"}
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS, "-t", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "no target 'nope'" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,55 @@
+"""The "estimated" column of ``accelctl report --reference``: every mapped seed row gets an
+estimate and its error, and no estimate depends on the seed figure it is compared with."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from accelctl.report import reference
+from accelctl.report.estimated import ROWS, WORKLOADS, _specs
+
+
+def _estimated_rows(tables):
+    out = {}
+    for t in tables:
+        for r in t.rows:
+            if "estimated" in r:
+                out[(t.id, r.get("target") or r.get("label"))] = r
+    return out
+
+
+def test_every_mapped_row_names_a_real_workload_target():
+    for table, rows in ROWS.items():
+        for row, (file, workload, target) in rows.items():
+            assert (WORKLOADS / file).is_file(), (table, row)
+            assert target in {t.name for t in _specs(file)[workload].targets}, (table, row)
+
+
+def test_every_seed_row_with_a_workload_has_an_estimate_and_its_error():
+    rows = _estimated_rows(reference.reference_tables())
+    mapped = sum(len(r) for r in ROWS.values())
+    assert len(rows) >= mapped
+    with_value = [r for r in rows.values() if r["estimated"] is not None]
+    assert len(with_value) == mapped  # every mapped row is estimated (no device without a datasheet)
+    for r in with_value:
+        published = r.get("latency_s") or (r["step_time"][0] if r.get("step_time") else r.get("throughput"))
+        assert r["estimate_error"] == pytest.approx((r["estimated"] - published) / published)
+        assert r["estimate_bound"] in ("compute", "memory bandwidth", "communication", "host overhead")
+
+
+def test_estimates_do_not_move_when_the_published_figures_do(monkeypatch):
+    """Leave-one-out by construction: no factor is fitted to a seed, so changing every
+    published figure changes the errors, never the estimates."""
+    before = {k: r["estimated"] for k, r in _estimated_rows(reference.reference_tables()).items()}
+    ref = copy.deepcopy(reference.load_reference())
+    for t in ref["tables"]:
+        for row in t["rows"]:
+            for key in ("throughput", "latency_s", "step_time_s", "job_time_s"):
+                if key in row:
+                    row[key] *= 3
+    monkeypatch.setattr(reference, "load_reference", lambda: ref)
+    after_rows = _estimated_rows(reference.reference_tables())
+    assert {k: r["estimated"] for k, r in after_rows.items()} == before
+    assert any(r["estimate_error"] is not None for r in after_rows.values())
