@@ -4,7 +4,10 @@ the faces (``accelctl.cli``, ``accelctl.tui``) share: which workloads and target
 two plans (``plan_diff``, ``diff_texts``).
 
 Everything here is importable without torch; ``launch`` starts processes (through
-the runner) and is the only function with side effects beyond reading files.
+the runner) and is the only function with side effects beyond reading files.  What only
+planning needs (``accelctl.plan.render``, ``accelctl.plan.select`` and the plan contract
+under them) loads on first use of one of its names (``__getattr__``), so ``validate``
+imports the parser and the checker only.
 """
 
 from __future__ import annotations
@@ -15,16 +18,6 @@ from accelctl.dsl.ast import File
 from accelctl.dsl.descent import gc_paused
 from accelctl.dsl.parser import parse, parse_file, read_source
 from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, Span, WorkloadError, attach_source
-from accelctl.plan.render import (
-    FORMATS,
-    diff_texts,
-    plan_diff,
-    refusal_header,
-    render_plan,
-    render_plan_sh,
-    render_plan_text,
-)
-from accelctl.plan.select import named_target, pick_rehearsal, pick_target, select_workloads
 from accelctl.spec.check import check, check_all
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -35,6 +28,25 @@ __all__ = [
     "refusal_header", "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
     "validate_text",
 ]
+
+
+#: names served from the planning modules, imported on first use (PEP 562)
+_LAZY = {
+    **dict.fromkeys(("FORMATS", "diff_texts", "plan_diff", "refusal_header", "render_plan", "render_plan_sh",
+                     "render_plan_text"), "accelctl.plan.render"),
+    **dict.fromkeys(("named_target", "pick_rehearsal", "pick_target", "select_workloads"), "accelctl.plan.select"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def load(path: str | Path) -> tuple[WorkloadSpec, ...]:
@@ -72,6 +84,8 @@ def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[Worklo
 
 def load_selected(path: str | Path, workload: str | None = None) -> list[WorkloadSpec]:
     """``load`` then ``select_workloads``: the named workload of the file, or all of them."""
+    from accelctl.plan.select import select_workloads
+
     return select_workloads(load(path), str(path), workload)
 
 

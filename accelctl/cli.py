@@ -386,7 +386,9 @@ def cmd_doctor(args) -> int:
         print(json.dumps({"host": host, "probes": [p.__dict__ for p in probes],
                           "calibrations": [c.__dict__ for c in stored_calibrations()]}, indent=2))
         return 0
-    print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}")
+    print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}"
+          + (f" ({', '.join(host['bf16_flags'])})" if host["bf16_flags"] else ""))
+    print(f"precision: {host['bf16_advice']}")
     print("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
     for p in probes:
         state = _color("ok", "32", sys.stdout) if p.ok else _color("absent", "33", sys.stdout)

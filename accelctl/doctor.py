@@ -62,9 +62,14 @@ def run_probe(name: str, code: str, timeout: float = 60.0) -> Probe:
 
 
 def host_facts() -> dict:
-    from accelctl.hostinfo import cpu_has_native_bf16, cpu_model
+    from accelctl.contract.calibration import speed_vs_fp32
+    from accelctl.hostinfo import cpu_bf16_flags, cpu_has_native_bf16, cpu_model, cpu_precision_advice
 
+    # bf16 advice from detection (the flags) and, where stored, the calibration's bf16/fp32
+    # ratio at one thread (the shipped cpu targets' count)
     return {"cpu": cpu_model(), "cores": cpu_count(), "native_bf16": cpu_has_native_bf16(),
+            "bf16_flags": cpu_bf16_flags(),
+            "bf16_advice": cpu_precision_advice("bf16", measured=speed_vs_fp32("bf16", cpu_model(), 1)),
             "adapters_present": present_adapters()}
 
 

@@ -4,8 +4,12 @@ Device files and tools on PATH (``first_sign``: the device families say which on
 what, ``accelctl.contract.devices``), used to pick a default target (``accelctl run``
 without ``--target``); ``accelctl doctor`` goes further and imports the stacks that are
 installed.  The CPU facts (model, native bf16/fp16) are torch-free so the planner,
-``doctor`` and the worker share them: bf16 on a CPU without AVX512-BF16/AMX is emulated
-(~100-180x slower than fp32 on the 2-core EPYC of LAB.md).
+``doctor`` and the worker share them.  Whether 16-bit precision is slow on a CPU is decided
+by detection and measurement, never by a figure written here: the CPU's flags (bf16 needs
+AVX512-BF16 or AMX-BF16; without them torch emulates it), overridden by the bf16/fp32 ratio
+``accelctl doctor --calibrate`` measured on this CPU where one is stored (callers pass it:
+``cpu_precision_warning(measured=...)``).  A bf16 matmul ran 6.4x *faster* than fp32 on the
+AMX Xeon of LAB.md and ~180x slower on the AVX2-only EPYC: no one figure fits every CPU.
 """
 
 from __future__ import annotations
@@ -40,6 +44,12 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 FP16_FLAGS = ("avx512_fp16", "amx_fp16")
 
 
+def cpu_flags(flags: str | None = None) -> frozenset[str]:
+    """The CPU's flags: ``flags`` (a /proc/cpuinfo ``flags`` value, for a caller or test that
+    names another CPU) or this CPU's."""
+    return frozenset(flags.split()) if flags is not None else _cpuinfo()[1]
+
+
 @lru_cache(maxsize=1)
 def _cpuinfo() -> tuple[str, frozenset[str]]:
     """(model name, flags) of the first CPU in /proc/cpuinfo; ("", {}) where unreadable."""
@@ -64,55 +74,81 @@ def cpu_model() -> str:
     return _cpuinfo()[0]
 
 
-def cpu_bf16_flags() -> list[str]:
-    """The bf16-relevant flags this CPU has (empty on AVX2-only machines)."""
-    flags = _cpuinfo()[1]
-    return [f for f in BF16_FLAGS if f in flags]
+def cpu_bf16_flags(flags: str | None = None) -> list[str]:
+    """The bf16-relevant flags the CPU has (empty on AVX2-only machines)."""
+    have = cpu_flags(flags)
+    return [f for f in BF16_FLAGS if f in have]
 
 
-def cpu_has_native_bf16() -> bool:
-    """True when the CPU executes bf16 matmuls natively (AVX512-BF16 or AMX).
-
-    Without them torch emulates bf16 and a matmul is ~180x slower than fp32 here.
-    Deliberately torch-free so the planner can call it.
-    """
-    return bool(cpu_bf16_flags())
+def cpu_has_native_bf16(flags: str | None = None) -> bool:
+    """True when the CPU executes bf16 matmuls natively (AVX512-BF16 or AMX-BF16); without
+    them torch emulates bf16.  Deliberately torch-free so the planner can call it."""
+    return bool(cpu_bf16_flags(flags))
 
 
-def cpu_has_native_fp16() -> bool:
+def cpu_has_native_fp16(flags: str | None = None) -> bool:
     """True when the CPU has fp16 matmul instructions (AVX512-FP16 or AMX-FP16); torch-free."""
-    return any(f in _cpuinfo()[1] for f in FP16_FLAGS)
+    return any(f in cpu_flags(flags) for f in FP16_FLAGS)
 
 
 # --------------------------------------------------------------------------- 16-bit on a CPU
 
 #: the advice wherever bf16/fp16 meets a CPU: the checker's W601, the plan, the worker
-CPU_16BIT_HINT = ("CPUs without native bf16/fp16 instructions (AVX512-BF16/AMX, AVX512-FP16; AVX2-only CPUs "
-                  "have none) emulate them ~100-180x slower than fp32; set precision = fp32 on cpu targets")
+CPU_16BIT_HINT = ("CPUs without native bf16/fp16 instructions (AVX512-BF16/AMX-BF16, AVX512-FP16/AMX-FP16; "
+                  "AVX2-only CPUs have none) emulate them, far slower than fp32; `accelctl plan` says whether the "
+                  "CPU it plans on has them, and `accelctl doctor --calibrate` measures bf16 against fp32 there")
+
+#: the flags that make each 16-bit dtype native
+NATIVE_FLAGS = {"bf16": BF16_FLAGS, "fp16": FP16_FLAGS}
 
 
-def cpu_has_native(dtype: str) -> bool:
-    """Whether this CPU computes ``dtype`` natively: bf16 and fp16 need their instructions
-    (``cpu_has_native_bf16`` / ``cpu_has_native_fp16``), anything else is not emulated."""
+def cpu_has_native(dtype: str, flags: str | None = None) -> bool:
+    """Whether the CPU (this one, or the one ``flags`` describes) computes ``dtype`` natively:
+    bf16 and fp16 need their instructions, anything else is not emulated."""
     if dtype == "bf16":
-        return cpu_has_native_bf16()
+        return cpu_has_native_bf16(flags)
     if dtype == "fp16":
-        return cpu_has_native_fp16()
+        return cpu_has_native_fp16(flags)
     return True
 
 
-def cpu_precision_warning(dtype: str, native: bool | None = None) -> str | None:
-    """The one warning for 16-bit precision on a CPU that emulates it (~100-180x slower
-    than fp32 on the AVX2 EPYC of LAB.md), or None: fp32, or a CPU with the instructions.
-    ``native`` defaults to this CPU's (``cpu_has_native``)."""
+def cpu_precision_warning(dtype: str, native: bool | None = None, *, flags: str | None = None,
+                          measured: tuple[float, str] | None = None) -> str | None:
+    """The one warning for 16-bit precision that is slow on a CPU, or None.
+
+    ``measured``: (``dtype``'s matmul FLOP/s over fp32's, where that was measured) -- the
+    stored calibration of this CPU (``accelctl.contract.calibration.speed_vs_fp32``).  When
+    given it decides: below 1 warns with the figure, 1 or more is no warning.  Without it
+    the CPU's flags decide (``native``, else ``cpu_has_native(dtype, flags)``): emulated
+    warns, native does not.  fp32 (and anything not 16-bit) never warns."""
     if dtype not in ("bf16", "fp16"):
         return None
+    if measured is not None:
+        ratio, source = measured
+        if ratio >= 1:
+            return None
+        return (f"{dtype} on this CPU: matmuls measured at {ratio:.3g}x fp32's FLOP/s ({source}), slower than "
+                f"fp32; use precision = fp32 on cpu targets")
     if native is None:
-        native = cpu_has_native(dtype)
+        native = cpu_has_native(dtype, flags)
     if native:
         return None
-    return (f"{dtype} on a CPU without native {dtype} instructions: matmuls are emulated, ~100-180x slower "
-            f"than fp32, and the timings will not represent {dtype} hardware; use precision = fp32 on cpu targets")
+    return (f"{dtype} on a CPU without native {dtype} instructions ({' or '.join(NATIVE_FLAGS[dtype])} not in its "
+            f"flags): matmuls are emulated, slower than fp32 (`accelctl doctor --calibrate` measures by how much), "
+            f"and the timings will not represent {dtype} hardware; use precision = fp32 on cpu targets")
+
+
+def cpu_precision_advice(dtype: str, *, flags: str | None = None, measured: tuple[float, str] | None = None) -> str:
+    """One line on ``dtype`` on this CPU for ``accelctl doctor``: the warning where it is slow
+    (``cpu_precision_warning``), else what says it is not -- the measurement, or the flags."""
+    slow = cpu_precision_warning(dtype, flags=flags, measured=measured)
+    if slow is not None:
+        return slow
+    if measured is not None:
+        return f"{dtype} matmuls measured at {measured[0]:.3g}x fp32's FLOP/s ({measured[1]}): use it"
+    have = [f for f in NATIVE_FLAGS.get(dtype, ()) if f in cpu_flags(flags)]
+    return (f"{dtype} native ({', '.join(have)} in the CPU flags); not measured against fp32 here "
+            f"(accelctl doctor --calibrate)")
 
 
 def in_hf_cache(ref: str, family: str) -> bool:

@@ -70,6 +70,24 @@ def lookup(device: str, threads: int, file: Path | None = None) -> Calibration |
     return load_all(file).get(key(device, threads))
 
 
+#: the DSL's precision names -> the dtype names calibrations are stored under
+DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def speed_vs_fp32(dtype: str, device: str, threads: int, file: Path | None = None) -> tuple[float, str] | None:
+    """(``dtype``'s measured matmul FLOP/s over fp32's, where from) on ``device``: the stored
+    calibration at ``threads``, else the one at the nearest thread count; None where none
+    measured both dtypes (the caller then goes by the CPU's flags)."""
+    name = DTYPE_NAMES.get(dtype, dtype)
+    entries = [c for c in load_all(file).values()
+               if c.device == device and c.flops.get(name) and c.flops.get("float32")]
+    if not entries:
+        return None
+    best = min(entries, key=lambda c: (abs(c.threads - threads), c.threads))
+    return (best.flops[name] / best.flops["float32"],
+            f"accelctl doctor --calibrate, {best.date[:10]}, threads={best.threads}")
+
+
 def store(entry: Calibration, file: Path | None = None) -> Path:
     """Add or replace ``entry`` (atomically: a concurrent reader never sees half a file)."""
     file = file or path()

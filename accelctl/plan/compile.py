@@ -60,9 +60,13 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
         notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "
                         f"CPU with the stand-in, random weights: " + ("; ".join(rehearsal.changes) or "same layout"))
     if DEVICES[target.device].host:
-        from accelctl.hostinfo import cpu_precision_warning
+        from accelctl.contract.calibration import speed_vs_fp32
+        from accelctl.hostinfo import cpu_model, cpu_precision_warning
 
-        slow = cpu_precision_warning(target.precision.dtype)
+        # the stored measurement of this CPU decides where there is one, else its flags
+        dtype = target.precision.dtype
+        measured = speed_vs_fp32(dtype, cpu_model(), job.threads) if dtype in ("bf16", "fp16") else None
+        slow = cpu_precision_warning(dtype, measured=measured)
         if slow is not None:
             warnings.append(slow)
     return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,

@@ -133,12 +133,14 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from accelctl.analysis.compare import TOLERANCE
     from accelctl.report.compare import REFUSED, REGRESSION, compare, compare_table
     from accelctl.report.entry import entry_from_series
     from accelctl.run.store import load_run, series_runs
 
     a, b = (entry_from_series(series_runs(load_run(x, args.runs_dir))) for x in (args.a, args.b))
-    c = compare(a, b, confidence=args.confidence, tolerance=args.tolerance, force=args.force)
+    tolerance = TOLERANCE if args.tolerance is None else args.tolerance
+    c = compare(a, b, confidence=args.confidence, tolerance=tolerance, force=args.force)
     if c.verdict == REFUSED:
         from accelctl.errors import Diagnostic
 
@@ -195,8 +197,6 @@ def _guarded(fn):
 
 
 def register(sub) -> None:
-    from accelctl.analysis.compare import TOLERANCE
-
     r = sub.add_parser("report", help="tables of stored runs: step time, throughput, cost; --reference: the seeds'")
     r.add_argument("runs", nargs="*", metavar="RUN", help="run ids or folders (default: every ok run)")
     r.add_argument("--reference", action="store_true", help="the seeds' published tables (with RUN: next to them)")
@@ -211,7 +211,7 @@ def register(sub) -> None:
                                        "independent runs (measure { repeat = N })")
     c.add_argument("a", metavar="A", help="baseline run")
     c.add_argument("b", metavar="B", help="candidate run")
-    c.add_argument("--tolerance", type=float, default=TOLERANCE,
+    c.add_argument("--tolerance", type=float, default=None,  # TOLERANCE: analysis.compare loads on use
                    help="relative change below which a significant difference is still 'same' "
                         "(default 0.05 = 5%%; 0 asks the strict question)")
     c.add_argument("--confidence", type=float, default=0.95)

@@ -1,7 +1,7 @@
 """Syntax highlighting for workload files, plans and plan diffs (rich ``Text``, no Textual).
 
 Workload text is highlighted by the grammar itself: the parser's own lexer and LALR
-tables (``accelctl.dsl.parser.lark_parser``, over ``grammar/workload.lark``) read it,
+tables (``accelctl.dsl.lalr.lark_parser``, over ``grammar/workload.lark``) read it,
 and each token is styled by its terminal (string, number, unit, ``workload``) or, for a
 ``NAME``, by the rule it ends up in (block kind, key, call, header, value word).  Text
 with a syntax error is highlighted up to the error and left plain after it; the rules
@@ -23,7 +23,7 @@ from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
 from rich.text import Text
 
-from accelctl.dsl.parser import lark_parser
+from accelctl.dsl.lalr import lark_parser
 
 STYLES = {
     "comment": "italic #7f8c8d",

@@ -63,7 +63,11 @@ def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
         log("warning", f"{name} autocast is not supported on {adapter.name} ({exc}); running fp32 instead")
         return Precision("fp32")
     if FAMILIES[job.device.adapter].host:  # the CPU accelctl runs on: its flags say what is native
-        slow = cpu_precision_warning(name)  # the planner's warning, worded once
+        from accelctl.contract.calibration import speed_vs_fp32
+
+        # the planner's warning, worded once: this CPU's stored measurement, else its flags
+        measured = speed_vs_fp32(name, adapter.device_name(), torch.get_num_threads())
+        slow = cpu_precision_warning(name, measured=measured)
         if slow is not None:
             log("warning", slow)
     return Precision(name, dtype)

@@ -6,5 +6,5 @@ from bench.harness import Comparison
 COMPARISON = Comparison(
     name="cli_plan", title="cold plan vs import lark, rich",
     setup=lambda quick, workdir: cli_setup(["plan", "bench/workloads/bert_mlm.wl"],
-                                           "accelctl plan bench/workloads/bert_mlm.wl"),
+                                           "accelctl plan bench/workloads/bert_mlm.wl", workdir),
     pairs=12, quick_pairs=3)

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
 
 from accelctl.api import plan, render_plan, validate
-from accelctl.dsl import ast, descent, parser
+from accelctl.dsl import ast, descent, lalr, parser
 from accelctl.errors import AccelctlError, WorkloadError
 from accelctl.spec import schema as S
 from accelctl.spec.catalog import DEVICES
@@ -199,20 +199,20 @@ def assert_positioned(diags, text: str) -> None:
 
 def _lark_ast(text: str, path: str):
     try:
-        tree = parser._parser().parse(text)
+        tree = lalr._parser().parse(text)
     except Exception:  # noqa: BLE001 - any refusal counts as a refusal here
         return None
     try:
-        return ast.File(path, text, parser._ToAst(path).transform(tree))
+        return ast.File(path, text, lalr._ToAst(path).transform(tree))
     except Exception:  # noqa: BLE001 - E003 in the transformer: a refusal
         return None
 
 
 def _lark_diagnostic(text: str, path: str):
     try:
-        parser._parser().parse(text)
+        lalr._parser().parse(text)
     except UnexpectedInput as exc:
-        return parser._classify(exc, text, path)
+        return lalr._classify(exc, text, path)
     raise AssertionError("lark parses it")
 
 

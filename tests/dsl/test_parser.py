@@ -381,13 +381,13 @@ def test_the_fast_parsers_terminals_are_the_grammars():
 
 
 def test_fast_parser_and_lark_give_the_same_ast_for_every_shipped_workload():
-    from accelctl.dsl import descent, parser
+    from accelctl.dsl import descent, lalr
 
     root = Path(__file__).resolve().parents[2]
     for wl in sorted((root / "workloads").glob("*.wl")):
         text = wl.read_text(encoding="utf-8")
         fast = descent.parse_fast(text, str(wl))
-        slow = ast.File(str(wl), text, parser._ToAst(str(wl)).transform(parser.lark_parser().parse(text)))
+        slow = ast.File(str(wl), text, lalr._ToAst(str(wl)).transform(lalr.lark_parser().parse(text)))
         assert fast == slow, wl.name
 
 

@@ -64,7 +64,8 @@ def test_threads_override():
     assert plan(_spec(), "big").job.threads == 3
 
 
-def test_bf16_on_cpu_warns_loudly():
+def test_bf16_on_cpu_warns_loudly(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCELCTL_CALIBRATION_FILE", str(tmp_path / "none.json"))  # the flags decide
     p = plan(_spec(), "bf")
     from accelctl.hostinfo import cpu_has_native_bf16
 
@@ -73,9 +74,11 @@ def test_bf16_on_cpu_warns_loudly():
     assert any("slower than fp32" in w for w in p.warnings)
 
 
-def test_16bit_on_cpu_warning_is_one_rule():
+def test_16bit_on_cpu_warning_is_one_rule(tmp_path, monkeypatch):
     """hostinfo.cpu_precision_warning is the rule; the plan applies it with this host's
-    flags, fp16 by the fp16 instructions (a CPU may have AVX512-BF16 and no AVX512-FP16)."""
+    flags (no calibration stored: tests/test_precision_advice.py has the measured case),
+    fp16 by the fp16 instructions (a CPU may have AVX512-BF16 and no AVX512-FP16)."""
+    monkeypatch.setenv("ACCELCTL_CALIBRATION_FILE", str(tmp_path / "none.json"))
     from accelctl.hostinfo import cpu_has_native, cpu_precision_warning
 
     for dtype in ("bf16", "fp16"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.dsl.parser import _PUNCT, lark_parser
+from accelctl.dsl.lalr import _PUNCT, lark_parser
 from accelctl.tui.highlight import (
     _TERMINAL_STYLES,
     STYLES,
@@ -77,7 +77,7 @@ def test_an_unfinished_file_is_highlighted_to_its_end():
 
 def test_every_terminal_of_the_grammar_has_a_style_or_is_punctuation():
     parser = lark_parser()
-    terminals = {t.name for t in parser.terminals} - set(parser.ignore_tokens) - _PUNCT - {"NAME"}
+    terminals = {t.name for t in parser.terminals} - set(parser.lexer_conf.ignore) - _PUNCT - {"NAME"}
     assert terminals == set(_TERMINAL_STYLES)
 
 

@@ -37,7 +37,6 @@ torch, deepspeed or transformers (``accelctl plan`` stays light);
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from typing import Any
 
@@ -96,6 +95,8 @@ BLOOM_LAST_TRANSFORMERS = (4, 43)
 
 def installed_version(dist: str) -> str | None:
     """A package's installed version from its metadata (never imports it)."""
+    import importlib.metadata  # 30 ms of email/zipfile/csv: only plans that ask pay it
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
