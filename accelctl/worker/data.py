@@ -61,6 +61,19 @@ class Batches:
 
 def training_batches(job, built: Built, rank: int, world: int, log: Callable[[str, str], None]) -> Batches:
     """The batch stream of ``job`` for this rank (``micro_batch`` samples each)."""
+    batches = _training_batches(job, built, rank, world, log)
+    every = job.debug.ragged_batch_every
+    if every > 0:  # test hook: the ragged last batch this module otherwise drops
+        batches._it = _ragged(batches._it, every)
+    return batches
+
+
+def _ragged(it: Iterator[Batch], every: int) -> Iterator[Batch]:
+    for i, batch in enumerate(it, 1):
+        yield {k: v[: max(1, len(v) // 2)] for k, v in batch.items()} if i % every == 0 else batch
+
+
+def _training_batches(job, built: Built, rank: int, world: int, log: Callable[[str, str], None]) -> Batches:
     kind, data = built.kind, job.data
     if kind not in (CAUSAL_LM, MASKED_LM, SEQ2SEQ, IMAGE_CLASSIFIER):
         raise ValueError(f"no training data for model kind {kind!r}")
