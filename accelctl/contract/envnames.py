@@ -27,3 +27,6 @@ TUI_NICE = "ACCELCTL_TUI_NICE"
 #: where ``accelctl doctor --calibrate`` stores the measured matmul ceilings (default
 #: ``$XDG_CACHE_HOME/accelctl/calibration.json``, else ``~/.cache/accelctl/calibration.json``)
 CALIBRATION_FILE = "ACCELCTL_CALIBRATION_FILE"
+#: test hook: every n-th training batch keeps half its samples (a ragged last batch that a
+#: loader kept, ``drop_last=False``): the shape change torch-xla recompiles for
+DEBUG_RAGGED_BATCH_EVERY = "ACCELCTL_DEBUG_RAGGED_BATCH_EVERY"

@@ -23,6 +23,7 @@ import pytest
 from accelctl import api
 from accelctl.backends.xla_neuron import check as xla_check
 from accelctl.backends.xla_neuron.cpu_rehearsal import rehearsal, xla_python, xla_venv
+from accelctl.contract.envnames import DEBUG_RAGGED_BATCH_EVERY
 from accelctl.contract.events import event_from_dict
 from accelctl.run.console import ConsoleSink
 from accelctl.spec.types import MeasureSpec
@@ -41,14 +42,14 @@ def plans():
     return api.plan(spec, TARGET), api.plan(spec, TARGET, rehearse=True)
 
 
-def run_worker(tmp_path: Path, **debug) -> tuple[subprocess.CompletedProcess, list[dict], object]:
+def run_worker(tmp_path: Path, **extra_env) -> tuple[subprocess.CompletedProcess, list[dict], object]:
     neuron, stand_in = plans()
     job, env = rehearsal(neuron, stand_in.job, tmp_path)
-    job = dataclasses.replace(job, measure=MEASURE, debug=dataclasses.replace(job.debug, **debug))
+    job = dataclasses.replace(job, measure=MEASURE)
     path = tmp_path / "job.json"
     path.write_text(job.to_json())
     base = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR", "LANG") if k in os.environ}
-    proc = subprocess.run([str(XLA_PY), "-m", "accelctl.worker", str(path)], env={**base, **env}, cwd=tmp_path,
+    proc = subprocess.run([str(XLA_PY), "-m", "accelctl.worker", str(path)], env={**base, **env, **extra_env}, cwd=tmp_path,
                           capture_output=True, text=True, timeout=900)
     events_file = tmp_path / "events" / "rank0.jsonl"
     events = [json.loads(line) for line in events_file.read_text().splitlines()] if events_file.exists() else []
@@ -69,7 +70,7 @@ def shipped(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ragged(tmp_path_factory):
     # every 6th batch half as big: an epoch's ragged last batch that a loader kept
-    return run_worker(tmp_path_factory.mktemp("xla_ragged"), ragged_batch_every=6)
+    return run_worker(tmp_path_factory.mktemp("xla_ragged"), **{DEBUG_RAGGED_BATCH_EVERY: "6"})
 
 
 def test_rehearsal_keeps_the_neuron_device_path_and_env():
