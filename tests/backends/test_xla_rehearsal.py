@@ -102,6 +102,12 @@ def test_shipped_workload_trains_on_xla_cpu_and_compiles_only_in_warmup(shipped)
     assert results["compile_s"] > 2 * measured[len(measured) // 2]  # a compile costs more than a steady step
     assert not [e for e in events if e["kind"] == "log" and "recompilation" in e["message"]]
     assert list((Path(proc.args[-1]).parent / "xla-compile-cache").iterdir())  # the cache directory is written
+    out = io.StringIO()
+    sink = ConsoleSink(job, headless=True, file=out)
+    for e in events:
+        sink.on_event(event_from_dict(e))
+    assert f"compiled {results['compiles']} graph(s) in" in out.getvalue()
+    assert "measured phase 0 recompilation(s)" in out.getvalue()
 
 
 @needs_xla
@@ -120,6 +126,7 @@ def test_ragged_last_batch_recompiles_in_the_measured_phase_with_a_warning(ragge
     for e in events:
         sink.on_event(event_from_dict(e))
     assert "warning: recompilation in the measured phase" in out.getvalue()
+    assert f"measured phase {results['recompiles']} recompilation(s)" in out.getvalue()
 
 
 @needs_xla
