@@ -68,9 +68,6 @@ class DebugJob:
     #: kill this rank (SIGKILL) in the middle of the checkpoint save of this step: its files
     #: written, the ``complete.json`` marker not (0 = never)
     kill_in_checkpoint_at_step: int = 0
-    #: every n-th batch keeps only half its samples, as an epoch's ragged last batch does when
-    #: a loader keeps it (``drop_last=False``); the shape change XLA recompiles for (0 = never)
-    ragged_batch_every: int = 0
     #: settings of the test suite's fake workers (``tests/*/fake_worker.py``: which script
     #: to play, which rank crashes ...); the real worker never reads it
     fake: dict[str, Any] = field(default_factory=dict)
