@@ -7,7 +7,8 @@
 #                             client and the Kubeflow training SDK (engine kubernetes)
 #   scripts/setup.sh --test   also what the whole test suite needs: pytest, Transformer
 #                             Engine's pure-Python package and optimum-habana in its own
-#                             venv (.venv-habana) to check plans against, tmux for the
+#                             venv (.venv-habana) to check plans against, torch-xla in
+#                             its own venv (.venv-xla, scripts/setup-xla.sh), tmux for the
 #                             TUI's terminal test, Slurm + munge (as root, apt-get) for the
 #                             slurm engine's local two-node cluster
 set -euo pipefail
@@ -36,6 +37,9 @@ if [ "$test_mode" = 1 ]; then
     # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
     .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2
     ./scripts/setup-habana.sh
+    # torch-xla 2.9.0 on exactly torch 2.9.0 in .venv-xla: Neuron plans rehearsed on the XLA
+    # CPU device and checked against the installed torch-xla (~4 GB download, ~7 GB disk)
+    ./scripts/setup-xla.sh
     # tmux drives the TUI's end-to-end test in a real terminal; Slurm (munged, slurmctld, two
     # slurmd on this host, started by tests/engines/conftest.py) runs the slurm engine's jobs
     pkgs=""

@@ -31,3 +31,7 @@ CALIBRATION_FILE = "ACCELCTL_CALIBRATION_FILE"
 #: the runner's identity, ``<pid>:<start ticks>`` (``accelctl.contract.supervision``): a
 #: worker on the runner's machine ends when that process is gone (SIGKILL of ``accelctl run``)
 RUNNER = "ACCELCTL_RUNNER"
+
+#: test hook: every n-th training batch keeps half its samples (a ragged last batch that a
+#: loader kept, ``drop_last=False``): the shape change torch-xla recompiles for
+DEBUG_RAGGED_BATCH_EVERY = "ACCELCTL_DEBUG_RAGGED_BATCH_EVERY"

@@ -45,6 +45,17 @@ def _num(x: float | None, unit: str = "") -> str:
     return f"{x:,.1f}{unit}" if abs(x) >= 100 else f"{x:.4g}{unit}"
 
 
+def compile_line(results: dict) -> str:
+    """Graph compilation (XLA) as the worker counted it, apart from the step times; "" if none."""
+    if not results.get("compiles"):
+        return ""
+    line = f"compiled {results['compiles']} graph(s) in {results.get('compile_s', 0.0):.1f} s"
+    if "recompiles" in results:
+        line += (f" (warm-up {results['warmup_compiles']}, {results['warmup_compile_s']:.1f} s; measured phase "
+                 f"{results['recompiles']} recompilation(s), {results['recompile_s']:.1f} s)")
+    return line
+
+
 class ConsoleSink:
     """Prints a run as it happens; ``close(result)`` prints the steady-state summary."""
 
@@ -200,6 +211,9 @@ class ConsoleSink:
     def _on_RunFinished(self, ev: RunFinished) -> None:
         if ev.rank == 0:
             self._print(f"✓ finished {ev.steps} steps in {ev.wall_s:.2f} s", "green")
+            line = compile_line(ev.results)
+            if line:
+                self._print(line, "yellow" if ev.results.get("recompiles") else None)
 
     # -- the end ------------------------------------------------------------------------
 

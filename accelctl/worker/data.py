@@ -28,10 +28,12 @@ the precision and the all-reduce work, not noise:
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
+from accelctl.contract import envnames
 from accelctl.worker import records
 from accelctl.worker.models import CAUSAL_LM, IMAGE_CLASSIFIER, MASKED_LM, SEQ2SEQ, Built
 
@@ -61,6 +63,25 @@ class Batches:
 
 def training_batches(job, built: Built, rank: int, world: int, log: Callable[[str, str], None]) -> Batches:
     """The batch stream of ``job`` for this rank (``micro_batch`` samples each)."""
+    batches = _training_batches(job, built, rank, world, log)
+    every = int(os.environ.get(RAGGED_ENV, "0") or 0)
+    if every > 0:
+        log("warning", f"{RAGGED_ENV}={every}: every {every}th batch has half its samples (a test hook)")
+        batches._it = _ragged(batches._it, every)
+    return batches
+
+
+#: test hook: every n-th batch keeps only half its samples, as an epoch's ragged last batch does
+#: when a loader keeps it (``drop_last=False``) -- the shape change XLA recompiles for
+RAGGED_ENV = envnames.DEBUG_RAGGED_BATCH_EVERY
+
+
+def _ragged(it: Iterator[Batch], every: int) -> Iterator[Batch]:
+    for i, batch in enumerate(it, 1):
+        yield {k: v[: max(1, len(v) // 2)] for k, v in batch.items()} if i % every == 0 else batch
+
+
+def _training_batches(job, built: Built, rank: int, world: int, log: Callable[[str, str], None]) -> Batches:
     kind, data = built.kind, job.data
     if kind not in (CAUSAL_LM, MASKED_LM, SEQ2SEQ, IMAGE_CLASSIFIER):
         raise ValueError(f"no training data for model kind {kind!r}")

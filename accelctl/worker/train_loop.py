@@ -62,6 +62,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         start_checksum, data_checksum = saved["param_checksum_start"], saved["data_checksum"]
 
     # 3. one optimizer step: accumulation micro-batches, then clip and step ----------------
+    shapes: dict[str, tuple] = {}  # the last step's batch shapes (a recompilation's usual cause)
+
     def train_step(step: int) -> float:
         if ds is not None:
             return ds.train_step(step)
@@ -70,6 +72,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         loss_sum = torch.zeros((), device=adapter.device)
         for micro in range(accum):
             batch = {k: v.to(adapter.device, non_blocking=True) for k, v in next(batches).items()}
+            shapes.update((k, tuple(v.shape)) for k, v in batch.items())
             if checksums:
                 data_checksum += sum(float(v.double().sum()) for v in batch.values())
             # DDP: all-reduce gradients only on the last micro-batch of the step
@@ -127,12 +130,15 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     schedule += [("measure", r, job.measure.steps) for r in range(job.measure.repeat)]
     samples = job.batch.micro * accum * world  # global samples per optimizer step
     step, losses = 0, list(saved["losses"]) if saved else []
+    compiles = CompileWatch(ctx)
     adapter.reset_peak_memory()
     for phase, repeat, count in schedule:
         if step + count <= resumed_at:  # done before the checkpoint
             step += count
             continue
         ctx.phase(phase, repeat)
+        if phase == "measure" and repeat == 0:
+            compiles.measured_from_here()
         for _ in range(count):
             step += 1
             if step <= resumed_at:
@@ -147,6 +153,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             if counting:
                 flops = counter.get_total_flops()
             losses.append(loss)
+            compiles.after_step(step, phase, shapes)
 
             # 6. derived quantities, once per step
             tokens = samples * batches.tokens_per_sample
@@ -163,8 +170,56 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     if checksums:  # equal on all ranks iff gradients were all-reduced; data differs per rank
         results.update(param_checksum_start=start_checksum, param_checksum=param_checksum(model),
                        data_checksum=data_checksum)
-    results.update(adapter.compile_stats())
+    results.update(compiles.results())
     return step, results
+
+
+class CompileWatch:
+    """Graph compilations (XLA, HPU graphs) split into the warm-up's and the measured phase's.
+
+    Compilation belongs to warm-up: there the device compiles each graph once (AdamW: two,
+    the first step creates the optimizer state).  A compilation after warm-up is a
+    recompilation -- a new graph, usually because a shape changed (a ragged last batch) -- and
+    costs seconds inside a measured step, so each one is a warning naming the cause: the batch
+    shape that changed when that is it.  Eager devices compile nothing (``compile_stats`` empty).
+    """
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.last = ctx.adapter.compile_stats()
+        self.at_measure: dict | None = None
+        self.shapes_seen: dict[str, set] = {}
+        self.prev_shapes: dict[str, tuple] = {}
+
+    def measured_from_here(self) -> None:
+        self.at_measure = self.ctx.adapter.compile_stats()
+
+    def after_step(self, step: int, phase: str, shapes: dict[str, tuple]) -> None:
+        now = self.ctx.adapter.compile_stats()
+        new = now.get("compiles", 0) - self.last.get("compiles", 0)
+        changed = [f"{k} {tuple(self.prev_shapes[k])} -> {v}" for k, v in shapes.items()
+                   if k in self.prev_shapes and v not in self.shapes_seen.get(k, ())]
+        if new > 0 and phase == "measure":
+            seconds = now.get("compile_s", 0.0) - self.last.get("compile_s", 0.0)
+            cause = ("batch shape changed: " + ", ".join(changed) + " (a ragged last batch? keep shapes fixed)"
+                     if changed else "no batch shape changed; a graph differs (run with PT_XLA_DEBUG_LEVEL=1 "
+                     "for torch-xla's compilation analysis)")
+            self.ctx.log("warning", f"recompilation in the measured phase at step {step}: {new} new graph(s), "
+                                    f"{seconds:.1f} s compiling inside the step; cause: {cause}")
+        for k, v in shapes.items():
+            self.shapes_seen.setdefault(k, set()).add(v)
+        self.prev_shapes = dict(shapes)
+        self.last = now
+
+    def results(self) -> dict:
+        """The adapter's totals, plus the part after warm-up (``recompiles``), where it compiles."""
+        total = self.ctx.adapter.compile_stats()
+        if not total or self.at_measure is None:
+            return total
+        measured = total["compiles"] - self.at_measure["compiles"]
+        return {**total, "warmup_compiles": self.at_measure["compiles"],
+                "warmup_compile_s": self.at_measure["compile_s"], "recompiles": measured,
+                "recompile_s": total["compile_s"] - self.at_measure["compile_s"]}
 
 
 def forward_loss(model, kind: str, batch: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -237,8 +238,10 @@ def _attr_chain(node: ast.AST) -> list[str] | None:
     return parts
 
 
-def check_worker_source(path: str | Path, table: dict[str, Any]) -> list[Finding]:
-    """Every torch_xla module, name and keyword a worker file uses exists in the table's torch-xla."""
+def check_worker_source(path: str | Path, table: dict[str, Any], used: set[str] | None = None) -> list[Finding]:
+    """Every torch_xla module, name and keyword a worker file uses exists in the table's torch-xla.
+    ``used`` collects the dotted names found (``torch_xla.core.xla_model.optimizer_step``)."""
+    used = set() if used is None else used
     path = Path(path)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     modules, mods = set(table["all_modules"]), table["modules"]
@@ -256,12 +259,14 @@ def check_worker_source(path: str | Path, table: dict[str, Any]) -> list[Finding
                     continue
                 if al.name not in modules:
                     out.append(Finding(at(node), f"torch-xla {version} has no module {al.name}"))
+                used.add(al.name)
                 alias[al.asname or "torch_xla"] = al.name if al.asname else "torch_xla"
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch_xla" and node.level == 0:
             for al in node.names:
                 full = f"{node.module}.{al.name}"
                 if full in modules:
                     alias[al.asname or al.name] = full
+                    used.add(full)
                 elif node.module in mods and al.name not in mods[node.module]:
                     out.append(Finding(at(node), f"{node.module} has no {al.name} in torch-xla {version}"))
                 elif node.module not in modules:
@@ -287,6 +292,7 @@ def check_worker_source(path: str | Path, table: dict[str, Any]) -> list[Finding
             sub = f"{module}.{name}"
             if sub in modules:
                 module = sub
+                used.add(module)
                 continue
             if module not in mods:
                 if i == len(chain) - 1:
@@ -295,7 +301,9 @@ def check_worker_source(path: str | Path, table: dict[str, Any]) -> list[Finding
                 break
             if name not in mods[module]:
                 out.append(Finding(at(node), f"{module} has no {name} in torch-xla {version}"))
-            elif i == len(chain) - 1 and id(node) in calls and mods[module][name] is not None:
+                break
+            used.add(sub)
+            if i == len(chain) - 1 and id(node) in calls and mods[module][name] is not None:
                 out += _check_kwargs(calls[id(node)], f"{module}.{name}", mods[module][name], version, at)
             break
     if alias:
@@ -384,11 +392,65 @@ def check_results(plan, version: str, forbidden: tuple[str, ...]) -> list:
         return [not_run(f"torch-xla {version} API table", f"no table for torch-xla {version} is shipped; build "
                         "one with python -m accelctl.backends.xla_neuron.check")]
     findings = [f for launch in plan.launches for f in check_env(launch.env, table, forbidden)]
-    worker = Path(__file__).resolve().parents[2] / "worker"
+    used: set[str] = set()
     for name in WORKER_XLA_FILES:
-        findings += check_worker_source(worker / name, table)
+        findings += check_worker_source(WORKER_DIR / name, table, used)
     tool = f"torch-xla {table['torch_xla']} API table ({table['source']})"
-    return [CheckResult(tool, not findings, [str(f) for f in _dedupe(findings)])]
+    return [CheckResult(tool, not findings, [str(f) for f in _dedupe(findings)]), installed_result(used, version)]
+
+
+WORKER_DIR = Path(__file__).resolve().parents[2] / "worker"
+#: run by the torch-xla venv's python: import each module, look each name up; JSON on stdout
+IMPORT_SCRIPT = """
+import importlib, json, sys
+import torch, torch_xla
+out = {"torch": torch.__version__, "torch_xla": torch_xla.__version__, "missing": []}
+for dotted in json.load(sys.stdin):
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                out["missing"].append(dotted)
+                break
+            obj = getattr(obj, attr)
+        break
+    else:
+        out["missing"].append(dotted)
+print(json.dumps(out))
+"""
+
+
+def installed_result(used: set[str], version: str, python: Path | None = None):
+    """The worker's torch-xla names (``used``, as ``check_worker_source`` found them) imported
+    by the installed torch-xla of ``.venv-xla`` in a subprocess; NOT RUN without that venv."""
+    from accelctl.backends.findings import CheckResult, not_run
+
+    from accelctl.backends.xla_neuron.cpu_rehearsal import xla_python, xla_venv
+
+    python = python or xla_python()
+    tool = "installed torch-xla (.venv-xla): the worker's names imported"
+    if python is None or not python.exists():
+        return not_run(tool, f"no complete {xla_venv()}; scripts/setup-xla.sh makes it")
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    try:
+        proc = subprocess.run([str(python), "-c", IMPORT_SCRIPT], input=json.dumps(sorted(used)), env=env,
+                              capture_output=True, text=True, timeout=300)
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return CheckResult(tool, False, [f"{python} could not run: {exc}"])
+    try:
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return CheckResult(tool, False, [f"{python} could not import torch_xla (exit {proc.returncode}): {last}"])
+    problems = [f"{name} is not in the installed torch-xla {got['torch_xla']}" for name in got["missing"]]
+    if not got["torch_xla"].startswith(version + "."):
+        problems.append(f"installed torch-xla is {got['torch_xla']}; the plan is written for {version}")
+    return CheckResult(f"installed torch-xla {got['torch_xla']} (torch {got['torch']}, .venv-xla): "
+                       f"{len(used)} worker names imported", not problems, problems)
 
 
 if __name__ == "__main__":  # python -m accelctl.backends.xla_neuron.check GIT_DIR@TAG | WHEEL | DIR
