@@ -90,12 +90,14 @@ def load_selected(path: str | Path, workload: str | None = None) -> list[Workloa
 
 
 def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None, rehearse: bool = False,
-         fp8: bool = False):
+         fp8: bool = False, device_path: bool = False):
     """Compile one target of a spec into an inert ``Plan`` (``rehearse``: its CPU rehearsal;
-    ``fp8`` too: its FP8 rehearsal)."""
+    ``fp8`` too: its FP8 rehearsal; ``device_path`` too: through the target backend's own
+    device code path on this CPU where it has one and it is installed, e.g. a Neuron target on
+    torch-xla's XLA CPU device)."""
     from accelctl.plan.compile import compile_plan
 
-    return compile_plan(spec, target, engine, rehearse, fp8)
+    return compile_plan(spec, target, engine, rehearse, fp8, device_path)
 
 
 def one_process(spec: WorkloadSpec, target: TargetSpec) -> tuple[WorkloadSpec, TargetSpec, int]:

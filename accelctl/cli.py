@@ -104,7 +104,7 @@ def cmd_plan(args) -> int:
             targets = [t for t in targets if t.precision.dtype == "fp8"]
         for t in targets:
             try:
-                p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8)
+                p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse)
             except AccelctlError as exc:
                 failed += 1
                 print(refusal_header(spec.name, t.name), flush=True)
@@ -249,7 +249,8 @@ def cmd_run(args) -> int:
                        pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
               for spec in specs]
     # measure { repeat = N }: N independent processes, each planned with one measured round
-    plans = [(spec, make_plan(one, t1, args.engine, rehearse=args.rehearse, fp8=args.fp8), why, n)
+    plans = [(spec, make_plan(one, t1, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse),
+              why, n)
              for spec, t, why in chosen for one, t1, n in [one_process(spec, t)]]
     only = args.launch or None
     for _, p, _, _ in plans:
@@ -270,7 +271,7 @@ def cmd_run(args) -> int:
         print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
         if p.rehearsal is not None:
             print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
-                         "this CPU with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
+                         f"{p.rehearsal.on} with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
                          "1;33", sys.stdout), flush=True)
         for w in p.warnings:
             print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)

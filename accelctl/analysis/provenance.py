@@ -29,7 +29,7 @@ def what_ran(details: dict[str, Any], job: Any, rehearsal: Any = None) -> dict[s
     if rehearsal is not None:
         out["rehearsal"] = rehearsal if isinstance(rehearsal, dict) else {
             "of": rehearsal.of, "device": rehearsal.device, "world_size": rehearsal.world_size,
-            "changes": list(rehearsal.changes)}
+            "changes": list(rehearsal.changes), "on": rehearsal.on}
     elif getattr(job, "rehearsal_of", "") or details.get("rehearsal_of"):
         out["rehearsal"] = {"of": getattr(job, "rehearsal_of", "") or details["rehearsal_of"]}
     return out
@@ -60,7 +60,8 @@ def model_line(ran: dict[str, Any]) -> str:
     r = ran.get("rehearsal")
     if r:
         where = f" ({r['world_size']} x {r['device']})" if r.get("device") else ""
-        return f"REHEARSAL of target {r['of']}{where} on this CPU with the stand-in {what}: not the target's model"
+        return (f"REHEARSAL of target {r['of']}{where} on {r.get('on') or 'this CPU'} with the stand-in {what}: "
+                "not the target's model")
     if m.get("scale") == "stand_in":
         real = f" -- not {m['names']}" if m.get("names") else ""
         return f"STAND-IN model {what}{real}"

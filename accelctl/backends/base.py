@@ -114,6 +114,14 @@ class Backend:
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         raise NotImplementedError
 
+    def device_rehearsal(self, real: Plan, stand_in: Plan) -> Plan:
+        """The rehearsal of ``real`` (one of this backend's plans) through this backend's own
+        device code path on this CPU, where it has one and it is installed (``accelctl run
+        --rehearse``); ``stand_in`` is the plain CPU rehearsal of the same target.  Backends
+        without such a path give ``stand_in``; one whose path is not installed gives it with a
+        warning that says so and how to install it."""
+        return stand_in
+
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """``plan`` (one of this backend's) checked by the real software it targets, where that
         is installed (``accelctl plan --check``); a tool that is not gives a result with

@@ -80,6 +80,9 @@ class Rehearsal:
     world_size: int
     #: how the rehearsal differs from the target's plan, one line each
     changes: tuple[str, ...] = ()
+    #: where it runs: "this CPU" (eager PyTorch, the default), or the target backend's own
+    #: device path on this CPU, e.g. "the XLA CPU device (torch-xla 2.9.0)" for a Neuron target
+    on: str = "this CPU"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, checkpoint_warnings, threads_per_process
 from accelctl.plan.memory import estimate
-from accelctl.plan.registry import ENGINES, choose
+from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
 from accelctl.plan.weights import unreachable_weights, weights_note
@@ -19,11 +19,21 @@ def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint:
 
 
 def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None,
-                 rehearse: bool = False, fp8: bool = False) -> Plan:
+                 rehearse: bool = False, fp8: bool = False, device_path: bool = False) -> Plan:
     """The plan of ``target``; with ``rehearse``, a CPU rehearsal of it (``plan.rehearse``);
-    with ``fp8`` too, its FP8 rehearsal (the recipe emulated beside a baseline)."""
+    with ``fp8`` too, its FP8 rehearsal (the recipe emulated beside a baseline); with
+    ``device_path`` (``accelctl run/plan --rehearse``), the rehearsal the target's backend makes
+    of its own device path on this CPU (``Backend.device_rehearsal``: a Neuron target on the
+    XLA CPU device), or the plain one with that backend's word on why not."""
     if isinstance(target, str):
         target = named_target(spec, target)
+    if rehearse and device_path and not fp8 and not DEVICES[target.device].host:
+        stand_in = compile_plan(spec, target, engine, rehearse=True)
+        try:
+            real = compile_plan(spec, target, engine)
+        except PlanError:
+            return stand_in  # the target itself does not plan (it rehearses all the same)
+        return BACKENDS[real.backend].device_rehearsal(real, stand_in)
     rehearsal = None
     if rehearse and (fp8 or not DEVICES[target.device].host):
         target, rehearsal = rehearsal_target(spec, target, fp8=fp8)

@@ -103,6 +103,12 @@ class XlaNeuronBackend(Backend):
                                f"({spec.model.family})", "model"))
         return out
 
+    def device_rehearsal(self, real: Plan, stand_in: Plan) -> Plan:
+        """On torch-xla's XLA CPU device from ``.venv-xla`` (``cpu_rehearsal.rehearsal_plan``)."""
+        from accelctl.backends.xla_neuron.cpu_rehearsal import rehearsal_plan
+
+        return rehearsal_plan(real, stand_in)
+
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """torchrun's parser, then the environment and the worker's torch-xla calls against the
         API table of torch-xla ``TORCH_XLA_VERSION`` (``accelctl.backends.xla_neuron.check``)."""

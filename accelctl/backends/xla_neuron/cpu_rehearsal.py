@@ -12,6 +12,10 @@ own world of one, measured in LAB.md), so several processes would prove nothing.
 torch-xla 2.9 needs exactly torch 2.9.0, so it runs from its own venv (``scripts/setup-xla.sh``
 -> ``.venv-xla``) as ``.venv-xla/bin/python -m accelctl.worker JOB.json`` with the repository on
 ``PYTHONPATH`` (the worker imports only contract, errors, hostinfo and spec.types/models).
+
+``accelctl run/plan --rehearse`` of a Neuron target takes this path (``rehearsal_plan``) when
+that venv is complete (its marker file: nothing is imported to find out, so planning stays
+free of torch), else the plain CPU rehearsal with a warning saying so (``unavailable``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import os
 from pathlib import Path
 
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import Plan
+from accelctl.contract.plan import RUN_DIR, Launch, Plan, Rehearsal
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Neuron-only variables: read by neuronx-cc / the Neuron runtime, meaningless on PJRT CPU
@@ -43,6 +47,67 @@ def xla_python() -> Path | None:
     """The interpreter of that environment, or None until ``scripts/setup-xla.sh`` completed it."""
     venv = xla_venv()
     return venv / "bin" / "python" if (venv / READY_MARKER).exists() else None
+
+
+def torch_xla_version(venv: Path | None = None) -> str:
+    """The torch-xla release installed in the venv, read from its dist-info folder's name
+    (no import); "?" when none is found."""
+    found = sorted((venv or xla_venv()).glob("lib/python*/site-packages/torch_xla-*.dist-info"))
+    return found[-1].name.removeprefix("torch_xla-").removesuffix(".dist-info") if found else "?"
+
+
+def where(version: str) -> str:
+    """The rehearsal's place, as plan text, console and summary say it."""
+    return f"the XLA CPU device (torch-xla {version})"
+
+
+def unavailable(stand_in: Plan) -> Plan:
+    """``stand_in`` (the plain CPU rehearsal), with the warning that the XLA path was not taken."""
+    why = (f"the XLA CPU rehearsal (torch-xla's own code path: xla device, MpDeviceLoader, xm.optimizer_step, "
+           f"compiles counted) is not available: no complete {xla_venv()} (marker {READY_MARKER}); "
+           "scripts/setup-xla.sh makes it (about 5 min, 7 GB). This is the plain CPU rehearsal (eager PyTorch)")
+    return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, why))
+
+
+def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
+    """The plan of ``neuron``'s rehearsal on the XLA CPU device: one launch, the venv's
+    interpreter running the worker; or ``unavailable(stand_in)`` without a complete venv."""
+    python = xla_python()
+    if python is None or stand_in.rehearsal is None:
+        return unavailable(stand_in)
+    # the plain rehearsal's threads per process: more OpenMP threads in the parent than one
+    # hang the forked loader workers at their first batch (measured: 2 threads on 2 cores,
+    # stuck 10 min in warm-up step 1; libgomp's pool does not survive fork)
+    job, env = rehearsal(neuron, stand_in.job, RUN_DIR)
+    version = torch_xla_version()
+    launch = Launch("xla-cpu", (str(python), "-m", "accelctl.worker", f"{RUN_DIR}/job.json"), env, processes=1)
+    r = stand_in.rehearsal
+    changes = (
+        f"{r.world_size} processes -> 1 (PJRT CPU gives each process a world of its own)",
+        "PJRT_DEVICE NEURON -> CPU; " + ", ".join(NEURON_ONLY) + f" dropped; {CACHE_ENV} in the run folder",
+        *filter(None, (_kept(c) for c in r.changes if " processes -> " not in c)),
+    )
+    rehearsal_of = dataclasses.replace(r, changes=changes, on=where(version))
+    head = (f"REHEARSAL on {where(version)} of target {r.of} ({r.world_size} x {r.device}) with the stand-in, "
+            "random weights: " + "; ".join(changes))
+    path = (f"{python} -m accelctl.worker: the worker's xla adapter (torch_xla.device(), MpDeviceLoader with "
+            f"{env.get('ACCELCTL_DATALOADER_WORKERS', '?')} loader workers, xm.optimizer_step, torch_xla.sync()); "
+            "graph compiles counted and timed apart from step time")
+    return dataclasses.replace(stand_in, backend=neuron.backend, launches=(launch,), files=(), job=job,
+                               notes=(head, path, stand_in.notes[-1]), rehearsal=rehearsal_of)
+
+
+#: target options this path keeps (the plan's environment carries them), unlike the plain rehearsal
+KEPT_OPTIONS = ("dataloader_workers",)
+NOT_REHEARSED = "device options not rehearsed: "
+
+
+def _kept(change: str) -> str:
+    """A change line of the plain rehearsal, less the options this path does rehearse."""
+    if not change.startswith(NOT_REHEARSED):
+        return change
+    left = [o for o in change.removeprefix(NOT_REHEARSED).split(", ") if o not in KEPT_OPTIONS]
+    return NOT_REHEARSED + ", ".join(left) if left else ""
 
 
 def rehearsal(neuron: Plan, stand_in: WorkerJob, run_dir: str | Path) -> tuple[WorkerJob, dict[str, str]]:
