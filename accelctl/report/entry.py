@@ -224,8 +224,11 @@ def _entry_from_run(record: Any) -> Entry:
         params = count_text((ran.get("model") or {}).get("params"))
         rehearsal = ran.get("rehearsal")
         # a rehearsal ran on this CPU: the target's instance and price do not apply to it
+        # (its device's own path on this CPU where it says so: "the XLA CPU device (torch-xla ...)")
+        on = (rehearsal or {}).get("on")
+        where = on if on and on != "this CPU" else entry.device
         entry = dataclasses.replace(
-            entry, ran=(f"REHEARSAL of {rehearsal['of']} on {entry.device}, stand-in, {params}" if rehearsal
+            entry, ran=(f"REHEARSAL of {rehearsal['of']} on {where}, stand-in, {params}" if rehearsal
                         else f"stand-in, {params}"),
             **({"instance": "", "price_per_hour": None, "nodes": 1} if rehearsal else {}))
     return entry

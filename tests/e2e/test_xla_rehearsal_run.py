@@ -17,6 +17,8 @@ import pytest
 
 from accelctl import api
 from accelctl.backends.xla_neuron.cpu_rehearsal import unavailable, xla_python, xla_venv
+from accelctl.report.entry import entry_from_run
+from accelctl.run.store import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD, TARGET = ROOT / "workloads" / "vit_neuron.wl", "inf2_xlarge"
@@ -47,6 +49,8 @@ def test_run_rehearse_of_an_inf2_target_trains_on_the_xla_cpu_device(tmp_path):
     assert started["details"]["adapter"] == "xla" and started["env"]["device"].startswith("xla:")
     losses = [e["loss"] for e in events if e["kind"] == "step" and e.get("rank", 0) == 0]
     assert len(losses) >= 8 and sum(losses[-4:]) / 4 < sum(losses[:4]) / 4, losses
+    entry = entry_from_run(load_run(run_dir.name, str(tmp_path)))  # reports say where it ran, too
+    assert entry.ran.startswith(f"REHEARSAL of {TARGET} on the XLA CPU device (torch-xla 2.9.0), stand-in")
 
 
 def test_plan_rehearse_says_where_it_rehearses_and_imports_no_torch():
