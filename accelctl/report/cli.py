@@ -163,7 +163,8 @@ def _mlflow(records: list, uri: str) -> int:
         from accelctl.report.mlflow_export import export_runs
         from mlflow.exceptions import MlflowException
     except ModuleNotFoundError as exc:
-        raise SystemExit(f"error: --mlflow needs mlflow-skinny ({exc}); pip install 'accelctl[track]'") from None
+        raise SystemExit(f"error: --mlflow needs mlflow-skinny ({exc}); scripts/setup.sh --test installs it "
+                         "(or pip install 'accelctl[track]' mlflow-skinny==3.17.2)") from None
     from accelctl.errors import Diagnostic
 
     try:
