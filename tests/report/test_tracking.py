@@ -123,6 +123,11 @@ def _wandb_records(path: Path) -> list:
     return out
 
 
+def _key(item) -> str:
+    """A history or summary item's key (newer wandb writes it as ``nested_key``)."""
+    return item.key or "/".join(item.nested_key)
+
+
 def test_wandb_offline_reads_back_the_summary(two_runs, tmp_path, capsys):
     runs, records = two_runs
     ids = [r.id for r in records]
@@ -140,13 +145,16 @@ def test_wandb_offline_reads_back_the_summary(two_runs, tmp_path, capsys):
         record = next(r for r in records if r.id == run.display_name)
         assert run.project == "accelctl-test"
         history = [r.history for r in recs if r.WhichOneof("record_type") == "history"]
-        rows = [{i.key: json.loads(i.value_json) for i in h.item} for h in history]
+        rows = [{_key(i): json.loads(i.value_json) for i in h.item} for h in history]
         measured = [row for row in rows if "measure/step_time_s" in row]
         assert len(measured) == _rank0_steps(record, "measure") == 5
+        steps = [e for e in record.events() if isinstance(e, StepMetrics) and e.phase == "measure"]
+        assert [row["step"] for row in measured] == [e.step for e in steps]
+        assert [row["measure/step_time_s"] for row in measured] == pytest.approx([e.step_time_s for e in steps])
         summary = {}
         for r in recs:
             if r.WhichOneof("record_type") == "summary":
-                summary.update({i.key: json.loads(i.value_json) for i in r.summary.update})
+                summary.update({_key(i): json.loads(i.value_json) for i in r.summary.update})
         expected = headline_metrics(record.summary)
         logged = {k[len("summary/"):]: v for k, v in summary.items() if k.startswith("summary/")}
         assert logged == pytest.approx(expected, rel=1e-12)
