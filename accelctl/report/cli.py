@@ -135,25 +135,36 @@ def cmd_report(args) -> int:
         if code:
             return code
     if args.wandb is not None:
-        _wandb(records, args.wandb, args.wandb_dir, args.runs_dir)
+        return _wandb(records, args.wandb, args.wandb_dir, args.runs_dir)
     return 0
 
 
-def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | None) -> None:
+def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | None) -> int:
     """``--wandb [PROJECT]``: log each run to W&B offline; print the ``wandb sync`` step."""
     from accelctl.run.store import runs_root
 
     try:
+        import wandb
+
         from accelctl.report.wandb_export import export_runs
     except ModuleNotFoundError as exc:
         raise SystemExit(f"error: --wandb needs wandb ({exc}); pip install 'accelctl[track]'") from None
-    done = export_runs(records, project or None, out_dir or runs_root(runs_dir))
+    try:
+        done = export_runs(records, project or None, out_dir or runs_root(runs_dir))
+    except (wandb.Error, OSError) as exc:
+        from accelctl.errors import Diagnostic
+
+        print(Diagnostic("E596", f"wandb could not log the runs offline: {str(exc).splitlines()[0]}",
+                         path="accelctl report --wandb", hint="--wandb-dir DIR: a writable folder").render(),
+              file=sys.stderr)
+        return 1
     for record, folder in done:
         print(f"wandb: logged {record.id} offline -> {folder}", file=sys.stderr)
     if done:
         import shlex
 
         print("wandb: upload with: wandb sync " + " ".join(shlex.quote(str(f)) for _, f in done), file=sys.stderr)
+    return 0
 
 
 def _mlflow(records: list, uri: str) -> int:

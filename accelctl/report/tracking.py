@@ -85,7 +85,10 @@ def run_tags(record: Any) -> dict[str, str]:
             SUMMARY_TAG: summary_fingerprint(record.summary)}
     if record.series_id:
         tags["accelctl.series"] = record.series_id
-    plan = record.plan()
+    try:
+        plan = record.plan()
+    except (KeyError, TypeError, ValueError):  # a plan.json of another shape: no rehearsal tag
+        plan = None
     if plan is not None and plan.rehearsal is not None:
         tags["accelctl.rehearsal_of"] = plan.rehearsal.of
     return tags

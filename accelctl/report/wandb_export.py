@@ -1,5 +1,6 @@
 """Weights & Biases export of stored runs (``accelctl report RUN... --wandb [PROJECT]``),
-through ``wandb`` itself in offline mode: nothing leaves the machine; ``wandb sync DIR``
+through ``wandb`` itself in offline mode (``wandb.init(mode="offline")``, what
+``WANDB_MODE=offline`` selects; it overrides the variable): nothing leaves the machine; ``wandb sync DIR``
 (printed) is the user's step.
 
 Each accelctl run becomes one offline W&B run (project = PROJECT, else the workload name;
@@ -75,5 +76,4 @@ def log_run(record: Any, project: str | None, out_dir: Path) -> Path:
 def export_runs(records: list, project: str | None, out_dir: str | os.PathLike[str]) -> list[tuple[Any, Path]]:
     out = Path(out_dir).expanduser().absolute()
     out.mkdir(parents=True, exist_ok=True)
-    os.environ["WANDB_MODE"] = "offline"
     return [(r, log_run(r, project, out)) for r in records]

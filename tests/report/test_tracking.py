@@ -97,6 +97,16 @@ def test_mlflow_bad_store_is_one_line(two_runs, tmp_path, capsys):
     assert code == 1 and "E595" in err and "Traceback" not in err
 
 
+def test_wandb_bad_folder_is_one_line(two_runs, tmp_path, capsys):
+    runs, records = two_runs
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    code = main(["report", records[0].id, "--runs-dir", str(runs), "-f", "md", "--wandb", "--wandb-dir",
+                 str(not_a_folder)])
+    err = capsys.readouterr().err
+    assert code == 1 and "E596" in err and "Traceback" not in err
+
+
 def _wandb_records(path: Path) -> list:
     """The records of a ``.wandb`` file: W&B's header (``:W&B``, magic, version), then the
     LevelDB log framing (32 KiB blocks; each chunk: CRC-32, length, type FULL/FIRST/MIDDLE/
