@@ -168,3 +168,29 @@ def test_wandb_offline_reads_back_the_summary(two_runs, tmp_path, capsys):
         expected = headline_metrics(record.summary)
         logged = {k[len("summary/"):]: v for k, v in summary.items() if k.startswith("summary/")}
         assert logged == pytest.approx(expected, rel=1e-12)
+
+
+def test_mlflow_changed_summary_replaces_the_run(two_runs, tmp_path, capsys):
+    """A run logged before its summary changed (e.g. incomplete, then finished by the next
+    reader) is logged anew, and the earlier MLflow run deleted: one live run per accelctl run."""
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from accelctl.run.store import load_run
+
+    runs, records = two_runs
+    store = tmp_path / "runs"
+    shutil.copytree(records[0].path, store / records[0].id)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert main(["report", records[0].id, "--runs-dir", str(store), "-f", "md", "--mlflow", uri]) == 0
+    summary_path = store / records[0].id / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["timings"]["wall_s"] += 1.0
+    summary_path.write_text(json.dumps(summary))
+    assert main(["report", records[0].id, "--runs-dir", str(store), "-f", "md", "--mlflow", uri]) == 0
+    assert "mlflow: replaced" in capsys.readouterr().err
+    client = MlflowClient(tracking_uri=uri)
+    (live,) = client.search_runs([client.get_experiment_by_name("tiny_track").experiment_id])
+    assert live.data.metrics["summary/timings.wall_s"] == pytest.approx(summary["timings"]["wall_s"])
+    assert live.data.tags[RUN_ID_TAG] == load_run(records[0].id, store).id
