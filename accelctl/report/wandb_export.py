@@ -15,6 +15,7 @@ summary fingerprint are in the config under ``accelctl``.
 The files go to ``<dir>/wandb/offline-run-<time>-<id>/`` (``dir``: ``--wandb-dir``, else
 the run store).  The W&B run id is derived from the accelctl run id, so logging a run again
 replaces its earlier offline folder: ``wandb sync`` never uploads two runs for one.
+``export_runs`` ends with ``wandb.teardown()``: the offline files are complete when it returns.
 """
 
 from __future__ import annotations
@@ -76,4 +77,13 @@ def log_run(record: Any, project: str | None, out_dir: Path) -> Path:
 def export_runs(records: list, project: str | None, out_dir: str | os.PathLike[str]) -> list[tuple[Any, Path]]:
     out = Path(out_dir).expanduser().absolute()
     out.mkdir(parents=True, exist_ok=True)
-    return [(r, log_run(r, project, out)) for r in records]
+    import wandb
+
+    try:
+        return [(r, log_run(r, project, out)) for r in records]
+    finally:
+        # run.finish() only *informs* wandb-core that the run ended; the run's stream (and
+        # its .wandb file) is closed asynchronously.  Tearing the service down waits for
+        # it, so the offline files are complete when this returns (seen: a .wandb file read
+        # right after finish() lacked its records, 2 times in ~10).
+        wandb.teardown()
