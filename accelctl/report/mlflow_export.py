@@ -89,8 +89,12 @@ def log_run(client: Any, record: Any, artifacts: Path | None = None) -> tuple[st
 def export_runs(records: list, uri: str | None) -> tuple[str, list[tuple[Any, str, str]]]:
     """Log ``records`` to the store at ``uri`` (see ``resolve_uri``); returns the URI used and
     (record, MLflow run id, what was done) per run."""
+    import logging
+
     from mlflow.tracking import MlflowClient
 
+    # MLflow's INFO lines (creating the sqlite tables...) would interleave with the report
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
     tracking_uri, artifacts = resolve_uri(uri)
     client = MlflowClient(tracking_uri=tracking_uri)
     return tracking_uri, [(r, *log_run(client, r, artifacts)) for r in records]
