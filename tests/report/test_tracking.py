@@ -18,6 +18,8 @@ from accelctl.contract.events import StepMetrics
 from accelctl.report.tracking import RUN_ID_TAG, headline_metrics
 from accelctl.run.store import list_runs
 
+pytestmark = pytest.mark.slow  # two real CPU runs (a few seconds each)
+
 WORKLOAD = """\
 workload tiny_track {
   task pretrain { objective = classification }
