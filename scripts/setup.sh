@@ -5,7 +5,8 @@
 #   scripts/setup.sh          accelctl + what real CPU runs need (torch, transformers,
 #                             timm, diffusers, DeepSpeed) + the TUI + the Kubernetes
 #                             client and the Kubeflow training SDK (engine kubernetes)
-#   scripts/setup.sh --test   also what the whole test suite needs: pytest, Transformer
+#   scripts/setup.sh --test   also what the whole test suite needs: pytest, mlflow-skinny
+#                             and wandb (report --mlflow/--wandb), Transformer
 #                             Engine's pure-Python package and optimum-habana in its own
 #                             venv (.venv-habana) to check plans against, torch-xla in
 #                             its own venv (.venv-xla, scripts/setup-xla.sh), tmux for the
@@ -18,7 +19,7 @@ extras="run,deepspeed,tui,report,kubernetes"
 test_mode=0
 if [ "${1:-}" = "--test" ]; then
     test_mode=1
-    extras="$extras,dev"
+    extras="$extras,dev,track"
 fi
 start=$(date +%s)
 if [ ! -x .venv/bin/python ]; then
@@ -33,6 +34,9 @@ fi
 # (service models, ParamValidator, the batch client) run with it (tests/engines/).
 .venv/bin/python -m pip install -q --no-deps botocore==1.44.5 jmespath==1.1.0
 if [ "$test_mode" = 1 ]; then
+    # mlflow-skinny (the track extra, report --mlflow): --no-deps because it declares
+    # importlib_metadata<10 while the constraints pin 10.2.0; its deps come with the extra.
+    .venv/bin/python -m pip install -q --no-deps mlflow-skinny==3.17.2
     # Transformer Engine's meta package is pure Python: its source is what te_fp8 plans are
     # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
     .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2

@@ -1,7 +1,8 @@
 """Verbs of the reports: ``report``, ``compare``, ``sweep``.
 
     accelctl report [RUN...] [--reference] [--format rich|md|csv|json] [--plot FILE.png]
-                    [--tensorboard DIR] [--all] [--workload W] [--runs-dir DIR]
+                    [--tensorboard DIR] [--mlflow [URI]] [--wandb [PROJECT]] [--all]
+                    [--workload W] [--runs-dir DIR]
     accelctl compare A B [--tolerance 0.05] [--fail-on-regression] [--force] [--format ...]
     accelctl sweep FILE --target T [--devices 1,2] [--nodes 1,2] [--backend torchrun]
 
@@ -129,6 +130,65 @@ def cmd_report(args) -> int:
                 raise SystemExit(f"error: --tensorboard needs tensorboard ({exc}); "
                                  "pip install 'accelctl[report]'") from None
             print(f"wrote {path}", file=sys.stderr)
+    if args.mlflow is not None:
+        code = _mlflow(records, args.mlflow)
+        if code:
+            return code
+    if args.wandb is not None:
+        return _wandb(records, args.wandb, args.wandb_dir, args.runs_dir)
+    return 0
+
+
+def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | None) -> int:
+    """``--wandb [PROJECT]``: log each run to W&B offline; print the ``wandb sync`` step."""
+    from accelctl.run.store import runs_root
+
+    try:
+        import wandb
+
+        from accelctl.report.wandb_export import export_runs
+    except ModuleNotFoundError as exc:
+        raise SystemExit(f"error: --wandb needs wandb ({exc}); pip install 'accelctl[track]'") from None
+    try:
+        done = export_runs(records, project or None, out_dir or runs_root(runs_dir))
+    except (wandb.Error, OSError) as exc:
+        from accelctl.errors import Diagnostic
+
+        print(Diagnostic("E596", f"wandb could not log the runs offline: {str(exc).splitlines()[0]}",
+                         path="accelctl report --wandb", hint="--wandb-dir DIR: a writable folder").render(),
+              file=sys.stderr)
+        return 1
+    for record, folder in done:
+        print(f"wandb: logged {record.id} offline -> {folder}", file=sys.stderr)
+    if done:
+        import shlex
+
+        print("wandb: upload with: wandb sync " + " ".join(shlex.quote(str(f)) for _, f in done), file=sys.stderr)
+    return 0
+
+
+def _mlflow(records: list, uri: str) -> int:
+    """``--mlflow [URI]``: log each run to an MLflow store; a store MLflow refuses is one
+    line (E595), never a traceback."""
+    try:
+        from accelctl.report.mlflow_export import export_runs
+        from mlflow.exceptions import MlflowException
+    except ModuleNotFoundError as exc:
+        raise SystemExit(f"error: --mlflow needs mlflow-skinny ({exc}); scripts/setup.sh --test installs it "
+                         "(or pip install 'accelctl[track]' mlflow-skinny==3.17.2)") from None
+    from accelctl.errors import Diagnostic
+
+    try:
+        tracking_uri, done = export_runs(records, uri or None)
+    except (MlflowException, OSError) as exc:
+        message = str(getattr(exc, "message", exc)).splitlines()[0]
+        print(Diagnostic("E595", f"MLflow store {uri or '(default)'} refused the runs: {message}",
+                         path="accelctl report --mlflow", hint="an sqlite:///FILE.db URI, a folder, "
+                         "or an http(s):// tracking server").render(), file=sys.stderr)
+        return 1
+    for record, run_id, what in done:
+        print(f"mlflow: {what} {record.id} -> run {run_id} (experiment {record.workload})", file=sys.stderr)
+    print(f"mlflow: {tracking_uri}", file=sys.stderr)
     return 0
 
 
@@ -204,6 +264,13 @@ def register(sub) -> None:
     r.add_argument("--workload", "-w", help="only runs of this workload")
     r.add_argument("--plot", metavar="FILE.png", help="also draw step time, throughput and scaling to a PNG")
     r.add_argument("--tensorboard", metavar="DIR", help="also export each run as TensorBoard event files")
+    r.add_argument("--mlflow", metavar="URI", nargs="?", const="", default=None,
+                   help="also log each run as an MLflow run (default $MLFLOW_TRACKING_URI, else "
+                        "sqlite in ./mlruns); put RUN before it or write --mlflow=URI")
+    r.add_argument("--wandb", metavar="PROJECT", nargs="?", const="", default=None,
+                   help="also log each run to Weights & Biases offline (project default: the workload); "
+                        "wandb sync uploads it")
+    r.add_argument("--wandb-dir", metavar="DIR", help="where --wandb writes (default: the run store)")
     _common(r)
     r.set_defaults(fn=_guarded(cmd_report))
 
