@@ -60,6 +60,9 @@ _TOKEN = re.compile(
     r"|(?P<STRING>" + _STRING.pattern + ")"
     r"|(?P<ERROR>.)"
     r"|(?P<END>\Z))")
+_GROUP_NL, _GROUP_PUNCT, _GROUP_NUMBER, _GROUP_UNIT, _GROUP_ERROR, _GROUP_END = (
+    _TOKEN.groupindex[k] for k in ("NL", "P", "NUMBER", "UNIT", "ERROR", "END"))
+_KIND_OF_GROUP = {n: k for k, n in _TOKEN.groupindex.items()}
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.S)
 
@@ -125,7 +128,9 @@ def tokenize(text: str) -> tuple[list, list, list, list, list]:
     """Parallel lists (kinds, values, start offsets, lines, columns) of the text's tokens,
     ``$END`` last; an ``ERROR`` token (then ``$END``) at a character no token starts with.
     One ``_TOKEN`` match per token (or newline): this loop runs once per token of files
-    of megabytes, so it appends through bound methods and tests the commonest kinds first."""
+    of megabytes, so it appends through bound methods, dispatches on the number of the
+    matched group (``lastindex``: the named groups are the outermost ones) and tests the
+    commonest kinds first."""
     kinds: list[str] = []
     values: list[str] = []
     starts: list[int] = []
@@ -134,42 +139,45 @@ def tokenize(text: str) -> tuple[list, list, list, list, list]:
     add_kind, add_value, add_start, add_line, add_col = (
         kinds.append, values.append, starts.append, lines.append, cols.append)
     line, line_start = 1, 0
+    g_punct, g_newline, g_number, g_unit, g_error, g_end = _GROUP_PUNCT, _GROUP_NL, _GROUP_NUMBER, _GROUP_UNIT, \
+        _GROUP_ERROR, _GROUP_END
+    kind_of = _KIND_OF_GROUP
     for m in _TOKEN.finditer(text):
-        kind = m.lastgroup
-        if kind == "P":
-            value = m[kind]
+        g = m.lastindex  # the group's number: no lookup of its name
+        if g == g_punct:
+            value = m[g]
             start = m.end() - 1
             add_kind(value)
-        elif kind == "NL":
+        elif g == g_newline:
             line += 1
             line_start = m.end()
             continue
-        elif kind == "UNIT":  # a number, then its unit (maybe lines below)
-            start = m.start(NUMBER)
+        elif g == g_unit:  # a number, then its unit (maybe lines below)
+            start = m.start(g_number)
             add_kind(NUMBER)
-            add_value(m[NUMBER])
+            add_value(m[g_number])
             add_start(start)
             add_line(line)
             add_col(start - line_start + 1)
-            value = m[kind]
-            unit_start = m.start(kind)
+            value = m[g]
+            unit_start = m.start(g)
             newlines = text.count("\n", start, unit_start)
             if newlines:
                 line += newlines
                 line_start = text.rindex("\n", start, unit_start) + 1
             start = unit_start
             add_kind(UNIT)
-        elif kind == "END":
+        elif g == g_end:
             break
         else:  # NAME, NUMBER, STRING, ERROR
-            value = m[kind]
-            start = m.start(kind)
-            add_kind(kind)
+            value = m[g]
+            start = m.start(g)
+            add_kind(kind_of[g])
         add_value(value)
         add_start(start)
         add_line(line)
         add_col(start - line_start + 1)
-        if kind == "ERROR":  # no token starts here: the parser stops at it (and says which workload)
+        if g == g_error:  # no token starts here: the parser stops at it (and says which workload)
             break
     n = len(text)
     add_kind(END)
