@@ -44,6 +44,14 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-\.]*")
 _UNIT = re.compile(r"(usd\/h|usd\/hr|\$\/h|usd|steps|step|tokens|token|samples|sample|sequences|images|epochs"
                    r"|epoch|TiB|GiB|MiB|KiB|TB|GB|MB|KB|Tbps|Gbps|Mbps|PFLOPS|TFLOPS|GFLOPS|min|ms|us|s|h|B)"
                    r"(?![A-Za-z0-9_])(?!\s*=)")
+
+
+def _uncaptured(terminal: re.Pattern) -> str:
+    """The terminal's pattern with its groups made non-capturing: fewer marks for the regex
+    engine to save and restore on every match of ``_TOKEN``."""
+    return re.sub(r"(?<!\\)\((?!\?)", "(?:", terminal.pattern)
+
+
 #: ``_WS`` without the newline: blanks and comments within a line
 _SKIP = r"(?:[ \t\f\r]+|#[^\n]*|//[^\n]*)*"
 #: one token per match, the blanks before it skipped, named by ``lastgroup``: a newline
@@ -55,9 +63,10 @@ _SKIP = r"(?:[ \t\f\r]+|#[^\n]*|//[^\n]*)*"
 _TOKEN = re.compile(
     "(?>" + _SKIP + r")(?:(?P<NL>\n)"
     r"|(?P<P>[{}=()\[\],])"
-    r"|(?P<NAME>" + _NAME.pattern + ")"
-    r"|(?P<NUMBER>(?>" + _NUMBER.pattern + "))(?:(?>(?:" + _WS.pattern + ")?)(?P<UNIT>" + _UNIT.pattern + "))?"
-    r"|(?P<STRING>" + _STRING.pattern + ")"
+    r"|(?P<NAME>" + _uncaptured(_NAME) + ")"
+    r"|(?P<NUMBER>(?>" + _uncaptured(_NUMBER) + "))(?:(?>(?:" + _WS.pattern + ")?)(?P<UNIT>" + _uncaptured(_UNIT)
+    + "))?"
+    r"|(?P<STRING>" + _uncaptured(_STRING) + ")"
     r"|(?P<ERROR>.)"
     r"|(?P<END>\Z))")
 _GROUP_NL, _GROUP_PUNCT, _GROUP_NUMBER, _GROUP_UNIT, _GROUP_ERROR, _GROUP_END = (
