@@ -44,7 +44,34 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-\.]*")
 _UNIT = re.compile(r"(usd\/h|usd\/hr|\$\/h|usd|steps|step|tokens|token|samples|sample|sequences|images|epochs"
                    r"|epoch|TiB|GiB|MiB|KiB|TB|GB|MB|KB|Tbps|Gbps|Mbps|PFLOPS|TFLOPS|GFLOPS|min|ms|us|s|h|B)"
                    r"(?![A-Za-z0-9_])(?!\s*=)")
-_PUNCT = frozenset("{}=()[],")
+
+
+def _uncaptured(terminal: re.Pattern) -> str:
+    """The terminal's pattern with its groups made non-capturing: fewer marks for the regex
+    engine to save and restore on every match of ``_TOKEN``."""
+    return re.sub(r"(?<!\\)\((?!\?)", "(?:", terminal.pattern)
+
+
+#: ``_WS`` without the newline: blanks and comments within a line
+_SKIP = r"(?:[ \t\f\r]+|#[^\n]*|//[^\n]*)*"
+#: one token per match, the blanks before it skipped, named by ``lastgroup``: a newline
+#: (counted, not a token), punctuation, a name, a number with the unit that may follow it
+#: (blanks, newlines and comments between; the number and the blanks are atomic groups,
+#: as the separate matches they replace: a unit never takes a number's tail, nor is found
+#: inside a comment), a string, any other character (ERROR), or the end.  The alternatives
+#: start with disjoint characters: this is the per-character dispatch it replaced, in C.
+_TOKEN = re.compile(
+    "(?>" + _SKIP + r")(?:(?P<NL>\n)"
+    r"|(?P<P>[{}=()\[\],])"
+    r"|(?P<NAME>" + _uncaptured(_NAME) + ")"
+    r"|(?P<NUMBER>(?>" + _uncaptured(_NUMBER) + "))(?:(?>(?:" + _WS.pattern + ")?)(?P<UNIT>" + _uncaptured(_UNIT)
+    + "))?"
+    r"|(?P<STRING>" + _uncaptured(_STRING) + ")"
+    r"|(?P<ERROR>.)"
+    r"|(?P<END>\Z))")
+_GROUP_NL, _GROUP_PUNCT, _GROUP_NUMBER, _GROUP_UNIT, _GROUP_ERROR, _GROUP_END = (
+    _TOKEN.groupindex[k] for k in ("NL", "P", "NUMBER", "UNIT", "ERROR", "END"))
+_KIND_OF_GROUP = {n: k for k, n in _TOKEN.groupindex.items()}
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.S)
 
@@ -108,68 +135,65 @@ def number_value(text: str, span: Span, path: str) -> int | float:
 
 def tokenize(text: str) -> tuple[list, list, list, list, list]:
     """Parallel lists (kinds, values, start offsets, lines, columns) of the text's tokens,
-    ``$END`` last; an ``ERROR`` token (then ``$END``) at a character no token starts with."""
+    ``$END`` last; an ``ERROR`` token (then ``$END``) at a character no token starts with.
+    One ``_TOKEN`` match per token (or newline): this loop runs once per token of files
+    of megabytes, so it appends through bound methods, dispatches on the number of the
+    matched group (``lastindex``: the named groups are the outermost ones) and tests the
+    commonest kinds first."""
     kinds: list[str] = []
     values: list[str] = []
     starts: list[int] = []
     lines: list[int] = []
     cols: list[int] = []
-    n = len(text)
-    pos, line, line_start = 0, 1, 0
-    ws, string, number, name, unit = _WS.match, _STRING.match, _NUMBER.match, _NAME.match, _UNIT.match
-    after_number = False
-    while True:
-        m = ws(text, pos)
-        if m is not None:
-            end = m.end()
-            nl = text.count("\n", pos, end)
-            if nl:
-                line += nl
-                line_start = text.rindex("\n", pos, end) + 1
-            pos = end
-        if pos >= n:
+    add_kind, add_value, add_start, add_line, add_col = (
+        kinds.append, values.append, starts.append, lines.append, cols.append)
+    line, line_start = 1, 0
+    g_punct, g_newline, g_number, g_unit, g_error, g_end = _GROUP_PUNCT, _GROUP_NL, _GROUP_NUMBER, _GROUP_UNIT, \
+        _GROUP_ERROR, _GROUP_END
+    kind_of = _KIND_OF_GROUP
+    for m in _TOKEN.finditer(text):
+        g = m.lastindex  # the group's number: no lookup of its name
+        if g == g_punct:
+            value = m[g]
+            start = m.end() - 1
+            add_kind(value)
+        elif g == g_newline:
+            line += 1
+            line_start = m.end()
+            continue
+        elif g == g_unit:  # a number, then its unit (maybe lines below)
+            start = m.start(g_number)
+            add_kind(NUMBER)
+            add_value(m[g_number])
+            add_start(start)
+            add_line(line)
+            add_col(start - line_start + 1)
+            value = m[g]
+            unit_start = m.start(g)
+            newlines = text.count("\n", start, unit_start)
+            if newlines:
+                line += newlines
+                line_start = text.rindex("\n", start, unit_start) + 1
+            start = unit_start
+            add_kind(UNIT)
+        elif g == g_end:
             break
-        c = text[pos]
-        m = None
-        if after_number:
-            m = unit(text, pos)
-            kind = UNIT
-        if m is None:
-            if c in _PUNCT:
-                kinds.append(c)
-                values.append(c)
-                starts.append(pos)
-                lines.append(line)
-                cols.append(pos - line_start + 1)
-                pos += 1
-                after_number = False
-                continue
-            if c == '"':
-                m, kind = string(text, pos), STRING
-            elif c.isalpha() or c == "_":
-                m, kind = name(text, pos), NAME
-            else:
-                m, kind = number(text, pos), NUMBER
-            if m is None:  # no token starts here: the parser stops at it (and says which workload)
-                kinds.append(ERROR)
-                values.append(c)
-                starts.append(pos)
-                lines.append(line)
-                cols.append(pos - line_start + 1)
-                break
-        end = m.end()
-        kinds.append(kind)
-        values.append(m.group())
-        starts.append(pos)
-        lines.append(line)
-        cols.append(pos - line_start + 1)
-        after_number = kind is NUMBER
-        pos = end
-    kinds.append(END)
-    values.append("")
-    starts.append(n)
-    lines.append(line)
-    cols.append(n - line_start + 1)
+        else:  # NAME, NUMBER, STRING, ERROR
+            value = m[g]
+            start = m.start(g)
+            add_kind(kind_of[g])
+        add_value(value)
+        add_start(start)
+        add_line(line)
+        add_col(start - line_start + 1)
+        if g == g_error:  # no token starts here: the parser stops at it (and says which workload)
+            break
+    n = len(text)
+    add_kind(END)
+    add_value("")
+    add_start(n)
+    add_line(line)
+    add_col(n - line_start + 1)
     return kinds, values, starts, lines, cols
 
 
@@ -280,7 +304,8 @@ class _Parser:
             header = self.call()
         else:
             self.i = k + 2
-            header = _Word(values[k + 1], self._span(k + 1))
+            word, wline, wcol = values[k + 1], lines[k + 1], cols[k + 1]
+            header = _Word(word, _Span(wline, wcol, wline, wcol + len(word)))
         if kinds[self.i] == "{":
             items, end_line, end_col = self.body()
             return _Block(key, header, items, _Span(line, col, end_line, end_col), key_span)
@@ -307,10 +332,12 @@ class _Parser:
             if kinds[i + 1] == "(":
                 return self.call()
             self.i = i + 1
-            return _Word(self.values[i], self._span(i))
+            word, line, col = self.values[i], self.lines[i], self.cols[i]
+            return _Word(word, _Span(line, col, line, col + len(word)))
         if kind == STRING:
             self.i = i + 1
-            return _Str(unescape(self.values[i]), self._span(i))
+            raw, line, col = self.values[i], self.lines[i], self.cols[i]
+            return _Str(unescape(raw), _Span(line, col, line, col + len(raw)))
         if kind == "[":
             return self.list()
         raise Unparsed

@@ -38,15 +38,17 @@ def items_by_key(items: Iterable[ast.Item], ctx: Ctx, multi: tuple[str, ...] = (
     """Index a block's items by key, reporting duplicates (E204) except for ``multi`` kinds."""
     seen: dict[str, ast.Item] = {}
     out: dict[str, Any] = {}
+    Block = ast.Block
     for it in items:
-        key = it.kind if isinstance(it, ast.Block) else it.key
-        span = it.kind_span if isinstance(it, ast.Block) else it.key_span
-        if key in multi:
+        block = type(it) is Block  # the AST's classes have no subclasses
+        key = it.kind if block else it.key
+        if multi and key in multi:
             out.setdefault(key, []).append(it)
             continue
-        if key in seen:
-            first = seen[key]
-            ctx.error("E204", f"duplicate '{key}'", span, f"'{key}' is already set at line {first.span.line}")
+        first = seen.get(key)
+        if first is not None:
+            ctx.error("E204", f"duplicate '{key}'", it.kind_span if block else it.key_span,
+                      f"'{key}' is already set at line {first.span.line}")
             continue
         seen[key] = it
         out[key] = it
@@ -57,7 +59,15 @@ def typed_entries(items: dict[str, Any], table: dict[str, V.VType], ctx: Ctx, wh
                   origins: Origins, prefix: str, extra_ok: Iterable[str] = ()) -> dict[str, Any]:
     """Coerce ``key = value`` entries of a block against ``table``; unknown keys are E202."""
     out: dict[str, Any] = {}
+    spans = origins.setdefault  # Origins.add, inline: this runs for every entry of megabytes of workloads
+    Entry = ast.Entry
     for key, it in items.items():
+        if type(it) is Entry and key in table and key not in extra_ok:  # the common case, first
+            val = table[key].fn(it.value, ctx, key)
+            if val is not BAD:
+                out[key] = val
+                spans(f"{prefix}.{key}", it.span)
+            continue
         if key in extra_ok:
             continue
         if key not in table:
@@ -95,7 +105,7 @@ def call_kwargs(call: ast.Call, table: dict[str, V.VType], ctx: Ctx, where: str)
         if kw.name not in table:
             ctx.error("E210", f"unknown argument '{kw.name}' for {where}", kw.span, did_you_mean(kw.name, table))
             continue
-        val = table[kw.name].coerce(kw.value, ctx, kw.name)
+        val = table[kw.name].fn(kw.value, ctx, kw.name)  # VType.coerce, inline
         if val is not BAD:
             out[kw.name] = val
     return out

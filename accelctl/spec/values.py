@@ -111,7 +111,13 @@ def _bounds(lo, hi) -> str:
 def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None = None) -> VType:
     """A whole number, optionally written with a count unit (``10 steps``)."""
 
+    top = MAX_WHOLE if hi is None else hi
+
     def fn(v, ctx, key):
+        if type(v) is ast.Num:  # the common case first: a plain whole number in range
+            x = v.value
+            if type(x) is int and (lo is None or x >= lo) and x <= top:
+                return x
         if isinstance(v, ast.Quantity):
             if unit_dim is None or _DIM_OF_UNIT.get(v.unit) != unit_dim:
                 return ctx.error("E302", f"{key} takes a plain number, not {v.unit!r}", v.span,
@@ -128,7 +134,7 @@ def integer(lo: int | None = None, hi: int | None = None, unit_dim: str | None =
                 return ctx.error("E306", f"{key} must be a whole number, got {x:g}", v.span,
                                  f"write {key} = {math.floor(x)} or {key} = {math.ceil(x)}")
             x = int(x)
-        return _range(x, lo, MAX_WHOLE if hi is None else hi, v, ctx, key)
+        return _range(x, lo, top, v, ctx, key)
 
     units = f"; or with a unit of {unit_dim} ({', '.join(UNITS[unit_dim])})" if unit_dim else ""
     return VType("whole number", fn, _bounds(lo, hi) + units)
