@@ -8,35 +8,20 @@ run when accelerate is not installed.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 
 import torch
 from accelerate import Accelerator
-from transformers import BertConfig, BertForMaskedLM
 
+from _bert import bert_args, bert_mlm
 from _common import report, timed_steps
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--layers", type=int, default=4)
-ap.add_argument("--hidden", type=int, default=256)
-ap.add_argument("--heads", type=int, default=4)
-ap.add_argument("--vocab", type=int, default=1000)
-ap.add_argument("--seq", type=int, default=128)
-ap.add_argument("--batch", type=int, default=4)
-ap.add_argument("--lr", type=float, default=1e-3)
-ap.add_argument("--warmup", type=int, default=3)
-ap.add_argument("--steps", type=int, default=20)
-ap.add_argument("--threads", type=int, default=1)
-args = ap.parse_args()
+args = bert_args()
 
 torch.set_num_threads(args.threads)
 accelerator = Accelerator(cpu=True)
 torch.manual_seed(0)
-config = BertConfig(vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
-                    num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
-                    max_position_embeddings=max(512, args.seq), pad_token_id=0)
-model = BertForMaskedLM(config).train()
+model = bert_mlm(args)
 opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
 model, opt = accelerator.prepare(model, opt)
 g = torch.Generator().manual_seed(accelerator.process_index)

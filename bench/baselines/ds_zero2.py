@@ -10,27 +10,15 @@ never uses it) -- the same switch a user would have to find.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 
 import torch
-from transformers import BertConfig, BertForMaskedLM
 
+from _bert import bert_args, bert_mlm
 from _common import report, timed_steps
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--layers", type=int, default=4)
-ap.add_argument("--hidden", type=int, default=256)
-ap.add_argument("--heads", type=int, default=4)
-ap.add_argument("--vocab", type=int, default=1000)
-ap.add_argument("--seq", type=int, default=128)
-ap.add_argument("--batch", type=int, default=4)
-ap.add_argument("--lr", type=float, default=1e-3)
-ap.add_argument("--warmup", type=int, default=3)
-ap.add_argument("--steps", type=int, default=20)
-ap.add_argument("--threads", type=int, default=1)
-args = ap.parse_args()
+args = bert_args()
 
 import deepspeed  # noqa: E402
 import deepspeed.ops  # noqa: E402
@@ -39,10 +27,7 @@ deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 torch.set_num_threads(args.threads)
 rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 torch.manual_seed(0)
-config = BertConfig(vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
-                    num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
-                    max_position_embeddings=max(512, args.seq), pad_token_id=0)
-model = BertForMaskedLM(config).train()
+model = bert_mlm(args)
 opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
 ds_config = {"train_batch_size": args.batch * world, "train_micro_batch_size_per_gpu": args.batch,
              "gradient_accumulation_steps": 1, "zero_optimization": {"stage": 2}, "steps_per_print": 10**9}

@@ -1,0 +1,34 @@
+"""The BERT masked-LM shape shared by the BERT baselines (bare loop, ``accelerate launch``,
+bare ``deepspeed.initialize``): one argument parser and one model builder, so the three
+arms cannot drift from each other (the bench checks each against accelctl's ``job.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def bert_args() -> argparse.Namespace:
+    """The command line of a BERT baseline: model shape, batch, optimizer and loop lengths."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1)
+    return ap.parse_args()
+
+
+def bert_mlm(args: argparse.Namespace):
+    """A randomly initialised ``BertForMaskedLM`` of ``args``' shape, in training mode."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
+                        num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
+                        max_position_embeddings=max(512, args.seq), pad_token_id=0)
+    return BertForMaskedLM(config).train()
