@@ -347,24 +347,11 @@ def cmd_runs(args) -> int:
     if not runs:
         print("no runs yet (accelctl run FILE stores them under ./runs)")
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from accelctl.report.fit import output_width
+    from accelctl.report.render import print_runs
 
-    table = Table(title=f"runs ({len(runs)})")
-    table.add_column("id", no_wrap=True)
-    for col in ("workload", "target", "backend"):
-        table.add_column(col)
-    table.add_column("status", overflow="fold")  # "unreadable: <reason>" in full
-    table.add_column("median step", justify="right")
-    table.add_column("throughput", justify="right")
-    for r in runs:
-        med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else "-"
-        thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else "-"
-        # a scheduler's run: its job (scheduler, id, state, exit code) under the run id, which is
-        # the one column wide enough at 80 columns
-        run = f"{r.id}\n{r.scheduler.short()}" if r.scheduler is not None else r.id
-        table.add_row(run, r.workload, r.target, r.backend, r.status, med, thr)
-    Console().print(table)  # 80 columns where stdout is not a terminal; the status folds
+    # fitted to the terminal or $COLUMNS (80 where stdout is not a terminal, as rich did)
+    print_runs(runs, None if args.wide else output_width(sys.stdout, 80), [r.id for r in runs])
     return 0
 
 
@@ -503,6 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("runs", help="list stored runs")
     ls.add_argument("--runs-dir", default=None)
     ls.add_argument("--json", action="store_true")
+    ls.add_argument("--wide", action="store_true", help="every column and full run ids, however wide "
+                    "(default: fitted to the terminal or $COLUMNS, short ids)")
     ls.set_defaults(fn=cmd_runs)
     # verbs that live with their feature: accelctl/report/cli.py, accelctl/tui/cli.py each
     # define register(sub) and import nothing heavy at module level

@@ -18,6 +18,7 @@ This module imports nothing heavy at module level (no torch, rich or matplotlib)
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,16 @@ from typing import Any
 FORMATS = ("rich", "md", "csv", "json")
 
 
-def _emit(tables: list, fmt: str, output: str | None = None, **extra: Any) -> None:
+def _emit(tables: list, fmt: str, output: str | None = None, wide: bool = False, ids: dict | None = None,
+          **extra: Any) -> None:
+    """Print ``tables``: rich fitted to the output width (``accelctl.report.fit``; not a
+    terminal and no $COLUMNS: 200 wide, as before), short run ids unless ``wide``."""
     from accelctl.report.render import print_rich, render
 
     if fmt == "rich" and output is None:
-        from rich.console import Console
+        from accelctl.report.fit import output_width
 
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=200)
-        print_rich(tables, console)
+        print_rich(tables, width=None if wide else output_width(sys.stdout, 200), ids=None if wide else ids)
         return
     text = render(tables, "md" if fmt == "rich" else fmt, **extra) or ""
     if output:
@@ -42,6 +43,19 @@ def _emit(tables: list, fmt: str, output: str | None = None, **extra: Any) -> No
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _short_ids(records: list, runs_dir: str | None) -> dict[str, str]:
+    """{run id: its shortest tail unique in the store} for ``records``."""
+    from accelctl.report.fit import short_ids
+    from accelctl.run.store import runs_root
+
+    root = runs_root(runs_dir)
+    try:
+        universe = [n for n in os.listdir(root) if (root / n).is_dir()]
+    except OSError:
+        universe = []
+    return short_ids([r.id for r in records], universe)
 
 
 #: ``compare`` refused the runs (E226/E227), or a run could not be found
@@ -116,7 +130,7 @@ def cmd_report(args) -> int:
     else:
         tables += report_tables(entries) + scaling_tables(entries)
         plotted = entries
-    _emit(tables, args.format, args.output)
+    _emit(tables, args.format, args.output, wide=args.wide, ids=_short_ids(records, args.runs_dir))
     if args.plot:
         _plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""),
               entries, reference=args.reference)
@@ -198,7 +212,8 @@ def cmd_compare(args) -> int:
     from accelctl.report.entry import entry_from_series
     from accelctl.run.store import load_run, series_runs
 
-    a, b = (entry_from_series(series_runs(load_run(x, args.runs_dir))) for x in (args.a, args.b))
+    runs = [series_runs(load_run(x, args.runs_dir)) for x in (args.a, args.b)]
+    a, b = (entry_from_series(r) for r in runs)
     tolerance = TOLERANCE if args.tolerance is None else args.tolerance
     c = compare(a, b, confidence=args.confidence, tolerance=tolerance, force=args.force)
     if c.verdict == REFUSED:
@@ -208,7 +223,8 @@ def cmd_compare(args) -> int:
             print(Diagnostic(r.code, f"not compared: {r.message}", path="accelctl compare",
                              hint="--force compares them anyway").render(), file=sys.stderr)
         return EXIT_REFUSED
-    _emit([compare_table(c)], args.format, args.output, verdict=c.verdict, speedup=c.speedup,
+    _emit([compare_table(c)], args.format, args.output, wide=args.wide,
+          ids=_short_ids([r for rs in runs for r in rs], args.runs_dir), verdict=c.verdict, speedup=c.speedup,
           speedup_ci=None if c.speedup_ci is None else [c.speedup_ci.low, c.speedup_ci.high],
           price_performance=c.price_performance, runs=list(c.runs), reason=c.reason,
           forced=[r.message for r in c.refusals])
@@ -229,7 +245,8 @@ def cmd_sweep(args) -> int:
                         backend=args.backend or "", runs_root=args.runs_dir,
                         progress=lambda m: print(m, file=sys.stderr, flush=True))
     entries = [entry_from_run(r) for r in records]
-    _emit(report_tables(entries) + scaling_tables(entries), args.format, args.output)
+    _emit(report_tables(entries) + scaling_tables(entries), args.format, args.output, wide=args.wide,
+          ids=_short_ids(records, args.runs_dir))
     if args.plot:
         _plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}", entries)
     return 0 if all(r.status == "ok" for r in records) else 1
@@ -239,6 +256,8 @@ def _common(p) -> None:
     p.add_argument("--format", "-f", choices=FORMATS, default="rich", help="rich table (default), md, csv or json")
     p.add_argument("--output", "-o", help="write the text to this file instead of stdout")
     p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    p.add_argument("--wide", action="store_true", help="rich tables: every column and full run ids, however "
+                   "wide (default: fitted to the terminal or $COLUMNS, short ids)")
 
 
 def _guarded(fn):

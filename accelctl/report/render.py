@@ -178,21 +178,38 @@ def to_json(tables: Sequence[Table], **extra: Any) -> str:
 # --------------------------------------------------------------------------- rich
 
 
-def print_rich(tables: Sequence[Table], console: Any = None) -> None:
-    from rich.console import Console
-    from rich.table import Table as RichTable
+#: which columns stay longest when a table is narrower than its content (0 first; see
+#: ``accelctl.report.fit``): who and what ran, its step time and throughput, then the rest
+PRIORITY = {
+    "target": 0, "label": 0, "metric": 0, "seed": 0, "claim": 1,
+    "step_time": 1, "throughput": 2, "a": 1, "b": 1, "ratio": 2, "efficiency": 1, "published": 2,
+    "recomputed": 2, "status": 2, "source": 3, "devices": 3, "accelerators": 3, "per_device": 6,
+    "per_accelerator": 4, "speedup": 5, "precision": 5, "batch": 6, "mfu": 7, "mem_bytes": 7, "latency_s": 3,
+    "ttft_s": 4, "per_token_s": 4, "ci_low": 3, "ci_high": 3, "price_per_hour": 8, "per_dollar": 8,
+    "cost_per_million": 9, "projected_hours": 9, "projected_cost": 9, "nodes": 6, "ideal_speedup": 7,
+    "published_per_device": 8, "published_efficiency": 8, "estimated": 4, "estimate_error": 4,
+    "estimate_bound": 6, "note": 9,
+}
+
+
+def print_rich(tables: Sequence[Table], console: Any = None, width: int | None = None,
+               ids: dict[str, str] | None = None) -> None:
+    """``tables`` as rich tables fitted to ``width`` (None: every column, unbounded, as
+    ``--wide``); run ids in ``ids`` ({full: short}) are shown short (see ``accelctl.report.fit``)."""
     from rich.text import Text
 
-    console = console or Console()
+    from accelctl.report.fit import FitColumn, console_for, fit_table, left_out_note, shorten, wrap_note
+
+    console = console or console_for(width)
+    ids = ids or {}
     for t in tables:
-        rt = RichTable(title=t.title, title_style="bold", title_justify="left")
-        for c in t.columns:
-            rt.add_column(c.header, justify="right" if c.kind in _NUMERIC else "left", overflow="fold")
-        for r in t.rows:
-            rt.add_row(*(Text(cell(c, r)) for c in t.columns))
+        columns = [FitColumn(c.header, PRIORITY.get(c.key, 5), "right" if c.kind in _NUMERIC else "left",
+                             no_wrap=c.key == "source" and bool(ids)) for c in t.columns]
+        rows = [[shorten(cell(c, r), ids) if c.key == "source" else cell(c, r) for c in t.columns] for r in t.rows]
+        rt, dropped = fit_table(shorten(t.title, ids), columns, rows, width)
         console.print(rt)
-        for n in t.notes:
-            console.print(Text(f"  {n}", style="dim"))
+        for n in [*t.notes, *([left_out_note(dropped)] if dropped else [])]:
+            console.print(Text(wrap_note(n, width), style="dim"), soft_wrap=width is None)
         console.print()
 
 
@@ -208,3 +225,35 @@ def render(tables: Sequence[Table], fmt: str, **extra: Any) -> str | None:
         print_rich(tables)
         return None
     raise ValueError(f"unknown format {fmt!r} (rich, md, csv, json)")
+
+
+# --------------------------------------------------------------------------- accelctl runs
+
+
+def _started(iso: str) -> str:
+    """``2026-01-01T00:04:00+00:00`` -> ``2026-01-01 00:04`` (UTC, as stored)."""
+    return iso[:16].replace("T", " ") if iso else DASH
+
+
+def print_runs(runs: Sequence[Any], width: int | None, universe: Sequence[str] = ()) -> None:
+    """``accelctl runs``: one row per stored run, fitted to ``width`` with short ids (None:
+    ``--wide``, every column and full ids).  Priorities: id, workload, target, status, then
+    step time and throughput, then backend and start time.  A scheduler's job (scheduler,
+    id, state, exit code) is a second line under the status."""
+    from accelctl.report.fit import FitColumn, console_for, fit_table, left_out_note, short_ids, wrap_note
+
+    ids = short_ids([r.id for r in runs], universe) if width is not None else {}
+    columns = [FitColumn("id", 0, no_wrap=True), FitColumn("workload", 0), FitColumn("target", 0),
+               FitColumn("status", 1), FitColumn("median step", 1, "right"), FitColumn("throughput", 2, "right"),
+               FitColumn("backend", 4), FitColumn("started (UTC)", 5)]
+    rows = []
+    for r in runs:
+        med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else DASH
+        thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else DASH
+        status = f"{r.status}\n{r.scheduler.short()}" if r.scheduler is not None else r.status
+        rows.append([ids.get(r.id, r.id), r.workload, r.target, status, med, thr, r.backend, _started(r.started)])
+    table, dropped = fit_table(f"runs ({len(runs)})", columns, rows, width)
+    console = console_for(width)
+    console.print(table)
+    if dropped:
+        console.print(wrap_note(left_out_note(dropped), width), style="dim")
