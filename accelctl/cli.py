@@ -30,10 +30,27 @@ def _color(text: str, code: str, stream=None) -> str:
     return f"\033[{code}m{text}\033[0m" if stream.isatty() else text
 
 
+#: ``--wide`` (validate, plan): every line whole, as in a pipe; set by ``main``
+_WIDE = False
+
+
+def _width(stream) -> int | None:
+    """The width plain text (plans, diagnostics) folds to on a terminal: $COLUMNS, else
+    the terminal's; None (whole lines) in a pipe or a file, and under ``--wide``."""
+    if _WIDE:
+        return None
+    from accelctl.report.fit import output_width
+
+    return output_width(stream, None, columns_in_pipe=False)
+
+
 def _print_diags(diags: Sequence[Diagnostic], stream=None) -> None:
+    """Each diagnostic, its message and hint wrapped to the terminal (the source line and
+    its caret stay intact: a long one shows a window around the caret); whole in a pipe."""
     stream = stream or sys.stderr
+    width = _width(stream)
     for d in diags:
-        text = d.render()
+        text = d.render(width)
         head, _, rest = text.partition("\n")
         code = "1;31" if d.severity == "error" else "1;33"
         print(_color(head, code, stream) + ("\n" + rest if rest else ""), file=stream)
@@ -110,7 +127,7 @@ def cmd_plan(args) -> int:
                 print(refusal_header(spec.name, t.name), flush=True)
                 _print_error(exc)
                 continue
-            print(render_plan(p, args.format))
+            print(render_plan(p, args.format, _width(sys.stdout) if args.format == "text" else None))
             if args.format == "text":
                 print()
             if args.check:
@@ -423,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check workload files; report every problem")
     v.add_argument("files", nargs="+")
     v.add_argument("--json", action="store_true", help="machine-readable diagnostics")
+    v.add_argument("--wide", action="store_true", help="diagnostics unwrapped (default: wrapped to the terminal)")
     v.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("plan", help="print the launch plan of a workload's targets")
@@ -431,6 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", "-t")
     p.add_argument("--engine", "-e")
     p.add_argument("--format", "-f", choices=("text", "json", "sh"), default="text")
+    p.add_argument("--wide", action="store_true", help="text: lines unfolded (default: comments and launch "
+                   "commands folded to the terminal or $COLUMNS; whole in a pipe)")
     p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
     p.add_argument("--rehearse", action="store_true",
                    help="the plan of a CPU rehearsal of the target (this CPU, the stand-in, random weights)")
@@ -524,6 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    global _WIDE
+    _WIDE = bool(getattr(args, "wide", False))
     if getattr(args, "file", None) and not Path(args.file).is_file():
         print(f"error: no such workload file: {args.file}", file=sys.stderr)
         return 2

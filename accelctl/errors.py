@@ -53,24 +53,63 @@ class Diagnostic:
             d["hint"] = self.hint
         return d
 
-    def render(self) -> str:
-        """``file:line:col: severity[CODE]: message``, the line, a caret, the hint."""
+    def render(self, width: int | None = None) -> str:
+        """``file:line:col: severity[CODE]: message``, the line, a caret, the hint.
+
+        With ``width`` (the terminal's): the message and the hint wrap at spaces under
+        their own indent; the source line is never wrapped -- one longer than the width
+        shows a window of it around the caret, cut at each side with ``…``, and the caret
+        stays under the same characters.  ``None``: every part on one line (pipes, logs)."""
         if self.span is None:
             head = f"{self.path}: {self.severity}[{self.code}]: {self.message}"
-            return head + (f"\n  = hint: {self.hint}" if self.hint else "")
+            return _wrap(head, width, "    ") + (_wrap(f"\n  = hint: {self.hint}", width, "          ")
+                                                 if self.hint else "")
         sp = self.span
-        out = [f"{self.path}:{sp.line}:{sp.column}: {self.severity}[{self.code}]: {self.message}"]
+        out = [_wrap(f"{self.path}:{sp.line}:{sp.column}: {self.severity}[{self.code}]: {self.message}", width, "    ")]
         if self.source_line:
             num = str(sp.line)
             pad = " " * len(num)
             text = self.source_line.rstrip("\n").expandtabs(1)
-            width = (sp.end_column - sp.column) if sp.end_line == sp.line else len(text) - sp.column + 1
-            width = max(1, min(width, max(1, len(text) - sp.column + 1)))
+            carets = (sp.end_column - sp.column) if sp.end_line == sp.line else len(text) - sp.column + 1
+            carets = max(1, min(carets, max(1, len(text) - sp.column + 1)))
+            column = sp.column
+            if width is not None:
+                text, column, carets = _window(text, column, carets, width - len(num) - 4)
             out.append(f" {num} | {text}")
-            out.append(f" {pad} | {' ' * (sp.column - 1)}{'^' * width}")
+            out.append(f" {pad} | {' ' * (column - 1)}{'^' * carets}")
         if self.hint:
-            out.append(f"  = hint: {self.hint}")
+            out.append(_wrap(f"  = hint: {self.hint}", width, "          "))
         return "\n".join(out)
+
+
+def _wrap(line: str, width: int | None, indent: str) -> str:
+    """``line`` wrapped at spaces to ``width`` (unchanged when None or short enough), its
+    leading spaces kept, the lines after the first starting with ``indent``; a word longer
+    than the width stays whole.  A leading newline is kept."""
+    lead, body = ("\n", line[1:]) if line.startswith("\n") else ("", line)
+    if width is None or len(body) <= width:
+        return line
+    import textwrap
+
+    stripped = body.lstrip(" ")
+    first = " " * (len(body) - len(stripped))
+    return lead + "\n".join(textwrap.wrap(stripped, width=width, initial_indent=first, subsequent_indent=indent,
+                                          break_long_words=False, break_on_hyphens=False))
+
+
+def _window(text: str, column: int, carets: int, room: int) -> tuple[str, int, int]:
+    """(the part of ``text`` that fits ``room`` characters around the caret, the caret's
+    1-based column in it, how many carets): cut sides are marked ``…``."""
+    if len(text) <= room or room < 12:
+        return text, column, carets
+    carets = min(carets, room - 2)
+    start = max(0, min(column - 1 - (room - carets) // 2, len(text) - room))
+    end = start + room
+    left, right = start > 0, end < len(text)
+    start += left  # the … takes one character on each cut side
+    end -= right
+    piece = ("…" if left else "") + text[start:end] + ("…" if right else "")
+    return piece, column - start + left, carets
 
 
 def attach_source(diags: Iterable[Diagnostic], text: str) -> list[Diagnostic]:

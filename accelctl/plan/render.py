@@ -1,7 +1,8 @@
 """A plan as text: what ``accelctl plan`` prints and the TUI's Plan screen shows.
 
-* ``render_plan_text(plan)``: the readable form (headers, notes, warnings, every
-  generated file, the job, each launch command);
+* ``render_plan_text(plan, width=None)``: the readable form (headers, notes, warnings,
+  every generated file, the job, each launch command), folded to a terminal's width
+  when one is given;
 * ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files (byte for byte, each
   as one single-quoted ``printf`` word: no heredoc a value could end) and runs the launches
   (``{run_dir}`` is ``$RUN_DIR`` or ``./run``; ``{free_port}`` is ``$FREE_PORT`` or a port the
@@ -27,17 +28,58 @@ FREE_PORT_PY = ('import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); '
                 'print(s.getsockname()[1])')
 
 
-def render_plan_text(plan: Plan) -> str:
-    out = [f"# plan: workload {plan.workload} -> target {plan.target}",
-           f"#   backend {plan.backend}, engine {plan.engine}, device {plan.device}"]
-    out += [f"#   note: {n}" for n in plan.notes]
-    out += [f"#   WARNING: {w}" for w in plan.warnings]
+def render_plan_text(plan: Plan, width: int | None = None) -> str:
+    """The readable plan.  With ``width`` (the terminal's) the comment lines wrap at spaces
+    under ``#     `` and each launch command folds between its words with `` \\``
+    line continuations (still one shell command to copy; a word is never cut, so one
+    longer than the width stays whole); the generated files print byte for byte, as they
+    are written.  ``None``: every line whole (pipes, goldens, the TUI)."""
+    def comment(line: str) -> list[str]:
+        return _fold_comment(line, width)
+
+    out = [*comment(f"# plan: workload {plan.workload} -> target {plan.target}"),
+           *comment(f"#   backend {plan.backend}, engine {plan.engine}, device {plan.device}")]
+    for n in plan.notes:
+        out += comment(f"#   note: {n}")
+    for w in plan.warnings:
+        out += comment(f"#   WARNING: {w}")
     for f in plan.files:
-        out += ["", f"# file {{run_dir}}/{f.path}" + (f"  ({f.role})" if f.role else ""), f.content.rstrip()]
+        out += ["", *comment(f"# file {{run_dir}}/{f.path}" + (f"  ({f.role})" if f.role else "")), f.content.rstrip()]
     out += ["", "# file {run_dir}/job.json  (the worker's input)", plan.job.to_json()]
     for launch in plan.launches:
-        out += ["", f"# launch {launch.name} ({launch.processes} process(es))", launch.shell()]
+        out += ["", *comment(f"# launch {launch.name} ({launch.processes} process(es))"),
+                launch.shell() if width is None else fold_command(launch, width)]
     return "\n".join(out)
+
+
+def _fold_comment(line: str, width: int | None) -> list[str]:
+    if width is None or len(line) <= width:
+        return [line]
+    import textwrap
+
+    return textwrap.wrap(line, width=width, subsequent_indent="#     ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def fold_command(launch, width: int) -> str:
+    """``launch.shell()`` folded to ``width``: the same quoted words (``cd DIR &&``, the
+    environment, the argv), broken between words with `` \\`` + newline + 4 spaces, which
+    the shell reads as one line."""
+    words = [f"{k}={shlex.quote(v)}" for k, v in sorted(launch.env.items())]
+    words += [shlex.quote(a) for a in launch.argv]
+    lines = [f"cd {shlex.quote(launch.cwd)} &&"] if launch.cwd else []
+    current = ""
+    for word in words:
+        if current and len(current) + 1 + len(word) + 2 > width:
+            lines.append(current)
+            current = "    " + word
+        elif current:
+            current += " " + word
+        else:
+            current = ("    " if lines else "") + word
+    if current:
+        lines.append(current)
+    return " \\\n".join(lines)
 
 
 def render_plan_sh(plan: Plan) -> str:
@@ -77,7 +119,7 @@ def write_file_sh(path: str, content: str) -> str:
     return f"mkdir -p \"$run_dir\"/{shlex.quote(folder)}\n{line}" if folder else line
 
 
-def render_plan(plan: Plan, fmt: str = "text") -> str:
+def render_plan(plan: Plan, fmt: str = "text", width: int | None = None) -> str:
     """The plan in one of ``FORMATS`` (as ``accelctl plan --format`` prints it, before its newline)."""
     if fmt == "json":
         # allow_nan=False: Infinity/NaN are not JSON; the check refuses non-finite numbers,
@@ -86,7 +128,7 @@ def render_plan(plan: Plan, fmt: str = "text") -> str:
     if fmt == "sh":
         return render_plan_sh(plan)
     if fmt == "text":
-        return render_plan_text(plan)
+        return render_plan_text(plan, width)
     raise ValueError(f"unknown plan format {fmt!r} (formats: {', '.join(FORMATS)})")
 
 

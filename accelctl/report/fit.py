@@ -3,10 +3,11 @@
 ``accelctl runs``, ``report``, ``compare`` (rich tables), ``plan`` (text) and ``validate``
 (diagnostics) read well in an 80 x 24 terminal:
 
-* ``output_width(stream, default)``: ``$COLUMNS`` when set (an explicit choice, honoured
-  also in a pipe), else the terminal's width when ``stream`` is a terminal, else
-  ``default`` -- what each command did before (``runs``: 80, ``report``/``compare``: 200,
-  ``plan``/``validate``: ``None``, i.e. unfolded);
+* ``output_width(stream, default)``: ``$COLUMNS`` when set, else the terminal's width
+  when ``stream`` is a terminal, else ``default`` -- what each command did before it
+  fitted (``runs``: 80, ``report``/``compare``: 200, as rich drew them, $COLUMNS
+  included); ``plan`` and ``validate`` print plain text, which folds only on a terminal
+  (there $COLUMNS overrides its size) and stays whole in a pipe or a file;
 * ``short_ids(ids, universe)``: each run id's shortest unique tail of whole ``-`` segments
   (at least the 4 random hex digits), unique among ``universe`` (the store's ids), so that
   ``accelctl report SHORT`` / ``compare A B`` / ``run --resume`` find the same run;
@@ -36,15 +37,17 @@ OPTIONAL = 4
 MIN_WIDTH = 40
 
 
-def output_width(stream: Any, default: int | None) -> int | None:
-    """The width to draw at: $COLUMNS, the terminal's, else ``default`` (see the module doc)."""
-    env = os.environ.get("COLUMNS", "")
-    if env.isdigit() and int(env) >= MIN_WIDTH:
-        return int(env)
+def output_width(stream: Any, default: int | None, columns_in_pipe: bool = True) -> int | None:
+    """The width to draw at: $COLUMNS, the terminal's, else ``default`` (see the module
+    doc).  ``columns_in_pipe=False``: $COLUMNS counts only when ``stream`` is a terminal
+    (plain text -- plans, diagnostics -- stays whole in a pipe whatever the environment)."""
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) >= MIN_WIDTH and (tty or columns_in_pipe):
+        return int(env)
     if tty:
         return max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
     return default
@@ -92,7 +95,7 @@ def _narrowest(column: FitColumn, cells: Sequence[str]) -> int:
 
     words = column.header.split() or [""]
     for text in cells:
-        words += [text] if column.no_wrap else text.split()
+        words += text.splitlines() if column.no_wrap else text.split()
     return max(cell_len(w) for w in words)
 
 
@@ -100,7 +103,7 @@ def _widest(column: FitColumn, cells: Sequence[str]) -> int:
     """The width of a column whose header and cells are each on one line."""
     from rich.cells import cell_len
 
-    return max(cell_len(t) for t in [column.header, *cells])
+    return max(cell_len(line) for t in [column.header, *cells] for line in t.splitlines() or [""])
 
 
 def _table_width(widths: Iterable[int]) -> int:
@@ -133,7 +136,8 @@ def fit_table(title: str, columns: Sequence[FitColumn], rows: Sequence[Sequence[
     column, while the kept columns' narrowest widths (a column needs at least its longest
     word) plus borders and padding exceed ``width``.  Then each column starts at its
     natural width and the widest one that can still give is narrowed, one character at a
-    time, until the table fits: cells wrap at their spaces, never inside a word."""
+    time, until the table fits: first down to its widest cell (the headers wrap), then
+    down to its longest word (cells wrap at their spaces, never inside a word)."""
     keep = list(range(len(columns)))
     dropped: list[str] = []
     widths: dict[int, int] = {}
@@ -153,12 +157,16 @@ def fit_table(title: str, columns: Sequence[FitColumn], rows: Sequence[Sequence[
                 keep = sorted([*keep, i])
                 dropped.remove(columns[i].header)
         widths = {i: most[i] for i in keep}
-        while _table_width(widths.values()) > width:
-            give = [i for i in keep if widths[i] > least[i]]
-            if not give:  # a lone column wider than the terminal: it folds
-                widths = {i: max(1, width - 4) if len(keep) == 1 else w for i, w in widths.items()}
-                break
-            widths[max(give, key=lambda i: (widths[i], -i))] -= 1
+        # headers wrap first (down to their longest word), then cells (down to theirs)
+        cells_whole = {i: max(least[i], _widest(FitColumn(""), cells[i]) if cells[i] else 0) for i in keep}
+        for floor in (cells_whole, least):
+            while _table_width(widths.values()) > width:
+                give = [i for i in keep if widths[i] > floor[i]]
+                if not give:
+                    break
+                widths[max(give, key=lambda i: (widths[i], -i))] -= 1
+        if len(keep) == 1 and _table_width(widths.values()) > width:  # one word wider than the terminal: it folds
+            widths = {i: max(1, width - 4) for i in keep}
     return _rich_table(title, columns, rows, keep, title_justify, widths), dropped
 
 

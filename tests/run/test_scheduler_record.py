@@ -50,7 +50,16 @@ def test_the_summary_carries_the_jobs_final_state_and_runs_shows_it(tmp_path, ca
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["runs", "--runs-dir", str(root)]) == 0
     out = capsys.readouterr().out
-    assert "slurm 1234 CANCELLED exit 143" in out, out
+    # the scheduler's job is the second line of the run's status cell (it may wrap at 80)
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(f"│ {run_dir.name[-4:]} "))
+    status = []
+    for line in lines[first:]:
+        cells = line.split("│")[1:-1]
+        if not cells or (status and cells[0].strip()):
+            break
+        status.append(cells[3].strip())
+    assert " ".join(status) == "stopped slurm 1234 CANCELLED exit 143", out
     assert max(len(line) for line in out.splitlines()) <= 80, out
     assert main(["runs", "--runs-dir", str(root), "--json"]) == 0
     listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
