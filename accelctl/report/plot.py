@@ -1,6 +1,7 @@
 """A PNG of a report: step time and throughput per target, and the scaling curve.
 
 matplotlib (the ``report`` extra) is imported here only, with the Agg backend.
+Each bar is labelled with its workload, target (and device count) and run (``bar_labels``).
 Panels: mean step time per entry with its 95 % CI as error bars; throughput per entry,
 one panel per unit; when the entries measure a workload at two or more device counts
 (or a seed's scaling table is given), scaling efficiency against devices (ideal = 100 %).
@@ -16,16 +17,35 @@ from accelctl.report.entry import Entry
 from accelctl.report.scaling import ScaleRow
 
 
-def _label(e: Entry) -> str:
-    tail = e.source[-4:] if e.source and not e.source.startswith("seed") else e.source
-    head = e.name if len(e.name) <= 18 else e.name[:17] + "…"
-    return f"{head}\n{e.devices or '?'} dev · {tail}" if tail else head
+def _clip(text: str, most: int = 18) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def bar_labels(entries: Sequence[Entry]) -> list[str]:
+    """Each bar's label: the workload, the target with its device count, and the run (its
+    short id, unique among the bars; a seed's figure keeps its seed name), one per line:
+    ``fixture_train`` / ``small · 1 dev`` / ``run 0001``."""
+    from accelctl.report.fit import short_ids
+
+    runs = [e.source for e in entries if e.source and not e.source.startswith("seed")]
+    ids = short_ids([r.split(" ")[0] for r in runs])
+    out = []
+    for e in entries:
+        if e.source and e.source.startswith("seed"):
+            run = e.source
+        elif e.source:
+            run = "run " + ids.get(e.source.split(" ")[0], e.source)
+        else:
+            run = ""
+        lines = [_clip(e.workload), f"{_clip(e.name)} · {e.devices or '?'} dev", run]
+        out.append("\n".join(line for line in lines if line))
+    return out
 
 
 def _bars(ax, entries: Sequence[Entry], values: list[float], color: str, err=None) -> None:
     ax.bar(range(len(entries)), values, yerr=err, capsize=4 if err else 0, color=color)
     many = len(entries) > 8
-    ax.set_xticks(range(len(entries)), [_label(e).replace("\n", " · ") if many else _label(e) for e in entries],
+    ax.set_xticks(range(len(entries)), [label.replace("\n", " · ") if many else label for label in bar_labels(entries)],
                   fontsize=7, rotation=35 if many else 0, ha="right" if many else "center")
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) > 50:
@@ -53,7 +73,7 @@ def plot_report(entries: Sequence[Entry], path: str | Path, scaling: Sequence[tu
     if not panels:
         raise ValueError("nothing to plot: no entry has a step time or a throughput")
     widest = max(len(p[1]) for p in panels if p[0] != "scale") if any(p[0] != "scale" for p in panels) else 4
-    size = (min(16.0, max(6.0, 1.2 * widest)), 3.6 * len(panels) + (1.2 if widest > 8 else 0))
+    size = (min(16.0, max(6.0, 1.2 * widest)), 3.6 * len(panels) + (2.0 if widest > 8 else 0.4))
     fig, axes = plt.subplots(len(panels), 1, figsize=size, squeeze=False)
     for ax, (panel, items) in zip(axes[:, 0], panels):
         if panel == "time":
