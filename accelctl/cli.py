@@ -47,6 +47,8 @@ def _width(stream) -> int | None:
 def _print_diags(diags: Sequence[Diagnostic], stream=None) -> None:
     """Each diagnostic, its message and hint wrapped to the terminal (the source line and
     its caret stay intact: a long one shows a window around the caret); whole in a pipe."""
+    if not diags:
+        return  # a clean ``validate`` loads nothing more (tests/test_imports.py)
     stream = stream or sys.stderr
     width = _width(stream)
     for d in diags:
