@@ -541,10 +541,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --calibrate: thread count to calibrate (repeatable; default 1 and all cores)")
     d.add_argument("--seconds", type=float, default=2.0, help="with --calibrate: seconds of timed matmuls per dtype")
     d.set_defaults(fn=cmd_doctor)
+
+    co = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish): "
+                        "eval \"$(accelctl completion bash)\"")
+    co.add_argument("shell", choices=("bash", "zsh", "fish"))
+    co.set_defaults(fn=cmd_completion)
     return ap
 
 
+def cmd_completion(args) -> int:
+    """``accelctl completion bash|zsh|fish``: the shell's completion script (accelctl.completion)."""
+    from accelctl.completion import script
+
+    sys.stdout.write(script(args.shell, build_parser()))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["__complete"]:  # the shells' fast path: no parser, no rich (accelctl.completion)
+        from accelctl.completion import complete
+
+        return complete(argv[1:])
     args = build_parser().parse_args(argv)
     global _WIDE
     _WIDE = bool(getattr(args, "wide", False))
