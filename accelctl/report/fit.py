@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -171,11 +170,40 @@ def fit_table(title: str, columns: Sequence[FitColumn], rows: Sequence[Sequence[
 
 
 def wrap_note(text: str, width: int | None, indent: str = "  ") -> str:
-    """A table's note, indented, wrapped at ``width`` (unwrapped when None)."""
+    """A table's note, indented, wrapped at spaces to ``width`` terminal cells (a CJK
+    character takes two; a word wider than the line is cut); unwrapped when None."""
     if width is None:
         return indent + text
-    return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_long_words=True, break_on_hyphens=False)
+    from rich.cells import cell_len
+
+    lines, line, cont = [], indent, indent + "  "
+    for word in text.split():
+        while cell_len(cont + word) > width:  # wider than any line: fill this one, cut the rest
+            room = width - cell_len(line) - (1 if line.strip() else 0)
+            cut = _fit_cells(word, room)
+            if not cut and line.strip():
+                lines.append(line)
+                line = cont
+                continue
+            cut = cut or word[0]
+            lines.append(line + (" " if line.strip() else "") + cut)
+            line, word = cont, word[len(cut):]
+        if line.strip() and cell_len(line) + 1 + cell_len(word) > width:
+            lines.append(line)
+            line = cont
+        line += (" " if line.strip() else "") + word
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def _fit_cells(word: str, room: int) -> str:
+    """The longest head of ``word`` at most ``room`` cells wide."""
+    from rich.cells import cell_len
+
+    end = 0
+    while end < len(word) and cell_len(word[:end + 1]) <= room:
+        end += 1
+    return word[:end]
 
 
 def left_out_note(dropped: Sequence[str]) -> str:

@@ -70,7 +70,10 @@ def golden(name: str, text: str) -> None:
 
 
 def fits(text: str, width: int) -> None:
-    long = [line for line in text.splitlines() if len(line) > width]
+    """No line wider than ``width`` terminal cells (a CJK character takes two)."""
+    from rich.cells import cell_len
+
+    long = [line for line in text.splitlines() if cell_len(line) > width]
     assert not long, f"{len(long)} line(s) longer than {width}:\n" + "\n".join(long)
 
 
@@ -95,6 +98,13 @@ def test_runs_report_compare_fit_the_terminal(width):
         assert code == 0, out
         fits(out, width)
         golden(f"{name}.{width}.txt", out)
+
+
+def test_reference_tables_fit_80_columns_with_japanese_notes():
+    """The seeds' tables: titles and notes in Japanese (two cells a character) wrap by cells."""
+    code, out = in_terminal(80, "report", "--reference")
+    assert code == 0 and "事前トレーニング" in out and "seed 001" in out
+    fits(out, 80)
 
 
 def test_key_figures_at_80_columns():
