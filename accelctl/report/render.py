@@ -208,7 +208,7 @@ def print_rich(tables: Sequence[Table], console: Any = None, width: int | None =
         rows = [[shorten(cell(c, r), ids) if c.key == "source" else cell(c, r) for c in t.columns] for r in t.rows]
         rt, dropped = fit_table(shorten(t.title, ids), columns, rows, width)
         console.print(rt)
-        for n in [*t.notes, *([left_out_note(dropped)] if dropped else [])]:
+        for n in [*(shorten(n, ids) for n in t.notes), *([left_out_note(dropped)] if dropped else [])]:
             console.print(Text(wrap_note(n, width), style="dim"), soft_wrap=width is None)
         console.print()
 
