@@ -11,10 +11,13 @@
 * ``short_ids(ids, universe)``: each run id's shortest unique tail of whole ``-`` segments
   (at least the 4 random hex digits), unique among ``universe`` (the store's ids), so that
   ``accelctl report SHORT`` / ``compare A B`` / ``run --resume`` find the same run;
-* ``fit_table(title, columns, rows, width)``: a rich table whose lowest-priority columns
-  are left out while the rest cannot fit ``width`` at their narrowest (each cell wrapped at
-  its spaces); what remains folds, so no line is longer than ``width``.  The names of the
-  columns left out come back, for a note that ``--wide`` shows them.
+* ``fit_table(title, columns, rows, width)``: a rich table that fits ``width``: optional
+  columns (priority ``OPTIONAL`` or more) are left out, the lowest priority first, until
+  the rest fits with every cell on one line, any column while the rest cannot fit even
+  wrapped at its spaces; then headers wrap, then cells at their spaces (never inside a
+  word), so no line is longer than ``width``.  The names of the columns left out come
+  back, for a note that ``--wide`` shows them;
+* ``wrap_note(text, width)``: a table's note wrapped by terminal cells.
 
 ``--wide`` (every column, full ids, lines as long as they need) is the callers' switch:
 they pass ``width=None``.  Imports rich only inside the functions that draw.
