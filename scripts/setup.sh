@@ -45,9 +45,12 @@ if [ "$test_mode" = 1 ]; then
     # CPU device and checked against the installed torch-xla (~4 GB download, ~7 GB disk)
     ./scripts/setup-xla.sh
     # tmux drives the TUI's end-to-end test in a real terminal; Slurm (munged, slurmctld, two
-    # slurmd on this host, started by tests/engines/conftest.py) runs the slurm engine's jobs
+    # slurmd on this host, started by tests/engines/conftest.py) runs the slurm engine's jobs;
+    # zsh and fish run the shell-completion tests (tests/test_completion.py) in those shells
     pkgs=""
     command -v tmux >/dev/null || pkgs="tmux"
+    command -v zsh >/dev/null || pkgs="$pkgs zsh"
+    command -v fish >/dev/null || pkgs="$pkgs fish"
     for tool in munged slurmctld slurmd sbatch; do  # the daemons are in sbin, which CI's PATH may lack
         PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" command -v "$tool" >/dev/null \
             || { pkgs="$pkgs slurmctld slurmd slurm-client munge"; break; }
