@@ -621,11 +621,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(exc.usage)
             print(f"{exc.prog}: error: {exc}", file=sys.stderr)
             return exitcodes.USAGE
-        reply.command = exc.prog.split()[1] if " " in exc.prog else None
+        reply.command = exc.prog.split()[1] if " " in exc.prog else _verb_of(argv)
         reply.fail("UsageError", str(exc), usage=exc.usage.strip())
         return _write_reply(reply, exitcodes.USAGE)
     except _HelpPrinted as done:
         assert reply is not None
+        reply.command = _verb_of(argv)
         reply.result = {"text": done.text}
         return _write_reply(reply, done.code)
     if reply is not None and not (getattr(args, "json", False) or getattr(args, "format", None) == "json"):
@@ -645,6 +646,12 @@ class _HelpPrinted(Exception):
     def __init__(self, text: str, code: int):
         super().__init__(text)
         self.text, self.code = text, code
+
+
+def _verb_of(argv: list[str]) -> str | None:
+    """The verb a command line names (None when it names none)."""
+    verbs = next(a.choices for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return next((a for a in argv if a in verbs), None)
 
 
 def _parse(argv: list[str], reply: Reply | None) -> argparse.Namespace:
