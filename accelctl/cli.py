@@ -427,6 +427,8 @@ def cmd_runs(args) -> int:
 
 def cmd_doctor(args) -> int:
     if args.plan:  # the preflight of one target: can its planned world form, with its engine?
+        if not Path(args.plan).is_file():
+            raise AccelctlError(f"no such workload file: {args.plan}", exit_code=exitcodes.USAGE)
         from accelctl.api import load_selected, pick_target
         from accelctl.api import plan as make_plan
 

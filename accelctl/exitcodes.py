@@ -28,9 +28,9 @@ TABLE: tuple[tuple[int, str, str], ...] = (
     (FAILED, "failed", "diagnostics: an invalid workload, a target that cannot be planned or has no such name, "
                        "a plan a real tool rejected, a run that failed, a preflight that did not pass, an export "
                        "its store refused"),
-    (USAGE, "usage", "the command line asks for what cannot be done as asked: a usage error, a missing file, an "
-                     "unknown or ambiguous run id, options that do not go together, runs `compare` refuses "
-                     "without `--force` (E226/E227)"),
+    (USAGE, "usage", "the command line asks for what cannot be done as asked: a usage error, a missing file "
+                     "(`validate` reports one as E001 beside the other files: exit 1), an unknown or ambiguous run "
+                     "id, options that do not go together, runs `compare` refuses without `--force` (E226/E227)"),
     (GATE, "gate", "a check asked for on the command line did not pass: `compare --fail-on-regression` found a "
                    "significant regression; `plan --check` could not run a check (its tool is not installed here) "
                    "and `--allow-unavailable` was not given"),
@@ -51,5 +51,5 @@ def name(code: int) -> str:
 def markdown_table() -> str:
     """The exit-code table as the README and docs/cli.md print it."""
     rows = ["| code | name | meaning |", "|---:|---|---|"]
-    rows += [f"| {code} | `{n}` | {meaning} |" for code, n, meaning in TABLE]
+    rows += [f"| {code} | `{n}` | {meaning.replace('|', chr(92) + '|')} |" for code, n, meaning in TABLE]
     return "\n".join(rows)
