@@ -9,6 +9,12 @@
 
 ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only
 inside the launched worker.
+
+Every verb takes ``--json`` (``-f json`` where it has ``-f``): ``main`` then sends whatever
+the verb prints to stderr and writes one JSON document on stdout (``accelctl.reply``) in
+every outcome, usage errors included.  Exit statuses are ``accelctl.exitcodes``; a verb
+that cannot do what it was asked raises ``AccelctlError`` (with its exit code and
+diagnostics) and ``main`` renders it as text or into the document.
 """
 
 from __future__ import annotations
@@ -258,6 +264,11 @@ def _record_run(args, p, result, series: str | None = None) -> None:
             "run_id": result.run_dir.name, "status": result.status, "run_dir": str(result.run_dir),
             "workload": p.workload, "target": p.target, "backend": p.backend, "engine": p.engine,
             "rehearsal": p.rehearsal is not None, "series": series, "summary": result.summary})
+        if result.status != "ok":
+            failure = (result.summary or {}).get("failure") or {}
+            why = failure.get("message") if isinstance(failure, dict) else None
+            reply.fail("RunStopped" if result.status == "stopped" else "RunFailed",
+                       f"run {result.run_dir.name} {result.status}" + (f": {why}" if why else ""))
 
 
 def _pick_fp8(spec):

@@ -65,6 +65,8 @@ CASES = [
     ("estimate-bad", ["estimate", "{bad}", "-f", "json"], exitcodes.FAILED, {"code": "E203"}),
     ("estimate-missing", ["estimate", "missing.wl", "--json"], exitcodes.USAGE, {"error": "AccelctlError"}),
     ("estimate-no-target", ["estimate", GOOD, "-t", "gpu", "--json"], exitcodes.FAILED, {"code": "E597"}),
+    ("estimate-unknown-run", ["estimate", GOOD, "--calibrate", "nope", "--runs-dir", str(STORE), "--json"],
+     exitcodes.USAGE, {"code": "E582"}),
     ("run-bad", ["run", "{bad}", "--json", "--runs-dir", "{runs}"], exitcodes.FAILED, {"code": "E203"}),
     ("run-missing", ["run", "missing.wl", "--json"], exitcodes.USAGE, {"error": "AccelctlError"}),
     ("run-no-target", ["run", GOOD, "-t", "gpu", "--json", "--runs-dir", "{runs}"], exitcodes.FAILED,

@@ -13,7 +13,9 @@ traceback; ``compare`` refuses it, an incomplete run and runs of different workl
 (exit 2, E226/E227) unless ``--force``.  Without RUN,
 ``report`` takes every ok run of the store (``--all``: any status); ``--reference``
 alone prints the seeds' published tables, with RUN it places the runs next to them.
-This module imports nothing heavy at module level (no torch, rich or matplotlib).
+With ``--json`` (``-f json``) the tables fill the JSON document's result (``accelctl.reply``)
+and a failure raises ``AccelctlError``: ``accelctl.cli.main`` writes it as text or into the
+document.  This module imports nothing heavy at module level (no torch, rich or matplotlib).
 """
 
 from __future__ import annotations
