@@ -648,9 +648,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reply is None:
         return _execute(args, None)
     reply.command = args.cmd
-    with contextlib.redirect_stdout(sys.stderr):  # progress and logs: stderr; stdout: the document
+    with _stdout_to_stderr():  # progress and logs: stderr; stdout: the document alone
         code = _execute(args, reply)
     return _write_reply(reply, code)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """While the verb runs, what it prints goes to stderr: Python's ``print`` and, where stdout
+    is a real file descriptor, whatever a library or a child process writes to descriptor 1."""
+    saved = None
+    try:
+        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
+        sys.stdout.flush()
+        saved = os.dup(out_fd)
+        os.dup2(err_fd, out_fd)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # captured streams: no descriptor
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            sys.stderr.flush()
+            os.dup2(saved, out_fd)
+            os.close(saved)
 
 
 class _HelpPrinted(Exception):

@@ -224,6 +224,22 @@ def test_usage_error_of_a_real_process_is_json(tmp_path):
     assert doc["error"]["usage"].startswith("usage: accelctl report")
 
 
+def test_what_a_library_or_a_child_writes_to_descriptor_1_goes_to_stderr():
+    code = ("import os, subprocess, sys\nimport accelctl.api as api\nreal = api.validate\n"
+            "def noisy(path):\n"
+            "    os.write(1, b'noise on fd 1\\n')\n"
+            "    subprocess.run([sys.executable, '-c', 'print(\"noise of a child\")'])\n"
+            "    print('noise of print')\n"
+            "    return real(path)\n"
+            "api.validate = noisy\n"
+            "from accelctl.cli import main\nsys.exit(main(['validate', '--json', sys.argv[1]]))\n")
+    cp = subprocess.run([sys.executable, "-c", code, GOOD], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    check_document(cp.stdout, cp.returncode, exitcodes.OK, {})
+    for noise in ("noise on fd 1", "noise of a child", "noise of print"):
+        assert noise in cp.stderr and noise not in cp.stdout
+
+
 def test_doctor_json_is_one_document():
     cp = _accelctl("doctor", "--json")
     doc = check_document(cp.stdout, cp.returncode, exitcodes.OK, {})
