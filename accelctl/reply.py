@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from pathlib import PurePath
 from typing import Any, Iterable, Sequence
 
@@ -62,8 +63,8 @@ class UsageError(Exception):
 
 
 def plain(value: Any) -> Any:
-    """``value`` as strict JSON data: dataclasses and objects with ``to_dict`` as dicts, paths
-    and other objects as strings, non-finite floats as None."""
+    """``value`` as strict JSON data: dataclasses and objects with ``to_dict`` as dicts, numbers
+    as int/float (non-finite floats as None), paths and other objects as strings."""
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -72,6 +73,10 @@ def plain(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if value is None or isinstance(value, (str, int, bool)):
         return value
+    if isinstance(value, numbers.Integral):  # numpy's integers and the like
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return plain(float(value))
     if hasattr(value, "to_dict"):
         return plain(value.to_dict())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -274,3 +274,25 @@ def test_exit_code_table_is_documented_once_in_readme_and_docs():
     table = exitcodes.markdown_table()
     for doc in ("README.md", "docs/cli.md"):
         assert table in (ROOT / doc).read_text(encoding="utf-8"), f"{doc}: paste exitcodes.markdown_table()"
+
+
+@pytest.mark.parametrize("argv,wanted", [
+    (["plan", "f.wl", "--json"], True), (["plan", "f.wl", "-f", "json"], True), (["report", "--format=json"], True),
+    (["report", "-fjson"], True), (["report", "--format", "json"], True), (["plan", "f.wl", "-f", "sh"], False),
+    (["plan", "--", "--json"], False), (["runs"], False),
+])
+def test_a_json_command_line_is_known_before_parsing(argv, wanted):
+    from accelctl.reply import wants_json
+
+    assert wants_json(argv) is wanted
+
+
+def test_the_document_is_strict_json():
+    """NaN and infinity (a ratio over a zero step time) are null, never a bare NaN token."""
+    from accelctl.reply import Reply
+
+    reply = Reply("compare")
+    reply.result = {"speedup": float("nan"), "ci": (1.0, float("inf")), "path": ROOT}
+    text = reply.text(exitcodes.OK)
+    doc = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the document"))
+    assert doc["result"] == {"speedup": None, "ci": [1.0, None], "path": str(ROOT)}
