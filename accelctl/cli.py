@@ -9,20 +9,29 @@
 
 ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only
 inside the launched worker.
+
+Every verb takes ``--json`` (``-f json`` where it has ``-f``): ``main`` then sends whatever
+the verb prints to stderr and writes one JSON document on stdout (``accelctl.reply``) in
+every outcome, usage errors included.  Exit statuses are ``accelctl.exitcodes``; a verb
+that cannot do what it was asked raises ``AccelctlError`` (with its exit code and
+diagnostics) and ``main`` renders it as text or into the document.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import io
 import os
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import Sequence
 
-from accelctl import __version__
+from accelctl import __version__, exitcodes
 from accelctl.errors import AccelctlError, Diagnostic
+from accelctl.reply import Reply, UsageError, wants_json
 
 
 def _color(text: str, code: str, stream=None) -> str:
@@ -64,7 +73,7 @@ def _print_error(exc: AccelctlError) -> None:
     if exc.diagnostics:
         _print_diags(exc.diagnostics)
     else:
-        print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
+        print(_color(f"accelctl: error: {exc}", "1;31"), file=sys.stderr)
 
 
 # ------------------------------------------------------------------ validate
@@ -80,24 +89,31 @@ def cmd_validate(args) -> int:
         workloads += len(specs) if not n_err else 0
         report.append({"path": str(path), "ok": n_err == 0, "workloads": [s.name for s in specs] if not n_err else [],
                        "diagnostics": [d.to_dict() for d in diags]})
-        if not args.json:
+        if reply := _reply(args):
+            reply.add(diags)
+        else:
             _print_diags(diags)
-    if args.json:
-        print(json.dumps({"ok": errors == 0, "files": report}, indent=2))
+    if reply := _reply(args):
+        reply.result = {"files": report}
     else:
         files = len(args.files)
         bad = sum(not r["ok"] for r in report)
         msg = (f"{files} file(s), {workloads} workload(s): ok" if not errors
                else f"{bad} of {files} file(s) invalid, {errors} error(s)")
         print(_color(msg, "32" if not errors else "31", sys.stdout))
-    return 0 if errors == 0 else 1
+    return exitcodes.OK if errors == 0 else exitcodes.FAILED
+
+
+def _reply(args) -> Reply | None:
+    """The JSON document being filled (``--json`` / ``-f json``), None for text output."""
+    return getattr(args, "reply", None)
 
 
 # ------------------------------------------------------------------ plan
 
 #: ``accelctl plan --check``: every plan printed and none rejected, but a check could not run
 #: (its tool is not installed here) and ``--allow-unavailable`` was not given
-EXIT_CHECK_NOT_RUN = 3
+EXIT_CHECK_NOT_RUN = exitcodes.CHECK_NOT_RUN
 
 
 def cmd_plan(args) -> int:
@@ -108,15 +124,20 @@ def cmd_plan(args) -> int:
     from accelctl.api import load_selected, named_target, plan_diff, refusal_header, render_plan
     from accelctl.api import plan as make_plan
 
-    if _fp8_needs_rehearse(args):
-        return 2
+    _fp8_needs_rehearse(args)
+    reply = _reply(args)
     if args.diff:
         for spec in load_selected(args.file, args.workload):
             for name in args.diff:
                 named_target(spec, name)  # an unknown target is an error, not an empty diff
-            print(plan_diff(spec, *args.diff, args.engine))
-        return 0
+            diff = plan_diff(spec, *args.diff, args.engine)
+            if reply:
+                reply.result.setdefault("diffs", []).append({"workload": spec.name, "targets": args.diff, "diff": diff})
+            else:
+                print(diff)
+        return exitcodes.OK
     failed = not_run = 0
+    plans = reply.result.setdefault("plans", []) if reply else []
     for spec in load_selected(args.file, args.workload):
         targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
         if args.fp8 and not args.target:
@@ -126,16 +147,26 @@ def cmd_plan(args) -> int:
                 p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse)
             except AccelctlError as exc:
                 failed += 1
+                if reply:  # the refusal in the document, its diagnostics beside it
+                    plans.append({"workload": spec.name, "target": t.name, "refused": True,
+                                  "error": str(exc), "diagnostics": reply.add(exc.diagnostics)})
+                    continue
                 print(refusal_header(spec.name, t.name), flush=True)
                 _print_error(exc)
                 continue
-            print(render_plan(p, args.format, _width(sys.stdout) if args.format == "text" else None))
+            if reply:
+                plans.append({"workload": spec.name, "target": t.name, "refused": False, "plan": p.to_dict()})
+            else:
+                print(render_plan(p, args.format, _width(sys.stdout) if args.format == "text" else None))
             if args.format == "text":
                 print()
             if args.check:
                 from accelctl.api import check_plan
 
                 results = check_plan(p, spec)
+                if reply:
+                    plans[-1]["checks"] = [{"tool": r.tool, "ok": r.ok, "messages": list(r.messages)}
+                                           for r in results]
                 for r in results:
                     print(r.render(), file=sys.stderr if args.format != "text" else sys.stdout)
                 if not results:
@@ -144,12 +175,15 @@ def cmd_plan(args) -> int:
                 failed += any(r.ok is False for r in results)
                 not_run += sum(r.ok is None for r in results)
     if failed:
-        return 1
+        return exitcodes.FAILED
     if not_run and not args.allow_unavailable:
-        print(_color(f"accelctl: {not_run} check(s) NOT RUN: the plan is unchecked, not passed (install the tool "
-                     "named above, or pass --allow-unavailable to accept that)", "1;33"), file=sys.stderr)
+        message = (f"{not_run} check(s) NOT RUN: the plan is unchecked, not passed (install the tool named above, "
+                   "or pass --allow-unavailable to accept that)")
+        if reply:
+            reply.fail("CheckNotRun", message)
+        print(_color(f"accelctl: {message}", "1;33"), file=sys.stderr)
         return EXIT_CHECK_NOT_RUN
-    return 0
+    return exitcodes.OK
 
 
 def cmd_estimate(args) -> int:
@@ -161,8 +195,7 @@ def cmd_estimate(args) -> int:
 
     missing = [f for f in args.files if not Path(f).is_file()]
     if missing:
-        print(f"error: no such workload file: {missing[0]}", file=sys.stderr)
-        return 2
+        raise AccelctlError(f"no such workload file: {missing[0]}", exit_code=exitcodes.USAGE)
     fx = estimate_factors(args.calibrate, args.runs_dir) if args.calibrate else None
     specs = [s for f in args.files for s in load_selected(f, args.workload)]
     if args.target and not any(args.target in {t.name for t in s.targets} for s in specs):
@@ -172,8 +205,11 @@ def cmd_estimate(args) -> int:
         if not targets:
             continue
         estimates = estimate_targets(spec, targets, fx)
-        print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
-    return 0
+        if reply := _reply(args):
+            reply.result.setdefault("estimates", []).extend(e.record() for e in estimates)
+        else:
+            print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
+    return exitcodes.OK
 
 
 # ------------------------------------------------------------------ run
@@ -223,15 +259,35 @@ def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
         except KeyboardInterrupt:
             handle.stop()
             result = handle.wait()
+        _record_run(args, p, result, series)
         if result.status != "ok":
             if repeats > 1:
                 print(f"accelctl: repeat {index} of series {series} {result.status}: the series stops there",
                       file=sys.stderr, flush=True)
-            return 130 if result.status == "stopped" else 1
+            return run_exit_code(result.status)
     if series:
         print(f"accelctl: series {series}: {repeats} runs ok; `accelctl compare {series} OTHER` compares it "
               "run-to-run", flush=True)
-    return 0
+    return exitcodes.OK
+
+
+def run_exit_code(status: str) -> int:
+    """A finished run's exit status: ok 0, stopped 130, anything else (failed) 1."""
+    return {"ok": exitcodes.OK, "stopped": exitcodes.STOPPED}.get(status, exitcodes.FAILED)
+
+
+def _record_run(args, p, result, series: str | None = None) -> None:
+    """``run --json``: a finished run in the document (its id, status, folder, summary.json)."""
+    if reply := _reply(args):
+        reply.result.setdefault("runs", []).append({
+            "run_id": result.run_dir.name, "status": result.status, "run_dir": str(result.run_dir),
+            "workload": p.workload, "target": p.target, "backend": p.backend, "engine": p.engine,
+            "rehearsal": p.rehearsal is not None, "series": series, "summary": result.summary})
+        if result.status != "ok":
+            failure = (result.summary or {}).get("failure") or {}
+            why = failure.get("message") if isinstance(failure, dict) else None
+            reply.fail("RunStopped" if result.status == "stopped" else "RunFailed",
+                       f"run {result.run_dir.name} {result.status}" + (f": {why}" if why else ""))
 
 
 def _pick_fp8(spec):
@@ -240,11 +296,9 @@ def _pick_fp8(spec):
     return first_fp8_target(spec), "--rehearse --fp8: the first fp8 target"
 
 
-def _fp8_needs_rehearse(args) -> bool:
+def _fp8_needs_rehearse(args) -> None:
     if getattr(args, "fp8", False) and not args.rehearse:
-        print("accelctl: error: --fp8 is a kind of rehearsal: use it with --rehearse", file=sys.stderr)
-        return True
-    return False
+        raise AccelctlError("--fp8 is a kind of rehearsal: use it with --rehearse", exit_code=exitcodes.USAGE)
 
 
 def cmd_run(args) -> int:
@@ -253,10 +307,10 @@ def cmd_run(args) -> int:
     if args.resume:
         return resume_run(args)
     if not args.file:
-        print("accelctl: error: run needs a workload FILE (or --resume RUN_ID)", file=sys.stderr)
-        return 2
-    if _fp8_needs_rehearse(args):
-        return 2
+        raise AccelctlError("run needs a workload FILE (or --resume RUN_ID)", exit_code=exitcodes.USAGE)
+    _fp8_needs_rehearse(args)
+    if args.json:
+        args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
     from accelctl.api import load_selected, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
     from accelctl.contract.plan import FREE_PORT
@@ -275,16 +329,14 @@ def cmd_run(args) -> int:
     for _, p, _, _ in plans:
         unknown = sorted(set(only or ()) - {ln.name for ln in p.launches})
         if unknown:
-            print(f"accelctl: error: target {p.target} has no launch {', '.join(unknown)} "
-                  f"(launches: {', '.join(ln.name for ln in p.launches)})", file=sys.stderr)
-            return 2
+            raise AccelctlError(f"target {p.target} has no launch {', '.join(unknown)} "
+                                f"(launches: {', '.join(ln.name for ln in p.launches)})", exit_code=exitcodes.USAGE)
     from accelctl.api import start_blocker
 
     for _, p, _, _ in plans:
         blocked = start_blocker(p, args.runs_dir)
         if blocked:
-            print(f"accelctl: error: target {p.target} (engine {p.engine}): {blocked}", file=sys.stderr)
-            return 1
+            raise AccelctlError(f"target {p.target} (engine {p.engine}): {blocked}", exit_code=exitcodes.FAILED)
     live = use_tui(args) and only is None
     for spec, p, why, repeats in plans:
         print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
@@ -300,20 +352,20 @@ def cmd_run(args) -> int:
                 print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
                              "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
                              '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
-        if args.preflight and not _preflight(spec, p, args.runs_dir, args.preflight_timeout, only):
-            status_code = 1
+        if args.preflight and not _preflight(spec, p, args.runs_dir, args.preflight_timeout, only, _reply(args)):
+            status_code = exitcodes.FAILED
             continue
         if live and repeats == 1:
             from accelctl.tui.live import run_live
 
             rc = run_live(p, spec, source, args.runs_dir)
-            if rc == 130:
-                return 130
+            if rc == exitcodes.STOPPED:
+                return rc
             status_code = status_code or rc
             continue
         code = _run_repeats(p, spec, source, args, only, repeats)
-        if code == 130:
-            return 130
+        if code == exitcodes.STOPPED:
+            return code
         status_code = status_code or code
     return status_code
 
@@ -327,26 +379,44 @@ def resume_run(args) -> int:
     fixed = [f"--{name}" for name in ("workload", "target", "engine", "launch") if getattr(args, name)]
     fixed += ["--rehearse"] if args.rehearse else []
     if fixed:
-        print(f"accelctl: error: {', '.join(fixed)} cannot change a resumed run: it goes on with its own plan",
-              file=sys.stderr)
-        return 2
+        raise AccelctlError(f"{', '.join(fixed)} cannot change a resumed run: it goes on with its own plan",
+                            exit_code=exitcodes.USAGE)
+    from accelctl.run.store import load_run
+
+    _unknown_run_is_usage(load_run, args.resume, args.runs_dir)
     point = prepare_resume(args.resume, args.runs_dir, args.file)
     print(f"accelctl: resuming run {point.run_dir.name} after step {point.step} "
           f"(checkpoint {point.checkpoint})", flush=True)
     sink = ConsoleSink(headless=args.headless, job=point.job, rehearsal=point.plan.rehearsal)
     handle = resume(point, sinks=[sink])
     result = handle.wait()
-    return 130 if result.status == "stopped" else 0 if result.status == "ok" else 1
+    _record_run(args, point.plan, result)
+    return run_exit_code(result.status)
 
 
-def _preflight(spec, p, runs_dir, timeout_s: float, only=None) -> bool:
-    """Run ``p``'s preflight (``accelctl.run.preflight``), print its one-line verdict; passed?"""
+def _unknown_run_is_usage(fn, *args):
+    """``fn(*args)``; a run id the store does not have (or has twice) is a usage error."""
+    from accelctl.run.store import RunStoreError
+
+    try:
+        return fn(*args)
+    except RunStoreError as exc:
+        raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+
+
+def _preflight(spec, p, runs_dir, timeout_s: float, only=None, reply: Reply | None = None) -> bool:
+    """Run ``p``'s preflight (``accelctl.run.preflight``), print its one-line verdict (and put
+    it in ``reply``); passed?"""
     from accelctl.api import preflight
 
     world = 0 if p.rehearsal is not None else spec.target(p.target).world_size
     print(f"accelctl: preflight of target {p.target} (world {world or '?'}, engine {p.engine}) ...", flush=True)
     pre = preflight(p, planned=world, runs_dir=runs_dir, timeout_s=timeout_s, only=only)
     print(_color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
+    if reply is not None:
+        reply.result.setdefault("preflights", []).append(
+            {"workload": spec.name, "target": p.target, "engine": p.engine, "world": world, "ok": pre.ok,
+             "message": pre.message})
     return pre.ok
 
 
@@ -357,12 +427,10 @@ def cmd_runs(args) -> int:
     try:
         runs = list_runs(args.runs_dir)
     except RunStoreError as exc:
-        print(_color(f"error: {exc}", "1;31"), file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps([r.__dict__ if hasattr(r, "__dict__") else r for r in runs], indent=2,
-                         default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
-        return 0
+        raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+    if reply := _reply(args):
+        reply.result = {"runs": [r.__dict__ if hasattr(r, "__dict__") else r for r in runs]}
+        return exitcodes.OK
     if not runs:
         print("no runs yet (accelctl run FILE stores them under ./runs)")
         return 0
@@ -376,23 +444,26 @@ def cmd_runs(args) -> int:
 
 def cmd_doctor(args) -> int:
     if args.plan:  # the preflight of one target: can its planned world form, with its engine?
+        if not Path(args.plan).is_file():
+            raise AccelctlError(f"no such workload file: {args.plan}", exit_code=exitcodes.USAGE)
         from accelctl.api import load_selected, pick_target
         from accelctl.api import plan as make_plan
 
         ok = True
         for spec in load_selected(args.plan, args.workload):
             target, _ = pick_target(spec, args.target)
-            ok &= _preflight(spec, make_plan(spec, target, args.engine), args.runs_dir, args.preflight_timeout)
-        return 0 if ok else 1
+            ok &= _preflight(spec, make_plan(spec, target, args.engine), args.runs_dir, args.preflight_timeout,
+                             reply=_reply(args))
+        return exitcodes.OK if ok else exitcodes.FAILED
     from accelctl.doctor import describe_calibration, doctor, stored_calibrations
 
     if args.calibrate:
         return cmd_calibrate(args)
     host, probes = doctor()
-    if args.json:
-        print(json.dumps({"host": host, "probes": [p.__dict__ for p in probes],
-                          "calibrations": [c.__dict__ for c in stored_calibrations()]}, indent=2))
-        return 0
+    if reply := _reply(args):
+        reply.result = {"host": host, "probes": [p.__dict__ for p in probes],
+                        "calibrations": [c.__dict__ for c in stored_calibrations()]}
+        return exitcodes.OK
     print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}"
           + (f" ({', '.join(host['bf16_flags'])})" if host["bf16_flags"] else ""))
     print(f"precision: {host['bf16_advice']}")
@@ -418,30 +489,34 @@ def cmd_calibrate(args) -> int:
 
     threads = args.threads or sorted({1, cpu_count()})
     if any(n < 1 for n in threads) or args.seconds <= 0:
-        print("accelctl doctor --calibrate: --threads and --seconds must be positive", file=sys.stderr)
-        return 2
+        raise AccelctlError("doctor --calibrate: --threads and --seconds must be positive", exit_code=exitcodes.USAGE)
     print(f"measuring the matmul ceiling ({args.seconds:g} s per dtype) for threads {threads} ...", flush=True)
     try:
         entries = calibrate(threads, seconds=args.seconds)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        print(f"accelctl doctor --calibrate: {exc}", file=sys.stderr)
-        return 1
+        raise AccelctlError(f"doctor --calibrate: {exc}", exit_code=exitcodes.FAILED) from None
     for c in entries:
         print(f"  {describe_calibration(c)}")
     print(f"stored in {calibration.path()}")
-    return 0
+    if reply := _reply(args):
+        reply.result = {"calibrations": [c.__dict__ for c in entries], "stored_in": str(calibration.path())}
+    return exitcodes.OK
 
 
 # ------------------------------------------------------------------ main
 
+#: the help of every verb's ``--json`` (``accelctl.reply`` is the document)
+JSON_HELP = "one JSON document on stdout in every outcome, errors and diagnostics inside (docs/cli.md)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="accelctl", description="one workload, every accelerator: plan, run, compare")
+    ap = Parser(prog="accelctl", description="one workload, every accelerator: plan, run, compare")
     ap.add_argument("--version", action="version", version=f"accelctl {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     v = sub.add_parser("validate", help="check workload files; report every problem")
     v.add_argument("files", nargs="+")
-    v.add_argument("--json", action="store_true", help="machine-readable diagnostics")
+    v.add_argument("--json", action="store_true", help=JSON_HELP)
     v.add_argument("--wide", action="store_true", help="diagnostics unwrapped (default: wrapped to the terminal)")
     v.set_defaults(fn=cmd_validate)
 
@@ -451,6 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", "-t")
     p.add_argument("--engine", "-e")
     p.add_argument("--format", "-f", choices=("text", "json", "sh"), default="text")
+    p.add_argument("--json", action="store_const", dest="format", const="json", help=JSON_HELP)
     p.add_argument("--wide", action="store_true", help="text: lines unfolded (default: comments and launch "
                    "commands folded to the terminal or $COLUMNS; whole in a pipe)")
     p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
@@ -475,6 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     es.add_argument("--workload", "-w")
     es.add_argument("--target", "-t")
     es.add_argument("--format", "-f", choices=("text", "json"), default="text")
+    es.add_argument("--json", action="store_const", dest="format", const="json", help=JSON_HELP)
     es.add_argument("--calibrate", nargs="+", metavar="RUN",
                     help="fit the MFU and bandwidth factors to these recorded runs (ids in the run store) instead "
                          "of the catalog's")
@@ -487,6 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", "-t")
     r.add_argument("--engine", "-e")
     r.add_argument("--headless", action="store_true", help="plain console stream (no TUI)")
+    r.add_argument("--json", action="store_true", help="the finished runs (id, status, folder, summary.json) as "
+                   "one JSON document on stdout; the console stream on stderr")
     r.add_argument("--rehearse", action="store_true",
                    help="rehearse an accelerator target on this CPU: its plan with the stand-in, scaled to this "
                         "machine, marked as a rehearsal everywhere (default: the first accelerator target)")
@@ -511,7 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("runs", help="list stored runs")
     ls.add_argument("--runs-dir", default=None)
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help=JSON_HELP)
     ls.add_argument("--wide", action="store_true", help="every column and full run ids, however wide "
                     "(default: fitted to the terminal or $COLUMNS, short ids)")
     ls.set_defaults(fn=cmd_runs)
@@ -527,7 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
 
     d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE)")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--json", action="store_true", help=JSON_HELP)
     d.add_argument("--plan", metavar="FILE", help="instead: the preflight of a target of FILE (a seconds-long "
                    "all-reduce over its planned world through its launches and engine); exit 1 if it fails")
     d.add_argument("--target", "-t")
@@ -557,33 +636,161 @@ def cmd_completion(args) -> int:
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors raise ``UsageError`` instead of exiting: ``main`` prints them
+    as argparse does, or puts them in the JSON document of a ``--json`` command line.  Its
+    subparsers (``add_subparsers``) are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(message, self.format_usage(), self.prog)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, run the verb, return its exit status (``accelctl.exitcodes``).  With ``--json``
+    (or ``-f json``) stdout is one JSON document whatever happens (``accelctl.reply``):
+    everything the verb prints goes to stderr meanwhile."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["__complete"]:  # the shells' fast path: no parser, no rich (accelctl.completion)
         from accelctl.completion import complete
 
         return complete(argv[1:])
-    args = build_parser().parse_args(argv)
+    reply = Reply(None) if wants_json(argv) else None
+    try:
+        args = _parse(argv, reply)
+    except UsageError as exc:
+        if reply is None:
+            sys.stderr.write(exc.usage)
+            print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+            return exitcodes.USAGE
+        reply.command = exc.prog.split()[1] if " " in exc.prog else _verb_of(argv)
+        reply.fail("UsageError", str(exc), usage=exc.usage.strip())
+        return _write_reply(reply, exitcodes.USAGE)
+    except _HelpPrinted as done:
+        assert reply is not None
+        reply.command = _verb_of(argv)
+        reply.result = {"text": done.text}
+        return _write_reply(reply, done.code)
+    if reply is not None and not (getattr(args, "json", False) or getattr(args, "format", None) == "json"):
+        reply = None  # e.g. ``-f json -f text``: the last word wins, as argparse says
+    args.reply = reply
     global _WIDE
     _WIDE = bool(getattr(args, "wide", False))
-    if getattr(args, "file", None) and not Path(args.file).is_file():
-        print(f"error: no such workload file: {args.file}", file=sys.stderr)
-        return 2
+    if reply is None:
+        return _execute(args, None)
+    reply.command = args.cmd
+    with _stdout_to_stderr():  # progress and logs: stderr; stdout: the document alone
+        code = _execute(args, reply)
+    return _write_reply(reply, code)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """While the verb runs, what it prints goes to stderr: Python's ``print`` and, where stdout
+    is a real file descriptor, whatever a library or a child process writes to descriptor 1."""
+    saved = None
     try:
+        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
+        sys.stdout.flush()
+        saved = os.dup(out_fd)
+        os.dup2(err_fd, out_fd)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # captured streams: no descriptor
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            sys.stderr.flush()
+            os.dup2(saved, out_fd)
+            os.close(saved)
+
+
+class _HelpPrinted(Exception):
+    """``--help`` / ``--version`` on a ``--json`` command line: their text, for the document."""
+
+    def __init__(self, text: str, code: int):
+        super().__init__(text)
+        self.text, self.code = text, code
+
+
+def _verb_of(argv: list[str]) -> str | None:
+    """The verb a command line names (None when it names none)."""
+    verbs = next(a.choices for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return next((a for a in argv if a in verbs), None)
+
+
+def _parse(argv: list[str], reply: Reply | None) -> argparse.Namespace:
+    if reply is None:
+        return build_parser().parse_args(argv)
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            return build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version printed and exited
+        raise _HelpPrinted(buf.getvalue(), exc.code if isinstance(exc.code, int) else exitcodes.OK) from None
+
+
+def _execute(args: argparse.Namespace, reply: Reply | None) -> int:
+    """Run the verb; every way it can end becomes an exit status, and with ``reply`` the error
+    and its diagnostics go into the document (else on stderr)."""
+    try:
+        if getattr(args, "file", None) and not Path(args.file).is_file():
+            raise AccelctlError(f"no such workload file: {args.file}", exit_code=exitcodes.USAGE)
         code = args.fn(args)
         sys.stdout.flush()  # inside the try: a reader gone before the buffered output is written
         return code
     except AccelctlError as exc:
-        _print_error(exc)
-        return exc.exit_code if exc.exit_code != 1 else 1
+        if reply is None:
+            _print_error(exc)
+        else:
+            reply.add(exc.diagnostics)
+            reply.fail(type(exc).__name__, str(exc))
+        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        if reply is not None:
+            reply.fail("KeyboardInterrupt", "interrupted")
+        return exitcodes.STOPPED
     except BrokenPipeError:
-        # the reader went away (`accelctl plan ... | head`): stop quietly, as cat does; point
-        # stdout at /dev/null so the interpreter's final flush cannot raise again
+        if reply is not None:  # stdout is stderr while the verb runs: stderr went away
+            reply.fail("BrokenPipeError", "stderr was closed")
+            return exitcodes.BROKEN_PIPE
+        _silence_stdout()
+        return exitcodes.BROKEN_PIPE
+    except SystemExit as exc:  # a library (or a verb) that exits: its status and message
+        if reply is None:
+            raise
+        code = exc.code if isinstance(exc.code, int) else exitcodes.FAILED
+        if code:
+            reply.fail("SystemExit", str(exc.code) if not isinstance(exc.code, int) else f"exit {code}")
+        return code
+    except Exception as exc:  # noqa: BLE001 - a bug: the traceback, and an exit status that says so
+        traceback.print_exc()
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        print(f"accelctl: {message} (a bug in accelctl; the traceback is above)", file=sys.stderr)
+        if reply is not None:
+            reply.fail(type(exc).__name__, message)
+        return exitcodes.INTERNAL
+
+
+def _write_reply(reply: Reply, code: int) -> int:
+    """The one JSON document on stdout; a reader gone away is BROKEN_PIPE."""
+    try:
+        sys.stdout.write(reply.text(code))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return exitcodes.BROKEN_PIPE
+    return code
+
+
+def _silence_stdout() -> None:
+    """The reader went away (``accelctl plan ... | head``): stop quietly, as cat does; point
+    stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+    except (OSError, ValueError, io.UnsupportedOperation):  # a captured stdout has no descriptor
+        pass
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def test_run_of_an_invalid_workload_or_missing_dataset_launches_nothing(tmp_path
 def test_doctor_reports_this_machine_without_crashing():
     cp = _accelctl("doctor", "--json")
     assert cp.returncode == 0, cp.stderr
-    d = json.loads(cp.stdout)
+    d = json.loads(cp.stdout)["result"]
     probes = {p["name"]: p for p in d["probes"]}
     assert probes["torch"]["ok"] and probes["torch"]["facts"]["version"].startswith("2.14.1")
     assert "cpu" in d["host"]["adapters_present"]
@@ -98,7 +98,7 @@ def test_runs_lists_the_store_newest_first(capsys):
     store = ROOT / "tests" / "report" / "fixtures" / "store"
     ids = sorted((p.name for p in store.iterdir() if p.is_dir()), reverse=True)
     assert main(["runs", "--runs-dir", str(store), "--json"]) == 0
-    listed = json.loads(capsys.readouterr().out)
+    listed = json.loads(capsys.readouterr().out)["result"]["runs"]
     assert [r["id"] for r in listed] == ids
     assert main(["runs", "--runs-dir", str(store)]) == 0
     out = capsys.readouterr().out
@@ -131,7 +131,10 @@ def test_plan_check_that_could_not_run_fails_unless_allowed(tmp_path, monkeypatc
     # the same with --format json: the plan on stdout, the check's line on stderr
     assert main([*args, "--format", "json"]) == EXIT_CHECK_NOT_RUN
     captured = capsys.readouterr()
-    assert json.loads(captured.out)["backend"] == "gaudi" and "NOT RUN" in captured.err
+    doc = json.loads(captured.out)
+    (entry,) = doc["result"]["plans"]
+    assert entry["plan"]["backend"] == "gaudi" and "NOT RUN" in captured.err
+    assert [c["ok"] for c in entry["checks"]] == [None] and doc["error"]["type"] == "CheckNotRun"
 
 
 def test_plan_check_rejection_keeps_exit_1_even_beside_a_check_not_run(monkeypatch, capsys):

@@ -95,6 +95,7 @@ def test_estimate_imports_no_heavy_module_and_is_fast():
 #: registration modules, which import nothing at module level); planning, the plan contract,
 #: backends, engines, the runner and the statistics load only for the verbs that use them
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
+                       "accelctl.exitcodes", "accelctl.reply",
                        "accelctl.dsl", "accelctl.spec", "accelctl.report", "accelctl.report.cli", "accelctl.tui",
                        "accelctl.tui.cli")
 

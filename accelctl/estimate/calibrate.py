@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import math
 
+from accelctl import exitcodes
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.estimate.factors import DEFAULT, Factor, Factors
 from accelctl.estimate.roofline import estimate
 
 
-def _refuse(run_id: str, why: str, code: str = "E581") -> PlanError:
+def _refuse(run_id: str, why: str, code: str = "E581", exit_code: int = exitcodes.FAILED) -> PlanError:
     return PlanError(diagnostics=[Diagnostic(code, f"run {run_id} cannot calibrate the estimate: {why}",
                                              None, run_id, "calibrate from runs on an accelerator the catalog "
-                                             "has a datasheet for")])
+                                             "has a datasheet for")], exit_code=exit_code)
 
 
 def ratios_from_runs(run_ids, runs_root=None) -> list[tuple[str, str, float]]:
@@ -35,7 +36,7 @@ def ratios_from_runs(run_ids, runs_root=None) -> list[tuple[str, str, float]]:
         try:
             rec = load_run(rid, runs_root)
         except RunStoreError as exc:
-            raise _refuse(str(rid), str(exc), "E582") from None
+            raise _refuse(str(rid), str(exc), "E582", exitcodes.USAGE) from None  # an unknown run id
         if rec.median_step_time_s is None:
             raise _refuse(rec.id, f"it recorded no step time (status {rec.status})")
         wl = rec.path / WORKLOAD_FILE

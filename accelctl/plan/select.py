@@ -14,8 +14,9 @@ choose through these functions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
-from accelctl.errors import AccelctlError, PlanError
+from accelctl.errors import AccelctlError, Diagnostic, PlanError, Span, attach_source, did_you_mean
 from accelctl.contract.devices import present_adapters
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -28,7 +29,9 @@ def select_workloads(specs: Iterable[WorkloadSpec], path: str, name: str | None 
         return specs
     chosen = [s for s in specs if s.name == name]
     if not chosen:
-        raise AccelctlError(f"{path} has no workload '{name}' (workloads: {', '.join(s.name for s in specs)})")
+        message = f"{path} has no workload '{name}' (workloads: {', '.join(s.name for s in specs)})"
+        raise AccelctlError(message, [Diagnostic("E598", message, path=str(path),
+                                                 hint=did_you_mean(name, (s.name for s in specs)))])
     return chosen
 
 
@@ -38,7 +41,20 @@ def named_target(spec: WorkloadSpec, name: str) -> TargetSpec:
         return spec.target(name)
     except KeyError:
         names = ", ".join(t.name for t in spec.targets)
-        raise PlanError(f"workload {spec.name} has no target '{name}' (targets: {names})") from None
+        message = f"workload {spec.name} has no target '{name}' (targets: {names})"
+        # positioned at the workload's first target: where the targets are written
+        block = spec.origins.get(f"targets.{spec.targets[0].name}") if spec.targets else None
+        first = Span.point(block.line, block.column, len("target")) if block else None
+        diag = Diagnostic("E597", message, first, spec.path, hint=did_you_mean(name, (t.name for t in spec.targets)))
+        raise PlanError(message, _with_source(diag)) from None
+
+
+def _with_source(diag: Diagnostic) -> list[Diagnostic]:
+    """``diag`` with its source line, when its file can still be read."""
+    try:
+        return attach_source([diag], Path(diag.path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return [diag]
 
 
 def pick_target(spec: WorkloadSpec, name: str | None = None,

@@ -13,7 +13,9 @@ traceback; ``compare`` refuses it, an incomplete run and runs of different workl
 (exit 2, E226/E227) unless ``--force``.  Without RUN,
 ``report`` takes every ok run of the store (``--all``: any status); ``--reference``
 alone prints the seeds' published tables, with RUN it places the runs next to them.
-This module imports nothing heavy at module level (no torch, rich or matplotlib).
+With ``--json`` (``-f json``) the tables fill the JSON document's result (``accelctl.reply``)
+and a failure raises ``AccelctlError``: ``accelctl.cli.main`` writes it as text or into the
+document.  This module imports nothing heavy at module level (no torch, rich or matplotlib).
 """
 
 from __future__ import annotations
@@ -23,15 +25,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from accelctl import exitcodes
+from accelctl.errors import AccelctlError, Diagnostic
+
 FORMATS = ("rich", "md", "csv", "json")
 
 
-def _emit(tables: list, fmt: str, output: str | None = None, wide: bool = False, ids: dict | None = None,
-          **extra: Any) -> None:
-    """Print ``tables``: rich fitted to the output width (``accelctl.report.fit``; not a
-    terminal and no $COLUMNS: 200 wide, as before), short run ids unless ``wide``."""
-    from accelctl.report.render import print_rich, render
+def _emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, wide: bool = False,
+          ids: dict | None = None, **extra: Any) -> None:
+    """Print ``tables`` in ``fmt`` (or write them to ``output``): rich fitted to the output
+    width (``accelctl.report.fit``; not a terminal and no $COLUMNS: 200 wide, as before), short
+    run ids unless ``wide``; with ``reply`` (``--json``) they are the document's result instead
+    (and ``output``, when given, gets the same JSON)."""
+    from accelctl.report.render import json_data, print_rich, render
 
+    if reply is not None:
+        reply.result.update(json_data(tables, **extra))
+        if output:
+            reply.result["output"] = output
     if fmt == "rich" and output is None:
         from accelctl.report.fit import output_width
 
@@ -41,7 +52,7 @@ def _emit(tables: list, fmt: str, output: str | None = None, wide: bool = False,
     if output:
         Path(output).write_text(text, encoding="utf-8")
         print(f"wrote {output}", file=sys.stderr)
-    else:
+    elif reply is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
@@ -59,7 +70,7 @@ def _short_ids(records: list, runs_dir: str | None) -> dict[str, str]:
 
 
 #: ``compare`` refused the runs (E226/E227), or a run could not be found
-EXIT_REFUSED = 2
+EXIT_REFUSED = exitcodes.USAGE
 
 
 def _records(ids: list[str], runs_dir: str | None, any_status: bool, workload: str | None) -> list:
@@ -102,7 +113,7 @@ def _plot(entries: list, path: str, title: str, runs: list, reference: bool = Fa
     try:
         out = plot_report(entries, path, curves, title=title)
     except ModuleNotFoundError as exc:
-        raise SystemExit(f"error: --plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
+        raise AccelctlError(f"--plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
     print(f"wrote {out}", file=sys.stderr)
 
 
@@ -111,10 +122,16 @@ def cmd_report(args) -> int:
 
     records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
     entries = _entries(records)
+    reply = getattr(args, "reply", None)
     if not entries and not args.reference:
-        print("no runs to report (accelctl run FILE stores them under ./runs); "
-              "accelctl report --reference prints the seeds' published tables", file=sys.stderr)
-        return 0 if not args.runs else 1
+        message = ("no runs to report (accelctl run FILE stores them under ./runs); "
+                   "accelctl report --reference prints the seeds' published tables")
+        print(message, file=sys.stderr)
+        if reply is not None:
+            reply.result = {"tables": []}
+            if args.runs:
+                reply.fail("NoRuns", message)
+        return exitcodes.OK if not args.runs else exitcodes.FAILED
     tables = []
     if args.reference:
         from accelctl.report.reference import load_reference, reference_tables, table_entries
@@ -130,7 +147,7 @@ def cmd_report(args) -> int:
     else:
         tables += report_tables(entries) + scaling_tables(entries)
         plotted = entries
-    _emit(tables, args.format, args.output, wide=args.wide, ids=_short_ids(records, args.runs_dir))
+    _emit(tables, args.format, args.output, reply, wide=args.wide, ids=_short_ids(records, args.runs_dir))
     if args.plot:
         _plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""),
               entries, reference=args.reference)
@@ -141,20 +158,19 @@ def cmd_report(args) -> int:
             try:
                 path = export_run(r, args.tensorboard)
             except ModuleNotFoundError as exc:
-                raise SystemExit(f"error: --tensorboard needs tensorboard ({exc}); "
-                                 "pip install 'accelctl[report]'") from None
+                raise AccelctlError(f"--tensorboard needs tensorboard ({exc}); "
+                                    "pip install 'accelctl[report]'") from None
             print(f"wrote {path}", file=sys.stderr)
     if args.mlflow is not None:
-        code = _mlflow(records, args.mlflow)
-        if code:
-            return code
+        _mlflow(records, args.mlflow)
     if args.wandb is not None:
-        return _wandb(records, args.wandb, args.wandb_dir, args.runs_dir)
-    return 0
+        _wandb(records, args.wandb, args.wandb_dir, args.runs_dir)
+    return exitcodes.OK
 
 
-def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | None) -> int:
-    """``--wandb [PROJECT]``: log each run to W&B offline; print the ``wandb sync`` step."""
+def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | None) -> None:
+    """``--wandb [PROJECT]``: log each run to W&B offline; print the ``wandb sync`` step.
+    A folder wandb cannot write is E596 (an ``AccelctlError``), never a traceback."""
     from accelctl.run.store import runs_root
 
     try:
@@ -162,48 +178,41 @@ def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | Non
 
         from accelctl.report.wandb_export import export_runs
     except ModuleNotFoundError as exc:
-        raise SystemExit(f"error: --wandb needs wandb ({exc}); pip install 'accelctl[track]'") from None
+        raise AccelctlError(f"--wandb needs wandb ({exc}); pip install 'accelctl[track]'") from None
     try:
         done = export_runs(records, project or None, out_dir or runs_root(runs_dir))
     except (wandb.Error, OSError) as exc:
-        from accelctl.errors import Diagnostic
-
-        print(Diagnostic("E596", f"wandb could not log the runs offline: {str(exc).splitlines()[0]}",
-                         path="accelctl report --wandb", hint="--wandb-dir DIR: a writable folder").render(),
-              file=sys.stderr)
-        return 1
+        raise AccelctlError(diagnostics=[Diagnostic(
+            "E596", f"wandb could not log the runs offline: {str(exc).splitlines()[0]}",
+            path="accelctl report --wandb", hint="--wandb-dir DIR: a writable folder")]) from None
     for record, folder in done:
         print(f"wandb: logged {record.id} offline -> {folder}", file=sys.stderr)
     if done:
         import shlex
 
         print("wandb: upload with: wandb sync " + " ".join(shlex.quote(str(f)) for _, f in done), file=sys.stderr)
-    return 0
 
 
-def _mlflow(records: list, uri: str) -> int:
+def _mlflow(records: list, uri: str) -> None:
     """``--mlflow [URI]``: log each run to an MLflow store; a store MLflow refuses is one
     line (E595), never a traceback."""
     try:
         from accelctl.report.mlflow_export import export_runs
         from mlflow.exceptions import MlflowException
     except ModuleNotFoundError as exc:
-        raise SystemExit(f"error: --mlflow needs mlflow-skinny ({exc}); scripts/setup.sh --test installs it "
-                         "(or pip install 'accelctl[track]' mlflow-skinny==3.17.2)") from None
-    from accelctl.errors import Diagnostic
-
+        raise AccelctlError(f"--mlflow needs mlflow-skinny ({exc}); scripts/setup.sh --test installs it "
+                            "(or pip install 'accelctl[track]' mlflow-skinny==3.17.2)") from None
     try:
         tracking_uri, done = export_runs(records, uri or None)
     except (MlflowException, OSError) as exc:
         message = str(getattr(exc, "message", exc)).splitlines()[0]
-        print(Diagnostic("E595", f"MLflow store {uri or '(default)'} refused the runs: {message}",
-                         path="accelctl report --mlflow", hint="an sqlite:///FILE.db URI, a folder, "
-                         "or an http(s):// tracking server").render(), file=sys.stderr)
-        return 1
+        raise AccelctlError(diagnostics=[Diagnostic(
+            "E595", f"MLflow store {uri or '(default)'} refused the runs: {message}",
+            path="accelctl report --mlflow", hint="an sqlite:///FILE.db URI, a folder, "
+            "or an http(s):// tracking server")]) from None
     for record, run_id, what in done:
         print(f"mlflow: {what} {record.id} -> run {run_id} (experiment {record.workload})", file=sys.stderr)
     print(f"mlflow: {tracking_uri}", file=sys.stderr)
-    return 0
 
 
 def cmd_compare(args) -> int:
@@ -217,18 +226,20 @@ def cmd_compare(args) -> int:
     tolerance = TOLERANCE if args.tolerance is None else args.tolerance
     c = compare(a, b, confidence=args.confidence, tolerance=tolerance, force=args.force)
     if c.verdict == REFUSED:
-        from accelctl.errors import Diagnostic
-
-        for r in c.refusals:
-            print(Diagnostic(r.code, f"not compared: {r.message}", path="accelctl compare",
-                             hint="--force compares them anyway").render(), file=sys.stderr)
-        return EXIT_REFUSED
-    _emit([compare_table(c)], args.format, args.output, wide=args.wide,
+        raise AccelctlError(diagnostics=[Diagnostic(r.code, f"not compared: {r.message}", path="accelctl compare",
+                                                    hint="--force compares them anyway") for r in c.refusals],
+                            exit_code=EXIT_REFUSED)
+    reply = getattr(args, "reply", None)
+    _emit([compare_table(c)], args.format, args.output, reply, wide=args.wide,
           ids=_short_ids([r for rs in runs for r in rs], args.runs_dir), verdict=c.verdict, speedup=c.speedup,
           speedup_ci=None if c.speedup_ci is None else [c.speedup_ci.low, c.speedup_ci.high],
           price_performance=c.price_performance, runs=list(c.runs), reason=c.reason,
           forced=[r.message for r in c.refusals])
-    return 3 if args.fail_on_regression and c.verdict == REGRESSION else 0
+    if args.fail_on_regression and c.verdict == REGRESSION:
+        if reply is not None:
+            reply.fail("Regression", f"B is significantly slower than A (--fail-on-regression): {c.reason}".rstrip(": "))
+        return exitcodes.REGRESSION
+    return exitcodes.OK
 
 
 def cmd_sweep(args) -> int:
@@ -239,21 +250,25 @@ def cmd_sweep(args) -> int:
     try:
         devices, nodes = parse_counts(args.devices) if args.devices else [], parse_counts(args.nodes)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
     records = run_sweep(args.file, args.target, devices, nodes=nodes, workload=args.workload, engine=args.engine,
                         backend=args.backend or "", runs_root=args.runs_dir,
                         progress=lambda m: print(m, file=sys.stderr, flush=True))
     entries = [entry_from_run(r) for r in records]
-    _emit(report_tables(entries) + scaling_tables(entries), args.format, args.output, wide=args.wide,
-          ids=_short_ids(records, args.runs_dir))
+    reply = getattr(args, "reply", None)
+    _emit(report_tables(entries) + scaling_tables(entries), args.format, args.output, reply, wide=args.wide,
+          ids=_short_ids(records, args.runs_dir),
+          runs=[{"run_id": r.id, "status": r.status, "path": str(r.path)} for r in records])
     if args.plot:
         _plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}", entries)
-    return 0 if all(r.status == "ok" for r in records) else 1
+    return exitcodes.OK if all(r.status == "ok" for r in records) else exitcodes.FAILED
 
 
 def _common(p) -> None:
-    p.add_argument("--format", "-f", choices=FORMATS, default="rich", help="rich table (default), md, csv or json")
+    p.add_argument("--format", "-f", choices=FORMATS, default="rich",
+                   help="rich table (default), md, csv (one table, a 'table' column naming each row's) or json")
+    p.add_argument("--json", action="store_const", dest="format", const="json",
+                   help="one JSON document on stdout in every outcome, errors and diagnostics inside (docs/cli.md)")
     p.add_argument("--output", "-o", help="write the text to this file instead of stdout")
     p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
     p.add_argument("--wide", action="store_true", help="rich tables: every column and full run ids, however "
@@ -261,7 +276,8 @@ def _common(p) -> None:
 
 
 def _guarded(fn):
-    """Run-store errors (no such run, ambiguous id) as one line and exit 2."""
+    """Run-store errors (no such run, ambiguous id) are usage errors: one line (or the JSON
+    document's error), exit 2."""
 
     def run(args) -> int:
         from accelctl.run.store import RunStoreError
@@ -269,8 +285,7 @@ def _guarded(fn):
         try:
             return fn(args)
         except RunStoreError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
 
     return run
 

@@ -2,8 +2,10 @@
 
 Human formats (rich, Markdown) format each cell by its column kind; CSV and JSON keep
 raw numbers (seconds, bytes, fractions, USD) so that scripts never parse "86.6 ms".
-CSV of several tables: one block per table, blocks separated by an empty line, the
-first column naming the table.  A row may override a column's kind for one cell with
+CSV of several tables is still one table: one header, the union of the tables' columns in
+the order they first appear, the first column (``table``) naming the table each row
+belongs to, a cell empty where its table has no such column (``csv.DictReader`` reads it
+whole; group by ``table``).  A row may override a column's kind for one cell with
 a ``<key>_kind`` entry (the compare table mixes times and rates).  A ``time_ci`` cell becomes three CSV columns
 (``<key>_s``, ``<key>_ci_low_s``, ``<key>_ci_high_s``); a rate with a unit gets a
 ``<key>_unit`` column.  Floats in CSV and JSON carry 12 significant digits.
@@ -140,15 +142,15 @@ def _g(x: float) -> str:
 
 
 def to_csv(tables: Sequence[Table]) -> str:
+    """One CSV table of ``tables``: ``table``, then the union of their columns."""
+    per_table = [(t, {name: (c, part) for name, c, part in _csv_fields(t)}) for t in tables]
+    header = list(dict.fromkeys(name for _, fields in per_table for name in fields))
     buf = io.StringIO()
-    for i, t in enumerate(tables):
-        if i:
-            buf.write("\n")
-        w = csv.writer(buf, lineterminator="\n")
-        fields = _csv_fields(t)
-        w.writerow(["table", *(f for f, _, _ in fields)])
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["table", *header])
+    for t, fields in per_table:
         for r in t.rows:
-            w.writerow([t.id, *(_csv_value(r, c, part) for _, c, part in fields)])
+            w.writerow([t.id, *(_csv_value(r, *fields[name]) if name in fields else "" for name in header)])
     return buf.getvalue()
 
 
@@ -171,8 +173,13 @@ def table_dict(t: Table) -> dict[str, Any]:
             "rows": [_plain(r) for r in t.rows], "notes": list(t.notes)}
 
 
+def json_data(tables: Sequence[Table], **extra: Any) -> dict[str, Any]:
+    """``tables`` (and ``extra`` facts, e.g. compare's verdict) as JSON data."""
+    return {"tables": [table_dict(t) for t in tables], **_plain(extra)}
+
+
 def to_json(tables: Sequence[Table], **extra: Any) -> str:
-    return json.dumps({"tables": [table_dict(t) for t in tables], **_plain(extra)}, indent=2, sort_keys=False)
+    return json.dumps(json_data(tables, **extra), indent=2, sort_keys=False)
 
 
 # --------------------------------------------------------------------------- rich

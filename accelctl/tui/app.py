@@ -19,13 +19,14 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
+from accelctl import exitcodes
 from accelctl.tui.messages import OpenRun, RunEnded, SelectionChanged
 from accelctl.tui.screens.plan import PlanScreen
 from accelctl.tui.screens.run import RunScreen
 from accelctl.tui.screens.runs import RunsScreen
 from accelctl.tui.screens.workloads import WorkloadsScreen
 
-EXIT_CODES = {"ok": 0, "stopped": 130}
+EXIT_CODES = {"ok": exitcodes.OK, "stopped": exitcodes.STOPPED}
 
 
 @dataclass(frozen=True)

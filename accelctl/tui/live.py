@@ -16,7 +16,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-EXIT_CODES = {"ok": 0, "stopped": 130}
+from accelctl import exitcodes
+
+EXIT_CODES = {"ok": exitcodes.OK, "stopped": exitcodes.STOPPED}
 
 
 def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto_exit: bool = False,

@@ -49,7 +49,8 @@ def test_a_node_sweep_runs_one_slurm_job_per_point_and_prints_the_efficiency(slu
                    .split()[0] for r in runs)
     assert nodes == ["1", "2"]
 
-    blocks = [list(csv.DictReader(io.StringIO(b))) for b in out.strip().split("\n\n")]
+    rows = list(csv.DictReader(io.StringIO(out)))  # one CSV table; its "table" column groups the rows
+    blocks = [[r for r in rows if r["table"] == t] for t in dict.fromkeys(r["table"] for r in rows)]
     scaling = next(b for b in blocks if b[0]["table"].startswith("scaling-slurm_sweep"))
     one, two = sorted(scaling, key=lambda r: int(r["accelerators"]))
     assert (one["nodes"], two["nodes"]) == ("1", "2")

@@ -52,7 +52,7 @@ def test_cli_calibrate_refuses_a_cpu_run_and_an_unknown_id(tmp_path):
     proc = subprocess.run([*base, rid], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "E581" in proc.stderr and "no datasheet" in proc.stderr, proc.stderr
     proc = subprocess.run([*base, "nosuchrun"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1 and "E582" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "E582" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_calibrated_factors_reach_the_table(tmp_path):

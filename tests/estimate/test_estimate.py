@@ -83,7 +83,7 @@ def test_cli_json_one_record_per_target_for_every_workload():
         proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", f, "-f", "json"], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
-        records = [json.loads(line) for line in proc.stdout.splitlines()]
+        records = json.loads(proc.stdout)["result"]["estimates"]
         targets = [(s.name, t.name) for s in load(f) for t in s.targets]
         assert [(r["workload"], r["target"]) for r in records] == targets
         for r in records:
@@ -127,7 +127,7 @@ def test_cli_several_files_and_a_target_some_of_them_have():
     proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS, "-t", "gaudi2", "-f", "json"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    records = json.loads(proc.stdout)["result"]["estimates"]
     expected = [s.name for f in WORKLOADS for s in load(f) if "gaudi2" in {t.name for t in s.targets}]
     assert [r["workload"] for r in records] == expected and {r["target"] for r in records} == {"gaudi2"}
     proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS, "-t", "nope"], cwd=ROOT,

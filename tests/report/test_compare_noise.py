@@ -98,12 +98,12 @@ def test_compare_verdicts_and_fail_on_regression(tmp_path, capsys):
     same = write_series_of(tmp_path, 3, [0.101, 0.097, 0.104])
     args = ("--runs-dir", str(tmp_path), "--format", "json", "--fail-on-regression")
     code, out, _ = cli(capsys, "compare", a[0], slow[0], *args)
-    data = json.loads(out)
+    data = json.loads(out)["result"]
     assert code == 3 and data["verdict"] == REGRESSION and data["runs"] == [3, 3] and data["speedup_ci"][1] < 1
     code, out, _ = cli(capsys, "compare", slow[0], a[0], *args)
-    assert code == 0 and json.loads(out)["verdict"] == IMPROVEMENT
+    assert code == 0 and json.loads(out)["result"]["verdict"] == IMPROVEMENT
     code, out, _ = cli(capsys, "compare", a[0], same[0], *args)
-    data = json.loads(out)
+    data = json.loads(out)["result"]
     assert code == 0 and data["verdict"] == SAME and data["speedup_ci"][0] < 1 < data["speedup_ci"][1]
 
 
@@ -189,7 +189,7 @@ def test_the_same_workload_2_x_3_times_is_no_change(tmp_path, capsys):
         assert {r.summary["measure"]["repeat"] for r in members} == {1}
     code, out, err = cli(capsys, "compare", *series, "--runs-dir", str(tmp_path / "runs"), "--format", "json",
                          "--fail-on-regression")
-    data = json.loads(out)
+    data = json.loads(out)["result"]
     print("same workload 2 x 3:", data["speedup"], data["speedup_ci"], data["verdict"], file=sys.stderr)
     assert code == 0, err
     assert data["runs"] == [3, 3] and data["reason"] == ""

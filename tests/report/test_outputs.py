@@ -70,7 +70,9 @@ def test_report_figures_by_hand():
 
 def test_report_csv_is_machine_readable(capsys):
     _, out = cli(capsys, "report", "--runs-dir", str(RUNS), "--format", "csv")
-    blocks = [list(csv.DictReader(io.StringIO(b))) for b in out.strip().split("\n\n")]
+    rows = list(csv.DictReader(io.StringIO(out)))  # one table: a "table" column names each row's
+    assert "\n\n" not in out and len({len(r) for r in rows}) == 1
+    blocks = [[r for r in rows if r["table"] == t] for t in dict.fromkeys(r["table"] for r in rows)]
     train = next(b for b in blocks if b[0]["table"] == "report-fixture_train")
     ok = {e.id for e in list_runs(RUNS) if e.workload == "fixture_train" and e.status == "ok"}
     assert {r["source"] for r in train} == ok
@@ -100,7 +102,7 @@ def test_compare_golden_and_verdicts(capsys):
     assert "verdict: no significant difference" in out
     assert "too few independent runs for a verdict: A has 1, B has 1; 3 of each are needed" in out
     _, out = cli(capsys, "compare", "0001", "0002", "--runs-dir", str(RUNS), "--format", "json")
-    data = json.loads(out)
+    data = json.loads(out)["result"]
     assert data["verdict"] == "no significant difference" and data["speedup_ci"] is None and data["runs"] == [1, 1]
     strict = ("--runs-dir", str(RUNS), "--format", "md", "--fail-on-regression")
     code, out = cli(capsys, "compare", "0002", "0001", *strict)

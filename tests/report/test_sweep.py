@@ -47,7 +47,8 @@ def test_real_sweep_1_vs_2_processes(tmp_path, capsys):
     assert sorted(r.summary["world_size"] for r in runs) == [1, 2]
     assert {r.backend for r in runs} == {"cpu", "torchrun"}  # what plan chooses for 1 and for 2 processes
 
-    blocks = [list(csv.DictReader(io.StringIO(b))) for b in out.strip().split("\n\n")]
+    rows = list(csv.DictReader(io.StringIO(out)))  # one CSV table; its "table" column groups the rows
+    blocks = [[r for r in rows if r["table"] == t] for t in dict.fromkeys(r["table"] for r in rows)]
     scaling = next(b for b in blocks if b[0]["table"].startswith("scaling-tiny_sweep"))
     one, two = sorted(scaling, key=lambda r: int(r["accelerators"]))
     assert (one["accelerators"], two["accelerators"]) == ("1", "2")

@@ -279,7 +279,8 @@ def test_resume_refuses_a_run_with_no_complete_checkpoint(tmp_path):
 
 def test_resume_refuses_an_unknown_run_and_a_missing_workload_file(tmp_path):
     cp = cli("run", "--resume", "nope", "--runs-dir", str(tmp_path / "runs"), timeout=60)
-    assert cp.returncode == 1 and "no run 'nope'" in cp.stderr and "Traceback" not in cp.stderr
+    # an unknown run id is a usage error, as in report and compare (accelctl.exitcodes.USAGE)
+    assert cp.returncode == 2 and "no run 'nope'" in cp.stderr and "Traceback" not in cp.stderr
     run_dir = stored_run(tmp_path, CPU_WORKLOAD)
     (run_dir / "checkpoints" / "step-00000005").mkdir(parents=True)
     layout.mark_complete(run_dir / "checkpoints" / "step-00000005", {"step": 5})

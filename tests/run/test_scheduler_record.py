@@ -62,5 +62,5 @@ def test_the_summary_carries_the_jobs_final_state_and_runs_shows_it(tmp_path, ca
     assert " ".join(status) == "stopped slurm 1234 CANCELLED exit 143", out
     assert max(len(line) for line in out.splitlines()) <= 80, out
     assert main(["runs", "--runs-dir", str(root), "--json"]) == 0
-    listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)["result"]["runs"]}
     assert listed[run_dir.name]["scheduler"]["state"] == "CANCELLED" and listed[local.name]["scheduler"] is None

@@ -75,7 +75,7 @@ def faces(capsys, root: Path, reason: str) -> None:
     whose BROKEN run is unreadable for ``reason``."""
     status = f"unreadable: {reason}"
     code, out, err = cli(capsys, "runs", "--runs-dir", str(root), "--json")
-    listed = {r["id"]: r["status"] for r in json.loads(out)}
+    listed = {r["id"]: r["status"] for r in json.loads(out)["result"]["runs"]}
     assert code == 0 and listed[GOOD] == "ok" and listed[BROKEN].startswith(status), (listed, err)
 
     code, out, err = cli(capsys, "runs", "--runs-dir", str(root), "--wide")  # --wide: full ids

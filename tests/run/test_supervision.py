@@ -146,7 +146,7 @@ def test_sigkill_of_the_runner_leaves_no_process_and_the_run_is_found_lost(kind,
     cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "runs", "--json", "--runs-dir", str(runs)],
                         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert cp.returncode == 0, cp.stderr
-    (listed,) = json.loads(cp.stdout)
+    (listed,) = json.loads(cp.stdout)["result"]["runs"]
     assert listed["status"] == "failed (runner lost)"
     summary = json.loads((run_dir / store.SUMMARY_FILE).read_text())
     assert summary["status"] == "failed" and summary["failure"]["reason"] == "runner_lost"
@@ -283,7 +283,7 @@ def test_the_cli_on_a_full_run_store_exits_1_with_one_clear_line(tiny_fs, tmp_pa
     assert "crashed" not in out  # the rank that met the full disk is not a second, unexplained failure
     cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "runs", "--json", "--runs-dir", str(tiny_fs)],
                         cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
-    (listed,) = json.loads(cp.stdout)
+    (listed,) = json.loads(cp.stdout)["result"]["runs"]
     assert listed["status"] == "failed"  # its runner ended normally: not "failed (runner lost)"
     assert listed["summary"]["failure"]["message"].startswith("run store: No space left on device writing ")
     # the store is full now: the next run cannot even write its inputs

@@ -123,7 +123,7 @@ def test_one_bad_file_never_hides_another(tmp_path, capsys):
     out = capsys.readouterr().out
     report = json.loads(out)
     assert rc == 1 and not report["ok"]
-    by_path = {r["path"]: r for r in report["files"]}
+    by_path = {r["path"]: r for r in report["result"]["files"]}
     assert len(by_path) == len(files) + 2
     assert by_path[str(good)]["ok"] and by_path[str(good)]["workloads"]
     for f, (_, _, code, _) in zip(files, CASES):
@@ -185,7 +185,7 @@ def test_a_bug_on_one_file_is_that_files_diagnostic(tmp_path, capsys, monkeypatc
     good, bad = ROOT / "workloads" / "tiny_gpt2.wl", tmp_path / "bad.wl"
     bad.write_text(BASE % "seed = 1")
     rc = cli.main(["validate", "--json", str(bad), str(good)])
-    report = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)["result"]
     assert rc == 1 and [r["ok"] for r in report["files"]] == [False, True]
     (d,) = report["files"][0]["diagnostics"]
     assert d["code"] == "E009" and d["line"] == 1 and "RecursionError" in d["message"]

@@ -391,17 +391,22 @@ def check_results(plan):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m accelctl.backends.gaudi.check", description=__doc__.split("\n\n")[0])
-    ap.add_argument("plans", nargs="+", help="plan JSON files (accelctl plan --format json)")
+    ap.add_argument("plans", nargs="+", help="plan JSON files (a run folder's plan.json, or the output of "
+                    "accelctl plan --json: each plan in it)")
     args = ap.parse_args(argv)
     oh = import_optimum_habana()
     failed = 0
     for path in args.plans:
-        rep = check_plan(json.loads(Path(path).read_text(encoding="utf-8")), name=path)
-        out = rep.to_dict()
-        out["optimum_habana"] = getattr(oh, "__version__", "")
-        out["flags_source"] = flags_data()["source"]
-        print(json.dumps(out, sort_keys=True))
-        failed += bool(rep.errors)
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        # ``accelctl plan --json`` is a document (accelctl.reply) holding the plans of the file
+        plans = [p["plan"] for p in data["result"].get("plans", []) if "plan" in p] if "result" in data else [data]
+        for plan in plans:
+            rep = check_plan(plan, name=path)
+            out = rep.to_dict()
+            out["optimum_habana"] = getattr(oh, "__version__", "")
+            out["flags_source"] = flags_data()["source"]
+            print(json.dumps(out, sort_keys=True))
+            failed += bool(rep.errors)
     return 1 if failed else 0
 
 
