@@ -624,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     co = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish): "
                         "eval \"$(accelctl completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh", "fish"))
+    co.add_argument("--json", action="store_true", help=JSON_HELP)
     co.set_defaults(fn=cmd_completion)
     return ap
 
@@ -632,7 +633,11 @@ def cmd_completion(args) -> int:
     """``accelctl completion bash|zsh|fish``: the shell's completion script (accelctl.completion)."""
     from accelctl.completion import script
 
-    sys.stdout.write(script(args.shell, build_parser()))
+    text = script(args.shell, build_parser())
+    if reply := _reply(args):
+        reply.result = {"shell": args.shell, "script": text}
+    else:
+        sys.stdout.write(text)
     return 0
 
 

@@ -96,6 +96,8 @@ CASES = [
      {"error": "AccelctlError"}),
     ("doctor-calibrate-usage", ["doctor", "--calibrate", "--seconds", "0", "--json"], exitcodes.USAGE,
      {"error": "AccelctlError"}),
+    ("completion-good", ["completion", "bash", "--json"], exitcodes.OK, {}),
+    ("completion-usage", ["completion", "tcsh", "--json"], exitcodes.USAGE, {"error": "UsageError"}),
     ("tui-has-no-json", ["tui", "--json"], exitcodes.USAGE, {"error": "UsageError"}),
     ("no-verb", ["--json"], exitcodes.USAGE, {"error": "UsageError"}),
     ("help", ["plan", "--help", "--json"], exitcodes.OK, {"text": "usage: accelctl plan"}),
