@@ -36,6 +36,12 @@ class Factors:
     #: kernel launches of ~10 us each)
     eager_layer_overhead_s: Factor = Factor(100e-6, "ASSUMPTION: ~10 kernel launches x ~10 us per layer "
                                                     "(CUDA launch latency, NVIDIA CUDA C++ Best Practices Guide)")
+    #: host-side time of one transformer layer's forward or backward pass in a training step
+    #: (the Python and dispatch of its ~30 operators); on an accelerator it overlaps with the
+    #: device's work (launches are asynchronous) and bounds the step only when larger, on the
+    #: host CPU it adds.  ``--calibrate`` fits it on the user's runs
+    train_layer_overhead_s: Factor = Factor(100e-6, "ASSUMPTION: ~10 kernel launches x ~10 us per layer pass "
+                                                    "(CUDA launch latency, NVIDIA CUDA C++ Best Practices Guide)")
     #: the same with the whole step captured as a graph (HPU graphs, CUDA graphs)
     graph_layer_overhead_s: Factor = Factor(10e-6, "ASSUMPTION: one graph replay per step; ~1/10 of eager")
     #: share of a training step's compute that is the backward pass (gradient all-reduce

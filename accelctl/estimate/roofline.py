@@ -23,7 +23,7 @@ from accelctl.estimate import traffic as T
 from accelctl.estimate.factors import DEFAULT, Factors
 from accelctl.plan import memory
 from accelctl.plan.activations import hpu_lazy
-from accelctl.spec.catalog import DATASHEETS, DEFAULT_SCALE_OUT, INSTANCES, SCALE_OUT, Datasheet
+from accelctl.spec.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: dtype whose peak a precision computes at
@@ -51,6 +51,8 @@ class Estimate:
     communication_s: float = 0.0
     exposed_communication_s: float = 0.0
     overhead_s: float = 0.0
+    #: training: transformer layers x passes (forward, backward, recompute) x micro-steps
+    layer_passes: int = 0
     bytes_per_step: float = 0.0
     comm_bytes_per_step: float = 0.0
     memory_fit: str = ""
@@ -97,6 +99,10 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     est = Estimate(spec.name, target.name, target.device, target.world_size, task.kind,
                    price_per_hour=target.price_per_hour, train_steps=task.train_steps or None)
     sheet = DATASHEETS.get(target.device)
+    if sheet is None and target.device in DEVICES and DEVICES[target.device].host:
+        from accelctl.estimate import host
+
+        sheet = host.datasheet(int(target.options.get("threads") or 1))
     dtype = PEAK_DTYPE.get(target.precision.dtype, "bf16")
     if sheet is None:
         est.status = f"no datasheet for device {target.device} (the host CPU: measure it with accelctl run)"
@@ -119,7 +125,9 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
                                        f"{sheet.memory_bandwidth.source} ({sheet.memory_bandwidth.date})",
                    "link": f"{sheet.link_bandwidth.value / 1e9:g} GB/s: {sheet.link_bandwidth.source}",
                    "mfu": f"{fx.mfu.value:g}: {fx.mfu.source}",
-                   "bandwidth_efficiency": f"{fx.bandwidth.value:g}: {fx.bandwidth.source}"}
+                   "bandwidth_efficiency": f"{fx.bandwidth.value:g}: {fx.bandwidth.source}",
+                   "layer_overhead": f"{fx.train_layer_overhead_s.value * 1e6:.3g} us per layer pass: "
+                                     f"{fx.train_layer_overhead_s.source}"}
     if dtype == "fp8":
         # FP8 recipes run the linear layers in FP8; attention's products stay 16-bit
         half = sheet.flops.get("bf16") or peak_fig
@@ -176,6 +184,10 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     if tp_coll is not None:  # forward and backward, every micro-step; on the critical path
         colls.append(dataclasses.replace(tp_coll, intra_bytes=2 * accum * tp_coll.intra_bytes,
                                          count=2 * accum * tp_coll.count))
+    # the host's time per layer pass (eager dispatch; a captured graph replays it cheaply)
+    layer_passes = int(s.get("layers", 0) or 0) * passes * accum
+    per_pass = fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else fx.train_layer_overhead_s
+    t_host = layer_passes * per_pass.value
     window = t_core / accum * fx.backward_share.value
     t_comm = exposed = 0.0
     overlap_budget = window
@@ -187,13 +199,22 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
         exposed += t - hidden
         est.comm_bytes_per_step += c.intra_bytes + c.inter_bytes
     est.compute_s, est.memory_s, est.communication_s, est.exposed_communication_s = t_compute, t_mem, t_comm, exposed
-    est.step_time_s = t_core + exposed
+    est.overhead_s, est.layer_passes = t_host, layer_passes
+    if synchronous(target):   # the host CPU computes and dispatches in turn
+        est.step_time_s = t_core + t_host + exposed
+    else:                     # asynchronous launches: the host runs ahead of the device
+        est.step_time_s = max(t_core, t_host) + exposed
     samples = micro * accum * target.data_parallel
     est.throughput = samples / est.step_time_s
     est.unit = "samples/s"
-    _bound(est, t_compute, t_mem, exposed)
+    _bound(est, t_compute, t_mem, exposed, t_host)
     if est.bound_by == "communication":
         est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
+
+
+def synchronous(target: TargetSpec) -> bool:
+    """The host CPU: its step is compute plus dispatch, not the larger of the two."""
+    return target.device in DEVICES and DEVICES[target.device].host
 
 
 def _tokens(family: str, s: dict[str, Any], z: F.Sizes) -> int:

@@ -68,7 +68,7 @@ def test_memory_fit_and_cost_fields():
     assert by["gaudi1"].fits is False and "DOES NOT FIT" in by["gaudi1"].memory_fit  # 352 GB > 8 x 32 GB
     assert by["gaudi2"].fits is True
     assert by["gaudi1"].throughput_per_dollar == pytest.approx(by["gaudi1"].throughput * 3600 / 13.11)
-    assert by["cpu"].status.startswith("no datasheet")
+    assert by["cpu"].status == "ok" and by["cpu"].price_per_hour is None and by["cpu"].throughput_per_dollar is None
     spec, t = _one("bert_large_pretrain.wl", "bert_large_phase1_bs32", "gaudi1")
     e = estimate(spec, t)
     assert e.projected_hours == pytest.approx(65000 * e.step_time_s / 3600)
@@ -98,11 +98,19 @@ def test_cli_json_one_record_per_target_for_every_workload():
                 assert (r["latency_s"] if r["task"] == "generate" else r["step_time_s"]) > 0
 
 
-def test_cli_text_names_the_bound_and_the_target_without_a_datasheet():
-    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", "workloads/bloomz.wl", "-t", "cpu"],
+def test_cli_text_names_the_bound_and_the_target_without_a_peak():
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", "workloads/t5_3b_summarization.wl"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "E580" in proc.stdout and "no datasheet" in proc.stdout
+    assert "E580" in proc.stdout and "gives no fp32 peak" in proc.stdout
+
+
+def test_the_host_cpu_is_estimated_from_a_nominal_datasheet_marked_as_such():
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", "workloads/bloomz.wl", "-t", "cpu",
+                           "--no-calibration"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "E580" not in proc.stdout and "cpu x1" in proc.stdout
+    assert "ASSUMPTION: nominal 1 thread(s)" in proc.stdout or "accelctl doctor --calibrate" in proc.stdout
 
 
 def test_fp8_speeds_up_the_linear_layers_only():
