@@ -32,10 +32,14 @@ class Factors:
     #: fixed cost of one collective (latency term of the ring: alpha)
     collective_latency_s: Factor = Factor(20e-6, "nccl-tests: small-message all_reduce latency ~10-30 us "
                                                  "inside a node (NVIDIA nccl-tests, 2021)")
-    #: host-side time per transformer layer per generated token in eager mode (Python + ~10
-    #: kernel launches of ~10 us each)
-    eager_layer_overhead_s: Factor = Factor(100e-6, "ASSUMPTION: ~10 kernel launches x ~10 us per layer "
-                                                    "(CUDA launch latency, NVIDIA CUDA C++ Best Practices Guide)")
+    #: host-side time per transformer layer per generated token in eager mode: the layer's
+    #: PyTorch operators, each dispatched and launched on its own
+    eager_layer_overhead_s: Factor = Factor(400e-6, "40 operators per decoder layer (transformers' BloomBlock "
+                                                    "at one token with a KV cache, counted: 2 LayerNorms, 4 Linears, "
+                                                    "head split/merge views and copies, 2 KV cats, baddbmm, masked_fill, "
+                                                    "softmax, bmm, 9-op tanh GELU, 2 dropout-adds) x 10 us per "
+                                                    "operator (CUDA launch latency, NVIDIA CUDA C++ Best Practices "
+                                                    "Guide; PyTorch dispatch 5-25 us per op), 2023")
     #: host-side time of one transformer layer's forward or backward pass in a training step
     #: (the Python and dispatch of its ~30 operators); on an accelerator it overlaps with the
     #: device's work (launches are asynchronous) and bounds the step only when larger, on the

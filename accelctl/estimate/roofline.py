@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.analysis import cost
+from accelctl.estimate import elementwise as EW
 from accelctl.estimate import flops as F
 from accelctl.estimate import traffic as T
 from accelctl.estimate.factors import DEFAULT, Factors
@@ -51,6 +52,8 @@ class Estimate:
     communication_s: float = 0.0
     exposed_communication_s: float = 0.0
     overhead_s: float = 0.0
+    #: training: the eager element-wise kernels' memory time (included in memory_s's bound)
+    elementwise_s: float = 0.0
     #: training: transformer layers x passes (forward, backward, recompute) x micro-steps
     layer_passes: int = 0
     bytes_per_step: float = 0.0
@@ -171,8 +174,13 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     optimizer_step = 2 * (fit.weights + fit.gradients + fit.optimizer)
     est.bytes_per_step = per_micro * accum + optimizer_step
     t_mem = est.bytes_per_step / bw
-    t_core = max(t_compute, t_mem)
-    e_grad = 2 if target.precision.dtype in ("bf16", "fp16", "fp8") else 4
+    t_elem = _elementwise_s(spec, target, s, z, bw) * micro * accum
+    est.elementwise_s = t_elem
+    t_core = max(t_compute, t_mem) + t_elem       # separate kernels: they do not overlap the GEMMs
+    # DDP under torch.autocast keeps fp32 weights, so it all-reduces fp32 gradients; DeepSpeed's
+    # bf16 / fp16 modes (ZeRO) keep 16-bit weights and reduce 16-bit gradients
+    half = target.precision.dtype in ("bf16", "fp16", "fp8")
+    e_grad = 2 if half and p.strategy != "ddp" else 4
     params = fit.weights / (4 if target.precision.dtype == "fp32" else 2)
     stage = p.zero_stage if p.strategy == "zero" else 0
     if stage >= 3:
@@ -207,9 +215,38 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     samples = micro * accum * target.data_parallel
     est.throughput = samples / est.step_time_s
     est.unit = "samples/s"
-    _bound(est, t_compute, t_mem, exposed, t_host)
+    _bound(est, t_compute, t_mem + t_elem, exposed, t_host)
     if est.bound_by == "communication":
         est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
+
+
+#: runtimes that compile the whole step into fused graphs (the Neuron compiler through XLA);
+#: Gaudi's lazy mode is the catalog's ``lazy_graphs`` (``hpu_lazy``)
+COMPILING_ADAPTERS = frozenset({"xla"})
+
+
+def eager(target: TargetSpec) -> bool:
+    """Every operator a kernel of its own (CUDA and the host CPU without torch.compile)."""
+    dev = DEVICES.get(target.device)
+    return not (hpu_lazy(target) or (dev is not None and dev.adapter in COMPILING_ADAPTERS))
+
+
+def _elementwise_s(spec: WorkloadSpec, target: TargetSpec, s: dict[str, Any], z: F.Sizes, bw: float) -> float:
+    """Time of one sample's element-wise traffic over a training step (``elementwise.py``)."""
+    fam = spec.model.family
+    if not eager(target) or fam not in F.TRANSFORMER_FAMILIES or "hidden" not in s:
+        return 0.0
+    h = int(s["hidden"])
+    f = int(s.get("ffn") or float(s.get("mlp_ratio", 4.0)) * h)
+    layers = int(s["layers"]) * (2 if fam == "t5" else 1)
+    dtype = target.precision.dtype
+    autocast = dtype in ("bf16", "fp16", "fp8") and target.parallel.strategy != "zero"
+    e = 4 if dtype == "fp32" else 2
+    e_res = 4 if (autocast or dtype == "fp32") else 2
+    per_token = EW.forward_bytes_per_token(h, f, e, e_res, autocast, bool(target.options.get("te_layers")))
+    passes = EW.TRAINING_PASSES + (1 if target.gradient_checkpointing else 0)
+    step = passes * per_token + (EW.fp8_cast_bytes_per_token(h, f) if dtype == "fp8" else 0.0)
+    return step * layers * _tokens(fam, s, z) / (target.parallel.tp * target.parallel.pp) / bw
 
 
 def synchronous(target: TargetSpec) -> bool:
