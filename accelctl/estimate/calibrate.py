@@ -6,7 +6,8 @@ For each run: its workload file (the copy in the run folder) is estimated for th
 target with the catalog's factors; that gives the step's compute time at the full peak
 ``c``, its memory time at the full bandwidth ``m``, its transformer layer passes ``n``
 (layers x forward/backward x micro-steps) and what bounds it.  The measured median step time
-``t`` (the run's ``summary.json``), less the exposed communication, is then explained as
+``t`` (the run's ``summary.json``), less what neither fraction scales (exposed communication;
+for a compute-bound run also the element-wise kernels and the optimizer step), is explained as
 
     t = x * c + o * n     (compute-bound runs; ``m`` for memory-bound ones)
 
@@ -59,7 +60,9 @@ class Sample:
     compute_full_s: float
     memory_full_s: float
     layer_passes: int
-    exposed_s: float
+    #: what neither fraction scales: exposed communication, and (for a compute-bound run) the
+    #: element-wise kernels and the optimizer step at the catalog's bandwidth efficiency
+    other_s: float
     synchronous: bool
 
 
@@ -94,8 +97,14 @@ def samples_from_runs(run_ids, runs_root=None, base: Factors = DEFAULT) -> list[
         dtype = PEAK_DTYPE.get(target.precision.dtype, "bf16")
         out.append(Sample(rec.id, target.device, dtype, est.bound_by, float(rec.median_step_time_s),
                           est.compute_s * base.mfu.value, est.memory_s * base.bandwidth.value,
-                          est.layer_passes, est.exposed_communication_s, synchronous(target)))
+                          est.layer_passes, _other(est), synchronous(target)))
     return out
+
+
+def _other(est) -> float:
+    if est.bound_by in ("compute", "host overhead"):
+        return est.exposed_communication_s + est.elementwise_s + est.optimizer_s
+    return est.exposed_communication_s
 
 
 def _gmean(xs: list[float]) -> float:
@@ -127,7 +136,7 @@ def fit(samples: list[Sample], base: Factors = DEFAULT) -> Factors:
         group = [s for s in samples if (s.bound_by == kind or (s.bound_by == "host overhead" and kind == "compute"))]
         if not group:
             continue
-        rows = [(s.measured_s - s.exposed_s, getattr(s, full), s.layer_passes) for s in group]
+        rows = [(max(s.measured_s - s.other_s, 1e-9), getattr(s, full), s.layer_passes) for s in group]
         line = _fit_line(rows) if all(s.synchronous for s in group) else None
         what = f"fitted {day} to {len(group)} {kind}-bound run(s) on {group[0].device} {group[0].dtype}: {ids}"
         if line is not None:

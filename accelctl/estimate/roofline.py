@@ -52,8 +52,10 @@ class Estimate:
     communication_s: float = 0.0
     exposed_communication_s: float = 0.0
     overhead_s: float = 0.0
-    #: training: the eager element-wise kernels' memory time (included in memory_s's bound)
+    #: training: the eager element-wise kernels' memory time (in the memory bound, not in memory_s)
     elementwise_s: float = 0.0
+    #: training: the optimizer step's memory time (part of memory_s), after the backward pass
+    optimizer_s: float = 0.0
     #: training: transformer layers x passes (forward, backward, recompute) x micro-steps
     layer_passes: int = 0
     bytes_per_step: float = 0.0
@@ -173,10 +175,13 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     per_micro = 2 * fit.weights + 2 * fit.activations / (2 if hpu_lazy(target) else 1) + fit.gradients
     optimizer_step = 2 * (fit.weights + fit.gradients + fit.optimizer)
     est.bytes_per_step = per_micro * accum + optimizer_step
-    t_mem = est.bytes_per_step / bw
+    t_mem = per_micro * accum / bw
+    # the optimizer runs after the last backward pass, on its own: it adds to the step
+    t_opt = optimizer_step / bw
+    est.optimizer_s = t_opt
     t_elem = _elementwise_s(spec, target, s, z, bw) * micro * accum
     est.elementwise_s = t_elem
-    t_core = max(t_compute, t_mem) + t_elem       # separate kernels: they do not overlap the GEMMs
+    t_core = max(t_compute, t_mem) + t_elem + t_opt   # separate kernels: they do not overlap the GEMMs
     # DDP under torch.autocast keeps fp32 weights, so it all-reduces fp32 gradients; DeepSpeed's
     # bf16 / fp16 modes (ZeRO) keep 16-bit weights and reduce 16-bit gradients
     half = target.precision.dtype in ("bf16", "fp16", "fp8")
@@ -196,7 +201,7 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     layer_passes = int(s.get("layers", 0) or 0) * passes * accum
     per_pass = fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else fx.train_layer_overhead_s
     t_host = layer_passes * per_pass.value
-    window = t_core / accum * fx.backward_share.value
+    window = (t_core - t_opt) / accum * fx.backward_share.value
     t_comm = exposed = 0.0
     overlap_budget = window
     for c in colls:
@@ -206,7 +211,8 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
         overlap_budget -= hidden
         exposed += t - hidden
         est.comm_bytes_per_step += c.intra_bytes + c.inter_bytes
-    est.compute_s, est.memory_s, est.communication_s, est.exposed_communication_s = t_compute, t_mem, t_comm, exposed
+    est.compute_s, est.communication_s, est.exposed_communication_s = t_compute, t_comm, exposed
+    est.memory_s = t_mem + t_opt
     est.overhead_s, est.layer_passes = t_host, layer_passes
     if synchronous(target):   # the host CPU computes and dispatches in turn
         est.step_time_s = t_core + t_host + exposed
@@ -215,7 +221,7 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     samples = micro * accum * target.data_parallel
     est.throughput = samples / est.step_time_s
     est.unit = "samples/s"
-    _bound(est, t_compute, t_mem + t_elem, exposed, t_host)
+    _bound(est, t_compute, t_mem + t_elem + t_opt, exposed, t_host)
     if est.bound_by == "communication":
         est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
 
