@@ -9,6 +9,7 @@ a run folder as the runner does, with a given step time."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -102,7 +103,7 @@ def test_fit_recovers_a_fraction_and_a_host_time_from_two_runs():
 def test_calibrated_cpu_estimate_predicts_a_batch_it_was_not_fitted_on(tmp_path):
     """Real runs: batch 2 and 8 calibrate, batch 4 is predicted and then measured."""
     ids = {}
-    for target in ("b2", "b8", "b4"):
+    for target in ("b2", "b4", "b8"):   # b4 between the two it is predicted from: load drifts alike
         proc = _cli("run", str(CPU_WL), "-t", target, "--headless", "--runs-dir", str(tmp_path), timeout=600)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         (ids[target],) = [p.name for p in tmp_path.iterdir() if p.is_dir() and p.name not in ids.values()]
@@ -117,9 +118,18 @@ def test_calibrated_cpu_estimate_predicts_a_batch_it_was_not_fitted_on(tmp_path)
     after = predicted("--calibrate", ids["b2"], ids["b8"])
     assert ids["b4"] not in after["sources"]["mfu"] and ids["b2"] in after["sources"]["mfu"]
     assert "fitted" in after["sources"]["layer_overhead"]
-    err_before, err_after = abs(before["step_time_s"] - measured), abs(after["step_time_s"] - measured)
+    # closeness as a ratio (timings err by factors): |log(estimated / measured)|
+    err_before, err_after = (abs(math.log(e["step_time_s"] / measured)) for e in (before, after))
     print(f"b4 measured {measured:.4f} s; estimated {before['step_time_s']:.4f} s uncalibrated, "
           f"{after['step_time_s']:.4f} s calibrated")
     assert err_after < err_before
     # this 2-core machine is shared: the same run's step time varies up to ~2x between runs
     assert 1 / 3 < after["step_time_s"] / measured < 3
+
+
+def test_an_unreadable_or_foreign_store_is_no_calibration(tmp_path):
+    store = tmp_path / calibrate.STORE_FILE
+    for text in ("{not json", json.dumps({"schema": 99, "entries": {}}),
+                 json.dumps({"schema": calibrate.SCHEMA, "entries": {"cpu|fp32": {"mfu": {"value": "x"}}}})):
+        store.write_text(text)
+        assert calibrate.load(tmp_path) == {}
