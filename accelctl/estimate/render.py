@@ -64,7 +64,7 @@ def text(workload: str, estimates: list[Estimate], spec=None) -> str:
         lines.append(f"  {e.target}: {e.why}")
         if "ASSUMPTION" in e.sources.get("peak", ""):
             lines.append(f"    peak: {e.sources['peak']}")
-        if e.basis != "real":
+        if e.basis == "stand-in":
             lines.append("    estimated on the stand-in's shape: the catalog does not know the real model's "
                          "architecture (write it: model <family>(layers = ..., hidden = ...))")
         if e.status == "ok" and not e.fits:

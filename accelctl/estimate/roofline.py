@@ -74,13 +74,15 @@ class Estimate:
         return dict(self.__dict__)
 
 
-def _shape(spec: WorkloadSpec) -> tuple[dict[str, Any], str]:
+def _shape(spec: WorkloadSpec, target: TargetSpec) -> tuple[dict[str, Any], str]:
+    """The architecture a run of ``target`` executes: the real one, except on the host CPU,
+    which runs the stand-in."""
     m = spec.model
-    if m.real_shape:
+    if m.real_shape and not synchronous(target):
         from accelctl.spec.models import real_architecture
 
         return real_architecture(m.family, m.real_shape), "real"
-    return dict(m.stand_in), "stand-in"
+    return dict(m.stand_in), "stand-in (what the host CPU runs)" if synchronous(target) else "stand-in"
 
 
 def _sizes(spec: WorkloadSpec, s: dict[str, Any]) -> F.Sizes:
@@ -117,7 +119,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     if peak_fig is None:
         est.status = f"the {target.device} datasheet gives no {dtype} peak"
         return est
-    s, est.basis = _shape(spec)
+    s, est.basis = _shape(spec, target)
     z = _sizes(spec, s)
     fam = spec.model.family
     fit = memory.estimate(spec, target, real=est.basis == "real")
