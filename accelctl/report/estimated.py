@@ -116,6 +116,10 @@ NOTES: dict[str, dict[str, str]] = {
 }
 
 
+def _t(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
 def _implied(e, metric: str, published: float | None) -> str:
     """What the published figure implies, against what the model assumed (explanation only:
     nothing here feeds back into an estimate)."""
@@ -130,11 +134,11 @@ def _implied(e, metric: str, published: float | None) -> str:
                 f"reading them, {e.overhead_s / tokens * 1e3:.3g} ms host, "
                 f"{e.communication_s / tokens * 1e3:.3g} ms collectives")
     mfu = float(e.sources.get("mfu", "0.5:").split(":")[0])
-    parts = f"the model: GEMMs {e.compute_s * 1e3:.3g} ms at {mfu:g} of the peak"
+    parts = f"the model: GEMMs {_t(e.compute_s)} at {mfu:g} of the peak"
     if e.elementwise_s:
-        parts += f", eager element-wise kernels {e.elementwise_s * 1e3:.3g} ms after them"
+        parts += f", eager element-wise kernels {_t(e.elementwise_s)} after them"
     if e.exposed_communication_s:
-        parts += f", exposed communication {e.exposed_communication_s * 1e3:.3g} ms"
+        parts += f", exposed communication {_t(e.exposed_communication_s)}"
     return f"the published time needs {mfu * e.compute_s / t_pub:.0%} of the peak if it were all matrix work; " + parts
 
 
