@@ -34,12 +34,14 @@ class Factors:
                                                  "inside a node (NVIDIA nccl-tests, 2021)")
     #: host-side time per transformer layer per generated token in eager mode: the layer's
     #: PyTorch operators, each dispatched and launched on its own
-    eager_layer_overhead_s: Factor = Factor(400e-6, "40 operators per decoder layer (transformers' BloomBlock "
-                                                    "at one token with a KV cache, counted: 2 LayerNorms, 4 Linears, "
-                                                    "head split/merge views and copies, 2 KV cats, baddbmm, masked_fill, "
-                                                    "softmax, bmm, 9-op tanh GELU, 2 dropout-adds) x 10 us per "
-                                                    "operator (CUDA launch latency, NVIDIA CUDA C++ Best Practices "
-                                                    "Guide; PyTorch dispatch 5-25 us per op), 2023")
+    eager_layer_overhead_s: Factor = Factor(450e-6, "45 operators per decoder layer x 10 us each: transformers' "
+                                                    "BloomBlock (modeling_bloom.py, 2022) at one token with a KV "
+                                                    "cache, counted: 2 LayerNorms, 4 Linears, 30 in attention (head "
+                                                    "split/merge reshapes, 2 KV cats with casts, baddbmm with alibi, "
+                                                    "fp32 cast, scale, masked_fill, softmax, cast back, dropout, bmm, "
+                                                    "dropout-add), 9-op tanh GELU, dropout-add; 10 us = CUDA launch "
+                                                    "latency (NVIDIA CUDA C++ Best Practices Guide; PyTorch dispatch "
+                                                    "is 5-25 us per op)")
     #: host-side time of one transformer layer's forward or backward pass in a training step
     #: (the Python and dispatch of its ~30 operators); on an accelerator it overlaps with the
     #: device's work (launches are asynchronous) and bounds the step only when larger, on the
