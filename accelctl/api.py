@@ -173,17 +173,31 @@ def list_runs(runs_root: str | Path | None = None):
     return _list_runs(runs_root)
 
 
-def estimate_targets(spec: WorkloadSpec, targets, factors=None):
-    """``accelctl estimate``: one ``accelctl.estimate.roofline.Estimate`` per target."""
+def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=None):
+    """``accelctl estimate``: one ``accelctl.estimate.roofline.Estimate`` per target, with
+    ``factors`` for all, else the stored calibration of the target's device and precision
+    (``calibrations``: ``accelctl.estimate.calibrate.load()``), else the catalog's."""
+    from accelctl.estimate.calibrate import target_key
     from accelctl.estimate.factors import DEFAULT
     from accelctl.estimate.roofline import estimate
 
-    return [estimate(spec, t, factors or DEFAULT) for t in targets]
+    cal = calibrations or {}
+    return [estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT) for t in targets]
 
 
 def estimate_factors(run_ids, runs_root=None):
-    """Factors fitted to the user's recorded runs (``accelctl estimate --calibrate RUN...``)."""
-    from accelctl.estimate.calibrate import fit_from_runs
+    """``accelctl estimate --calibrate RUN...``: fit the factors of each device and precision to
+    the user's recorded runs and store them beside the runs; returns (stored file, fitted)."""
+    from accelctl.estimate.calibrate import fit_by_device, samples_from_runs, save
 
-    return fit_from_runs(run_ids, runs_root)
+    fitted = fit_by_device(samples_from_runs(run_ids, runs_root))
+    return save(fitted, runs_root), fitted
+
+
+def estimate_calibrations(runs_root=None):
+    """The stored calibration (``key(device, dtype)`` -> factors); {} when there is none."""
+    from accelctl.estimate.calibrate import load
+
+    return load(runs_root)
+
 

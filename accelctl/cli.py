@@ -190,13 +190,18 @@ def cmd_estimate(args) -> int:
     """Predicted step time, throughput, bound, memory fit and cost of each target (no torch).
     Several files at once (``accelctl estimate workloads/*.wl``); with ``-t T`` only the
     workloads that have a target T (an error when none has)."""
-    from accelctl.api import estimate_factors, estimate_targets, load_selected, named_target
+    from accelctl.api import estimate_calibrations, estimate_factors, estimate_targets, load_selected, named_target
     from accelctl.estimate import render
 
     missing = [f for f in args.files if not Path(f).is_file()]
     if missing:
         raise AccelctlError(f"no such workload file: {missing[0]}", exit_code=exitcodes.USAGE)
-    fx = estimate_factors(args.calibrate, args.runs_dir) if args.calibrate else None
+    if args.calibrate:
+        stored, fitted = estimate_factors(args.calibrate, args.runs_dir)
+        print(f"accelctl estimate: calibration of {', '.join(fitted)} stored in {stored}", file=sys.stderr)
+        if reply := _reply(args):
+            reply.result["calibration"] = {"stored": str(stored), "fitted": list(fitted)}
+    calibrations = {} if args.no_calibration else estimate_calibrations(args.runs_dir)
     specs = [s for f in args.files for s in load_selected(f, args.workload)]
     if args.target and not any(args.target in {t.name for t in s.targets} for s in specs):
         named_target(specs[0], args.target)  # raises: no workload has it, with the targets it has
@@ -204,11 +209,12 @@ def cmd_estimate(args) -> int:
         targets = [t for t in spec.targets if not args.target or t.name == args.target]
         if not targets:
             continue
-        estimates = estimate_targets(spec, targets, fx)
+        estimates = estimate_targets(spec, targets, calibrations=calibrations)
         if reply := _reply(args):
             reply.result.setdefault("estimates", []).extend(e.record() for e in estimates)
         else:
-            print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
+            print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "
+")
     return exitcodes.OK
 
 
@@ -553,8 +559,10 @@ def build_parser() -> argparse.ArgumentParser:
     es.add_argument("--format", "-f", choices=("text", "json"), default="text")
     es.add_argument("--json", action="store_const", dest="format", const="json", help=JSON_HELP)
     es.add_argument("--calibrate", nargs="+", metavar="RUN",
-                    help="fit the MFU and bandwidth factors to these recorded runs (ids in the run store) instead "
-                         "of the catalog's")
+                    help="fit the MFU, bandwidth and per-layer host time of each device and precision to these "
+                         "recorded runs (ids in the run store), store the fit beside the runs and use it from now on")
+    es.add_argument("--no-calibration", action="store_true",
+                    help="the catalog's factors only, ignoring a stored --calibrate fit")
     es.add_argument("--runs-dir", default=None, help="run store for --calibrate (default $ACCELCTL_RUNS_DIR or ./runs)")
     es.set_defaults(fn=cmd_estimate)
 

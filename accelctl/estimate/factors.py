@@ -32,9 +32,21 @@ class Factors:
     #: fixed cost of one collective (latency term of the ring: alpha)
     collective_latency_s: Factor = Factor(20e-6, "nccl-tests: small-message all_reduce latency ~10-30 us "
                                                  "inside a node (NVIDIA nccl-tests, 2021)")
-    #: host-side time per transformer layer per generated token in eager mode (Python + ~10
-    #: kernel launches of ~10 us each)
-    eager_layer_overhead_s: Factor = Factor(100e-6, "ASSUMPTION: ~10 kernel launches x ~10 us per layer "
+    #: host-side time per transformer layer per generated token in eager mode: the layer's
+    #: PyTorch operators, each dispatched and launched on its own
+    eager_layer_overhead_s: Factor = Factor(450e-6, "45 operators per decoder layer x 10 us each: transformers' "
+                                                    "BloomBlock (modeling_bloom.py, 2022) at one token with a KV "
+                                                    "cache, counted: 2 LayerNorms, 4 Linears, 30 in attention (head "
+                                                    "split/merge reshapes, 2 KV cats with casts, baddbmm with alibi, "
+                                                    "fp32 cast, scale, masked_fill, softmax, cast back, dropout, bmm, "
+                                                    "dropout-add), 9-op tanh GELU, dropout-add; 10 us = CUDA launch "
+                                                    "latency (NVIDIA CUDA C++ Best Practices Guide; PyTorch dispatch "
+                                                    "is 5-25 us per op)")
+    #: host-side time of one transformer layer's forward or backward pass in a training step
+    #: (the Python and dispatch of its ~30 operators); on an accelerator it overlaps with the
+    #: device's work (launches are asynchronous) and bounds the step only when larger, on the
+    #: host CPU it adds.  ``--calibrate`` fits it on the user's runs
+    train_layer_overhead_s: Factor = Factor(100e-6, "ASSUMPTION: ~10 kernel launches x ~10 us per layer pass "
                                                     "(CUDA launch latency, NVIDIA CUDA C++ Best Practices Guide)")
     #: the same with the whole step captured as a graph (HPU graphs, CUDA graphs)
     graph_layer_overhead_s: Factor = Factor(10e-6, "ASSUMPTION: one graph replay per step; ~1/10 of eager")

@@ -18,6 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+#: families built of transformer layers (hidden, layers) that ``_layer`` counts
+TRANSFORMER_FAMILIES = ("gpt2", "bloom", "llama", "bert", "t5", "vit")
+
 
 def _layer(h: int, inner: int, ffn: int, tokens: int, kv_len: int, gated: bool = False) -> float:
     """One transformer layer (self-attention + MLP) over ``tokens`` query tokens that attend

@@ -64,15 +64,22 @@ def text(workload: str, estimates: list[Estimate], spec=None) -> str:
         lines.append(f"  {e.target}: {e.why}")
         if "ASSUMPTION" in e.sources.get("peak", ""):
             lines.append(f"    peak: {e.sources['peak']}")
-        if e.basis != "real":
+        if e.basis == "stand-in":
             lines.append("    estimated on the stand-in's shape: the catalog does not know the real model's "
                          "architecture (write it: model <family>(layers = ..., hidden = ...))")
         if e.status == "ok" and not e.fits:
             lines.append(f"    {e.memory_fit}")
-    if any(e.status == "ok" for e in estimates):
-        src = next(e for e in estimates if e.status == "ok").sources
-        lines.append("  factors: MFU " + src["mfu"])
-        lines.append("           bandwidth " + src["bandwidth_efficiency"])
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for e in estimates:
+        if e.status == "ok":
+            src = e.sources
+            groups.setdefault((src["mfu"], src["bandwidth_efficiency"], src["layer_overhead"]), []).append(e.target)
+    for (mfu, bw, host), names in groups.items():
+        fitted = "fitted" in mfu or "fitted" in bw or "fitted" in host
+        who = "" if len(groups) == 1 and not fitted else f" ({', '.join(names)})"
+        lines.append(f"  {'calibrated' if fitted else 'factors'}{who}: MFU " + mfu)
+        lines.append("           bandwidth " + bw)
+        lines.append("           host time " + host)
     return "\n".join(lines)
 
 

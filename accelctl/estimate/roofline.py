@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.analysis import cost
+from accelctl.estimate import elementwise as EW
 from accelctl.estimate import flops as F
 from accelctl.estimate import traffic as T
 from accelctl.estimate.factors import DEFAULT, Factors
 from accelctl.plan import memory
 from accelctl.plan.activations import hpu_lazy
-from accelctl.spec.catalog import DATASHEETS, DEFAULT_SCALE_OUT, INSTANCES, SCALE_OUT, Datasheet
+from accelctl.spec.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: dtype whose peak a precision computes at
@@ -51,6 +52,12 @@ class Estimate:
     communication_s: float = 0.0
     exposed_communication_s: float = 0.0
     overhead_s: float = 0.0
+    #: training: the eager element-wise kernels' memory time (in the memory bound, not in memory_s)
+    elementwise_s: float = 0.0
+    #: training: the optimizer step's memory time (part of memory_s), after the backward pass
+    optimizer_s: float = 0.0
+    #: training: transformer layers x passes (forward, backward, recompute) x micro-steps
+    layer_passes: int = 0
     bytes_per_step: float = 0.0
     comm_bytes_per_step: float = 0.0
     memory_fit: str = ""
@@ -67,13 +74,15 @@ class Estimate:
         return dict(self.__dict__)
 
 
-def _shape(spec: WorkloadSpec) -> tuple[dict[str, Any], str]:
+def _shape(spec: WorkloadSpec, target: TargetSpec) -> tuple[dict[str, Any], str]:
+    """The architecture a run of ``target`` executes: the real one, except on the host CPU,
+    which runs the stand-in."""
     m = spec.model
-    if m.real_shape:
+    if m.real_shape and not synchronous(target):
         from accelctl.spec.models import real_architecture
 
         return real_architecture(m.family, m.real_shape), "real"
-    return dict(m.stand_in), "stand-in"
+    return dict(m.stand_in), "stand-in (what the host CPU runs)" if synchronous(target) else "stand-in"
 
 
 def _sizes(spec: WorkloadSpec, s: dict[str, Any]) -> F.Sizes:
@@ -97,6 +106,10 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     est = Estimate(spec.name, target.name, target.device, target.world_size, task.kind,
                    price_per_hour=target.price_per_hour, train_steps=task.train_steps or None)
     sheet = DATASHEETS.get(target.device)
+    if sheet is None and target.device in DEVICES and DEVICES[target.device].host:
+        from accelctl.estimate import host
+
+        sheet = host.datasheet(int(target.options.get("threads") or 1))
     dtype = PEAK_DTYPE.get(target.precision.dtype, "bf16")
     if sheet is None:
         est.status = f"no datasheet for device {target.device} (the host CPU: measure it with accelctl run)"
@@ -106,7 +119,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     if peak_fig is None:
         est.status = f"the {target.device} datasheet gives no {dtype} peak"
         return est
-    s, est.basis = _shape(spec)
+    s, est.basis = _shape(spec, target)
     z = _sizes(spec, s)
     fam = spec.model.family
     fit = memory.estimate(spec, target, real=est.basis == "real")
@@ -119,7 +132,9 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
                                        f"{sheet.memory_bandwidth.source} ({sheet.memory_bandwidth.date})",
                    "link": f"{sheet.link_bandwidth.value / 1e9:g} GB/s: {sheet.link_bandwidth.source}",
                    "mfu": f"{fx.mfu.value:g}: {fx.mfu.source}",
-                   "bandwidth_efficiency": f"{fx.bandwidth.value:g}: {fx.bandwidth.source}"}
+                   "bandwidth_efficiency": f"{fx.bandwidth.value:g}: {fx.bandwidth.source}",
+                   "layer_overhead": f"{fx.train_layer_overhead_s.value * 1e6:.3g} us per layer pass: "
+                                     f"{fx.train_layer_overhead_s.source}"}
     if dtype == "fp8":
         # FP8 recipes run the linear layers in FP8; attention's products stay 16-bit
         half = sheet.flops.get("bf16") or peak_fig
@@ -162,9 +177,17 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     per_micro = 2 * fit.weights + 2 * fit.activations / (2 if hpu_lazy(target) else 1) + fit.gradients
     optimizer_step = 2 * (fit.weights + fit.gradients + fit.optimizer)
     est.bytes_per_step = per_micro * accum + optimizer_step
-    t_mem = est.bytes_per_step / bw
-    t_core = max(t_compute, t_mem)
-    e_grad = 2 if target.precision.dtype in ("bf16", "fp16", "fp8") else 4
+    t_mem = per_micro * accum / bw
+    # the optimizer runs after the last backward pass, on its own: it adds to the step
+    t_opt = optimizer_step / bw
+    est.optimizer_s = t_opt
+    t_elem = _elementwise_s(spec, target, s, z, bw) * micro * accum
+    est.elementwise_s = t_elem
+    t_core = max(t_compute, t_mem) + t_elem + t_opt   # separate kernels: they do not overlap the GEMMs
+    # DDP under torch.autocast keeps fp32 weights, so it all-reduces fp32 gradients; DeepSpeed's
+    # bf16 / fp16 modes (ZeRO) keep 16-bit weights and reduce 16-bit gradients
+    half = target.precision.dtype in ("bf16", "fp16", "fp8")
+    e_grad = 2 if half and p.strategy != "ddp" else 4
     params = fit.weights / (4 if target.precision.dtype == "fp32" else 2)
     stage = p.zero_stage if p.strategy == "zero" else 0
     if stage >= 3:
@@ -176,7 +199,11 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     if tp_coll is not None:  # forward and backward, every micro-step; on the critical path
         colls.append(dataclasses.replace(tp_coll, intra_bytes=2 * accum * tp_coll.intra_bytes,
                                          count=2 * accum * tp_coll.count))
-    window = t_core / accum * fx.backward_share.value
+    # the host's time per layer pass (eager dispatch; a captured graph replays it cheaply)
+    layer_passes = int(s.get("layers", 0) or 0) * passes * accum
+    per_pass = fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else fx.train_layer_overhead_s
+    t_host = layer_passes * per_pass.value
+    window = (t_core - t_opt) / accum * fx.backward_share.value
     t_comm = exposed = 0.0
     overlap_budget = window
     for c in colls:
@@ -186,14 +213,53 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
         overlap_budget -= hidden
         exposed += t - hidden
         est.comm_bytes_per_step += c.intra_bytes + c.inter_bytes
-    est.compute_s, est.memory_s, est.communication_s, est.exposed_communication_s = t_compute, t_mem, t_comm, exposed
-    est.step_time_s = t_core + exposed
+    est.compute_s, est.communication_s, est.exposed_communication_s = t_compute, t_comm, exposed
+    est.memory_s = t_mem + t_opt
+    est.overhead_s, est.layer_passes = t_host, layer_passes
+    if synchronous(target):   # the host CPU computes and dispatches in turn
+        est.step_time_s = t_core + t_host + exposed
+    else:                     # asynchronous launches: the host runs ahead of the device
+        est.step_time_s = max(t_core, t_host) + exposed
     samples = micro * accum * target.data_parallel
     est.throughput = samples / est.step_time_s
     est.unit = "samples/s"
-    _bound(est, t_compute, t_mem, exposed)
+    _bound(est, t_compute, t_mem + t_elem + t_opt, exposed, t_host)
     if est.bound_by == "communication":
         est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
+
+
+#: runtimes that compile the whole step into fused graphs (the Neuron compiler through XLA);
+#: Gaudi's lazy mode is the catalog's ``lazy_graphs`` (``hpu_lazy``)
+COMPILING_ADAPTERS = frozenset({"xla"})
+
+
+def eager(target: TargetSpec) -> bool:
+    """Every operator a kernel of its own (CUDA and the host CPU without torch.compile)."""
+    dev = DEVICES.get(target.device)
+    return not (hpu_lazy(target) or (dev is not None and dev.adapter in COMPILING_ADAPTERS))
+
+
+def _elementwise_s(spec: WorkloadSpec, target: TargetSpec, s: dict[str, Any], z: F.Sizes, bw: float) -> float:
+    """Time of one sample's element-wise traffic over a training step (``elementwise.py``)."""
+    fam = spec.model.family
+    if not eager(target) or fam not in F.TRANSFORMER_FAMILIES or "hidden" not in s:
+        return 0.0
+    h = int(s["hidden"])
+    f = int(s.get("ffn") or float(s.get("mlp_ratio", 4.0)) * h)
+    layers = int(s["layers"]) * (2 if fam == "t5" else 1)
+    dtype = target.precision.dtype
+    autocast = dtype in ("bf16", "fp16", "fp8") and target.parallel.strategy != "zero"
+    e = 4 if dtype == "fp32" else 2
+    e_res = 4 if (autocast or dtype == "fp32") else 2
+    per_token = EW.forward_bytes_per_token(h, f, e, e_res, autocast, bool(target.options.get("te_layers")))
+    passes = EW.TRAINING_PASSES + (1 if target.gradient_checkpointing else 0)
+    step = passes * per_token + (EW.fp8_cast_bytes_per_token(h, f) if dtype == "fp8" else 0.0)
+    return step * layers * _tokens(fam, s, z) / (target.parallel.tp * target.parallel.pp) / bw
+
+
+def synchronous(target: TargetSpec) -> bool:
+    """The host CPU: its step is compute plus dispatch, not the larger of the two."""
+    return target.device in DEVICES and DEVICES[target.device].host
 
 
 def _tokens(family: str, s: dict[str, Any], z: F.Sizes) -> int:

@@ -1,0 +1,62 @@
+"""A datasheet for the host CPU (the ``cpu`` device), which the catalog cannot hold: the
+machine is whatever runs accelctl.
+
+Peak: the matmul ceiling ``accelctl doctor --calibrate`` measured and stored for this thread
+count (``accelctl.contract.calibration``), else the nominal ``threads x clock x FLOP/cycle``
+from /proc/cpuinfo -- 32 fp32 FLOP per cycle per core with AVX2 + FMA or AVX-512 (two FMA
+ports x 8 lanes x 2, the count Intel's optimization manual gives for Skylake-SP and later
+client/server cores; AVX-512 doubles the lanes but most server SKUs run one 512-bit FMA port at
+a lower clock, so the same 32 is kept), 8 without.  Memory bandwidth: 10 GB/s per thread, the
+order of one core's STREAM triad on a server Xeon (ASSUMPTION; John McCalpin's STREAM results).
+
+These nominal figures are what ``accelctl estimate --calibrate`` corrects: a run on this CPU
+fits the fraction of them the workload reaches and the per-layer host time (``calibrate.py``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from accelctl import hostinfo
+from accelctl.spec.catalog import Datasheet, Figure
+
+_DATE = "2026-11"
+STREAM_PER_THREAD = 10e9
+
+
+@lru_cache(maxsize=1)
+def _clock_hz() -> float:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() == "cpu MHz":
+                    return float(value) * 1e6
+    except (OSError, ValueError):
+        pass
+    return 2.0e9
+
+
+def _measured(threads: int) -> Figure | None:
+    from accelctl.contract import calibration
+
+    for c in calibration.load_all().values():
+        if c.threads == threads and c.flops.get("float32"):
+            return Figure(float(c.flops["float32"]), f"measured by accelctl doctor --calibrate on {c.device} "
+                                                     f"({c.method or 'matmul ceiling'})", c.date[:7])
+    return None
+
+
+def datasheet(threads: int) -> Datasheet:
+    threads = max(1, threads)
+    peak = _measured(threads)
+    if peak is None:
+        flags = hostinfo.cpu_flags()
+        per_cycle = 32 if ("fma" in flags and ("avx2" in flags or "avx512f" in flags)) else 8
+        clock = _clock_hz()
+        peak = Figure(threads * clock * per_cycle,
+                      f"ASSUMPTION: nominal {threads} thread(s) x {clock / 1e9:.2g} GHz x {per_cycle} fp32 FLOP/cycle "
+                      f"({hostinfo.cpu_model()}, /proc/cpuinfo)", _DATE)
+    bw = Figure(threads * STREAM_PER_THREAD, "ASSUMPTION: 10 GB/s per thread (one core's STREAM triad on a server "
+                "Xeon, McCalpin's STREAM results)", _DATE)
+    return Datasheet("cpu", {"fp32": peak, "bf16": peak, "fp16": peak}, bw, bw)
