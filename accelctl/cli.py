@@ -213,8 +213,7 @@ def cmd_estimate(args) -> int:
         if reply := _reply(args):
             reply.result.setdefault("estimates", []).extend(e.record() for e in estimates)
         else:
-            print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "
-")
+            print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
     return exitcodes.OK
 
 
