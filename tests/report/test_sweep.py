@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import time
 from pathlib import Path
 
 import pytest
@@ -36,10 +35,8 @@ def test_real_sweep_1_vs_2_processes(tmp_path, capsys):
     from accelctl.cli import main
     from accelctl.run.store import list_runs
 
-    t0 = time.perf_counter()
     code = main(["sweep", str(WORKLOAD), "--target", "cpu", "--devices", "1,2", "--runs-dir", str(tmp_path),
                  "--format", "csv"])
-    wall = time.perf_counter() - t0
     out = capsys.readouterr().out
     assert code == 0, out
     runs = list_runs(tmp_path)
@@ -60,4 +57,4 @@ def test_real_sweep_1_vs_2_processes(tmp_path, capsys):
     assert sorted(int(r["batch"]) for r in report) == [4, 8]  # micro 4 per device, global grows
     # both spec.json files record the device count each run had
     assert sorted(r.path.joinpath("spec.json").read_text().count('"devices": 2') for r in runs) == [0, 1]
-    assert wall < 60, f"the sweep took {wall:.1f} s"
+    # no wall-clock bound: speed goals live in bench/ (a loaded machine took 85 s here, an idle one 30 s)
