@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -125,20 +124,17 @@ def test_complete_offers_the_names_of_a_file_that_does_not_check(tmp_path, capsy
     assert capsys.readouterr().out.split() == ["a"]
 
 
-def test_complete_is_fast_and_light():
-    """A cold ``__complete`` loads neither torch nor rich; a whole process well under a second
-    on an idle machine (the bound here allows for a shared, loaded one)."""
+def test_complete_is_light():
+    """A cold ``__complete`` loads neither torch nor rich (what keeps it well under a second:
+    its latency is measured in the README, not bounded here -- speed goals live in bench/)."""
     code = ("import sys, time\nfrom accelctl.cli import main\n"
             f"main(['__complete', 'targets', {str(ROOT / SCALING)!r}])\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'rich', 'textual', 'matplotlib'}))\n")
-    start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
                          capture_output=True, text=True, timeout=60)
-    elapsed = time.perf_counter() - start
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "[]"
     assert out.stdout.splitlines()[:-1] == targets_of(SCALING)
-    assert elapsed < 5.0, elapsed
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed: the fish check is NOT RUN")
