@@ -59,7 +59,7 @@ def run_job(tmp: Path, name: str, family: str, shape: dict, task: TaskSpec, opt:
 
 
 def test_channels_last_converts_conv_weights_and_image_inputs():
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.LazyLinear(2))
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 2))
     seen = []
     model[0].register_forward_pre_hook(lambda m, args: seen.append(args[0].is_contiguous(
         memory_format=torch.channels_last)))
