@@ -86,9 +86,11 @@ def run(ctx: RunContext) -> tuple[int, dict]:
                  "kv_cache_layout": job.task.kv_cache_layout if job.task.kv_cache else "off"})
     cache_and_compile = optimize.generate_kwargs(job, model)  # static KV cache, transformers' compile
 
-    step, latencies, sample = 0, [], None
+    step, latencies, sample, at_measure = 0, [], None, None
     for phase, repeat, count in schedule(job):
         ctx.phase(phase, repeat)
+        if phase == "measure" and repeat == 0:
+            at_measure = adapter.compile_stats()  # compiled decoding: graphs of the warm-up calls
         for _ in range(count):
             step += 1
             ids = torch.tensor(first if step == 1 else next(prompts), device=adapter.device)
@@ -122,7 +124,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     return step, {"new_tokens": n_new, "sample_ids": sample[:20] if sample else [],
                   "sample_text": tok.decode(sample) if sample else "",
                   "mean_latency_s": statistics.fmean(latencies) if latencies else None,
-                  **adapter.compile_stats()}
+                  **optimize.split_compiles(adapter.compile_stats(), at_measure)}
 
 
 def run_infer(ctx: RunContext) -> tuple[int, dict]:

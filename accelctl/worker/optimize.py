@@ -60,6 +60,17 @@ def compile_stats() -> dict[str, Any]:
     return {"compiles": graphs, "compile_s": float(sum(compilation_time_metrics.get(COMPILE_TIMER, ())))}
 
 
+def split_compiles(total: dict[str, Any], at_measure: dict[str, Any] | None) -> dict[str, Any]:
+    """``total`` compile stats with the warm-up's part and what compiled after it
+    (``recompiles``: a shape that changed in the measured calls) apart; as the training
+    loop's ``CompileWatch.results``."""
+    if not total or at_measure is None:
+        return total
+    warm, warm_s = at_measure.get("compiles", 0), at_measure.get("compile_s", 0.0)
+    return {**total, "warmup_compiles": warm, "warmup_compile_s": warm_s, "recompiles": total["compiles"] - warm,
+            "recompile_s": total["compile_s"] - warm_s}
+
+
 def generate_kwargs(job, model) -> dict[str, Any]:
     """``model.generate`` arguments of the job's KV-cache layout and compile setting."""
     task, opt = job.task, job.optimize

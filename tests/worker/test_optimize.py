@@ -99,6 +99,8 @@ def test_static_kv_cache_with_compiled_decoding_generates_the_dynamic_cache_toke
     assert static.results["sample_ids"] == dynamic.results["sample_ids"] and len(static.results["sample_ids"]) == 12
     assert "compiles" not in dynamic.results  # eager: nothing compiled
     assert static.results["compiles"] >= 1 and static.results["compile_s"] > 0
+    # a static cache keeps the decoding step's shapes: every graph compiled in the warm-up calls
+    assert static.results["warmup_compiles"] == static.results["compiles"] and static.results["recompiles"] == 0
     assert all(s.new_tokens == 12 for s in steps)
     started = json.loads((tmp_path / "static" / "events" / "rank0.jsonl").read_text().splitlines()[1])
     assert started["details"]["kv_cache_layout"] == "static"
