@@ -75,7 +75,7 @@ def generate_kwargs(job, model) -> dict[str, Any]:
     """``model.generate`` arguments of the job's KV-cache layout and compile setting."""
     task, opt = job.task, job.optimize
     if not task.kv_cache or task.kv_cache_layout != "static":
-        return {"disable_compile": True} if not opt.compile else {}
+        return {"disable_compile": True}  # a growing cache is never compiled (E224 keeps compile off)
     kwargs: dict[str, Any] = {"cache_implementation": "static"}
     if opt.compile:
         from transformers import CompileConfig
