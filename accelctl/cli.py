@@ -473,6 +473,8 @@ def cmd_doctor(args) -> int:
           + (f" ({', '.join(host['bf16_flags'])})" if host["bf16_flags"] else ""))
     print(f"precision: {host['bf16_advice']}")
     print("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
+    print("C++ compiler (optimize { compile = on } on the CPU): "
+          + (host["cxx_compiler"] or "none: torch.compile cannot build CPU kernels here (install g++)"))
     for p in probes:
         state = _color("ok", "32", sys.stdout) if p.ok else _color("absent", "33", sys.stdout)
         detail = ", ".join(f"{k}={v}" for k, v in p.facts.items()) if p.ok else p.error

@@ -70,7 +70,20 @@ def host_facts() -> dict:
     return {"cpu": cpu_model(), "cores": cpu_count(), "native_bf16": cpu_has_native_bf16(),
             "bf16_flags": cpu_bf16_flags(),
             "bf16_advice": cpu_precision_advice("bf16", measured=speed_vs_fp32("bf16", cpu_model(), 1)),
-            "adapters_present": present_adapters()}
+            "adapters_present": present_adapters(), "cxx_compiler": cxx_compiler()}
+
+
+def cxx_compiler() -> str:
+    """The C++ compiler inductor would call for ``optimize { compile = on }`` on the CPU
+    (``$CXX``, else g++, else clang++), as a path; "" when there is none."""
+    import os
+    import shutil
+
+    for name in (os.environ.get("CXX", ""), "g++", "clang++"):
+        found = shutil.which(name) if name else None
+        if found:
+            return found
+    return ""
 
 
 def doctor(names: list[str] | None = None) -> tuple[dict, list[Probe]]:

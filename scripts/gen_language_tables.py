@@ -43,7 +43,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "prompt": ("the prompt text", '"DeepSpeed is a machine learning framework"'),
         "max_new_tokens": ("tokens generated per call (exactly this many)", "required"),
         "decoding": ("search", None),
-        "kv_cache": ("reuse the key/value cache between tokens", "on"),
+        "kv_cache": ("reuse the key/value cache between tokens; static pre-allocates it (fixed shapes: what "
+                     "compiled decoding needs)", "on (dynamic)"),
         "batch_size": ("prompts or images per call: shorthand for `batch { micro = N }`", "1"),
         "inference_steps": ("denoising steps per image batch (diffusion)", "0 (the pipeline's default)"),
         "guidance_scale": ("classifier-free guidance scale (diffusion; 1 disables it)", None),
@@ -101,6 +102,14 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "keep": ("complete checkpoints kept; older ones are deleted once a newer one is complete", None),
         "dir": ("folder for the checkpoints (relative to the workload file); each run saves under "
                 "`<dir>/<run id>/`", "`checkpoints/` in the run folder"),
+    },
+    "optimize": {
+        "compile": ("`torch.compile` the model (inductor; on a CPU it needs a C++ compiler); compiled in the "
+                    "warm-up steps, reported apart (`compile_s`, `compiles`, `recompiles` after warm-up); "
+                    "generation: transformers compiles the decoding step (needs `kv_cache = static`)", None),
+        "compile_mode": ("torch.compile's mode (needs `compile = on`)", None),
+        "channels_last": ("weights and 4-D image inputs in the channels-last (NHWC) memory format "
+                          "(image models: vit, stable_diffusion)", None),
     },
     "target": {
         "device": ("device kind (the device catalog)", "the instance's device, or the target's name if it is "
@@ -169,6 +178,7 @@ DEFAULTS_FROM: dict[str, tuple[type, dict[str, str]]] = {
     "optimizer": (T.OptimizerSpec, {}),
     "measure": (T.MeasureSpec, {}),
     "checkpoint": (T.CheckpointSpec, {}),
+    "optimize": (T.OptimizeSpec, {}),
     "target": (T.TargetSpec, {}),
     "parallel": (T.ParallelSpec, {"stage": "zero_stage"}),
 }
@@ -178,7 +188,7 @@ def schema_tables() -> dict[str, dict]:
     return {
         "workload": S.WORKLOAD_KEYS, "task": {k: t for k, (t, _) in S.TASK_KEYS.items()}, "model": S.MODEL_KEYS,
         "dataset": S.DATASET_KEYS, "fp8": S.FP8_KEYS, "batch": S.BATCH_KEYS, "optimizer": S.OPTIMIZER_KEYS,
-        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
+        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "optimize": S.OPTIMIZE_KEYS, "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
     }
 
 
@@ -279,6 +289,12 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'workload w { task pretrain { } model hf("someone/unknown") }', "file"),
     ("E214", "positional argument where names are needed; hf()/local()/files() need one string",
      "optimizer sgd(0.1)", "line"),
+    ("E222", "`channels_last` on a model without image input", "optimize { channels_last = on }", "line"),
+    ("E223", "`compile_mode` where `compile` is off", "optimize { compile_mode = max-autotune }", "line"),
+    ("E224", "`compile = on` for generation without `kv_cache = static` (a growing cache recompiles every token)",
+     "workload w { task generate { max_new_tokens = 5 } model gpt2()\n  optimize { compile = on } }", "file"),
+    ("E225", "`compile = on` with fewer than 2 warm-up steps (compilation would land in a measured step)",
+     "optimize { compile = on }\n  measure { warmup = 1  steps = 5 }", "line"),
     ("E226", "`accelctl compare` refuses a run that is not a complete measurement: incomplete, failed, stopped, "
              "unreadable, or a `repeat` series with a run missing (`--force` compares anyway; exit 2)",
      "accelctl compare A B (B has no summary.json)", "text"),

@@ -90,6 +90,8 @@ def test_doctor_reports_this_machine_without_crashing():
     assert probes["torch"]["ok"] and probes["torch"]["facts"]["version"].startswith("2.14.1")
     assert "cpu" in d["host"]["adapters_present"]
     assert isinstance(d["host"]["native_bf16"], bool)
+    # the compiler inductor needs for optimize { compile = on } on the CPU: g++ on this machine kind
+    assert d["host"]["cxx_compiler"].endswith("++")
     # absent stacks are reported, not raised
     assert not probes["habana"]["ok"] and "habana_frameworks" in probes["habana"]["error"]
 

@@ -51,6 +51,8 @@ def process_env(job: WorkerJob) -> dict[str, str]:
 
 #: the code of every backend refusal
 REFUSED = "E520"
+#: the code of an ``optimize`` setting a backend cannot run (it compiles its own way ...)
+OPTIMIZE_REFUSED = "E221"
 
 
 def refusal(spec: WorkloadSpec, target: TargetSpec, reason: str, *settings: str) -> Diagnostic:
@@ -85,6 +87,11 @@ class Backend:
     #: ``accelctl doctor`` probes of the tool this backend launches (name -> code printing one
     #: JSON object in a child interpreter); device stacks are probed by their families
     probes: ClassVar[Mapping[str, str]] = {}
+    #: why this backend does not run ``optimize { compile = on }`` ("" = it does: the worker
+    #: ``torch.compile``s the model it builds, ``accelctl.worker.optimize``)
+    compile_refusal: str = ""
+    #: why it does not run ``optimize { channels_last = on }`` ("" = it does)
+    channels_last_refusal: str = ""
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         """Whether this backend is the natural choice for the target (registry order decides ties)."""
@@ -106,6 +113,16 @@ class Backend:
                                "parallel"))
         if spec.task.kind not in self.tasks:
             out.append(refusal(spec, target, f"backend {self.name} does not do {spec.task.kind} tasks", "task"))
+        return out + self.optimize_unsupported(spec, target)
+
+    def optimize_unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
+        """The target's ``optimize`` settings this backend cannot run: E221 at the setting."""
+        out = []
+        for key, why in (("compile", self.compile_refusal), ("channels_last", self.channels_last_refusal)):
+            if why and getattr(target.optimize, key):
+                out.append(Diagnostic(OPTIMIZE_REFUSED, f"backend {self.name} does not run {key} = on "
+                                      f"(target {target.name})", spec.origin_of(target.name, f"optimize.{key}"),
+                                      spec.path, why))
         return out
 
     def processes_per_node(self, target: TargetSpec) -> int:

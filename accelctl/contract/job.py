@@ -27,6 +27,7 @@ from accelctl.spec.types import (
     MeasureSpec,
     ModelSpec,
     OptimizerSpec,
+    OptimizeSpec,
     ParallelSpec,
     PrecisionSpec,
     TaskSpec,
@@ -100,6 +101,8 @@ class WorkerJob:
     #: ``deepspeed.init_inference``
     strategy: str = "plain"
     gradient_checkpointing: bool = False
+    #: torch.compile / channels-last of the model the worker builds (``accelctl.worker.optimize``)
+    optimize: OptimizeSpec = field(default_factory=OptimizeSpec)
     seed: int = 0
     #: checkpoints: every N steps, kept K, in ``dir`` (absolute) or the run folder's ``checkpoints/``
     #: (``accelctl.contract.checkpoint``); a worker that finds a complete one of its run resumes from it

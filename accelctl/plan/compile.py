@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
-from accelctl.plan.jobs import build_job, checkpoint_warnings, threads_per_process
+from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.rehearse import rehearsal_target
@@ -65,7 +65,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     built = backend.build(spec, target, job)
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = [*built.warnings, *checkpoint_warnings(target, job)]
-    notes = [*built.notes, *filter(None, [weights_note(target, job)]), fit.describe()]
+    notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe()]
     if rehearsal is not None:
         notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "
                         f"CPU with the stand-in, random weights: " + ("; ".join(rehearsal.changes) or "same layout"))

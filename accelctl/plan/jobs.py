@@ -86,6 +86,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
         parallel=target.parallel,
         strategy=strategy,
         gradient_checkpointing=target.gradient_checkpointing,
+        optimize=target.optimize,
         seed=spec.seed,
         checkpoint=checkpoint,
         scale=scale,
@@ -99,6 +100,21 @@ def hub_access(target: TargetSpec) -> str:
     """The target's ``hub`` option, else online on an accelerator (the real weights and data
     come from the Hub there) and offline on the host (its cache and local paths only)."""
     return str(target.options.get("hub") or ("offline" if DEVICES[target.device].host else "online"))
+
+
+def optimize_notes(job: WorkerJob) -> list[str]:
+    """One plan note per ``optimize`` setting and static KV cache the worker will apply."""
+    notes = []
+    if job.optimize.compile:
+        notes.append(f"torch.compile(mode={job.optimize.compile_mode}) of the model: compiled in the warm-up "
+                     "steps (time reported as compile_s, apart from the measured steps; recompilations after "
+                     "warm-up counted and warned)")
+    if job.optimize.channels_last:
+        notes.append("channels-last (NHWC) weights and image inputs")
+    if job.task.kind == "generate" and job.task.kv_cache and job.task.kv_cache_layout == "static":
+        notes.append(f"static KV cache (cache_implementation=\"static\"): pre-allocated for prompt + "
+                     f"{job.task.max_new_tokens} tokens")
+    return notes
 
 
 def checkpoint_warnings(target: TargetSpec, job: WorkerJob) -> list[str]:

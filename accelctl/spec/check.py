@@ -8,6 +8,7 @@ first problem: all diagnostics of a file are collected, then raised together.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from pathlib import Path
@@ -19,7 +20,15 @@ from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec.models import FAMILIES, KNOWN_MODELS, real_architecture
-from accelctl.spec.types import CheckpointSpec, MeasureSpec, ModelSpec, OptimizerSpec, TaskSpec, WorkloadSpec
+from accelctl.spec.types import (
+    CheckpointSpec,
+    MeasureSpec,
+    ModelSpec,
+    OptimizerSpec,
+    OptimizeSpec,
+    TaskSpec,
+    WorkloadSpec,
+)
 from accelctl.spec.values import BAD, Ctx
 
 
@@ -165,6 +174,9 @@ def check_task(it: ast.Item | None, ctx: Ctx, origins: Origins, wspan: Span) -> 
     if kind == "generate" and "prompt" not in items:
         vals.setdefault("prompt", "DeepSpeed is a machine learning framework")
     vals.pop("batch_size", None)
+    if "kv_cache" in vals:  # "dynamic", "static" or "" (off)
+        layout = vals.pop("kv_cache")
+        vals.update(kv_cache=bool(layout), kv_cache_layout=layout or "dynamic")
     return TaskSpec(kind=kind, **vals)
 
 
@@ -300,6 +312,36 @@ def check_checkpoint(it: ast.Item | None, ctx: Ctx, origins: Origins, task: Task
     return CheckpointSpec(**vals)
 
 
+def optimize_values(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str) -> dict[str, Any]:
+    """The keys written in an ``optimize { compile = on ... }`` block (workload or target)."""
+    if it is None:
+        return {}
+    if not isinstance(it, ast.Block) or it.header is not None:
+        ctx.error("E209", "optimize is a block", it.span, "write optimize { compile = on }")
+        return {}
+    vals = typed_entries(items_by_key(it.items, ctx), S.OPTIMIZE_KEYS, ctx, "optimize", origins, prefix)
+    if vals:
+        origins.add(prefix, it.span)
+    return vals
+
+
+def check_optimize(written: dict[str, Any], below: OptimizeSpec, model: ModelSpec | None, ctx: Ctx,
+                   origins: Origins, prefix: str) -> OptimizeSpec:
+    """``written`` (one block's keys) over ``below`` (the workload's, for a target), with the
+    rules of what the block itself wrote: channels_last needs image input (E222), a
+    compile_mode needs compile = on (E223)."""
+    opt = OptimizeSpec(**{**dataclasses.asdict(below), **written})
+    if written.get("channels_last") and model is not None and not FAMILIES[model.family].image_input:
+        ctx.error("E222", f"channels_last applies to image models; {model.family} takes token ids",
+                  origins[f"{prefix}.channels_last"],
+                  "channels-last (NHWC) is a memory format of 4-D image tensors: remove it, or use it with "
+                  + ", ".join(f.name for f in FAMILIES.values() if f.image_input))
+    if "compile_mode" in written and not opt.compile:
+        ctx.error("E223", f"compile_mode = {opt.compile_mode} but compile is off", origins[f"{prefix}.compile_mode"],
+                  "add compile = on, or remove compile_mode")
+    return opt
+
+
 def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None,
                     prefix: str = "optimizer") -> OptimizerSpec:
     if it is None:
@@ -350,6 +392,8 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     measure = check_measure(items.get("measure"), ctx, origins)
     optimizer = check_optimizer(items.get("optimizer"), ctx, origins, task)
     checkpoint = check_checkpoint(items.get("checkpoint"), ctx, origins, task)
+    optimize = check_optimize(optimize_values(items.get("optimize"), ctx, origins, "optimize"), OptimizeSpec(),
+                              model, ctx, origins, "optimize")
     precision = check_precision(items.get("precision"), ctx, origins, "precision")
     engines = check_engines(items.get("engine", []), ctx, origins)
     gc = top.get("gradient_checkpointing", False)
@@ -360,7 +404,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     if bs is not None and "micro" in wl_batch:
         ctx.error("E204", "batch size set twice: task batch_size and batch micro", bs[1], "keep one of them")
     targets = check_targets(items.get("target", []), wl_batch, bs, precision, gc, task, model,
-                            engines, ctx, origins, w.span)
+                            engines, ctx, origins, w.span, optimize, measure)
     if task is None or model is None:
         return None
     return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,

@@ -27,6 +27,9 @@ class Family:
     transformer: bool = True
     #: convolutional (Neuron SDK of the seeds' era cannot train CNNs)
     convolutional: bool = False
+    #: takes 4-D image tensors through convolutions (a patch-embedding or UNet conv): the
+    #: channels-last memory format applies (``optimize { channels_last = on }``)
+    image_input: bool = False
 
 
 FAMILIES: dict[str, Family] = {
@@ -55,12 +58,13 @@ FAMILIES: dict[str, Family] = {
         Family(
             "vit", "timm", ("pretrain", "finetune", "infer"),
             {"layers": 2, "hidden": 64, "heads": 4, "mlp_ratio": 4.0, "image_size": 32, "patch": 8, "classes": 10},
+            image_input=True,
         ),
         Family(
             "stable_diffusion", "diffusers", ("infer",),
             {"channels": 32, "layers_per_block": 1, "image_size": 64, "text_layers": 2, "text_hidden": 32,
              "heads": 2, "vocab": 1000},
-            transformer=False, convolutional=True,
+            transformer=False, convolutional=True, image_input=True,
         ),
     )
 }

@@ -6,6 +6,7 @@ key to its value type (``accelctl.spec.values``).
 
 from __future__ import annotations
 
+from accelctl.dsl import ast
 from accelctl.spec import plugins
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
@@ -21,11 +22,26 @@ TASK_KEYS: dict[str, tuple[V.VType, tuple[str, ...]]] = {
     "prompt": (V.string(), ("generate",)),
     "max_new_tokens": (V.integer(1, 1_000_000, unit_dim="tokens"), ("generate",)),
     "decoding": (V.choice("greedy", "sample"), ("generate",)),
-    "kv_cache": (V.boolean(), ("generate",)),
+    "kv_cache": (V.VType("on/off/static", lambda v, ctx, key: kv_cache_value(v, ctx, key),
+                         "on, off (also true/false ...), dynamic (= on: grows per token), static (pre-allocated "
+                         "for prompt + max_new_tokens: fixed shapes, what compiled decoding needs)"),
+                 ("generate",)),
     "batch_size": (V.integer(1, 1_000_000, unit_dim="samples"), ("generate", "infer")),
     "inference_steps": (V.integer(1, 10_000, unit_dim="steps"), ("infer",)),
     "guidance_scale": (V.number(0.0, 100.0), ("infer",)),
 }
+KV_CACHE_LAYOUTS = ("dynamic", "static")
+_ON_OFF = V.boolean()
+
+
+def kv_cache_value(v, ctx: V.Ctx, key: str):
+    """``kv_cache = on|off|dynamic|static`` -> "dynamic", "static" or "" (off)."""
+    if isinstance(v, ast.Word) and v.name in KV_CACHE_LAYOUTS:
+        return v.name
+    on = _ON_OFF.fn(v, ctx, key)
+    return on if on is V.BAD else ("dynamic" if on else "")
+
+
 GENERATION_KEYS = {"prompt", "max_new_tokens", "decoding", "kv_cache"}
 
 MODEL_KEYS: dict[str, V.VType] = {
@@ -75,6 +91,15 @@ MEASURE_KEYS: dict[str, V.VType] = {
     "warmup": V.integer(0, 1_000_000, unit_dim="steps"),
     "steps": V.integer(1, 10_000_000, unit_dim="steps"),
     "repeat": V.integer(1, 100),
+}
+
+#: ``optimize { ... }``: how the worker runs the model, per workload or per target (the target's
+#: keys over the workload's); which backends can do each is the backend plug-in's to say
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+OPTIMIZE_KEYS: dict[str, V.VType] = {
+    "compile": V.boolean(),
+    "compile_mode": V.choice(*COMPILE_MODES),
+    "channels_last": V.boolean(),
 }
 
 CHECKPOINT_KEYS: dict[str, V.VType] = {
@@ -181,7 +206,7 @@ TARGET_KEYS: dict[str, V.VType] = {
     "hub": V.choice("online", "offline"),
 }
 #: target keys handled by the check pass itself (not plain typed values)
-TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer")
+TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer", "optimize")
 #: target keys that become backend options
 TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "threads", "weights",
                   "neuron_parallel_compile", "script", "te_version", "hub")
@@ -209,8 +234,8 @@ PARALLEL_ARGS: dict[str, V.VType] = {
     "kernel_inject": V.boolean(),
 }
 
-WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "engine",
-                   "target")
+WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "optimize",
+                   "engine", "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
     "description": V.string(),
     "seed": V.integer(0, 2**31 - 1),

@@ -14,13 +14,24 @@ from accelctl.errors import Span, did_you_mean
 from accelctl.hostinfo import CPU_16BIT_HINT
 from accelctl.spec import schema as S
 from accelctl.spec.catalog import DEVICES, INSTANCES
-from accelctl.spec.check import Origins, call_kwargs, check_measure, check_optimizer, items_by_key, typed_entries
+from accelctl.spec.check import (
+    Origins,
+    call_kwargs,
+    check_measure,
+    check_optimize,
+    check_optimizer,
+    items_by_key,
+    optimize_values,
+    typed_entries,
+)
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import (
     BatchSpec,
     EngineSpec,
     Fp8Recipe,
+    MeasureSpec,
     ModelSpec,
+    OptimizeSpec,
     ParallelSpec,
     PrecisionSpec,
     TargetSpec,
@@ -124,7 +135,9 @@ def _resolve_device(name: str, vals: dict, items: dict, ctx: Ctx, span: Span) ->
 
 def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] | None,
                  precision: PrecisionSpec | None, gc: bool, task: TaskSpec | None, model: ModelSpec | None,
-                 engines: dict[str, EngineSpec], ctx: Ctx, origins: Origins) -> TargetSpec | None:
+                 engines: dict[str, EngineSpec], ctx: Ctx, origins: Origins,
+                 wl_optimize: OptimizeSpec = OptimizeSpec(), wl_measure: MeasureSpec = MeasureSpec()
+                 ) -> TargetSpec | None:
     header = it.header if isinstance(it, ast.Block) else it.value
     if not isinstance(header, ast.Word):
         ctx.error("E207", "target needs a name", it.span, "write target <name> { device = ... }")
@@ -166,12 +179,15 @@ def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] |
     optimizer = (check_optimizer(items["optimizer"], ctx, origins, task, f"{pre}.optimizer")
                  if "optimizer" in items else None)
     options = {k: vals[k] for k in S.TARGET_OPTIONS if k in vals}
+    optimize = check_optimize(optimize_values(items.get("optimize"), ctx, origins, f"{pre}.optimize"), wl_optimize,
+                              model, ctx, origins, f"{pre}.optimize")
     t = TargetSpec(name=name, device=device, instance=vals.get("instance", ""), nodes=nodes, devices=devices,
                    price_per_hour=price, memory_bytes=vals.get("memory", dev.memory_bytes), parallel=parallel,
                    precision=prec, batch=batch, gradient_checkpointing=vals.get("gradient_checkpointing", gc),
                    engine=vals.get("engine", "local"), backend=vals.get("backend", ""), options=options,
-                   measure=measure, optimizer=optimizer)
+                   measure=measure, optimizer=optimizer, optimize=optimize)
     _rules(t, items, task, model, ctx, it.span, origins)
+    _optimize_rules(t, task, measure or wl_measure, ctx, origins)
     return t
 
 
@@ -246,8 +262,28 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         ctx.warn("W601", f"target {t.name} runs {t.precision.dtype} on a CPU", where, CPU_16BIT_HINT)
 
 
+def _optimize_rules(t: TargetSpec, task: TaskSpec | None, measure: MeasureSpec, ctx: Ctx, origins: Origins) -> None:
+    """What ``optimize { compile = on }`` needs of the task and the measurement: generation
+    compiled needs a static KV cache (E224: a cache that grows every token is a new shape
+    every token, a recompilation each), and two warm-up steps (E225: the first warm-up step
+    counts FLOPs in eager mode, the second compiles; compilation must not land in a measured
+    step)."""
+    if not t.optimize.compile or task is None:
+        return
+    where = origins.get(f"targets.{t.name}.optimize.compile") or origins.get("optimize.compile")
+    if task.kind == "generate" and not (task.kv_cache and task.kv_cache_layout == "static"):
+        ctx.error("E224", f"compile = on for generation (target {t.name}) needs kv_cache = static", where,
+                  "a dynamic KV cache grows by a token each step, a new shape and a recompilation per token: "
+                  "write kv_cache = static in task generate, or compile = off")
+    if measure.warmup < 2:
+        ctx.error("E225", f"compile = on needs 2 warm-up steps or more; target {t.name} warms up {measure.warmup}",
+                  where, "the first warm-up step counts FLOPs in eager mode and the second compiles, so that "
+                  "compilation stays out of the measured steps: write measure { warmup = 2 steps ... }")
+
+
 def check_targets(items: list[ast.Item], wl_batch, bs, precision, gc, task, model, engines, ctx: Ctx,
-                  origins: Origins, wspan: Span) -> tuple[TargetSpec, ...]:
+                  origins: Origins, wspan: Span, optimize: OptimizeSpec = OptimizeSpec(),
+                  measure: MeasureSpec = MeasureSpec()) -> tuple[TargetSpec, ...]:
     out: list[TargetSpec] = []
     seen: dict[str, ast.Item] = {}
     for it in items:
@@ -259,12 +295,13 @@ def check_targets(items: list[ast.Item], wl_batch, bs, precision, gc, task, mode
             continue
         if nm:
             seen[nm] = it
-        t = check_target(it, wl_batch, bs, precision, gc, task, model, engines, ctx, origins)
+        t = check_target(it, wl_batch, bs, precision, gc, task, model, engines, ctx, origins, optimize, measure)
         if t is not None:
             out.append(t)
     if not items:
         implicit = ast.Block("target", ast.Word("cpu", wspan), (), wspan, wspan)
-        t = check_target(implicit, wl_batch, bs, precision, gc, task, model, engines, ctx, origins)
+        t = check_target(implicit, wl_batch, bs, precision, gc, task, model, engines, ctx, origins, optimize,
+                         measure)
         if t is not None:
             out.append(t)
     return tuple(out)

@@ -32,6 +32,10 @@ class TaskSpec:
     decoding: str = "greedy"
     #: generation: reuse the key/value cache between tokens
     kv_cache: bool = True
+    #: generation: how that cache is held: dynamic (grows by a token each step) or static
+    #: (pre-allocated for prompt + max_new_tokens: fixed shapes, transformers'
+    #: ``cache_implementation="static"``, what compiled decoding needs)
+    kv_cache_layout: str = "dynamic"
     #: diffusion: denoising steps per image batch
     inference_steps: int = 0
     #: diffusion: classifier-free guidance scale (1 disables it)
@@ -141,6 +145,24 @@ class MeasureSpec:
 
 
 @dataclass(frozen=True)
+class OptimizeSpec:
+    """``optimize { compile = on  compile_mode = default  channels_last = on }``: how the
+    worker runs the model (``accelctl.worker.optimize``).  Which backends can do it is theirs
+    to say (``Backend.compile_refusal``)."""
+
+    #: ``torch.compile`` the model (inductor); compilation happens in the warm-up steps
+    compile: bool = False
+    #: torch.compile's mode: default, reduce-overhead (CUDA graphs), max-autotune, max-autotune-no-cudagraphs
+    compile_mode: str = "default"
+    #: weights and 4-D image inputs in channels-last (NHWC) memory format (image models)
+    channels_last: bool = False
+
+    @property
+    def any(self) -> bool:
+        return self.compile or self.channels_last
+
+
+@dataclass(frozen=True)
 class CheckpointSpec:
     """``checkpoint { every = N steps  keep = K  dir = "path" }``: training state saved
     every ``every`` optimizer steps so ``accelctl run --resume RUN_ID`` can continue."""
@@ -207,6 +229,8 @@ class TargetSpec:
     #: that counts fewer steps, or a 16-node target with a larger learning rate
     measure: MeasureSpec | None = None
     optimizer: OptimizerSpec | None = None
+    #: effective ``optimize`` settings: the workload's with this target's keys over them
+    optimize: OptimizeSpec = field(default_factory=OptimizeSpec)
 
     @property
     def world_size(self) -> int:

@@ -77,8 +77,11 @@ class CpuAdapter:
         torch.distributed.init_process_group(self.dist_backend)
 
     def compile_stats(self) -> dict:
-        """Graph compilation so far (count, seconds), reported apart from step time; eager: none."""
-        return {}
+        """Graph compilation so far (count, seconds), reported apart from step time: torch.compile's
+        (``optimize { compile = on }``), else none."""
+        from accelctl.worker import optimize
+
+        return optimize.compile_stats()
 
     def wrap_batches(self, batches, job):
         """Feed batches to the device; eager devices take them as they come."""

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from accelctl.worker import data, models
+from accelctl.worker import data, models, optimize
 from accelctl.worker.context import RunContext
 
 
@@ -45,6 +45,7 @@ def prepare(ctx: RunContext) -> models.Built:
     model = built.model.to(adapter.device).eval()
     if ctx.precision.dtype is not None and ctx.precision.name != "fp8":
         model = model.to(ctx.precision.dtype)
+    model = optimize.apply(model, job, ctx.log)  # infer: channels-last, torch.compile; generate: see run()
     # DeepSpeed-inference: tensor-parallel shards (AutoTP or kernels); plain: the model as is
     model = ctx.strategy.prepare_inference(model, ctx)
     built.model = adapter.prepare_inference(model)
@@ -81,11 +82,15 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     read = prompts.details if job.data.kind != "synthetic" else {}
     ctx.started({**built.details(), **read, "prompt": job.task.prompt, "prompt_tokens": len(first[0]),
-                 "max_new_tokens": n_new, "kv_cache": job.task.kv_cache, "decoding": "greedy"})
+                 "max_new_tokens": n_new, "kv_cache": job.task.kv_cache, "decoding": "greedy",
+                 "kv_cache_layout": job.task.kv_cache_layout if job.task.kv_cache else "off"})
+    cache_and_compile = optimize.generate_kwargs(job, model)  # static KV cache, transformers' compile
 
-    step, latencies, sample = 0, [], None
+    step, latencies, sample, at_measure = 0, [], None, None
     for phase, repeat, count in schedule(job):
         ctx.phase(phase, repeat)
+        if phase == "measure" and repeat == 0:
+            at_measure = adapter.compile_stats()  # compiled decoding: graphs of the warm-up calls
         for _ in range(count):
             step += 1
             ids = torch.tensor(first if step == 1 else next(prompts), device=adapter.device)
@@ -97,7 +102,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
                 # greedy, and min_new_tokens == max_new_tokens: exactly n_new tokens, EOS or not
                 out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n_new,
                                      min_new_tokens=n_new, do_sample=False, num_beams=1,
-                                     use_cache=job.task.kv_cache, pad_token_id=pad, streamer=clock)
+                                     use_cache=job.task.kv_cache, pad_token_id=pad, streamer=clock,
+                                     **cache_and_compile)
             adapter.sync()
             latency = time.perf_counter() - t0
             new = out.shape[1] - (1 if built.kind == models.SEQ2SEQ else ids.shape[1])
@@ -117,7 +123,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     ctx.phase("done")
     return step, {"new_tokens": n_new, "sample_ids": sample[:20] if sample else [],
                   "sample_text": tok.decode(sample) if sample else "",
-                  "mean_latency_s": statistics.fmean(latencies) if latencies else None}
+                  "mean_latency_s": statistics.fmean(latencies) if latencies else None,
+                  **optimize.split_compiles(adapter.compile_stats(), at_measure)}
 
 
 def run_infer(ctx: RunContext) -> tuple[int, dict]:
@@ -162,4 +169,4 @@ def run_infer(ctx: RunContext) -> tuple[int, dict]:
                      mfu=ctx.mfu(flops, dt),
                      mem_bytes=adapter.memory_bytes())
     ctx.phase("done")
-    return step, {"flops_per_step": flops}
+    return step, {"flops_per_step": flops, **adapter.compile_stats()}

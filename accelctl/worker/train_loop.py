@@ -14,7 +14,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from accelctl.worker import data, models
+from accelctl.worker import data, models, optimize
 from accelctl.worker.checkpoint import Checkpointer, CountedBatches
 from accelctl.worker.context import NonFiniteLoss, RunContext
 
@@ -36,6 +36,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         else:  # timm
             model.set_grad_checkpointing(True)
     model = adapter.prepare_training(model.to(adapter.device).train())
+    model = optimize.apply(model, job, ctx.log)  # channels-last, torch.compile (in place, before DDP)
     model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
     optimizer = adapter.make_optimizer(job.optimizer, model.parameters())
     read = data.training_batches(job, built, ctx.rank, world, ctx.log)
@@ -203,7 +204,7 @@ class CompileWatch:
             seconds = now.get("compile_s", 0.0) - self.last.get("compile_s", 0.0)
             cause = ("batch shape changed: " + ", ".join(changed) + " (a ragged last batch? keep shapes fixed)"
                      if changed else "no batch shape changed; a graph differs (run with PT_XLA_DEBUG_LEVEL=1 "
-                     "for torch-xla's compilation analysis)")
+                     "for torch-xla's compilation analysis, TORCH_LOGS=recompiles for torch.compile's)")
             self.ctx.log("warning", f"recompilation in the measured phase at step {step}: {new} new graph(s), "
                                     f"{seconds:.1f} s compiling inside the step; cause: {cause}")
         for k, v in shapes.items():

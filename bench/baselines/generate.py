@@ -26,6 +26,7 @@ ap.add_argument("--new-tokens", type=int, default=100)
 ap.add_argument("--warmup", type=int, default=2)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--static-cache", action="store_true", help='cache_implementation="static"')
 args = ap.parse_args()
 
 torch.set_num_threads(args.threads)
@@ -40,12 +41,14 @@ else:
                                      n_head=args.heads, **ids)
     model = transformers.GPT2LMHeadModel(config).eval()
 prompt = torch.randint(4, 260, (1, args.prompt_tokens))
+cache = {"cache_implementation": "static"} if args.static_cache else {}
 
 
 def step():
     with torch.inference_mode():
         model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=args.new_tokens,
-                       min_new_tokens=args.new_tokens, do_sample=False, num_beams=1, use_cache=True, pad_token_id=0)
+                       min_new_tokens=args.new_tokens, do_sample=False, num_beams=1, use_cache=True, pad_token_id=0,
+                       **cache)
 
 
 report(timed_steps(step, args.warmup, args.steps))

@@ -1,6 +1,9 @@
 """Bare timm ViT classification training loop (random weights, synthetic images).
 
-    python bench/baselines/timm_vit.py --layers 12 --hidden 192 --heads 3 --batch 2 --steps 20
+    python bench/baselines/timm_vit.py --layers 12 --hidden 192 --heads 3 --batch 2 --steps 20 [--compile]
+
+``--compile``: ``model.compile()`` (torch.compile, inductor, default mode) before the loop,
+as a user would write it; compilation happens in the first (warm-up) step.
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ ap.add_argument("--lr", type=float, default=1e-3)
 ap.add_argument("--warmup", type=int, default=3)
 ap.add_argument("--steps", type=int, default=20)
 ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--compile", action="store_true")
 args = ap.parse_args()
 
 torch.set_num_threads(args.threads)
 torch.manual_seed(0)
 model = VisionTransformer(img_size=args.image_size, patch_size=args.patch, num_classes=args.classes,
                           embed_dim=args.hidden, depth=args.layers, num_heads=args.heads).train()
+if args.compile:
+    model.compile()
 opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
 pool = [(torch.randn(args.batch, 3, args.image_size, args.image_size),
          torch.randint(0, args.classes, (args.batch,))) for _ in range(8)]

@@ -56,10 +56,12 @@ UNITS = ["steps", "step", "tokens", "samples", "sequences", "images", "GB", "GiB
          "min", "h", "usd/h", "$/h", "Gbps", "TFLOPS", "epochs"]
 KEYS = sorted({*S.TASK_KEYS, *S.MODEL_KEYS, *S.DATASET_KEYS, *S.BATCH_KEYS, *S.OPTIMIZER_KEYS, *S.MEASURE_KEYS,
                *S.TARGET_KEYS, *S.FP8_KEYS, *S.WORKLOAD_KEYS, *S.PARALLEL_ARGS,
-               *(k for table in S.ENGINE_KEYS.values() for k in table), "stand_in", "fallback", "parallel"})
+               *(k for table in S.ENGINE_KEYS.values() for k in table), "stand_in", "fallback", "parallel",
+               *S.OPTIMIZE_KEYS, "optimize"})
 WORDS = sorted({*S.TASK_KINDS, *FAMILIES, *S.PRECISIONS, *S.OPTIMIZERS, *DEVICES, *S.ENGINE_KEYS, *S.BACKENDS,
                 *S.PARALLEL_STRATEGIES, "on", "off", "greedy", "sample", "mlm", "causal_lm", "seq2seq", "example",
-                "worker", "hf", "local", "synthetic", "files", "offline", "cpu", "random", "real", "workload"})
+                "worker", "hf", "local", "synthetic", "files", "offline", "cpu", "random", "real", "workload",
+                *S.KV_CACHE_LAYOUTS, *S.COMPILE_MODES})
 NUMBERS = ["0", "1", "2", "-1", "8", "1.5", "0.001", "1e-3", "1_000", ".5", "65_535", "65536", "1e309", "-1e309",
            "1e-400", "9" * 400, "9" * 4301, "2147483648", "18446744073709551616", "1e308", "007", "1.e5", "+3"]
 STRINGS = ["", " ", "x", "bigscience/bloomz-560m", "--trust_remote_code", "-x", "a\\nb", "localhost",

@@ -30,6 +30,7 @@ PUBLISHED = {
     "t5_3b_summarization": 2.85e9,  # T5-3B (2.85 B parameters; "3B" in the name)
     "vit_huge_fp8": 632e6,       # ViT-H (632 M)
     "vit_neuron": 86e6,          # ViT-B/16 (86 M), timm's default ViT of seed 004
+    "vit_compiled": 86e6,        # ViT-B/16 (86 M), workloads/compiled.wl
     "stable_diffusion": 1.07e9,  # SD 1.x: UNet 860 M + VAE 84 M + CLIP text 123 M
 }
 

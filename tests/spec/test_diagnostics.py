@@ -134,6 +134,20 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     # ---------------------------------------------------------------- checkpoints
     "E235": [("checkpoint-on-generate", wl("‸checkpoint { every = 5 steps }", base=GEN), ())],
     "E236": [("checkpoint-without-every", wl("‸checkpoint { keep = 3 }"), ())],
+    # ---------------------------------------------------------------- optimize { }
+    "E222": [("channels-last-on-text-model", wl("optimize { compile = on  ‸channels_last = on }"), ()),
+             ("channels-last-in-a-target", wl("target cpu { devices = 1  optimize { ‸channels_last = on } }"), ())],
+    "E223": [("compile-mode-without-compile", wl("optimize { ‸compile_mode = max-autotune }"), ()),
+             ("target-turns-compile-off", wl("optimize { compile = on }",
+                                             "target cpu { devices = 1  optimize { compile = off  "
+                                             "‸compile_mode = default } }"), ())],
+    "E224": [("compiled-generation-dynamic-cache", wl("optimize { ‸compile = on }", base=GEN), ()),
+             ("compiled-generation-cache-off",
+              "workload w {\n  task generate { max_new_tokens = 5  kv_cache = off }\n  model gpt2()\n"
+              "  target cpu { devices = 1  optimize { ‸compile = on } }\n}\n", ())],
+    "E225": [("compile-one-warmup-step", wl("optimize { ‸compile = on }", "measure { warmup = 1  steps = 5 }"), ()),
+             ("target-measure-no-warmup", wl("optimize { ‸compile = on }",
+                                             "target cpu { devices = 1  measure { warmup = 0  steps = 3 } }"), ())],
     # ---------------------------------------------------------------- targets and devices
     "E501": [("fp8-on-a100", wl("target g { device = a100  ‸precision = fp8 }"), ()),
              ("fp8-inherited-on-gaudi1", wl("precision fp8", "target g { ‸device = gaudi }"), ())],

@@ -194,6 +194,8 @@ class DeepSpeedBackend(Backend):
     strategies = ("zero", "data", "none")
     tasks = ("pretrain", "finetune")
     summary = "DeepSpeed launcher + deepspeed.initialize: ZeRO 0-3 data parallelism, offload"
+    compile_refusal = ("the worker compiles the model of its plain strategy only; a DeepSpeed engine compiles "
+                       "through its own engine.compile(), which accelctl does not call yet: remove compile")
     probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
@@ -262,6 +264,8 @@ class DeepSpeedInferenceBackend(Backend):
     strategies = ("deepspeed_inference",)
     tasks = ("generate", "infer")
     summary = "DeepSpeed launcher + deepspeed.init_inference: tensor parallel (AutoTP or kernel injection)"
+    compile_refusal = ("deepspeed.init_inference replaces the model's modules (AutoTP shards, injected kernels) "
+                       "after it is built; accelctl does not compile that model: remove compile")
     probes = PROBES
 
     def processes_per_node(self, target: TargetSpec) -> int:

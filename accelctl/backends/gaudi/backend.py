@@ -125,6 +125,9 @@ class GaudiBackend(Backend):
     precisions = ("fp32", "bf16", "fp8")
     strategies = ("none", "data", "deepspeed_inference")
     summary = "Intel Gaudi through optimum-habana: gaudi_spawn.py, lazy mode, HPU graphs, GaudiConfig"
+    compile_refusal = ("Gaudi compiles through its own graph modes: lazy mode (lazy_mode = on, the default) "
+                       "accumulates and compiles graphs, HPU graphs (hpu_graphs = on) capture them for replay; "
+                       "torch.compile's hpu_backend needs eager mode, which accelctl's Gaudi plans do not use")
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)

@@ -152,6 +152,8 @@ class TeFp8Backend(TorchrunBackend):
     strategies = ("none", "data")
     tasks = ("pretrain", "finetune")
     summary = "torchrun + nccl, timm ViT blocks swapped for te.TransformerLayer, FP8 autocast (Transformer Engine)"
+    compile_refusal = ("accelctl has not run torch.compile over Transformer Engine layers and fp8_autocast "
+                       "(no Hopper GPU here to prove it): remove compile for this target")
     probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:

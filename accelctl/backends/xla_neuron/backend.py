@@ -94,6 +94,11 @@ class XlaNeuronBackend(Backend):
     strategies = ("none", "data")
     tasks = ("pretrain", "finetune", "infer")
     summary = "torch-xla on Trainium/Inferentia2: torchrun, one process per NeuronCore, xla process group"
+    compile_refusal = ("torch-xla traces every step and compiles it with XLA (neuronx-cc on Neuron) already; "
+                       "torch.compile on top would compile twice: remove compile (neuron_parallel_compile = on "
+                       "pre-compiles the graphs)")
+    channels_last_refusal = ("XLA picks the layouts of the graphs it compiles; a torch memory format does not "
+                             "reach the device: remove channels_last")
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)

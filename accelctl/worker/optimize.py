@@ -1,0 +1,89 @@
+"""``optimize { compile = on  compile_mode = ...  channels_last = on }`` and ``kv_cache = static``,
+applied to the model the worker built, before its loop runs (``WorkerJob.optimize``).
+
+* ``channels_last``: the weights are converted to the channels-last (NHWC) memory format
+  (``model.to(memory_format=torch.channels_last)``: 4-D conv weights only) and a forward
+  pre-hook converts the 4-D image tensors the model is called with, so the loops feed
+  batches as they always do.
+* ``compile``: ``nn.Module.compile(mode=...)``, in place: the module keeps its type, its
+  ``state_dict`` keys (checkpoints load either way) and its attributes; DDP then wraps it
+  as it would wrap the eager model.  Inductor compiles on the first call that is not
+  under ``FlopCounterMode`` (Dynamo leaves a frame alone while a dispatch mode is active),
+  i.e. the second warm-up step of the training loop, which the check pass guarantees
+  (E225).  ``compile_stats()`` is Dynamo's graph count and compile time so far, which the
+  device adapters report like XLA's (``DeviceAdapter.compile_stats``): compilation apart
+  from step time, warm-up compiles and recompiles after warm-up counted apart.
+* ``kv_cache = static`` (generation): ``generate_kwargs`` asks transformers for a
+  pre-allocated cache (``cache_implementation="static"``); with ``compile = on`` the
+  decoding forward is compiled by transformers itself (its ``CompileConfig``, on every
+  device), and with compile off transformers' own automatic compilation (CUDA + static
+  cache) is disabled, so that the option says what runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+#: Dynamo's timer around one frame's compilation (tracing, AOT autograd and inductor)
+COMPILE_TIMER = "_compile.compile_inner"
+
+
+def apply(model: torch.nn.Module, job, log: Callable[[str, str], None]) -> torch.nn.Module:
+    """The built model with the job's ``optimize`` settings applied (the same object)."""
+    opt = job.optimize
+    if opt.channels_last:
+        model.to(memory_format=torch.channels_last)
+        model.register_forward_pre_hook(_channels_last_inputs, with_kwargs=True)
+    if opt.compile and job.task.kind != "generate":  # generation: transformers compiles its decoding step
+        model.compile(mode=None if opt.compile_mode == "default" else opt.compile_mode)
+        log("info", f"torch.compile(mode={opt.compile_mode}) of {type(model).__name__}: compiled in warm-up")
+    return model
+
+
+def _channels_last_inputs(module, args, kwargs):
+    """Forward pre-hook: 4-D tensor arguments (positional or named) in channels-last memory format."""
+    def nhwc(a):
+        return a.contiguous(memory_format=torch.channels_last) if isinstance(a, torch.Tensor) and a.dim() == 4 else a
+
+    return tuple(nhwc(a) for a in args), {k: nhwc(v) for k, v in kwargs.items()}
+
+
+def compile_stats() -> dict[str, Any]:
+    """Graphs Dynamo compiled in this process and the seconds it took ({} before any)."""
+    from torch._dynamo.utils import compilation_time_metrics, counters
+
+    graphs = int(counters["stats"].get("unique_graphs", 0))
+    if not graphs:
+        return {}
+    return {"compiles": graphs, "compile_s": float(sum(compilation_time_metrics.get(COMPILE_TIMER, ())))}
+
+
+def split_compiles(total: dict[str, Any], at_measure: dict[str, Any] | None) -> dict[str, Any]:
+    """``total`` compile stats with the warm-up's part and what compiled after it
+    (``recompiles``: a shape that changed in the measured calls) apart; as the training
+    loop's ``CompileWatch.results``."""
+    if not total or at_measure is None:
+        return total
+    warm, warm_s = at_measure.get("compiles", 0), at_measure.get("compile_s", 0.0)
+    return {**total, "warmup_compiles": warm, "warmup_compile_s": warm_s, "recompiles": total["compiles"] - warm,
+            "recompile_s": total["compile_s"] - warm_s}
+
+
+def generate_kwargs(job, model) -> dict[str, Any]:
+    """``model.generate`` arguments of the job's KV-cache layout and compile setting."""
+    task, opt = job.task, job.optimize
+    if not task.kv_cache or task.kv_cache_layout != "static":
+        return {"disable_compile": True}  # a growing cache is never compiled (E224 keeps compile off)
+    kwargs: dict[str, Any] = {"cache_implementation": "static"}
+    if opt.compile:
+        from transformers import CompileConfig
+
+        # transformers compiles the decoding step of a static cache itself; on CUDA only unless asked
+        config = CompileConfig(mode=opt.compile_mode)
+        config._compile_all_devices = True  # transformers' switch for devices other than CUDA/XPU/TPU
+        model.generation_config.compile_config = config
+    else:
+        kwargs["disable_compile"] = True
+    return kwargs
