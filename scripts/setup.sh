@@ -51,6 +51,8 @@ if [ "$test_mode" = 1 ]; then
     command -v tmux >/dev/null || pkgs="tmux"
     command -v zsh >/dev/null || pkgs="$pkgs zsh"
     command -v fish >/dev/null || pkgs="$pkgs fish"
+    # torch.compile's inductor builds its CPU kernels with a C++ compiler (optimize { compile = on })
+    command -v g++ >/dev/null || pkgs="$pkgs g++"
     for tool in munged slurmctld slurmd sbatch; do  # the daemons are in sbin, which CI's PATH may lack
         PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" command -v "$tool" >/dev/null \
             || { pkgs="$pkgs slurmctld slurmd slurm-client munge"; break; }
