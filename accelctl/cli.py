@@ -259,8 +259,12 @@ def cmd_run(args) -> int:
             print(f"accelctl: error: target {p.target} has no launch {', '.join(unknown)} "
                   f"(launches: {', '.join(ln.name for ln in p.launches)})", file=sys.stderr)
             return 2
-    from accelctl.api import start_blocker
+    from accelctl.api import start_blocker, tracking_blocker
+    from accelctl.errors import RunError, attach_source
 
+    untracked = [d for spec, p, _, _ in plans for d in [tracking_blocker(spec, p)] if d is not None]
+    if untracked:  # a tracker the workload names and this Python lacks: refused, never skipped
+        raise RunError(diagnostics=attach_source(untracked[:1], source))
     for _, p, _, _ in plans:
         blocked = start_blocker(p, args.runs_dir)
         if blocked:

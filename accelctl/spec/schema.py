@@ -83,6 +83,14 @@ CHECKPOINT_KEYS: dict[str, V.VType] = {
     "dir": V.string(),
 }
 
+#: ``track { ... }``: live logging of the run to experiment trackers (accelctl.run.tracking)
+TRACK_KEYS: dict[str, V.VType] = {
+    "mlflow": V.tracking_uri(),
+    "wandb": V.project_name(),
+    "experiment": V.string(),
+    "tensorboard": V.boolean(),
+}
+
 #: what an engine setting may hold where a pattern says it (checked where it is written, E216)
 SLURM_NAME = V.token(r"[A-Za-z0-9_.-]+", '"debug"', "Slurm name")
 IMAGE = V.token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")
@@ -209,8 +217,8 @@ PARALLEL_ARGS: dict[str, V.VType] = {
     "kernel_inject": V.boolean(),
 }
 
-WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "engine",
-                   "target")
+WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "track",
+                   "engine", "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
     "description": V.string(),
     "seed": V.integer(0, 2**31 - 1),
