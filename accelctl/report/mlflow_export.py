@@ -1,7 +1,8 @@
 """MLflow export of stored runs (``accelctl report RUN... --mlflow [URI]``), through MLflow's
 own client (``mlflow.tracking.MlflowClient``, from ``mlflow-skinny``).
 
-Each accelctl run becomes one MLflow run in the experiment named after its workload:
+Each accelctl run becomes one MLflow run in the experiment named after its workload (or its
+``track { experiment = ... }``, where it was logged live: that MLflow run is found again):
 params and tags from ``accelctl.report.tracking``, the per-step metrics of ``events.jsonl``
 (step number and the event's wall time), the summary's headline figures as metrics at the
 last step, and ``summary.json``, ``plan.json`` and ``workload.wl`` as artifacts.  Start and
@@ -30,11 +31,22 @@ from accelctl.run.tracking.mlflow_store import (METRICS_PER_BATCH, PARAMS_PER_BA
 __all__ = ["export_runs", "log_run", "resolve_uri"]
 
 
+def experiment_of(record: Any) -> str:
+    """The experiment of a stored run: its workload's ``track { experiment = ... }`` where it
+    was logged live (so the export finds that MLflow run), else the workload's name."""
+    try:
+        plan = record.plan()
+    except (KeyError, TypeError, ValueError, OSError):
+        plan = None
+    tracking = getattr(plan, "tracking", None)
+    return (tracking.experiment if tracking is not None and tracking.experiment else "") or record.workload
+
+
 def log_run(client: Any, record: Any, artifacts: Path | None = None) -> tuple[str, str]:
     """Log one stored run; returns (MLflow run id, "logged" | "skipped" | "replaced")."""
     from mlflow.entities import Metric, Param, RunTag
 
-    exp_id = experiment_id(client, record.workload, artifacts)
+    exp_id = experiment_id(client, experiment_of(record), artifacts)
     tags = run_tags(record)
     found = runs_of(client, exp_id, record.id)
     if found and found[0].data.tags.get(SUMMARY_TAG) == tags[SUMMARY_TAG]:
