@@ -279,6 +279,8 @@ def cmd_run(args) -> int:
                          "1;33", sys.stdout), flush=True)
         for w in p.warnings:
             print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+        for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
+            print(f"accelctl: {note}", flush=True)
         if only is not None:
             print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
             if any(FREE_PORT in a for ln in p.launches for a in ln.argv):

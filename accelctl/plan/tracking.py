@@ -19,8 +19,8 @@ from pathlib import Path
 from accelctl.spec.types import TrackSpec, WorkloadSpec
 
 #: tracker -> (the module it needs, what installs it)
-LIBRARIES = {"mlflow": ("mlflow", "mlflow-skinny==3.17.2"), "wandb": ("wandb", "wandb==0.30.0"),
-             "tensorboard": ("tensorboard", "tensorboard")}
+LIBRARIES = {"mlflow": ("mlflow", "'accelctl[track]' mlflow-skinny==3.17.2"), "wandb": ("wandb", "'accelctl[track]'"),
+             "tensorboard": ("tensorboard", "'accelctl[report]'")}
 
 
 def _absolute_uri(uri: str, base: Path) -> str:
@@ -76,7 +76,8 @@ def missing_trackers(track: TrackSpec | None) -> list[str]:
 
 
 def install_hint(names: list[str]) -> str:
-    return "pip install " + " ".join(f"'{LIBRARIES[n][1]}'" for n in names) + " (./scripts/setup.sh installs them)"
+    packages = dict.fromkeys(p for n in names for p in LIBRARIES[n][1].split())
+    return "pip install " + " ".join(packages) + " (./scripts/setup.sh --test installs them)"
 
 
 def missing_message(track: TrackSpec | None) -> str | None:

@@ -151,4 +151,7 @@ def test_a_store_that_cannot_be_created_leaves_the_run_ok_with_one_warning(tmp_p
     tracking = [w for w in summary["warnings"] if w.startswith("tracking")]
     assert len(tracking) == 1 and "mlflow failed" in tracking[0] and "report --mlflow" in tracking[0]
     assert summary["tracking"] == {}
+    out = capsys.readouterr().out
+    assert f"accelctl: tracking: MLflow sqlite:///{not_a_folder}/mlflow.db" in out  # where, said at the start
+    assert "  tracking: mlflow failed (start: " in out  # and the failure, in the end-of-run summary
     assert [e.step for e in record.events() if isinstance(e, StepMetrics)] == [1, 2, 3, 4, 5, 6]
