@@ -187,7 +187,8 @@ def schema_tables() -> dict[str, dict]:
     return {
         "workload": S.WORKLOAD_KEYS, "task": {k: t for k, (t, _) in S.TASK_KEYS.items()}, "model": S.MODEL_KEYS,
         "dataset": S.DATASET_KEYS, "fp8": S.FP8_KEYS, "batch": S.BATCH_KEYS, "optimizer": S.OPTIMIZER_KEYS,
-        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "track": S.TRACK_KEYS, "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
+        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "track": S.TRACK_KEYS, "target": S.TARGET_KEYS,
+        "parallel": S.PARALLEL_ARGS,
     }
 
 

@@ -50,7 +50,7 @@ def run_tags(record: Any) -> dict[str, str]:
     tags = {RUN_ID_TAG: record.id, fields.STATUS_TAG: record.status,
             SUMMARY_TAG: summary_fingerprint(record.summary)}
     if record.series_id:
-        tags["accelctl.series"] = record.series_id
+        tags[fields.SERIES_TAG] = record.series_id
     try:
         plan = record.plan()
     except (KeyError, TypeError, ValueError):  # a plan.json of another shape: no rehearsal tag

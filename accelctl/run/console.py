@@ -281,10 +281,11 @@ def tracking_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """Where the runner logged the run live (``track { ... }``), and any tracker that failed."""
     where = summary.get("tracking") or {}
     rows = []
-    if "mlflow" in where:
-        rows.append(("logged to", f"MLflow {where['mlflow'].get('uri')} (experiment {where['mlflow'].get('experiment')})"))
-    if "wandb" in where:
-        rows.append(("logged to", f"W&B offline, project {where['wandb'].get('project')}: {where['wandb'].get('sync')}"))
+    mlflow, wandb = where.get("mlflow"), where.get("wandb")
+    if mlflow is not None:
+        rows.append(("logged to", f"MLflow {mlflow.get('uri')} (experiment {mlflow.get('experiment')})"))
+    if wandb is not None:
+        rows.append(("logged to", f"W&B offline, project {wandb.get('project')}: {wandb.get('sync')}"))
     if "tensorboard" in where:
         rows.append(("logged to", f"TensorBoard {where['tensorboard'].get('dir')}"))
     rows += [("tracking", w[len("tracking: "):]) for w in summary.get("warnings") or () if w.startswith("tracking: ")]

@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from accelctl.contract.events import read_events
+from accelctl.contract.events import StepMetrics, read_events
 from accelctl.errors import RunError
 from accelctl.report.tracking import headline_metrics, run_params, step_metrics
 from accelctl.run import runner
-from accelctl.run.store import load_run
+from accelctl.run.store import load_run, write_series
 from accelctl.run.tracking import start_tracking
 from accelctl.run.tracking.fields import RUN_ID_TAG
 from accelctl.spec.types import TrackSpec
@@ -49,8 +49,10 @@ def _mlflow_run(uri: str, run_id: str):
 def test_the_run_status_becomes_the_mlflow_status(mode, status, mlflow_status, runs, make_plan, tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     handle = _launch(_tracked(make_plan(mode), uri))
+    write_series(handle.run_dir, "series-1", 1, 3)  # as `accelctl run` does for measure { repeat = 3 }
     if mode == "hang":
-        while not (handle.run_dir / "events.jsonl").read_text():
+        events = handle.run_dir / "events.jsonl"
+        while sum(isinstance(e, StepMetrics) for e in read_events(events)) < 2:  # stopped mid-run
             time.sleep(0.05)
         handle.stop(grace_s=2)
     result = handle.wait(timeout=120)
@@ -60,7 +62,7 @@ def test_the_run_status_becomes_the_mlflow_status(mode, status, mlflow_status, r
     assert not [w for w in summary["warnings"] if w.startswith("tracking")]
     client, run = _mlflow_run(uri, handle.run_id)
     assert run.info.status == mlflow_status and run.info.run_name == handle.run_id
-    assert run.data.tags["accelctl.status"] == status
+    assert run.data.tags["accelctl.status"] == status and run.data.tags["accelctl.series"] == "series-1"
     record = load_run(handle.run_id, runs)
     # one mapping: what was logged live is what the export of the stored run logs
     assert run.data.params == run_params(record)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelctl.run.store import SERIES_FILE, read_json
 from accelctl.run.tracking import fields
 
 
@@ -96,6 +97,9 @@ class MlflowLive:
             if (run_dir / name).is_file():
                 self.client.log_artifact(self.run_id, str(run_dir / name))
         self.client.set_tag(self.run_id, fields.STATUS_TAG, str(summary.get("status")))
+        series = read_json(run_dir / SERIES_FILE).get("id")  # measure { repeat = N }: written after the start
+        if series:
+            self.client.set_tag(self.run_id, fields.SERIES_TAG, str(series))
         self.client.set_tag(self.run_id, fields.SUMMARY_TAG, fields.summary_fingerprint(summary))
         end = summary.get("finished_unix_s")
         self.client.set_terminated(self.run_id, status=fields.MLFLOW_STATUS.get(summary.get("status"), "FAILED"),

@@ -29,6 +29,7 @@ RUN_ID_TAG = "accelctl.run_id"
 #: the summary's fingerprint: a run whose summary changed (incomplete -> ok) is logged again
 SUMMARY_TAG = "accelctl.summary_sha256"
 STATUS_TAG = "accelctl.status"
+SERIES_TAG = "accelctl.series"
 REHEARSAL_TAG = "accelctl.rehearsal_of"
 #: accelctl status -> MLflow run status (anything else: FAILED)
 MLFLOW_STATUS = {"ok": "FINISHED", "stopped": "KILLED", "failed": "FAILED"}

@@ -141,7 +141,8 @@ class TrackingSink:
     def annotate(self, summary: dict[str, Any]) -> dict[str, Any]:
         """``summary`` with the trackers (``tracking``) and their warnings added."""
         with self._lock:
-            warnings = [*summary.get("warnings", []), *(w for w in self.warnings if w not in summary.get("warnings", []))]
+            before = list(summary.get("warnings", []))
+            warnings = [*before, *(w for w in self.warnings if w not in before)]
         return {**summary, "warnings": warnings, "tracking": self.where()}
 
     # -- the tracking thread ---------------------------------------------------------
