@@ -12,6 +12,7 @@ imports the parser and the checker only.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from accelctl.dsl.ast import File
@@ -133,6 +134,19 @@ def start_blocker(plan_, runs_root: str | Path | None = None) -> str | None:
 
     engine = ENGINES.get(plan_.engine)
     return engine.start_blocker(plan_, _runs_root(runs_root)) if engine is not None else None
+
+
+def tracking_blocker(spec: WorkloadSpec, plan_) -> Diagnostic | None:
+    """E594 at the workload's ``track`` setting when the plan logs to a tracker whose library this
+    Python cannot import (``importlib.util.find_spec``: nothing imported); None: go ahead."""
+    from accelctl.plan.tracking import install_hint, missing_trackers
+
+    missing = missing_trackers(plan_.tracking)
+    if not missing:
+        return None
+    span = spec.origins.get(f"track.{missing[0]}") or spec.origins.get("track")
+    return Diagnostic("E594", f"track: {', '.join(missing)} cannot be imported by this Python ({sys.executable}): "
+                      "the run would not be logged there", span, spec.path, install_hint(missing))
 
 
 def prepare_resume(run_id: str, runs_root: str | Path | None = None, workload_file: str | Path | None = None):

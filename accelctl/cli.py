@@ -336,8 +336,12 @@ def cmd_run(args) -> int:
         if unknown:
             raise AccelctlError(f"target {p.target} has no launch {', '.join(unknown)} "
                                 f"(launches: {', '.join(ln.name for ln in p.launches)})", exit_code=exitcodes.USAGE)
-    from accelctl.api import start_blocker
+    from accelctl.api import start_blocker, tracking_blocker
+    from accelctl.errors import RunError, attach_source
 
+    untracked = [d for spec, p, _, _ in plans for d in [tracking_blocker(spec, p)] if d is not None]
+    if untracked:  # a tracker the workload names and this Python lacks: refused, never skipped
+        raise RunError(diagnostics=attach_source(untracked[:1], source))
     for _, p, _, _ in plans:
         blocked = start_blocker(p, args.runs_dir)
         if blocked:
@@ -351,6 +355,8 @@ def cmd_run(args) -> int:
                          "1;33", sys.stdout), flush=True)
         for w in p.warnings:
             print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+        for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
+            print(f"accelctl: {note}", flush=True)
         if only is not None:
             print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
             if any(FREE_PORT in a for ln in p.launches for a in ln.argv):

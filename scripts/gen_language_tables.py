@@ -111,6 +111,14 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "channels_last": ("weights and 4-D image inputs in the channels-last (NHWC) memory format "
                           "(image models: vit, stable_diffusion)", None),
     },
+    "track": {
+        "mlflow": ("MLflow tracking URI the runner logs the run to, live: `sqlite:///PATH` (relative to the workload "
+                   "file; `sqlite:////abs/PATH` absolute), `file:PATH`, `http(s)://HOST:PORT`", "no MLflow"),
+        "wandb": ("W&B project the runner logs the run to, offline (`$WANDB_DIR`, else the run folder; "
+                  "`wandb sync` uploads)", "no W&B"),
+        "experiment": ("MLflow experiment (and W&B group) of the runs", "the workload's name"),
+        "tensorboard": ("a TensorBoard event file in the run folder's `tensorboard/`, written live", None),
+    },
     "target": {
         "device": ("device kind (the device catalog)", "the instance's device, or the target's name if it is "
                                                      "a device kind"),
@@ -179,6 +187,7 @@ DEFAULTS_FROM: dict[str, tuple[type, dict[str, str]]] = {
     "measure": (T.MeasureSpec, {}),
     "checkpoint": (T.CheckpointSpec, {}),
     "optimize": (T.OptimizeSpec, {}),
+    "track": (T.TrackSpec, {}),
     "target": (T.TargetSpec, {}),
     "parallel": (T.ParallelSpec, {"stage": "zero_stage"}),
 }
@@ -188,7 +197,8 @@ def schema_tables() -> dict[str, dict]:
     return {
         "workload": S.WORKLOAD_KEYS, "task": {k: t for k, (t, _) in S.TASK_KEYS.items()}, "model": S.MODEL_KEYS,
         "dataset": S.DATASET_KEYS, "fp8": S.FP8_KEYS, "batch": S.BATCH_KEYS, "optimizer": S.OPTIMIZER_KEYS,
-        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "optimize": S.OPTIMIZE_KEYS, "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
+        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "optimize": S.OPTIMIZE_KEYS, "track": S.TRACK_KEYS,
+        "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
     }
 
 
@@ -304,6 +314,9 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E235", "`checkpoint` on a generate/infer task", "workload w { task generate { max_new_tokens = 5 } "
                                                       "model bloom()\n  checkpoint { every = 5 steps } }", "file"),
     ("E236", "`checkpoint` without `every`", "checkpoint { keep = 3 }", "line"),
+    ("E592", "`track`: an MLflow URI whose scheme is not `sqlite:///`, `file:`, `http://` or `https://` (or "
+             "without a host), or a block that names no tracker", 'track { mlflow = "ftp://host/mlruns" }', "line"),
+    ("E593", "`track`: not a W&B project name", 'track { wandb = "team/project" }', "line"),
     ("E301", "wrong type of value", 'measure { steps = "ten" }', "line"),
     ("E302", "wrong unit", "measure { steps = 10 GB }", "line"),
     ("E303", "missing unit", "target g { device = a100  memory = 96 }", "line"),

@@ -20,6 +20,7 @@ from typing import Any
 
 from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
+from accelctl.spec.types import TrackSpec
 
 RUN_DIR = "{run_dir}"
 #: one free TCP port per run, picked by the runner on 127.0.0.1 when it materialises the plan
@@ -101,10 +102,14 @@ class Plan:
     warnings: tuple[str, ...] = ()
     #: set when this plan is a CPU rehearsal of an accelerator target
     rehearsal: Rehearsal | None = None
+    #: live logging by the runner (``track { ... }``, paths made absolute); None: none
+    tracking: TrackSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["job"] = self.job.to_dict()
+        if self.tracking is None:  # written only where the workload has a track block
+            d.pop("tracking")
         return d
 
     def to_json(self) -> str:

@@ -9,6 +9,7 @@ from accelctl.plan.memory import estimate
 from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
+from accelctl.plan.tracking import missing_trackers, resolve_tracking, tracking_notes
 from accelctl.plan.weights import unreachable_weights, weights_note
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
@@ -69,6 +70,10 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     if rehearsal is not None:
         notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "
                         f"CPU with the stand-in, random weights: " + ("; ".join(rehearsal.changes) or "same layout"))
+    tracking = resolve_tracking(spec)
+    notes += tracking_notes(tracking)
+    warnings += [f"track: {m} cannot be imported here: `accelctl run` refuses to start (E594)"
+                 for m in missing_trackers(tracking)]
     if DEVICES[target.device].host:
         from accelctl.contract.calibration import speed_vs_fp32
         from accelctl.hostinfo import cpu_model, cpu_precision_warning
@@ -81,4 +86,4 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
             warnings.append(slow)
     return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
-                notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal)
+                notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking)

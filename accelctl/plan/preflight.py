@@ -32,4 +32,5 @@ def preflight_plan(plan: Plan) -> Plan | None:
         return None
     note = ("PREFLIGHT: init_process_group + one all-reduce + barrier over the planned world, "
             "through the same launches and engine")
-    return dataclasses.replace(plan, launches=launches, files=files, notes=(note, *plan.notes))
+    # a preflight is not a run of the workload: nothing of it goes to the experiment trackers
+    return dataclasses.replace(plan, launches=launches, files=files, notes=(note, *plan.notes), tracking=None)

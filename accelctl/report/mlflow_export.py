@@ -1,7 +1,8 @@
 """MLflow export of stored runs (``accelctl report RUN... --mlflow [URI]``), through MLflow's
 own client (``mlflow.tracking.MlflowClient``, from ``mlflow-skinny``).
 
-Each accelctl run becomes one MLflow run in the experiment named after its workload:
+Each accelctl run becomes one MLflow run in the experiment named after its workload (or its
+``track { experiment = ... }``, where it was logged live: that MLflow run is found again):
 params and tags from ``accelctl.report.tracking``, the per-step metrics of ``events.jsonl``
 (step number and the event's wall time), the summary's headline figures as metrics at the
 last step, and ``summary.json``, ``plan.json`` and ``workload.wl`` as artifacts.  Start and
@@ -18,50 +19,36 @@ store never holds two live MLflow runs of one accelctl run.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from accelctl.report.tracking import (RUN_ID_TAG, SUMMARY_TAG, artifact_paths, headline_metrics, run_params,
-                                      run_tags, step_metrics)
+from accelctl.report.tracking import (SUMMARY_TAG, artifact_paths, headline_metrics, run_params, run_tags,
+                                      step_metrics)
+from accelctl.run.tracking.fields import MLFLOW_STATUS
+from accelctl.run.tracking.mlflow_store import (METRICS_PER_BATCH, PARAMS_PER_BATCH, experiment_id, quiet,
+                                                resolve_uri, runs_of)
 
-DEFAULT_DIR = "mlruns"
-DB_NAME = "mlflow.db"
-_STATUS = {"ok": "FINISHED", "stopped": "KILLED"}
-#: MLflow's log_batch limits: 1000 metrics, 100 params per call
-_BATCH = 1000
-
-
-def resolve_uri(uri: str | None) -> tuple[str, Path | None]:
-    """(tracking URI, local artifact root or None): ``uri``, ``$MLFLOW_TRACKING_URI``, or a
-    sqlite database in ``./mlruns``; a scheme-less ``uri`` is a folder for that layout."""
-    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_DIR
-    if "://" not in uri and not uri.startswith(("file:", "databricks")):
-        folder = Path(uri).expanduser().absolute()
-        folder.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{folder / DB_NAME}", folder / "artifacts"
-    if uri.startswith("sqlite:///"):
-        return uri, Path(uri[len("sqlite:///"):]).absolute().parent / "artifacts"
-    return uri, None
+__all__ = ["export_runs", "log_run", "resolve_uri"]
 
 
-def _experiment(client: Any, name: str, artifacts: Path | None) -> str:
-    exp = client.get_experiment_by_name(name)
-    if exp is not None:
-        if exp.lifecycle_stage == "deleted":
-            client.restore_experiment(exp.experiment_id)
-        return exp.experiment_id
-    location = (artifacts / name).as_uri() if artifacts is not None else None
-    return client.create_experiment(name, artifact_location=location)
+def experiment_of(record: Any) -> str:
+    """The experiment of a stored run: its workload's ``track { experiment = ... }`` where it
+    was logged live (so the export finds that MLflow run), else the workload's name."""
+    try:
+        plan = record.plan()
+    except (KeyError, TypeError, ValueError, OSError):
+        plan = None
+    tracking = getattr(plan, "tracking", None)
+    return (tracking.experiment if tracking is not None and tracking.experiment else "") or record.workload
 
 
 def log_run(client: Any, record: Any, artifacts: Path | None = None) -> tuple[str, str]:
     """Log one stored run; returns (MLflow run id, "logged" | "skipped" | "replaced")."""
     from mlflow.entities import Metric, Param, RunTag
 
-    exp_id = _experiment(client, record.workload, artifacts)
+    exp_id = experiment_id(client, experiment_of(record), artifacts)
     tags = run_tags(record)
-    found = client.search_runs([exp_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{record.id}'")
+    found = runs_of(client, exp_id, record.id)
     if found and found[0].data.tags.get(SUMMARY_TAG) == tags[SUMMARY_TAG]:
         return found[0].info.run_id, "skipped"
     for old in found:
@@ -71,30 +58,27 @@ def log_run(client: Any, record: Any, artifacts: Path | None = None) -> tuple[st
     run = client.create_run(exp_id, start_time=start_ms, tags=tags, run_name=record.id)
     rid = run.info.run_id
     params = [Param(k, v) for k, v in run_params(record).items()]
-    for i in range(0, len(params), 100):
-        client.log_batch(rid, params=params[i:i + 100])
+    for i in range(0, len(params), PARAMS_PER_BATCH):
+        client.log_batch(rid, params=params[i:i + PARAMS_PER_BATCH])
     steps = step_metrics(record)
     metrics = [Metric(key, float(value), int(wall * 1000), step) for key, value, step, wall in steps]
     last_step, last_ms = (steps[-1][2], int(steps[-1][3] * 1000)) if steps else (0, start_ms or 0)
     metrics += [Metric(f"summary/{k}", v, last_ms, last_step) for k, v in headline_metrics(s).items()]
-    for i in range(0, len(metrics), _BATCH):
-        client.log_batch(rid, metrics=metrics[i:i + _BATCH])
+    for i in range(0, len(metrics), METRICS_PER_BATCH):
+        client.log_batch(rid, metrics=metrics[i:i + METRICS_PER_BATCH])
     for path in artifact_paths(record):
         client.log_artifact(rid, str(path))
     end_ms = int(float(s["finished_unix_s"]) * 1000) if s.get("finished_unix_s") else None
-    client.set_terminated(rid, status=_STATUS.get(record.status, "FAILED"), end_time=end_ms)
+    client.set_terminated(rid, status=MLFLOW_STATUS.get(record.status, "FAILED"), end_time=end_ms)
     return rid, "replaced" if found else "logged"
 
 
 def export_runs(records: list, uri: str | None) -> tuple[str, list[tuple[Any, str, str]]]:
     """Log ``records`` to the store at ``uri`` (see ``resolve_uri``); returns the URI used and
     (record, MLflow run id, what was done) per run."""
-    import logging
-
     from mlflow.tracking import MlflowClient
 
-    # MLflow's INFO lines (creating the sqlite tables...) would interleave with the report
-    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    quiet()
     tracking_uri, artifacts = resolve_uri(uri)
     client = MlflowClient(tracking_uri=tracking_uri)
     return tracking_uri, [(r, *log_run(client, r, artifacts)) for r in records]

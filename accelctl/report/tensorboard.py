@@ -11,7 +11,8 @@ Scalars written, per step of rank 0 (x = the step number, wall time = the event'
 ``<phase>/samples_per_s``, ``<phase>/tokens_per_s``, ``<phase>/mfu``,
 ``<phase>/mem_bytes``, ``<phase>/ttft_s``, ``<phase>/per_token_s``, for ``warmup`` and
 ``measure``; then ``summary/*`` at the last step: the steady-state mean step time, its
-CI, the throughput.  All figures come from ``accelctl.analysis.stats``.
+CI, the throughput.  The mapping is ``accelctl.analysis.scalars`` (shared with the MLflow and
+W&B exports and the runner's live logging); all figures come from ``accelctl.analysis.stats``.
 """
 
 from __future__ import annotations
@@ -19,36 +20,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from accelctl.analysis.stats import steady_state, step_key, straggler_times
-from accelctl.contract.events import StepMetrics
+from accelctl.analysis.scalars import run_scalars
 
-_SCALAR_FIELDS = ("loss", "samples_per_s", "tokens_per_s", "mfu", "mem_bytes", "ttft_s", "per_token_s")
+__all__ = ["EVENT_FILE_PREFIX", "export_run", "run_scalars"]
+
 #: how TensorBoard names event files (the writer adds time, host, pid and a counter)
 EVENT_FILE_PREFIX = "events.out.tfevents."
-
-
-def run_scalars(events: list[Any]) -> list[tuple[float, int, list[tuple[str, float]]]]:
-    """(wall time, step, [(tag, value)]) per rank-0 step, then the summary scalars."""
-    steps = [e for e in events if isinstance(e, StepMetrics)]
-    times = straggler_times(steps)
-    out = []
-    for s in (s for s in steps if s.rank == 0):
-        values = [(f"{s.phase}/step_time_s", times[step_key(s)])]
-        values += [(f"{s.phase}/{f}", float(getattr(s, f))) for f in _SCALAR_FIELDS if getattr(s, f) is not None]
-        out.append((float(s.time_unix_s), int(s.step), values))
-    stats = steady_state(events)
-    if out and stats.step_time is not None:
-        st = stats.step_time
-        summary = [("summary/step_time_mean_s", st.mean), ("summary/step_time_median_s", st.median),
-                   ("summary/step_time_p90_s", st.p90)]
-        if stats.step_time_ci is not None:
-            summary += [("summary/step_time_ci_low_s", stats.step_time_ci.low),
-                        ("summary/step_time_ci_high_s", stats.step_time_ci.high)]
-        for name, rate in (("samples_per_s", stats.samples_per_s), ("tokens_per_s", stats.tokens_per_s)):
-            if rate is not None:
-                summary.append((f"summary/{name}", rate.steady))
-        out.append((out[-1][0], out[-1][1], summary))
-    return out
 
 
 def export_run(record_: Any, out_dir: str | Path) -> Path:

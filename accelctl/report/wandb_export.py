@@ -20,18 +20,15 @@ replaces its earlier offline folder: ``wandb sync`` never uploads two runs for o
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from accelctl.report.tracking import headline_metrics, run_params, run_tags, step_metrics
+from accelctl.run.tracking.fields import wandb_run_id, wandb_step_row
 
-
-def wandb_run_id(accelctl_run_id: str) -> str:
-    """A W&B run id (letters and digits) fixed by the accelctl run id."""
-    return "ac" + hashlib.sha256(accelctl_run_id.encode()).hexdigest()[:14]
+__all__ = ["export_runs", "log_run", "offline_dirs", "wandb_run_id"]
 
 
 def offline_dirs(out_dir: Path, run_id: str) -> list[Path]:
@@ -40,14 +37,10 @@ def offline_dirs(out_dir: Path, run_id: str) -> list[Path]:
 
 def _steps(record: Any) -> list[dict[str, float]]:
     """One dict of figures per rank-0 step (in event order), with ``step`` and ``time_unix_s``."""
-    rows: list[dict[str, float]] = []
-    last: tuple[int, float] | None = None
+    grouped: dict[tuple[int, float], list[tuple[str, float]]] = {}
     for key, value, step, wall in step_metrics(record):
-        if (step, wall) != last:
-            rows.append({"step": step, "time_unix_s": wall})
-            last = (step, wall)
-        rows[-1][key] = value
-    return rows
+        grouped.setdefault((step, wall), []).append((key, value))
+    return [wandb_step_row(step, wall, values) for (step, wall), values in grouped.items()]
 
 
 def log_run(record: Any, project: str | None, out_dir: Path) -> Path:

@@ -273,4 +273,20 @@ def summary_rows(summary: dict[str, Any], run_dir: Any = None) -> list[tuple[str
         rows.append(("wall time", f"{wall:.2f} s"))
     if run_dir is not None:
         rows.append(("run dir", str(run_dir)))
+    rows += tracking_rows(summary)
+    return rows
+
+
+def tracking_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """Where the runner logged the run live (``track { ... }``), and any tracker that failed."""
+    where = summary.get("tracking") or {}
+    rows = []
+    mlflow, wandb = where.get("mlflow"), where.get("wandb")
+    if mlflow is not None:
+        rows.append(("logged to", f"MLflow {mlflow.get('uri')} (experiment {mlflow.get('experiment')})"))
+    if wandb is not None:
+        rows.append(("logged to", f"W&B offline, project {wandb.get('project')}: {wandb.get('sync')}"))
+    if "tensorboard" in where:
+        rows.append(("logged to", f"TensorBoard {where['tensorboard'].get('dir')}"))
+    rows += [("tracking", w[len("tracking: "):]) for w in summary.get("warnings") or () if w.startswith("tracking: ")]
     return rows

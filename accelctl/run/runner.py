@@ -70,6 +70,7 @@ from accelctl.run.commands import (
 from accelctl.run.sinks import FanOut
 from accelctl.run.summary import build_summary
 from accelctl.run.tail import RankFiles, parse_line
+from accelctl.run.tracking import check_available, start_tracking
 
 __all__ = ["EVENTS_DIR_ENV", "RunHandle", "RunResult", "launch", "launch_env", "resolve_argv"]
 
@@ -213,13 +214,17 @@ class RunHandle:
         self._next = 0  # the next launch to start
         self._halted = False  # a failure or a stop: no further launch starts
         self._finishing = False
-        self._sinks = FanOut(sinks)
+        self._started_at = time.time()
+        #: live logging to experiment trackers (``track { ... }``), off this thread; None: none
+        self._tracker = start_tracking(plan, run_dir, self._started_at)
+        self._sinks = FanOut([*sinks, self._tracker] if self._tracker is not None else sinks)
+        for event in self.prior_events if self._tracker is not None else ():
+            self._tracker.on_event(event)  # a resumed run's MLflow run holds the whole run
         self._events: list[Event] = []
         self._cond = threading.Condition()
         self._lock = threading.RLock()
         self._files = RankFiles(run_dir)
         self._out = open(run_dir / store.EVENTS_FILE, "a", encoding="utf-8")  # noqa: SIM115
-        self._started_at = time.time()
         self._failure: RunFailed | None = None
         self._stop_kind: str | None = None  # "user" or "failure"
         self._stop_at: float | None = None
@@ -536,6 +541,7 @@ class RunHandle:
             log.exception("could not write the summary of %s", self.run_dir)
             summary = summary or {"status": "failed", "failure": {"reason": "runner_error", "message": str(exc)}}
         finally:
+            summary = self._finish_tracking(summary)
             result = RunResult(summary.get("status", "failed"), self.run_dir, summary, self._returncodes())
             try:
                 self._sinks.close(result)
@@ -543,6 +549,21 @@ class RunHandle:
                 with self._cond:
                     self._result = result
                     self._cond.notify_all()
+
+    def _finish_tracking(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """The trackers log the end of the run (after ``summary.json`` is written: it is one of
+        their artifacts); a tracker that failed meanwhile is added to ``summary.json``'s warnings."""
+        if self._tracker is None or not summary:
+            return summary
+        try:
+            self._tracker.finish(summary, self.run_dir)
+            final = self._tracker.annotate(summary)
+            if final != summary and (self.run_dir / store.SUMMARY_FILE).is_file():
+                store.write_summary(self.run_dir, final)
+            return final
+        except Exception:  # noqa: BLE001 - tracking never changes how a run ends
+            log.exception("tracking the end of %s", self.run_id)
+            return summary
 
     def _sweep(self) -> None:
         """SIGKILL any process of this run still there once its launches have ended: one a
@@ -588,7 +609,7 @@ class RunHandle:
             }
             for ln, r, p, rc, t in zip(self.plan.launches, self.resolved, self._procs, self._rcs, self._times)
         ]
-        return build_summary(
+        summary = build_summary(
             plan=self.plan,
             job=self.job,
             run_id=self.run_id,
@@ -599,6 +620,7 @@ class RunHandle:
             started_unix_s=self._started_at,
             finished_unix_s=time.time(),
         )
+        return self._tracker.annotate(summary) if self._tracker is not None else summary
 
 
 # --------------------------------------------------------------------------- crashes
@@ -665,6 +687,7 @@ def launch(
     job and generated files are written again with this launch's placeholder values, and
     ``prior_events`` (its events before the resume point) enter the summary.
     """
+    check_available(plan)  # a tracker the workload asks for and this Python lacks: E594, not a silent skip
     if only is not None:
         only = list(only)
         unknown = sorted(set(only) - {ln.name for ln in plan.launches})
@@ -693,6 +716,8 @@ def launch(
         handle._start()
     except BaseException:  # e.g. KeyboardInterrupt between two launches: leave nothing behind
         handle._kill_all(signal.SIGKILL)
+        if handle._tracker is not None:
+            handle._tracker.abandon()
         if not handle._thread.is_alive():
             handle._out.close()
         raise

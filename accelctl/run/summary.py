@@ -18,7 +18,9 @@ failed); ``warnings`` (the plan's, then the workers' warning messages);
 for a launch that never started); ``returncodes`` (127: could not start, null: never
 started); ``scheduler`` (only for a run through a scheduler: {scheduler, job_id, state,
 exit_code}, the job's final state, added by ``store.write_summary`` from the run folder's
-``scheduler.json``).
+``scheduler.json``); ``tracking`` (only for a workload with a ``track`` block: where each
+tracker that did not fail logged the run, added by the runner, ``accelctl.run.tracking``; a
+tracker that failed is one line of ``warnings``).
 """
 
 from __future__ import annotations

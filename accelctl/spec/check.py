@@ -27,6 +27,7 @@ from accelctl.spec.types import (
     OptimizerSpec,
     OptimizeSpec,
     TaskSpec,
+    TrackSpec,
     WorkloadSpec,
 )
 from accelctl.spec.values import BAD, Ctx
@@ -342,6 +343,26 @@ def check_optimize(written: dict[str, Any], below: OptimizeSpec, model: ModelSpe
     return opt
 
 
+def check_track(it: ast.Item | None, ctx: Ctx, origins: Origins) -> TrackSpec:
+    """``track { mlflow = "URI"  wandb = "project"  experiment = "name"  tensorboard = on }``:
+    each value checked where it is written (E592 URI, E593 project); a block that names no
+    tracker is E592 too."""
+    if it is None:
+        return TrackSpec()
+    if not isinstance(it, ast.Block) or it.header is not None:
+        ctx.error("E209", "track is a block", it.span, 'write track { mlflow = "sqlite:///mlflow.db" }')
+        return TrackSpec()
+    items = items_by_key(it.items, ctx)
+    vals = typed_entries(items, S.TRACK_KEYS, ctx, "track", origins, "track")
+    spec = TrackSpec(**vals)
+    if not spec.enabled and not any(k in items for k in ("mlflow", "wandb", "tensorboard")):
+        ctx.error("E592", "track names no tracker to log to", it.kind_span,
+                  'add mlflow = "sqlite:///mlflow.db", wandb = "project" or tensorboard = on')
+    elif spec.enabled:
+        origins.add("track", it.span)
+    return spec
+
+
 def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None,
                     prefix: str = "optimizer") -> OptimizerSpec:
     if it is None:
@@ -394,6 +415,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     checkpoint = check_checkpoint(items.get("checkpoint"), ctx, origins, task)
     optimize = check_optimize(optimize_values(items.get("optimize"), ctx, origins, "optimize"), OptimizeSpec(),
                               model, ctx, origins, "optimize")
+    track = check_track(items.get("track"), ctx, origins)
     precision = check_precision(items.get("precision"), ctx, origins, "precision")
     engines = check_engines(items.get("engine", []), ctx, origins)
     gc = top.get("gradient_checkpointing", False)
@@ -408,7 +430,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     if task is None or model is None:
         return None
     return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,
-                        optimizer=optimizer, targets=targets, engines=engines, checkpoint=checkpoint,
+                        optimizer=optimizer, targets=targets, engines=engines, checkpoint=checkpoint, track=track,
                         description=top.get("description", ""), seed=top.get("seed", 0), origins=dict(origins))
 
 

@@ -108,6 +108,14 @@ CHECKPOINT_KEYS: dict[str, V.VType] = {
     "dir": V.string(),
 }
 
+#: ``track { ... }``: live logging of the run to experiment trackers (accelctl.run.tracking)
+TRACK_KEYS: dict[str, V.VType] = {
+    "mlflow": V.tracking_uri(),
+    "wandb": V.project_name(),
+    "experiment": V.string(),
+    "tensorboard": V.boolean(),
+}
+
 #: what an engine setting may hold where a pattern says it (checked where it is written, E216)
 SLURM_NAME = V.token(r"[A-Za-z0-9_.-]+", '"debug"', "Slurm name")
 IMAGE = V.token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")
@@ -235,6 +243,7 @@ PARALLEL_ARGS: dict[str, V.VType] = {
 }
 
 WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "optimize",
+                   "track",
                    "engine", "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
     "description": V.string(),

@@ -176,6 +176,25 @@ class CheckpointSpec:
 
 
 @dataclass(frozen=True)
+class TrackSpec:
+    """``track { mlflow = "URI"  wandb = "project"  experiment = "name"  tensorboard = on }``:
+    where the runner logs the run live (``accelctl.run.tracking``), besides its run folder."""
+
+    #: MLflow tracking URI (sqlite:///, file:, http(s)://); "" = no MLflow
+    mlflow: str = ""
+    #: W&B project (offline files, ``wandb sync`` uploads them); "" = no W&B
+    wandb: str = ""
+    #: MLflow experiment and W&B group; "" = the workload's name
+    experiment: str = ""
+    #: a TensorBoard event file in the run folder (``tensorboard/``)
+    tensorboard: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.mlflow or self.wandb or self.tensorboard)
+
+
+@dataclass(frozen=True)
 class ParallelSpec:
     #: none, data, zero, deepspeed_inference, tensor, pipeline, fsdp
     strategy: str = "none"
@@ -256,6 +275,8 @@ class WorkloadSpec:
     seed: int = 0
     #: checkpoints of a training run (``every = 0``: none)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    #: live logging of its runs to experiment trackers (none by default)
+    track: TrackSpec = field(default_factory=TrackSpec)
     #: where each setting was written: dotted field path -> span (for diagnostics
     #: raised after checking, e.g. by DeepSpeed's own config validation)
     origins: dict[str, Span] = field(default_factory=dict, compare=False, repr=False)
@@ -285,6 +306,8 @@ class WorkloadSpec:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("origins")
+        if not self.track.enabled:  # written only where the workload has a track block
+            d.pop("track")
         return d
 
     def to_json(self) -> str:

@@ -349,3 +349,57 @@ def path() -> VType:
         return v.value
 
     return VType("path", fn, "no control characters, not starting with '-'")
+
+
+# ------------------------------------------------------------------ experiment trackers
+
+#: the MLflow tracking URIs a workload may name (``track { mlflow = ... }``): a local sqlite
+#: database, a local folder, a tracking server
+TRACKING_SCHEMES = ("sqlite:///", "file:", "http://", "https://")
+#: a W&B project name: W&B refuses / \\ # ? % : and names over 128 characters
+WANDB_PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def tracking_uri() -> VType:
+    """An MLflow tracking URI of an allowed scheme (E592): ``sqlite:///PATH`` (relative to the
+    workload file, ``sqlite:////abs`` absolute), ``file:PATH``, ``http(s)://HOST[:PORT][/...]``."""
+    from urllib.parse import urlsplit
+
+    def fn(v, ctx, key):
+        if not isinstance(v, ast.Str):
+            return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span,
+                             f'write {key} = "sqlite:///mlflow.db"')
+        text = v.value
+        scheme = next((s for s in TRACKING_SCHEMES if text.startswith(s)), None)
+        rest = text[len(scheme):] if scheme else ""
+        ok = scheme is not None and rest.strip() == rest and rest and not any(c.isspace() for c in text)
+        ok = ok and control_character(text) is None and not rest.startswith("-")
+        if ok and scheme.startswith("http"):
+            try:
+                host = urlsplit(text).hostname
+            except ValueError:
+                host = None
+            ok = host is not None and is_hostname(host)
+        if not ok:
+            return ctx.error("E592", f"{key} {ast.value_text(v)} is not a tracking URI accelctl logs to", v.span,
+                             "write sqlite:///PATH.db (relative to the workload file; sqlite:////abs/PATH.db), "
+                             "file:PATH or http(s)://HOST:PORT")
+        return text
+
+    return VType("tracking URI", fn, "`sqlite:///PATH`, `file:PATH`, `http://HOST[:PORT]`, `https://...`")
+
+
+def project_name() -> VType:
+    """A W&B project name (E593)."""
+
+    def fn(v, ctx, key):
+        text = _text_of(v)
+        if text is None:
+            return ctx.error("E301", f"{key} must be a project name, got {describe(v)}", v.span,
+                             f'write {key} = "my-project"')
+        if not WANDB_PROJECT.fullmatch(text):
+            return ctx.error("E593", f"{key} {ast.value_text(v)} is not a W&B project name", v.span,
+                             "1 to 128 letters, digits, '_', '.', '-', starting with a letter or digit")
+        return text
+
+    return VType("project name", fn, f"W&B project name `{WANDB_PROJECT.pattern}`")

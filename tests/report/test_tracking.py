@@ -7,11 +7,10 @@ twice must leave two runs, not four."""
 from __future__ import annotations
 
 import json
-import struct
-import zlib
-from pathlib import Path
 
 import pytest
+from wandb_offline import item_key as _key
+from wandb_offline import read_records as _wandb_records
 
 from accelctl.cli import main
 from accelctl.contract.events import StepMetrics
@@ -107,37 +106,6 @@ def test_wandb_bad_folder_is_one_line(two_runs, tmp_path, capsys):
                  str(not_a_folder)])
     err = capsys.readouterr().err
     assert code == 1 and "E596" in err and "Traceback" not in err
-
-
-def _wandb_records(path: Path) -> list:
-    """The records of a ``.wandb`` file: W&B's header (``:W&B``, magic, version), then the
-    LevelDB log framing (32 KiB blocks; each chunk: CRC-32, length, type FULL/FIRST/MIDDLE/
-    LAST), each record a ``wandb_internal_pb2.Record``."""
-    from wandb.proto.wandb_internal_pb2 import Record
-
-    data = path.read_bytes()
-    assert data[:4] == b":W&B"
-    out, pos, block, pending = [], 7, 32768, b""
-    while pos + 7 <= len(data):
-        if block - pos % block < 7:  # the block's tail is padding
-            pos += block - pos % block
-            continue
-        crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        if length == 0 and kind == 0:
-            break
-        chunk = data[pos + 7:pos + 7 + length]
-        assert zlib.crc32(bytes([kind]) + chunk) & 0xFFFFFFFF == crc
-        pending += chunk
-        if kind in (1, 4):  # FULL, LAST
-            out.append(Record.FromString(pending))
-            pending = b""
-        pos += 7 + length
-    return out
-
-
-def _key(item) -> str:
-    """A history or summary item's key (newer wandb writes it as ``nested_key``)."""
-    return item.key or "/".join(item.nested_key)
 
 
 def test_wandb_offline_reads_back_the_summary(two_runs, tmp_path, capsys):

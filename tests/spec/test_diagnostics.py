@@ -148,6 +148,12 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     "E225": [("compile-one-warmup-step", wl("optimize { ‸compile = on }", "measure { warmup = 1  steps = 5 }"), ()),
              ("target-measure-no-warmup", wl("optimize { ‸compile = on }",
                                              "target cpu { devices = 1  measure { warmup = 0  steps = 3 } }"), ())],
+    # ---------------------------------------------------------------- experiment trackers
+    "E592": [("mlflow-uri-of-another-scheme", wl('track { mlflow = ‸"ftp://host/mlruns" }'), ()),
+             ("mlflow-http-without-host", wl('track { mlflow = ‸"http://" }'), ()),
+             ("track-naming-no-tracker", wl('‸track { experiment = "e" }'), ())],
+    "E593": [("wandb-project-with-a-slash", wl('track { wandb = ‸"team/project" }'), ()),
+             ("wandb-project-leading-dash", wl('track { wandb = ‸"-x" }'), ())],
     # ---------------------------------------------------------------- targets and devices
     "E501": [("fp8-on-a100", wl("target g { device = a100  ‸precision = fp8 }"), ()),
              ("fp8-inherited-on-gaudi1", wl("precision fp8", "target g { ‸device = gaudi }"), ())],

@@ -1,0 +1,65 @@
+"""Live logging of a run to experiment trackers, from the runner (``track { ... }``).
+
+A workload's ``track { mlflow = "URI"  wandb = "project"  experiment = "name"  tensorboard =
+on }`` reaches the plan as ``Plan.tracking`` (``accelctl.plan.tracking``: paths made
+absolute, the experiment named).  ``launch`` (``accelctl.run.runner``) then
+
+1. refuses to start when a tracker's library cannot be imported here (``check_available``:
+   E594, never a silent skip);
+2. makes a ``TrackingSink`` (``start_tracking``) that gets every event the runner reads
+   from the workers -- the worker itself logs nothing: no tracker on its hot path;
+3. at the end, after ``summary.json`` is written, has it log the summary's figures, the
+   run folder's ``summary.json``, ``plan.json`` and ``workload.wl`` and the final status
+   (MLflow FINISHED / FAILED / KILLED for ok / failed / stopped), then records in
+   ``summary.json`` where the run went (``tracking``) and any tracker's failure (``warnings``).
+
+Modules: ``fields`` (the params / metrics / tags mapping, shared with ``accelctl report
+--mlflow/--wandb``), ``mlflow_store`` (URI, experiment, runs of an accelctl run; shared with
+the export), ``backends`` (MLflow, W&B offline, TensorBoard), ``sink`` (queue and thread).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from accelctl.contract.plan import Plan
+from accelctl.errors import RunError
+from accelctl.plan.tracking import missing_message
+from accelctl.run.tracking import fields
+from accelctl.run.tracking.backends import MlflowLive, RunInfo, TensorboardLive, WandbLive
+from accelctl.run.tracking.sink import TrackingSink
+
+__all__ = ["TrackingSink", "check_available", "start_tracking"]
+
+
+def check_available(plan: Plan) -> None:
+    """Raise ``RunError`` (E594) when the plan tracks to a library this Python lacks."""
+    message = missing_message(plan.tracking)
+    if message is not None:
+        raise RunError(message)
+
+
+def start_tracking(plan: Plan, run_dir: Path, started_unix_s: float, **kwargs: Any) -> TrackingSink | None:
+    """The live tracking sink of a run of ``plan`` (None when the plan tracks nothing); its
+    thread opens the trackers at once, off the caller's thread."""
+    track = plan.tracking
+    if track is None or not track.enabled:
+        return None
+    experiment = track.experiment or plan.workload
+    backends: list[Any] = []
+    if track.mlflow:
+        backends.append(MlflowLive(track.mlflow, experiment))
+    if track.wandb:
+        backends.append(WandbLive(track.wandb, run_dir))
+    if track.tensorboard:
+        backends.append(TensorboardLive(run_dir))
+    tags = {fields.RUN_ID_TAG: run_dir.name, fields.STATUS_TAG: "running"}
+    if plan.rehearsal is not None:
+        tags[fields.REHEARSAL_TAG] = plan.rehearsal.of
+    info = RunInfo(run_id=run_dir.name, run_dir=run_dir, workload=plan.workload,
+                   experiment=experiment, started_unix_s=started_unix_s, tags=tags)
+    measure = {"warmup": plan.job.measure.warmup, "steps": plan.job.measure.steps, "repeat": plan.job.measure.repeat}
+    plan_fields = {"workload": plan.workload, "target": plan.target, "backend": plan.backend, "engine": plan.engine,
+                   "device": plan.device}
+    return TrackingSink(info, backends, measure=measure, plan_fields=plan_fields, **kwargs)
