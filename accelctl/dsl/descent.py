@@ -84,10 +84,9 @@ NAME, STRING, NUMBER, UNIT, END, ERROR = "NAME", "STRING", "NUMBER", "UNIT", "$E
 #: ``_Span((line, column, end_line, end_column))``, ``_Entry((key, value, span, key_span))``...:
 #: the named tuples ``Span`` and ``ast.*`` made in C, with no Python frame (their own
 #: ``__new__`` is a Python function): about one of each per token of files of megabytes
-_Span = functools.partial(tuple.__new__, Span)
-_Str, _Num, _Quantity, _Word = (functools.partial(tuple.__new__, c) for c in (ast.Str, ast.Num, ast.Quantity, ast.Word))
-_KwArg, _Call, _ListV, _Entry = (functools.partial(tuple.__new__, c) for c in (ast.KwArg, ast.Call, ast.ListV, ast.Entry))
-_Statement, _Block, _Workload = (functools.partial(tuple.__new__, c) for c in (ast.Statement, ast.Block, ast.Workload))
+_Span, _Str, _Num, _Quantity, _Word, _KwArg, _Call, _ListV, _Entry, _Statement, _Block, _Workload = (
+    functools.partial(tuple.__new__, c) for c in (Span, ast.Str, ast.Num, ast.Quantity, ast.Word, ast.KwArg, ast.Call,
+                                                   ast.ListV, ast.Entry, ast.Statement, ast.Block, ast.Workload))
 
 
 class Unparsed(Exception):
@@ -378,7 +377,8 @@ class _Parser:
         close = self.i
         self.i = close + 1
         self.depth -= 1
-        return _ListV((tuple(items), _Span((self.lines[open_i], self.cols[open_i], self.lines[close], self.cols[close] + 1))))
+        span = _Span((self.lines[open_i], self.cols[open_i], self.lines[close], self.cols[close] + 1))
+        return _ListV((tuple(items), span))
 
 
 def _join(a: Span, b: Span) -> Span:
