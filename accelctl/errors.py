@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 
-@dataclass(frozen=True)
-class Span:
-    """A region of a source file; lines and columns are 1-based, ``end_*`` exclusive."""
+class Span(NamedTuple):
+    """A region of a source file; lines and columns are 1-based, ``end_*`` exclusive.
+
+    A named tuple, not a frozen dataclass: the parser makes about one per token of files
+    of megabytes, and ``tuple.__new__`` makes one in C at a third of the cost of the
+    cheapest dataclass construction (``accelctl.dsl.descent``)."""
 
     line: int
     column: int
@@ -113,8 +116,10 @@ def _window(text: str, column: int, carets: int, room: int) -> tuple[str, int, i
 
 
 def attach_source(diags: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
-    """Fill ``source_line`` of each diagnostic from the file text."""
-    lines = text.splitlines()
+    """Fill ``source_line`` of each diagnostic from the file text (split into lines only when
+    there is a diagnostic: a valid file of megabytes has none)."""
+    diags = list(diags)
+    lines = text.splitlines() if diags else []
     out = []
     for d in diags:
         if d.span and 1 <= d.span.line <= len(lines):

@@ -14,21 +14,54 @@ interpreter start-up, no imports).  ``--callgrind`` also counts the instructions
 ``accelctl validate`` per size under ``valgrind --tool=callgrind`` (about 100 times slower;
 steady however busy the machine is, so the figure to compare changes by).
 
-Measured here (``--callgrind``'s counter; ``PYTHONDONTWRITEBYTECODE=1`` as on this
-machine, so start-up compiles the modules each time):
+Measured here, issue 11's last round (``--sizes 5 --rounds 3``; "before" is 3ac448e, run
+from a copy of it; the machine's load average was 8 to 15 on its 2 cores, so wall clock
+(4 to 8 times the CPU time) says little and CPU time runs above a quiet machine's; the
+instructions are ``--callgrind``'s counter with ``PYTHONDONTWRITEBYTECODE=1`` as on this
+machine, so start-up compiles the modules; 1 MB, as 5 MB did not finish under valgrind
+in 20 minutes at that load):
 
-    5 MB, the whole ``accelctl validate`` process     before 17.24 G    after 15.90 G (-7.8 %)
-    0.25 MB, in-process phases, instructions        before    after
-      tokenize (descent.tokenize)                     330 M     271 M   one regex, groups by number
-      parse (recursive descent + AST)                 249 M     258 M   (unchanged; noise)
-      check (spec.check, spec.values)                 317 M     299 M   fast paths for plain entries
+                                                    before     after
+    the whole ``accelctl validate`` process, callgrind instructions:
+      1 MB                                          3.68 G    3.07 G (-17 %)
+      0.25 MB                                       1.40 G    1.21 G (-13 %)
+      of which start-up and imports                 0.43 G    0.43 G
+    5 MB, the whole ``accelctl validate`` process:
+      CPU (best of 3)                               2.19 s    1.81 s (-17 %)
+      in-process CPU (``accelctl.api.validate``)    1.97 s    1.63 s (-17 %)
+      peak memory (ru_maxrss)                       295 MB    203 MB (-31 %)
+    1 MB, in-process, best of 5, A/B in turns:
+      validate                                      0.43 s    0.34 s (-21 %)
+      check (spec.check_all)                        0.157 s   0.119 s (-24 %)
+      parse (tokenize, descent, freeing the AST)    0.32 s    0.24 s (-24 %)
+      tokenize alone                                0.100 s   0.091 s
 
-"before" is 11ad722; start-up and imports are about 0.45 G of each process.  What is left
-is spread thin: about 4,000 instructions per token in the regex engine (``_TOKEN``, once
-per token), as many in Python building the five token lists and about 1.6 AST nodes and
-spans per token, and about 0.7 M per workload in the check pass.  In-process CPU at 5 MB,
-``time.process_time()`` around ``accelctl.api.validate``, best of 2 on the busy machine:
-2.01 s (0.40 s/MB) before, 1.89 s (0.38 s/MB) after.
+(The round before, d90b7b4: 17.24 G -> 15.90 G instructions at 5 MB, in-process 2.01 ->
+1.89 s.)  On a quiet machine the whole process at 5 MB took 1.97 s before; at -17 % that
+is about 1.6 s: under the issue's 2 s, not yet the 1.4 s this round aimed at.
+
+What paid: ``errors.Span`` and the AST nodes as named tuples made by one C call each
+(``functools.partial(tuple.__new__, cls)``) instead of a Python constructor filling a
+``__dict__``; the spec dataclasses' ``__init__`` filling ``__dict__`` instead of
+``object.__setattr__`` per field (about 90 fields per workload); the in-line skip of the
+token regex as blanks then one comment (possessive), not a loop over three alternatives;
+one import of the later check passes instead of one per workload; no split of the file
+into lines when there is no diagnostic.  Peak memory is linear: about 40 MB per MB
+(16 MB, near the 16 MiB limit of E004: 5.5 s of CPU, 600 MB).
+
+Tried and dropped, measured on 1 MB: ``findall`` of (skipped, token) pairs with the
+offsets, lines and columns computed in C (``accumulate``, ``str.count``, ``str.rfind``
+over the lists): 0.145 s against 0.095 s for the loop over matches (``findall`` alone,
+building two strings a token, cost more than ``finditer``); alternatives that open
+with a literal or a set so that the regex engine can skip them on the first character:
+no change (0.046 s either way: the cost is per match, about 250 ns, not per
+alternative).  What is left: the regex, about 0.05 s per MB (one match per token or
+newline); the Python loop over the matches, 0.04 s; the parser, 0.07 s; freeing the
+AST, 0.02 s; the check pass, 0.12 s (about 70 us per workload, spread over its
+passes).  A whole-process figure under 1.4 s at 5 MB on a quiet machine needs one of:
+fewer matches (several tokens a match, or a memo of each distinct line's tokens, which
+must fall back where a unit or its ``=`` look-ahead crosses a line), or a check pass
+that builds fewer objects per workload.
 """
 
 from __future__ import annotations

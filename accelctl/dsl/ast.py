@@ -1,4 +1,10 @@
-"""AST of the workload language: plain frozen dataclasses, each with its source span.
+"""AST of the workload language: named tuples, each with its source span.
+
+Named tuples, not frozen dataclasses: the parser makes one for every other token of files
+of megabytes, and ``tuple.__new__`` makes one in C (``accelctl.dsl.descent``) at a third
+of the cost of the cheapest dataclass construction.  Like the dataclasses they replaced,
+they are immutable, and a node equals only a node of its own class with equal fields
+(``Word("on", s) != Str("on", s)``, though as plain tuples they would be equal).
 
 The parser (``accelctl.dsl.parser``) builds these from lark's tree.  Values stay
 untyped here (a ``Word`` is just a name); giving them meaning is the check pass's job.
@@ -7,49 +13,43 @@ untyped here (a ``Word`` is just a name); giving them meaning is the check pass'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 from accelctl.errors import Span
 
 
-@dataclass(frozen=True)
-class Str:
+class Str(NamedTuple):
     value: str
     span: Span
 
 
-@dataclass(frozen=True)
-class Num:
+class Num(NamedTuple):
     value: int | float
     #: the literal as written (``65_000``, ``1e-3``)
     text: str
     span: Span
 
 
-@dataclass(frozen=True)
-class Quantity:
+class Quantity(NamedTuple):
     value: int | float
     unit: str
     span: Span
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(NamedTuple):
     """A bare name used as a value: ``greedy``, ``on``, ``bf16``, ``c10d``."""
 
     name: str
     span: Span
 
 
-@dataclass(frozen=True)
-class KwArg:
+class KwArg(NamedTuple):
     name: str
     value: "Value"
     span: Span
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """``name(arg, key = value)``: a constructor-like value, never executed."""
 
     name: str
@@ -59,8 +59,7 @@ class Call:
     name_span: Span
 
 
-@dataclass(frozen=True)
-class ListV:
+class ListV(NamedTuple):
     items: tuple["Value", ...]
     span: Span
 
@@ -68,8 +67,7 @@ class ListV:
 Value = Union[Str, Num, Quantity, Word, Call, ListV]
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """``key = value``"""
 
     key: str
@@ -78,8 +76,7 @@ class Entry:
     key_span: Span
 
 
-@dataclass(frozen=True)
-class Statement:
+class Statement(NamedTuple):
     """``key value`` with a name or call as value: ``precision bf16``."""
 
     key: str
@@ -88,8 +85,7 @@ class Statement:
     key_span: Span
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """``kind [header] { items }``"""
 
     kind: str
@@ -102,8 +98,7 @@ class Block:
 Item = Union[Entry, Statement, Block]
 
 
-@dataclass(frozen=True)
-class Workload:
+class Workload(NamedTuple):
     name: str
     items: tuple[Item, ...]
     span: Span
@@ -115,6 +110,18 @@ class File:
     path: str
     text: str
     workloads: tuple[Workload, ...]
+
+
+def _equal(a, b) -> bool:
+    return type(a) is type(b) and tuple.__eq__(a, b)
+
+
+def _unequal(a, b) -> bool:
+    return not _equal(a, b)
+
+
+for _node in (Str, Num, Quantity, Word, KwArg, Call, ListV, Entry, Statement, Block, Workload):
+    _node.__eq__, _node.__ne__, _node.__hash__ = _equal, _unequal, tuple.__hash__
 
 
 def number_text(x: int | float) -> str:

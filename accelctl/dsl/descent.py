@@ -24,7 +24,7 @@ Two limits lark does not have, each a positioned diagnostic:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import functools
 import gc
 import math
 import re
@@ -52,8 +52,10 @@ def _uncaptured(terminal: re.Pattern) -> str:
     return re.sub(r"(?<!\\)\((?!\?)", "(?:", terminal.pattern)
 
 
-#: ``_WS`` without the newline: blanks and comments within a line
-_SKIP = r"(?:[ \t\f\r]+|#[^\n]*|//[^\n]*)*"
+#: ``_WS`` without the newline: blanks and comments within a line -- blanks, then at most one
+#: comment, which runs to the newline (a loop over the three, as ``_WS`` is written, matches
+#: the same and cost the regex engine a sixth of its time)
+_SKIP = r"[ \t\f\r]*+(?:(?:#|//)[^\n]*+)?+"
 #: one token per match, the blanks before it skipped, named by ``lastgroup``: a newline
 #: (counted, not a token), punctuation, a name, a number with the unit that may follow it
 #: (blanks, newlines and comments between; the number and the blanks are atomic groups,
@@ -79,22 +81,12 @@ _ESCAPE = re.compile(r"\\(.)", re.S)
 NAME, STRING, NUMBER, UNIT, END, ERROR = "NAME", "STRING", "NUMBER", "UNIT", "$END", "ERROR"
 
 
-def _maker(cls):
-    """A constructor of the frozen dataclass ``cls`` that fills its ``__dict__`` directly:
-    the same object as ``cls(...)`` (no ``__post_init__``, no slots) at less than half the
-    cost of frozen ``__setattr__``, which dominated the parse of large files."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    assert not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__")
-    body = "".join(f"    d[{n!r}] = {n}\n" for n in names)
-    code = f"def make({', '.join(names)}):\n    o = new(cls)\n    d = o.__dict__\n{body}    return o\n"
-    scope = {"new": object.__new__, "cls": cls}
-    exec(code, scope)  # noqa: S102 - generated from the dataclass's own field names
-    return scope["make"]
-
-
-_Span, _Str, _Num, _Quantity, _Word = (_maker(c) for c in (Span, ast.Str, ast.Num, ast.Quantity, ast.Word))
-_KwArg, _Call, _ListV, _Entry = (_maker(c) for c in (ast.KwArg, ast.Call, ast.ListV, ast.Entry))
-_Statement, _Block, _Workload = (_maker(c) for c in (ast.Statement, ast.Block, ast.Workload))
+#: ``_Span((line, column, end_line, end_column))``, ``_Entry((key, value, span, key_span))``...:
+#: the named tuples ``Span`` and ``ast.*`` made in C, with no Python frame (their own
+#: ``__new__`` is a Python function): about one of each per token of files of megabytes
+_Span, _Str, _Num, _Quantity, _Word, _KwArg, _Call, _ListV, _Entry, _Statement, _Block, _Workload = (
+    functools.partial(tuple.__new__, c) for c in (Span, ast.Str, ast.Num, ast.Quantity, ast.Word, ast.KwArg, ast.Call,
+                                                   ast.ListV, ast.Entry, ast.Statement, ast.Block, ast.Workload))
 
 
 class Unparsed(Exception):
@@ -219,7 +211,7 @@ class _Parser:
     def _span(self, i: int) -> Span:
         line = self.lines[i]
         col = self.cols[i]
-        return _Span(line, col, line, col + len(self.values[i]))
+        return _Span((line, col, line, col + len(self.values[i])))
 
     def _enter(self, i: int) -> None:
         self.depth += 1
@@ -245,7 +237,7 @@ class _Parser:
                 if out or not (rest[0].isalpha() or rest[0] == "_"):
                     raise Unparsed
                 line, col = self.lines[i], self.cols[i] + len("workload")
-                name, name_span = rest, _Span(line, col, line, col + len(rest))
+                name, name_span = rest, _Span((line, col, line, col + len(rest)))
                 self.i = i + 1
             else:
                 if kinds[i + 1] != NAME:
@@ -256,7 +248,7 @@ class _Parser:
             # from the previous one, as lark's state after a workload depends on what follows
             self.workload_start = i
             items, end_line, end_col = self.body()
-            out.append(_Workload(name, items, _Span(self.lines[i], self.cols[i], end_line, end_col), name_span))
+            out.append(_Workload((name, items, _Span((self.lines[i], self.cols[i], end_line, end_col)), name_span)))
         return tuple(out)
 
     def body(self) -> tuple[tuple, int, int]:
@@ -287,17 +279,17 @@ class _Parser:
             # 'workload' there is the next workload, so a '}' is missing (E101)
             raise Unparsed
         line, col = lines[k], cols[k]
-        key_span = _Span(line, col, line, col + len(key))
+        key_span = _Span((line, col, line, col + len(key)))
         nxt = kinds[k + 1]
         if nxt == "=":
             self.i = k + 2
             value = self.value()
             vs = value.span
-            return _Entry(key, value, _Span(line, col, vs.end_line, vs.end_column), key_span)
+            return _Entry((key, value, _Span((line, col, vs.end_line, vs.end_column)), key_span))
         self.i = k + 1
         if nxt == "{":
             items, end_line, end_col = self.body()
-            return _Block(key, None, items, _Span(line, col, end_line, end_col), key_span)
+            return _Block((key, None, items, _Span((line, col, end_line, end_col)), key_span))
         if nxt != NAME:
             raise Unparsed
         if kinds[k + 2] == "(":
@@ -305,12 +297,12 @@ class _Parser:
         else:
             self.i = k + 2
             word, wline, wcol = values[k + 1], lines[k + 1], cols[k + 1]
-            header = _Word(word, _Span(wline, wcol, wline, wcol + len(word)))
+            header = _Word((word, _Span((wline, wcol, wline, wcol + len(word)))))
         if kinds[self.i] == "{":
             items, end_line, end_col = self.body()
-            return _Block(key, header, items, _Span(line, col, end_line, end_col), key_span)
+            return _Block((key, header, items, _Span((line, col, end_line, end_col)), key_span))
         hs = header.span
-        return _Statement(key, header, _Span(line, col, hs.end_line, hs.end_column), key_span)
+        return _Statement((key, header, _Span((line, col, hs.end_line, hs.end_column)), key_span))
 
     def value(self):
         i = self.i
@@ -319,25 +311,25 @@ class _Parser:
         if kind == NUMBER:
             text = self.values[i]
             line, col = self.lines[i], self.cols[i]
-            span = _Span(line, col, line, col + len(text))
+            span = _Span((line, col, line, col + len(text)))
             num = int(text) if text.isdigit() and len(text) <= MAX_INT_DIGITS else number_value(text, span, self.path)
             if kinds[i + 1] == UNIT:
                 self.i = i + 2
                 u = self.values[i + 1]
                 ucol = self.cols[i + 1]
-                return _Quantity(num, u, _Span(line, col, self.lines[i + 1], ucol + len(u)))
+                return _Quantity((num, u, _Span((line, col, self.lines[i + 1], ucol + len(u)))))
             self.i = i + 1
-            return _Num(num, text, span)
+            return _Num((num, text, span))
         if kind == NAME:
             if kinds[i + 1] == "(":
                 return self.call()
             self.i = i + 1
             word, line, col = self.values[i], self.lines[i], self.cols[i]
-            return _Word(word, _Span(line, col, line, col + len(word)))
+            return _Word((word, _Span((line, col, line, col + len(word)))))
         if kind == STRING:
             self.i = i + 1
             raw, line, col = self.values[i], self.lines[i], self.cols[i]
-            return _Str(unescape(raw), _Span(line, col, line, col + len(raw)))
+            return _Str((unescape(raw), _Span((line, col, line, col + len(raw)))))
         if kind == "[":
             return self.list()
         raise Unparsed
@@ -355,7 +347,7 @@ class _Parser:
                 self.i = k + 2
                 v = value()
                 line, col = self.lines[k], self.cols[k]
-                kwargs.append(_KwArg(values[k], v, _Span(line, col, v.span.end_line, v.span.end_column)))
+                kwargs.append(_KwArg((values[k], v, _Span((line, col, v.span.end_line, v.span.end_column)))))
             else:
                 args.append(value())
             if kinds[self.i] == ",":
@@ -366,8 +358,8 @@ class _Parser:
         self.i = close + 1
         self.depth -= 1
         name_span = self._span(n)
-        return _Call(values[n], tuple(args), tuple(kwargs),
-                     _Span(name_span.line, name_span.column, self.lines[close], self.cols[close] + 1), name_span)
+        return _Call((values[n], tuple(args), tuple(kwargs),
+                     _Span((name_span.line, name_span.column, self.lines[close], self.cols[close] + 1)), name_span))
 
     def list(self) -> ast.ListV:
         kinds = self.kinds
@@ -385,11 +377,12 @@ class _Parser:
         close = self.i
         self.i = close + 1
         self.depth -= 1
-        return _ListV(tuple(items), _Span(self.lines[open_i], self.cols[open_i], self.lines[close], self.cols[close] + 1))
+        span = _Span((self.lines[open_i], self.cols[open_i], self.lines[close], self.cols[close] + 1))
+        return _ListV((tuple(items), span))
 
 
 def _join(a: Span, b: Span) -> Span:
-    return _Span(a.line, a.column, b.end_line, b.end_column)
+    return _Span((a.line, a.column, b.end_line, b.end_column))
 
 
 @contextlib.contextmanager

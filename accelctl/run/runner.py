@@ -628,6 +628,10 @@ class RunHandle:
 #: a failed child in torchrun's ChildFailedError report ("rank : 1 (local_rank: 1)" then
 #: "exitcode : -9 (pid: 8212)"); the first one after "Root Cause" is the one that died first
 _RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+#: the DeepSpeed launcher's (``deepspeed.launcher.launch``) line when one of its ranks ends
+#: non-zero, before it kills the others: that rank's exit code, but not its rank
+#: ("[ERROR] [launch.py:259:sigkill_handler] [...] exits with return code = -9")
+_LAUNCHER_EXIT = re.compile(r"\] exits with return code = (-?\d+)\s*$", re.M)
 
 
 def _how(rank: int, code: int | None) -> str:
@@ -644,8 +648,9 @@ def _how(rank: int, code: int | None) -> str:
 def crashed_rank(events: list[Event], returncode: int, log_text: str) -> tuple[int | None, str]:
     """``(rank, "rank 1 killed by SIGKILL")`` for a launch that ended without a rank saying
     why: the rank a launcher's failure report names first (torchrun's "Root Cause"), else the
-    one rank that went silent (a launch that is the worker itself: its own signal); ``(None,
-    "")`` when that cannot be told."""
+    one rank that went silent, with the code the launcher reported for it (the DeepSpeed
+    launcher's "exits with return code = -9", which names no rank) or else the launch's own
+    signal (a launch that is the worker itself); ``(None, "")`` when that cannot be told."""
     root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
     found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
     if found is not None:
@@ -654,7 +659,9 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str) -> tuple[i
     ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
     silent = sorted(seen - ended)
     if len(silent) == 1:
-        return silent[0], _how(silent[0], returncode if returncode < 0 else None)
+        reported = _LAUNCHER_EXIT.findall(log_text)
+        code = int(reported[0]) if reported else (returncode if returncode < 0 else None)
+        return silent[0], _how(silent[0], code)
     return None, ""
 
 

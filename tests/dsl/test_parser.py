@@ -5,7 +5,6 @@ No torch here: the parser must stay importable and fast without the heavy stacks
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -41,15 +40,15 @@ workload bloomz_latency {            // a C++-style comment too
 
 def strip_spans(node):
     """The AST as plain tuples/dicts without positions (for shape comparisons)."""
+    if hasattr(node, "_fields"):  # a node (a named tuple)
+        out = {"_": type(node).__name__}
+        for name in node._fields:
+            if name.endswith("span") or name == "text" and isinstance(node, ast.Num):
+                continue
+            out[name] = strip_spans(getattr(node, name))
+        return out
     if isinstance(node, tuple):
         return tuple(strip_spans(n) for n in node)
-    if dataclasses.is_dataclass(node):
-        out = {"_": type(node).__name__}
-        for f in dataclasses.fields(node):
-            if f.name.endswith("span") or f.name == "text" and isinstance(node, ast.Num):
-                continue
-            out[f.name] = strip_spans(getattr(node, f.name))
-        return out
     return node
 
 

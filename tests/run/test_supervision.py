@@ -187,10 +187,13 @@ def test_a_worker_killed_by_a_signal_fails_the_run_naming_rank_and_signal(runs, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, rank, sig", [("ddp_cpu", 1, signal.SIGKILL), ("solo", 0, signal.SIGSEGV)])
+@pytest.mark.parametrize("kind, rank, sig", [("ddp_cpu", 1, signal.SIGKILL), ("zero2_cpu", 1, signal.SIGKILL),
+                                           ("solo", 0, signal.SIGSEGV)])
 def test_a_rank_killed_by_a_signal_is_a_failure_not_a_user_stop(kind, rank, sig, tmp_path):
-    """torchrun answers a dead rank by stopping the others (SIGTERM): they report "stopped",
-    but nobody asked for a stop.  The run is ``failed``, naming the rank and the signal, exit 1."""
+    """torchrun and the DeepSpeed launcher answer a dead rank by stopping the others (SIGTERM):
+    they report "stopped", but nobody asked for a stop.  The run is ``failed``, naming the rank
+    and the signal, exit 1.  torchrun's report names the rank; the DeepSpeed launcher's names
+    only the exit code (-9), so the rank is the one that went silent."""
     wl, workload = _workload(tmp_path, kind)
     runs = tmp_path / "runs"
     proc = start_cli(wl, workload, runs)
@@ -340,6 +343,19 @@ Root Cause (first observed failure):
 """
 
 
+#: the end of worker.log when rank 1 of a DeepSpeed-launcher run was SIGKILLed (deepspeed 0.19.8)
+DEEPSPEED_REPORT = """\
+[2026-11-23 16:13:49,580] [INFO] [launch.py:245:main] process 2195 spawned with command: ['python', '-u', '-m', \
+'accelctl.worker', '/runs/r/job.json']
+[2026-11-23 16:13:49,603] [INFO] [launch.py:245:main] process 2196 spawned with command: ['python', '-u', '-m', \
+'accelctl.worker', '/runs/r/job.json']
+[2026-11-23 16:15:24,103] [INFO] [launch.py:253:sigkill_handler] Killing subprocess 2195
+[2026-11-23 16:15:24,116] [INFO] [launch.py:253:sigkill_handler] Killing subprocess 2196
+[2026-11-23 16:15:24,116] [ERROR] [launch.py:259:sigkill_handler] ['python', '-u', '-m', 'accelctl.worker', \
+'/runs/r/job.json'] exits with return code = -9
+"""
+
+
 def test_crashed_rank_reads_the_root_cause_else_the_silent_rank():
     from accelctl.contract.events import RunFailed, StepMetrics
 
@@ -352,3 +368,7 @@ def test_crashed_rank_reads_the_root_cause_else_the_silent_rank():
     assert runner.crashed_rank(events, -9, "") == (1, "rank 1 killed by SIGKILL")
     assert runner.crashed_rank(events, 7, "") == (1, "rank 1 ended without reporting why")
     assert runner.crashed_rank([step(0), step(1)], -9, "") == (None, "")  # which of two: unknown
+    # the DeepSpeed launcher names the code of the rank that failed, not the rank: the silent
+    # rank with that code, not the code of the launch (ended by the stop that followed)
+    assert runner.crashed_rank(events, -2, DEEPSPEED_REPORT) == (1, "rank 1 killed by SIGKILL")
+    assert runner.crashed_rank(events, 1, DEEPSPEED_REPORT) == (1, "rank 1 killed by SIGKILL")
