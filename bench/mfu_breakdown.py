@@ -19,10 +19,13 @@ backward, the loss read on the host, optimizer step) on ``job.threads`` threads:
 
 Op classes (by the aten op, else by the op or autograd node that called it):
 
-* ``matmul``: the linear layers' GEMMs, forward and backward (``mm``, ``addmm``, ``bmm``, bias
+* ``matmul``: the linear layers' GEMMs, forward and backward (``mm``, ``addmm``, bias
   gradient sums under ``AddmmBackward0``);
-* ``attention``: the attention core (``scaled_dot_product_attention`` and its backward);
-* ``norm/act/dropout``: layer norm, GELU, softmax, dropout, residual adds -- elementwise work;
+* ``attention``: the attention core, forward and backward: every op on a 4-D
+  ``[batch, heads, seq, seq|head_dim]`` tensor (in training ``scaled_dot_product_attention``
+  takes its math path on CPU -- attention dropout > 0 -- so that is its ``bmm``, softmax,
+  dropout, scaling and the head split/merge copies);
+* ``norm/act/dropout``: layer norm, GELU, hidden dropout, residual adds -- elementwise work;
 * ``embedding+loss``: embedding lookups and their scatter backward, log-softmax + NLL;
 * ``optimizer``: everything inside ``optimizer.step()`` and ``zero_grad()``;
 * ``data``: drawing the next batch (synthetic tokens, MLM masking);
@@ -203,6 +206,13 @@ def class_of(ev) -> str:
         return "optimizer"
     if "data" in chain:
         return "data"
+    # the attention core works on [batch, heads, seq, seq|head_dim] tensors: in training
+    # scaled_dot_product_attention takes its math path on CPU (attention dropout > 0), so its
+    # bmm, softmax, dropout and head reshapes -- forward and backward -- are 4-D ops
+    shapes = getattr(ev, "input_shapes", None) or []
+    if (shapes and isinstance(shapes[0], (list, tuple)) and len(shapes[0]) == 4) or any(
+            n in _BY_NAME["attention"] for n in chain):
+        return "attention"
     for name in chain:
         key = name.removeprefix("autograd::engine::evaluate_function: ")
         if key in CLASS_OF:
@@ -240,14 +250,15 @@ def breakdown(w: Workload, warmup: int, steps: int, peak: float) -> dict:
         flops_by_class[FLOP_CLASS.get(str(packet).split(".")[-1], "copies/views/other ops")] += n
     total_flops = float(counter.get_total_flops())
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        t0 = clock()
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        t0, w0 = clock(), time.perf_counter()
         for _ in range(steps):
             with record_function("step"):
                 w.step()
-        profiled_s = (clock() - t0) / steps
+        profiled_s, profiled_wall = (clock() - t0) / steps, (time.perf_counter() - w0) / steps
+    # the profiler times ops on the wall clock: shares are taken on it, then applied to step_s
     per_class = {k: v / steps for k, v in classify(prof.events()).items()}
-    per_class["python/framework"] = max(0.0, profiled_s - sum(per_class.values()))
+    per_class["python/framework"] = max(0.0, profiled_wall - sum(per_class.values()))
     total = sum(per_class.values())
 
     rows = []
