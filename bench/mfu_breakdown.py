@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/mfu_breakdown.py                       # BERT and GPT-2 bench workloads
     .venv/bin/python bench/mfu_breakdown.py bench/workloads/bert_mlm.wl --steps 20
-    .venv/bin/python bench/mfu_breakdown.py --optimizer foreach   # AdamW foreach / fused instead of the default
+    .venv/bin/python bench/mfu_breakdown.py --optimizer for-loop  # AdamW as torch's CPU default, not fused
     .venv/bin/python bench/mfu_breakdown.py --json out.json
 
 For each workload file it builds what the worker builds -- the plan's ``WorkerJob``, the model
@@ -143,14 +143,22 @@ class Workload:
         return value
 
 
+#: ``--optimizer``: the worker's own (the CPU adapter's: fused AdamW), or AdamW forced to one
+#: of torch's implementations (``for-loop``: torch's default on CPU, what the worker used before)
+OPTIMIZERS = {"worker": None, "for-loop": {"foreach": False, "fused": False},
+              "foreach": {"foreach": True}, "fused": {"fused": True}}
+
+
 def make_optimizer(adapter, spec, params, impl: str):
-    """The adapter's optimizer (``default``), or AdamW with ``foreach`` / ``fused`` forced."""
+    """The adapter's optimizer (``worker``), or AdamW in the implementation ``impl`` names."""
     import torch
 
-    if impl == "default":
+    if OPTIMIZERS[impl] is None:
         return adapter.make_optimizer(spec, params)
+    if spec.name != "adamw":
+        raise SystemExit(f"--optimizer {impl}: AdamW workloads only (this one uses {spec.name})")
     params = [p for p in params if p.requires_grad]
-    return torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay, **{impl: True})
+    return torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay, **OPTIMIZERS[impl])
 
 
 def ceiling(threads: int) -> tuple[float, str]:
@@ -296,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("workloads", nargs="*", type=Path, default=WORKLOADS, help="fp32 CPU workload files")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--optimizer", choices=("default", "foreach", "fused"), default="default",
-                    help="AdamW implementation: the worker's (default) or forced foreach / fused")
+    ap.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="worker",
+                    help="AdamW implementation: the worker's own (fused on CPU), or torch's for-loop / "
+                         "foreach / fused forced")
     ap.add_argument("--json", type=Path, metavar="OUT")
     args = ap.parse_args(argv)
 

@@ -40,7 +40,7 @@ def test_breakdown_accounts_for_the_whole_step(tmp_path, name):
     wl = tmp_path / f"{name}.wl"
     wl.write_text(TINY.format(name=name, objective=objective, model=model))
     peak = 1e11
-    r = mfu_breakdown.breakdown(mfu_breakdown.Workload(wl, "default"), warmup=1, steps=2, peak=peak)
+    r = mfu_breakdown.breakdown(mfu_breakdown.Workload(wl, "worker"), warmup=1, steps=2, peak=peak)
     rows = {row["class"]: row for row in r["classes"]}
     assert list(rows) == list(mfu_breakdown.CLASSES)
     assert math.isclose(sum(row["share"] for row in rows.values()), 1.0, rel_tol=1e-9)
