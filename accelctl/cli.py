@@ -240,7 +240,6 @@ def cmd_run(args) -> int:
         return 2
     from accelctl.api import load_selected, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
-    from accelctl.contract.plan import FREE_PORT
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
@@ -267,20 +266,21 @@ def cmd_run(args) -> int:
             print(f"accelctl: error: target {p.target} (engine {p.engine}): {blocked}", file=sys.stderr)
             return 1
     live = use_tui(args) and only is None
-    for spec, p, why, repeats in plans:
-        print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
-        if p.rehearsal is not None:
-            print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
-                         f"{p.rehearsal.on} with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
-                         "1;33", sys.stdout), flush=True)
-        for w in p.warnings:
-            print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
-        if only is not None:
-            print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
-            if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
-                print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
-                             "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
-                             '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
+    # workloads whose stacks match share one worker process (accelctl.run.shared); the live TUI,
+    # a preflight, --launch and measure { repeat = N } (independent processes) keep one each
+    shareable = not live and only is None and not args.preflight
+    from accelctl.run.shared import groups
+
+    for group in (groups([p if n == 1 else None for _, p, _, n in plans]) if shareable
+                  else [[i] for i in range(len(plans))]):
+        if len(group) > 1:
+            code = _run_shared([plans[i] for i in group], source, args)
+            if code == 130:
+                return 130
+            status_code = status_code or code
+            continue
+        spec, p, why, repeats = plans[group[0]]
+        _announce(spec, p, why, only)
         if args.preflight and not _preflight(spec, p, args.runs_dir, args.preflight_timeout, only):
             status_code = 1
             continue
@@ -297,6 +297,58 @@ def cmd_run(args) -> int:
             return 130
         status_code = status_code or code
     return status_code
+
+
+def _announce(spec, p, why: str, only) -> None:
+    """The lines ``accelctl run`` prints before a workload's run: target, rehearsal, warnings."""
+    from accelctl.contract.plan import FREE_PORT
+
+    print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
+    if p.rehearsal is not None:
+        print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
+                     f"{p.rehearsal.on} with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
+                     "1;33", sys.stdout), flush=True)
+    for w in p.warnings:
+        print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+    if only is not None:
+        print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
+        if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
+            print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
+                         "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
+                         '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
+
+
+def _run_shared(items, source: str, args) -> int:
+    """Run several workloads' plans in ONE worker process (``accelctl.run.shared``), each still a
+    run of its own (folder, events, summary), streamed to the console in order.  A failed run
+    does not stop the next; a stop ends them all (the runs not started are not recorded, and
+    named here).  Returns 0 (all ok), 1 (one failed) or 130 (stopped)."""
+    from accelctl.run.console import ConsoleSink
+    from accelctl.run.shared import SharedRuns
+
+    runs = SharedRuns([p for _, p, _, _ in items], source_text=source,
+                      spec_jsons=[spec.to_json() for spec, _, _, _ in items], runs_root=args.runs_dir)
+    code, not_run = 0, []
+    try:
+        for k, (spec, p, why, _) in enumerate(items):
+            _announce(spec, p, why, None)
+            if k == 0:
+                print(f"accelctl: one worker process runs workloads {', '.join(s.name for s, _, _, _ in items)} in "
+                      "order (the same stack: command, environment, backend)", flush=True)
+            handle = runs.start([ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)])
+            result = handle.wait()  # Ctrl-C / SIGTERM while it waits: the run is stopped, then returned
+            if result.status == "stopped":
+                code = 130
+                break
+            code = code or (0 if result.ok else 1)
+    except KeyboardInterrupt:
+        runs.stop()
+        code = 130
+    finally:
+        not_run = runs.close()
+    for name in not_run:
+        print(f"accelctl: workload {name} not run: the run before it was stopped", file=sys.stderr, flush=True)
+    return code
 
 
 def resume_run(args) -> int:
