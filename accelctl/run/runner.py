@@ -27,6 +27,12 @@ rank and its signal ("rank 1 killed by SIGKILL"), and that rank's death is the r
 over what its peers then report.  Commands and environment are resolved by
 ``accelctl.run.commands``.
 
+A run may share its worker process with the other runs of its file (``shared=``, a
+``accelctl.run.shared.SharedWorker``: one process runs their jobs in order): its run then ends
+when the worker reports its job's end (``RunFinished`` / ``RunFailed`` of rank 0), the launch's
+return code being the one a worker of its own would have had for that job; the process is
+neither waited for nor reaped here (it goes on to the next job) unless a stop is under way.
+
 Supervision that survives the supervisor: every launch is started from one long-lived
 thread (``_Forker``) through ``EXEC_PROLOGUE``, which sets the parent-death signal; every
 launch carries ``ACCELCTL_RUNNER`` (this process's ``<pid>:<start ticks>``), which the worker
