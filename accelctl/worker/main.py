@@ -21,6 +21,7 @@ import traceback
 import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
 
 from accelctl.contract import envnames, supervision  # noqa: E402
+from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES  # noqa: E402
 from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
 from accelctl.contract.job import WorkerJob, read_queue  # noqa: E402
 from accelctl.worker import envinfo, precision  # noqa: E402
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for index, (job, log) in enumerate(queue):
             if index:
-                gc.collect()  # the previous job's model and batches, before this one builds its own
+                free_device_memory(queue[index - 1][0])
                 started = time.perf_counter()
             if log:
                 send_output_to(log)
@@ -111,6 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return code
+
+
+def free_device_memory(done: WorkerJob) -> None:
+    """Between two jobs of a shared worker: on an accelerator, a full collection, so that device
+    memory held by a reference cycle of the job just done is back before the next one builds its
+    model.  Not on the host: refcounting frees the model there, and a full collection with
+    transformers loaded took 0.5-0.67 s here (435k objects, load ~10), a third of a bloomz step."""
+    family = DEVICE_FAMILIES.get(done.device.adapter)
+    if family is None or not family.host:
+        gc.collect()
 
 
 def send_output_to(log: str) -> None:
