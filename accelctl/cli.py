@@ -318,7 +318,6 @@ def cmd_run(args) -> int:
         args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
     from accelctl.api import load_selected, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
-    from accelctl.contract.plan import FREE_PORT
 
     source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
@@ -347,22 +346,23 @@ def cmd_run(args) -> int:
         if blocked:
             raise AccelctlError(f"target {p.target} (engine {p.engine}): {blocked}", exit_code=exitcodes.FAILED)
     live = use_tui(args) and only is None
-    for spec, p, why, repeats in plans:
-        print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
-        if p.rehearsal is not None:
-            print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
-                         f"{p.rehearsal.on} with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
-                         "1;33", sys.stdout), flush=True)
-        for w in p.warnings:
-            print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
-        for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
-            print(f"accelctl: {note}", flush=True)
-        if only is not None:
-            print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
-            if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
-                print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
-                             "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
-                             '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
+    global _fast_exit
+    _fast_exit = not live  # (set before the runs: a stop's exit code 130 ends the program as fast)
+    # workloads whose stacks match share one worker process (accelctl.run.shared); the live TUI,
+    # a preflight, --launch and measure { repeat = N } (independent processes) keep one each
+    shareable = not live and only is None and not args.preflight
+    from accelctl.run.shared import groups
+
+    for group in (groups([p if n == 1 else None for _, p, _, n in plans]) if shareable
+                  else [[i] for i in range(len(plans))]):
+        if len(group) > 1:
+            code = _run_shared([plans[i] for i in group], source, args)
+            if code == exitcodes.STOPPED:
+                return code
+            status_code = status_code or code
+            continue
+        spec, p, why, repeats = plans[group[0]]
+        _announce(spec, p, why, only)
         if args.preflight and not _preflight(spec, p, args.runs_dir, args.preflight_timeout, only, _reply(args)):
             status_code = exitcodes.FAILED
             continue
@@ -381,6 +381,61 @@ def cmd_run(args) -> int:
     return status_code
 
 
+def _announce(spec, p, why: str, only) -> None:
+    """The lines ``accelctl run`` prints before a workload's run: target, rehearsal, warnings."""
+    from accelctl.contract.plan import FREE_PORT
+
+    print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
+    if p.rehearsal is not None:
+        print(_color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
+                     f"{p.rehearsal.on} with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
+                     "1;33", sys.stdout), flush=True)
+    for w in p.warnings:
+        print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+    for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
+        print(f"accelctl: {note}", flush=True)
+    if only is not None:
+        print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
+        if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
+            print(_color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
+                         "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
+                         '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
+
+
+def _run_shared(items, source: str, args) -> int:
+    """Run several workloads' plans in ONE worker process (``accelctl.run.shared``), each still a
+    run of its own (folder, events, summary), streamed to the console in order.  A failed run
+    does not stop the next; a stop ends them all (the runs not started are not recorded, and
+    named here).  Returns 0 (all ok), 1 (one failed) or 130 (stopped)."""
+    from accelctl.run.console import ConsoleSink
+    from accelctl.run.shared import SharedRuns
+
+    runs = SharedRuns([p for _, p, _, _ in items], source_text=source,
+                      spec_jsons=[spec.to_json() for spec, _, _, _ in items], runs_root=args.runs_dir)
+    code, not_run = 0, []
+    try:
+        for k, (spec, p, why, _) in enumerate(items):
+            _announce(spec, p, why, None)
+            if k == 0:
+                print(f"accelctl: one worker process runs workloads {', '.join(s.name for s, _, _, _ in items)} in "
+                      "order (the same stack: command, environment, backend)", flush=True)
+            handle = runs.start([ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)])
+            result = handle.wait()  # Ctrl-C / SIGTERM while it waits: the run is stopped, then returned
+            _record_run(args, p, result)
+            if result.status == "stopped":
+                code = exitcodes.STOPPED
+                break
+            code = code or run_exit_code(result.status)
+    except KeyboardInterrupt:
+        runs.stop()
+        code = exitcodes.STOPPED
+    finally:
+        not_run = runs.close()
+    for name in not_run:
+        print(f"accelctl: workload {name} not run: the run before it was stopped", file=sys.stderr, flush=True)
+    return code
+
+
 def resume_run(args) -> int:
     """``accelctl run [FILE] --resume RUN_ID``: the run's own plan, from its newest checkpoint,
     into its own folder (FILE, when given, is the workload file checked unchanged)."""
@@ -396,6 +451,8 @@ def resume_run(args) -> int:
 
     _unknown_run_is_usage(load_run, args.resume, args.runs_dir)
     point = prepare_resume(args.resume, args.runs_dir, args.file)
+    global _fast_exit
+    _fast_exit = True
     print(f"accelctl: resuming run {point.run_dir.name} after step {point.step} "
           f"(checkpoint {point.checkpoint})", flush=True)
     sink = ConsoleSink(headless=args.headless, job=point.job, rehearsal=point.plan.rehearsal)
@@ -644,32 +701,32 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def cmd_completion(args) -> int:
-    """``accelctl completion bash|zsh|fish``: the shell's completion script (accelctl.completion)."""
-    from accelctl.completion import script
-
-    text = script(args.shell, build_parser())
-    if reply := _reply(args):
-        reply.result = {"shell": args.shell, "script": text}
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors raise ``UsageError`` instead of exiting: ``main`` prints them
-    as argparse does, or puts them in the JSON document of a ``--json`` command line.  Its
-    subparsers (``add_subparsers``) are of this class too."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise UsageError(message, self.format_usage(), self.prog)
+#: set by a command after which the program may end with ``os._exit`` (``main``): ``run`` on the
+#: console (not the live TUI), once every run has ended and its summary is written
+_fast_exit = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``accelctl`` program (``argv`` None: the console script, ``python -m accelctl.cli``), or
+    one command in-process (``argv`` given: tests, embedding).  As the program, ``run`` ends the
+    process with ``os._exit`` once its output is flushed: the interpreter's shutdown after the
+    last summary took 1.0-1.3 s here (load ~10; 0.015 s with ``os._exit``, issue 12), and every
+    file of the run is closed by then."""
+    code = _command(list(sys.argv[1:] if argv is None else argv))
+    if argv is None and _fast_exit:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+        os._exit(code)
+    return code
+
+
+def _command(argv: list[str]) -> int:
     """Parse, run the verb, return its exit status (``accelctl.exitcodes``).  With ``--json``
     (or ``-f json``) stdout is one JSON document whatever happens (``accelctl.reply``):
     everything the verb prints goes to stderr meanwhile."""
-    argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["__complete"]:  # the shells' fast path: no parser, no rich (accelctl.completion)
         from accelctl.completion import complete
 

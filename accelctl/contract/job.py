@@ -133,3 +133,38 @@ class WorkerJob:
     @classmethod
     def load(cls, path: str | Path) -> "WorkerJob":
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+#: the job list of a worker shared by several runs, in the first of their run folders
+JOBS_FILE = "jobs.json"
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    """One job of a shared worker's list: its ``job.json`` and the ``worker.log`` of its run
+    folder (the worker's stdout and stderr go there while it runs this job)."""
+
+    job: str
+    log: str = ""
+
+
+@dataclass(frozen=True)
+class JobList:
+    """``python -m accelctl.worker jobs.json``: one worker process runs these jobs in order
+    (the runner's ``accelctl.run.shared``), importing torch and the model libraries once.
+    Each job writes its own run folder's events exactly as a worker of its own would."""
+
+    jobs: tuple[QueuedJob, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(codec.to_dict(self), indent=2, sort_keys=True)
+
+
+def read_queue(path: str | Path) -> list[tuple[WorkerJob, str]]:
+    """``[(job, log)]`` from a worker's argument: a ``JobList`` file (``{"jobs": [...]}``),
+    or a single ``job.json`` (log "": the output stays where the runner sent it)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(data, dict) and set(data) == {"jobs"}:
+        queue = codec.from_dict(JobList, data)
+        return [(WorkerJob.load(q.job), q.log) for q in queue.jobs]
+    return [(WorkerJob.from_dict(data), "")]

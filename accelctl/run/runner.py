@@ -27,6 +27,12 @@ rank and its signal ("rank 1 killed by SIGKILL"), and that rank's death is the r
 over what its peers then report.  Commands and environment are resolved by
 ``accelctl.run.commands``.
 
+A run may share its worker process with the other runs of its file (``shared=``, a
+``accelctl.run.shared.SharedWorker``: one process runs their jobs in order): its run then ends
+when the worker reports its job's end (``RunFinished`` / ``RunFailed`` of rank 0), the launch's
+return code being the one a worker of its own would have had for that job; the process is
+neither waited for nor reaped here (it goes on to the next job) unless a stop is under way.
+
 Supervision that survives the supervisor: every launch is started from one long-lived
 thread (``_Forker``) through ``EXEC_PROLOGUE``, which sets the parent-death signal; every
 launch carries ``ACCELCTL_RUNNER`` (this process's ``<pid>:<start ticks>``), which the worker
@@ -77,6 +83,8 @@ __all__ = ["EVENTS_DIR_ENV", "RunHandle", "RunResult", "launch", "launch_env", "
 log = logging.getLogger("accelctl.run")
 
 POLL_S = 0.05
+#: the worker's exit code for a job that ended with this ``RunFailed.reason`` (``accelctl.worker.main``)
+JOB_EXIT_CODES = {"stopped": 130, "runner_lost": 130, "nan_loss": 3}
 DEFAULT_GRACE_S = 5.0
 LOG_TAIL_LINES = 30
 
@@ -192,8 +200,14 @@ class RunHandle:
 
     def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S,
                  values: Mapping[str, str] | None = None, only: Iterable[str] | None = None,
-                 prior_events: Iterable[Event] = ()):
+                 prior_events: Iterable[Event] = (), shared: Any = None):
         self.plan = plan
+        #: the worker process this run shares with the other runs of its file
+        #: (``accelctl.run.shared.SharedWorker``), or None: a process of its own
+        self.shared = shared
+        #: the worker reported its job's end (RunFinished / RunFailed of rank 0): the exit code a
+        #: worker of its own would have returned for it (a shared worker goes on to its next job)
+        self._job_code: int | None = None
         #: a resumed run's events before its resume point (``accelctl.run.resume``): in the summary
         self.prior_events = list(prior_events)
         #: the launches this runner starts (None: all); the others run elsewhere (one per node)
@@ -312,7 +326,18 @@ class RunHandle:
                 if self.only is not None and launch.name not in self.only:
                     continue  # started elsewhere (another node), not by this runner
                 try:
-                    r = self.resolved[i] = resolve_launch(launch, self.run_dir, self.events_dir, run_values=self.values)
+                    if self.shared is not None and self.shared.proc is not None:
+                        # started by an earlier run of this file; it runs this run's job next
+                        self.resolved[i], self._procs[i] = self.shared.launch, self.shared.proc
+                        logf.write(f"# accelctl: launch {launch.name}: the shared worker, pid {self.shared.proc.pid} "
+                                   f"({self.shared.jobs_file})\n".encode())
+                        self._times[i] = [time.time()]
+                        self._record_runner()
+                        continue
+                    r = resolve_launch(launch, self.run_dir, self.events_dir, run_values=self.values)
+                    if self.shared is not None:
+                        r = self.shared.take(r)  # the same command, with the job list for its job
+                    self.resolved[i] = r
                     shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
                     logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
                     env = {**r.env, envnames.RUNNER: self._runner_identity}
@@ -326,6 +351,8 @@ class RunHandle:
                         start_new_session=True,
                     )
                     self._times[i] = [time.time()]
+                    if self.shared is not None:
+                        self.shared.proc = self._procs[i]
                     self._record_runner()
                 except (OSError, UnresolvedPlaceholder) as exc:
                     self._rcs[i] = 127
@@ -376,6 +403,9 @@ class RunHandle:
     def _drain(self, final: bool = False) -> None:
         for raw in self._files.lines(final):
             text, event = parse_line(raw)
+            if (self.shared is not None and isinstance(event, (RunFinished, RunFailed)) and event.rank == 0
+                    and self._job_code is None):
+                self._job_code = 0 if isinstance(event, RunFinished) else JOB_EXIT_CODES.get(event.reason, 1)
             if text:
                 self._emit(event, text)
             elif raw.strip():  # (a full disk tears lines as a matter of course)
@@ -424,6 +454,10 @@ class RunHandle:
     def _check_processes(self) -> None:
         for i in self._running():
             rc = self._procs[i].poll()  # type: ignore[union-attr]
+            if self._job_code is not None and (rc is not None or self._stop_at is None):
+                # a shared worker's job is over: its run ends here, whatever the process does next
+                # (its next job; during a stop, the run waits for the process to end)
+                rc = self._job_code
             if rc is None:
                 continue
             self._rcs[i] = rc
@@ -516,8 +550,10 @@ class RunHandle:
         always: ``wait()`` returns whatever failed here."""
         summary: dict[str, Any] = {}
         try:
-            procgroup.reap(self.pids)
-            self._sweep()
+            if self.shared is None or not self.shared.running():
+                procgroup.reap(self.pids)
+                self._sweep()
+            # else: the shared worker goes on with the next run's job; ``SharedWorker.close`` reaps it
             self._files.close()
             summary = self._summary()
             try:
@@ -598,6 +634,11 @@ class RunHandle:
         return tuple(self._rcs)
 
     def _summary(self) -> dict[str, Any]:
+        started = self._started_at
+        if self.shared is not None:  # a shared worker may begin this job before the run is supervised
+            started = min([started, *(e.time_unix_s for e in self._events if getattr(e, "time_unix_s", None))])
+            for t in self._times:
+                t[:1] = [min(t[0], started)] if t else []
         launches = [
             {
                 "name": ln.name,
@@ -606,6 +647,8 @@ class RunHandle:
                 "pid": p.pid if p else None,
                 "returncode": rc,
                 "wall_s": t[1] - t[0] if len(t) == 2 else None,
+                # the job list of the worker this run shared with the other runs of its file
+                **({"jobs_file": str(self.shared.jobs_file)} if self.shared is not None else {}),
             }
             for ln, r, p, rc, t in zip(self.plan.launches, self.resolved, self._procs, self._rcs, self._times)
         ]
@@ -617,7 +660,7 @@ class RunHandle:
             stop_kind=self._stop_kind,
             failure=self._failure,
             launches=launches,
-            started_unix_s=self._started_at,
+            started_unix_s=started,
             finished_unix_s=time.time(),
         )
         return self._tracker.annotate(summary) if self._tracker is not None else summary

@@ -7,6 +7,8 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
       spec.json        the checked WorkloadSpec
       plan.json        the Plan, placeholders ({run_dir}) left as printed
       job.json         the WorkerJob every process reads (run_id and events_dir filled in)
+      jobs.json        only in the first run of several sharing one worker process: each run's
+                       job.json and worker.log, in order (``accelctl.run.shared``)
       <generated>      each GeneratedFile of the plan ({run_dir} substituted)
       worker.log       stdout + stderr of every launched process
       rank<N>.jsonl    events appended by rank N (the worker writes these)
