@@ -701,6 +701,15 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors raise ``UsageError`` instead of exiting: ``main`` prints them
+    as argparse does, or puts them in the JSON document of a ``--json`` command line.  Its
+    subparsers (``add_subparsers``) are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(message, self.format_usage(), self.prog)
+
+
 #: set by a command after which the program may end with ``os._exit`` (``main``): ``run`` on the
 #: console (not the live TUI), once every run has ended and its summary is written
 _fast_exit = False
