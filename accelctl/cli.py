@@ -701,6 +701,18 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def cmd_completion(args) -> int:
+    """``accelctl completion bash|zsh|fish``: the shell's completion script (accelctl.completion)."""
+    from accelctl.completion import script
+
+    text = script(args.shell, build_parser())
+    if reply := _reply(args):
+        reply.result = {"shell": args.shell, "script": text}
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose usage errors raise ``UsageError`` instead of exiting: ``main`` prints them
     as argparse does, or puts them in the JSON document of a ``--json`` command line.  Its
