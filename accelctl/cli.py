@@ -48,6 +48,11 @@ def _width(stream) -> int | None:
     the terminal's; None (whole lines) in a pipe or a file, and under ``--wide``."""
     if _WIDE:
         return None
+    try:
+        if not stream.isatty():
+            return None  # what output_width says of a pipe here, without importing it (cold start)
+    except (AttributeError, ValueError):
+        return None
     from accelctl.report.fit import output_width
 
     return output_width(stream, None, columns_in_pipe=False)

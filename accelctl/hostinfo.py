@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import glob
 import os
-import platform
 import shutil
 from functools import lru_cache
 
@@ -67,7 +66,11 @@ def _cpuinfo() -> tuple[str, frozenset[str]]:
                     break
     except OSError:
         pass
-    return name or platform.processor() or platform.machine(), flags
+    if name:
+        return name, flags
+    import platform  # only where /proc/cpuinfo names no CPU: 1.4 ms of every cold start otherwise
+
+    return platform.processor() or platform.machine(), flags
 
 
 def cpu_model() -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -95,6 +94,8 @@ def store(entry: Calibration, file: Path | None = None) -> Path:
     entries[key(entry.device, entry.threads)] = entry
     file.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"schema": SCHEMA, "entries": {k: asdict(v) for k, v in sorted(entries.items())}}, indent=2)
+    import tempfile  # here: ``plan`` reads calibrations and never stores one (cold start, issue 12)
+
     fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text + "\n")

@@ -1,12 +1,17 @@
 """The registry of backends: the one place that chooses a backend for a target.
 
 Which plug-ins exist, and in which order they are asked, is data
-(``accelctl.spec.plugins``: name -> "module:Class"); this module imports them from there.
+(``accelctl.spec.plugins``: name -> "module:Class"); this module imports them from there,
+each the first time it is asked for (``PluginTable``): ``accelctl plan`` of a cpu target
+imports the cpu backend and the local engine, not the Slurm, Kubernetes and AWS Batch
+engines (their subprocess/socket imports) nor the vendor backends that come after the one
+that selects the target (issue 12: cold ``plan`` against the ``import lark, rich`` floor).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, MutableMapping
 from dataclasses import replace
 
 from accelctl.backends.base import Backend, refusal
@@ -23,20 +28,52 @@ def load_plugin(path: str):
 
 
 def _load_all(table: dict[str, str]) -> dict:
-    out = {}
-    for name, path in table.items():
-        plugin = load_plugin(path)
-        if plugin.name != name:
-            raise RuntimeError(f"accelctl.spec.plugins lists {path} as {name!r}, but it calls itself {plugin.name!r}")
-        out[name] = plugin
-    return out
+    """Every plug-in of a table, imported now (a misnamed row raises RuntimeError)."""
+    return dict(PluginTable(table))
+
+
+class PluginTable(MutableMapping):
+    """A plug-in table (name -> "module:Class") read as name -> plug-in object, each imported
+    and instantiated on first access and kept; names and their order are the table's, so
+    ``in``, ``len`` and iteration import nothing, and ``.values()`` imports in order, as
+    far as it is iterated.  Writable, for tests that add a plug-in (``monkeypatch.setitem``)."""
+
+    def __init__(self, table: dict[str, str]):
+        self._paths = dict(table)
+        self._loaded: dict[str, object] = {}
+
+    def __getitem__(self, name: str):
+        if name not in self._loaded:
+            path = self._paths[name]  # KeyError: not a plug-in (``.get`` -> None)
+            self._loaded[name] = plugin = load_plugin(path)
+            if plugin.name != name:
+                raise RuntimeError(f"accelctl.spec.plugins lists {path} as {name!r}, but it calls itself "
+                                   f"{plugin.name!r}")
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, plugin) -> None:
+        self._paths.setdefault(name, "")
+        self._loaded[name] = plugin
+
+    def __delitem__(self, name: str) -> None:
+        del self._paths[name]
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._paths))
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._paths
 
 
 #: backends by name, in selection order: the first that selects a target wins
-BACKENDS: dict[str, Backend] = _load_all(plugins.BACKENDS)
+BACKENDS: MutableMapping[str, Backend] = PluginTable(plugins.BACKENDS)
 
 #: engines by name (``engine = ...`` in a target, ``--engine`` on the command line)
-ENGINES: dict[str, Engine] = _load_all(plugins.ENGINES)
+ENGINES: MutableMapping[str, Engine] = PluginTable(plugins.ENGINES)
 
 
 def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[Diagnostic]]:
