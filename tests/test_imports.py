@@ -120,3 +120,52 @@ def test_validate_loads_fewer_modules_than_import_lark_rich():
     assert "accelctl.dsl.lalr" not in loaded
     assert not {m.split(".")[0] for m in loaded} & {"lark", "rich", "regex", "statistics"}
     assert len(loaded) <= len(floor), (len(loaded), len(floor), sorted(loaded - floor))
+
+
+#: what no cold ``plan`` (text, json, sh) or ``estimate`` of the cpu bench workload imports (issue 12:
+#: cold plan against the ``import lark, rich`` floor): the engines that reach past this machine
+#: (their socket/subprocess/threading), the backends after the one that selects the target, the
+#: checks' result type, the width fitting of a pipe, and what only writing a file needs
+#: (tempfile/random for an atomic calibration store, secrets/hashlib for a run id, ctypes for
+#: the parent-death signal); ``platform`` only where /proc/cpuinfo names no CPU
+PLAN_MUST_NOT_IMPORT = ("accelctl.engines.slurm", "accelctl.engines.slurm_agents", "accelctl.engines.kubernetes",
+                        "accelctl.engines.aws_batch", "accelctl.engines.batch_entrypoint", "accelctl.engines.torchrun",
+                        "accelctl.backends.gaudi", "accelctl.backends.xla_neuron", "accelctl.backends.te_fp8",
+                        "accelctl.backends.deepspeed", "accelctl.backends.torchrun", "accelctl.backends.findings",
+                        "accelctl.report.fit", "accelctl.run", "lark", "rich", "socket", "subprocess", "threading",
+                        "tempfile", "random", "secrets", "hashlib", "ctypes")
+CPU_WORKLOAD = "bench/workloads/bert_mlm.wl"  # the file bench/comparisons/cli_plan.py times
+
+
+def _forbidden(loaded: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in loaded if any(m == n or m.startswith(n + ".") for n in names))
+
+
+def _cli_modules(*argv: str) -> set[str]:
+    return _modules_after(f"from accelctl.cli import main\nimport contextlib, io\n"
+                          f"with contextlib.redirect_stdout(io.StringIO()): assert main({list(argv)!r}) == 0")
+
+
+def test_cold_plan_imports_only_the_plug_ins_it_uses():
+    for fmt in ("text", "json", "sh"):
+        loaded = _cli_modules("plan", "-f", fmt, CPU_WORKLOAD)
+        assert {"accelctl.plan.compile", "accelctl.backends.cpu", "accelctl.engines.base"} <= loaded  # it planned
+        assert not _forbidden(loaded, PLAN_MUST_NOT_IMPORT + ("platform",)), fmt
+
+
+def test_cold_estimate_reads_the_run_store_path_without_what_writing_a_run_needs():
+    loaded = _cli_modules("estimate", CPU_WORKLOAD)
+    assert "accelctl.estimate.render" in loaded
+    allowed_run = ("accelctl.run", "accelctl.run.store")  # runs_root(): where a stored calibration lives
+    assert not [m for m in _forbidden(loaded, PLAN_MUST_NOT_IMPORT + ("platform",)) if m not in allowed_run]
+
+
+def test_the_plug_in_tables_still_load_every_plug_in_on_demand():
+    """The lazy registry is the same table: every name, in order, each object of its class."""
+    loaded = _modules_after("from accelctl.plan.registry import BACKENDS, ENGINES\n"
+                            "from accelctl.spec import plugins\n"
+                            "assert list(BACKENDS) == list(plugins.BACKENDS) and list(ENGINES) == list(plugins.ENGINES)\n"
+                            "assert 'slurm' in ENGINES and ENGINES.get('no such engine') is None\n"
+                            "assert [b.name for b in BACKENDS.values()] == list(plugins.BACKENDS)\n"
+                            "assert ENGINES['slurm'].name == 'slurm'")
+    assert {"accelctl.backends.gaudi.backend", "accelctl.engines.slurm"} <= loaded

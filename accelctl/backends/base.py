@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from accelctl.backends.findings import CheckResult
 from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # a check's result type: imported by the checks (plan --check), not by planning
+    from accelctl.backends.findings import CheckResult
 
 WORKER = ("-m", "accelctl.worker", "{run_dir}/job.json")
 

@@ -15,7 +15,6 @@ prologue for the launch it starts (torchrun, deepspeed, a worker), the worker fo
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import threading
@@ -76,6 +75,8 @@ def set_parent_death_signal(sig: int) -> bool:
     where that is not available (not Linux)."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # here: the run store imports this module, and ``estimate`` reads the store's path
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0

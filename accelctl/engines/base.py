@@ -11,13 +11,16 @@ plus one method, and they never run anything themselves.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from accelctl.backends.base import Built
-from accelctl.backends.findings import CheckResult
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # a check's result type: imported by the checks (plan --check), not by planning
+    from accelctl.backends.findings import CheckResult
 
 
 class Engine:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import stat
 import time
 from collections.abc import Iterable, Mapping
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract import envnames, supervision
+from accelctl.contract import envnames
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.scheduler import SchedulerJob
 from accelctl.contract.job import WorkerJob
@@ -85,6 +84,8 @@ def safe_name(text: str, limit: int = 40) -> str:
 
 
 def new_run_id(workload: str, target: str, now: float | None = None) -> str:
+    import secrets  # here: hashlib, hmac, random -- ``estimate`` and ``runs`` only read the store
+
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
     return f"{stamp}-{safe_name(workload)}-{safe_name(target)}-{secrets.token_hex(2)}"
 
@@ -404,6 +405,8 @@ def runner_gone(path: Path) -> dict[str, Any] | None:
     host = info.get("host") or {}
     if not info.get("runner") or host.get("name") != _host()["name"]:
         return None  # another machine's run (a shared store): it cannot be judged from here
+    from accelctl.contract import supervision  # here: threading; ``estimate`` only reads runs_root()
+
     if host.get("boot_id") == _host()["boot_id"] and supervision.alive(str(info["runner"])):
         return None
     from accelctl.run import procgroup
