@@ -45,10 +45,11 @@ class PluginTable(MutableMapping):
     def __getitem__(self, name: str):
         if name not in self._loaded:
             path = self._paths[name]  # KeyError: not a plug-in (``.get`` -> None)
-            self._loaded[name] = plugin = load_plugin(path)
-            if plugin.name != name:
+            plugin = load_plugin(path)
+            if plugin.name != name:  # raised on every access, never kept
                 raise RuntimeError(f"accelctl.spec.plugins lists {path} as {name!r}, but it calls itself "
                                    f"{plugin.name!r}")
+            self._loaded[name] = plugin
         return self._loaded[name]
 
     def __setitem__(self, name: str, plugin) -> None:
