@@ -42,6 +42,17 @@ class Factors:
                                                     "dropout-add), 9-op tanh GELU, dropout-add; 10 us = CUDA launch "
                                                     "latency (NVIDIA CUDA C++ Best Practices Guide; PyTorch dispatch "
                                                     "is 5-25 us per op)")
+    #: the same under DeepSpeed-inference kernel injection (``kernel_inject = on``): the
+    #: layer is DeepSpeedTransformerInference's fused ops, far fewer launches than eager
+    fused_layer_overhead_s: Factor = Factor(160e-6, "16 launches per decoder layer x 10 us each: DeepSpeed-inference's "
+                                                    "injected layer (DeepSpeedTransformerInference, deepspeed/ops/"
+                                                    "transformer/inference, v0.7-0.8, 2022-23) at one token, counted: "
+                                                    "qkv_gemm (LayerNorm, GEMM, bias: 3), softmax_context (bias-add "
+                                                    "transform into the KV workspace, scores GEMM, softmax with alibi "
+                                                    "and mask, context GEMM, transform back: 5), attention output "
+                                                    "GEMM, mlp_gemm (residual + LayerNorm, GEMM, bias-GELU: 3), output "
+                                                    "GEMM, bias-residual add, 2 tensor-parallel all-reduces; 10 us = "
+                                                    "CUDA launch latency as for eager")
     #: host-side time of one transformer layer's forward or backward pass in a training step
     #: (the Python and dispatch of its ~30 operators); on an accelerator it overlaps with the
     #: device's work (launches are asynchronous) and bounds the step only when larger, on the

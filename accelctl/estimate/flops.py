@@ -166,6 +166,43 @@ def clip_text(s: dict[str, Any], tokens: int = 77) -> float:
     return int(s["text_layers"]) * _layer(h, h, 4 * h, tokens, tokens)
 
 
+#: passes over the attention-score matrix of one unfused attention: ``baddbmm`` writes the
+#: scores, ``softmax`` reads them and writes the probabilities, ``bmm`` reads them (diffusers
+#: 0.x ``CrossAttention`` without xformers / a fused SDPA, 2022; the same sequence in Optimum
+#: Habana 1.3's pipeline, whose softmax is a TPC kernel of its own after the MME's product)
+SCORE_PASSES = 4
+
+
+def unet_score_elements(s: dict[str, Any]) -> float:
+    """Elements of the attention-score matrices (heads x queries x keys) of one UNet pass of
+    one sample: self-attention over the latent's pixels and cross-attention to the 77 prompt
+    tokens in every transformer block (the down blocks but the last, the mid block, the up
+    blocks but the first)."""
+    chans = [int(x) for x in (s.get("unet_channels") or (int(s["channels"]), 2 * int(s["channels"])))]
+    lpb, r, heads, n = int(s["layers_per_block"]), int(s["image_size"]) // 8, int(s["heads"]), len(chans)
+    blocks = []                                    # latent side of every transformer block
+    for i in range(n - 1):                         # down
+        blocks += [r // 2 ** i] * lpb
+    blocks.append(r // 2 ** (n - 1))               # mid
+    for i in range(1, n):                          # up (the first has none)
+        blocks += [r // 2 ** (n - 1 - i)] * (lpb + 1)
+    return sum(heads * (side * side) * (side * side + 77) for side in blocks)
+
+
+def vae_score_elements(s: dict[str, Any]) -> float:
+    """The VAE decoder's single-head mid-block attention over its latent's pixels."""
+    chans = s.get("vae_channels") or (0, 0, 0, 0)
+    side = int(s["image_size"]) // 2 ** (len(chans) - 1)
+    return float(side * side) ** 2
+
+
+def diffusion_score_elements(s: dict[str, Any], z: Sizes) -> float:
+    """One image's attention-score elements over the whole pipeline (the UNet at every step,
+    twice under classifier-free guidance, and the VAE decoder)."""
+    passes = 2 if z.guidance else 1
+    return z.inference_steps * passes * unet_score_elements(s) + vae_score_elements(s)
+
+
 def diffusion(s: dict[str, Any], z: Sizes) -> float:
     """One image: prompt (and empty prompt) encoded, UNet at every step, VAE decode."""
     passes = 2 if z.guidance else 1

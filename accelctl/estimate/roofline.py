@@ -276,11 +276,22 @@ def _inference(est, spec, target, s, z, fx, peak, bw, fit) -> None:
     steps = z.inference_steps * (2 if z.guidance else 1) if fam == "stable_diffusion" else 1
     est.bytes_per_step = steps * fit.weights + 2 * fit.activations
     t_compute, t_mem = flops / peak, est.bytes_per_step / bw
+    # unfused attention (no flash / fused SDPA in these pipelines): the score matrices go
+    # through memory in kernels of their own after the products, so their time adds
+    score_bytes = 0.0
+    if fam == "stable_diffusion":
+        e = 4 if target.precision.dtype == "fp32" else 2
+        score_bytes = F.SCORE_PASSES * e * F.diffusion_score_elements(s, z) * b / (target.parallel.tp * target.parallel.pp)
+    est.elementwise_s = score_bytes / bw
+    est.bytes_per_step += score_bytes
     est.compute_s, est.memory_s = t_compute, t_mem
-    est.latency_s = est.step_time_s = max(t_compute, t_mem)
+    est.latency_s = est.step_time_s = max(t_compute, t_mem) + est.elementwise_s
     est.unit = "images/s" if fam in ("stable_diffusion", "vit") else "samples/s"
     est.throughput = b * target.data_parallel / est.latency_s
-    _bound(est, t_compute, t_mem, 0.0)
+    _bound(est, t_compute, t_mem + est.elementwise_s, 0.0)
+    if score_bytes:
+        est.why += (f"; unfused attention moves {memory.fmt_bytes(score_bytes)} of score matrices "
+                    f"({F.SCORE_PASSES} passes) after the products")
 
 
 def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:
@@ -296,7 +307,7 @@ def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:
     t_compute = pre * b / split / peak
     t_mem = weight_bytes / bw
     overhead_per_layer = (fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else
-                          fx.eager_layer_overhead_s).value
+                          fx.fused_layer_overhead_s if p.kernel_inject else fx.eager_layer_overhead_s).value
     tp_coll = T.tensor_parallel_per_token(p.tp, layers, h, b, e)
     t_tp_tok = _link_time(tp_coll, sheet, target.instance, fx, target.devices) if tp_coll else 0.0
     total = t_pre

@@ -15,6 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+#: why a ZeRO 1/2 gradient reduction does not hide in the backward pass
+ZERO_OVERLAP_SOURCE = ("DeepSpeed configuration JSON docs: zero_optimization.overlap_comm 'Attempts to overlap the "
+                       "reduction of the gradients with backward computation', default false for stages 1 and 2 "
+                       "(true for stage 3); DeepSpeedZeroOptimizer creates its gradient hooks only when it partitions "
+                       "gradients (stage 2) or overlap_comm is set, else reduce_gradients() runs after the boundary's "
+                       "backward (deepspeed/runtime/zero/stage_1_and_2.py, v0.7-0.8, 2022).  Habana's "
+                       "deepspeed_config_bert_1.5b.json (Model-References, 2022) sets stage 1 and no overlap_comm")
+
+
 @dataclass(frozen=True)
 class Collective:
     #: what it carries, e.g. "gradient all-reduce"
@@ -55,7 +64,10 @@ def gradient_sync(grad_bytes: float, devices_per_node: int, nodes: int, dp: int,
         out.append(Collective("gradient all-reduce", a, b, 1, True))
     else:
         a, b = sync(grad_bytes, "reduce_scatter")
-        out.append(Collective("gradient reduce-scatter (ZeRO)", a, b, 1, True))
+        # ZeRO 1/2 reduce after the backward pass of the accumulation boundary unless
+        # ``overlap_comm`` is set, which DeepSpeed leaves off for stages 1 and 2 (on for 3);
+        # stage 1 without it registers no gradient hooks at all (see ZERO_OVERLAP_SOURCE)
+        out.append(Collective("gradient reduce-scatter (ZeRO)", a, b, 1, zero_stage >= 3))
         a, b = sync(weight_bytes, "all_gather")
         if zero_stage < 3:
             out.append(Collective("weight all-gather after the step (ZeRO 1/2)", a, b, 1, False))

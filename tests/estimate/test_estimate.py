@@ -151,3 +151,27 @@ def test_cli_several_files_and_a_target_some_of_them_have():
     proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", *WORKLOADS, "-t", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no target 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_kernel_injection_dispatches_deepspeeds_fused_layer_not_eager_operators():
+    """DeepSpeed-inference's injected layer is ~16 launches per token, eager BloomBlock 45."""
+    from accelctl.estimate.factors import DEFAULT
+
+    spec, target = _one("bloomz.wl", "bloomz_176b", "a100")
+    injected = dataclasses.replace(target, parallel=dataclasses.replace(target.parallel, kernel_inject=True))
+    eager, fused = estimate(spec, target), estimate(spec, injected)
+    tokens, layers = 100, 70
+    assert eager.overhead_s == pytest.approx(tokens * layers * DEFAULT.eager_layer_overhead_s.value)
+    assert fused.overhead_s == pytest.approx(tokens * layers * DEFAULT.fused_layer_overhead_s.value)
+    assert fused.latency_s == pytest.approx(eager.latency_s - (eager.overhead_s - fused.overhead_s))
+
+
+def test_zero_1_gradient_reduction_is_exposed_but_zero_3_overlaps():
+    """DeepSpeed leaves overlap_comm off for ZeRO 1/2: the reduce-scatter runs after the backward pass."""
+    one = traffic.gradient_sync(1e9, 8, 2, 16, 1, 1e9)
+    three = traffic.gradient_sync(1e9, 8, 2, 16, 3, 1e9)
+    assert not any(c.overlaps for c in one)
+    assert [c.overlaps for c in three if "reduce-scatter" in c.what] == [True]
+    spec, target = _one("bert_1_5b_zero1.wl", "bert_1_5b_zero1_8n", "dl1_8n")
+    e = estimate(spec, target)
+    assert e.exposed_communication_s == pytest.approx(e.communication_s)

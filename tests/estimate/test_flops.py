@@ -129,3 +129,18 @@ def test_llama_grouped_query_attention():
     expected = 3 * BATCH * flops.forward("llama", s, flops.Sizes(seq=32))
     assert expected == pytest.approx(measured, rel=0.10), (expected, measured)
     assert flops.kv_width("llama", s) == 2 * s["hidden"] // s["heads"]
+
+
+def test_unet_attention_score_elements_of_sd_v1():
+    """SD v1's UNet at 512 px: 16 transformer blocks with 8 heads, self-attention over the
+    latent's pixels plus cross-attention to 77 tokens: 5 blocks each at 64x64, 32x32 and 16x16
+    latents (2 down, 3 up) and the mid block at 8x8."""
+    from accelctl.estimate import flops as F
+    from accelctl.spec.models import KNOWN_MODELS
+
+    s = KNOWN_MODELS["CompVis/stable-diffusion-v1-4"].shape
+    by_hand = 8 * (5 * 4096 * (4096 + 77) + 5 * 1024 * (1024 + 77) + 5 * 256 * (256 + 77) + 64 * (64 + 77))
+    assert F.unet_score_elements(s) == by_hand
+    assert F.vae_score_elements(s) == 4096 ** 2
+    z = F.Sizes(seq=77, target=0, prompt=0, new_tokens=0, inference_steps=50, guidance=True)
+    assert F.diffusion_score_elements(s, z) == 100 * by_hand + 4096 ** 2

@@ -64,3 +64,24 @@ def test_every_estimated_row_says_why_it_misses():
         assert ("of the peak" in why or "ms per token" in why or "FP8" in why) and len(why) > 60, r
     decode = [r["estimate_why"] for r in rows if "ms per token" in r["estimate_why"]]
     assert len(decode) == 9 and all("host" in w and "collectives" in w for w in decode)
+
+
+def test_rows_are_estimated_as_the_seed_measured_them():
+    """Seed 000's sources: SD latencies are per image (A100 one image per call), and the BERT
+    run is BERT-base with a 32,000-token vocabulary at 512 tokens."""
+    import dataclasses
+
+    from accelctl.estimate.roofline import estimate
+    from accelctl.report.estimated import MEASURED, _as_measured, estimate_row
+
+    (sd,) = _specs("stable_diffusion.wl").values()
+    for row, batch in (("gaudi2", 8), ("a100", 1)):
+        target = sd.target(row)
+        target = dataclasses.replace(target, batch=dataclasses.replace(target.batch, micro=batch, global_size=None))
+        per_call = estimate(sd, target).latency_s
+        got = estimate_row("000-sd", row, {"batch": 8, "devices": 1}, "latency_s", 1.0)
+        assert got.value == pytest.approx(per_call / batch)
+    bert = _as_measured(_specs("bert_large_pretrain.wl")["bert_large_phase1_bs32"], MEASURED["000-bert"]["gaudi1_bs32"])
+    assert bert.dataset.seq_len == 512
+    assert (bert.model.real_shape["layers"], bert.model.real_shape["hidden"], bert.model.real_shape["vocab"]) == (
+        12, 768, 32000)
