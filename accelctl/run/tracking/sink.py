@@ -181,7 +181,8 @@ class TrackingSink:
             for b in self.backends:
                 try:
                     b.close()
-                except Exception:  # noqa: BLE001
+                except BaseException:  # noqa: BLE001 - wandb.teardown raises SystemExit for a service that
+                    # ended badly: every tracker is still closed, and this thread ends as it should
                     log.debug("closing tracker %s", b.name, exc_info=True)
 
     def _handle(self, batch: list[tuple]) -> bool:
