@@ -338,7 +338,7 @@ def cmd_run(args) -> int:
     from accelctl.api import start_blocker, tracking_blocker
     from accelctl.errors import RunError, attach_source
 
-    untracked = [d for spec, p, _, _ in plans for d in [tracking_blocker(spec, p)] if d is not None]
+    untracked = [d for spec, p, _, _ in plans for d in [tracking_blocker(spec, p, only)] if d is not None]
     if untracked:  # a tracker the workload names and this Python lacks: refused, never skipped
         raise RunError(diagnostics=attach_source(untracked[:1], source))
     for _, p, _, _ in plans:
@@ -392,8 +392,14 @@ def _announce(spec, p, why: str, only) -> None:
                      "1;33", sys.stdout), flush=True)
     for w in p.warnings:
         print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
-    for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
-        print(f"accelctl: {note}", flush=True)
+    from accelctl.plan.tracking import logging_launch, tracks_here
+
+    if p.tracking is not None and p.tracking.enabled and not tracks_here(p, only):
+        print(f"accelctl: tracking: not from this runner: the runner of launch {logging_launch(p)} (rank 0) logs "
+              "the run", flush=True)
+    else:
+        for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
+            print(f"accelctl: {note}", flush=True)
     if only is not None:
         print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
         if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
