@@ -130,7 +130,7 @@ def cmd_plan(args) -> int:
         for spec in load_selected(args.file, args.workload):
             for name in args.diff:
                 named_target(spec, name)  # an unknown target is an error, not an empty diff
-            diff = plan_diff(spec, *args.diff, args.engine)
+            diff = plan_diff(spec, *args.diff, args.engine, None if reply else _width(sys.stdout))
             if reply:
                 reply.result.setdefault("diffs", []).append({"workload": spec.name, "targets": args.diff, "diff": diff})
             else:
@@ -168,7 +168,8 @@ def cmd_plan(args) -> int:
                     plans[-1]["checks"] = [{"tool": r.tool, "ok": r.ok, "messages": list(r.messages)}
                                            for r in results]
                 for r in results:
-                    print(r.render(), file=sys.stderr if args.format != "text" else sys.stdout)
+                    stream = sys.stderr if args.format != "text" else sys.stdout
+                    print(r.render(_width(stream)), file=stream)
                 if not results:
                     print(f"# check: backend {p.backend} has no external tool to check against",
                           file=sys.stderr if args.format != "text" else sys.stdout)
@@ -213,7 +214,8 @@ def cmd_estimate(args) -> int:
         if reply := _reply(args):
             reply.result.setdefault("estimates", []).extend(e.record() for e in estimates)
         else:
-            print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
+            print(render.json_records(estimates) if args.format == "json"
+                  else render.text(spec.name, estimates, spec, _width(sys.stdout)) + "\n")
     return exitcodes.OK
 
 
@@ -634,6 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
     es.add_argument("--no-calibration", action="store_true",
                     help="the catalog's factors only, ignoring a stored --calibrate fit")
     es.add_argument("--runs-dir", default=None, help="run store for --calibrate (default $ACCELCTL_RUNS_DIR or ./runs)")
+    es.add_argument("--wide", action="store_true", help="text: every column, lines whole (default: fitted to the "
+                    "terminal; a pipe gets them whole)")
     es.set_defaults(fn=cmd_estimate)
 
     r = sub.add_parser("run", help="run a workload for real on one target")
