@@ -441,6 +441,8 @@ def _run_shared(items, source: str, args) -> int:
         not_run = runs.close()
     for name in not_run:
         print(f"accelctl: workload {name} not run: the run before it was stopped", file=sys.stderr, flush=True)
+    if not_run and (reply := _reply(args)):  # run --json: the workloads a stop left out, named
+        reply.result.setdefault("not_run", []).extend(not_run)
     return code
 
 
