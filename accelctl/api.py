@@ -136,10 +136,14 @@ def start_blocker(plan_, runs_root: str | Path | None = None) -> str | None:
     return engine.start_blocker(plan_, _runs_root(runs_root)) if engine is not None else None
 
 
-def tracking_blocker(spec: WorkloadSpec, plan_) -> Diagnostic | None:
+def tracking_blocker(spec: WorkloadSpec, plan_, only=None) -> Diagnostic | None:
     """E594 at the workload's ``track`` setting when the plan logs to a tracker whose library this
-    Python cannot import (``importlib.util.find_spec``: nothing imported); None: go ahead."""
-    from accelctl.plan.tracking import install_hint, missing_trackers
+    Python cannot import (``importlib.util.find_spec``: nothing imported); None: go ahead, or a
+    runner of launches ``only`` that does not log the run (``accelctl.plan.tracking.tracks_here``)."""
+    from accelctl.plan.tracking import install_hint, missing_trackers, tracks_here
+
+    if not tracks_here(plan_, only):
+        return None
 
     missing = missing_trackers(plan_.tracking)
     if not missing:

@@ -135,7 +135,7 @@ def cmd_plan(args) -> int:
         for spec in load_selected(args.file, args.workload):
             for name in args.diff:
                 named_target(spec, name)  # an unknown target is an error, not an empty diff
-            diff = plan_diff(spec, *args.diff, args.engine)
+            diff = plan_diff(spec, *args.diff, args.engine, None if reply else _width(sys.stdout))
             if reply:
                 reply.result.setdefault("diffs", []).append({"workload": spec.name, "targets": args.diff, "diff": diff})
             else:
@@ -173,7 +173,8 @@ def cmd_plan(args) -> int:
                     plans[-1]["checks"] = [{"tool": r.tool, "ok": r.ok, "messages": list(r.messages)}
                                            for r in results]
                 for r in results:
-                    print(r.render(), file=sys.stderr if args.format != "text" else sys.stdout)
+                    stream = sys.stderr if args.format != "text" else sys.stdout
+                    print(r.render(_width(stream)), file=stream)
                 if not results:
                     print(f"# check: backend {p.backend} has no external tool to check against",
                           file=sys.stderr if args.format != "text" else sys.stdout)
@@ -218,7 +219,8 @@ def cmd_estimate(args) -> int:
         if reply := _reply(args):
             reply.result.setdefault("estimates", []).extend(e.record() for e in estimates)
         else:
-            print(render.json_records(estimates) if args.format == "json" else render.text(spec.name, estimates, spec) + "\n")
+            print(render.json_records(estimates) if args.format == "json"
+                  else render.text(spec.name, estimates, spec, _width(sys.stdout)) + "\n")
     return exitcodes.OK
 
 
@@ -343,7 +345,7 @@ def cmd_run(args) -> int:
     from accelctl.api import start_blocker, tracking_blocker
     from accelctl.errors import RunError, attach_source
 
-    untracked = [d for spec, p, _, _ in plans for d in [tracking_blocker(spec, p)] if d is not None]
+    untracked = [d for spec, p, _, _ in plans for d in [tracking_blocker(spec, p, only)] if d is not None]
     if untracked:  # a tracker the workload names and this Python lacks: refused, never skipped
         raise RunError(diagnostics=attach_source(untracked[:1], source))
     for _, p, _, _ in plans:
@@ -397,8 +399,14 @@ def _announce(spec, p, why: str, only) -> None:
                      "1;33", sys.stdout), flush=True)
     for w in p.warnings:
         print(_color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
-    for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
-        print(f"accelctl: {note}", flush=True)
+    from accelctl.plan.tracking import logging_launch, tracks_here
+
+    if p.tracking is not None and p.tracking.enabled and not tracks_here(p, only):
+        print(f"accelctl: tracking: not from this runner: the runner of launch {logging_launch(p)} (rank 0) logs "
+              "the run", flush=True)
+    else:
+        for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
+            print(f"accelctl: {note}", flush=True)
     if only is not None:
         print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
         if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
@@ -438,6 +446,8 @@ def _run_shared(items, source: str, args) -> int:
         not_run = runs.close()
     for name in not_run:
         print(f"accelctl: workload {name} not run: the run before it was stopped", file=sys.stderr, flush=True)
+    if not_run and (reply := _reply(args)):  # run --json: the workloads a stop left out, named
+        reply.result.setdefault("not_run", []).extend(not_run)
     return code
 
 
@@ -633,6 +643,8 @@ def build_parser() -> argparse.ArgumentParser:
     es.add_argument("--no-calibration", action="store_true",
                     help="the catalog's factors only, ignoring a stored --calibrate fit")
     es.add_argument("--runs-dir", default=None, help="run store for --calibrate (default $ACCELCTL_RUNS_DIR or ./runs)")
+    es.add_argument("--wide", action="store_true", help="text: every column, lines whole (default: fitted to the "
+                    "terminal; a pipe gets them whole)")
     es.set_defaults(fn=cmd_estimate)
 
     r = sub.add_parser("run", help="run a workload for real on one target")

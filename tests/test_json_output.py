@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -298,3 +299,49 @@ def test_the_document_is_strict_json():
     text = reply.text(exitcodes.OK)
     doc = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the document"))
     assert doc["result"] == {"speedup": None, "ci": [1.0, None], "path": str(ROOT)}
+
+
+def _gen_workload(name: str, steps: int) -> str:
+    return (f"workload {name} {{\n"
+            '  task generate { prompt = "hello there" max_new_tokens = 8 tokens decoding = greedy kv_cache = on '
+            "batch_size = 1 }\n"
+            "  model gpt2(layers = 1, hidden = 32, heads = 2, vocab = 300, max_positions = 128)\n"
+            "  precision fp32\n"
+            f"  measure {{ warmup = 1 steps  steps = {steps} steps }}\n"
+            "  target cpu { threads = 1  precision = fp32 }\n}\n")
+
+
+@pytest.mark.slow
+def test_run_json_of_workloads_sharing_one_worker(tmp_path):
+    """Two workloads of one file whose stacks match run in ONE worker process (``accelctl.run.shared``):
+    ``run --json`` holds both runs, in order, each its own record (exit 0); a Ctrl-C during the
+    first is exit 130 (``stopped``), the stopped run in ``runs`` and the workload never started in
+    ``not_run`` -- the exit codes of the README's table."""
+    wl = tmp_path / "two.wl"
+    wl.write_text(_gen_workload("first_gen", 2) + _gen_workload("second_gen", 2), encoding="utf-8")
+    runs = tmp_path / "runs"
+    cp = _accelctl("run", str(wl), "--json", "--runs-dir", str(runs), cwd=tmp_path)
+    doc = check_document(cp.stdout, cp.returncode, exitcodes.OK, {})
+    assert [(r["workload"], r["status"]) for r in doc["result"]["runs"]] == [("first_gen", "ok"), ("second_gen", "ok")]
+    pids = {r["summary"]["launches"][0]["pid"] for r in doc["result"]["runs"]}
+    assert len(pids) == 1, "one worker process ran both"
+    assert len({r["run_id"] for r in doc["result"]["runs"]}) == 2 and "not_run" not in doc["result"]
+    assert "one worker process runs workloads first_gen, second_gen" in cp.stderr
+
+    wl.write_text(_gen_workload("long_gen", 5000) + _gen_workload("never_gen", 2), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "--json", "--runs-dir",
+                             str(tmp_path / "runs2")], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:  # the console stream: stderr under --json
+            if "[measure]" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    doc = check_document(out, proc.returncode, exitcodes.STOPPED, {"error": "RunStopped"})
+    assert [(r["workload"], r["status"]) for r in doc["result"]["runs"]] == [("long_gen", "stopped")]
+    assert doc["result"]["not_run"] == ["never_gen"]

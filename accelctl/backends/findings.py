@@ -27,11 +27,20 @@ class CheckResult:
     ok: bool | None
     messages: list[str] = field(default_factory=list)
 
-    def render(self) -> str:
+    def render(self, width: int | None = None) -> str:
+        """``# check: TOOL: ok|REJECTED|NOT RUN``, then one ``#   `` line per message; with
+        ``width`` (a terminal's) each line wraps at its spaces under ``#     `` (as the plan's
+        comments do; a word is never cut); None: whole lines (a pipe)."""
         state = {True: "ok", False: "REJECTED", None: "NOT RUN (unavailable here)"}[self.ok]
         lines = [f"# check: {self.tool}: {state}"]
         lines += [f"#   {m}" for m in self.messages]
-        return "\n".join(lines)
+        if width is None:
+            return "\n".join(lines)
+        import textwrap
+
+        return "\n".join(part for line in lines for part in (
+            [line] if len(line) <= width else textwrap.wrap(line, width=width, subsequent_indent="#     ",
+                                                             break_long_words=False, break_on_hyphens=False)))
 
 
 def not_run(tool: str, why: str) -> CheckResult:

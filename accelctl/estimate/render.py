@@ -1,10 +1,17 @@
 """``accelctl estimate`` output: a plain-text table per workload (every target, its bound and
 why, the memory fit, the cost) or one JSON record per target.  No rich: the command must
-start and finish in well under a second."""
+start and finish in well under a second.
+
+``text(..., width)`` fits a terminal of ``width`` columns (``accelctl.report.fit``'s rules,
+in plain text): the table's columns are left out by ``PRIORITY`` (cost first, then the bound)
+until it fits, with a note naming them; the prose lines wrap at spaces under their own
+indent (a word is never cut).  ``width=None`` (a pipe, a file, ``--wide``): every line whole,
+as before."""
 
 from __future__ import annotations
 
 import json
+import textwrap
 
 from accelctl.estimate.roofline import Estimate
 
@@ -25,6 +32,8 @@ def _rate(v: float) -> str:
 
 HEADERS = ("target", "device", "step/latency", "throughput", "bound by", "memory", "usd/h", "units/usd",
            "job")
+#: per column of ``HEADERS``: 0 kept longest, the highest left out first on a narrow terminal
+PRIORITY = (0, 2, 0, 1, 3, 1, 6, 5, 4)
 
 
 def _row(e: Estimate) -> tuple[str, ...]:
@@ -48,27 +57,59 @@ def not_estimated(spec, e: Estimate):
                       "DATASHEETS)", severity="warning")
 
 
-def text(workload: str, estimates: list[Estimate], spec=None) -> str:
+def _table(rows: list[tuple[str, ...]], width: int | None) -> tuple[list[str], list[str]]:
+    """The table's lines, and the headers of the columns left out to fit ``width``."""
+    keep = list(range(len(HEADERS)))
+    widths = [max(len(r[i]) for r in rows) for i in keep]
+    dropped: list[str] = []
+
+    def total() -> int:
+        return 2 + sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
+
+    while width is not None and total() > width and len(keep) > 2:
+        worst = max(keep, key=lambda i: (PRIORITY[i], i))
+        if PRIORITY[worst] == 0:
+            break
+        keep.remove(worst)
+        dropped.append(HEADERS[worst])
+    lines = []
+    for n, r in enumerate(rows):
+        lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in keep).rstrip())
+        if n == 0:
+            lines.append("  " + "  ".join("-" * widths[i] for i in keep))
+    return lines, dropped
+
+
+def _wrap(line: str, width: int | None, more: int = 2) -> list[str]:
+    """``line`` wrapped at spaces to ``width``, the lines after the first indented ``more``
+    further than it (a word longer than the line stays whole); whole when None."""
+    if width is None or len(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip(" ")))
+    return textwrap.wrap(line, width=width, initial_indent="", subsequent_indent=indent + " " * more,
+                         break_long_words=False, break_on_hyphens=False) or [line]
+
+
+def text(workload: str, estimates: list[Estimate], spec=None, width: int | None = None) -> str:
     rows = [HEADERS, *(_row(e) for e in estimates)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
-    lines = [f"workload {workload}: estimated (roofline with overlap; no run)"]
-    for i, r in enumerate(rows):
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        if i == 0:
-            lines.append("  " + "  ".join("-" * w for w in widths))
+    table, dropped = _table(rows, width)
+    lines = _wrap(f"workload {workload}: estimated (roofline with overlap; no run)", width)
+    lines += table
+    if dropped:
+        lines += _wrap(f"  left out at this width: {', '.join(dropped)} (--wide shows every column)", width)
     for e in estimates:
         if e.status != "ok":
-            lines.append("  " + (not_estimated(spec, e).render() if spec is not None else e.status)
-                         .replace("\n", "\n  "))
+            lines.append("  " + (not_estimated(spec, e).render(None if width is None else width - 2)
+                                 if spec is not None else e.status).replace("\n", "\n  "))
             continue
-        lines.append(f"  {e.target}: {e.why}")
+        lines += _wrap(f"  {e.target}: {e.why}", width)
         if "ASSUMPTION" in e.sources.get("peak", ""):
-            lines.append(f"    peak: {e.sources['peak']}")
+            lines += _wrap(f"    peak: {e.sources['peak']}", width)
         if e.basis == "stand-in":
-            lines.append("    estimated on the stand-in's shape: the catalog does not know the real model's "
-                         "architecture (write it: model <family>(layers = ..., hidden = ...))")
+            lines += _wrap("    estimated on the stand-in's shape: the catalog does not know the real model's "
+                           "architecture (write it: model <family>(layers = ..., hidden = ...))", width)
         if e.status == "ok" and not e.fits:
-            lines.append(f"    {e.memory_fit}")
+            lines += _wrap(f"    {e.memory_fit}", width)
     groups: dict[tuple[str, ...], list[str]] = {}
     for e in estimates:
         if e.status == "ok":
@@ -77,9 +118,9 @@ def text(workload: str, estimates: list[Estimate], spec=None) -> str:
     for (mfu, bw, host), names in groups.items():
         fitted = "fitted" in mfu or "fitted" in bw or "fitted" in host
         who = "" if len(groups) == 1 and not fitted else f" ({', '.join(names)})"
-        lines.append(f"  {'calibrated' if fitted else 'factors'}{who}: MFU " + mfu)
-        lines.append("           bandwidth " + bw)
-        lines.append("           host time " + host)
+        lines += _wrap(f"  {'calibrated' if fitted else 'factors'}{who}: MFU " + mfu, width, 11)
+        lines += _wrap("           bandwidth " + bw, width)
+        lines += _wrap("           host time " + host, width)
     return "\n".join(lines)
 
 

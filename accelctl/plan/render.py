@@ -143,15 +143,36 @@ def diff_texts(a_text: str, b_text: str, a_label: str, b_label: str, identical: 
     return "\n".join(lines) or identical
 
 
-def plan_diff(spec: WorkloadSpec, a: str, b: str, engine: str | None = None) -> str:
+def plan_diff(spec: WorkloadSpec, a: str, b: str, engine: str | None = None, width: int | None = None) -> str:
     """What changes between two targets' plans; a target that cannot be planned counts
-    as its refusal (the header and the diagnostics)."""
+    as its refusal (the header and the diagnostics).  With ``width`` (a terminal's) the plans
+    are rendered one column narrower (the diff's ``-``/``+``/space marker takes it): comments
+    wrap, launches fold as in ``accelctl plan``, diagnostics wrap; a line still longer (a
+    generated file's, printed byte for byte in the plan) folds at its spaces under its marker.
+    None: every line whole (a pipe)."""
     from accelctl.plan.compile import compile_plan
 
+    inner = None if width is None else max(20, width - 1)
     texts = []
     for name in (a, b):
         try:
-            texts.append(render_plan_text(compile_plan(spec, name, engine)))
+            texts.append(render_plan_text(compile_plan(spec, name, engine), inner))
         except AccelctlError as exc:
-            texts.append(f"{refusal_header(spec.name, name)}\n{exc.render()}")
-    return diff_texts(texts[0], texts[1], f"target {a}", f"target {b}", f"# targets {a} and {b} plan identically")
+            why = "\n\n".join(d.render(inner) for d in exc.diagnostics) if exc.diagnostics else exc.render()
+            texts.append(f"{refusal_header(spec.name, name)}\n{why}")
+    diff = diff_texts(texts[0], texts[1], f"target {a}", f"target {b}", f"# targets {a} and {b} plan identically")
+    return diff if width is None else "\n".join(out for line in diff.splitlines() for out in fold_diff_line(line, width))
+
+
+def fold_diff_line(line: str, width: int) -> list[str]:
+    """One line of a unified diff folded to ``width`` at its spaces, each continuation under the
+    same marker (``-``, ``+`` or a space) and 4 more spaces, so the diff still reads as one; a
+    word longer than the line stays whole."""
+    if len(line) <= width:
+        return [line]
+    import textwrap
+
+    marker, body = line[:1], line[1:]
+    indent = " " * (len(body) - len(body.lstrip(" ")))
+    return [marker + part for part in textwrap.wrap(body, width=width - 1, subsequent_indent=indent + "    ",
+                                                     break_long_words=False, break_on_hyphens=False)] or [line]

@@ -87,3 +87,31 @@ def missing_message(track: TrackSpec | None) -> str | None:
         return None
     return (f"E594: the workload's track block logs to {', '.join(missing)}, which this Python cannot import; "
             f"the run is not started without it: {install_hint(missing)}")
+
+
+def logging_launch(plan) -> str | None:
+    """The launch whose runner logs the run to the trackers when the launches run on different
+    machines (``accelctl run --launch NAME``, one runner per node): the one that starts rank 0,
+    i.e. the first launch that is not a ``wait`` pass (a pre-compilation runs no ranks), else the
+    first; None for a plan without launches."""
+    launches = list(plan.launches)
+    return next((ln.name for ln in launches if not ln.wait), launches[0].name if launches else None)
+
+
+def tracks_here(plan, only=None) -> bool:
+    """True when a runner starting the launches ``only`` (None: all of them) logs ``plan``'s run
+    to its trackers: exactly one runner of a multi-node run does (``logging_launch``'s), so a
+    tracker gets one run, not one per node, and only its machine needs the tracker libraries."""
+    if plan.tracking is None or not plan.tracking.enabled:
+        return False
+    return only is None or logging_launch(plan) in set(only)
+
+
+def local_ranks(plan, only=None) -> int | None:
+    """How many ranks report to a runner that starts the launches ``only`` (the sum of their
+    ``processes``, ``wait`` passes apart); None when it starts them all (the run's world size,
+    told by rank 0, then counts)."""
+    if only is None:
+        return None
+    wanted = set(only)
+    return sum(ln.processes for ln in plan.launches if ln.name in wanted and not ln.wait) or None

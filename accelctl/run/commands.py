@@ -127,10 +127,26 @@ def resolve_argv(argv: Iterable[str], run_dir: Path, env: Mapping[str, str] | No
     return args
 
 
+#: where ``wandb.init`` leaves the address of the W&B service (wandb-core) it started, in this
+#: process's environment, for later ``wandb`` calls of the same process
+WANDB_SERVICE_ENV = "WANDB_SERVICE"
+
+
+def own_tracker_service(token: str) -> bool:
+    """True for a ``WANDB_SERVICE`` token of a service this process started (``track { wandb =
+    ... }``: ``<version>-<pid>-unix|tcp-...``, the pid this process's): a launch must not get it,
+    or a training script using wandb would log into the runner's service, which the runner ends
+    with its run; a token the user set before (another process's service) is passed on."""
+    parts = token.split("-", 2)
+    return len(parts) == 3 and parts[1] == str(os.getpid())
+
+
 def launch_env(launch: Launch, run_dir: Path, events_dir: Path, base: Mapping[str, str] | None = None,
                run_values: Mapping[str, str] | None = None) -> dict[str, str]:
     """The full environment of one launch (``base`` defaults to ``os.environ``)."""
     env = dict(os.environ if base is None else base)
+    if own_tracker_service(env.get(WANDB_SERVICE_ENV, "")):
+        del env[WANDB_SERVICE_ENV]
     subs = substitutions(run_dir, {**env, **launch.env}, run_values)
     env.update({k: fill(v, subs) for k, v in launch.env.items()})
     env[EVENTS_DIR_ENV] = str(events_dir)

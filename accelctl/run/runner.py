@@ -230,7 +230,7 @@ class RunHandle:
         self._finishing = False
         self._started_at = time.time()
         #: live logging to experiment trackers (``track { ... }``), off this thread; None: none
-        self._tracker = start_tracking(plan, run_dir, self._started_at)
+        self._tracker = start_tracking(plan, run_dir, self._started_at, self.only)
         self._sinks = FanOut([*sinks, self._tracker] if self._tracker is not None else sinks)
         for event in self.prior_events if self._tracker is not None else ():
             self._tracker.on_event(event)  # a resumed run's MLflow run holds the whole run
@@ -737,13 +737,13 @@ def launch(
     job and generated files are written again with this launch's placeholder values, and
     ``prior_events`` (its events before the resume point) enter the summary.
     """
-    check_available(plan)  # a tracker the workload asks for and this Python lacks: E594, not a silent skip
     if only is not None:
         only = list(only)
         unknown = sorted(set(only) - {ln.name for ln in plan.launches})
         if unknown or not only:
             raise ValueError(f"no launch named {', '.join(unknown) or '(none given)'} in the plan "
                              f"(launches: {', '.join(ln.name for ln in plan.launches)})")
+    check_available(plan, only)  # a tracker the workload asks for and this Python lacks: E594, not a silent skip
     try:
         run_dir = into if into is not None else store.new_run_dir(plan.workload, plan.target, runs_root)
     except OSError as exc:  # a full disk, a store that is not ours to write

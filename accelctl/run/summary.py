@@ -41,10 +41,12 @@ MAX_WARNINGS = 50
 
 def run_status(stop_kind: str | None, failure: RunFailed | None, returncodes: Sequence[int]) -> str:
     """``stopped`` when a user stopped the run (or a worker reported being stopped),
-    else ``failed`` when anything failed, else ``ok``."""
+    else ``failed`` when anything failed, else ``ok``.  A launch that never started here (None:
+    one another node's runner starts, ``accelctl run --launch``; or one cancelled by a failure
+    or a stop, which ``failure`` / ``stop_kind`` already tell) is not a failure by itself."""
     if stop_kind == "user" or (failure is not None and failure.reason == "stopped"):
         return "stopped"
-    if failure is not None or any(rc != 0 for rc in returncodes):
+    if failure is not None or any(rc not in (0, None) for rc in returncodes):
         return "failed"
     return "ok"
 

@@ -248,3 +248,64 @@ def test_fit_helpers_are_quoted_shell_words():
         assert len(line) <= 40 or len(shlex.split(line.removesuffix(" \\"))) == 1, line
     assert len(folded.splitlines()) == 3
     assert shlex.split(folded.replace("\\\n", "")) == shlex.split(launch.shell())
+
+
+def _check_lines(text: str, tools: tuple[str, ...]) -> str:
+    """The ``# check:`` blocks (each result's line and its messages, as wrapped) of ``tools``."""
+    out, keep = [], False
+    for line in text.splitlines():
+        if line.startswith("# check: "):
+            keep = line.startswith(tools)
+        elif not line.startswith("#   ") and not line.startswith("#     "):
+            keep = False
+        if keep:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_plan_diff_check_and_estimate_fit_the_terminal(width):
+    """``plan --diff`` (the plans rendered a column narrower for the diff's marker, a longer line
+    folded under its marker), ``plan --check``'s result lines and ``estimate``'s table and prose
+    (cost columns left out first, named in a note)."""
+    code, out = in_terminal(width, "plan", "workloads/bert_large_pretrain.wl", "-w", "bert_large_phase1_bs32",
+                            "--diff", "gaudi1", "gaudi2")
+    assert code == 0, out
+    fits(out, width)
+    golden(f"plan_diff.{width}.txt", out)
+    assert "-#   backend gaudi, engine local, device gaudi\n" in out and '+    "kind": "gaudi2",' in out
+    code, out = in_terminal(width, "estimate", "workloads/bert_large_pretrain.wl", "-w", "bert_large_phase1_bs32",
+                            "-t", "gaudi1", "--no-calibration")
+    assert code == 0, out
+    fits(out, width)
+    golden(f"estimate.{width}.txt", out)
+    row = next(line for line in out.splitlines() if line.startswith("  gaudi1  "))
+    assert "168 ms" in row and "1,520 samples/s" in row and "compute" in row and "fits" in row
+    assert ("left out at this width: usd/h, units/usd" in out) == (width == 80)
+    code, out = in_terminal(width, "plan", "workloads/vit_neuron.wl", "-t", "trn1_32xlarge", "--check",
+                            "--allow-unavailable")
+    assert code == 0, out
+    fits(out, width)
+    checks = _check_lines(out, ("# check: torchrun parser", "# check: torch-xla 2.9.0 API table"))
+    golden(f"plan_check.{width}.txt", checks)
+    assert "github:pytorch/xla@v2.9.0" in checks.replace("\n#     ", " ")
+
+
+def test_diff_check_and_estimate_stay_whole_in_a_pipe(capsys, monkeypatch):
+    """Not a terminal: the diff, the check lines and the estimate print every line whole, every
+    column of the estimate's table included, whatever $COLUMNS says."""
+    from accelctl.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    wl = str(ROOT / "workloads" / "bert_large_pretrain.wl")
+    assert main(["plan", wl, "-w", "bert_large_phase1_bs32", "--diff", "gaudi1", "gaudi2"]) == 0
+    diff = capsys.readouterr().out
+    assert max(len(line) for line in diff.splitlines()) > 80
+    assert "+#   note: memory per device (real model): weights 672.00 MB + gradients 672.00 MB + optimizer" in diff
+    assert main(["estimate", wl, "-w", "bert_large_phase1_bs32", "-t", "gaudi1", "--no-calibration"]) == 0
+    est = capsys.readouterr().out
+    assert "usd/h  units/usd  job" in est and "left out at this width" not in est
+    assert main(["plan", str(ROOT / "workloads" / "vit_neuron.wl"), "-t", "trn1_32xlarge", "--check",
+                 "--allow-unavailable"]) == 0
+    out = capsys.readouterr().out
+    assert any(line.startswith("# check: torch-xla 2.9.0 API table") and len(line) > 80 for line in out.splitlines())

@@ -25,7 +25,7 @@ from typing import Any
 
 from accelctl.contract.plan import Plan
 from accelctl.errors import RunError
-from accelctl.plan.tracking import missing_message
+from accelctl.plan.tracking import local_ranks, missing_message, tracks_here
 from accelctl.run.tracking import fields
 from accelctl.run.tracking.backends import MlflowLive, RunInfo, TensorboardLive, WandbLive
 from accelctl.run.tracking.sink import TrackingSink
@@ -33,19 +33,26 @@ from accelctl.run.tracking.sink import TrackingSink
 __all__ = ["TrackingSink", "check_available", "start_tracking"]
 
 
-def check_available(plan: Plan) -> None:
-    """Raise ``RunError`` (E594) when the plan tracks to a library this Python lacks."""
+def check_available(plan: Plan, only=None) -> None:
+    """Raise ``RunError`` (E594) when the plan tracks to a library this Python lacks (and this
+    runner, starting the launches ``only``, is the one that logs: ``tracks_here``)."""
+    if not tracks_here(plan, only):
+        return
     message = missing_message(plan.tracking)
     if message is not None:
         raise RunError(message)
 
 
-def start_tracking(plan: Plan, run_dir: Path, started_unix_s: float, **kwargs: Any) -> TrackingSink | None:
-    """The live tracking sink of a run of ``plan`` (None when the plan tracks nothing); its
-    thread opens the trackers at once, off the caller's thread."""
+def start_tracking(plan: Plan, run_dir: Path, started_unix_s: float, only=None,
+                   **kwargs: Any) -> TrackingSink | None:
+    """The live tracking sink of a run of ``plan`` started by a runner that starts the launches
+    ``only`` (None: all); None when the plan tracks nothing or another runner logs the run (one
+    runner per node: the one of the launch with rank 0, ``accelctl.plan.tracking.tracks_here``).
+    Its thread opens the trackers at once, off the caller's thread."""
     track = plan.tracking
-    if track is None or not track.enabled:
+    if track is None or not tracks_here(plan, only):
         return None
+    kwargs.setdefault("local_ranks", local_ranks(plan, only))
     experiment = track.experiment or plan.workload
     backends: list[Any] = []
     if track.mlflow:

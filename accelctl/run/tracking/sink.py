@@ -47,13 +47,17 @@ FINISH_TIMEOUT_S = float(os.environ.get("ACCELCTL_TRACK_TIMEOUT_S", "60"))
 
 class TrackingSink:
     def __init__(self, info: RunInfo, backends: list[Any], *, world_size: int = 1, measure: dict | None = None,
-                 plan_fields: dict[str, Any] | None = None, finish_timeout_s: float = FINISH_TIMEOUT_S):
+                 plan_fields: dict[str, Any] | None = None, finish_timeout_s: float = FINISH_TIMEOUT_S,
+                 local_ranks: int | None = None):
         self.info = info
         self.backends = list(backends)
         self.finish_timeout_s = finish_timeout_s
         #: one line per tracker that failed (and for a full queue, a late finish)
         self.warnings: list[str] = []
-        self._world = max(1, world_size)
+        self._world = max(1, local_ranks or world_size)
+        #: the ranks that report to this runner when it starts only some launches (one runner per
+        #: node): a step is released once they have reported it, not the whole world
+        self._local = local_ranks
         self._measure = measure or {}
         self._plan = plan_fields or {}
         self._times: dict[Any, float] = {}
@@ -72,7 +76,8 @@ class TrackingSink:
         if isinstance(event, StepMetrics):
             self._fold(event)
         elif isinstance(event, RunStarted) and event.rank == 0:
-            self._world = max(self._world, event.world_size)
+            if self._local is None:
+                self._world = max(self._world, event.world_size)
             self._put(("params", fields.run_params(world_size=event.world_size, details=event.details,
                                                    measure=self._measure, **self._plan)))
 
@@ -181,7 +186,8 @@ class TrackingSink:
             for b in self.backends:
                 try:
                     b.close()
-                except Exception:  # noqa: BLE001
+                except BaseException:  # noqa: BLE001 - wandb.teardown raises SystemExit for a service that
+                    # ended badly: every tracker is still closed, and this thread ends as it should
                     log.debug("closing tracker %s", b.name, exc_info=True)
 
     def _handle(self, batch: list[tuple]) -> bool:
