@@ -54,13 +54,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accelctl.contract import envnames, supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished
+from accelctl.run.rankwatch import RankWatch
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
 from accelctl.run import procgroup, store
@@ -240,6 +241,8 @@ class RunHandle:
         self._files = RankFiles(run_dir)
         self._out = open(run_dir / store.EVENTS_FILE, "a", encoding="utf-8")  # noqa: SIM115
         self._failure: RunFailed | None = None
+        #: which rank's process went first, for a launcher that does not say (DeepSpeed's)
+        self._ranks = RankWatch()
         self._stop_kind: str | None = None  # "user" or "failure"
         self._stop_at: float | None = None
         self._failed_at: float | None = None  # a worker reported a failure (not "stopped")
@@ -378,6 +381,8 @@ class RunHandle:
     def _supervise(self) -> None:
         try:
             while True:
+                if self._stop_kind != "user":  # before the events that a death causes are read
+                    self._ranks.poll(self.pids)
                 self._drain()
                 self._check_processes()
                 self._escalate()
@@ -475,10 +480,11 @@ class RunHandle:
                 if self._failure is None:
                     self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
             else:
-                rank, death = crashed_rank(self._events, rc, store.log_tail(self.run_dir, 400))
+                rank, death = crashed_rank(self._events, rc, store.log_tail(self.run_dir, 400),
+                                           self._ranks.first_gone())
                 # a rank killed by a signal is the cause of what its peers then report (gloo's
                 # "Connection reset by peer" on rank 0 when rank 1 is SIGKILLed)
-                killed = rank is not None and " killed by " in death and (
+                killed = rank is not None and (" killed by " in death or " went first" in death) and (
                     self._failure is None or self._failure.rank != rank)
                 if self._failure is None or self._failure.reason == "stopped" or killed:
                     # nothing reported, or only "stopped" by ranks nobody asked to stop (torchrun
@@ -688,19 +694,35 @@ def _how(rank: int, code: int | None) -> str:
     return f"rank {rank} exited with code {code} without reporting why"
 
 
-def crashed_rank(events: list[Event], returncode: int, log_text: str) -> tuple[int | None, str]:
+def crashed_rank(events: list[Event], returncode: int, log_text: str,
+                 first_gone: Mapping[int, int | None] | Collection[int] = ()) -> tuple[int | None, str]:
     """``(rank, "rank 1 killed by SIGKILL")`` for a launch that ended without a rank saying
-    why: the rank a launcher's failure report names first (torchrun's "Root Cause"), else the
-    one rank that went silent, with the code the launcher reported for it (the DeepSpeed
-    launcher's "exits with return code = -9", which names no rank) or else the launch's own
-    signal (a launch that is the worker itself); ``(None, "")`` when that cannot be told."""
+    why: the rank whose worker process was seen gone first without a word (among
+    ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll),
+    else the rank a launcher's failure report names first
+    (torchrun's "Root Cause"), else the one rank that went silent; with the code the launcher
+    reported for it (torchrun's per-rank exitcode, the DeepSpeed launcher's "exits with return
+    code = -9", which names no rank) or else the launch's own signal (a launch that is the
+    worker itself); ``(None, "")`` when that cannot be told."""
+    seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
+    ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
+    silent = sorted(seen - ended)
+    first_silent = [r for r in first_gone if r in silent]
+    if len(first_silent) == 1:
+        # among the first seen gone, the one without a word: the cause of what its peers then
+        # report (gloo's "Read error" on rank 0 when rank 1 is SIGKILLed, which torchrun may
+        # list as the root cause when both end within one of its polls)
+        (rank,) = first_silent
+        codes = {int(m.group(1)): int(m.group(2)) for m in _RANK_EXIT.finditer(log_text)}
+        reported = [int(c) for c in _LAUNCHER_EXIT.findall(log_text) if int(c) < 0]
+        seen_code = first_gone.get(rank) if isinstance(first_gone, Mapping) else None
+        code = codes.get(rank, seen_code if seen_code is not None else
+                         reported[0] if reported else (returncode if returncode < 0 else None))
+        return rank, _how(rank, code) if code is not None else f"rank {rank} went first, without reporting why"
     root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
     found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
     if found is not None:
         return int(found.group(1)), _how(int(found.group(1)), int(found.group(2)))
-    seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
-    ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
-    silent = sorted(seen - ended)
     if len(silent) == 1:
         reported = _LAUNCHER_EXIT.findall(log_text)
         code = int(reported[0]) if reported else (returncode if returncode < 0 else None)

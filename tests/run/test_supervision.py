@@ -209,7 +209,7 @@ def test_a_rank_killed_by_a_signal_is_a_failure_not_a_user_stop(kind, rank, sig,
     assert proc.returncode == 1, rest[-3000:]
     summary = json.loads((run_dir / store.SUMMARY_FILE).read_text())
     assert summary["status"] == "failed"
-    assert summary["failure"]["rank"] == rank
+    assert summary["failure"]["rank"] == rank, summary["failure"]
     assert summary["failure"]["message"].startswith(f"rank {rank} killed by {name}"), summary["failure"]
     assert f"rank {rank} killed by {name}" in rest  # on the console too
     assert run_processes(run_dir) == []
@@ -372,3 +372,62 @@ def test_crashed_rank_reads_the_root_cause_else_the_silent_rank():
     # rank with that code, not the code of the launch (ended by the stop that followed)
     assert runner.crashed_rank(events, -2, DEEPSPEED_REPORT) == (1, "rank 1 killed by SIGKILL")
     assert runner.crashed_rank(events, 1, DEEPSPEED_REPORT) == (1, "rank 1 killed by SIGKILL")
+
+
+def test_rank_watch_tells_which_rank_went_first(tmp_path):
+    """Two real "ranks" (processes whose command line runs accelctl.worker, RANK in their
+    environment) under a launcher process: the one killed first is the one named, even when
+    the launcher then kills the other before either could report (both silent)."""
+    import subprocess
+    import sys
+    import time
+
+    from accelctl.run.rankwatch import RankWatch
+    from accelctl.run.runner import crashed_rank
+
+    fake = tmp_path / "accelctl" / "worker"  # ``python -m accelctl.worker`` that only sleeps
+    fake.mkdir(parents=True)
+    (tmp_path / "accelctl" / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text("import time\ntime.sleep(60)\n")
+    launcher = subprocess.Popen(  # like DeepSpeed's: "-m accelctl.worker" also on its own command line
+        [sys.executable, "-c",
+         "import os, subprocess, sys, time\n"
+         "ps = [subprocess.Popen([sys.executable, '-m', 'accelctl.worker', 'job.json'], "
+         f"env=dict(os.environ, RANK=str(r), PYTHONPATH={str(tmp_path)!r})) for r in range(2)]\n"
+         "print(' '.join(str(p.pid) for p in ps), flush=True)\n"
+         "sys.stdin.readline()\n"  # reaps nothing until told: the dead rank stays a zombie meanwhile
+         "[p.kill() for p in ps]\n[p.wait() for p in ps]\n"
+         "print('[launch.py:1] exits with return code = -9', flush=True)\n", "-m", "accelctl.worker"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in launcher.stdout.readline().split()]
+        watch = RankWatch()
+        deadline = time.monotonic() + 10
+        while len(watch._pids) < 2 and time.monotonic() < deadline:  # found as they start
+            watch.poll([launcher.pid])
+            time.sleep(0.05)
+        assert watch.first_gone() == {} and watch._pids == {0: pids[0], 1: pids[1]}, (watch._pids, pids)
+        os.kill(pids[1], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not watch.first_gone() and time.monotonic() < deadline:
+            time.sleep(0.05)
+            watch.poll([launcher.pid])
+        assert watch.first_gone() == {1: -signal.SIGKILL}  # seen as a zombie, its wait status read
+        log = launcher.communicate("go\n", timeout=30)[0]
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    # both ranks silent (no RunFinished/RunFailed): the one gone first, with the launcher's code
+    from accelctl.contract.events import StepMetrics
+
+    events = [StepMetrics(step=1, phase="measure", step_time_s=0.1, rank=r) for r in (0, 1)]
+    rank, how = crashed_rank(events, 1, log, watch.first_gone())
+    assert rank == 1 and how.startswith("rank 1 killed by SIGKILL"), how
+    assert crashed_rank(events, 1, log) == (None, "")  # without the watch: cannot be told
+    # both seen gone in one poll: the one that said nothing (rank 0 reported its peer's death)
+    from accelctl.contract.events import RunFailed
+
+    told = [*events, RunFailed(reason="exception", message="gloo: Connection reset by peer", rank=0)]
+    assert crashed_rank(told, 1, log, (0, 1))[0] == 1
+    assert crashed_rank(events, 1, log, (0, 1)) == (None, "")  # both silent, same poll: cannot be told
