@@ -26,11 +26,29 @@ def step_scalars(step: StepMetrics, step_time_s: float) -> list[tuple[str, float
     return values
 
 
+class TrackerSteps:
+    """The step number a tracker logs for each rank-0 step, in order: accelctl's own in a run of
+    one measured round; in a ``measure { repeat = N }`` run, each later round goes on counting
+    from where the previous one ended (its steps are numbered from 0 again, and MLflow would
+    stack the rounds on the same step numbers)."""
+
+    def __init__(self) -> None:
+        self._phase: dict[str, tuple[int, int, int]] = {}  # phase -> (round, base, top step seen)
+
+    def __call__(self, step: StepMetrics) -> int:
+        rnd, base, top = self._phase.get(step.phase, (step.repeat, 0, -1))
+        if step.repeat != rnd:
+            rnd, base, top = step.repeat, base + top + 1, -1
+        self._phase[step.phase] = (rnd, base, max(top, int(step.step)))
+        return base + int(step.step)
+
+
 def run_scalars(events: list[Any]) -> list[tuple[float, int, list[tuple[str, float]]]]:
     """(wall time, step, [(tag, value)]) per rank-0 step, then the summary scalars."""
     steps = [e for e in events if isinstance(e, StepMetrics)]
     times = straggler_times(steps)
-    out = [(float(s.time_unix_s), int(s.step), step_scalars(s, times[step_key(s)])) for s in steps if s.rank == 0]
+    number = TrackerSteps()
+    out = [(float(s.time_unix_s), number(s), step_scalars(s, times[step_key(s)])) for s in steps if s.rank == 0]
     stats = steady_state(events)
     if out and stats.step_time is not None:
         st = stats.step_time

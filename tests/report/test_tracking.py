@@ -164,3 +164,16 @@ def test_mlflow_changed_summary_replaces_the_run(two_runs, tmp_path, capsys):
     (live,) = client.search_runs([client.get_experiment_by_name("tiny_track").experiment_id])
     assert live.data.metrics["summary/timings.wall_s"] == pytest.approx(summary["timings"]["wall_s"])
     assert live.data.tags[RUN_ID_TAG] == load_run(records[0].id, store).id
+
+
+def test_repeat_rounds_go_on_counting_in_the_trackers():
+    """A ``measure { repeat = 2 }`` run numbers each round's steps from 0; trackers get one
+    step axis (MLflow would otherwise stack the rounds on the same step numbers)."""
+    from accelctl.analysis.scalars import TrackerSteps
+    from accelctl.contract.events import StepMetrics
+
+    number = TrackerSteps()
+    seen = [number(StepMetrics(step=i, phase=phase, step_time_s=0.1, repeat=r))
+            for phase, r, i in [("warmup", 0, 0), ("warmup", 0, 1), ("measure", 0, 0), ("measure", 0, 1),
+                                ("measure", 0, 2), ("measure", 1, 0), ("measure", 1, 1), ("measure", 1, 2)]]
+    assert seen == [0, 1, 0, 1, 2, 3, 4, 5]

@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from accelctl.analysis.scalars import step_scalars
+from accelctl.analysis.scalars import TrackerSteps, step_scalars
 from accelctl.analysis.stats import fold_step_time, step_key
 from accelctl.contract.events import RunStarted, StepMetrics
 from accelctl.run.tracking import fields
@@ -63,6 +63,7 @@ class TrackingSink:
         self._times: dict[Any, float] = {}
         self._ranks: dict[Any, set[int]] = {}
         self._pending: dict[Any, StepMetrics] = {}  # rank-0 steps waiting for the other ranks, in order
+        self._numbers = TrackerSteps()  # the step number trackers log (a repeat's rounds go on counting)
         self._queue: queue.Queue = queue.Queue(QUEUE_MAX)
         self._dropped = 0
         self._broken: set[str] = set()
@@ -96,7 +97,7 @@ class TrackingSink:
             if not final and len(self._ranks.get(key, ())) < self._world:
                 break
             step = self._pending.pop(key)
-            rows.append((int(step.step), float(step.time_unix_s), step_scalars(step, self._times[key])))
+            rows.append((self._numbers(step), float(step.time_unix_s), step_scalars(step, self._times[key])))
             self._ranks.pop(key, None)
         if rows:
             self._put(("steps", rows))
