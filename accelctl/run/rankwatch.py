@@ -107,17 +107,18 @@ class RankWatch:
                         self._codes[rank] = code
 
     def _discover(self, launch_pids: list[int]) -> None:
+        known = set(self._pids.values())
         todo, seen = list(launch_pids), set()
         while todo:
             pid = todo.pop()
-            if pid in seen:
-                continue
+            if pid in seen or pid in known:
+                continue  # a worker's own children (data loaders, inductor's compile pool) are not ranks
             seen.add(pid)
-            if pid not in self._pids.values():
-                rank = _rank_of(pid)
-                if rank is not None and rank not in self._pids:
-                    self._pids[rank] = pid
-                    continue  # a worker's own children (data loaders, compilers) are not ranks
+            rank = _rank_of(pid)
+            if rank is not None and rank not in self._pids:
+                self._pids[rank] = pid
+                known.add(pid)
+                continue
             todo += _children(pid)
 
     def first_gone(self) -> dict[int, int | None]:
