@@ -49,6 +49,18 @@ def test_t_distribution_limits():
         t_quantile(1.0, 3)
 
 
+def test_a_run_summary_interval_does_not_import_scipy_stats():
+    """Every run's summary computes a t interval between the last step and the command's exit:
+    scipy.special's quantile, not scipy.stats (0.6 s of imports at the end of every run)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from accelctl.analysis.ci import mean_ci; mean_ci([1.0, 2.0, 4.0]); "
+            "print('scipy.stats' in sys.modules, 'scipy.special' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+
+
 # --------------------------------------------------------------------------- one sample
 
 
