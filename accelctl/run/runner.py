@@ -57,7 +57,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from accelctl.contract import envnames, supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished
@@ -480,12 +480,11 @@ class RunHandle:
                 if self._failure is None:
                     self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
             else:
-                rank, death = crashed_rank(self._events, rc, store.log_tail(self.run_dir, 400),
-                                           self._ranks.first_gone())
+                rank, death, cause = crashed_rank(self._events, rc, store.log_tail(self.run_dir, 400),
+                                                  self._ranks.first_gone())
                 # a rank killed by a signal is the cause of what its peers then report (gloo's
                 # "Connection reset by peer" on rank 0 when rank 1 is SIGKILLed)
-                killed = rank is not None and (" killed by " in death or " went first" in death) and (
-                    self._failure is None or self._failure.rank != rank)
+                killed = cause and (self._failure is None or self._failure.rank != rank)
                 if self._failure is None or self._failure.reason == "stopped" or killed:
                     # nothing reported, or only "stopped" by ranks nobody asked to stop (torchrun
                     # ending the others after one died): a crash, named by rank and signal
@@ -683,27 +682,43 @@ _RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:[^)]*\)\s*\n\s*exitcod
 _LAUNCHER_EXIT = re.compile(r"\] exits with return code = (-?\d+)\s*$", re.M)
 
 
-def _how(rank: int, code: int | None) -> str:
+class Crash(NamedTuple):
+    """Which rank ended a launch without saying why, and how (``crashed_rank``)."""
+
+    #: None when it cannot be told
+    rank: int | None
+    #: "rank 1 killed by SIGKILL"; "" when the rank cannot be told
+    how: str = ""
+    #: the rank is the cause of what its peers then report: killed by a signal, or seen gone
+    #: first without a word (gloo's "Connection reset by peer" on rank 0 is its consequence)
+    cause: bool = False
+
+
+_UNKNOWN = Crash(None)
+
+
+def _how(rank: int, code: int | None) -> Crash:
     if code is None:
-        return f"rank {rank} ended without reporting why"
+        return Crash(rank, f"rank {rank} ended without reporting why")
     if code < 0:
         try:
-            return f"rank {rank} killed by {signal.Signals(-code).name}"
+            return Crash(rank, f"rank {rank} killed by {signal.Signals(-code).name}", cause=True)
         except ValueError:
-            return f"rank {rank} killed by signal {-code}"
-    return f"rank {rank} exited with code {code} without reporting why"
+            return Crash(rank, f"rank {rank} killed by signal {-code}", cause=True)
+    return Crash(rank, f"rank {rank} exited with code {code} without reporting why")
 
 
 def crashed_rank(events: list[Event], returncode: int, log_text: str,
-                 first_gone: Mapping[int, int | None] | Collection[int] = ()) -> tuple[int | None, str]:
-    """``(rank, "rank 1 killed by SIGKILL")`` for a launch that ended without a rank saying
+                 first_gone: Mapping[int, int | None] | Collection[int] = ()) -> Crash:
+    """``Crash(1, "rank 1 killed by SIGKILL", cause=True)`` for a launch that ended without a rank saying
     why: the rank whose worker process was seen gone first without a word (among
     ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll),
     else the rank a launcher's failure report names first
     (torchrun's "Root Cause"), else the one rank that went silent; with the code the launcher
     reported for it (torchrun's per-rank exitcode, the DeepSpeed launcher's "exits with return
     code = -9", which names no rank) or else the launch's own signal (a launch that is the
-    worker itself); ``(None, "")`` when that cannot be told."""
+    worker itself); ``Crash(None)`` when that cannot be told.  ``cause``: the rank was killed
+    by a signal or seen gone first, so its peers' reports are its consequences."""
     seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
     ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
     silent = sorted(seen - ended)
@@ -718,16 +733,18 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str,
         seen_code = first_gone.get(rank) if isinstance(first_gone, Mapping) else None
         code = codes.get(rank, seen_code if seen_code is not None else
                          reported[0] if reported else (returncode if returncode < 0 else None))
-        return rank, _how(rank, code) if code is not None else f"rank {rank} went first, without reporting why"
+        if code is None:
+            return Crash(rank, f"rank {rank} went first, without reporting why", cause=True)
+        return _how(rank, code)
     root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
     found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
     if found is not None:
-        return int(found.group(1)), _how(int(found.group(1)), int(found.group(2)))
+        return _how(int(found.group(1)), int(found.group(2)))
     if len(silent) == 1:
         reported = _LAUNCHER_EXIT.findall(log_text)
         code = int(reported[0]) if reported else (returncode if returncode < 0 else None)
-        return silent[0], _how(silent[0], code)
-    return None, ""
+        return _how(silent[0], code)
+    return _UNKNOWN
 
 
 # --------------------------------------------------------------------------- entry point

@@ -49,6 +49,25 @@ def test_t_distribution_limits():
         t_quantile(1.0, 3)
 
 
+def test_a_run_summary_interval_does_not_import_scipy_stats():
+    """Every run's summary computes a t interval between the last step and the command's exit:
+    the standard library's, not scipy's (0.4-0.6 s of imports at the end of every run)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from accelctl.analysis.ci import mean_ci; mean_ci([1.0, 2.0, 4.0]); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'numpy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+@pytest.mark.parametrize("df", [0.5, 0.9, 1, 1.5, 2, 2.5, 3, 4, 5, 7, 10, 19, 30, 50, 100, 333, 1e3, 1e4, 5e4,
+                                99_999, 1e5, 1e6, 1e8, math.inf])
+def test_t_quantile_equals_scipy_over_degrees_of_freedom_and_tails(df):
+    for p in (0.51, 0.6, 0.75, 0.9, 0.95, 0.975, 0.99, 0.995, 0.999, 0.9999, 1e-6, 0.025, 0.3):
+        assert t_quantile(p, df) == approx(float(stats.t.ppf(p, df)), rel=1e-9), p
+
+
 # --------------------------------------------------------------------------- one sample
 
 

@@ -363,15 +363,18 @@ def test_crashed_rank_reads_the_root_cause_else_the_silent_rank():
         return StepMetrics(step=0, phase="measure", step_time_s=0.1, rank=rank)
 
     events = [step(0), step(1), RunFailed(reason="stopped", message="stopped", rank=0)]
-    assert runner.crashed_rank(events, 1, TORCHRUN_REPORT) == (1, "rank 1 killed by SIGSEGV")
+    assert runner.crashed_rank(events, 1, TORCHRUN_REPORT)[:2] == (1, "rank 1 killed by SIGSEGV")
     # no launcher report: the one rank that never said why, with the launch's own signal
-    assert runner.crashed_rank(events, -9, "") == (1, "rank 1 killed by SIGKILL")
-    assert runner.crashed_rank(events, 7, "") == (1, "rank 1 ended without reporting why")
-    assert runner.crashed_rank([step(0), step(1)], -9, "") == (None, "")  # which of two: unknown
+    assert runner.crashed_rank(events, -9, "")[:2] == (1, "rank 1 killed by SIGKILL")
+    assert runner.crashed_rank(events, 7, "")[:2] == (1, "rank 1 ended without reporting why")
+    # a signal makes the rank the cause of what its peers report; an unexplained end does not
+    assert runner.crashed_rank(events, 1, TORCHRUN_REPORT).cause
+    assert not runner.crashed_rank(events, 7, "").cause
+    assert runner.crashed_rank([step(0), step(1)], -9, "")[:2] == (None, "")  # which of two: unknown
     # the DeepSpeed launcher names the code of the rank that failed, not the rank: the silent
     # rank with that code, not the code of the launch (ended by the stop that followed)
-    assert runner.crashed_rank(events, -2, DEEPSPEED_REPORT) == (1, "rank 1 killed by SIGKILL")
-    assert runner.crashed_rank(events, 1, DEEPSPEED_REPORT) == (1, "rank 1 killed by SIGKILL")
+    assert runner.crashed_rank(events, -2, DEEPSPEED_REPORT)[:2] == (1, "rank 1 killed by SIGKILL")
+    assert runner.crashed_rank(events, 1, DEEPSPEED_REPORT)[:2] == (1, "rank 1 killed by SIGKILL")
 
 
 def test_rank_watch_tells_which_rank_went_first(tmp_path):
@@ -422,12 +425,12 @@ def test_rank_watch_tells_which_rank_went_first(tmp_path):
     from accelctl.contract.events import StepMetrics
 
     events = [StepMetrics(step=1, phase="measure", step_time_s=0.1, rank=r) for r in (0, 1)]
-    rank, how = crashed_rank(events, 1, log, watch.first_gone())
-    assert rank == 1 and how.startswith("rank 1 killed by SIGKILL"), how
-    assert crashed_rank(events, 1, log) == (None, "")  # without the watch: cannot be told
+    rank, how, cause = crashed_rank(events, 1, log, watch.first_gone())
+    assert rank == 1 and how.startswith("rank 1 killed by SIGKILL") and cause, how
+    assert crashed_rank(events, 1, log)[:2] == (None, "")  # without the watch: cannot be told
     # both seen gone in one poll: the one that said nothing (rank 0 reported its peer's death)
     from accelctl.contract.events import RunFailed
 
     told = [*events, RunFailed(reason="exception", message="gloo: Connection reset by peer", rank=0)]
     assert crashed_rank(told, 1, log, (0, 1))[0] == 1
-    assert crashed_rank(events, 1, log, (0, 1)) == (None, "")  # both silent, same poll: cannot be told
+    assert crashed_rank(events, 1, log, (0, 1))[:2] == (None, "")  # both silent, same poll: cannot be told
