@@ -11,6 +11,8 @@ bytes are compared beside the count, not in it."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from accelctl.estimate import flops as F
@@ -54,9 +56,12 @@ class _Kernels(TorchDispatchMode):
         return out
 
 
-def _parts(s, device, dtype):
+@functools.lru_cache(maxsize=None)
+def _built(case: str):
+    """The UNet and VAE of ``case``, built once per session (forward passes do not change them)."""
     from diffusers.models.attention_processor import AttnProcessor
 
+    s, device, dtype = CASES[case]
     with torch.device(device):
         parts = models._sd_from_shape(s)
     for m in (parts.unet, parts.vae):
@@ -82,7 +87,7 @@ CASES = {
 def test_unet_pass_bytes_and_launches_match_the_dispatched_operators(case, batch):
     s, device, dtype = CASES[case]
     e = torch.tensor([], dtype=dtype).element_size()
-    unet = _parts(s, device, dtype).unet
+    unet = _built(case).unet
     r = int(s["image_size"]) // 8
     with torch.device(device):
         x = torch.randn(batch, 4, r, r, dtype=dtype)
@@ -102,7 +107,7 @@ def test_unet_pass_bytes_and_launches_match_the_dispatched_operators(case, batch
 def test_vae_decoder_bytes_and_launches_match_the_dispatched_operators(case):
     s, device, dtype = CASES[case]
     e = torch.tensor([], dtype=dtype).element_size()
-    vae = _parts(s, device, dtype).vae
+    vae = _built(case).vae
     side = int(s["image_size"]) // 8
     with torch.device(device):
         z = torch.randn(1, 4, side, side, dtype=dtype)
