@@ -90,7 +90,8 @@ def unet_blocks(s: dict[str, Any], batch: int, e: int) -> list[Block]:
     """One UNet call over ``batch`` latents (2 x the images under classifier-free guidance),
     in the order its kernels run; the sum of the FLOPs is ``batch x flops.unet(s)``."""
     chans = [int(x) for x in (s.get("unet_channels") or (int(s["channels"]), 2 * int(s["channels"])))]
-    lpb, side, heads, ctx = int(s["layers_per_block"]), int(s["image_size"]) // 8, int(s["heads"]), int(s["text_hidden"])
+    lpb, side = int(s["layers_per_block"]), int(s["image_size"]) // 8
+    heads, ctx = int(s["heads"]), int(s["text_hidden"])
     n = len(chans)
     out = [Block("time embedding", 0.0, 0.0, 0.0, TIME_EMBEDDING_LAUNCHES), _conv("conv_in", 4, chans[0], side, batch)]
     skips, cin = [chans[0]], chans[0]
