@@ -42,6 +42,11 @@ class Factors:
                                                     "dropout-add), 9-op tanh GELU, dropout-add; 10 us = CUDA launch "
                                                     "latency (NVIDIA CUDA C++ Best Practices Guide; PyTorch dispatch "
                                                     "is 5-25 us per op)")
+    #: host-side time of one eager PyTorch operator on an accelerator (dispatch and kernel
+    #: launch), what a run of small kernels waits for (Stable Diffusion's UNet: ~920 per call)
+    eager_op_overhead_s: Factor = Factor(10e-6, "CUDA launch latency (NVIDIA CUDA C++ Best Practices Guide; PyTorch "
+                                                "dispatch is 5-25 us per op): the 10 us per operator of "
+                                                "eager_layer_overhead_s")
     #: the same under DeepSpeed-inference kernel injection (``kernel_inject = on``): the
     #: layer is DeepSpeedTransformerInference's fused ops, far fewer launches than eager
     fused_layer_overhead_s: Factor = Factor(160e-6, "16 launches per decoder layer x 10 us each: DeepSpeed-inference's "

@@ -21,6 +21,7 @@ from accelctl.analysis import cost
 from accelctl.estimate import elementwise as EW
 from accelctl.estimate import flops as F
 from accelctl.estimate import traffic as T
+from accelctl.estimate import unet_elementwise as UE
 from accelctl.estimate.factors import DEFAULT, Factors
 from accelctl.plan import memory
 from accelctl.plan.activations import hpu_lazy
@@ -282,16 +283,55 @@ def _inference(est, spec, target, s, z, fx, peak, bw, fit) -> None:
     if fam == "stable_diffusion":
         e = 4 if target.precision.dtype == "fp32" else 2
         score_bytes = F.SCORE_PASSES * e * F.diffusion_score_elements(s, z) * b / (target.parallel.tp * target.parallel.pp)
-    est.elementwise_s = score_bytes / bw
-    est.bytes_per_step += score_bytes
+    eager_bytes = host_wait = 0.0
+    launches = 0
+    if fam == "stable_diffusion" and eager(target):
+        eager_bytes, launches, host_wait = _diffusion_eager(target, s, z, fx, peak, bw, b)
+    est.elementwise_s = (score_bytes + eager_bytes) / bw
+    est.bytes_per_step += score_bytes + eager_bytes
     est.compute_s, est.memory_s = t_compute, t_mem
-    est.latency_s = est.step_time_s = max(t_compute, t_mem) + est.elementwise_s
+    est.overhead_s = host_wait
+    est.latency_s = est.step_time_s = max(t_compute, t_mem) + est.elementwise_s + host_wait
     est.unit = "images/s" if fam in ("stable_diffusion", "vit") else "samples/s"
     est.throughput = b * target.data_parallel / est.latency_s
-    _bound(est, t_compute, t_mem + est.elementwise_s, 0.0)
+    _bound(est, t_compute, t_mem + est.elementwise_s, 0.0, host_wait)
     if score_bytes:
         est.why += (f"; unfused attention moves {memory.fmt_bytes(score_bytes)} of score matrices "
                     f"({F.SCORE_PASSES} passes) after the products")
+    if launches:
+        waits = "add" if synchronous(target) else "leave the device waiting"
+        est.why += (f"; eager element-wise kernels move {memory.fmt_bytes(eager_bytes)} after the products, and "
+                    f"{launches:,} launches at {fx.eager_op_overhead_s.value * 1e6:.3g} us {waits} "
+                    f"{host_wait * 1e3:.3g} ms")
+        est.sources["op_overhead"] = (f"{fx.eager_op_overhead_s.value * 1e6:.3g} us per eager operator: "
+                                      f"{fx.eager_op_overhead_s.source}")
+
+
+def _diffusion_eager(target, s, z, fx, peak, bw, b) -> tuple[float, int, float]:
+    """Eager diffusers' element-wise kernels and launches (``unet_elementwise.py``): the bytes
+    they move over one call (the UNet at every denoising step over ``b`` latents, ``2b`` under
+    classifier-free guidance, and the VAE decoder once), the launches, and the time the device
+    waits for the host's launches (asynchronous: only where a run of small kernels outpaces
+    them; the host CPU computes and dispatches in turn, so there all of it adds).  The queue
+    starts empty at every denoising step (ASSUMPTION: one host sync per step in the pipeline's
+    loop; without it the host runs further ahead and the wait can only shrink).  CLIP's few
+    hundred launches per call are not counted."""
+    e = 4 if target.precision.dtype == "fp32" else 2
+    split = target.parallel.tp * target.parallel.pp
+    per_op = fx.eager_op_overhead_s.value
+    total_bytes, launches, wait = 0.0, 0, 0.0
+    for blocks, calls in ((UE.unet_blocks(s, b * (2 if z.guidance else 1), e), z.inference_steps),
+                          (UE.vae_decoder_blocks(s, b, e), 1)):
+        device = [(blk.flops / peak + (blk.elementwise_bytes + F.SCORE_PASSES * e * blk.score_elements) / bw) / split
+                  for blk in blocks]
+        _, ew_bytes, n = UE.totals(blocks)
+        total_bytes += calls * ew_bytes / split
+        launches += calls * n
+        if synchronous(target):
+            wait += calls * n * per_op
+        else:
+            wait += calls * max(0.0, UE.launch_bound_time(blocks, device, per_op) - sum(device))
+    return total_bytes, launches, wait
 
 
 def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:

@@ -175,3 +175,34 @@ def test_zero_1_gradient_reduction_is_exposed_but_zero_3_overlaps():
     spec, target = _one("bert_1_5b_zero1.wl", "bert_1_5b_zero1_8n", "dl1_8n")
     e = estimate(spec, target)
     assert e.exposed_communication_s == pytest.approx(e.communication_s)
+
+
+def test_eager_stable_diffusion_pays_the_unets_element_wise_kernels_and_launches():
+    """On the A100 (eager CUDA) the UNet's and VAE's element-wise bytes are charged at memory
+    speed after the products and the launches through the launch queue; Gaudi's lazy mode
+    (a graph compiler) gets neither.  A slower host per operator leaves the device waiting
+    at batch 1 (small kernels), not at the large batch."""
+    from accelctl.estimate import flops as F
+    from accelctl.estimate import unet_elementwise as UE
+    from accelctl.estimate.factors import DEFAULT, Factor
+
+    spec, a100 = _one("stable_diffusion.wl", "stable_diffusion", "a100")
+    one = dataclasses.replace(a100, batch=dataclasses.replace(a100.batch, micro=1, global_size=None))
+    e = estimate(spec, one)
+    s = spec.for_target(one).model.real_shape
+    from accelctl.spec.models import real_architecture
+
+    s = real_architecture("stable_diffusion", s)
+    bw = 2039e9 * DEFAULT.bandwidth.value
+    scores = F.SCORE_PASSES * 2 * F.diffusion_score_elements(s, F.Sizes(inference_steps=50, guidance=True))
+    unet = UE.totals(UE.unet_blocks(s, 2, 2))[1]
+    vae = UE.totals(UE.vae_decoder_blocks(s, 1, 2))[1]
+    assert e.elementwise_s == pytest.approx((scores + 50 * unet + vae) / bw, rel=0.02)
+    assert e.latency_s == pytest.approx(max(e.compute_s, e.memory_s) + e.elementwise_s + e.overhead_s)
+    assert "46,090 launches" in e.why                    # 50 UNet calls x 919 + the VAE's 140
+    assert 0 < e.overhead_s < 0.05                       # 10 us per launch: the device's work hides most
+    slow = DEFAULT.with_(eager_op_overhead_s=Factor(100e-6, "test"))
+    assert estimate(spec, one, slow).overhead_s > 1.0    # 46,090 x 100 us outpaces the device
+    assert estimate(spec, a100, slow).overhead_s < estimate(spec, one, slow).overhead_s * 8
+    gaudi = estimate(*_one("stable_diffusion.wl", "stable_diffusion", "gaudi2"))
+    assert gaudi.overhead_s == 0 and "launches" not in gaudi.why
