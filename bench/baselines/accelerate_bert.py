@@ -14,7 +14,7 @@ import torch
 from accelerate import Accelerator
 
 from _bert import bert_args, bert_mlm
-from _common import report, timed_steps
+from _common import adamw, report, timed_steps
 
 args = bert_args()
 
@@ -22,7 +22,7 @@ torch.set_num_threads(args.threads)
 accelerator = Accelerator(cpu=True)
 torch.manual_seed(0)
 model = bert_mlm(args)
-opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+opt = adamw(model.parameters(), args)
 model, opt = accelerator.prepare(model, opt)
 g = torch.Generator().manual_seed(accelerator.process_index)
 pool = [torch.randint(5, min(args.vocab, 133), (args.batch, args.seq), generator=g) for _ in range(8)]
