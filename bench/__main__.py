@@ -16,11 +16,12 @@ The accelctl arms also report where the time to their first measured step went.
 
 Duration, estimated from single comparisons on the 2-core lab machine (the whole suite has
 not yet been timed on a quiet machine): ~15 min with ``--pin``, ~24 min interleaved; the
-ZeRO-2 pairs (~65 s each) and the Accelerate ones (~35 s) dominate.
+ZeRO-2 pairs (~65 s each) and the Accelerate ones (~35 s; 2 ranks ~40 s, 4 pairs) dominate.
 
-The Accelerate comparison needs the ``bench`` extra, which the test setup does not install:
+The Accelerate comparisons (1 and 2 ranks) need the ``bench`` extra, which the test setup
+does not install:
     .venv/bin/pip install -e '.[bench]' -c scripts/constraints.txt
-Without it that comparison is reported "not run: accelerate not installed".
+Without it they are reported "not run: accelerate not installed".
 """
 
 from __future__ import annotations

@@ -138,16 +138,76 @@ def test_a_baseline_of_another_shape_is_refused(tmp_path):
         check_architecture(tmp_path, {"layers": 4, "ffn": 1024})
 
 
-def test_accelerate_comparison_without_accelerate_is_reported_not_run(tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("accelerate") is not None:
-        pytest.skip("accelerate is installed here (the bench extra): the comparison would run")
+@pytest.mark.parametrize("name", ["bert_accelerate", "bert_accelerate_ddp"])
+def test_accelerate_comparison_without_accelerate_is_reported_not_run(tmp_path, name):
+    """Run where accelerate is installed too: the bench's own ``main`` in a process whose
+    ``import accelerate`` is blocked (``sys.modules[name] = None``: ``find_spec`` says None)."""
     out = tmp_path / "report.json"
-    cp = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "bert_accelerate", "--json", str(out)],
-                        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    code = ("import sys; sys.modules['accelerate'] = None; from bench.__main__ import main; "
+            f"sys.exit(main(['--quick', '--only', {name!r}, '--json', {str(out)!r}]))")
+    cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
     assert cp.returncode == 0, cp.stdout + cp.stderr
     (comp,) = json.loads(out.read_text())["comparisons"]
+    assert comp["name"] == name
     assert comp["status"].startswith("not run: accelerate not installed") and "metrics" not in comp
     assert "pip install -e '.[bench]'" in comp["status"]
+
+
+def test_the_fused_comparison_differs_from_bert_step_in_the_optimizer_only(tmp_path):
+    """``bert_step_fused`` reuses ``bert_step``'s setup; its baseline adds the flags that build
+    accelctl's CPU optimizer, which the baseline turns into a fused AdamW without weight decay."""
+    from bench.comparisons import BY_NAME
+
+    plain, fused = (BY_NAME[n].setup(True, tmp_path) for n in ("bert_step", "bert_step_fused"))
+    assert plain.a_label == fused.a_label and plain.b_label != fused.b_label
+    code = ("import argparse, sys, torch; sys.path.insert(0, 'bench/baselines'); "
+            "from _common import add_optimizer_args, adamw; ap = argparse.ArgumentParser(); "
+            "ap.add_argument('--lr', type=float, default=1e-3); add_optimizer_args(ap); "
+            "from bench.comparisons.bert_step_fused import LIKE_ACCELCTL_OPTIMIZER as F; "
+            "d = [adamw(torch.nn.Linear(2, 2).parameters(), ap.parse_args(a)).defaults for a in ([], list(F))]; "
+            "print([(x['fused'], x['weight_decay']) for x in d])")
+    cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.strip() == "[(None, 0.01), (True, 0.0)]"  # torch's default AdamW, then the worker's
+
+
+@pytest.mark.slow
+def test_the_ddp_baseline_runs_two_gloo_ranks_under_the_comparisons_launch():
+    """``accelerate launch --cpu --num_processes 2`` starts ONE process (accelerate 1.15); the
+    comparison's launch must start two MULTI_CPU ranks, and the baseline refuses fewer."""
+    pytest.importorskip("accelerate")
+    from bench.baseline_arm import BASELINES
+    from bench.comparisons.bert_accelerate_ddp import LAUNCH
+    from bench.harness import base_env
+
+    tiny = ["--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16", "--warmup", "0", "--steps", "2",
+            "--expect-processes", "2"]
+    cp = subprocess.run([*LAUNCH, "accelerate_bert.py", *tiny], cwd=BASELINES, env=base_env(),
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    result = json.loads(next(x for x in cp.stdout.splitlines() if x.startswith("{")))
+    assert result["processes"] == 2 and result["distributed_type"] == "DistributedType.MULTI_CPU"
+    assert len(result["step_times"]) == 2
+    one = [*LAUNCH[:LAUNCH.index("--multi_gpu")], "--cpu", *LAUNCH[LAUNCH.index("--num_processes"):]]
+    cp = subprocess.run([*one, "accelerate_bert.py", *tiny], cwd=BASELINES, env=base_env(),
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode != 0 and "1 process(es) (DistributedType.NO), expected 2" in cp.stdout + cp.stderr
+
+
+def test_bert_step_fused_baseline_builds_the_optimizer_accelctls_worker_builds():
+    """What ``bert_step_fused`` assumes of the worker: for bench/workloads/bert_mlm.wl's job
+    (as ``accelctl plan`` renders it) the CPU worker builds a fused AdamW without weight
+    decay -- the optimizer ``LIKE_ACCELCTL_OPTIMIZER`` makes the baseline build."""
+    code = ("import json, subprocess, sys, torch; "
+            "from accelctl.contract.job import WorkerJob; from accelctl.worker.devices import adapter_for; "
+            "out = subprocess.run([sys.executable, '-m', 'accelctl.cli', 'plan', 'bench/workloads/bert_mlm.wl', "
+            "'-f', 'json'], capture_output=True, text=True, check=True).stdout; "
+            "job = WorkerJob.from_dict(json.loads(out)['result']['plans'][0]['plan']['job']); "
+            "opt = adapter_for(job.device, 0).make_optimizer(job.optimizer, torch.nn.Linear(2, 2).parameters()); "
+            "d = opt.defaults; print(type(opt).__name__, d['fused'], d['weight_decay'], d['lr'])")
+    cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert cp.stdout.strip() == "AdamW True 0.0 0.001"

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 
+from _common import add_optimizer_args
 
-def bert_args() -> argparse.Namespace:
-    """The command line of a BERT baseline: model shape, batch, optimizer and loop lengths."""
+
+def bert_args(more=None) -> argparse.Namespace:
+    """The command line of a BERT baseline: model shape, batch, optimizer (``--lr``, and
+    ``--fused-adamw`` / ``--weight-decay``: ``_common.add_optimizer_args``) and loop lengths."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=256)
@@ -21,6 +24,9 @@ def bert_args() -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    add_optimizer_args(ap)
+    if more is not None:  # a baseline's own options: more(ap) adds them
+        more(ap)
     return ap.parse_args()
 
 

@@ -1,14 +1,35 @@
-"""Shared by the bare baselines (not accelctl): timing a loop and printing its result.
+"""Shared by the bare baselines (not accelctl): their AdamW, timing a loop and printing its result.
 
 ``timed_steps(step, warmup, steps)`` calls ``step()`` warmup + steps times and returns the
 measured steps' seconds (warm-up excluded), the way a user would time a loop by hand.
+
+``adamw(params, args)`` is the baseline's optimizer.  By default it is what a plain loop
+writes, ``torch.optim.AdamW(params, lr)``: torch's for-loop kernel on CPU, weight decay 0.01.
+``--fused-adamw --weight-decay 0`` (``add_optimizer_args``) build what accelctl's worker
+builds for a CPU job (torch's fused kernel, the workload's weight decay, 0 unless written:
+``accelctl/worker/devices.py`` ``make_optimizer``), for a like-for-like comparison.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
+
+
+def add_optimizer_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--fused-adamw", action="store_true", help="torch.optim.AdamW(..., fused=True)")
+    ap.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (torch's default 0.01)")
+
+
+def adamw(params, args: argparse.Namespace):
+    """``torch.optim.AdamW`` with ``args.lr`` and ``args.weight_decay``; its fused kernel with
+    ``--fused-adamw``, else torch's own choice (``fused=None``, its default)."""
+    import torch
+
+    return torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay,
+                             fused=True if args.fused_adamw else None)
 
 
 def timed_steps(step, warmup: int, steps: int) -> list[float]:

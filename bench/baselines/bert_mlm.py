@@ -11,14 +11,14 @@ import itertools
 import torch
 
 from _bert import bert_args, bert_mlm
-from _common import report, timed_steps
+from _common import adamw, report, timed_steps
 
 args = bert_args()
 
 torch.set_num_threads(args.threads)
 torch.manual_seed(0)
 model = bert_mlm(args)
-opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+opt = adamw(model.parameters(), args)
 MASK = 3
 pool = [torch.randint(5, min(args.vocab, 133), (args.batch, args.seq)) for _ in range(8)]
 blocks = itertools.cycle(pool)

@@ -16,7 +16,7 @@ import os
 import torch
 
 from _bert import bert_args, bert_mlm
-from _common import report, timed_steps
+from _common import adamw, report, timed_steps
 
 args = bert_args()
 
@@ -28,7 +28,7 @@ torch.set_num_threads(args.threads)
 rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 torch.manual_seed(0)
 model = bert_mlm(args)
-opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+opt = adamw(model.parameters(), args)
 ds_config = {"train_batch_size": args.batch * world, "train_micro_batch_size_per_gpu": args.batch,
              "gradient_accumulation_steps": 1, "zero_optimization": {"stage": 2}, "steps_per_print": 10**9}
 engine, *_ = deepspeed.initialize(model=model, optimizer=opt, model_parameters=model.parameters(), config=ds_config)

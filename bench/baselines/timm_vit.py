@@ -4,6 +4,7 @@
 
 ``--compile``: ``model.compile()`` (torch.compile, inductor, default mode) before the loop,
 as a user would write it; compilation happens in the first (warm-up) step.
+``--fused-adamw`` / ``--weight-decay``: the optimizer accelctl's worker builds (``_common.adamw``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import itertools
 import torch
 from timm.models.vision_transformer import VisionTransformer
 
-from _common import report, timed_steps
+from _common import add_optimizer_args, adamw, report, timed_steps
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--layers", type=int, default=12)
@@ -29,6 +30,7 @@ ap.add_argument("--warmup", type=int, default=3)
 ap.add_argument("--steps", type=int, default=20)
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--compile", action="store_true")
+add_optimizer_args(ap)
 args = ap.parse_args()
 
 torch.set_num_threads(args.threads)
@@ -37,7 +39,7 @@ model = VisionTransformer(img_size=args.image_size, patch_size=args.patch, num_c
                           embed_dim=args.hidden, depth=args.layers, num_heads=args.heads).train()
 if args.compile:
     model.compile()
-opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+opt = adamw(model.parameters(), args)
 pool = [(torch.randn(args.batch, 3, args.image_size, args.image_size),
          torch.randint(0, args.classes, (args.batch,))) for _ in range(8)]
 batches = itertools.cycle(pool)

@@ -16,8 +16,9 @@ METRICS = {"step_s": "median measured step (warm-up excluded)", "wall_s": "whole
 
 def train_setup(quick: bool, workdir: Path, wl_name: str, script: str, shape: list[str], b_label: str,
                 arch: dict, launcher: list[str] | None = None, env_extra: dict[str, str] | None = None,
-                pinnable: bool = True, min_warmup: int = 0) -> Setup:
-    size = dict(QUICK if quick else FULL)
+                pinnable: bool = True, min_warmup: int = 0, full: dict[str, int] | None = None) -> Setup:
+    """``full``: the sizes of a full run when not ``FULL`` (a costly comparison measures fewer steps)."""
+    size = dict(QUICK if quick else (full or FULL))
     size["warmup"] = max(size["warmup"], min_warmup)  # torch.compile: 2 warm-up steps at least (E225)
     wl = sized_workload(BENCH / "workloads" / wl_name, workdir, size["warmup"], size["steps"])
     args = [*shape, "--warmup", str(size["warmup"]), "--steps", str(size["steps"]), "--threads", "1"]
