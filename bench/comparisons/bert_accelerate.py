@@ -23,4 +23,4 @@ COMPARISON = Comparison(
     setup=lambda quick, workdir: train_setup(quick, workdir, "bert_mlm.wl", "accelerate_bert.py", SHAPE,
                                              "accelerate launch --cpu (bench/baselines/accelerate_bert.py)", ARCH,
                                              launcher=LAUNCH),
-    pairs=6, quick_pairs=2, unavailable=unavailable)
+    pairs=4, quick_pairs=2, unavailable=unavailable)

@@ -23,4 +23,4 @@ def bert_setup(quick: bool, workdir: Path, optimizer_flags: tuple[str, ...] = ()
 
 COMPARISON = Comparison(
     name="bert_step", title="BERT MLM 4x256 seq 128 step, batch 4 vs bare transformers loop",
-    setup=bert_setup, quick_pairs=2)
+    setup=bert_setup, pairs=6, quick_pairs=2)

@@ -16,4 +16,4 @@ COMPARISON = Comparison(
     setup=lambda quick, workdir: bert_setup(
         quick, workdir, LIKE_ACCELCTL_OPTIMIZER,
         "bare transformers loop, fused AdamW (bench/baselines/bert_mlm.py --fused-adamw --weight-decay 0)"),
-    pairs=8, quick_pairs=2)
+    pairs=10, quick_pairs=2)

@@ -34,4 +34,4 @@ def _setup(quick: bool, workdir: Path) -> Setup:
 
 
 COMPARISON = Comparison(name="tui_attached", title="TUI attached vs headless (small GPT-2 loop)",
-                        setup=_setup, pairs=5, quick_pairs=2)
+                        setup=_setup, pairs=4, quick_pairs=2)

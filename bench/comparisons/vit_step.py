@@ -11,4 +11,4 @@ COMPARISON = Comparison(
     name="vit_step", title="ViT-Tiny/16 224 px step, batch 2 vs bare timm loop",
     setup=lambda quick, workdir: train_setup(quick, workdir, "vit_tiny.wl", "timm_vit.py", SHAPE,
                                              "bare timm loop (bench/baselines/timm_vit.py)", ARCH),
-    quick_pairs=2)
+    pairs=6, quick_pairs=2)

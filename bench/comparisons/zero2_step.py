@@ -25,4 +25,4 @@ def _setup(quick, workdir):
 
 
 COMPARISON = Comparison(name="zero2_step", title="BERT ZeRO-2, 2 ranks vs bare deepspeed.initialize",
-                        setup=_setup, pairs=5, quick_pairs=2)
+                        setup=_setup, pairs=4, quick_pairs=2)
