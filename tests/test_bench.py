@@ -154,6 +154,14 @@ def test_accelerate_comparison_without_accelerate_is_reported_not_run(tmp_path, 
     assert "pip install -e '.[bench]'" in comp["status"]
 
 
+def _python(code: str) -> str:
+    """What ``python -c code`` prints, run from the repository root with only it on the path."""
+    cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    return cp.stdout.strip()
+
+
 def test_the_fused_comparison_differs_from_bert_step_in_the_optimizer_only(tmp_path):
     """``bert_step_fused`` reuses ``bert_step``'s setup; its baseline adds the flags that build
     accelctl's CPU optimizer, which the baseline turns into a fused AdamW without weight decay."""
@@ -167,10 +175,7 @@ def test_the_fused_comparison_differs_from_bert_step_in_the_optimizer_only(tmp_p
             "from bench.comparisons.bert_step_fused import LIKE_ACCELCTL_OPTIMIZER as F; "
             "d = [adamw(torch.nn.Linear(2, 2).parameters(), ap.parse_args(a)).defaults for a in ([], list(F))]; "
             "print([(x['fused'], x['weight_decay']) for x in d])")
-    cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
-    assert cp.returncode == 0, cp.stderr
-    assert cp.stdout.strip() == "[(None, 0.01), (True, 0.0)]"  # torch's default AdamW, then the worker's
+    assert _python(code) == "[(None, 0.01), (True, 0.0)]"  # torch's default AdamW, then the worker's
 
 
 @pytest.mark.slow
@@ -207,7 +212,4 @@ def test_bert_step_fused_baseline_builds_the_optimizer_accelctls_worker_builds()
             "job = WorkerJob.from_dict(json.loads(out)['result']['plans'][0]['plan']['job']); "
             "opt = adapter_for(job.device, 0).make_optimizer(job.optimizer, torch.nn.Linear(2, 2).parameters()); "
             "d = opt.defaults; print(type(opt).__name__, d['fused'], d['weight_decay'], d['lr'])")
-    cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
-    assert cp.returncode == 0, cp.stderr[-2000:]
-    assert cp.stdout.strip() == "AdamW True 0.0 0.001"
+    assert _python(code) == "AdamW True 0.0 0.001"
