@@ -4,6 +4,8 @@
     .venv/bin/python bench/mfu_breakdown.py bench/workloads/bert_mlm.wl --steps 20
     .venv/bin/python bench/mfu_breakdown.py --optimizer for-loop  # AdamW as torch's CPU default, not fused
     .venv/bin/python bench/mfu_breakdown.py --json out.json
+    .venv/bin/python bench/mfu_breakdown.py --compile --what-if-no-attention-dropout  # 4 arms each
+    .venv/bin/python bench/mfu_breakdown.py --compile --inductor-fallback-random       # an experiment
 
 For each workload file it builds what the worker builds -- the plan's ``WorkerJob``, the model
 (``accelctl.worker.models``), the optimizer (the CPU adapter's), the batches
@@ -33,6 +35,26 @@ Op classes (by the aten op, else by the op or autograd node that called it):
 * ``python/framework``: the step's time in no op at all (Python, the autograd engine between
   nodes, module calls) -- the profiled step minus every op's self time.
 
+* ``compiled graph`` (``--compile`` arms): the self time of inductor's graphs -- its fused C++
+  kernels (layer norm, GELU, dropout, softmax, residual adds, loss) and their wrapper; the
+  GEMMs it calls out to still show as ``aten::mm``/``addmm``/``bmm`` (the attention ``bmm`` as
+  3-D, so in ``matmul``).  Not comparable op class by op class with the eager arm: compare
+  the step, the MFU, and GEMMs vs the rest.
+
+Arms (one line each at the end, beside the eager one):
+
+* ``--compile``: the target's ``optimize { compile = on }`` set, so the plan and the worker's
+  own ``optimize.apply`` compile the model as a run does; the ``--warmup`` steps compile
+  (reported, never in the step) and a recompile in the timed steps is counted.  FLOPs are
+  counted on the eager path (Dynamo leaves a frame alone under ``FlopCounterMode``).
+* ``--what-if-no-attention-dropout``: a WHAT-IF -- the same model rebuilt (same class and
+  seed-drawn weights) with attention dropout 0 in its config, so that sdpa can take its
+  fused CPU kernel (``_scaled_dot_product_flash_attention_for_cpu``; with dropout > 0 torch
+  2.14.1 takes ``_scaled_dot_product_attention_math``: the profile names the kernel each
+  arm ran).  It explains the gap; it is not the model the workload trains.
+* ``--inductor-fallback-random``: an EXPERIMENT on the compiled arms: inductor's
+  ``fallback_random`` (dropout masks from aten's RNG kernel, not inductor's generated code).
+
 Per class: its share of the step, its time, its FLOPs and achieved FLOP/s against the ceiling,
 and the MFU the step would reach if that class took no time ("MFU without it"): what stops
 the step's MFU short of the ceiling.
@@ -55,6 +77,20 @@ Ceiling: median 2048² fp32 matmul 149-154 GFLOP/s (CPU time; bf16 on AMX: 768 G
   copies/views/other + python/framework          7 %                 6 %
   step (CPU time), MFU                          167 ms, 0.459       174 ms, 0.433
   the same with torch's for-loop AdamW          168 ms, 0.441       190 ms, 0.383
+
+Arms, 2026-11-23 (``--steps 10 --compile --what-if-no-attention-dropout``, 3 runs, medians,
+load average 2.5-3.4; ceiling measured each run 160-163 GFLOP/s; ``x``: eager step / arm's):
+
+  arm                                  BERT step, MFU, x          GPT-2 step, MFU, x
+  eager (sdpa math path)               140.5 ms, 0.501            159.0 ms, 0.434
+  WHAT-IF attention dropout 0 (fused)  133.6 ms, 0.526, 1.05      149.7 ms, 0.470, 1.06
+  compiled (optimize compile = on)     166.8 ms, 0.423, 0.84      180.0 ms, 0.387, 0.88
+  compiled + WHAT-IF                   144.6 ms, 0.486, 0.97      150.2 ms, 0.460, 1.06
+  compiled, fallback_random (2 runs)   143.5 ms, 0.501, 1.04      151.4 ms, 0.467, 1.06
+
+Compiled, inductor's own dropout RNG is what costs: its fused softmax + attention-dropout
+kernel took 9-14 ms per layer (BERT, ``torch._inductor.config.cpp.enable_kernel_profile``);
+with aten's RNG (fallback_random) the compiled step is 1.04-1.06x eager, no more.
 
 So the step's MFU is ~0.45 of the ceiling, short of 0.70: even the linear layers' GEMMs
 (512x256 by 256x256/1024: small for one AVX-512 core) reach 0.71-0.92 of the 2048² rate; the
