@@ -4,6 +4,8 @@
     .venv/bin/python bench/mfu_breakdown.py bench/workloads/bert_mlm.wl --steps 20
     .venv/bin/python bench/mfu_breakdown.py --optimizer for-loop  # AdamW as torch's CPU default, not fused
     .venv/bin/python bench/mfu_breakdown.py --json out.json
+    .venv/bin/python bench/mfu_breakdown.py --compile --what-if-no-attention-dropout  # 4 arms each
+    .venv/bin/python bench/mfu_breakdown.py --compile --inductor-fallback-random       # an experiment
 
 For each workload file it builds what the worker builds -- the plan's ``WorkerJob``, the model
 (``accelctl.worker.models``), the optimizer (the CPU adapter's), the batches
@@ -33,6 +35,26 @@ Op classes (by the aten op, else by the op or autograd node that called it):
 * ``python/framework``: the step's time in no op at all (Python, the autograd engine between
   nodes, module calls) -- the profiled step minus every op's self time.
 
+* ``compiled graph`` (``--compile`` arms): the self time of inductor's graphs -- its fused C++
+  kernels (layer norm, GELU, dropout, softmax, residual adds, loss) and their wrapper; the
+  GEMMs it calls out to still show as ``aten::mm``/``addmm``/``bmm`` (the attention ``bmm`` as
+  3-D, so in ``matmul``).  Not comparable op class by op class with the eager arm: compare
+  the step, the MFU, and GEMMs vs the rest.
+
+Arms (one line each at the end, beside the eager one):
+
+* ``--compile``: the target's ``optimize { compile = on }`` set, so the plan and the worker's
+  own ``optimize.apply`` compile the model as a run does; the ``--warmup`` steps compile
+  (reported, never in the step) and a recompile in the timed steps is counted.  FLOPs are
+  counted on the eager path (Dynamo leaves a frame alone under ``FlopCounterMode``).
+* ``--what-if-no-attention-dropout``: a WHAT-IF -- the same model rebuilt (same class and
+  seed-drawn weights) with attention dropout 0 in its config, so that sdpa can take its
+  fused CPU kernel (``_scaled_dot_product_flash_attention_for_cpu``; with dropout > 0 torch
+  2.14.1 takes ``_scaled_dot_product_attention_math``: the profile names the kernel each
+  arm ran).  It explains the gap; it is not the model the workload trains.
+* ``--inductor-fallback-random``: an EXPERIMENT on the compiled arms: inductor's
+  ``fallback_random`` (dropout masks from aten's RNG kernel, not inductor's generated code).
+
 Per class: its share of the step, its time, its FLOPs and achieved FLOP/s against the ceiling,
 and the MFU the step would reach if that class took no time ("MFU without it"): what stops
 the step's MFU short of the ceiling.
@@ -56,6 +78,20 @@ Ceiling: median 2048² fp32 matmul 149-154 GFLOP/s (CPU time; bf16 on AMX: 768 G
   step (CPU time), MFU                          167 ms, 0.459       174 ms, 0.433
   the same with torch's for-loop AdamW          168 ms, 0.441       190 ms, 0.383
 
+Arms, 2026-11-23 (``--steps 10 --compile --what-if-no-attention-dropout``, 3 runs, medians,
+load average 2.5-3.4; ceiling measured each run 160-163 GFLOP/s; ``x``: eager step / arm's):
+
+  arm                                  BERT step, MFU, x          GPT-2 step, MFU, x
+  eager (sdpa math path)               140.5 ms, 0.501            159.0 ms, 0.434
+  WHAT-IF attention dropout 0 (fused)  133.6 ms, 0.526, 1.05      149.7 ms, 0.470, 1.06
+  compiled (optimize compile = on)     166.8 ms, 0.423, 0.84      180.0 ms, 0.387, 0.88
+  compiled + WHAT-IF                   144.6 ms, 0.486, 0.97      150.2 ms, 0.460, 1.06
+  compiled, fallback_random (2 runs)   143.5 ms, 0.501, 1.04      151.4 ms, 0.467, 1.06
+
+Compiled, inductor's own dropout RNG is what costs: its fused softmax + attention-dropout
+kernel took 9-14 ms per layer (BERT, ``torch._inductor.config.cpp.enable_kernel_profile``);
+with aten's RNG (fallback_random) the compiled step is 1.04-1.06x eager, no more.
+
 So the step's MFU is ~0.45 of the ceiling, short of 0.70: even the linear layers' GEMMs
 (512x256 by 256x256/1024: small for one AVX-512 core) reach 0.71-0.92 of the 2048² rate; the
 attention core runs at a quarter of it (training on CPU takes sdpa's math path, since the
@@ -68,7 +104,10 @@ default on CPU: optimizer 16.4 -> 5.8 ms, BERT; 13.5 -> 4.3 ms, GPT-2).
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
+import os
 import statistics
 import sys
 import time
@@ -80,8 +119,14 @@ if str(ROOT) not in sys.path:  # run as a script: this checkout's accelctl
 
 WORKLOADS = [ROOT / "bench" / "workloads" / "bert_mlm.wl", ROOT / "bench" / "workloads" / "gpt2_clm.wl"]
 
-CLASSES = ("matmul", "attention", "norm/act/dropout", "embedding+loss", "optimizer", "data",
+CLASSES = ("matmul", "attention", "norm/act/dropout", "compiled graph", "embedding+loss", "optimizer", "data",
            "copies/views/other ops", "python/framework")
+#: the profiler's event around one inductor graph (forward or backward) of a compiled model:
+#: its self time is inductor's fused C++ kernels and their wrapper (the GEMMs it calls out to
+#: -- ``aten::mm``/``addmm``/``bmm`` -- are their own events under it)
+COMPILED_GRAPH = "## Call CompiledFxGraph"
+#: config keys of attention-probability dropout (BERT, GPT-2, Llama-style configs)
+ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attn_pdrop", "attention_dropout")
 
 #: aten op (or autograd node) name -> class; an op not here takes its caller's class
 _BY_NAME = {
@@ -123,24 +168,46 @@ def _log(level: str, message: str) -> None:
 class Workload:
     """The worker's pieces for one workload file: job, model, optimizer, batches, one step."""
 
-    def __init__(self, path: Path, optimizer_impl: str) -> None:
+    def __init__(self, path: Path, optimizer_impl: str, compile: bool = False,
+                 attention_dropout: float | None = None, fallback_random: bool = False) -> None:
+        """``compile``: the target's ``optimize { compile = on }`` set, so the plan and the worker's
+        ``optimize.apply`` compile the model as a run would.  ``attention_dropout``: a WHAT-IF --
+        the model rebuilt with that attention dropout in its config (``with_attention_dropout``).
+        ``fallback_random``: an EXPERIMENT on a compiled arm -- inductor's ``fallback_random``, so
+        the dropout masks come from aten's RNG kernels instead of inductor's generated code."""
         import torch
 
         from accelctl import api
-        from accelctl.worker import data, models
+        from accelctl.worker import data, models, optimize
         from accelctl.worker.devices import adapter_for
         from accelctl.worker.train_loop import forward_loss
 
         spec = api.load_selected(path)[0]
-        job = api.plan(spec, spec.targets[0]).job
+        target = spec.targets[0]
+        if compile:
+            target = dataclasses.replace(target, optimize=dataclasses.replace(target.optimize, compile=True))
+        job = api.plan(spec, target).job
         if job.precision.dtype != "fp32" or job.batch.accumulation != 1 or job.device.adapter != "cpu":
             raise SystemExit(f"{path}: this breakdown covers fp32 CPU workloads without accumulation")
         self.job, self.name = job, spec.name
+        self.arm = ("compiled" if compile else "eager") + (
+            ", EXPERIMENT inductor fallback_random" if compile and fallback_random else "") + (
+            "" if attention_dropout is None else f", WHAT-IF attention dropout {attention_dropout:g}")
         torch.set_num_threads(job.threads)
+        if compile:  # one compiled model per process, as in the worker (nn.Module.compile shares a code object)
+            import torch._inductor.config
+
+            torch._dynamo.reset()
+            torch._inductor.config.fallback_random = fallback_random
         torch.manual_seed(job.seed)
         adapter = adapter_for(job.device, 0)
         built = models.build(job, _log)
-        self.model = built.model.train()
+        model = built.model
+        if attention_dropout is not None:
+            model = with_attention_dropout(model, attention_dropout, job.seed)
+        # as train_loop.run: the adapter's preparation, then optimize { ... } (torch.compile in place)
+        self.model = optimize.apply(adapter.prepare_training(model.train()), job, _log)
+        self.compiled = job.optimize.compile
         self.kind = built.kind
         self.optimizer = make_optimizer(adapter, job.optimizer, self.model.parameters(), optimizer_impl)
         self.batches = data.training_batches(job, built, 0, 1, _log)
@@ -159,6 +226,24 @@ class Workload:
         value = float(loss.detach())
         self.optimizer.step()
         return value
+
+
+def with_attention_dropout(model, p: float, seed: int):
+    """WHAT-IF (``--what-if-no-attention-dropout``): the model rebuilt -- same class, same
+    config but ``p`` for its attention dropout, weights drawn from the same seed as
+    ``models.build`` draws them -- to show what the fused attention kernel would give.  Not
+    the model the user trains: the workload's model keeps its dropout."""
+    import torch
+
+    config = copy.deepcopy(model.config)
+    keys = [k for k in ATTENTION_DROPOUT_KEYS if hasattr(config, k)]
+    if not keys:
+        raise SystemExit(f"{type(model).__name__}: no attention dropout in its config "
+                         f"({', '.join(ATTENTION_DROPOUT_KEYS)})")
+    for key in keys:
+        setattr(config, key, p)
+    torch.manual_seed(seed)
+    return type(model)(config)
 
 
 #: ``--optimizer``: the worker's own (the CPU adapter's: fused AdamW), or AdamW forced to one
@@ -212,6 +297,29 @@ def steady_matmul_flops(n: int, seconds: float, clock) -> tuple[float, int]:
     return statistics.median(rates), len(rates)
 
 
+def cpu_sdpa_flop_formulas() -> dict:
+    """FLOP formulas for sdpa's fused CPU kernel (forward and backward), which torch 2.14.1's
+    ``FlopCounterMode`` has none for: without them a step whose attention takes that kernel
+    (attention dropout 0, e.g. the WHAT-IF arm) counts no attention FLOPs.  Model FLOPs, as
+    the math path counts them: forward the two GEMMs (``sdpa_flop_count``, causal masking not
+    discounted), backward twice that -- not torch's flash-backward formula, which adds the
+    kernel's recomputation of the scores (2.5x) -- so an arm that takes the fused kernel
+    counts the same FLOPs for the same model and its MFU compares."""
+    import torch
+    from torch.utils import flop_counter
+
+    aten = torch.ops.aten
+
+    def forward(query, key, value, *args, out_shape=None, **kwargs) -> int:
+        return flop_counter.sdpa_flop_count(query, key, value)
+
+    def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
+        return 2 * flop_counter.sdpa_flop_count(query, key, value)
+
+    return {aten._scaled_dot_product_flash_attention_for_cpu: forward,
+            aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
+
+
 def classify(events) -> dict[str, float]:
     """Self CPU seconds per class over the profiled events (see the module doc)."""
     out = dict.fromkeys(CLASSES, 0.0)
@@ -243,6 +351,8 @@ def class_of(ev) -> str:
         key = name.removeprefix("autograd::engine::evaluate_function: ")
         if key in CLASS_OF:
             return CLASS_OF[key]
+        if name.startswith(COMPILED_GRAPH):  # inductor's kernels (an op it calls out to: above)
+            return "compiled graph"
     return "copies/views/other ops"
 
 
@@ -258,8 +368,13 @@ def breakdown(w: Workload, warmup: int, steps: int, peak: float) -> dict:
     from torch.profiler import ProfilerActivity, profile, record_function
     from torch.utils.flop_counter import FlopCounterMode
 
-    for _ in range(warmup):
+    from accelctl.worker import optimize
+
+    load_before = os.getloadavg()
+    before = optimize.compile_stats()
+    for _ in range(warmup):  # a compiled model compiles here (forward on the first, backward too)
         w.step()
+    at_measure = optimize.compile_stats()
     clock = step_clock(w.job.threads)
     times, losses = [], []
     for _ in range(steps):
@@ -267,8 +382,9 @@ def breakdown(w: Workload, warmup: int, steps: int, peak: float) -> dict:
         losses.append(w.step())
         times.append(clock() - t0)
     step_s = statistics.median(times)
+    compiles = compiles_between(before, at_measure, optimize.compile_stats()) if w.compiled else {}
 
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping=cpu_sdpa_flop_formulas()) as counter:
         w.step()
     flops_by_class = dict.fromkeys(CLASSES, 0.0)
     flops_by_op = {str(k): float(v) for k, v in counter.get_flop_counts()["Global"].items()}
@@ -296,24 +412,66 @@ def breakdown(w: Workload, warmup: int, steps: int, peak: float) -> dict:
                      "flops_per_s": flops / seconds if flops and seconds else None,
                      "of_ceiling": flops / seconds / peak if flops and seconds else None,
                      "mfu_without_it": total_flops / max(step_s - seconds, 1e-9) / peak})
-    return {"workload": w.name, "threads": w.job.threads, "torch_threads": torch.get_num_threads(),
+    sdpa = sorted({ev.name.removeprefix("aten::") for ev in prof.events()
+                   if ev.name.startswith("aten::_scaled_dot_product") and "backward" not in ev.name})
+    return {"workload": w.name, "arm": w.arm, "threads": w.job.threads, "torch_threads": torch.get_num_threads(),
+            "sdpa_kernels": sdpa, "compile": compiles, "load_average": [load_before, os.getloadavg()],
             "step_s": step_s, "step_s_spread": [min(times), max(times)], "profiled_step_s": profiled_s,
             "flops_per_step": total_flops, "achieved_flops_per_s": total_flops / step_s,
             "mfu": total_flops / step_s / peak, "tokens_per_step": w.tokens,
             "losses": losses, "flops_by_op": flops_by_op, "classes": rows}
 
 
+def compiles_between(before: dict, at_measure: dict, after: dict) -> dict:
+    """This arm's compiles (``optimize.compile_stats`` counts the process's): in its warm-up,
+    and after it (recompiles in the timed steps)."""
+    def n(d):
+        return d.get("compiles", 0), d.get("compile_s", 0.0)
+
+    (b, b_s), (m, m_s), (a, a_s) = n(before), n(at_measure), n(after)
+    return {"warmup_compiles": m - b, "warmup_compile_s": m_s - b_s, "recompiles": a - m, "recompile_s": a_s - m_s}
+
+
 def show(r: dict, peak: float) -> None:
-    print(f"\n{r['workload']}: step {r['step_s'] * 1e3:.1f} ms median ({r['step_s_spread'][0] * 1e3:.1f}-"
+    print(f"\n{r['workload']} [{r['arm']}]: step {r['step_s'] * 1e3:.1f} ms median ({r['step_s_spread'][0] * 1e3:.1f}-"
           f"{r['step_s_spread'][1] * 1e3:.1f}), profiled {r['profiled_step_s'] * 1e3:.1f} ms; "
           f"{r['flops_per_step'] / 1e9:.2f} GFLOP/step, {r['achieved_flops_per_s'] / 1e9:.1f} GFLOP/s, "
           f"MFU {r['mfu']:.3f} of {peak / 1e9:.1f} GFLOP/s")
+    print(f"  sdpa kernel: {', '.join(r['sdpa_kernels']) or 'none (decomposed into the compiled graph)'}; "
+          f"load average {r['load_average'][0][0]:.1f} -> {r['load_average'][1][0]:.1f}"
+          + (f"; {_compile_text(r['compile'])}" if r["compile"] else ""))
+    if "EXPERIMENT" in r["arm"]:
+        print("  EXPERIMENT: inductor's fallback_random is not what optimize { compile = on } runs")
+    if "WHAT-IF" in r["arm"]:
+        print("  WHAT-IF: an experiment that explains the gap, not the model the workload trains "
+              "(its attention dropout stays as configured)")
     print(f"  {'class':<24}{'share':>7}{'ms':>8}{'GFLOP':>8}{'GFLOP/s':>9}{'of ceil':>9}{'MFU w/o':>9}")
     for row in r["classes"]:
+        if not row["share"] and row["class"] == "compiled graph":
+            continue
         fl = f"{row['flops'] / 1e9:8.2f}" if row["flops"] else f"{'':>8}"
         rate = f"{row['flops_per_s'] / 1e9:9.1f}{row['of_ceiling']:9.2f}" if row["flops_per_s"] else f"{'':>18}"
         print(f"  {row['class']:<24}{row['share']:7.1%}{row['seconds'] * 1e3:8.1f}{fl}{rate}"
               f"{row['mfu_without_it']:9.3f}")
+
+
+def _compile_text(c: dict) -> str:
+    return (f"compiled {c.get('warmup_compiles', 0)} graph(s) in warm-up ({c.get('warmup_compile_s', 0.0):.1f} s, "
+            f"not in the step), {c.get('recompiles', 0)} recompile(s) after")
+
+
+def compare(results: list[dict]) -> None:
+    """One line per arm of each workload: step, MFU, step vs the eager arm, and where the step goes."""
+    print(f"\n{'workload [arm]':<62}{'step ms':>8}{'MFU':>7}{'x eager':>8}"
+          f"{'GEMMs':>7}{'attn':>7}{'elementwise':>12}")
+    for r in results:
+        eager = next(e for e in results if e["workload"] == r["workload"] and e["arm"] == "eager")
+        share = {row["class"]: row["share"] for row in r["classes"]}
+        print(f"{r['workload'] + ' [' + r['arm'] + ']':<62}{r['step_s'] * 1e3:8.1f}{r['mfu']:7.3f}"
+              f"{eager['step_s'] / r['step_s']:8.2f}{share['matmul']:7.0%}{share['attention']:7.0%}"
+              f"{share['norm/act/dropout'] + share['compiled graph']:12.0%}")
+    print("(x eager: the eager step over this arm's; elementwise: layer norm, GELU, dropout, residual adds"
+          " -- in a compiled arm the compiled graph's own kernels, which also hold the attention softmax/dropout)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,22 +483,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="worker",
                     help="AdamW implementation: the worker's own (fused on CPU), or torch's for-loop / "
                          "foreach / fused forced")
+    ap.add_argument("--compile", action="store_true",
+                    help="also each workload compiled as optimize { compile = on } compiles it (warm-up "
+                         "steps compile; --warmup >= 2)")
+    ap.add_argument("--what-if-no-attention-dropout", action="store_true",
+                    help="WHAT-IF arm: the model with attention dropout 0 in its config, so sdpa may take "
+                         "its fused CPU kernel -- an experiment, not the model the workload trains")
+    ap.add_argument("--inductor-fallback-random", action="store_true",
+                    help="EXPERIMENT for the --compile arms: inductor's fallback_random (dropout masks from "
+                         "aten's RNG, not inductor's generated code); not what optimize { compile = on } runs")
     ap.add_argument("--json", type=Path, metavar="OUT")
     args = ap.parse_args(argv)
+    if args.compile and args.warmup < 2:
+        ap.error("--compile needs --warmup >= 2 (the first steps compile)")
 
     from accelctl.hostinfo import cpu_bf16_flags, cpu_model
 
+    arms = [(c, d) for c in (False, True)[:1 + args.compile]
+            for d in (None, 0.0)[:1 + args.what_if_no_attention_dropout]]
     results, peak, source = [], None, ""
     for path in args.workloads:
-        w = Workload(path, args.optimizer)
-        if peak is None:
-            peak, source = ceiling(w.job.threads)
-            print(f"{cpu_model()} (bf16 flags: {' '.join(cpu_bf16_flags()) or 'none'}); "
-                  f"ceiling {peak / 1e9:.1f} GFLOP/s fp32 at {w.job.threads} thread(s): {source}; "
-                  f"optimizer {args.optimizer}")
-        r = breakdown(w, args.warmup, args.steps, peak)
-        show(r, peak)
-        results.append(r)
+        for compiled, dropout in arms:
+            w = Workload(path, args.optimizer, compile=compiled, attention_dropout=dropout,
+                         fallback_random=args.inductor_fallback_random)
+            if peak is None:
+                peak, source = ceiling(w.job.threads)
+                print(f"{cpu_model()} (bf16 flags: {' '.join(cpu_bf16_flags()) or 'none'}); "
+                      f"ceiling {peak / 1e9:.1f} GFLOP/s fp32 at {w.job.threads} thread(s): {source}; "
+                      f"optimizer {args.optimizer}")
+            r = breakdown(w, args.warmup, args.steps, peak)
+            show(r, peak)
+            results.append(r)
+    if len(arms) > 1:
+        compare(results)
     if args.json:
         args.json.write_text(json.dumps({"ceiling_flops": peak, "ceiling_source": source, "cpu": cpu_model(),
                                          "optimizer": args.optimizer, "results": results}, indent=2))

@@ -68,3 +68,55 @@ def test_an_op_on_a_4d_tensor_is_attention_and_the_optimizer_wins_over_the_op_na
     backward = Ev("autograd::engine::evaluate_function: AddmmBackward0")
     assert mfu_breakdown.class_of(Ev("aten::sum", Ev("AddmmBackward0", backward), shapes=[[32, 64]])) == "matmul"
     assert mfu_breakdown.class_of(Ev("aten::copy_", shapes=[[32, 64]])) == "copies/views/other ops"
+
+
+def _tiny(tmp_path, name):
+    objective, model = MODELS[name]
+    wl = tmp_path / f"{name}.wl"
+    wl.write_text(TINY.format(name=name, objective=objective, model=model))
+    return wl
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_what_if_arm_takes_the_fused_attention_kernel_and_counts_the_same_flops(tmp_path, name):
+    wl = _tiny(tmp_path, name)
+    eager = mfu_breakdown.Workload(wl, "worker")
+    what_if = mfu_breakdown.Workload(wl, "worker", attention_dropout=0.0)
+    # the same model (class, weights from the job's seed), only its attention dropout differs
+    assert type(what_if.model) is type(eager.model)
+    for (k, a), (_, b) in zip(eager.model.state_dict().items(), what_if.model.state_dict().items(), strict=True):
+        assert a.equal(b), k
+    keys = [k for k in mfu_breakdown.ATTENTION_DROPOUT_KEYS if hasattr(eager.model.config, k)]
+    assert keys and all(getattr(eager.model.config, k) > 0 for k in keys)
+    assert all(getattr(what_if.model.config, k) == 0 for k in keys)
+
+    r_eager = mfu_breakdown.breakdown(eager, warmup=1, steps=2, peak=1e11)
+    r_what_if = mfu_breakdown.breakdown(what_if, warmup=1, steps=2, peak=1e11)
+    # torch's CPU sdpa: the math path with dropout, its fused kernel without
+    assert r_eager["sdpa_kernels"] == ["_scaled_dot_product_attention_math"]
+    assert r_what_if["sdpa_kernels"] == ["_scaled_dot_product_flash_attention_for_cpu"]
+    # the fused kernel's FLOPs are counted, as many as the math path's bmm
+    assert math.isclose(r_what_if["flops_per_step"], r_eager["flops_per_step"], rel_tol=1e-9)
+    assert "WHAT-IF" in r_what_if["arm"] and "WHAT-IF" not in r_eager["arm"]
+
+
+@pytest.mark.slow
+def test_compiled_arm_compiles_in_warmup_only_and_its_kernels_are_a_class(tmp_path):
+    wl = _tiny(tmp_path, "gpt2")
+    eager = mfu_breakdown.breakdown(mfu_breakdown.Workload(wl, "worker"), warmup=1, steps=2, peak=1e11)
+    w = mfu_breakdown.Workload(wl, "worker", compile=True)
+    assert w.compiled and w.arm == "compiled"
+    r = mfu_breakdown.breakdown(w, warmup=2, steps=2, peak=1e11)
+    assert r["compile"]["warmup_compiles"] >= 1 and r["compile"]["recompiles"] == 0
+    rows = {row["class"]: row for row in r["classes"]}
+    assert math.isclose(sum(row["share"] for row in rows.values()), 1.0, rel_tol=1e-9)
+    # inductor's fused kernels took time; the GEMMs it calls out to are still matmul
+    assert rows["compiled graph"]["seconds"] > 0 and rows["matmul"]["seconds"] > 0
+    assert eager_rows_compiled_share(eager) == 0
+    # FLOPs are counted on the eager path (Dynamo leaves a frame alone under FlopCounterMode)
+    assert math.isclose(r["flops_per_step"], eager["flops_per_step"], rel_tol=1e-9)
+
+
+def eager_rows_compiled_share(r):
+    return next(row["share"] for row in r["classes"] if row["class"] == "compiled graph")
