@@ -5,7 +5,7 @@
     .venv/bin/python bench/mfu_breakdown.py --optimizer for-loop  # AdamW as torch's CPU default, not fused
     .venv/bin/python bench/mfu_breakdown.py --json out.json
     .venv/bin/python bench/mfu_breakdown.py --compile --what-if-no-attention-dropout  # 4 arms each
-    .venv/bin/python bench/mfu_breakdown.py --compile --inductor-fallback-random       # an experiment
+    .venv/bin/python bench/mfu_breakdown.py --compile --inductor-own-random            # an experiment
 
 For each workload file it builds what the worker builds -- the plan's ``WorkerJob``, the model
 (``accelctl.worker.models``), the optimizer (the CPU adapter's), the batches
@@ -52,8 +52,9 @@ Arms (one line each at the end, beside the eager one):
   fused CPU kernel (``_scaled_dot_product_flash_attention_for_cpu``; with dropout > 0 torch
   2.14.1 takes ``_scaled_dot_product_attention_math``: the profile names the kernel each
   arm ran).  It explains the gap; it is not the model the workload trains.
-* ``--inductor-fallback-random``: an EXPERIMENT on the compiled arms: inductor's
-  ``fallback_random`` (dropout masks from aten's RNG kernel, not inductor's generated code).
+* ``--inductor-own-random``: an EXPERIMENT on the compiled arms: dropout masks from inductor's
+  generated random-number code, as ``optimize { compile = on }`` ran before the worker set
+  inductor's ``fallback_random`` (aten's RNG kernel) on the host CPU.
 
 Per class: its share of the step, its time, its FLOPs and achieved FLOP/s against the ceiling,
 and the MFU the step would reach if that class took no time ("MFU without it"): what stops
@@ -84,9 +85,10 @@ load average 2.5-3.4; ceiling measured each run 160-163 GFLOP/s; ``x``: eager st
   arm                                  BERT step, MFU, x          GPT-2 step, MFU, x
   eager (sdpa math path)               140.5 ms, 0.501            159.0 ms, 0.434
   WHAT-IF attention dropout 0 (fused)  133.6 ms, 0.526, 1.05      149.7 ms, 0.470, 1.06
-  compiled (optimize compile = on)     166.8 ms, 0.423, 0.84      180.0 ms, 0.387, 0.88
-  compiled + WHAT-IF                   144.6 ms, 0.486, 0.97      150.2 ms, 0.460, 1.06
+  compiled, inductor's own RNG         166.8 ms, 0.423, 0.84      180.0 ms, 0.387, 0.88
+  compiled + WHAT-IF, inductor's RNG   144.6 ms, 0.486, 0.97      150.2 ms, 0.460, 1.06
   compiled, fallback_random (2 runs)   143.5 ms, 0.501, 1.04      151.4 ms, 0.467, 1.06
+  (compile = on now runs with fallback_random on the host CPU: the last line)
 
 Compiled, inductor's own dropout RNG is what costs: its fused softmax + attention-dropout
 kernel took 9-14 ms per layer (BERT, ``torch._inductor.config.cpp.enable_kernel_profile``);
@@ -169,12 +171,13 @@ class Workload:
     """The worker's pieces for one workload file: job, model, optimizer, batches, one step."""
 
     def __init__(self, path: Path, optimizer_impl: str, compile: bool = False,
-                 attention_dropout: float | None = None, fallback_random: bool = False) -> None:
+                 attention_dropout: float | None = None, inductor_own_random: bool = False) -> None:
         """``compile``: the target's ``optimize { compile = on }`` set, so the plan and the worker's
         ``optimize.apply`` compile the model as a run would.  ``attention_dropout``: a WHAT-IF --
         the model rebuilt with that attention dropout in its config (``with_attention_dropout``).
-        ``fallback_random``: an EXPERIMENT on a compiled arm -- inductor's ``fallback_random``, so
-        the dropout masks come from aten's RNG kernels instead of inductor's generated code."""
+        ``inductor_own_random``: an EXPERIMENT on a compiled arm -- inductor's ``fallback_random``
+        off again after ``optimize.apply`` set it, so the dropout masks come from inductor's
+        generated code instead of aten's RNG kernels."""
         import torch
 
         from accelctl import api
@@ -191,14 +194,13 @@ class Workload:
             raise SystemExit(f"{path}: this breakdown covers fp32 CPU workloads without accumulation")
         self.job, self.name = job, spec.name
         self.arm = ("compiled" if compile else "eager") + (
-            ", EXPERIMENT inductor fallback_random" if compile and fallback_random else "") + (
+            ", EXPERIMENT inductor's own RNG" if compile and inductor_own_random else "") + (
             "" if attention_dropout is None else f", WHAT-IF attention dropout {attention_dropout:g}")
         torch.set_num_threads(job.threads)
         if compile:  # one compiled model per process, as in the worker (nn.Module.compile shares a code object)
             import torch._inductor.config
 
             torch._dynamo.reset()
-            torch._inductor.config.fallback_random = fallback_random
         torch.manual_seed(job.seed)
         adapter = adapter_for(job.device, 0)
         built = models.build(job, _log)
@@ -207,6 +209,8 @@ class Workload:
             model = with_attention_dropout(model, attention_dropout, job.seed)
         # as train_loop.run: the adapter's preparation, then optimize { ... } (torch.compile in place)
         self.model = optimize.apply(adapter.prepare_training(model.train()), job, _log)
+        if compile and inductor_own_random:  # before the first call, which compiles
+            torch._inductor.config.fallback_random = False
         self.compiled = job.optimize.compile
         self.kind = built.kind
         self.optimizer = make_optimizer(adapter, job.optimizer, self.model.parameters(), optimizer_impl)
@@ -297,29 +301,6 @@ def steady_matmul_flops(n: int, seconds: float, clock) -> tuple[float, int]:
     return statistics.median(rates), len(rates)
 
 
-def cpu_sdpa_flop_formulas() -> dict:
-    """FLOP formulas for sdpa's fused CPU kernel (forward and backward), which torch 2.14.1's
-    ``FlopCounterMode`` has none for: without them a step whose attention takes that kernel
-    (attention dropout 0, e.g. the WHAT-IF arm) counts no attention FLOPs.  Model FLOPs, as
-    the math path counts them: forward the two GEMMs (``sdpa_flop_count``, causal masking not
-    discounted), backward twice that -- not torch's flash-backward formula, which adds the
-    kernel's recomputation of the scores (2.5x) -- so an arm that takes the fused kernel
-    counts the same FLOPs for the same model and its MFU compares."""
-    import torch
-    from torch.utils import flop_counter
-
-    aten = torch.ops.aten
-
-    def forward(query, key, value, *args, out_shape=None, **kwargs) -> int:
-        return flop_counter.sdpa_flop_count(query, key, value)
-
-    def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
-        return 2 * flop_counter.sdpa_flop_count(query, key, value)
-
-    return {aten._scaled_dot_product_flash_attention_for_cpu: forward,
-            aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
-
-
 def classify(events) -> dict[str, float]:
     """Self CPU seconds per class over the profiled events (see the module doc)."""
     out = dict.fromkeys(CLASSES, 0.0)
@@ -366,7 +347,7 @@ def step_clock(threads: int):
 def breakdown(w: Workload, warmup: int, steps: int, peak: float) -> dict:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
-    from torch.utils.flop_counter import FlopCounterMode
+    from accelctl.worker.flops import counter as flops_counter
 
     from accelctl.worker import optimize
 
@@ -384,7 +365,7 @@ def breakdown(w: Workload, warmup: int, steps: int, peak: float) -> dict:
     step_s = statistics.median(times)
     compiles = compiles_between(before, at_measure, optimize.compile_stats()) if w.compiled else {}
 
-    with FlopCounterMode(display=False, custom_mapping=cpu_sdpa_flop_formulas()) as counter:
+    with flops_counter() as counter:  # the worker's counter: it counts sdpa's fused CPU kernel too
         w.step()
     flops_by_class = dict.fromkeys(CLASSES, 0.0)
     flops_by_op = {str(k): float(v) for k, v in counter.get_flop_counts()["Global"].items()}
@@ -441,7 +422,7 @@ def show(r: dict, peak: float) -> None:
           f"load average {r['load_average'][0][0]:.1f} -> {r['load_average'][1][0]:.1f}"
           + (f"; {_compile_text(r['compile'])}" if r["compile"] else ""))
     if "EXPERIMENT" in r["arm"]:
-        print("  EXPERIMENT: inductor's fallback_random is not what optimize { compile = on } runs")
+        print("  EXPERIMENT: inductor's own dropout RNG is not what optimize { compile = on } runs on a CPU")
     if "WHAT-IF" in r["arm"]:
         print("  WHAT-IF: an experiment that explains the gap, not the model the workload trains "
               "(its attention dropout stays as configured)")
@@ -489,9 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--what-if-no-attention-dropout", action="store_true",
                     help="WHAT-IF arm: the model with attention dropout 0 in its config, so sdpa may take "
                          "its fused CPU kernel -- an experiment, not the model the workload trains")
-    ap.add_argument("--inductor-fallback-random", action="store_true",
-                    help="EXPERIMENT for the --compile arms: inductor's fallback_random (dropout masks from "
-                         "aten's RNG, not inductor's generated code); not what optimize { compile = on } runs")
+    ap.add_argument("--inductor-own-random", action="store_true",
+                    help="EXPERIMENT for the --compile arms: dropout masks from inductor's generated code, "
+                         "not aten's RNG (fallback_random, which optimize { compile = on } sets on a CPU)")
     ap.add_argument("--json", type=Path, metavar="OUT")
     args = ap.parse_args(argv)
     if args.compile and args.warmup < 2:
@@ -505,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.workloads:
         for compiled, dropout in arms:
             w = Workload(path, args.optimizer, compile=compiled, attention_dropout=dropout,
-                         fallback_random=args.inductor_fallback_random)
+                         inductor_own_random=args.inductor_own_random)
             if peak is None:
                 peak, source = ceiling(w.job.threads)
                 print(f"{cpu_model()} (bf16 flags: {' '.join(cpu_bf16_flags()) or 'none'}); "

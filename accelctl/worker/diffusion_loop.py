@@ -12,7 +12,7 @@ import contextlib
 import time
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+from accelctl.worker.flops import counter as flops_counter
 
 from accelctl.worker import models, optimize
 from accelctl.worker.context import RunContext
@@ -93,7 +93,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             step += 1
             counting = flops is None
             adapter.reset_peak_memory()
-            with FlopCounterMode(display=False) if counting else contextlib.nullcontext() as counter:
+            with flops_counter() if counting else contextlib.nullcontext() as counter:
                 adapter.sync()
                 t_start = time.perf_counter()
                 images = images_for_batch()

@@ -129,7 +129,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
 
 def run_infer(ctx: RunContext) -> tuple[int, dict]:
     """Forward passes only, ``micro_batch`` samples each (LM, BERT, T5, ViT)."""
-    from torch.utils.flop_counter import FlopCounterMode
+    from accelctl.worker.flops import counter as flops_counter
 
     job, adapter = ctx.job, ctx.adapter
     built = prepare(ctx)
@@ -152,7 +152,7 @@ def run_infer(ctx: RunContext) -> tuple[int, dict]:
             step += 1
             batch = {k: v.to(adapter.device) for k, v in next(batches).items()}
             counting = flops is None  # FLOPs counted on the first call (warm-up when there is one)
-            with FlopCounterMode(display=False) if counting else contextlib.nullcontext() as counter:
+            with flops_counter() if counting else contextlib.nullcontext() as counter:
                 adapter.sync()
                 t0 = time.perf_counter()
                 with torch.inference_mode():

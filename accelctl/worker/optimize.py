@@ -10,7 +10,11 @@ applied to the model the worker built, before its loop runs (``WorkerJob.optimiz
   as it would wrap the eager model.  Inductor compiles on the first call that is not
   under ``FlopCounterMode`` (Dynamo leaves a frame alone while a dispatch mode is active),
   i.e. the second warm-up step of the training loop, which the check pass guarantees
-  (E225).  ``compile_stats()`` is Dynamo's graph count and compile time so far, which the
+  (E225).  On the host CPU inductor draws dropout's random numbers with aten's generator
+  (``torch._inductor.config.fallback_random``): its own CPU random-number code made a compiled
+  BERT step slower than eager (0.84x: its fused softmax + attention-dropout kernel took 9-14 ms
+  per layer), aten's makes it 1.04x faster and the compiled model's dropout masks the eager
+  model's (``bench/mfu_breakdown.py --compile``).  ``compile_stats()`` is Dynamo's graph count and compile time so far, which the
   device adapters report like XLA's (``DeviceAdapter.compile_stats``): compilation apart
   from step time, warm-up compiles and recompiles after warm-up counted apart.
 * ``kv_cache = static`` (generation): ``generate_kwargs`` asks transformers for a
@@ -26,6 +30,8 @@ from typing import Any, Callable
 
 import torch
 
+from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
+
 #: Dynamo's timer around one frame's compilation (tracing, AOT autograd and inductor)
 COMPILE_TIMER = "_compile.compile_inner"
 
@@ -37,6 +43,11 @@ def apply(model: torch.nn.Module, job, log: Callable[[str, str], None]) -> torch
         model.to(memory_format=torch.channels_last)
         model.register_forward_pre_hook(_channels_last_inputs, with_kwargs=True)
     if opt.compile and job.task.kind != "generate":  # generation: transformers compiles its decoding step
+        family = DEVICE_FAMILIES.get(job.device.adapter)
+        if family is not None and family.host:
+            import torch._inductor.config as inductor_config
+
+            inductor_config.fallback_random = True
         model.compile(mode=None if opt.compile_mode == "default" else opt.compile_mode)
         log("info", f"torch.compile(mode={opt.compile_mode}) of {type(model).__name__}: compiled in warm-up")
     return model

@@ -114,11 +114,11 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     # backward, all micro-batches; with gradient checkpointing the recomputed forward is
     # included, so it is hardware FLOPs).  Counted on the first warm-up step, or, with no
     # warm-up, on an untimed forward+backward probe whose gradients are thrown away.
-    from torch.utils.flop_counter import FlopCounterMode
+    from accelctl.worker.flops import counter as flops_counter
 
     flops = saved["flops"] if saved else None
     if job.measure.warmup == 0 and ds is None and not saved:
-        with FlopCounterMode(display=False) as counter:
+        with flops_counter() as counter:
             for _ in range(accum):
                 batch = {k: v.to(adapter.device) for k, v in next(batches).items()}
                 with prec.autocast(adapter):
@@ -145,7 +145,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             if step <= resumed_at:
                 continue
             counting = flops is None
-            with FlopCounterMode(display=False) if counting else contextlib.nullcontext() as counter:
+            with flops_counter() if counting else contextlib.nullcontext() as counter:
                 adapter.sync()
                 t_start = time.perf_counter()
                 loss = train_step(step)

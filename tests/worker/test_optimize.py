@@ -87,6 +87,18 @@ def test_compiled_channels_last_training_follows_the_eager_loss_curve(tmp_path):
 
 
 @pytest.mark.slow
+def test_compiled_training_with_dropout_on_a_cpu_draws_the_eager_masks(tmp_path):
+    """GPT-2's stand-in has dropout 0.1 (embeddings, attention, residuals): compiled for the host
+    CPU, inductor draws the masks with aten's generator (``fallback_random``), so the loss curve
+    is the eager one within rounding -- with inductor's own RNG the masks, and the losses, differ."""
+    task, measure = TaskSpec(kind="pretrain", objective="causal_lm"), MeasureSpec(warmup=2, steps=3)
+    eager, _ = run_job(tmp_path, "eager", "gpt2", GPT2, task, OptimizeSpec(), measure)
+    compiled, done = run_job(tmp_path, "compiled", "gpt2", GPT2, task, OptimizeSpec(compile=True), measure)
+    assert done.results["compiles"] >= 1
+    assert [s.loss for s in compiled] == pytest.approx([s.loss for s in eager], rel=1e-3)
+
+
+@pytest.mark.slow
 def test_static_kv_cache_with_compiled_decoding_generates_the_dynamic_cache_tokens(tmp_path):
     measure = MeasureSpec(warmup=2, steps=2)
 
