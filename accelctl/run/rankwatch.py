@@ -121,6 +121,11 @@ class RankWatch:
                 continue
             todo += _children(pid)
 
+    def all_gone(self, ranks: set[int], for_s: float) -> bool:
+        """Every one of ``ranks`` was found as a worker process and has been gone ``for_s``."""
+        now = time.monotonic()
+        return all(r in self._pids and r in self._gone and now - self._gone[r] >= for_s for r in ranks)
+
     def first_gone(self) -> dict[int, int | None]:
         """{rank: its return code, or None where it was not seen} of the ranks whose processes
         were seen gone in the earliest poll that saw one gone (two that ended within one poll

@@ -84,6 +84,9 @@ __all__ = ["EVENTS_DIR_ENV", "RunHandle", "RunResult", "launch", "launch_env", "
 log = logging.getLogger("accelctl.run")
 
 POLL_S = 0.05
+#: how long every rank's process must have been gone before a launcher still running is ended
+#: (``Runner._ranks_done``): a launcher that exits by itself meanwhile gives its own exit code
+LAUNCHER_TEARDOWN_S = 0.3
 #: the worker's exit code for a job that ended with this ``RunFailed.reason`` (``accelctl.worker.main``)
 JOB_EXIT_CODES = {"stopped": 130, "runner_lost": 130, "nan_loss": 3}
 DEFAULT_GRACE_S = 5.0
@@ -243,6 +246,8 @@ class RunHandle:
         self._failure: RunFailed | None = None
         #: which rank's process went first, for a launcher that does not say (DeepSpeed's)
         self._ranks = RankWatch()
+        #: the ranks that reported ``RunFinished``
+        self._finished_ranks: set[int] = set()
         self._stop_kind: str | None = None  # "user" or "failure"
         self._stop_at: float | None = None
         self._failed_at: float | None = None  # a worker reported a failure (not "stopped")
@@ -435,6 +440,8 @@ class RunHandle:
                 self._failure = event
             if event.reason != "stopped" and self._failed_at is None:
                 self._failed_at = time.monotonic()
+        if isinstance(event, RunFinished) and isinstance(event.rank, int):
+            self._finished_ranks.add(event.rank)
         with self._cond:
             self._events.append(event)
             self._cond.notify_all()
@@ -463,6 +470,8 @@ class RunHandle:
                 # a shared worker's job is over: its run ends here, whatever the process does next
                 # (its next job; during a stop, the run waits for the process to end)
                 rc = self._job_code
+            if rc is None and self._ranks_done(i):
+                rc = self._end_launcher(i)
             if rc is None:
                 continue
             self._rcs[i] = rc
@@ -544,6 +553,34 @@ class RunHandle:
     def _signal_alive(self, sig: int) -> None:
         for i in self._running():
             procgroup.signal_group(self._procs[i].pid, sig)  # type: ignore[union-attr]
+
+    def _ranks_done(self, i: int) -> bool:
+        """Every rank of launch ``i`` (the run's last, the only one left) reported
+        ``RunFinished`` and its process has been gone ``LAUNCHER_TEARDOWN_S``, while the launcher
+        still runs: what is left of it is its own teardown.  The DeepSpeed launcher polls its
+        ranks once a second, then two interpreters that imported deepspeed shut down: 3.7 s
+        after the last event of a 2-rank ZeRO-2 run here (``bench``, ``zero2_step``).  Only
+        where the ranks are this machine's descendants of the launch (``RankWatch``): a Slurm
+        step's, a pod's or a remote node's ranks are never seen, so their launchers are waited for."""
+        launch = self.plan.launches[i]
+        if (self.shared is not None or launch.wait or launch.processes < 2 or self._stop_kind is not None
+                or self._failure is not None or self._next < len(self.plan.launches) or self._running() != [i]):
+            return False
+        ranks = set(range(launch.processes))
+        return ranks <= self._finished_ranks and self._ranks.all_gone(ranks, LAUNCHER_TEARDOWN_S)
+
+    def _end_launcher(self, i: int) -> int:
+        """End launch ``i``'s process group once its ranks are done (``_ranks_done``): the run
+        succeeded by their word; the launcher's exit code is not waited for."""
+        proc = self._procs[i]
+        procgroup.end_leaves_first(proc.pid)  # type: ignore[union-attr]
+        try:
+            proc.wait(timeout=5)  # type: ignore[union-attr]
+        except subprocess.TimeoutExpired:
+            pass  # reaped with the rest in _finish
+        log.debug("run %s: every rank finished and exited; launcher %r ended without its teardown",
+                  self.run_id, self.plan.launches[i].name)
+        return 0
 
     def _kill_all(self, sig: int) -> None:
         for proc in self._procs:

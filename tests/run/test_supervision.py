@@ -434,3 +434,45 @@ def test_rank_watch_tells_which_rank_went_first(tmp_path):
     told = [*events, RunFailed(reason="exception", message="gloo: Connection reset by peer", rank=0)]
     assert crashed_rank(told, 1, log, (0, 1))[0] == 1
     assert crashed_rank(events, 1, log, (0, 1))[:2] == (None, "")  # both silent, same poll: cannot be told
+
+
+# --------------------------------------------------------------------------- a launcher's own teardown
+
+
+def test_a_launcher_lingering_after_its_ranks_finished_is_not_waited_for(runs, make_plan, tmp_path):
+    """Every rank reported RunFinished and exited: the run ends ok then, not when the launcher
+    is done tearing itself down (DeepSpeed's: 3.7 s after the last event here), and no process
+    of the launch is left -- its children killed while their parent can still reap them."""
+    from accelctl.contract.events import RunFinished
+    from accelctl.contract.plan import Launch
+
+    fake = tmp_path / "fakepkg" / "accelctl" / "worker"  # ``python -m accelctl.worker``: its line, then exit
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    lines = {r: RunFinished(rank=r, steps=1, wall_s=0.1).to_json() for r in range(2)}
+    (fake / "__main__.py").write_text(
+        "import os, pathlib\n"
+        f"lines = {lines!r}\n"
+        "r = int(os.environ['RANK'])\n"
+        f"pathlib.Path(os.environ[{EVENTS_DIR!r}], f'rank{{r}}.jsonl').write_text(lines[r] + '\\n')\n"
+        "import time; time.sleep(1)\n")  # a real rank lives long enough to be found by the runner
+    # a launcher like DeepSpeed's: a middle process starts the ranks, polls them, then lingers
+    middle = ("import os, subprocess, sys, time\n"
+              "ps = [subprocess.Popen([sys.executable, '-m', 'accelctl.worker', 'job.json'], "
+              f"cwd={str(fake.parent.parent)!r}, env=dict(os.environ, RANK=str(r))) for r in range(2)]\n"
+              "while any(p.poll() is None for p in ps): time.sleep(0.05)\n"
+              "time.sleep(120)\n")
+    top = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {middle!r}]).wait()\n"
+    plan = make_plan(launches=(Launch(name="launcher", argv=(sys.executable, "-c", top), processes=2),))
+    t0 = time.monotonic()
+    handle = runner.launch(plan, source_text=None, spec_json=None)
+    try:
+        result = handle.wait(timeout=TIMEOUT)
+    finally:
+        handle.stop()
+    took = time.monotonic() - t0
+    assert result.status == "ok", result.summary.get("failure")
+    assert result.returncodes == (0,)
+    assert took < 20, took  # the launcher would have lingered 120 s
+    assert not procgroup.group_alive(handle.pids[0])  # nothing left of it, not even a zombie
