@@ -33,6 +33,12 @@ when the worker reports its job's end (``RunFinished`` / ``RunFailed`` of rank 0
 return code being the one a worker of its own would have had for that job; the process is
 neither waited for nor reaped here (it goes on to the next job) unless a stop is under way.
 
+A launcher's own teardown is not the run: once every rank of the last launch reported
+``RunFinished`` and its process, a local descendant of the launch, has been gone
+``LAUNCHER_TEARDOWN_S``, the launch counts as exited 0 and its group is ended deepest member
+first (``procgroup.end_leaves_first``) -- DeepSpeed's launcher otherwise held the run 3.8 s
+after the last event.
+
 Supervision that survives the supervisor: every launch is started from one long-lived
 thread (``_Forker``) through ``EXEC_PROLOGUE``, which sets the parent-death signal; every
 launch carries ``ACCELCTL_RUNNER`` (this process's ``<pid>:<start ticks>``), which the worker
