@@ -11,6 +11,8 @@ from bench.harness import BENCH, Setup
 
 QUICK = {"warmup": 1, "steps": 3}
 FULL = {"warmup": 3, "steps": 20}
+#: a full run of a comparison the suite's 15 minutes have less room for: 12 measured steps
+SHORT = {"warmup": 3, "steps": 12}
 METRICS = {"step_s": "median measured step (warm-up excluded)", "wall_s": "whole run, start to exit"}
 
 
