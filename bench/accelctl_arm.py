@@ -15,6 +15,11 @@ for it, and reads each new run folder's ``rank0.jsonl`` events.  Metrics:
   ``start_first_step`` (warm-up step 1) and ``start_warmup_rest``;
 * ``end_last_step_to_exit``: from the last step event (of the file's last workload) to the
   command's exit (summary, interpreter shutdown).
+
+``run_worker`` is the worker alone, as the runner starts it but without CLI or runner:
+``python -m accelctl.worker job.json`` of a job ``planned_job`` took from ``accelctl plan``
+(once per session), with its own run folder as ``events_dir``; same metrics (``wall_s``:
+the worker process, start to exit).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from bench.harness import base_env, run_timed
+from bench.harness import ROOT, base_env, run_timed
 
 
 def sized_workload(src: Path, workdir: Path, warmup: int | None, steps: int | None) -> Path:
@@ -109,3 +114,28 @@ def run_accelctl(wl: Path, workdir: Path, core: int | None, timeout: float = 180
     metrics["wall_s"] = wall
     metrics["runs"] = float(len(folders))
     return metrics
+
+
+def planned_job(wl: Path) -> tuple[dict, dict[str, str]]:
+    """The worker job of ``wl``'s first workload as ``accelctl plan -f json`` renders it, and
+    the environment of the plan's worker launch (what the runner adds to its own)."""
+    _, _, out = run_timed([sys.executable, "-m", "accelctl.cli", "plan", str(wl), "-f", "json"], None, 300,
+                          env=base_env())
+    plan = json.loads(out)["result"]["plans"][0]["plan"]
+    (launch,) = [x for x in plan["launches"] if "accelctl.worker" in x["argv"]]
+    return plan["job"], dict(launch.get("env", {}))
+
+
+def run_worker(job: dict, env: dict[str, str], workdir: Path, core: int | None, timeout: float = 1800.0,
+               expect: dict | None = None) -> dict[str, float]:
+    """Run ``python -m accelctl.worker job.json`` once in a fresh run folder under ``workdir``."""
+    run = workdir / f"worker-{uuid.uuid4().hex[:8]}"
+    run.mkdir(parents=True)
+    (run / "job.json").write_text(json.dumps({**job, "events_dir": str(run)}, indent=2))
+    if expect:
+        check_architecture(run, expect)
+    cmd = [sys.executable, "-m", "accelctl.worker", str(run / "job.json")]
+    started, wall, _ = run_timed(cmd, core, timeout, env=base_env() | env, cwd=ROOT)
+    if not (run / "rank0.jsonl").exists():
+        raise RuntimeError(f"accelctl.worker {run.name}: wrote no events")
+    return {**run_metrics(run, started, started + wall), "wall_s": wall}

@@ -213,3 +213,64 @@ def test_bert_step_fused_baseline_builds_the_optimizer_accelctls_worker_builds()
             "opt = adapter_for(job.device, 0).make_optimizer(job.optimizer, torch.nn.Linear(2, 2).parameters()); "
             "d = opt.defaults; print(type(opt).__name__, d['fused'], d['weight_decay'], d['lr'])")
     assert _python(code) == "AdamW True 0.0 0.001"
+
+
+def test_every_comparison_is_named_once_and_runs_full_and_quick_pairs():
+    """The suite's list: ``--only`` names are unique (the worker-alone and GPT-2 comparisons
+    among them), and every comparison has its pairs for an interval and a cheaper quick run."""
+    from bench.comparisons import ALL, BY_NAME
+
+    names = [c.name for c in ALL]
+    assert len(names) == len(set(names)) == len(BY_NAME)
+    assert {"bert_step", "bert_step_fused", "bert_worker_fused", "gpt2_step"} <= set(names)
+    for c in ALL:
+        assert c.pairs >= 3 and 1 <= c.quick_pairs <= c.pairs, c.name
+
+
+def _events_of(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "rank0.jsonl").read_text().splitlines() if x.strip()]
+
+
+def test_the_worker_arm_runs_the_planned_job_alone_in_its_own_run_folder(tmp_path):
+    """``bert_worker_fused``'s accelctl arm: the worker process only (no CLI, no runner, no runs
+    folder), on bert_mlm.wl's planned job sized for ``--quick``, writing its events into a run
+    folder of its own; its step figure is the measured steps' median, as for ``accelctl run``."""
+    from bench.comparisons import BY_NAME
+
+    setup = BY_NAME["bert_worker_fused"].setup(True, tmp_path)
+    first, second = setup.a(None), setup.a(None)
+    runs = sorted(tmp_path.glob("worker-*"))
+    assert len(runs) == 2 and not list(tmp_path.glob("runs-*"))
+    medians = []
+    for run in runs:
+        job = json.loads((run / "job.json").read_text())
+        assert job["events_dir"] == str(run) and job["architecture"]["ffn"] == 1024
+        measured = sorted(e["step_time_s"] for e in _events_of(run) if e["kind"] == "step"
+                          and e.get("phase") == "measure")
+        assert len(measured) == 3  # QUICK: 1 warm-up step, 3 measured
+        medians.append(measured[1])
+    assert sorted(medians) == sorted([first["step_s"], second["step_s"]])
+    assert min(first["wall_s"], second["wall_s"]) > max(medians)
+
+
+def test_the_gpt2_baseline_builds_the_model_accelctls_worker_builds(tmp_path):
+    """``gpt2_step``'s two arms train one model: the bare loop's ``GPT2LMHeadModel`` has as many
+    parameters as the one the worker builds for bench/workloads/gpt2_clm.wl's job (a feed-forward,
+    position table or vocabulary of another size would change the count), and the job has the
+    dimensions the comparison checks."""
+    from bench.accelctl_arm import check_architecture, planned_job, run_worker, sized_workload
+    from bench.baseline_arm import BASELINES
+    from bench.comparisons.gpt2_step import ARCH, SHAPE
+    from bench.harness import base_env, run_timed
+
+    wl = sized_workload(ROOT / "bench" / "workloads" / "gpt2_clm.wl", tmp_path, 0, 1)
+    job, env = planned_job(wl)
+    run_worker(job, env, tmp_path, None, expect=ARCH)
+    (run,) = tmp_path.glob("worker-*")
+    check_architecture(run, ARCH)
+    started = next(e for e in _events_of(run) if e["kind"] == "run_started")
+    _, _, out = run_timed([sys.executable, str(BASELINES / "gpt2_clm.py"), *SHAPE, "--warmup", "0", "--steps", "1"],
+                          None, 300, env=base_env(), cwd=BASELINES)
+    bare = json.loads(out.strip().splitlines()[-1])
+    assert len(bare["step_times"]) == 1
+    assert bare["params"] == started["details"]["params"] > 0

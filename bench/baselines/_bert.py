@@ -7,27 +7,13 @@ from __future__ import annotations
 
 import argparse
 
-from _common import add_optimizer_args
+from _common import loop_args
 
 
 def bert_args(more=None) -> argparse.Namespace:
-    """The command line of a BERT baseline: model shape, batch, optimizer (``--lr``, and
-    ``--fused-adamw`` / ``--weight-decay``: ``_common.add_optimizer_args``) and loop lengths."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--vocab", type=int, default=1000)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=1)
-    add_optimizer_args(ap)
-    if more is not None:  # a baseline's own options: more(ap) adds them
-        more(ap)
-    return ap.parse_args()
+    """The command line of a BERT baseline: ``_common.loop_args`` (model shape, batch,
+    optimizer and loop lengths); ``more(ap)`` adds a baseline's own options."""
+    return loop_args(more)
 
 
 def bert_mlm(args: argparse.Namespace):

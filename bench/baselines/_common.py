@@ -1,4 +1,4 @@
-"""Shared by the bare baselines (not accelctl): their AdamW, timing a loop and printing its result.
+"""Shared by the bare baselines (not accelctl): their command line, AdamW, timing a loop and printing its result.
 
 ``timed_steps(step, warmup, steps)`` calls ``step()`` warmup + steps times and returns the
 measured steps' seconds (warm-up excluded), the way a user would time a loop by hand.
@@ -16,6 +16,27 @@ import argparse
 import json
 import sys
 import time
+
+
+def loop_args(more=None) -> argparse.Namespace:
+    """The command line of a transformer-LM baseline (BERT, GPT-2): model shape, batch,
+    optimizer (``--lr``, and ``--fused-adamw`` / ``--weight-decay``: ``add_optimizer_args``)
+    and loop lengths.  ``more(ap)`` adds a baseline's own options."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1)
+    add_optimizer_args(ap)
+    if more is not None:
+        more(ap)
+    return ap.parse_args()
 
 
 def add_optimizer_args(ap: argparse.ArgumentParser) -> None:
