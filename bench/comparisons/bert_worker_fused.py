@@ -3,22 +3,22 @@
 fresh run folder per run), against the same bare loop with the worker's optimizer.
 
 Its ratio is the worker's own step overhead; ``bert_step_fused`` (CLI + runner + worker vs
-the same loop) minus this one is what the runner adds to a step.  12 measured steps a run
-(``SHORT``; the step figure is a per-step median either way): ~50 s for 6 pinned pairs.
+the same loop) minus this one is what the runner adds to a step.  20 measured steps a run,
+as ``bert_step_fused`` (12 widened the step spread to 0.96-1.11): ~55 s for 6 pinned pairs.
 """
 
 from pathlib import Path
 
 from bench.accelctl_arm import planned_job, run_worker
 from bench.baseline_arm import run_baseline
-from bench.comparisons._train import METRICS, SHORT, sized_pair
+from bench.comparisons._train import METRICS, sized_pair
 from bench.comparisons.bert_step import ARCH, SHAPE
 from bench.comparisons.bert_step_fused import LIKE_ACCELCTL_OPTIMIZER
 from bench.harness import Comparison, Setup
 
 
 def worker_setup(quick: bool, workdir: Path) -> Setup:
-    wl, args = sized_pair(quick, workdir, "bert_mlm.wl", [*SHAPE, *LIKE_ACCELCTL_OPTIMIZER], full=SHORT)
+    wl, args = sized_pair(quick, workdir, "bert_mlm.wl", [*SHAPE, *LIKE_ACCELCTL_OPTIMIZER])
     job, env = planned_job(wl)
     return Setup(a=lambda core: run_worker(job, env, workdir, core, expect=ARCH),
                  b=lambda core: run_baseline("bert_mlm.py", args, core),

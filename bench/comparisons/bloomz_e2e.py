@@ -23,4 +23,4 @@ def _setup(quick, workdir):
 
 
 COMPARISON = Comparison(name="bloomz_e2e", title="accelctl run workloads/bloomz.wl end to end vs bare processes",
-                        setup=_setup, pairs=5, quick_pairs=2)
+                        setup=_setup, pairs=4, quick_pairs=2)

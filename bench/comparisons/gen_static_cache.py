@@ -23,4 +23,4 @@ def _setup(quick, workdir):
 
 
 COMPARISON = Comparison(name="gen_static_cache", title="greedy 100 tokens, accelctl static KV cache + compile vs "
-                                                       "bare dynamic-cache loop", setup=_setup, pairs=5, quick_pairs=2)
+                                                       "bare dynamic-cache loop", setup=_setup, pairs=4, quick_pairs=2)

@@ -11,4 +11,4 @@ COMPARISON = Comparison(
     setup=lambda quick, workdir: train_setup(quick, workdir, "vit_tiny_compiled.wl", "timm_vit.py", SHAPE,
                                              "bare eager timm loop (bench/baselines/timm_vit.py)", ARCH,
                                              min_warmup=3),
-    pairs=5, quick_pairs=2)
+    pairs=4, quick_pairs=2)

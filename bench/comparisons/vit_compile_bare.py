@@ -12,4 +12,4 @@ COMPARISON = Comparison(
                                              [*SHAPE, "--compile"],
                                              "bare timm loop with model.compile() (bench/baselines/timm_vit.py)",
                                              ARCH, min_warmup=3),
-    pairs=5, quick_pairs=2)
+    pairs=4, quick_pairs=2)
