@@ -14,9 +14,9 @@ fresh processes each time.  Printed per comparison and metric: median ratio a / 
 (min–max), n, a bootstrap 95 % interval, and a verdict only where the interval supports one.
 The accelctl arms also report where the time to their first measured step went.
 
-Duration, estimated from single comparisons on the 2-core lab machine (the whole suite has
-not yet been timed on a quiet machine): ~15 min with ``--pin``, ~24 min interleaved; the
-ZeRO-2 pairs (~65 s each) and the Accelerate ones (~35 s; 2 ranks ~40 s, 4 pairs) dominate.
+Duration: the whole suite (16 comparisons) ran in 816 s with ``--pin`` on the quiet 2-core lab
+machine (2026-11-23); interleaved, the single-process pairs take about twice as long.  The
+interleaved two-rank pairs (ZeRO-2 ~36 s, DDP vs Accelerate ~25 s each) dominate.
 
 The Accelerate comparisons (1 and 2 ranks) need the ``bench`` extra, which the test setup
 does not install:
