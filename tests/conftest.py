@@ -1,0 +1,13 @@
+"""Shared by every test folder: the suite's processes start with SIGINT at its default.
+
+Several tests press Ctrl-C on the CLI (SIGINT to a child process) and expect a stop.  A shell
+without job control starts a background command (``cmd &``) with SIGINT ignored; Python then
+installs no KeyboardInterrupt handler, and an ignored signal stays ignored across ``exec``, so
+every ``accelctl run`` the tests started ignored their Ctrl-C and ran to its end (seen: a suite
+started as ``(cmd &)`` failed three such tests, which pass with SIGINT at its default).  Here
+pytest's own process gets Python's handler back, and its children start with the default."""
+
+import signal
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
