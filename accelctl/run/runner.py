@@ -71,6 +71,7 @@ from accelctl.run.rankwatch import RankWatch
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
 from accelctl.run import procgroup, store
+from accelctl.run.ownership import Ownership, claim
 from accelctl.run.commands import (
     EVENTS_DIR_ENV,
     ResolvedLaunch,
@@ -210,8 +211,11 @@ class RunHandle:
 
     def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S,
                  values: Mapping[str, str] | None = None, only: Iterable[str] | None = None,
-                 prior_events: Iterable[Event] = (), shared: Any = None):
+                 prior_events: Iterable[Event] = (), shared: Any = None, owner: Ownership | None = None):
         self.plan = plan
+        #: this process's claim on the run folder (``accelctl.run.ownership``), given up once the
+        #: summary is written: no second ``run --resume`` meanwhile
+        self.owner = owner
         #: the worker process this run shares with the other runs of its file
         #: (``accelctl.run.shared.SharedWorker``), or None: a process of its own
         self.shared = shared
@@ -332,7 +336,8 @@ class RunHandle:
     # -- starting --------------------------------------------------------------------
 
     def _start(self) -> None:
-        self._start_more()
+        if not self._halted:  # (halted before the start: the store could not take what it needed)
+            self._start_more()
         self._thread.start()
 
     def _start_more(self) -> None:
@@ -634,6 +639,8 @@ class RunHandle:
             try:
                 self._sinks.close(result)
             finally:
+                if self.owner is not None:
+                    self.owner.release()  # the run is recorded: it may be resumed now
                 with self._cond:
                     self._result = result
                     self._cond.notify_all()
@@ -808,6 +815,7 @@ def launch(
     only: Iterable[str] | None = None,
     into: Path | None = None,
     prior_events: Iterable[Event] = (),
+    owner: Ownership | None = None,
 ) -> RunHandle:
     """Materialise ``plan`` into a new run folder, start its launches, return at once.
 
@@ -822,6 +830,10 @@ def launch(
     ``accelctl.run.resume``; pass ``source_text``/``spec_json`` None to keep its own): plan,
     job and generated files are written again with this launch's placeholder values, and
     ``prior_events`` (its events before the resume point) enter the summary.
+
+    The run folder is owned by this process until the run's summary is written
+    (``accelctl.run.ownership``): ``owner``, a claim already taken on ``into`` (the resume's,
+    taken before its checks), else claimed here; ``RunBusy`` when another process holds it.
     """
     if only is not None:
         only = list(only)
@@ -837,13 +849,17 @@ def launch(
                                   f"{store.runs_root(runs_root)}") from exc
     values = run_values(plan)  # {free_port}: one port for every launch and file of this run
     try:
+        if owner is None:
+            owner = claim(run_dir)
         job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir,
                                  run_values=values)
         store.write_runner(run_dir, supervision.identity(), [])
-        handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only, prior_events)
+        handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only, prior_events, owner=owner)
     except BaseException as exc:
         if into is None:
             shutil.rmtree(run_dir, ignore_errors=True)
+        if owner is not None:
+            owner.release()
         if isinstance(exc, OSError):
             name = Path(exc.filename).name if getattr(exc, "filename", None) else "the run folder"
             raise store.RunStoreError(f"run store: {exc.strerror or exc} writing {name} in {run_dir}") from exc
@@ -856,5 +872,6 @@ def launch(
             handle._tracker.abandon()
         if not handle._thread.is_alive():
             handle._out.close()
+            owner.release()
         raise
     return handle
