@@ -16,6 +16,13 @@ Saved every ``every`` optimizer steps, into ``accelctl.contract.checkpoint``'s l
 * ``complete.json`` last, by rank 0, after a barrier: every file before it was written to a
   temporary name, fsynced and renamed, so a save cut short is skipped by every reader.
 
+A save that meets a full disk (ENOSPC, or a quota) is named as such: ``CheckpointDiskFull``,
+"no space left on device while saving checkpoint at step N to <folder>" (the worker reports it
+as ``RunFailed(reason="disk_full")``), whatever the writer made of the error -- torch's zip
+writer reports it as ``RuntimeError: [enforce fail at inline_container.cc:...] . unexpected pos``
+or "file write failed" without an errno.  The cut save's folder is removed; the checkpoints
+before it are untouched, so ``--resume`` goes on from the newest of them.
+
 A worker whose checkpoint folder already holds a complete checkpoint of its run (``accelctl
 run --resume``) loads the newest one and continues at the next step: on CPU its losses are
 bitwise those of an uninterrupted run.  Checkpoint files are pickles (``torch.load`` with
@@ -25,6 +32,7 @@ own checkpoint folder.
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import shutil
@@ -87,6 +95,59 @@ def set_rng_states(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
+#: what a full file system answers a write with
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: a failed save with less than this free in the checkpoint folder's file system (or less than 1 %
+#: of a smaller one) is taken for a full disk even when the writer lost the errno: torch's C++
+#: file writer (``torch.save`` to a path, as DeepSpeed saves) raises "unexpected pos" over
+#: "basic_ios::clear: iostream error", its partial file left in place
+NEARLY_FULL_BYTES = 1 << 20
+
+
+class CheckpointDiskFull(OSError):
+    """A checkpoint save cut short by a full disk; its partial folder is removed."""
+
+    def __init__(self, step: int, where: Path) -> None:
+        super().__init__(errno.ENOSPC, f"no space left on device while saving checkpoint at step {step} to {where}")
+        self.step, self.where = step, where
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def _chain(exc: BaseException | None):
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def nearly_full(path: Path) -> bool:
+    """Is the file system holding ``path`` (or its nearest existing parent) all but full, for this
+    process (root may use the reserved blocks)?"""
+    for p in (path, *path.parents):
+        try:
+            st = os.statvfs(p)
+        except OSError:
+            continue
+        free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+        return free < min(NEARLY_FULL_BYTES, st.f_blocks * st.f_frsize // 100)
+    return False
+
+
+def disk_full(exc: BaseException, folder: Path) -> bool:
+    """Did ``exc``, raised while saving into ``folder``, come from a full disk?  An OSError with
+    ENOSPC/EDQUOT anywhere in its chain (cause or context), or -- for a writer that drops the
+    errno -- a file system with (nearly) nothing left, measured before the partial files go."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
+            return True
+        if "No space left on device" in str(e) or "Disk quota exceeded" in str(e):
+            return True
+    return nearly_full(folder)
+
+
 def _barrier(world: int) -> None:
     if world > 1 and torch.distributed.is_initialized():
         torch.distributed.barrier()
@@ -145,9 +206,20 @@ class Checkpointer:
     # -- save ---------------------------------------------------------------------------
 
     def save(self, step: int, measurement: dict[str, Any]) -> None:
+        """Save this rank's part of step ``step``; ``CheckpointDiskFull`` when the disk is full
+        (the cut save's folder removed first: it may free the room the failure report needs)."""
+        where = layout.step_dir(self.folder, step)
+        try:
+            self._save(step, where, measurement)
+        except Exception as exc:
+            if not disk_full(exc, self.folder):
+                raise
+            shutil.rmtree(where, ignore_errors=True)
+            raise CheckpointDiskFull(step, where) from exc
+
+    def _save(self, step: int, where: Path, measurement: dict[str, Any]) -> None:
         ctx = self.ctx
         t0 = time.perf_counter()
-        where = layout.step_dir(self.folder, step)
         where.mkdir(parents=True, exist_ok=True)
         if self.engine is not None:  # every rank: DeepSpeed writes its own files (ZeRO shards)
             self.engine.save_checkpoint(str(self.folder), tag=where.name, client_state={"accelctl_step": step},
