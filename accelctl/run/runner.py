@@ -341,8 +341,15 @@ class RunHandle:
         self._thread.start()
 
     def _start_more(self) -> None:
-        """Start launches in order, up to and including the next one marked ``wait``."""
-        with self._lock, open(self.run_dir / store.LOG_FILE, "ab", buffering=0) as logf:
+        """Start launches in order, up to and including the next one marked ``wait``.  A
+        ``worker.log`` the store cannot take (a full disk) fails the run ``store_error`` before
+        the launch starts (its output would be lost)."""
+        try:
+            logf = open(self.run_dir / store.LOG_FILE, "ab", buffering=0)  # noqa: SIM115
+        except OSError as exc:
+            self._store_failed(exc, store.LOG_FILE)
+            return
+        with self._lock, logf:
             while self._next < len(self.plan.launches) and not self._halted:
                 i, launch = self._next, self.plan.launches[self._next]
                 self._next += 1
@@ -352,8 +359,8 @@ class RunHandle:
                     if self.shared is not None and self.shared.proc is not None:
                         # started by an earlier run of this file; it runs this run's job next
                         self.resolved[i], self._procs[i] = self.shared.launch, self.shared.proc
-                        logf.write(f"# accelctl: launch {launch.name}: the shared worker, pid {self.shared.proc.pid} "
-                                   f"({self.shared.jobs_file})\n".encode())
+                        self._log_line(logf, f"# accelctl: launch {launch.name}: the shared worker, pid "
+                                             f"{self.shared.proc.pid} ({self.shared.jobs_file})")
                         self._times[i] = [time.time()]
                         self._record_runner()
                         continue
@@ -362,7 +369,8 @@ class RunHandle:
                         r = self.shared.take(r)  # the same command, with the job list for its job
                     self.resolved[i] = r
                     shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
-                    logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
+                    if not self._log_line(logf, f"# accelctl: launch {launch.name}: {shown}"):
+                        return  # the store is full: the run ends store_error, this launch never starts
                     env = {**r.env, envnames.RUNNER: self._runner_identity}
                     self._procs[i] = _FORKER.popen(
                         with_exec_prologue(r.argv, env),
@@ -384,6 +392,21 @@ class RunHandle:
                     return
                 if launch.wait:
                     return  # the launches after it start when it has exited 0
+
+    def _log_line(self, logf, text: str) -> bool:
+        """One line of accelctl's own into ``worker.log``; False (the run failing ``store_error``)
+        when the store cannot take it."""
+        try:
+            logf.write(f"{text}\n".encode())
+            return True
+        except OSError as exc:
+            self._store_failed(exc, store.LOG_FILE)
+            return False
+
+    def fail_store(self, exc: OSError, name: str) -> None:
+        """A file of the run that the caller writes (``series.json``) cannot be written: the run
+        stops and ends ``failed``, ``store_error`` ("run store: <why> writing <name>")."""
+        self._store_failed(exc, name)
 
     def _record_runner(self) -> None:
         """``runner.json``: who supervises this run, and its launches' process groups -- how a

@@ -168,3 +168,39 @@ def test_a_job_list_the_full_store_cannot_take_fails_its_run_as_store_error(tmpf
     assert result.summary["failure"]["message"] == "run store: No space left on device writing jobs.json"
     assert result.returncodes == (None,)  # no worker was started on a job list that is not there
     assert not (result.run_dir / "jobs.json").exists()
+
+
+# --------------------------------------------------------------------------- the runner's own lines in worker.log
+
+FILL = """
+import os, sys
+with open(os.path.join(sys.argv[1], "filler"), "wb", buffering=0) as fh:
+    try:
+        while True:
+            fh.write(bytes(65536))
+    except OSError:
+        pass
+try:  # worker.log (this launch's stdout) to the end of its last block too
+    while True:
+        os.write(1, b"x")
+except OSError:
+    pass
+"""
+
+
+def test_a_worker_log_the_full_store_cannot_take_fails_the_run_before_the_next_launch(tmpfs, make_plan):
+    """A launch marked ``wait`` fills the file system (worker.log to its last byte too): the
+    runner's line before the next launch meets ENOSPC; the run ends store_error naming
+    worker.log, and the next launch never starts."""
+    from accelctl.contract.plan import Launch
+    from accelctl.run import runner
+
+    runs = tmpfs("1m")
+    fill = Launch(name="fill", argv=(sys.executable, "-c", FILL, "{run_dir}"), wait=True)
+    worker = Launch(name="worker", argv=(sys.executable, "-c", "import time; time.sleep(60)"))
+    handle = runner.launch(make_plan(launches=(fill, worker)), source_text=None, spec_json=None, runs_root=runs)
+    result = handle.wait(timeout=60)
+    assert result.status == "failed"
+    assert result.summary["failure"]["reason"] == "store_error"
+    assert result.summary["failure"]["message"] == "run store: No space left on device writing worker.log"
+    assert result.returncodes == (0, None)
