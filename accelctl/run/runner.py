@@ -50,6 +50,7 @@ No space left on device writing events.jsonl"); ``wait()`` always returns.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import queue
@@ -65,7 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from accelctl.contract import envnames, supervision
+from accelctl.contract import diskspace, envnames, supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished
 from accelctl.run.rankwatch import RankWatch
 from accelctl.contract.job import WorkerJob
@@ -523,6 +524,10 @@ class RunHandle:
             how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
             if self._store_error is not None:
                 pass  # the ranks fail because the store does: that is the run's reason already
+            elif self._failure is None and diskspace.nearly_full(self.run_dir):
+                # a rank that met the full store before it could say so (its rank file takes nothing
+                # more), while events.jsonl still had room in its last block
+                self._store_failed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "the ranks' events")
             elif self._stop_kind == "user":
                 if self._failure is None:
                     self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))

@@ -44,6 +44,7 @@ from typing import Any, Iterator
 import torch
 
 from accelctl.contract import checkpoint as layout
+from accelctl.contract import diskspace
 from accelctl.contract.events import CheckpointSaved, RunResumed
 
 
@@ -95,15 +96,6 @@ def set_rng_states(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
-#: what a full file system answers a write with
-DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-#: a failed save with less than this free in the checkpoint folder's file system (or less than 1 %
-#: of a smaller one) is taken for a full disk even when the writer lost the errno: torch's C++
-#: file writer (``torch.save`` to a path, as DeepSpeed saves) raises "unexpected pos" over
-#: "basic_ios::clear: iostream error", its partial file left in place
-NEARLY_FULL_BYTES = 1 << 20
-
-
 class CheckpointDiskFull(OSError):
     """A checkpoint save cut short by a full disk; its partial folder is removed."""
 
@@ -115,37 +107,11 @@ class CheckpointDiskFull(OSError):
         return self.strerror
 
 
-def _chain(exc: BaseException | None):
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
-def nearly_full(path: Path) -> bool:
-    """Is the file system holding ``path`` (or its nearest existing parent) all but full, for this
-    process (root may use the reserved blocks)?"""
-    for p in (path, *path.parents):
-        try:
-            st = os.statvfs(p)
-        except OSError:
-            continue
-        free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
-        return free < min(NEARLY_FULL_BYTES, st.f_blocks * st.f_frsize // 100)
-    return False
-
-
 def disk_full(exc: BaseException, folder: Path) -> bool:
-    """Did ``exc``, raised while saving into ``folder``, come from a full disk?  An OSError with
-    ENOSPC/EDQUOT anywhere in its chain (cause or context), or -- for a writer that drops the
-    errno -- a file system with (nearly) nothing left, measured before the partial files go."""
-    for e in _chain(exc):
-        if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
-            return True
-        if "No space left on device" in str(e) or "Disk quota exceeded" in str(e):
-            return True
-    return nearly_full(folder)
+    """Did ``exc``, raised while saving into ``folder``, come from a full disk?  ENOSPC/EDQUOT in
+    its chain, or -- for a writer that drops the errno -- a file system left all but full,
+    measured before the partial files go."""
+    return diskspace.says_disk_full(exc) or diskspace.nearly_full(folder)
 
 
 def _barrier(world: int) -> None:

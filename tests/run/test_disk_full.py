@@ -204,3 +204,42 @@ def test_a_worker_log_the_full_store_cannot_take_fails_the_run_before_the_next_l
     assert result.summary["failure"]["reason"] == "store_error"
     assert result.summary["failure"]["message"] == "run store: No space left on device writing worker.log"
     assert result.returncodes == (0, None)
+
+
+# --------------------------------------------------------------------------- a rank that cannot say so
+
+SILENCED = """
+import os, sys, time
+from pathlib import Path
+from accelctl.contract.events import LogMessage, PhaseChanged
+run_dir = Path(sys.argv[1])
+with open(run_dir / "rank0.jsonl", "a") as out:
+    out.write(PhaseChanged(phase="setup").to_json() + "\\n")
+    out.flush()
+    while b"setup" not in (run_dir / "events.jsonl").read_bytes():  # the runner has it
+        time.sleep(0.01)
+    with open(run_dir / "filler", "wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(bytes(65536))
+        except OSError:
+            pass
+    try:  # an event larger than what is left of its file's last block: it cannot be written
+        out.write(LogMessage(level="info", message="x" * 8192).to_json() + "\\n")
+        out.flush()
+    except OSError:
+        sys.exit(1)  # as the worker does when its events cannot be written (it says nothing more)
+"""
+
+
+def test_a_rank_that_meets_the_full_store_before_it_can_report_fails_the_run_store_error(tmpfs, make_plan):
+    from accelctl.contract.plan import Launch
+    from accelctl.run import runner
+
+    runs = tmpfs("1m")
+    rank = Launch(name="worker", argv=(sys.executable, "-c", SILENCED, "{run_dir}"))
+    result = runner.launch(make_plan(launches=(rank,)), source_text=None, spec_json=None, runs_root=runs).wait(60)
+    assert result.returncodes == (1,)
+    assert result.status == "failed"
+    assert result.summary["failure"]["reason"] == "store_error"
+    assert result.summary["failure"]["message"] == "run store: No space left on device writing the ranks' events"
