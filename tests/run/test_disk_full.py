@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_checkpoint_resume import CPU_WORKLOAD
 
 from accelctl.contract import checkpoint as layout
 
@@ -85,17 +86,7 @@ def test_disk_full_recognises_the_errors_torch_raises_on_a_full_file_system(tmpf
 
 # --------------------------------------------------------------------------- a checkpoint save, end to end
 
-WORKLOAD = """
-workload full {
-  seed = 11
-  task pretrain
-  model gpt2(layers = 2, hidden = 64, heads = 2)
-  batch { micro = 2 }
-  measure { warmup = 2 steps  steps = 20 steps }
-  checkpoint { every = 5 steps  keep = 1 }
-  target cpu { device = cpu  threads = 1 }
-}
-"""
+WORKLOAD = CPU_WORKLOAD.replace("steps = 80 steps", "steps = 20 steps").replace("keep = 2", "keep = 1")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_checkpoint_resume import CPU_WORKLOAD, stored_run
 
 from accelctl import exitcodes
 from accelctl.contract import checkpoint as layout
@@ -107,16 +108,9 @@ def test_a_second_resume_prepared_while_the_first_holds_the_run_is_refused_and_m
     """``prepare_resume`` claims the folder before its checks and keeps the claim for the launch:
     a second one meanwhile (here: before the first has started anything) is refused, and the
     folder keeps one new attempt."""
-    from accelctl.api import load, plan
-    from accelctl.run import store
     from accelctl.run.resume import prepare_resume
 
-    workload = tmp_path / "w.wl"
-    workload.write_text(WORKLOAD)
-    (spec,) = load(workload)
-    p = plan(spec, "cpu")
-    run_dir = store.new_run_dir(p.workload, p.target, tmp_path / "runs")
-    store.write_inputs(run_dir, p, source_text=WORKLOAD, spec_json=spec.to_json(), events_dir=run_dir)
+    run_dir = stored_run(tmp_path, WORKLOAD)
     layout.step_dir(run_dir / "checkpoints", 5).mkdir(parents=True)
     layout.mark_complete(layout.step_dir(run_dir / "checkpoints", 5), {"step": 5})
     first = prepare_resume(run_dir.name, tmp_path / "runs")
@@ -130,17 +124,7 @@ def test_a_second_resume_prepared_while_the_first_holds_the_run_is_refused_and_m
 
 # --------------------------------------------------------------------------- end to end, real runs
 
-WORKLOAD = """
-workload own {
-  seed = 5
-  task pretrain
-  model gpt2(layers = 2, hidden = 64, heads = 2)
-  batch { micro = 2 }
-  measure { warmup = 2 steps  steps = 400 steps }
-  checkpoint { every = 5 steps  keep = 2 }
-  target cpu { device = cpu  threads = 1 }
-}
-"""
+WORKLOAD = CPU_WORKLOAD.replace("steps = 80 steps", "steps = 400 steps")
 
 
 def accelctl(*args: str, **kw) -> subprocess.Popen:
