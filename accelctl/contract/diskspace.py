@@ -36,14 +36,24 @@ def says_disk_full(exc: BaseException) -> bool:
     return False
 
 
-def nearly_full(path: Path) -> bool:
-    """Is the file system holding ``path`` (or its nearest existing parent) all but full for this
-    process (root may use the reserved blocks)?"""
-    for p in (path, *path.parents):
+def _statvfs(path: Path) -> os.statvfs_result | None:
+    for p in (path, *path.parents):  # the nearest folder that exists
         try:
-            st = os.statvfs(p)
+            return os.statvfs(p)
         except OSError:
             continue
-        free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
-        return free < min(NEARLY_FULL_BYTES, st.f_blocks * st.f_frsize // 100)
-    return False
+    return None
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes this process may still write on the file system holding ``path`` (root may use the
+    reserved blocks); None where that cannot be asked."""
+    st = _statvfs(path)
+    return None if st is None else (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+
+
+def nearly_full(path: Path) -> bool:
+    """Is the file system holding ``path`` all but full for this process?"""
+    st = _statvfs(path)
+    free = free_bytes(path)
+    return st is not None and free is not None and free < min(NEARLY_FULL_BYTES, st.f_blocks * st.f_frsize // 100)

@@ -475,6 +475,8 @@ class RunHandle:
         if isinstance(event, RunFailed):
             if event.reason == "store_error":
                 self._failure = event  # the cause of whatever the ranks report after it
+            elif event.reason == "disk_full" and (self._failure is None or self._failure.reason != "store_error"):
+                self._failure = event  # a save on a full disk: its peers fail at the barrier, or in its folder
             elif self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped"):
                 self._failure = event
             if event.reason != "stopped" and self._failed_at is None:

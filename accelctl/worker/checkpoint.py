@@ -97,10 +97,12 @@ def set_rng_states(states: dict[str, Any]) -> None:
 
 
 class CheckpointDiskFull(OSError):
-    """A checkpoint save cut short by a full disk; its partial folder is removed."""
+    """A checkpoint save cut short by a full disk (or refused before it began: no room for it);
+    its partial folder is removed."""
 
-    def __init__(self, step: int, where: Path) -> None:
-        super().__init__(errno.ENOSPC, f"no space left on device while saving checkpoint at step {step} to {where}")
+    def __init__(self, step: int, where: Path, detail: str = "") -> None:
+        super().__init__(errno.ENOSPC, f"no space left on device while saving checkpoint at step {step} to {where}"
+                                       + (f" ({detail})" if detail else ""))
         self.step, self.where = step, where
 
     def __str__(self) -> str:
@@ -112,6 +114,27 @@ def disk_full(exc: BaseException, folder: Path) -> bool:
     its chain, or -- for a writer that drops the errno -- a file system left all but full,
     measured before the partial files go."""
     return diskspace.says_disk_full(exc) or diskspace.nearly_full(folder)
+
+
+def tensor_bytes(obj: Any) -> int:
+    """The bytes of the tensors in a (nested) state: what ``torch.save`` writes, less its few
+    KiB of pickle and zip records."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(tensor_bytes(v) for v in obj)
+    return 0
+
+
+def check_room(need: int, step: int, where: Path) -> None:
+    """``CheckpointDiskFull`` before a byte is written when the file system has no room for
+    ``need`` bytes (and 1 MiB to spare): a save that would fill the disk would also take the
+    room the run's events and the other ranks' files need."""
+    free = diskspace.free_bytes(where)
+    if free is not None and free < need + (1 << 20):
+        raise CheckpointDiskFull(step, where, f"about {need / 2**20:.1f} MiB to write, {free / 2**20:.1f} MiB free")
 
 
 def _barrier(world: int) -> None:
@@ -172,16 +195,18 @@ class Checkpointer:
     # -- save ---------------------------------------------------------------------------
 
     def save(self, step: int, measurement: dict[str, Any]) -> None:
-        """Save this rank's part of step ``step``; ``CheckpointDiskFull`` when the disk is full
-        (the cut save's folder removed first: it may free the room the failure report needs)."""
+        """Save this rank's part of step ``step``; ``CheckpointDiskFull`` when the disk is full.
+        A save that fails removes its folder first (it may free the room the failure report needs)."""
         where = layout.step_dir(self.folder, step)
         try:
             self._save(step, where, measurement)
         except Exception as exc:
-            if not disk_full(exc, self.folder):
-                raise
-            shutil.rmtree(where, ignore_errors=True)
-            raise CheckpointDiskFull(step, where) from exc
+            full = isinstance(exc, CheckpointDiskFull) or disk_full(exc, self.folder)  # before the files go
+            if not (where / layout.MARKER).exists():  # a cut save is never loaded: its room back (every
+                shutil.rmtree(where, ignore_errors=True)  # rank: a peer's failure ends the others at the barrier)
+            if full and not isinstance(exc, CheckpointDiskFull):
+                raise CheckpointDiskFull(step, where) from exc
+            raise
 
     def _save(self, step: int, where: Path, measurement: dict[str, Any]) -> None:
         ctx = self.ctx
@@ -193,6 +218,7 @@ class Checkpointer:
         elif ctx.rank == 0:
             state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                      "scaler": self.scaler.state_dict() if self.scaler is not None else None, "step": step}
+            check_room(tensor_bytes(state), step, where)
             layout.write_atomic(where / layout.STATE_FILE, lambda fh: torch.save(state, fh))
         mine = {"rng": rng_states(), "batches_drawn": self.batches.drawn, "measurement": measurement}
         layout.write_atomic(Path(layout.rank_file(where, ctx.rank)), lambda fh: torch.save(mine, fh))

@@ -15,12 +15,13 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_checkpoint_resume import CPU_WORKLOAD
+from test_checkpoint_resume import CPU_WORKLOAD, DDP_WORKLOAD
 
 from accelctl.contract import checkpoint as layout
 
@@ -110,8 +111,10 @@ def test_a_checkpoint_save_on_a_full_disk_is_named_and_the_run_resumes_from_the_
     assert "Traceback" not in out and "unexpected pos" not in out and "Errno" not in out
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "failed"
-    assert {k: summary["failure"][k] for k in ("reason", "message", "step")} == {
-        "reason": "disk_full", "message": want, "step": 10}
+    assert summary["failure"]["reason"] == "disk_full" and summary["failure"]["step"] == 10
+    # refused before a byte was written (the room it needs is measured): the run's own files keep theirs
+    assert re.fullmatch(re.escape(want) + r" \(about 2\.\d MiB to write, 1\.\d MiB free\)",
+                        summary["failure"]["message"]), summary["failure"]["message"]
     assert sorted(p.name for p in folder.iterdir()) == ["step-00000005"]  # the cut save removed
     assert [s for s, _ in layout.complete(folder)] == [5]
 
@@ -234,3 +237,21 @@ def test_a_rank_that_meets_the_full_store_before_it_can_report_fails_the_run_sto
     assert result.status == "failed"
     assert result.summary["failure"]["reason"] == "store_error"
     assert result.summary["failure"]["message"] == "run store: No space left on device writing the ranks' events"
+
+
+@pytest.mark.slow
+def test_a_ddp_checkpoint_save_on_a_full_disk_is_the_failure_over_its_peer_s_and_leaves_no_cut_save(tmpfs, tmp_path):
+    """torchrun, 2 ranks over gloo, the run store on a 4 MiB tmpfs: step 4's checkpoint (2.4 MiB)
+    fits, step 8's does not.  Rank 1, left at the barrier, fails too (gloo: connection reset):
+    rank 0's disk_full is the run's failure, and no rank leaves its part of the cut save."""
+    runs = tmpfs("4m")
+    workload = tmp_path / "ddp.wl"
+    workload.write_text(DDP_WORKLOAD.replace("steps = 60 steps", "steps = 12 steps"))
+    cp = cli("run", str(workload), "--headless", "--runs-dir", str(runs))
+    assert cp.returncode == 1, (cp.stdout + cp.stderr)[-3000:]
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    failure = json.loads((run_dir / "summary.json").read_text())["failure"]
+    assert failure["reason"] == "disk_full" and failure["rank"] == 0 and failure["step"] == 8
+    assert failure["message"].startswith("no space left on device while saving checkpoint at step 8 to ")
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-00000004"]
+    assert [s for s, _ in layout.complete(run_dir / "checkpoints")] == [4]
