@@ -200,7 +200,7 @@ class SharedRuns:
         run.handle = RunHandle(run.plan, run.run_dir, run.job, sinks, self.grace_s, run.values, None, (),
                                shared=self.worker, owner=run.owner)
         if unwritten is not None:
-            run.handle._store_failed(unwritten, JOBS_FILE)  # halted: nothing starts, the run ends failed
+            run.handle.fail_store(unwritten, JOBS_FILE)  # halted: nothing starts, the run ends failed
         try:
             run.handle._start()
         except BaseException:
