@@ -274,6 +274,8 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      "accelctl validate huge.wl", "text"),
     ("E005", "brackets, calls or blocks nested over 100 levels deep", "description = [[[ ... 101 levels ... ]]]",
      "text"),
+    ("E006", "more than 1,000 errors in one file: the first 1,000 are reported, this one counts the rest",
+     "a = 1  (on 1,002 lines)", "text"),
     ("E100", "syntax error: unexpected token or end of file", "workload w { x = 1 ) }", "file"),
     ("E101", "missing `}`: a block is never closed", "workload w { task pretrain {", "file"),
     ("E102", "bad string: unterminated, or single-quoted", "workload w { prompt = 'hi' }", "file"),
@@ -374,6 +376,16 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
 ]
 
 
+def _errors_past_the_limit(more: int) -> str:
+    """E006's message when ``more`` errors are past the limit (``accelctl.spec.values.Ctx``)."""
+    from accelctl.spec.values import MAX_ERRORS, Ctx
+
+    ctx = Ctx("example.wl")
+    for _ in range(MAX_ERRORS + more):
+        ctx.error("E202", "unknown key 'a'", None)
+    return ctx.not_shown()[0].message
+
+
 def run_example(code: str, example: str, mode: str) -> str:
     """The message the tool prints for the example (or a fixed text for file errors)."""
     if mode == "text":
@@ -384,6 +396,7 @@ def run_example(code: str, example: str, mode: str) -> str:
                 "E002": "cannot read workloads/: it is a directory, not a regular file",
                 "E004": too_large(20 * 2**20, "huge.wl").message,
                 "E005": f"nesting deeper than {MAX_NESTING} levels",
+                "E006": _errors_past_the_limit(2),
                 "E218": "description holds the control character \\x01",
                 "E226": "not compared: B (RUN_ID) is incomplete: only complete runs are compared",
                 "E227": "not compared: different workloads: A ran bert, B ran t5"}[code]

@@ -47,10 +47,11 @@ def parse(text: str, path: str = "<input>") -> ast.File:
         return parse_fast(text, path)
     except WorkloadError as exc:
         raise WorkloadError(diagnostics=attach_source(exc.diagnostics, text)) from None
-    except Unparsed as where:  # not in the language: lark says where and why
-        from accelctl.dsl.lalr import parse_refused
+    except Unparsed as exc:  # not in the language: lark says where and why, below
+        where = exc.with_traceback(None)  # its frames (the fast parser's tokens) are freed first
+    from accelctl.dsl.lalr import parse_refused
 
-        return parse_refused(text, where, path)
+    return parse_refused(text, where, path)
 
 
 def _size_if_large(text: str) -> int:
