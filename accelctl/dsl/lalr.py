@@ -67,10 +67,19 @@ def cache_file() -> str | bool:
     return str(folder / f"workload-grammar-{digest}-lark{lark.__version__}.cache")
 
 
-@functools.lru_cache(maxsize=2)
-def _parser(keep_tree: bool = True) -> Lark:
-    """The LALR parser; ``keep_tree=False``: one that builds nothing (``_Nothing``), to find where
-    and why a text is refused in memory that does not grow with the text."""
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return _lark()
+
+
+@functools.lru_cache(maxsize=1)
+def _refusal_finder() -> Lark:
+    """The same parser building nothing (``_Nothing``): where and why a text is refused, in
+    memory that does not grow with the text."""
+    return _lark(transformer=_Nothing())
+
+
+def _lark(**options) -> Lark:
     return Lark(
         _grammar_text(),
         parser="lalr",
@@ -78,7 +87,7 @@ def _parser(keep_tree: bool = True) -> Lark:
         propagate_positions=True,
         maybe_placeholders=False,
         cache=cache_file(),
-        **({} if keep_tree else {"transformer": _Nothing()}),
+        **options,
     )
 
 
@@ -184,7 +193,7 @@ def parse_refused(text: str, where: Unparsed, path: str) -> ast.File:
     workload's, not the file's."""
     tail = "\n" * (where.line - 1) + " " * (where.column - 1) + text[where.offset:]
     try:
-        _parser(keep_tree=False).parse(tail)  # where and why, building nothing
+        _refusal_finder().parse(tail)  # where and why, building nothing
         tree = _parser().parse(text)  # lark took what the fast parser refused (never seen; the fuzz
     except UnexpectedInput as exc:  # test compares them): then the whole file is lark's
         diag = _classify(exc, tail, path)

@@ -109,6 +109,22 @@ def paths(tmp_path_factory):
     return _made(tmp_path_factory.mktemp("special"))
 
 
+@pytest.fixture
+def no_hang():
+    """An in-process read that blocks (a FIFO opened without O_NONBLOCK) fails the test after
+    ``HANG_S`` instead of hanging the suite (SIGALRM interrupts the blocked system call)."""
+    import signal
+
+    def hung(signum, frame):
+        raise TimeoutError(f"still reading after {HANG_S} s")
+
+    before = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(HANG_S)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, before)
+
+
 def _case(paths, name: str) -> tuple[Path, str]:
     path, code = paths[name]
     if path is None:
@@ -120,7 +136,7 @@ def _case(paths, name: str) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize("name", [c for c in CASES if c != "dev_stdin_pipe"])  # pytest's stdin is not ours
-def test_read_source_refuses_it_with_one_diagnostic_for_the_path(paths, name):
+def test_read_source_refuses_it_with_one_diagnostic_for_the_path(paths, name, no_hang):
     path, code = _case(paths, name)
     with pytest.raises(WorkloadError) as info:
         read_source(path)
@@ -148,7 +164,7 @@ class _Os:
         return self.stat_says or os.stat(path)
 
 
-def test_a_fifo_is_refused_without_being_opened(paths, monkeypatch):
+def test_a_fifo_is_refused_without_being_opened(paths, monkeypatch, no_hang):
     """Opening a FIFO for reading blocks until a writer comes (without O_NONBLOCK): the path's
     stat refuses it first.  A FIFO swapped in between the stat and the open is refused by the
     ``fstat`` of what was opened, and that open does not block (``O_NONBLOCK``)."""
@@ -270,6 +286,31 @@ def test_validate_reports_every_special_path_and_validates_the_rest(paths, tmp_p
         assert _positioned(err, p, c), f"{p}: {c}\n{err[-3000:]}"
     assert f"{len(here) + 1} of {len(here) + 2} file(s) invalid" in out, out
     assert not _positioned(err, ok, r"E\d+")
+
+
+def test_estimate_reports_a_special_path_and_estimates_the_other_files(paths, tmp_path):
+    ok = paths["folder"][0].parent / "ok.wl"
+    fifo, code = paths["fifo"]
+    rc, out, err, _ = _accelctl("estimate", fifo, ok, runs=tmp_path / "runs")
+    assert rc == 1 and "Traceback" not in err, err[-3000:]
+    assert _positioned(err, fifo, code), err[-3000:]
+    assert "tiny_gpt2" in out  # ok.wl's workloads, estimated
+
+
+@pytest.mark.parametrize("name", ["fifo", "dev_zero", "symlink_loop", "name_too_long"])
+def test_run_file_resume_refuses_a_special_workload_file(paths, name, tmp_path, no_hang):
+    """``accelctl run FILE --resume ID`` compares FILE with the run's stored workload.wl: a special
+    FILE is refused with why (``RunError``), never read or waited on."""
+    from accelctl.errors import RunError
+    from accelctl.run.resume import check_workload_unchanged
+
+    path, code = _case(paths, name)
+    run_dir = tmp_path / "20250101-000000-w-cpu-abcd"
+    run_dir.mkdir()
+    (run_dir / "workload.wl").write_text(OK, encoding="utf-8")
+    with pytest.raises(RunError) as info:
+        check_workload_unchanged(run_dir, path)
+    assert "cannot read its workload file" in str(info.value)
 
 
 @pytest.mark.parametrize("verb", VERBS)
