@@ -80,3 +80,20 @@ def test_validate_of_a_file_at_the_cap_stays_within_the_documented_memory(shape,
     grew = (got["peak_kib"] - got["base_kib"]) * 1024
     assert grew <= factor * size, f"{shape}: {grew / 2**20:.1f} MB above the baseline for {size / 2**20:.2f} MiB " \
                                   f"(bound {factor}x = {factor * size / 2**20:.0f} MB)"
+
+
+def test_the_string_terminal_takes_the_same_strings_as_the_alternation_it_replaced():
+    """The possessive STRING (grammar/workload.lark, ``descent._STRING``) matches exactly what
+    ``"([^"\\\\\\n]|\\\\.)*"`` matched: every text of up to 7 characters over quote, backslash,
+    newline and a letter, whole and as a prefix."""
+    import itertools
+    import re
+
+    from accelctl.dsl import descent
+
+    before = re.compile(r'"([^"\\\n]|\\.)*"')
+    for n in range(8):
+        for chars in itertools.product('"\\\na', repeat=n):
+            text = '"' + "".join(chars)
+            old, new = before.match(text), descent._STRING.match(text)
+            assert (old and old.end()) == (new and new.end()), repr(text)
