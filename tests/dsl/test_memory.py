@@ -59,8 +59,9 @@ SHAPES = {
 
 
 #: every shape as text; the one with many diagnostics also as ``--json`` (it differs in those only)
-RUNS = [pytest.param(shape, False, id=shape) for shape in SHAPES] + [
-    pytest.param("an error per line", True, id="an error per line, --json")]
+#: lark reading 1 MiB to explain its syntax error takes ~6 s of CPU (slow); the others 1-2 s
+RUNS = [pytest.param(shape, False, id=shape, marks=[pytest.mark.slow] if "syntax error" in shape else [])
+        for shape in SHAPES] + [pytest.param("an error per line", True, id="an error per line, --json")]
 
 
 @pytest.mark.parametrize("shape, json_out", RUNS)
