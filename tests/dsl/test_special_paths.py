@@ -297,6 +297,18 @@ def test_estimate_reports_a_special_path_and_estimates_the_other_files(paths, tm
     assert "tiny_gpt2" in out  # ok.wl's workloads, estimated
 
 
+@pytest.mark.parametrize("verb", ["validate", "validate --json", "plan -f sh", "estimate", "complete targets"])
+def test_a_valid_workload_with_a_name_that_is_not_utf8_goes_through(verb, tmp_path):
+    """A name that is not UTF-8 (argv decodes it with surrogates) is read, and printed wherever
+    the verb prints it, on a UTF-8 terminal's streams: no UnicodeEncodeError."""
+    path = tmp_path / os.fsdecode(b"ok-\xff.wl")
+    path.write_text(OK, encoding="utf-8")
+    words, _ = VERBS[verb]
+    rc, out, err, _ = _accelctl(*[path if w == "{}" else w for w in words], runs=tmp_path / "runs")
+    assert rc == 0 and "Traceback" not in err, err[-3000:]
+    assert out.strip()  # a summary, a plan, an estimate, the targets
+
+
 @pytest.mark.parametrize("name", ["fifo", "dev_zero", "symlink_loop", "name_too_long"])
 def test_run_file_resume_refuses_a_special_workload_file(paths, name, tmp_path, no_hang):
     """``accelctl run FILE --resume ID`` compares FILE with the run's stored workload.wl: a special
