@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelctl.contract import checkpoint as layout
+from accelctl.contract import supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics, read_events
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
-from accelctl.errors import RunError
-from accelctl.contract import supervision
+from accelctl.dsl.source import read_source
+from accelctl.errors import RunError, WorkloadError
 from accelctl.run import store
 from accelctl.run.ownership import Ownership, claim
 
@@ -120,8 +121,8 @@ def check_workload_unchanged(run_dir: Path, workload_file: str | Path | None) ->
         raise _refuse(run_dir.name, f"it has no {store.WORKLOAD_FILE} to compare the workload with")
     path = Path(workload_file) if workload_file else Path(store.read_json(run_dir / store.SPEC_FILE).get("path", ""))
     try:
-        now = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        now = read_source(path)  # never a FIFO or a device, bounded (accelctl.dsl.source)
+    except WorkloadError as exc:
         raise _refuse(run_dir.name, f"cannot read its workload file {str(path)!r} ({exc}); give it: "
                                     f"accelctl run FILE --resume {run_dir.name}") from None
     before = stored.read_text(encoding="utf-8")
