@@ -48,8 +48,9 @@ def from_config(source: str, ref: str, opts: dict[str, Any], items: dict[str, An
         return None if path is None else hf_config.shape_of(hf_config.read(path))
     except hf_config.ConfigError as exc:
         if not written and ("from the Hub" in str(exc) or "HF_HUB_OFFLINE" in str(exc)):
-            ctx.warn("E426", str(exc), where, "put config.json beside the workload (config = \"path\") or in the "
-                                               "HF cache, or write shape = <family>(...)")
+            ctx.warn("W426", f"hub = online, but config.json of {ref} could not be fetched: its shape is unknown",
+                     where, f"{exc}; put config.json beside the workload (config = \"path\") or in the HF cache, "
+                            "or write shape = <family>(...)")
         else:
             ctx.error("E426", str(exc), where, "point config at the model's config.json, or write "
                                                 "shape = <family>(...) instead")
