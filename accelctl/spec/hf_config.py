@@ -76,19 +76,21 @@ def _from_hub(ref: str) -> Path:
 
     def fetch() -> None:
         try:
-            out["path"] = Path(hf_hub_download(ref, "config.json", etag_timeout=HUB_TIMEOUT_S))
+            out["path"] = Path(hf_hub_download(ref, "config.json", etag_timeout=HUB_TIMEOUT_S,
+                                               endpoint=os.environ.get("HF_ENDPOINT") or None))
         except Exception as exc:  # noqa: BLE001 - every failure (network, 401, 404) is reported the same way
             out["error"] = exc
 
     hub_log = logging.getLogger("huggingface_hub")
     level = hub_log.level
     hub_log.setLevel(logging.CRITICAL)
+    worker = threading.Thread(target=fetch, name="accelctl-config-fetch", daemon=True)
     try:
-        worker = threading.Thread(target=fetch, name="accelctl-config-fetch", daemon=True)
         worker.start()
         worker.join(HUB_TIMEOUT_S)
     finally:
-        hub_log.setLevel(level)
+        if not worker.is_alive():  # else its retries would still print, after the report
+            hub_log.setLevel(level)
     if "path" in out:
         return out["path"]
     exc = out.get("error")
