@@ -22,22 +22,21 @@ from accelctl.api import load
 from accelctl.spec import param_count
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = {  # family -> (Hub id, config.json, task)
-    "llama": ("meta-llama/Meta-Llama-3-8B", "tests/data/hf_configs/Meta-Llama-3-8B.json", "pretrain"),
-    "mistral": ("mistralai/Mistral-7B-v0.1", "workloads/configs/Mistral-7B-v0.1.json", "generate"),
-    "qwen2": ("Qwen/Qwen2-7B", "tests/data/hf_configs/Qwen2-7B.json", "pretrain"),
-    "gemma": ("google/gemma-7b", "tests/data/hf_configs/gemma-7b.json", "generate"),
-    "mixtral": ("mistralai/Mixtral-8x7B-v0.1", "workloads/configs/Mixtral-8x7B-v0.1.json", "pretrain"),
-    "gpt_neox": ("EleutherAI/gpt-neox-20b", "tests/data/hf_configs/gpt-neox-20b.json", "generate"),
-    "falcon": ("tiiuae/falcon-7b", "tests/data/hf_configs/falcon-7b.json", "pretrain"),
-}
+#: family -> its config.json (the Hub id is the file's name under its owner) and task
+DATA, WL = "tests/data/hf_configs", "workloads/configs"
+MODELS = {f: (f"{d}/{name}.json", task) for f, d, name, task in [
+    ("llama", DATA, "Meta-Llama-3-8B", "pretrain"), ("mistral", WL, "Mistral-7B-v0.1", "generate"),
+    ("qwen2", DATA, "Qwen2-7B", "pretrain"), ("gemma", DATA, "gemma-7b", "generate"),
+    ("mixtral", WL, "Mixtral-8x7B-v0.1", "pretrain"), ("gpt_neox", DATA, "gpt-neox-20b", "generate"),
+    ("falcon", DATA, "falcon-7b", "pretrain")]}
 
 pytestmark = pytest.mark.slow
 
 
 def _workloads() -> str:
     out = []
-    for family, (ref, config, task) in MODELS.items():
+    for family, (config, task) in MODELS.items():
+        ref = f"owner/{Path(config).stem}"
         kind = "task pretrain { }" if task == "pretrain" else "task generate { max_new_tokens = 4 }"
         out.append(f'workload tiny_{family} {{\n  {kind}\n  model hf("{ref}") {{ config = "{ROOT / config}" }}\n'
                    f"  dataset synthetic(seq_len = 32 tokens)\n  batch {{ micro = 2 }}\n"
