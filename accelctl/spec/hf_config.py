@@ -56,7 +56,10 @@ def _from_cache(ref: str) -> Path | None:
 
     cache = os.environ.get("HF_HUB_CACHE") or (
         os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None)
-    got = try_to_load_from_cache(ref, "config.json", cache_dir=cache)
+    try:
+        got = try_to_load_from_cache(ref, "config.json", cache_dir=cache)
+    except ValueError:  # an id the Hub would refuse ("bert-/x": a part ends with '-'): never in the cache
+        return None
     return Path(got) if isinstance(got, str) else None
 
 

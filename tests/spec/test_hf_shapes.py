@@ -163,3 +163,10 @@ def test_stand_in_keeps_the_real_structure(tmp_path):
     # 32 heads over 8 key/value heads -> 4 over 1; 8 experts, 2 per token -> 4, 2; untied
     assert (s["heads"], s["kv_heads"], s["experts"], s["experts_per_token"], s["tied"]) == (4, 1, 4, 2, False)
     assert s["hidden"] == 64 and s["layers"] == 2
+
+
+def test_an_id_the_hub_would_refuse_is_simply_not_in_the_cache(tmp_path):
+    """huggingface_hub's validator refuses 'bert-/arge-uncased' (a part ending with '-'), which
+    accelctl's Hub-id pattern lets through (found by tests/dsl/test_fuzz.py): no traceback."""
+    _, diags = _check(_workload('model hf("bert-/arge-uncased") { family = bert }'), tmp_path)
+    assert [d.code for d in diags] == ["E425"]
