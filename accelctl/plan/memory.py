@@ -90,9 +90,10 @@ TYPICAL_VOCAB = {"bert": 30522, "gpt2": 50257, "bloom": 250880, "t5": 32128, "ll
 
 
 def params_of(family: str, layers: int, hidden: int, ffn: int, vocab: int, extra: dict) -> float:
-    """Parameter count of a transformer of this shape (attention 4h², MLP 2·h·ffn, embeddings);
-    the families of ``accelctl.spec.param_count`` exactly (every expert of a mixture)."""
-    if family in P.COUNTED:
+    """Parameter count of a model of this shape: exactly as its class builds it for the
+    families of ``accelctl.spec.param_count`` (every expert of a mixture), else a transformer's
+    attention 4h², MLP 2·h·ffn and embeddings."""
+    if family in P.EXACT:
         return float(P.total(family, {**extra, "layers": layers, "hidden": hidden, "vocab": vocab}))
     ffn = ffn or 4 * hidden
     per_layer = 4 * hidden * hidden + 2 * hidden * ffn

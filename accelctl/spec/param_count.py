@@ -27,8 +27,10 @@ from typing import Any
 
 #: families whose layers are llama's (RMSNorm, rotary, gated MLP, grouped-query attention)
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "gemma", "mixtral")
-#: every family this module counts
+#: the decoder families of config.json whose layers ``dims`` describes
 COUNTED = (*LLAMA_LIKE, "gpt_neox", "falcon")
+#: every family this module counts exactly
+EXACT = (*COUNTED, "bloom", "gpt2", "bert", "t5", "vit")
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,46 @@ def _ends(family: str, s: dict[str, Any]) -> int:
 
 def total(family: str, s: dict[str, Any]) -> int:
     """Every parameter the model holds (all experts of a mixture)."""
+    if family not in COUNTED:
+        return classic(family, s)
     return int(s["layers"]) * _layer(family, s, dims(family, s).experts) + _ends(family, s)
 
 
 def active(family: str, s: dict[str, Any]) -> int:
     """The parameters one token goes through (a mixture's ``experts_per_token`` experts)."""
+    if family not in COUNTED:
+        return classic(family, s)
     return int(s["layers"]) * _layer(family, s, dims(family, s).active_experts) + _ends(family, s)
+
+
+def classic(family: str, s: dict[str, Any]) -> int:
+    """The families accelctl built before config.json, as the worker builds them
+    (``accelctl.worker.models``): BloomForCausalLM (fused QKV and every linear with a bias,
+    LayerNorms, an embedding LayerNorm, tied head), GPT2LMHeadModel (learned positions,
+    MLP 4 x hidden unless ``ffn``), BertForMaskedLM (positions, 2 token types, the MLM head's
+    transform and output bias, no pooler), T5ForConditionalGeneration (attention width heads
+    x ``kv``, no biases, RMS-style norms, relative position biases of 32 buckets in the first
+    layer of each stack, tied head) and timm's VisionTransformer (patch convolution, class
+    token, learned positions, MLP ``mlp_ratio`` x hidden, class head)."""
+    h, L = int(s["hidden"]), int(s["layers"])
+    if family == "bloom":
+        return int(s["vocab"]) * h + 4 * h + L * (12 * h * h + 13 * h)
+    if family in ("gpt2", "bert"):
+        f = int(s.get("ffn") or 4 * h)
+        layer = 4 * h * h + 2 * h * f + 9 * h + f
+        v, p = int(s["vocab"]), int(s.get("max_positions") or (1024 if family == "gpt2" else 512))
+        if family == "gpt2":
+            return v * h + p * h + L * layer + 2 * h
+        return v * h + p * h + 2 * h + 2 * h + L * layer + h * h + 3 * h + v
+    if family == "t5":
+        heads, f = int(s["heads"]), int(s.get("ffn") or 4 * h)
+        inner = heads * int(s.get("kv") or h // heads)
+        enc, dec = 4 * h * inner + 2 * h * f + 2 * h, 8 * h * inner + 2 * h * f + 3 * h
+        return int(s["vocab"]) * h + L * (enc + dec) + 2 * (h + 32 * heads)
+    if family == "vit":
+        f = int(float(s.get("mlp_ratio", 4.0)) * h)
+        p, c, classes = int(s["patch"]), int(s.get("channels", 3)), int(s.get("classes", 1000))
+        tokens = (int(s["image_size"]) // p) ** 2 + 1
+        layer = 4 * h * h + 2 * h * f + 9 * h + f
+        return c * p * p * h + h + h + tokens * h + L * layer + 2 * h + h * classes + classes
+    raise ValueError(f"no parameter formula for family {family!r}")

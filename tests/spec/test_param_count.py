@@ -98,3 +98,32 @@ def test_config_reader_takes_falcon_multi_query_over_num_kv_heads():
     one K/V head (the old decoder architecture reads multi_query)."""
     _, s = _shape("falcon-7b")
     assert s["kv_heads"] == 1 and not s["new_arch"] and s["tied"]
+
+
+def _classic_cases():
+    from accelctl.spec.models import FAMILIES, KNOWN_MODELS
+
+    yield from ((f"{f}-stand-in", f, dict(FAMILIES[f].shape)) for f in ("bloom", "gpt2", "bert", "t5", "vit"))
+    for ref in ("bigscience/bloomz-7b1", "bert-large-uncased", "t5-3b", "gpt2", "timm/vit_base_patch16_224",
+                "timm/vit_huge_patch14_224"):
+        m = KNOWN_MODELS[ref]
+        yield ref, m.family, {**FAMILIES[m.family].shape, **m.shape}
+
+
+@pytest.mark.parametrize("name,family,s", list(_classic_cases()), ids=lambda v: v if isinstance(v, str) else "")
+def test_classic_families_count_exactly_what_the_worker_builds(name, family, s):
+    """bloom, gpt2, bert, t5 (attention width heads x kv, not hidden: T5-3B's 4096 on 1024)
+    and timm's ViT, at their stand-in and their catalogued real shapes, built on the meta
+    device by the worker's own builders."""
+    torch = pytest.importorskip("torch")
+    models = pytest.importorskip("accelctl.worker.models")
+    from types import SimpleNamespace
+
+    with torch.device("meta"):
+        if family == "vit":
+            model = models._timm_vit(SimpleNamespace(precision=SimpleNamespace(dtype="fp32")), s)
+        else:
+            import transformers
+
+            model = getattr(transformers, models.HF_CLASSES[family][2])(models._hf_config(family, s))
+    assert param_count.total(family, s) == sum(p.numel() for p in model.parameters())
