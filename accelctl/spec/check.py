@@ -256,6 +256,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
                       "give the right path, or a stand_in = <arch>(...) to run without the weights")
             return None
     elif isinstance(header, (ast.Call, ast.Word)):
+        CS.misplaced(items, header, ctx)
         got = check_shape(header, ctx, "model")
         if got is None:
             return None

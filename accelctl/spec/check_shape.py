@@ -5,7 +5,8 @@ it, in order, from ``shape = <family>(...)`` written in the model block, or from
 config.json (``accelctl.spec.hf_config``: ``config = "path"``, the local folder, the HF
 cache, the Hub when the model block says ``hub = online``).  Where none gives it, every
 accelerator target is refused at the model line (E425): its memory, estimate and cost would
-be the stand-in's.  A config.json that is there but cannot be used is E426.
+be the stand-in's.  A config.json the workload names that cannot be used is E426; one found in
+the HF cache or a local model's folder, or fetched, that cannot be used is W426.
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ def written_shape(items: dict[str, Any], ctx: Ctx, check_shape) -> tuple[str, di
     return got[0], real_architecture(got[0], written)
 
 
+def misplaced(items: dict[str, Any], header, ctx: Ctx) -> None:
+    """``shape``, ``config`` and ``hub`` name where a Hub or local model's shape comes from;
+    an architecture model's shape is its own arguments (E202, not silently ignored)."""
+    for key in ("shape", "config", "hub"):
+        if key in items:
+            it = items[key]
+            ctx.error("E202", f"'{key}' applies to hf(...) and local(...) models; {header.name}(...) is an "
+                              "architecture", getattr(it, "key_span", it.span),
+                      f"write its sizes as {header.name}(layers = .., hidden = ..), or remove {key}")
+
+
 def from_config(source: str, ref: str, opts: dict[str, Any], items: dict[str, Any], ctx: Ctx, base: Path,
                 span) -> tuple[str, dict[str, Any]] | None:
     """(family, shape) read from config.json, or None where none is found or usable."""
@@ -47,8 +59,12 @@ def from_config(source: str, ref: str, opts: dict[str, Any], items: dict[str, An
         path = hf_config.find(ref, source, base, written, online=opts.get("hub") == "online")
         return None if path is None else hf_config.shape_of(hf_config.read(path))
     except hf_config.ConfigError as exc:
-        if not written and ("from the Hub" in str(exc) or "HF_HUB_OFFLINE" in str(exc)):
-            ctx.warn("W426", f"hub = online, but config.json of {ref} could not be fetched: its shape is unknown",
+        # only a config the workload names is an error; one found or fetched on its own that
+        # cannot be used leaves the shape unknown (E425 for accelerator targets), said here
+        fetched = "from the Hub" in str(exc) or "HF_HUB_OFFLINE" in str(exc)
+        if not written:
+            ctx.warn("W426", f"hub = online, but config.json of {ref} could not be fetched: its shape is unknown"
+                     if fetched else f"the config.json found for {ref} cannot be used: its shape is unknown",
                      where, f"{exc}; put config.json beside the workload (config = \"path\") or in the HF cache, "
                             "or write shape = <family>(...)")
         else:

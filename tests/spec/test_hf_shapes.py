@@ -170,3 +170,26 @@ def test_an_id_the_hub_would_refuse_is_simply_not_in_the_cache(tmp_path):
     accelctl's Hub-id pattern lets through (found by tests/dsl/test_fuzz.py): no traceback."""
     _, diags = _check(_workload('model hf("bert-/arge-uncased") { family = bert }'), tmp_path)
     assert [d.code for d in diags] == ["E425"]
+
+
+def test_shape_keys_on_an_architecture_model_are_refused_not_ignored(tmp_path):
+    _, diags = _check(_workload('model llama(layers = 2) { shape = llama(layers = 32)  config = "x.json" }'),
+                      tmp_path)
+    assert [(d.code, d.span.column) for d in diags] == [("E202", 29), ("E202", 57)]  # at shape, at config
+
+
+def test_an_unusable_config_found_in_the_cache_leaves_cpu_targets_running(tmp_path, monkeypatch):
+    """A config.json the workload did not name (here: the HF cache's, of a model_type without
+    formulas) is a warning: cpu targets still run the stand-in; accelerator ones are E425."""
+    cache = tmp_path / "hf-cache"
+    snap = cache / "models--state-spaces--mamba-130m-hf" / "snapshots" / ("1" * 40)
+    snap.mkdir(parents=True)
+    (cache / "models--state-spaces--mamba-130m-hf" / "refs").mkdir()
+    (cache / "models--state-spaces--mamba-130m-hf" / "refs" / "main").write_text("1" * 40)
+    shutil.copy(ROOT / "tests/data/hf_configs_unsupported/mamba-130m.json", snap / "config.json")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    model = 'model hf("state-spaces/mamba-130m-hf") { family = llama }'
+    specs, diags = _check(_workload(model, "target c { device = cpu  precision = fp32 }"), tmp_path)
+    assert [(d.code, d.severity) for d in diags] == [("W426", "warning")] and "mamba" in diags[0].hint
+    _, diags = _check(_workload(model), tmp_path)
+    assert sorted(d.code for d in diags) == ["E425", "W426"]
