@@ -245,7 +245,8 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
                 ctx.error("E409", f"{ref} is a {known.family} model, not {family}", items["family"].span)
             family = known.family
         written = CS.written_shape(items, ctx, check_shape)
-        got = written or (None if known else CS.from_config(source, ref, opts, items, ctx, base, header.span))
+        got = written or (None if known and "config" not in items
+                          else CS.from_config(source, ref, opts, items, ctx, base, header.span))
         if got is not None:
             if family and family != got[0]:
                 where = items["family"].span if "family" in items else header.span

@@ -193,3 +193,10 @@ def test_an_unusable_config_found_in_the_cache_leaves_cpu_targets_running(tmp_pa
     assert [(d.code, d.severity) for d in diags] == [("W426", "warning")] and "mamba" in diags[0].hint
     _, diags = _check(_workload(model), tmp_path)
     assert sorted(d.code for d in diags) == ["E425", "W426"]
+
+
+def test_a_config_named_for_a_catalogued_model_wins_over_the_catalog(tmp_path):
+    cfg = {"model_type": "bloom", "n_layer": 4, "hidden_size": 256, "n_head": 8, "vocab_size": 1000}
+    (tmp_path / "small-bloom.json").write_text(json.dumps(cfg))
+    specs, diags = _check(_workload('model hf("bigscience/bloomz-7b1") { config = "small-bloom.json" }'), tmp_path)
+    assert diags == [] and specs[0].model.real_shape["layers"] == 4 and specs[0].model.params == 0.0
