@@ -127,3 +127,92 @@ def test_classic_families_count_exactly_what_the_worker_builds(name, family, s):
 
             model = getattr(transformers, models.HF_CLASSES[family][2])(models._hf_config(family, s))
     assert param_count.total(family, s) == sum(p.numel() for p in model.parameters())
+
+
+#: the config.json keys that decide the shape of more public models (tied heads with an own
+#: head_dim, Llama 3.1's rope_scaling, multi-query and grouped K/V, falcon's new decoder
+#: architecture with 8 K/V groups, the RW models' biases and sequential attention)
+VARIANTS = {'Llama-3.2-1B': {'model_type': 'llama',
+                  'hidden_size': 2048,
+                  'intermediate_size': 8192,
+                  'num_attention_heads': 32,
+                  'num_hidden_layers': 16,
+                  'num_key_value_heads': 8,
+                  'head_dim': 64,
+                  'tie_word_embeddings': True,
+                  'vocab_size': 128256,
+                  'max_position_embeddings': 131072,
+                  'rope_scaling': {'factor': 32.0,
+                                   'high_freq_factor': 4.0,
+                                   'low_freq_factor': 1.0,
+                                   'original_max_position_embeddings': 8192,
+                                   'rope_type': 'llama3'},
+                  'rope_theta': 500000.0},
+ 'Qwen2-0.5B': {'model_type': 'qwen2',
+                'hidden_size': 896,
+                'intermediate_size': 4864,
+                'num_attention_heads': 14,
+                'num_hidden_layers': 24,
+                'num_key_value_heads': 2,
+                'tie_word_embeddings': True,
+                'vocab_size': 151936,
+                'max_position_embeddings': 131072},
+ 'Mistral-Nemo': {'model_type': 'mistral',
+                  'hidden_size': 5120,
+                  'intermediate_size': 14336,
+                  'num_attention_heads': 32,
+                  'num_hidden_layers': 40,
+                  'num_key_value_heads': 8,
+                  'head_dim': 128,
+                  'vocab_size': 131072,
+                  'max_position_embeddings': 1024000,
+                  'tie_word_embeddings': False},
+ 'falcon-40b': {'model_type': 'falcon',
+                'hidden_size': 8192,
+                'num_attention_heads': 128,
+                'num_hidden_layers': 60,
+                'num_kv_heads': 8,
+                'new_decoder_architecture': True,
+                'parallel_attn': True,
+                'bias': False,
+                'vocab_size': 65024,
+                'alibi': False},
+ 'pythia-1b': {'model_type': 'gpt_neox',
+               'hidden_size': 2048,
+               'intermediate_size': 8192,
+               'num_attention_heads': 8,
+               'num_hidden_layers': 16,
+               'vocab_size': 50304,
+               'max_position_embeddings': 2048,
+               'tie_word_embeddings': False,
+               'rotary_pct': 0.25},
+ 'gemma-2b': {'model_type': 'gemma',
+              'hidden_size': 2048,
+              'intermediate_size': 16384,
+              'num_attention_heads': 8,
+              'num_hidden_layers': 18,
+              'num_key_value_heads': 1,
+              'head_dim': 256,
+              'vocab_size': 256000,
+              'max_position_embeddings': 8192},
+ 'falcon-rw-1b': {'model_type': 'falcon',
+                  'hidden_size': 2048,
+                  'num_attention_heads': 32,
+                  'num_hidden_layers': 24,
+                  'multi_query': False,
+                  'new_decoder_architecture': False,
+                  'parallel_attn': False,
+                  'bias': True,
+                  'alibi': True,
+                  'vocab_size': 50304}}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_other_hub_configs_count_exactly(name):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    family, s = hf_config.shape_of(VARIANTS[name])
+    cfg = transformers.AutoConfig.for_model(**VARIANTS[name])
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    assert param_count.total(family, s) == sum(p.numel() for p in model.parameters())
