@@ -40,7 +40,7 @@ def find(ref: str, source: str, base: Path, written: str = "", online: bool = Fa
         p = (base / written).expanduser()
         p = p / "config.json" if p.is_dir() else p
         if not p.is_file():
-            raise ConfigError(f"config = {written!r}: no such file ({p})")
+            raise ConfigError(f"config = {written!r}: no such file (relative to the workload file)")
         return p
     if source == "local":
         p = (base / ref).expanduser() / "config.json"
