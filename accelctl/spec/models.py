@@ -189,7 +189,8 @@ def objective_for(family: str, written: str = "") -> str:
 def stand_in_for(family: str, real: dict[str, Any]) -> dict[str, Any]:
     """The family's tiny stand-in with the real model's structure: its grouped-query ratio
     (kv_heads per head), tied or untied embeddings, biases and layer layout, a mixture's
-    experts (at most 4) and experts per token, and its context (rotary positions: no weights)."""
+    experts (at most 4) and experts per token, and its context length (so the stand-in takes the
+    real sequence lengths; learned position tables grow with it, rotary ones have no weights)."""
     s = dict(FAMILIES[family].shape)
     heads = int(s.get("heads", 1))
     if "kv_heads" in real and int(real.get("heads") or 0):
