@@ -48,6 +48,10 @@ MODEL_KEYS: dict[str, V.VType] = {
     "family": V.choice(*FAMILIES),
     "weights": V.choice("auto", "real", "random", "stand_in"),
     "gradient_checkpointing": V.boolean(),
+    # where the real shape comes from (accelctl.spec.check_shape): a config.json path, and
+    # whether validate/plan/estimate may fetch it from the Hub (never unless asked)
+    "config": V.string(),
+    "hub": V.choice("online", "offline"),
 }
 
 DATASET_KEYS: dict[str, V.VType] = {

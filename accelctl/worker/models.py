@@ -47,6 +47,12 @@ HF_CLASSES = {
     "bloom": (CAUSAL_LM, "BloomConfig", "BloomForCausalLM"),
     "gpt2": (CAUSAL_LM, "GPT2Config", "GPT2LMHeadModel"),
     "llama": (CAUSAL_LM, "LlamaConfig", "LlamaForCausalLM"),
+    "mistral": (CAUSAL_LM, "MistralConfig", "MistralForCausalLM"),
+    "qwen2": (CAUSAL_LM, "Qwen2Config", "Qwen2ForCausalLM"),
+    "gemma": (CAUSAL_LM, "GemmaConfig", "GemmaForCausalLM"),
+    "mixtral": (CAUSAL_LM, "MixtralConfig", "MixtralForCausalLM"),
+    "gpt_neox": (CAUSAL_LM, "GPTNeoXConfig", "GPTNeoXForCausalLM"),
+    "falcon": (CAUSAL_LM, "FalconConfig", "FalconForCausalLM"),
     "bert": (MASKED_LM, "BertConfig", "BertForMaskedLM"),
     "t5": (SEQ2SEQ, "T5Config", "T5ForConditionalGeneration"),
 }
@@ -194,10 +200,19 @@ def _hf_config(family: str, s: dict[str, Any]):
     if family == "gpt2":
         return cls(vocab_size=s["vocab"], n_positions=s["max_positions"], n_embd=s["hidden"], n_layer=s["layers"],
                    n_head=s["heads"], n_inner=s.get("ffn"), **ids)
-    if family == "llama":
+    if family in ("llama", "mistral", "qwen2", "gemma", "mixtral"):
+        return cls(**_llama_like(family, s), **ids)
+    if family == "gpt_neox":
         return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], intermediate_size=s["ffn"],
                    num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
-                   num_key_value_heads=s.get("kv", s["heads"]), max_position_embeddings=s["max_positions"], **ids)
+                   max_position_embeddings=s["max_positions"], tie_word_embeddings=bool(s.get("tied", False)), **ids)
+    if family == "falcon":
+        kv = int(s.get("kv_heads", 1))
+        return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], ffn_hidden_size=s.get("ffn"),
+                   num_hidden_layers=s["layers"], num_attention_heads=s["heads"], num_kv_heads=kv,
+                   multi_query=kv == 1, new_decoder_architecture=bool(s.get("new_arch", False)),
+                   parallel_attn=bool(s.get("parallel_attn", True)), bias=bool(s.get("bias", False)),
+                   max_position_embeddings=s["max_positions"], tie_word_embeddings=bool(s.get("tied", True)), **ids)
     if family == "bert":
         return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], num_hidden_layers=s["layers"],
                    num_attention_heads=s["heads"], intermediate_size=s["ffn"],
@@ -206,6 +221,22 @@ def _hf_config(family: str, s: dict[str, Any]):
         return cls(vocab_size=s["vocab"], d_model=s["hidden"], d_kv=s["kv"], d_ff=s["ffn"], num_layers=s["layers"],
                    num_heads=s["heads"], decoder_start_token_id=tok.pad_token_id, **ids)
     raise ValueError(f"no transformers config for family {family!r}")
+
+
+def _llama_like(family: str, s: dict[str, Any]) -> dict[str, Any]:
+    """The config keys of llama and its kin (RMSNorm, rotary, gated MLP, grouped-query
+    attention): head_dim given explicitly (gemma's default is 256), a mixture's experts."""
+    heads = int(s["heads"])
+    kw: dict[str, Any] = dict(
+        vocab_size=s["vocab"], hidden_size=s["hidden"], intermediate_size=s["ffn"], num_hidden_layers=s["layers"],
+        num_attention_heads=heads, num_key_value_heads=int(s.get("kv_heads") or s.get("kv") or heads),
+        head_dim=int(s.get("head_dim") or s["hidden"] // heads), max_position_embeddings=s["max_positions"],
+        tie_word_embeddings=bool(s.get("tied", family == "gemma")))
+    if family == "llama" and s.get("attn_bias"):
+        kw["attention_bias"] = True
+    if family == "mixtral":
+        kw.update(num_local_experts=int(s["experts"]), num_experts_per_tok=int(s["experts_per_token"]))
+    return kw
 
 
 def _build_from_shape(job, family: str, s: dict[str, Any]) -> Built:
