@@ -156,7 +156,7 @@ def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> 
         adapter = adapter_for(job.device, local_rank)
         ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer,
                          strategy=strategy_for(job.strategy))
-        if world > 1:
+        if world > 1 or ddp_alone(job):
             t0 = time.perf_counter()
             adapter.init_process_group()
             ctx.setup_s["dist_init_s"] = time.perf_counter() - t0
@@ -190,6 +190,13 @@ def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> 
         return EXIT_EXCEPTION
     finally:
         writer.close()
+
+
+def ddp_alone(job: WorkerJob) -> bool:
+    """``parallel = ddp`` on one device under a launcher that set up a rendezvous (torchrun sets
+    ``MASTER_ADDR``): the process group (nccl on a GPU) and the DDP wrapper at world size 1, as
+    each rank of a larger run has them, not a bare loop."""
+    return job.parallel.strategy == "data" and job.strategy == "plain" and "MASTER_ADDR" in os.environ
 
 
 def leave_together(world: int, timeout_s: float = 60.0) -> None:
