@@ -28,13 +28,15 @@ WHEEL_LIST = ROOT / "scripts" / "device-wheels.txt"
 RESERVE_S = 25.0
 #: a part is not started with less than this left of the budget
 MIN_START_S = 20.0
+#: --cpu-smoke: each part's timeout times this (inductor compiles C++ on a CPU, for minutes)
+CPU_SLOWER = 4
 FACTS_CODE = """
 import json, importlib.metadata as md, torch
 out = {"torch": torch.__version__, "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available()}
 if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
     out.update(device=torch.cuda.get_device_name(0), capability=".".join(map(str, torch.cuda.get_device_capability(0))),
-               gpu_memory=f"{p.total_memory / 2**30:.1f} GiB", nccl=".".join(map(str, torch.cuda.nccl.version())))
+               gpu_memory=f"{p.total_memory / 2**30:.1f} GiB", nccl=str(torch.cuda.nccl.version()))
 for name in ("transformers", "timm", "torchao", "deepspeed", "pydantic", "lark"):
     try:
         out[name] = md.version(name)
@@ -58,8 +60,8 @@ def facts(kind: str, log) -> dict[str, Any]:
         out.update(device=name, driver=driver, gpu_memory=memory)
     probe = steps.run_command([sys.executable, "-c", FACTS_CODE], 120, log)
     try:
-        out.update({k: v for k, v in json.loads(probe.stdout.strip().splitlines()[-1]).items()
-                    if v is not None and k not in out or k in ("device",) and not smi})
+        probed = json.loads(probe.stdout.strip().splitlines()[-1])
+        out.update({k: v for k, v in probed.items() if v is not None and k not in out})  # nvidia-smi's first
     except (json.JSONDecodeError, IndexError):
         out["torch"] = f"probe failed (exit {probe.returncode}): see the log"
     if kind == "cpu-smoke":
@@ -101,7 +103,7 @@ def run_parts(check: Check, parts, runs_dir: Path, log, rehearse: bool) -> None:
             check.record["skipped"][part.name] = f"not started: {max(left, 0):.0f} s left of the budget"
             print(f"device check: {part.name}: skipped ({check.record['skipped'][part.name]})", flush=True)
             continue
-        timeout = min(part.timeout_s, left)
+        timeout = min(part.timeout_s * (CPU_SLOWER if rehearse else 1), left)
         print(f"device check: {part.name}: accelctl run {part.path.relative_to(ROOT)} -t {TARGET} "
               f"(timeout {timeout:.0f} s)", flush=True)
         row = steps.run_part(part, runs_dir, log, timeout, rehearse)

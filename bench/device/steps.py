@@ -150,15 +150,23 @@ def run_part(part: Part, runs_dir: Path, log: TextIO, timeout_s: float, rehearse
 
 def calibrate(run_ids: list[str], runs_dir: Path, log: TextIO, timeout_s: float = 120.0) -> dict[str, Any]:
     """``accelctl estimate --calibrate RUN...``: the factors fitted to the recorded runs, stored
-    beside them (the estimate after the runs reads them)."""
-    if not run_ids:
-        return {"status": "not run", "why": "no finished run to calibrate from"}
-    first = str(next(iter(p for p in ROOT.joinpath("workloads", "device").glob("*.wl"))))
-    outcome = run_command(accelctl("estimate", first, "-t", TARGET, "--json", "--runs-dir", str(runs_dir),
-                                   "--calibrate", *run_ids), timeout_s, log)
-    reply = json_reply(outcome) or {}
-    if outcome.returncode != 0:
-        diags = reply.get("diagnostics") or []
-        why = "; ".join(d.get("message", "") for d in diags) or f"exit {outcome.returncode}"
-        return {"status": "failed", "why": why}
-    return {"status": "ok", **reply.get("result", {}).get("calibration", {})}
+    beside them (the estimate after the runs reads them).  A run the fit refuses (E581: no step
+    time, no datasheet, a rehearsal) is named, dropped and the rest fitted."""
+    dropped: dict[str, str] = {}
+    ids = list(run_ids)
+    first = str(sorted(ROOT.joinpath("workloads", "device").glob("*.wl"))[0])
+    while ids:
+        outcome = run_command(accelctl("estimate", first, "-t", TARGET, "--json", "--runs-dir", str(runs_dir),
+                                       "--calibrate", *ids), timeout_s, log)
+        reply = json_reply(outcome) or {}
+        if outcome.returncode == 0:
+            return {"status": "ok", "runs": ids, "dropped": dropped, **reply.get("result", {}).get("calibration", {})}
+        messages = [d.get("message", "") for d in reply.get("diagnostics") or []]
+        refused = [i for i in ids if any(f"run {i} " in m for m in messages)]
+        if not refused:
+            return {"status": "failed", "why": "; ".join(messages) or f"exit {outcome.returncode}", "dropped": dropped}
+        for i in refused:
+            dropped[i] = next(m for m in messages if f"run {i} " in m)
+        ids = [i for i in ids if i not in refused]
+    return {"status": "not run", "why": "no run the fit takes" + (f" ({len(dropped)} refused)" if dropped else ""),
+            "dropped": dropped}

@@ -49,11 +49,11 @@ def figures(record: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         summary = row.get("summary") or {}
         out["status"] = summary.get("status") or ("timed out" if row.get("timed_out") else f"exit {row.get('exit')}")
-        if summary.get("failure"):
+        if row.get("timed_out"):
+            out["why"] = f"stopped at its timeout, {row.get('seconds')} s"
+        elif summary.get("failure"):
             out["why"] = str(summary["failure"].get("message") if isinstance(summary["failure"], dict)
                              else summary["failure"])[:300]
-        elif row.get("timed_out"):
-            out["why"] = f"stopped at its {row.get('seconds')} s timeout"
         t = measured_s(row)
         out["measured_s"] = t
         out["run_id"] = row.get("run_id")
@@ -130,11 +130,14 @@ def markdown(record: dict[str, Any]) -> str:
             lines.append(f"| {key.replace('_', ' ')} | {facts[key]} |")
     lines.append(f"| wall | {record.get('wall_s', 0):.0f} s of a {record.get('budget_s', 0):.0f} s budget |")
     cal = record.get("calibration") or {}
-    lines.append(f"| calibration | {cal.get('status', 'not run')}{': ' + cal['why'] if cal.get('why') else ''} |")
+    dropped = f"; {len(cal['dropped'])} run(s) refused by the fit" if cal.get("dropped") else ""
+    lines.append(f"| calibration | {cal.get('status', 'not run')}{': ' + cal['why'] if cal.get('why') else ''}"
+                 f"{dropped} |")
     lines += ["", "| part | status | measured (median) | seed | compared | estimate before | after calibrate |",
               "|---|---|---|---|---|---|---|"]
     for row in figures(record):
-        status = row["status"] + (f" ({row['why']})" if row.get("why") else "")
+        why = " ".join(str(row.get("why") or "").replace("|", "/").split())
+        status = row["status"] + (f" ({why})" if why else "")
         before = f"{_s(row.get('estimate_before_s'))} ({_pct(row.get('estimate_before_error'))})"
         after = f"{_s(row.get('estimate_after_s'))} ({_pct(row.get('estimate_after_error'))})"
         lines.append(f"| {row['part']}: {row['what']} | {status} | {_s(row.get('measured_s'))} | {_seed_text(row)} | "
