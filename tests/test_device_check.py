@@ -101,3 +101,30 @@ def test_the_table_sets_each_figure_beside_the_seed_and_the_estimate():
     assert rows["bloomz_7b1"]["status"] == "not run"
     md = table.markdown(record)
     assert "MEASURED" in md and "×1.25 over vit_bf16" in md and "compile 50.0 s apart" in md
+
+
+@pytest.mark.slow
+def test_cpu_smoke_runs_parts_through_accelctl_run_and_tables_them(tmp_path):
+    """Two parts rehearsed on this CPU through the harness's own run path (~1 min here)."""
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "bench.device", str(out), "--cpu-smoke", "--budget-s", "900",
+                           "--only", "vit_bf16", "bloomz_7b1"], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    record = json.loads((out / "device-check.json").read_text())
+    rows = {r["part"]: r for r in table.figures(record)}
+    assert rows["vit_bf16"]["status"] == rows["bloomz_7b1"]["status"] == "ok"
+    assert rows["vit_bf16"]["measured_s"] > 0 and rows["bloomz_7b1"]["measured_s"] > 0
+    assert rows["bloomz_7b1"]["estimate_before_s"] > 0 and "CPU SMOKE" in (out / "device-check.md").read_text()
+    # rehearsals do not calibrate the estimate: each refused by name, none passed off as a fit
+    assert record["calibration"]["status"] == "not run" and len(record["calibration"]["dropped"]) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["device-check.json", "device-check.log", "device-check.md"]
+
+
+@pytest.mark.slow
+def test_the_wheel_script_downloads_and_builds_the_set_under_64_mib():
+    """scripts/device-wheels.sh for real: PyPI downloads checked by hash, deepspeed built (~40 s)."""
+    proc = subprocess.run(["bash", "scripts/device-wheels.sh"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    files = list((ROOT / ".whl").glob("*.whl"))
+    listed, _ = wheels.read(LIST)
+    assert len(files) == len(listed) and sum(f.stat().st_size for f in files) < wheels.LIMIT_BYTES

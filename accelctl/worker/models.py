@@ -138,7 +138,7 @@ def weights_present(model_job) -> bool:
 
 def build(job, log: Callable[[str, str], None], device=None, dtype=None) -> Built:
     """The model of ``job`` (see module doc), train mode: on the CPU in fp32, except random
-    weights with a CUDA ``device``, which are made there, in ``dtype`` when given (16-bit
+    weights given a ``device`` (a GPU's), which are made there, in ``dtype`` when given (16-bit
     inference): seven billion parameters initialised on the host take minutes and 28 GB of
     its memory, on the GPU seconds (``random_on``)."""
     mj = job.model
@@ -169,9 +169,9 @@ def build(job, log: Callable[[str, str], None], device=None, dtype=None) -> Buil
 
 @contextlib.contextmanager
 def random_on(device, dtype):
-    """Tensors created inside are made on ``device`` (CUDA only: elsewhere the host, as before)
-    and, with ``dtype``, in that floating dtype."""
-    if device is None or getattr(device, "type", "cpu") != "cuda":
+    """Tensors created inside are made on ``device`` and, with ``dtype``, in that floating dtype;
+    ``device`` None: on the host, as ever (the adapter says where: ``random_init_device``)."""
+    if device is None:
         yield
         return
     import torch

@@ -26,7 +26,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
 
     # 1. model and optimizer --------------------------------------------------------------
     t0 = time.perf_counter()
-    built = models.build(job, ctx.log, device=adapter.device)  # random weights: made on a GPU itself
+    built = models.build(job, ctx.log, device=adapter.random_init_device())  # random weights: on a GPU itself
     model = built.model
     if job.gradient_checkpointing:
         # recompute activations in backward: less memory, ~1/3 more compute per step

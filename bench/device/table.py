@@ -122,6 +122,8 @@ def markdown(record: dict[str, Any]) -> str:
     lines = [f"### Device check {record.get('date', '')} — {KINDS.get(kind, kind)}", ""]
     if kind != "device":
         lines += [f"> **{KINDS[kind].split(':')[0]}** — these figures are not a GPU measurement.", ""]
+    if record.get("note"):
+        lines += [f"> {record['note']}", ""]
     lines.append("| what | value |")
     lines.append("|---|---|")
     for key in ("device", "driver", "gpu_memory", "torch", "cuda", "transformers", "timm", "torchao", "deepspeed",
@@ -130,7 +132,7 @@ def markdown(record: dict[str, Any]) -> str:
             lines.append(f"| {key.replace('_', ' ')} | {facts[key]} |")
     lines.append(f"| wall | {record.get('wall_s', 0):.0f} s of a {record.get('budget_s', 0):.0f} s budget |")
     cal = record.get("calibration") or {}
-    dropped = f"; {len(cal['dropped'])} run(s) refused by the fit" if cal.get("dropped") else ""
+    dropped = f"; {len(cal['dropped'])} run(s) refused by the fit" if cal.get("dropped") and cal.get("status") == "ok" else ""
     lines.append(f"| calibration | {cal.get('status', 'not run')}{': ' + cal['why'] if cal.get('why') else ''}"
                  f"{dropped} |")
     lines += ["", "| part | status | measured (median) | seed | compared | estimate before | after calibrate |",
