@@ -128,3 +128,18 @@ def test_the_wheel_script_downloads_and_builds_the_set_under_64_mib():
     files = list((ROOT / ".whl").glob("*.whl"))
     listed, _ = wheels.read(LIST)
     assert len(files) == len(listed) and sum(f.stat().st_size for f in files) < wheels.LIMIT_BYTES
+
+
+def test_a_part_past_its_timeout_is_stopped_with_everything_it_started(tmp_path, monkeypatch):
+    from bench.device import steps
+
+    monkeypatch.setattr(steps, "GRACE_S", 0.5)
+    marker = tmp_path / "grandchild-alive"
+    # ignores SIGINT (the polite stop), and leaves a grandchild that would outlive a plain kill
+    script = f"trap '' INT; (sleep 30; touch {marker}) & sleep 30"
+    with open(tmp_path / "log", "w") as log:
+        outcome = steps.run_command(["bash", "-c", script], 1.0, log)
+    assert outcome.timed_out and outcome.seconds < 10
+    pids = subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()
+    assert pids == [], "a process of the stopped part outlived it"
+    assert "TIMED OUT" in (tmp_path / "log").read_text()

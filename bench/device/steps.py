@@ -131,8 +131,9 @@ def run_part(part: Part, runs_dir: Path, log: TextIO, timeout_s: float, rehearse
     outcome = run_command(accelctl(*args), timeout_s, log)
     reply = json_reply(outcome)
     runs = (reply or {}).get("result", {}).get("runs", []) if reply else []
+    diagnostics = [d.get("message", "") for d in (reply or {}).get("diagnostics") or []]
     row: dict[str, Any] = {"seconds": round(outcome.seconds, 1), "exit": outcome.returncode,
-                           "timed_out": outcome.timed_out, "error": outcome.error}
+                           "timed_out": outcome.timed_out, "error": outcome.error or "; ".join(diagnostics)[:500]}
     folder = None
     if runs:
         folder = Path(runs[0].get("run_dir") or runs_dir / runs[0]["run_id"])

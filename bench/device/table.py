@@ -54,6 +54,8 @@ def figures(record: dict[str, Any]) -> list[dict[str, Any]]:
         elif summary.get("failure"):
             out["why"] = str(summary["failure"].get("message") if isinstance(summary["failure"], dict)
                              else summary["failure"])[:300]
+        elif row.get("error"):
+            out["why"] = row["error"][:300]  # no run folder: accelctl refused (a diagnostic) or did not start
         t = measured_s(row)
         out["measured_s"] = t
         out["run_id"] = row.get("run_id")
