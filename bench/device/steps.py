@@ -21,6 +21,8 @@ from bench.device.parts import ROOT, TARGET, Part
 
 #: seconds between SIGINT and SIGKILL of a command that ran out of time
 GRACE_S = 15.0
+#: the same when the check itself is stopped (SIGTERM from scripts/device-check.sh's `timeout -k 10`)
+INTERRUPTED_GRACE_S = 4.0
 
 
 @dataclass
@@ -54,8 +56,8 @@ def run_command(argv: list[str], timeout_s: float, log: TextIO, env: dict[str, s
     except subprocess.TimeoutExpired:
         timed_out = True
         out = _stop(proc)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from the check's own timeout: the child goes too
-        _stop(proc)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from the check's own timeout: the child goes too,
+        _stop(proc, INTERRUPTED_GRACE_S)  # before `timeout -k 10` kills this process
         raise
     seconds = time.perf_counter() - t0
     log.write(f"# exit {proc.returncode} after {seconds:.1f} s{' (TIMED OUT)' if timed_out else ''}\n")
@@ -63,10 +65,10 @@ def run_command(argv: list[str], timeout_s: float, log: TextIO, env: dict[str, s
     return Outcome(argv, proc.returncode, seconds, out or "", timed_out=timed_out)
 
 
-def _stop(proc: subprocess.Popen) -> str:
+def _stop(proc: subprocess.Popen, grace_s: float | None = None) -> str:
     """SIGINT to the group (a clean stop), then SIGKILL to what is left of it."""
     out = ""
-    for sig, wait_s in ((signal.SIGINT, GRACE_S), (signal.SIGKILL, 5.0)):
+    for sig, wait_s in ((signal.SIGINT, GRACE_S if grace_s is None else grace_s), (signal.SIGKILL, 2.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
