@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from accelctl.backends.base import WORKER, Backend, Built, process_env, refusal
+from accelctl.backends.base import WORKER, Backend, Built, process_env
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
-from accelctl.errors import Diagnostic
-from accelctl.spec.types import Fp8Recipe, TargetSpec, WorkloadSpec
+from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 
 def check_torchrun_launches(plan: Plan) -> list[CheckResult]:
@@ -43,18 +42,6 @@ class TorchrunBackend(Backend):
     #: fp8 through torchao's float8 training (Transformer Engine's is the te_fp8 subclass's)
     precisions = ("fp32", "bf16", "fp16", "fp8")
     fp8_library = "torchao"
-
-    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
-        out = super().unsupported(spec, target)
-        if target.precision.dtype == "fp8":
-            library = (target.precision.fp8 or Fp8Recipe()).library
-            if library != self.fp8_library:
-                out.append(refusal(spec, target, f"backend {self.name} runs fp8 through {self.fp8_library}, not "
-                                   f"{library}", "precision"))
-            elif library == "torchao" and spec.task.kind not in ("pretrain", "finetune"):
-                out.append(refusal(spec, target, "torchao's float8 (convert_to_float8_training) is for training; "
-                                   f"task {spec.task.kind} runs in bf16 or fp16", "precision"))
-        return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         argv = ["torchrun"]

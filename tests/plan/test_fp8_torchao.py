@@ -57,3 +57,15 @@ def test_torchao_fp8_still_needs_an_fp8_device():
     with pytest.raises(WorkloadError) as err:
         spec_of("fp8 { library = torchao }", "device = a100  devices = 1")
     assert [d.code for d in err.value.diagnostics] == ["E501"]
+
+
+def test_the_rehearsal_of_a_torchao_fp8_target_keeps_fp8_emulated():
+    p = plan(spec_of("fp8 { library = torchao }"), "t", rehearse=True)
+    assert p.backend == "cpu" and p.job.precision.dtype == "fp8" and p.job.precision.fp8.library == "torchao"
+    assert any("emulated on this CPU" in c for c in p.rehearsal.changes)
+
+
+def test_torchao_fp8_on_gaudi_is_refused_at_the_precision():
+    with pytest.raises(PlanError) as err:
+        plan(spec_of("fp8 { library = torchao }", "device = gaudi2  devices = 1"), "t")
+    assert any(d.code == "E520" and "not torchao" in (d.hint or "") for d in err.value.diagnostics)
