@@ -60,9 +60,9 @@ PARTS: tuple[Part, ...] = (
          what="BERT-Large MLM step, micro-batch 32, bf16, DDP (nccl) world size 1"),
     Part("bert_zero2", "bert_large_zero2.wl", 100, "step", against="bert_ddp",
          what="BERT-Large MLM step, micro-batch 32, bf16, DeepSpeed ZeRO-2 world size 1"),
-    Part("vit_compiled", "vit_h14_compiled.wl", 170, "step", against="vit_bf16",
+    Part("vit_compiled", "vit_h14_compiled.wl", 200, "step", against="vit_bf16",
          what="ViT-H/14 bf16 step, torch.compile"),
-    Part("vit_fp8", "vit_h14_fp8.wl", 170, "step", against="vit_compiled",
+    Part("vit_fp8", "vit_h14_fp8.wl", 260, "step", against="vit_compiled",
          seed=Seed(1.20, "x", "seed 002: TE FP8 over TE bf16 on H100 (+20 %)", kind="speedup"),
          what="ViT-H/14 FP8 (torchao float8), torch.compile"),
 )
