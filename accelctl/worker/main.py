@@ -195,8 +195,10 @@ def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> 
 def ddp_alone(job: WorkerJob) -> bool:
     """``parallel = ddp`` on one device under a launcher that set up a rendezvous (torchrun sets
     ``MASTER_ADDR``): the process group (nccl on a GPU) and the DDP wrapper at world size 1, as
-    each rank of a larger run has them, not a bare loop."""
-    return job.parallel.strategy == "data" and job.strategy == "plain" and "MASTER_ADDR" in os.environ
+    each rank of a larger run has them, not a bare loop.  Joined once per process: a shared
+    worker's later job keeps the group its first one joined."""
+    joined = torch.distributed.is_available() and torch.distributed.is_initialized()
+    return job.parallel.strategy == "data" and job.strategy == "plain" and "MASTER_ADDR" in os.environ and not joined
 
 
 def leave_together(world: int, timeout_s: float = 60.0) -> None:

@@ -109,7 +109,8 @@ def run_parts(check: Check, parts, runs_dir: Path, log, rehearse: bool) -> None:
         row = steps.run_part(part, runs_dir, log, timeout, rehearse)
         check.record["parts"][part.name] = row
         measured = table.measured_s(row)
-        status = (row.get("summary") or {}).get("status") or ("timed out" if row["timed_out"] else f"exit {row['exit']}")
+        status = ((row.get("summary") or {}).get("status")
+                  or ("timed out" if row["timed_out"] else f"exit {row['exit']}"))
         print(f"device check: {part.name}: {status}, median {measured if measured is None else round(measured, 4)} s, "
               f"{row['seconds']} s wall", flush=True)
         check.save()

@@ -134,7 +134,8 @@ def markdown(record: dict[str, Any]) -> str:
             lines.append(f"| {key.replace('_', ' ')} | {facts[key]} |")
     lines.append(f"| wall | {record.get('wall_s', 0):.0f} s of a {record.get('budget_s', 0):.0f} s budget |")
     cal = record.get("calibration") or {}
-    dropped = f"; {len(cal['dropped'])} run(s) refused by the fit" if cal.get("dropped") and cal.get("status") == "ok" else ""
+    refused = cal.get("dropped") if cal.get("status") == "ok" else None
+    dropped = f"; {len(refused)} run(s) refused by the fit" if refused else ""
     lines.append(f"| calibration | {cal.get('status', 'not run')}{': ' + cal['why'] if cal.get('why') else ''}"
                  f"{dropped} |")
     lines += ["", "| part | status | measured (median) | seed | compared | estimate before | after calibrate |",
