@@ -81,6 +81,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "amax_history": ("amax history length of delayed scaling", None),
         "amax_algo": ("how the scale is computed from the history", None),
         "margin": ("scaling margin (powers of 2)", None),
+        "library": ("transformer_engine: TE layers and FP8 autocast (delayed scaling); torchao: "
+                    "`convert_to_float8_training` (Float8Linear, dynamic tensorwise scaling; training only)", None),
     },
     "batch": {
         "micro": ("samples per device per micro-step", None),

@@ -74,7 +74,10 @@ FP8_KEYS: dict[str, V.VType] = {
     "amax_history": V.integer(1, 1_000_000),
     "amax_algo": V.choice("max", "most_recent"),
     "margin": V.integer(0, 64),
+    "library": V.choice("transformer_engine", "torchao"),
 }
+#: the fp8 keys of Transformer Engine's delayed scaling, which torchao's float8 (dynamic scaling) has not
+FP8_DELAYED_SCALING_KEYS = ("amax_history", "amax_algo", "margin")
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 
 BATCH_KEYS: dict[str, V.VType] = {
