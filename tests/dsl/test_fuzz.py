@@ -157,7 +157,7 @@ def mutate(text: str, r: random.Random) -> str:
             tok = r.choice(tokens)
             new = {"SIGNED_NUMBER": lambda: r.choice(NUMBERS), "STRING": lambda: f'"{r.choice(STRINGS)}"',
                    "NAME": lambda: r.choice(WORDS + KEYS), "UNIT": lambda: r.choice(UNITS)}.get(
-                tok.type, lambda: r.choice(["{", "}", "[", "]", "(", ")", "=", ",", ""]))()
+                tok.type if tok.type != "WORKLOAD" else "NAME", lambda: r.choice(["{", "}", "[", "]", "(", ")", "=", ",", ""]))()
             text = text[:tok.start_pos] + new + text[tok.end_pos:]
     return text
 
