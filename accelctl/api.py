@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from accelctl.dsl.ast import File
-from accelctl.dsl.descent import gc_paused
 from accelctl.dsl.parser import parse, parse_file, read_source
 from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, Span, WorkloadError, attach_source
 from accelctl.spec.check import check, check_all
@@ -59,8 +58,7 @@ def load_source(path: str | Path) -> tuple[str, tuple[WorkloadSpec, ...]]:
     """``load``, and the text it read (``read_source``: read once, so what a run stores is
     what was checked)."""
     text = read_source(path)
-    with gc_paused():
-        return text, check(parse(text, str(path)))
+    return text, check(parse(text, str(path)))
 
 
 def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
@@ -76,8 +74,7 @@ def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnosti
 def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     """``validate`` of text already read (the TUI shows the text beside its diagnostics)."""
     try:
-        with gc_paused():  # once around both: a collection between them walks the whole AST
-            specs, diags = check_all(parse(text, str(path)))
+        specs, diags = check_all(parse(text, str(path)))
     except AccelctlError as exc:
         diags = exc.diagnostics or [Diagnostic("E000", str(exc), path=str(path))]
         return (), attach_source(diags, text)

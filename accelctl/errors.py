@@ -18,11 +18,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 
 class Span(NamedTuple):
-    """A region of a source file; lines and columns are 1-based, ``end_*`` exclusive.
-
-    A named tuple, not a frozen dataclass: the parser makes about one per token of files
-    of megabytes, and ``tuple.__new__`` makes one in C at a third of the cost of the
-    cheapest dataclass construction (``accelctl.dsl.descent``)."""
+    """A region of a source file; lines and columns are 1-based, ``end_*`` exclusive."""
 
     line: int
     column: int

@@ -405,7 +405,7 @@ def _errors_past_the_limit(more: int) -> str:
 def run_example(code: str, example: str, mode: str) -> str:
     """The message the tool prints for the example (or a fixed text for file errors)."""
     if mode == "text":
-        from accelctl.dsl.descent import MAX_NESTING
+        from accelctl.dsl.parser import MAX_NESTING
         from accelctl.dsl.source import too_large
 
         return {"E001": "no such file: nope.wl",

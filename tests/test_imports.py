@@ -36,7 +36,7 @@ def test_validate_imports_no_heavy_module_importtime():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     imported = [line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
                 if line.startswith("import time:") and "|" in line]
-    assert "accelctl.spec.check" in imported and "accelctl.dsl.descent" in imported  # the log is what we think
+    assert "accelctl.spec.check" in imported and "accelctl.dsl.lalr" in imported  # the log is what we think
     heavy = sorted({m for m in imported if _is_heavy(m)})
     assert not heavy, f"validate imported {heavy}"
 
@@ -98,6 +98,9 @@ VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.err
                        "accelctl.exitcodes", "accelctl.reply",
                        "accelctl.dsl", "accelctl.spec", "accelctl.report", "accelctl.report.cli", "accelctl.tui",
                        "accelctl.tui.cli")
+#: the standard library's modules cold ``validate`` loads beyond the ``import lark, rich`` floor
+#: (the command line, did-you-mean hints, globs)
+VALIDATE_STDLIB_BEYOND_FLOOR = {"_heapq", "argparse", "difflib", "gettext", "glob", "heapq", "numbers", "signal"}
 
 
 def _modules_after(code: str) -> set[str]:
@@ -108,18 +111,21 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_validate_loads_fewer_modules_than_import_lark_rich():
-    """A bound on what cold ``validate`` imports, as a module set: no lark (the fast parser takes
-    every valid file; lark only explains errors), no rich, nothing of planning; and, in all, no
-    more modules than the ``import lark, rich`` floor the bench compares it with."""
+    """A bound on what cold ``validate`` imports, as a module set: lark (the one parser) but no
+    rich, nothing of planning; and beyond the ``import lark, rich`` floor the bench compares it
+    with, only accelctl's own modules and a few of the standard library's.  (While lark only
+    explained errors, the bound was "fewer modules than the floor": lark's ~60 modules were
+    not loaded; the one parser loads them, so the count is over the floor by accelctl's own.)"""
     loaded = _modules_after(f"from accelctl.cli import main\nimport contextlib, io\n"
                             f"with contextlib.redirect_stdout(io.StringIO()): assert main(['validate', *{WORKLOADS!r}]) == 0")
     floor = _modules_after("import lark, rich")
     ours = sorted(m for m in loaded if m.split(".")[0] == "accelctl")
     outside = [m for m in ours if not (m in VALIDATE_MAY_IMPORT or m.startswith(("accelctl.dsl.", "accelctl.spec.")))]
     assert not outside, f"validate imported {outside}"
-    assert "accelctl.dsl.lalr" not in loaded
-    assert not {m.split(".")[0] for m in loaded} & {"lark", "rich", "regex", "statistics"}
-    assert len(loaded) <= len(floor), (len(loaded), len(floor), sorted(loaded - floor))
+    assert "accelctl.dsl.lalr" in loaded
+    assert not {m.split(".")[0] for m in loaded} & {"rich", "statistics"}  # regex: lark imports it
+    beyond = {m for m in loaded - floor if m.split(".")[0] != "accelctl"}
+    assert beyond <= VALIDATE_STDLIB_BEYOND_FLOOR, sorted(beyond - VALIDATE_STDLIB_BEYOND_FLOOR)
 
 
 #: what no cold ``plan`` (text, json, sh) or ``estimate`` of the cpu bench workload imports (issue 12:
@@ -127,13 +133,13 @@ def test_validate_loads_fewer_modules_than_import_lark_rich():
 #: (their socket/subprocess/threading), the backends after the one that selects the target, the
 #: checks' result type, the width fitting of a pipe, and what only writing a file needs
 #: (tempfile/random for an atomic calibration store, secrets/hashlib for a run id, ctypes for
-#: the parent-death signal); ``platform`` only where /proc/cpuinfo names no CPU
+#: the parent-death signal); ``platform`` only where /proc/cpuinfo names no CPU.  Not listed: lark
+#: (the one parser, in the floor) and what it imports itself (threading, tempfile, random, hashlib)
 PLAN_MUST_NOT_IMPORT = ("accelctl.engines.slurm", "accelctl.engines.slurm_agents", "accelctl.engines.kubernetes",
                         "accelctl.engines.aws_batch", "accelctl.engines.batch_entrypoint", "accelctl.engines.torchrun",
                         "accelctl.backends.gaudi", "accelctl.backends.xla_neuron", "accelctl.backends.te_fp8",
                         "accelctl.backends.deepspeed", "accelctl.backends.torchrun", "accelctl.backends.findings",
-                        "accelctl.report.fit", "accelctl.run", "lark", "rich", "socket", "subprocess", "threading",
-                        "tempfile", "random", "secrets", "hashlib", "ctypes")
+                        "accelctl.report.fit", "accelctl.run", "rich", "socket", "subprocess", "secrets", "ctypes")
 CPU_WORKLOAD = "bench/workloads/bert_mlm.wl"  # the file bench/comparisons/cli_plan.py times
 
 

@@ -1,12 +1,7 @@
-"""AST of the workload language: named tuples, each with its source span.
+"""AST of the workload language: plain named tuples, each with its source span.
 
-Named tuples, not frozen dataclasses: the parser makes one for every other token of files
-of megabytes, and ``tuple.__new__`` makes one in C (``accelctl.dsl.descent``) at a third
-of the cost of the cheapest dataclass construction.  Like the dataclasses they replaced,
-they are immutable, and a node equals only a node of its own class with equal fields
-(``Word("on", s) != Str("on", s)``, though as plain tuples they would be equal).
-
-The parser (``accelctl.dsl.parser``) builds these from lark's tree.  Values stay
+The parser (``accelctl.dsl.parser``, lark with the inline transformer of
+``accelctl.dsl.lalr``) builds these as it reduces the grammar's rules.  Values stay
 untyped here (a ``Word`` is just a name); giving them meaning is the check pass's job.
 """
 
@@ -110,18 +105,6 @@ class File:
     path: str
     text: str
     workloads: tuple[Workload, ...]
-
-
-def _equal(a, b) -> bool:
-    return type(a) is type(b) and tuple.__eq__(a, b)
-
-
-def _unequal(a, b) -> bool:
-    return not _equal(a, b)
-
-
-for _node in (Str, Num, Quantity, Word, KwArg, Call, ListV, Entry, Statement, Block, Workload):
-    _node.__eq__, _node.__ne__, _node.__hash__ = _equal, _unequal, tuple.__hash__
 
 
 def number_text(x: int | float) -> str:

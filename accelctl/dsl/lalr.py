@@ -1,34 +1,46 @@
-"""lark's LALR parser over ``grammar/workload.lark``: it explains what the fast path refuses.
+"""The parser of workload files: lark's LALR parser over ``grammar/workload.lark``.
 
-``accelctl.dsl.parser.parse`` reads a text with the recursive-descent parser of
-``accelctl.dsl.descent``; only a text that parser cannot take comes here (``parse_refused``),
-where lark's LALR parser (contextual lexer) either takes it too (then its tree becomes the
-AST through ``_ToAst``) or fails, and its failure is classified into a positioned
-diagnostic (missing brace, missing ``=``, bad string, stray token...).  The TUI's
-highlighter (``accelctl.tui.highlight``) lexes and parses with the same instance
-(``lark_parser``).  A valid file therefore never imports lark.
+``ast_parser()`` builds the AST while it parses: its transformer is inline (lark calls
+``_ToAst``'s method of a rule as it reduces the rule; no parse tree is built), and each
+node gets its span from its first and last tokens (the grammar keeps the keyword and the
+brackets as named terminals for that).  Its lexer callbacks (``_LexChecks``) count the
+nesting of ``{``, ``(`` and ``[`` as they are read (E005 past ``MAX_NESTING``) and refuse a
+number that cannot be represented (E003).  A text lark refuses raises ``UnexpectedInput``,
+which ``_classify`` turns into a positioned diagnostic (missing brace, missing ``=``, bad
+string, stray token, keyword glued to a name...).
 
-The parser is built with lark's ``cache``: its tables are pickled once into
-``cache_file()`` (``$XDG_CACHE_HOME/accelctl/``, else ``~/.cache/accelctl/``, one file per
-grammar text and lark version; lark checks the hash stored in the file before using it),
-so a later process loads them instead of analysing the grammar.  Where that folder cannot
-be created or written, the parser is built without a cache.
+``lark_parser()`` is the same grammar building lark's own tree, with nothing attached:
+the TUI's highlighter (``accelctl.tui.highlight``) lexes and parses with it, and
+``_classify`` lexes with it.
+
+Both are built with lark's ``cache``: the tables are pickled once into ``cache_file()``
+(``$XDG_CACHE_HOME/accelctl/``, else ``~/.cache/accelctl/``, one file per grammar text and
+lark version; lark checks the hash stored in the file before using it), so a later process
+loads them instead of analysing the grammar.  Where that folder cannot be created or
+written, the parser is built without a cache.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
+import re
+import threading
 from pathlib import Path
 
 import lark
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from accelctl.dsl import ast
-from accelctl.dsl.descent import Unparsed, number_value, unescape
-from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source
+from accelctl.errors import Diagnostic, Span, WorkloadError
+
+#: deeper nesting of [..], f(..) and blocks is E005 (real workloads nest 3 or 4 deep)
+MAX_NESTING = 100
+#: Python's limit on int(str) (sys.get_int_max_str_digits), below which int() is safe
+MAX_INT_DIGITS = 4300
 
 _TOKEN_NAMES = {
     "LBRACE": "'{'", "RBRACE": "'}'", "EQUAL": "'='", "LPAR": "'('", "RPAR": "')'",
@@ -38,6 +50,10 @@ _TOKEN_NAMES = {
 
 #: lark's terminals that are punctuation ("stray '}'")
 _PUNCT = {"LBRACE", "RBRACE", "EQUAL", "LPAR", "RPAR", "COMMA", "LSQB", "RSQB"}
+_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+_ESCAPE = re.compile(r"\\(.)", re.S)
+#: the keyword glued to what follows it (``workloadfoo``): E106 with a hint
+_GLUED = re.compile(r"workload([A-Za-z0-9_\-.]+)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,144 +83,206 @@ def cache_file() -> str | bool:
     return str(folder / f"workload-grammar-{digest}-lark{lark.__version__}.cache")
 
 
+def _lark(**options) -> Lark:
+    """The grammar's parser; ``options`` are only those lark leaves out of the cache's key
+    (the transformer, lexer callbacks), so both parsers share one cache file."""
+    return Lark(_grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, cache=cache_file(),
+                **options)
+
+
 @functools.lru_cache(maxsize=1)
-def _parser() -> Lark:
+def lark_parser() -> Lark:
+    """The grammar's LALR parser (contextual lexer) building lark's tree: the TUI's
+    highlighter (``accelctl.tui.highlight``) lexes and parses with it."""
     return _lark()
 
 
-@functools.lru_cache(maxsize=1)
-def _refusal_finder() -> Lark:
-    """The same parser building nothing (``_Nothing``): where and why a text is refused, in
-    memory that does not grow with the text."""
-    return _lark(transformer=_Nothing())
+# ----------------------------------------------------------------- the AST, built as lark reduces
 
+class _Refused(Exception):
+    """E003/E005 met while parsing: the diagnostic without its path (``parse`` adds it)."""
 
-def _lark(**options) -> Lark:
-    return Lark(
-        _grammar_text(),
-        parser="lalr",
-        lexer="contextual",
-        propagate_positions=True,
-        maybe_placeholders=False,
-        cache=cache_file(),
-        **options,
-    )
-
-
-class _Nothing:
-    """An inline transformer that keeps nothing: each rule reduces to None, so the parser's stack
-    holds no tokens or subtrees.  A tree of a 1 MiB list (a million lark tokens with positions,
-    a node per value) took 550 MB only to report its syntax error at the end."""
-
-    def __default__(self, data, children, meta):
-        # a rule lark made of a repetition (``__list_star_0``) is spliced into its parent as a tree's
-        # children: an empty one; every other rule is nothing
-        return _NO_CHILDREN if data.startswith("_") else None
-
-
-_NO_CHILDREN = lark.Tree("_", [])
-
-
-def _span(meta) -> Span:
-    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+    def __init__(self, code: str, message: str, span: Span, hint: str):
+        super().__init__(code, message, span, hint)
+        self.code, self.message, self.span, self.hint = code, message, span, hint
 
 
 def _tspan(tok: Token) -> Span:
     return Span(tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + len(tok))
 
 
-@v_args(meta=True)
+def _from(tok: Token, end: Span) -> Span:
+    """From the start of ``tok`` to the end of ``end``."""
+    return Span(tok.line, tok.column, end.end_line, end.end_column)
+
+
+def unescape(raw: str) -> str:
+    """The value of a string token (``"a\\"b"`` -> ``a"b``); unknown escapes keep the character."""
+    body = raw[1:-1]
+    if "\\" not in body:
+        return body
+    return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
+
+
+def number_value(text: str, span: Span) -> int | float:
+    """A number literal's value; E003 when it cannot be represented."""
+    clean = text.replace("_", "")
+    hint = "write a number in the setting's range (each setting's range is in docs/language.md)"
+    if any(c in clean for c in ".eE"):
+        value = float(clean)
+        if not math.isfinite(value):
+            raise _Refused("E003", f"number {text} is beyond the range of a number here (about ±1.8e308)", span, hint)
+        return value
+    digits = len(clean.lstrip("+-"))
+    if digits > MAX_INT_DIGITS:
+        raise _Refused("E003", f"number with {digits:,} digits is too long (at most {MAX_INT_DIGITS:,})", span, hint)
+    return int(clean)
+
+
 class _ToAst(Transformer):
-    def start(self, meta, items):
-        return tuple(items)
+    """lark's inline transformer: each method gets a rule's children (tokens, and what the
+    methods of its sub-rules returned) and returns its ``ast`` node."""
 
-    def workload(self, meta, items):
-        name, body = items
-        return ast.Workload(str(name), body, _span(meta), _tspan(name))
+    def start(self, children):
+        return tuple(children)
 
-    def body(self, meta, items):
-        return tuple(items)
+    def workload(self, children):
+        keyword, name, (items, close) = children
+        return ast.Workload(str(name), items, _from(keyword, close), _tspan(name))
 
-    def block(self, meta, items):
-        kind = items[0]
-        header = items[1] if len(items) == 3 else None
-        if isinstance(header, Token):
-            header = ast.Word(str(header), _tspan(header))
-        return ast.Block(str(kind), header, items[-1], _span(meta), _tspan(kind))
+    def body(self, children):
+        """``{ item* }``: the items, and the span of the closing brace."""
+        return tuple(children[1:-1]), _tspan(children[-1])
 
-    def entry(self, meta, items):
-        key, value = items
-        return ast.Entry(str(key), value, _span(meta), _tspan(key))
+    def block(self, children):
+        kind, *header, (items, close) = children
+        return ast.Block(str(kind), _header(header[0]) if header else None, items, _from(kind, close), _tspan(kind))
 
-    def statement(self, meta, items):
-        key, value = items
-        if isinstance(value, Token):
-            value = ast.Word(str(value), _tspan(value))
-        return ast.Statement(str(key), value, _span(meta), _tspan(key))
+    def entry(self, children):
+        key, value = children
+        return ast.Entry(str(key), value, _from(key, value.span), _tspan(key))
 
-    def word(self, meta, items):
-        (tok,) = items
+    def statement(self, children):
+        key, header = children
+        header = _header(header)
+        return ast.Statement(str(key), header, _from(key, header.span), _tspan(key))
+
+    def word(self, children):
+        (tok,) = children
         return ast.Word(str(tok), _tspan(tok))
 
-    def __init__(self, path: str):
-        super().__init__()
-        self.path = path
-
-    def string(self, meta, items):
-        (tok,) = items
+    def string(self, children):
+        (tok,) = children
         return ast.Str(unescape(str(tok)), _tspan(tok))
 
-    def number(self, meta, items):
-        (tok,) = items
-        return ast.Num(number_value(str(tok), _tspan(tok), self.path), str(tok), _tspan(tok))
+    def number(self, children):
+        (tok,) = children
+        span = _tspan(tok)
+        return ast.Num(number_value(str(tok), span), str(tok), span)
 
-    def quantity(self, meta, items):
-        num, unit = items
-        return ast.Quantity(num.value, str(unit), _span(meta))
+    def quantity(self, children):
+        num, unit = children
+        return ast.Quantity(num.value, str(unit), Span(num.span.line, num.span.column, unit.end_line, unit.end_column))
 
-    def call(self, meta, items):
-        name, *rest = items
-        args = tuple(a for a in rest if not isinstance(a, ast.KwArg))
-        kwargs = tuple(a for a in rest if isinstance(a, ast.KwArg))
-        return ast.Call(str(name), args, kwargs, _span(meta), _tspan(name))
+    def call(self, children):
+        name, *rest = children
+        args = tuple(a for a in rest[1:-1] if not isinstance(a, ast.KwArg))
+        kwargs = tuple(a for a in rest[1:-1] if isinstance(a, ast.KwArg))
+        return ast.Call(str(name), args, kwargs, _from(name, _tspan(rest[-1])), _tspan(name))
 
-    def kwarg(self, meta, items):
-        name, value = items
-        if isinstance(value, Token):
-            value = ast.Word(str(value), _tspan(value))
-        return ast.KwArg(str(name), value, _span(meta))
+    def kwarg(self, children):
+        name, value = children
+        return ast.KwArg(str(name), value, _from(name, value.span))
 
-    def list(self, meta, items):
-        return ast.ListV(tuple(items), _span(meta))
-
-
-def lark_parser() -> Lark:
-    """The grammar's LALR parser (contextual lexer), built once: ``parse_refused`` and the
-    TUI's highlighter (``accelctl.tui.highlight``) lex and parse with this same instance."""
-    return _parser()
+    def list(self, children):
+        return ast.ListV(tuple(children[1:-1]), _from(children[0], _tspan(children[-1])))
 
 
-def parse_refused(text: str, where: Unparsed, path: str) -> ast.File:
-    """The AST of a text the fast parser refused at ``where`` if lark takes it, else raise
-    ``WorkloadError`` with the classified syntax error.
+def _header(header):
+    """A block's or statement's header: a name (a token here) or a call."""
+    return ast.Word(str(header), _tspan(header)) if isinstance(header, Token) else header
 
-    lark reads from the top-level workload that holds the problem (those before it parsed),
-    with the text before it blanked, so that its positions are the file's and its cost that
-    workload's, not the file's."""
-    tail = "\n" * (where.line - 1) + " " * (where.column - 1) + text[where.offset:]
-    try:
-        _refusal_finder().parse(tail)  # where and why, building nothing
-        tree = _parser().parse(text)  # lark took what the fast parser refused (never seen; the fuzz
-    except UnexpectedInput as exc:  # test compares them): then the whole file is lark's
-        diag = _classify(exc, tail, path)
-        raise WorkloadError(diagnostics=attach_source([diag], text)) from None
-    try:
-        workloads = _ToAst(path).transform(tree)
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, WorkloadError):
-            raise WorkloadError(diagnostics=attach_source(exc.orig_exc.diagnostics, text)) from None
-        raise
-    return ast.File(path, text, workloads)
+
+class _LexChecks:
+    """Lexer callbacks: the depth of ``{``, ``(`` and ``[`` as they are read, E005 past
+    ``MAX_NESTING`` at the bracket (at the name of a call); and the last two numbers read:
+    ``_ToAst.number`` refuses one (E003) only once the parser has read the token after it,
+    ``number_before`` refuses it first where that token is a syntax error.  Reset before
+    each parse."""
+
+    def __init__(self):
+        self.depth = 0
+        self.name: Token | None = None
+        self.numbers: tuple[Token | None, Token | None] = (None, None)
+
+    def reset(self) -> None:
+        self.depth, self.name, self.numbers = 0, None, (None, None)
+
+    def number_before(self, exc: UnexpectedInput) -> None:
+        """E003 for the number read before the syntax error (a number before it that could not
+        be represented was refused as the parser read on)."""
+        before, last = self.numbers
+        tok = getattr(exc, "token", None)
+        num = before if last is not None and tok is not None and tok.start_pos == last.start_pos else last
+        if num is not None:
+            number_value(str(num), _tspan(num))
+
+    def callbacks(self) -> dict:
+        return {"LBRACE": self.open, "LSQB": self.open, "LPAR": self.open_call, "NAME": self.named,
+                "RBRACE": self.close, "RSQB": self.close, "RPAR": self.close, "SIGNED_NUMBER": self.number}
+
+    def number(self, tok: Token) -> Token:
+        self.numbers = (self.numbers[1], tok)
+        return tok
+
+    def named(self, tok: Token) -> Token:
+        self.name = tok
+        return tok
+
+    def open_call(self, tok: Token) -> Token:
+        self.open(self.name if self.name is not None else tok)
+        return tok
+
+    def open(self, tok: Token) -> Token:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise _Refused("E005", f"nesting deeper than {MAX_NESTING} levels", _tspan(tok),
+                           "flatten it: workloads nest blocks, calls and lists a few levels deep")
+        return tok
+
+    def close(self, tok: Token) -> Token:
+        self.depth -= 1
+        return tok
+
+
+_CHECKS = _LexChecks()
+#: one parse at a time: the nesting count is the parser's
+_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def ast_parser() -> Lark:
+    """The grammar's LALR parser building the AST as it reduces (``_ToAst``, inline)."""
+    return _lark(transformer=_ToAst(), lexer_callbacks=_CHECKS.callbacks())
+
+
+def parse_text(text: str, path: str) -> tuple[ast.Workload, ...]:
+    """The workloads of ``text``; ``WorkloadError`` with one positioned diagnostic (no source
+    lines attached: ``parser.parse`` does that)."""
+    parser = ast_parser()
+    with _LOCK:
+        _CHECKS.reset()
+        try:
+            try:
+                return parser.parse(text)
+            except UnexpectedInput as exc:
+                _CHECKS.number_before(exc)  # a number that cannot be represented comes first
+                diag = _classify(exc.with_traceback(None), text, path)
+        except _Refused as exc:
+            diag = Diagnostic(exc.code, exc.message, exc.span, path, exc.hint)
+        finally:
+            _CHECKS.reset()
+    raise WorkloadError(diagnostics=[diag])
 
 
 # ----------------------------------------------------------------- syntax error classification
@@ -213,7 +291,7 @@ def _unclosed_brace(text: str) -> Token | None:
     """The innermost '{' left open at the end of the text (lexing only)."""
     stack: list[Token] = []
     try:
-        for tok in _parser().lex(text):
+        for tok in lark_parser().lex(text):
             if tok.type == "LBRACE":
                 stack.append(tok)
             elif tok.type == "RBRACE" and stack:
@@ -232,6 +310,14 @@ def _names(expected: set[str]) -> str:
     return ", ".join(shown)
 
 
+def _glued(word: str) -> str:
+    """The hint for the keyword glued to a name (``workloadfoo``)."""
+    rest = word[len("workload"):]
+    if rest[0].isalpha() or rest[0] == "_":
+        return f"did you mean `workload {rest}`? (a space between the keyword and the name)"
+    return "put a space between `workload` and the workload's name (a name starts with a letter or '_')"
+
+
 def _classify(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
     line, col = exc.line, exc.column
     if isinstance(exc, UnexpectedCharacters):
@@ -246,6 +332,10 @@ def _classify(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
         return Diagnostic("E104", f"unexpected character {ch!r}", Span.point(line, col), path,
                           "names are letters, digits, '_', '-', '.'; strings need double quotes")
     expected = _expected(exc)
+    if {"WORKLOAD", "NAME"} <= expected:
+        # right after a '}' (one state ends a block and a workload) the lexer refuses a token before
+        # the parser knows which '}' it was: the keyword is not offered, as a '}' is mostly a block's
+        expected.discard("WORKLOAD")
     tok: Token | None = getattr(exc, "token", None)
     at_end = isinstance(exc, UnexpectedEOF) or (tok is not None and tok.type == "$END")
     if at_end:
@@ -260,8 +350,9 @@ def _classify(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
     if tok.type == "RBRACE" and "WORKLOAD" in expected:
         return Diagnostic("E107", "unmatched '}'", tspan, path, "remove it, or open the block it closes")
     if "WORKLOAD" in expected and tok.type != "WORKLOAD":
+        glued = tok.type == "NAME" and _GLUED.fullmatch(tok.value)
         return Diagnostic("E106", f"expected 'workload NAME {{' at top level, found {tok.value!r}", tspan, path,
-                          "every setting lives inside a 'workload name { ... }' block")
+                          _glued(tok.value) if glued else "every setting lives inside a 'workload name { ... }' block")
     if "EQUAL" in expected and tok.type in ("SIGNED_NUMBER", "STRING", "LSQB"):
         before = text.splitlines()[tok.line - 1][: tok.column - 1].split()
         key = before[-1] if before else "key"

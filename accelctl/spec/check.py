@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from accelctl.dsl import ast
-from accelctl.dsl.descent import gc_paused
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
@@ -453,8 +452,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
 
 def check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     """Check every workload of a file; return the specs and all diagnostics (errors and warnings)."""
-    with gc_paused():
-        return _check_all(file)
+    return _check_all(file)
 
 
 def _check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:

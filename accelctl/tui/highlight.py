@@ -41,7 +41,7 @@ _TERMINAL_STYLES = {"STRING": "string", "SIGNED_NUMBER": "number", "UNIT": "numb
 
 #: (rule, index of the NAME among the rule's children) -> style
 _NAME_ROLES = {
-    ("workload", 0): "name",    # workload NAME { ... }
+    ("workload", 1): "name",    # workload NAME { ... }
     ("block", 0): "block",      # NAME header? { ... }
     ("block", 1): "name",       # target NAME { ... }
     ("statement", 0): "block",  # NAME header

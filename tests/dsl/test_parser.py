@@ -356,38 +356,77 @@ def test_parse_file_reads_and_keeps_the_path(tmp_path):
     assert f.path == str(p) and [w.name for w in f.workloads] == ["w"]
 
 
-# ------------------------------------------------------------------ the fast path and lark
+# ------------------------------------------------------------------ lark, the one parser
 
-def test_the_fast_parsers_terminals_are_the_grammars():
-    """accelctl.dsl.descent lexes with copies of the grammar's terminals: an edit of
-    grammar/workload.lark that is not made there too fails here (and in the fuzz test)."""
-    import re
-
-    from accelctl.dsl import descent
-    from accelctl.dsl.parser import lark_parser
-
-    def terminal(name):
-        return re.compile(lark_parser().get_terminal(name).pattern.to_regexp())
-
-    for name, mine in (("NAME", descent._NAME), ("SIGNED_NUMBER", descent._NUMBER), ("UNIT", descent._UNIT),
-                       ("STRING", descent._STRING)):
-        assert terminal(name).pattern.replace("\n", "\\n") == mine.pattern, name
-    ignored = [terminal("WS"), terminal("COMMENT")]
-    probes = [" ", "\t\n", "\r\f ", "\x0b", "\xa0", "# c", "// c", "/ c", "#", "\n#x\n", "\u2028"]
-    for probe in probes:
-        lark_skips = re.fullmatch(f"(?:{'|'.join(p.pattern for p in ignored)})+", probe) is not None
-        assert lark_skips == (descent._WS.fullmatch(probe) is not None), repr(probe)
+def test_the_packaged_grammar_is_the_grammar():
+    """One source of truth: the wheel's ``accelctl/_grammar/workload.lark`` is a link to
+    ``grammar/workload.lark`` (tests/test_packaging.py checks the wheel holds its bytes)."""
+    root = Path(__file__).resolve().parents[2]
+    packaged = root / "accelctl" / "_grammar" / "workload.lark"
+    assert packaged.is_symlink() and packaged.resolve() == (root / "grammar" / "workload.lark").resolve()
 
 
-def test_fast_parser_and_lark_give_the_same_ast_for_every_shipped_workload():
-    from accelctl.dsl import descent, lalr
+def _nodes(node):
+    """Every AST node under ``node`` (itself included) that has a span."""
+    if isinstance(node, tuple) and hasattr(node, "span"):
+        yield node
+    if isinstance(node, tuple):
+        for child in node:
+            if isinstance(child, tuple) and not isinstance(child, Span):
+                yield from _nodes(child)
 
+
+def test_every_node_of_every_shipped_workload_spans_its_own_text():
+    """Each node's span runs from its first token to its last: a workload from the keyword to
+    its '}', a block from its kind to its '}', a call from its name to its ')', a list
+    from '[' to ']', an entry from its key to its value's end."""
     root = Path(__file__).resolve().parents[2]
     for wl in sorted((root / "workloads").glob("*.wl")):
         text = wl.read_text(encoding="utf-8")
-        fast = descent.parse_fast(text, str(wl))
-        slow = ast.File(str(wl), text, lalr._ToAst(str(wl)).transform(lalr.lark_parser().parse(text)))
-        assert fast == slow, wl.name
+        lines = text.split("\n")
+
+        def at(span):
+            if span.line == span.end_line:
+                return lines[span.line - 1][span.column - 1:span.end_column - 1]
+            inner = lines[span.line:span.end_line - 1]
+            return "\n".join([lines[span.line - 1][span.column - 1:], *inner, lines[span.end_line - 1][:span.end_column - 1]])
+
+        file = parse(text, str(wl))
+        assert file.workloads, wl.name
+        seen = set()
+        for w in file.workloads:
+            for node in _nodes(w):
+                seen.add(type(node).__name__)
+                got = at(node.span)
+                if isinstance(node, (ast.Workload, ast.Block)):
+                    assert got.endswith("}"), (wl.name, node.span, got[-40:])
+                if isinstance(node, ast.Workload):
+                    assert got.startswith("workload ") and at(node.name_span) == node.name
+                if isinstance(node, ast.Block):
+                    assert got.startswith(node.kind) and at(node.kind_span) == node.kind
+                if isinstance(node, (ast.Entry, ast.Statement)):
+                    assert at(node.key_span) == node.key and got.endswith(at(node.value.span)), (wl.name, got)
+                if isinstance(node, ast.Call):
+                    assert got.startswith(node.name) and got.endswith(")") and at(node.name_span) == node.name
+                if isinstance(node, ast.ListV):
+                    assert got.startswith("[") and got.endswith("]")
+                if isinstance(node, ast.Num):
+                    assert got == node.text
+                if isinstance(node, (ast.Word,)):
+                    assert got == node.name
+        assert {"Workload", "Block", "Entry", "Word"} <= seen, wl.name
+
+
+def test_spans_of_brackets_across_lines_end_at_the_closing_bracket():
+    text = "workload w {\n  x = [\n    1,\n    2,\n  ]\n  m hf(\n  \"a\",\n  k = 2 steps\n)\n}\n"
+    (w,) = parse(text).workloads
+    entry, statement = w.items
+    assert w.span == Span(1, 1, 10, 2)
+    assert entry.value.span == Span(2, 7, 5, 4) and entry.span == Span(2, 3, 5, 4)
+    assert [i.value for i in entry.value.items] == [1, 2]
+    call = statement.value
+    assert call.span == Span(6, 5, 9, 2) and call.name_span == Span(6, 5, 6, 7)
+    assert call.kwargs[0].span == Span(8, 3, 8, 14) and call.kwargs[0].value.span == Span(8, 7, 8, 14)
 
 
 def test_a_syntax_error_in_a_late_workload_is_positioned_in_the_file():
@@ -400,15 +439,29 @@ def test_a_syntax_error_in_a_late_workload_is_positioned_in_the_file():
     assert d.source_line == "  x = 1 )"
 
 
-def test_the_workload_keyword_as_a_prefix_only_opens_a_file():
-    """lark's lexer: at the start of a file only the keyword is known (``workloadfoo`` is
-    workload foo); after a workload names are known too (``workloadfoo`` is a name: E106).
-    Found by the fuzz test, where the fast parser took both."""
-    assert [w.name for w in parse("workloadfoo { }").workloads] == ["foo"]
+@pytest.mark.parametrize("text, pos, hint", [
+    ("workloadfoo { }", (1, 1, 12), "did you mean `workload foo`?"),
+    ("workload a { }\nworkloadfoo { }", (2, 1, 12), "did you mean `workload foo`?"),
+    ("# c\n  workload_x {\n}", (2, 3, 13), "did you mean `workload _x`?"),
+    ("workload a { }\nworkload b { }\nworkloadb.c { }", (3, 1, 12), "did you mean `workload b.c`?"),
+    ("workload1 { }", (1, 1, 10), "put a space between `workload` and"),
+    ("workload-x { }", (1, 1, 11), "put a space between `workload` and"),
+])
+def test_the_keyword_glued_to_a_name_is_an_error_with_a_hint(text, pos, hint):
+    """``workloadfoo { }`` was the workload ``foo`` at the start of a file (a lexer accident
+    the hand-written parser copied) and an error after a workload: now an error (E106) at the
+    glued word, wherever it is, with the fix as its hint."""
     with pytest.raises(WorkloadError) as info:
-        parse("workload a { }\nworkloadfoo { }")
+        parse(text)
     d = info.value.diagnostics[0]
-    assert (d.code, d.span.line, d.span.column) == ("E106", 2, 1)
+    assert (d.code, d.span.line, d.span.column, d.span.end_column) == ("E106", *pos)
+    assert d.hint.startswith(hint), d.hint
+    assert "workload" in d.render()
+
+
+def test_the_keyword_apart_from_its_name_still_opens_a_workload():
+    assert [w.name for w in parse("workload\tfoo{}workload\nbar # c\n{ }").workloads] == ["foo", "bar"]
+    assert parse("workload w { workloads = 1 }").workloads[0].items[0].key == "workloads"
 
 
 def test_workload_right_after_a_closing_brace_is_the_keyword_even_inside_a_block():

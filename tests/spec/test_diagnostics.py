@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.dsl.descent import MAX_NESTING
+from accelctl.dsl.parser import MAX_NESTING
 from accelctl.dsl.parser import MAX_SOURCE_BYTES, parse, parse_file
 from accelctl.errors import Diagnostic, WorkloadError
 from accelctl.spec.check import check, check_all

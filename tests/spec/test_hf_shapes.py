@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from accelctl import api
-from accelctl.dsl import lalr
 from accelctl.dsl.parser import parse
 from accelctl.errors import PlanError
 from accelctl.spec import hf_config
@@ -45,13 +44,6 @@ def test_shape_written_beside_the_hub_id_is_the_real_shape(tmp_path):
     assert (m.source, m.ref, m.family) == ("hf", "meta-llama/Llama-2-7b-hf", "llama")
     assert m.real_shape["layers"] == 32 and m.real_shape["ffn"] == 11008 and m.real_shape["tied"] is False
     assert m.stand_in["hidden"] == 64  # the stand-in stays tiny
-
-
-def test_both_parsers_read_the_shape_syntax_alike():
-    text = _workload('model hf("meta-llama/Llama-2-7b-hf") { shape = llama(layers = 32, hidden = 4096, heads = 32) }')
-    fast = parse(text, "w.wl")
-    slow = lalr._ToAst("w.wl").transform(lalr.lark_parser().parse(text))
-    assert fast.workloads == slow
 
 
 def test_config_path_gives_the_shape_and_plans_use_it(tmp_path):
