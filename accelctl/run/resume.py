@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelctl.contract import checkpoint as layout
-from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics, read_events
+from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 from accelctl.errors import RunError
@@ -132,6 +132,8 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
     except (store.RunStoreError, OSError) as exc:
         raise RunError(f"cannot resume: {exc}") from None
     run_dir, name = record.path, record.path.name
+    if record.unreadable:  # a FIFO, a link, a file of the wrong shape: nothing of it is read further
+        raise _refuse(name, f"it is {record.status}")
     if record.status == "ok":
         raise _refuse(name, "it completed (status ok); there is nothing left to run")
     job_path = run_dir / store.JOB_FILE
@@ -153,8 +155,10 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
                             f"{job.checkpoint.every}, its first)")
     check_workload_unchanged(run_dir, workload_file)
     step, where = found
-    events_path = run_dir / store.EVENTS_FILE
-    prior = resume_prior_events(read_events(events_path) if events_path.exists() else [], step)
+    events, why = record.checked_events()
+    if why:
+        raise _refuse(name, f"it is {store.UNREADABLE}: {why}")
+    prior = resume_prior_events(events, step)
     archive_attempt(run_dir)
     return ResumePoint(run_dir=run_dir, plan=plan, job=job, step=step, checkpoint=where, prior_events=prior)
 
