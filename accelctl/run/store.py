@@ -19,7 +19,14 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
       series.json      only for one of ``measure { repeat = N }``'s N runs: {id, index, of}
       runner.json      who supervises the run (``<pid>:<start ticks>``, host) and its launches'
                        process groups: a run whose runner is gone is finished by the next reader
-                       (``failed``, reason ``runner_lost``, with the partial summary)
+                       (``failed``, reason ``runner_lost``, with the partial summary;
+                       ``not_started`` when its job never began: ``accelctl.run.lostrun``)
+
+Reading never blocks, never waits for another reader and never trusts a file's shape: every file
+is opened only when it is a regular file within its cap (no link followed, no FIFO opened) and
+checked against its shape in one place, ``accelctl.run.storefiles``; what fails either is the
+run's ``unreadable: <reason>``.  A lost run's result is computed on read and written only under
+a non-blocking lock (``accelctl.run.lostrun``).
 
 Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
 characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only

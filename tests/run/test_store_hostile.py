@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,70 @@ def test_a_run_folder_removed_mid_run_ends_the_run_naming_it(tmp_path, make_plan
     assert not handle.run_dir.exists(), "the run folder was recreated"
     for pid in handle.pids:
         assert procgroup.live_members(pid) == []
+
+
+# --------------------------------------------------------------------------- real workers (slow)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_run_folder_removed_mid_run_is_not_recreated_by_a_checkpoint_save(tmp_path):
+    """The real worker saving a checkpoint every step: the folder removed after the first one."""
+    from test_supervision import SOLO_WL, read_until_measure, run_processes, start_cli, wait_gone
+
+    wl = tmp_path / "ckpt.wl"
+    wl.write_text(SOLO_WL.replace("target cpu", "checkpoint { every = 1 steps  keep = 1 }\n  target cpu"))
+    runs = tmp_path / "runs"
+    proc = start_cli(wl, "solo", runs)
+    try:
+        read_until_measure(proc)
+        (run_dir,) = list(runs.iterdir())
+        deadline = time.monotonic() + 60
+        while not list((run_dir / "checkpoints").glob("step-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        shutil.rmtree(run_dir, ignore_errors=True)
+        out = proc.communicate(timeout=60)[0]
+    finally:
+        _reap(proc)
+    took = time.monotonic() - t0
+    left, _ = wait_gone(run_dir, time.monotonic())
+    time.sleep(2.0)  # a late checkpoint save would recreate it now
+    print(f"run folder removed mid-run: accelctl exited {proc.returncode} {took:.2f} s later")
+    assert proc.returncode == 1, out[-3000:]
+    assert f"run store: the run folder {run_dir} was removed while the run ran" in out
+    assert "Traceback" not in out and "crashed" not in out
+    assert not run_dir.exists(), f"recreated: {sorted(p.name for p in run_dir.rglob('*'))}"
+    assert left == [] and run_processes(run_dir) == []
+    assert took < 30
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_shared_worker_runner_leaves_the_job_never_started_as_not_started(tmp_path):
+    """Two workloads in one worker (as workloads/bloomz.wl): the runner SIGKILLed in job one; job
+    two never began -- listed ``not started (runner lost)``, never ``failed (runner lost)``."""
+    from test_shared_worker import start_long_then_never
+    from test_supervision import read_until_measure, run_processes, wait_gone
+
+    proc, runs = start_long_then_never(tmp_path)
+    try:
+        read_until_measure(proc)
+        proc.kill()
+    finally:
+        _reap(proc)
+    dirs = sorted(runs.iterdir())
+    for d in dirs:
+        left, _ = wait_gone(d, time.monotonic())
+        assert left == [], f"left running after the runner's SIGKILL: {left}"
+    code, out, err = cli_any(["runs", "--json", "--runs-dir", str(runs)])
+    status = {r["workload"]: r["status"] for r in json.loads(out)["result"]["runs"]}
+    assert status == {"long_one": "failed (runner lost)", "never": "not started (runner lost)"}, status
+    never = next(d for d in dirs if "-never-" in d.name)
+    summary = json.loads((never / store.SUMMARY_FILE).read_text())
+    assert summary["status"] == "not_started" and summary["stats"]["step_time"] is None
+    assert not run_processes(never)
