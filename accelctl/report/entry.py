@@ -199,7 +199,7 @@ def _entry_from_run(record: Any) -> Entry:
     summary = record.summary or {}
     spec = read_json(record.path / SPEC_FILE)
     tgt = _target(spec, record.target)
-    events, why = ("", record.unreadable) if record.unreadable else record.checked_events()
+    events, why = record.checked_events()
     if why:  # a FIFO, a link, a line of the wrong shape (a zero or negative step time ...)
         return Entry(workload=record.workload, target=record.target, source=record.id,
                      status=record.status if record.unreadable else f"unreadable: {why}")
