@@ -344,12 +344,13 @@ def file_problem(path: Path) -> str | None:
 def read_object(path: str | Path) -> tuple[dict[str, Any], str]:
     """A run file's JSON object and, when it cannot be had, why: ``({}, "")`` when the file
     is missing, ``({}, reason)`` when it is unreadable (permissions, not a regular file, too
-    large, not UTF-8, truncated or not JSON, not an object).  ``summary.json``, ``runner.json``
-    and ``series.json`` are also checked against their shapes (``accelctl.run.storefiles``)."""
+    large, not UTF-8, truncated or not JSON, not an object).  ``summary.json``, ``runner.json``,
+    ``series.json``, ``plan.json``, ``job.json`` and ``spec.json`` are also checked against their
+    shapes (``accelctl.run.storefiles``)."""
     from accelctl.run import storefiles
 
-    shape = {SUMMARY_FILE: storefiles.SUMMARY, RUNNER_FILE: storefiles.RUNNER,
-             SERIES_FILE: storefiles.SERIES}.get(Path(path).name)
+    shape = {SUMMARY_FILE: storefiles.SUMMARY, RUNNER_FILE: storefiles.RUNNER, SERIES_FILE: storefiles.SERIES,
+             PLAN_FILE: storefiles.PLAN, JOB_FILE: storefiles.JOB, SPEC_FILE: storefiles.SPEC}.get(Path(path).name)
     return storefiles.read_object(path, shape)
 
 
@@ -390,8 +391,12 @@ def read_run(path: Path) -> RunRecord:
     problem = storefiles.folder_problem(path)
     summary, why = ({}, "") if problem else read_object(path / SUMMARY_FILE)
     problem = problem or why
-    series, why = ({}, "") if problem else read_object(path / SERIES_FILE)
-    problem = problem or why
+    inputs = []
+    for name in (SERIES_FILE, PLAN_FILE, JOB_FILE, SPEC_FILE):  # each checked against its shape
+        data, why = ({}, "") if problem else read_object(path / name)
+        inputs.append(data)
+        problem = problem or why
+    series, plan, job, _ = inputs
     if not summary and not problem:
         info, problem = read_object(path / RUNNER_FILE)
         if info:
@@ -404,7 +409,7 @@ def read_run(path: Path) -> RunRecord:
     m = _ID_RE.match(path.name)
     # the run id names the workload and the target (safe names hold no "-")
     named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}
-    sources = [summary, read_json(path / PLAN_FILE), read_json(path / JOB_FILE), named]
+    sources = [summary, plan, job, named]
 
     def fact(key: str) -> str:  # the first file that says it
         return next((str(src[key]) for src in sources if isinstance(src.get(key), str) and src[key]), "")

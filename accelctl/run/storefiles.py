@@ -21,10 +21,14 @@ file is missing or fine.  A store reader shows a run with a reason as ``unreadab
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import math
 import os
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,9 @@ from typing import Any
 from accelctl.contract import boundedfile
 from accelctl.contract.boundedfile import Unreadable
 from accelctl.contract.events import PHASES, Event, event_from_dict
+from accelctl.contract.job import WorkerJob
+from accelctl.contract.plan import Plan
+from accelctl.spec.types import WorkloadSpec
 
 #: caps: a run's JSON records and workload file; its events (a long run: ~300 bytes a step per rank)
 JSON_CAP = boundedfile.CAP_BYTES
@@ -85,7 +92,8 @@ def boolean(value: Any, where: str) -> None:
 
 
 def integer(lo: int = 0, hi: int = MAX_INT) -> Check:
-    what = f"an integer of at least {lo}" if hi == MAX_INT else f"an integer from {lo} to {hi}"
+    what = ("an integer" if lo == -MAX_INT and hi == MAX_INT else f"an integer of at least {lo}" if hi == MAX_INT
+            else f"an integer from {lo} to {hi}")
 
     def check(value: Any, where: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
@@ -162,6 +170,71 @@ def mapping_of(item: Check) -> Check:
     return check
 
 
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_hint(tp: Any, value: Any, where: str) -> None:
+    """``value`` as a JSON round trip of a field typed ``tp`` gives it back (``codec``)."""
+    origin = typing.get_origin(tp)
+    if tp is Any or tp is object:
+        return
+    if origin in (typing.Union, types.UnionType):
+        arms = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None and len(arms) < len(typing.get_args(tp)):
+            return
+        problems = []
+        for arm in arms:
+            try:
+                return _check_hint(arm, value, where)
+            except BadShape as exc:
+                problems.append(exc)
+        raise problems[0]
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise _fail(where, "an object", value)
+        hints = _hints(tp)
+        for key, sub in value.items():  # unknown keys: another version's (``codec`` refuses them)
+            if key in hints:
+                _check_hint(hints[key], sub, f"{where}.{key}" if where else key)
+    elif tp is bool:
+        boolean(value, where)
+    elif tp is int:
+        integer(-MAX_INT)(value, where)
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
+                isinstance(value, int) and abs(value) > MAX_INT):
+            raise _fail(where, "a finite number", value)
+    elif tp is str:
+        text(value, where)
+    elif origin is typing.Literal:
+        if value not in typing.get_args(tp):
+            raise _fail(where, "one of " + ", ".join(map(str, typing.get_args(tp))), value)
+    elif origin in (tuple, list) or tp in (tuple, list):
+        if not isinstance(value, list):
+            raise _fail(where, "a list", value)
+        inner = (typing.get_args(tp) or (Any,))[0]
+        for i, v in enumerate(value):
+            _check_hint(inner, v, f"{where}[{i}]")
+    elif origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise _fail(where, "an object", value)
+        inner = (typing.get_args(tp) or (str, Any))[1]
+        for k, v in value.items():
+            _check_hint(inner, v, f"{where}.{k}")
+
+
+def typed(cls: type) -> Check:
+    """The shape of a contract dataclass's JSON form (``plan.json``: ``Plan``; ``job.json``:
+    ``WorkerJob``; ``spec.json``: ``WorkloadSpec``), from its type hints: every known field of
+    its type, recursively; keys another version added are left to ``codec`` (which refuses them
+    where the file is rebuilt)."""
+    def check(value: Any, where: str) -> None:
+        _check_hint(cls, value, where)
+    return check
+
+
 _TIME = number(positive=True)
 _NONNEG = number()
 _COUNT = integer(0)
@@ -206,6 +279,11 @@ RUNNER = obj({"runner": text, "host": obj({"name": text, "boot_id": text}), "sta
               "pgids": list_of(integer(1, 2**31 - 1)), "ended": text}, required=("runner",))
 #: ``series.json`` (``store.write_series``)
 SERIES = obj({"id": text, "index": integer(1), "of": integer(1)}, required=("id",))
+
+
+PLAN = typed(Plan)
+JOB = typed(WorkerJob)
+SPEC = typed(WorkloadSpec)
 
 
 def _strict_constant(name: str) -> float:

@@ -209,6 +209,6 @@ def test_run_files_of_an_unexpected_shape(runs, capsys):
     shutil.copytree(FIXTURES / BROKEN, runs / BROKEN)
     (runs / BROKEN / "spec.json").write_text('{"targets": "big", "task": []}')  # the summary is fine
     code, out, err = cli(capsys, "compare", GOOD, BROKEN, "--runs-dir", str(runs))
-    assert code == 2 and f"B ({BROKEN}) is unreadable: run files of an unexpected shape" in err
+    assert code == 2 and f"B ({BROKEN}) is unreadable: spec.json: targets must be a list (got a string)" in err
     code, out, err = cli(capsys, "report", "--runs-dir", str(runs), "--format", "csv")
     assert code == 0 and GOOD in out and BROKEN not in out and f"run {BROKEN} is unreadable" in err
