@@ -143,11 +143,33 @@ def test_a_lost_runners_job_that_never_began_is_not_started(lost):
     assert code == 0 and json.loads(out)["result"]["runs"][0]["status"] == "not started (runner lost)"
 
 
-def cli_any(argv: list[str]) -> tuple[int, str, str]:
+def cli_any(argv: list[str], timeout_s: float = 120) -> tuple[int, str, str]:
     cp = subprocess.run([sys.executable, "-m", "accelctl.cli", *argv], cwd=ROOT, capture_output=True, text=True,
-                        timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                        timeout=timeout_s, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "Traceback" not in cp.stderr and cp.returncode != 70, cp.stderr[-3000:]
     return cp.returncode, cp.stdout, cp.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "nul"])
+def test_resume_never_reads_a_special_workload_file(lost, tmp_path, kind):
+    """A resumable run (a complete checkpoint) whose spec.json names, as its workload file, a
+    FIFO, /dev/zero or a path with a NUL: refused with the reason, at once."""
+    from accelctl.contract import checkpoint as layout
+
+    job = json.loads((lost / store.JOB_FILE).read_text())
+    job["checkpoint"]["every"], job["events_dir"] = 1, str(lost)
+    (lost / store.JOB_FILE).write_text(json.dumps(job))
+    step = layout.step_dir(lost / "checkpoints", 1)
+    step.mkdir(parents=True)
+    (step / layout.MARKER).write_text("{}")
+    special = {"fifo": tmp_path / "w.wl", "/dev/zero": Path("/dev/zero"), "nul": "a\0b.wl"}[kind]
+    if kind == "fifo":
+        os.mkfifo(special)
+    spec = json.loads((lost / store.SPEC_FILE).read_text())
+    (lost / store.SPEC_FILE).write_text(json.dumps({**spec, "path": str(special)}))
+    code, out, err = cli_any(["run", "--resume", lost.name, "--runs-dir", str(lost.parent)], timeout_s=HANG_S)
+    why = {"fifo": "w.wl is a FIFO", "/dev/zero": "zero is a device", "nul": "is not a path"}[kind]
+    assert code == 1 and f"cannot resume run {lost.name}: cannot read its workload file" in err and why in err, err
 
 
 # --------------------------------------------------------------------------- wrong shapes
