@@ -27,8 +27,7 @@ from pathlib import Path
 #: the default cap: a JSON record of a run (summary, plan, job) and a workload file
 CAP_BYTES = 16 * 1024 * 1024
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_FLAGS = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
 
 
 class Unreadable(Exception):
@@ -50,12 +49,12 @@ def _oserror(name: str, exc: OSError) -> Unreadable:
     return Unreadable(f"{name}: {exc.strerror or exc}")
 
 
-def problem(path: str | os.PathLike[str], cap: int = CAP_BYTES, follow: bool = False) -> str | None:
+def problem(path: str | os.PathLike[str], cap: int = CAP_BYTES) -> str | None:
     """Why ``path`` would not be read, found without opening it: ``""`` when it is missing,
-    None when it is a regular file (not a link, unless ``follow``) of at most ``cap`` bytes."""
+    None when it is a regular file (not a link) of at most ``cap`` bytes."""
     path = Path(path)
     try:
-        st = os.stat(path) if follow else os.lstat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return ""
     except OSError as exc:
@@ -80,18 +79,17 @@ def _refusal(path: Path, st: os.stat_result, cap: int) -> str | None:
     return None
 
 
-def read_regular(path: str | os.PathLike[str], cap: int = CAP_BYTES, follow: bool = False) -> bytes | None:
+def read_regular(path: str | os.PathLike[str], cap: int = CAP_BYTES) -> bytes | None:
     """The bytes of ``path``, a regular file of at most ``cap`` bytes; None when it is missing;
-    ``Unreadable`` for anything else (see the module doc).  ``follow``: a link to a regular file
-    is read (a path a user gave, not a file of a run folder)."""
+    ``Unreadable`` for anything else (see the module doc)."""
     path = Path(path)
-    why = problem(path, cap, follow)
+    why = problem(path, cap)
     if why == "":
         return None
     if why is not None:
         raise Unreadable(why)
     try:
-        fd = os.open(path, _FLAGS & ~_NOFOLLOW if follow else _FLAGS)
+        fd = os.open(path, _FLAGS)
     except FileNotFoundError:
         return None
     except OSError as exc:

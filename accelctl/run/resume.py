@@ -33,7 +33,8 @@ from accelctl.contract import checkpoint as layout
 from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
-from accelctl.errors import RunError
+from accelctl.dsl.source import read_source
+from accelctl.errors import RunError, WorkloadError
 from accelctl.run import store, storefiles
 
 ATTEMPTS_DIR = "attempts"
@@ -112,11 +113,12 @@ def check_workload_unchanged(run_dir: Path, workload_file: str | Path | None) ->
     if not stored.is_file():
         raise _refuse(run_dir.name, f"it has no {store.WORKLOAD_FILE} to compare the workload with")
     path = Path(workload_file) if workload_file else Path(store.read_json(run_dir / store.SPEC_FILE).get("path", ""))
-    now, why = storefiles.read_text(path, follow=True)  # a regular file of bounded size: never a FIFO
-    if now is None:
-        raise _refuse(run_dir.name, f"cannot read its workload file {str(path)!r} ({why or 'no such file'}); "
-                                    f"give it: accelctl run FILE --resume {run_dir.name}")
-    before, why = storefiles.read_text(stored)
+    try:
+        now = read_source(path)  # never a FIFO or a device, bounded (accelctl.dsl.source)
+    except WorkloadError as exc:
+        raise _refuse(run_dir.name, f"cannot read its workload file {str(path)!r} ({exc}); give it: "
+                                    f"accelctl run FILE --resume {run_dir.name}") from None
+    before, why = storefiles.read_text(stored)  # a regular file of the run folder, bounded
     if before is None:
         raise _refuse(run_dir.name, f"its {store.WORKLOAD_FILE} cannot be read ({why})")
     if sha256_text(now) != sha256_text(before):

@@ -458,8 +458,8 @@ def _run_dirs(base: Path) -> list[Path]:
         names = sorted(os.listdir(base))
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise RunStoreError(f"cannot read the run store {base}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise RunStoreError(f"cannot read the run store {base}: {getattr(exc, 'strerror', None) or exc}") from None
     return [base / n for n in names if _ID_RE.match(n) and os.path.isdir(base / n)]
 
 

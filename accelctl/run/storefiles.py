@@ -411,12 +411,11 @@ def read_events(path: str | os.PathLike[str], cap: int = EVENTS_CAP) -> tuple[li
         return [], exc.reason
 
 
-def read_text(path: str | os.PathLike[str], cap: int = JSON_CAP, follow: bool = False) -> tuple[str | None, str]:
-    """A text file (``workload.wl``): its text (None when missing) and why it is unreadable
-    (``follow``: a link to a regular file is read: a workload file the user named)."""
+def read_text(path: str | os.PathLike[str], cap: int = JSON_CAP) -> tuple[str | None, str]:
+    """A text file (``workload.wl``): its text (None when missing) and why it is unreadable."""
     path = Path(path)
     try:
-        raw = boundedfile.read_regular(path, cap, follow)
+        raw = boundedfile.read_regular(path, cap)
         return (None if raw is None else raw.decode("utf-8")), ""
     except Unreadable as exc:
         return None, exc.reason

@@ -168,7 +168,7 @@ def test_resume_never_reads_a_special_workload_file(lost, tmp_path, kind):
     spec = json.loads((lost / store.SPEC_FILE).read_text())
     (lost / store.SPEC_FILE).write_text(json.dumps({**spec, "path": str(special)}))
     code, out, err = cli_any(["run", "--resume", lost.name, "--runs-dir", str(lost.parent)], timeout_s=HANG_S)
-    why = {"fifo": "w.wl is a FIFO", "/dev/zero": "zero is a device", "nul": "is not a path"}[kind]
+    why = {"fifo": "it is a FIFO", "/dev/zero": "it is a character device", "nul": "not a possible file name"}[kind]
     assert code == 1 and f"cannot resume run {lost.name}: cannot read its workload file" in err and why in err, err
 
 
