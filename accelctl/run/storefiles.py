@@ -7,7 +7,8 @@ through this module, which
 
 * opens only regular files of bounded size (``accelctl.contract.boundedfile``: no link is
   followed, nothing blocks, nothing is read past its cap);
-* checks each JSON file against its shape (``SUMMARY``, ``RUNNER``, ``SERIES``): a field of the
+* checks each JSON file against its shape (``SUMMARY``, ``RUNNER``, ``SERIES``; ``PLAN``, ``JOB``
+  and ``SPEC`` from the contract dataclasses' type hints, ``typed``): a field of the
   wrong type, a NaN or infinite number where a measure is expected, an integer out of range, a
   zero or negative time, a missing key the store needs -- the file is unreadable, with the
   field named (``summary.json: failure must be an object (got a string)``);
