@@ -205,6 +205,15 @@ class _Forker:
 _FORKER = _Forker()
 
 
+def _unlinked(fh) -> bool:
+    """The open file was removed from its folder (``rm -rf`` of a folder that a writer kept
+    from going away entirely)."""
+    try:
+        return os.fstat(fh.fileno()).st_nlink == 0
+    except (OSError, ValueError):  # closed: a store error already ends the run
+        return False
+
+
 def _folder_id(path: Path) -> tuple[int, int] | None:
     """The folder's (device, inode); None when it is gone."""
     try:
@@ -474,7 +483,8 @@ class RunHandle:
         """A run folder removed (or replaced by another) while the run runs ends the run at once,
         ``failed`` (``store_error``) naming the folder: nothing of the run is written again, and no
         later write (a checkpoint save) recreates it."""
-        if self._store_error is None and self._folder_id is not None and _folder_id(self.run_dir) != self._folder_id:
+        if self._store_error is None and self._folder_id is not None and (
+                _folder_id(self.run_dir) != self._folder_id or _unlinked(self._out)):
             self._store_failed(None, "", f"run store: the run folder {self.run_dir} was removed while the run ran")
 
     def _store_failed(self, exc: BaseException | None, name: str, message: str | None = None) -> None:
