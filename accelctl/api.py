@@ -179,7 +179,7 @@ def resume(point, **kwargs):
     from accelctl.run.runner import launch as _launch
 
     return _launch(point.plan, source_text=None, spec_json=None, into=point.run_dir,
-                   prior_events=point.prior_events, **kwargs)
+                   prior_events=point.prior_events, owner=point.owner, **kwargs)
 
 
 def preflight(plan_, **kwargs):

@@ -280,7 +280,10 @@ def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
                         only=only)
         if repeats > 1:
             series = series or handle.run_id
-            write_series(handle.run_dir, series, index, repeats)
+            try:
+                write_series(handle.run_dir, series, index, repeats)
+            except OSError as exc:  # a full disk: the run ends store_error, as for its other files
+                handle.fail_store(exc, "series.json")
         try:
             result = handle.wait()
         except KeyboardInterrupt:
