@@ -66,10 +66,12 @@ def write(run_dir: str | os.PathLike[str], job: SchedulerJob) -> Path:
 
 def read(run_dir: str | os.PathLike[str]) -> SchedulerJob | None:
     """The run's record, or None (no scheduler, or a file that is not one)."""
-    try:
-        data = json.loads((Path(run_dir) / FILE).read_text(encoding="utf-8"))
-        return from_dict(data)
-    except (OSError, ValueError):
+    from accelctl.contract.boundedfile import Unreadable, read_regular
+
+    try:  # a regular file of bounded size only: never a FIFO that blocks, a link to /dev/zero
+        raw = read_regular(Path(run_dir) / FILE)
+        return None if raw is None else from_dict(json.loads(raw.decode("utf-8")))
+    except (OSError, ValueError, RecursionError, Unreadable):
         return None
 
 

@@ -31,7 +31,7 @@ from accelctl.analysis import cost
 from accelctl.analysis.ci import Interval
 from accelctl.analysis.provenance import count_text, is_stand_in
 from accelctl.analysis.stats import StepStats, measured_step_times, per_device, steady_state
-from accelctl.run.store import SPEC_FILE, read_json
+from accelctl.run.store import SPEC_FILE, read_object
 
 
 @dataclass(frozen=True)
@@ -190,16 +190,22 @@ def entry_from_run(record: Any) -> Entry:
     status ``unreadable: <why>``, never an exception."""
     try:
         return _entry_from_run(record)
-    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+    except (AttributeError, TypeError, ValueError, KeyError, ArithmeticError, RecursionError) as exc:
         return Entry(workload=record.workload, target=record.target, source=record.id,
                      status=f"unreadable: run files of an unexpected shape ({type(exc).__name__}: {exc})")
 
 
 def _entry_from_run(record: Any) -> Entry:
     summary = record.summary or {}
-    spec = read_json(record.path / SPEC_FILE)
+    # a FIFO, a link, a field or a line of the wrong shape (a zero or negative step time ...)
+    events, why = record.checked_events()
+    spec: dict[str, Any] = {}
+    if not why:
+        spec, why = read_object(record.path / SPEC_FILE)
+    if why:
+        return Entry(workload=record.workload, target=record.target, source=record.id,
+                     status=record.status if record.unreadable else f"unreadable: {why}")
     tgt = _target(spec, record.target)
-    events = record.events()
     stats = steady_state(events)
     times = tuple(t for _, _, t in measured_step_times(events))
     first = next((e for e in events if getattr(e, "phase", None) == "measure" and getattr(e, "samples", 0)), None)

@@ -34,12 +34,12 @@ from pathlib import Path
 
 from accelctl.contract import checkpoint as layout
 from accelctl.contract import supervision
-from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics, read_events
+from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 from accelctl.dsl.source import read_source
 from accelctl.errors import RunError, WorkloadError
-from accelctl.run import store
+from accelctl.run import store, storefiles
 from accelctl.run.ownership import Ownership, claim
 
 ATTEMPTS_DIR = "attempts"
@@ -125,7 +125,9 @@ def check_workload_unchanged(run_dir: Path, workload_file: str | Path | None) ->
     except WorkloadError as exc:
         raise _refuse(run_dir.name, f"cannot read its workload file {str(path)!r} ({exc}); give it: "
                                     f"accelctl run FILE --resume {run_dir.name}") from None
-    before = stored.read_text(encoding="utf-8")
+    before, why = storefiles.read_text(stored)  # a regular file of the run folder, bounded
+    if before is None:
+        raise _refuse(run_dir.name, f"its {store.WORKLOAD_FILE} cannot be read ({why})")
     if sha256_text(now) != sha256_text(before):
         raise _refuse(run_dir.name, f"the workload file {path} changed since the run started (sha256 "
                                     f"{sha256_text(now)[:12]} now, {sha256_text(before)[:12]} then); a resumed run "
@@ -153,6 +155,8 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
 
 def _prepare_owned(record: store.RunRecord, owner: Ownership, workload_file: str | Path | None) -> ResumePoint:
     run_dir, name = record.path, record.path.name
+    if record.unreadable:  # a FIFO, a link, a file of the wrong shape: nothing of it is read further
+        raise _refuse(name, f"it is {record.status}")
     if record.status == "ok":
         raise _refuse(name, "it completed (status ok); there is nothing left to run")
     job_path = run_dir / store.JOB_FILE
@@ -174,8 +178,10 @@ def _prepare_owned(record: store.RunRecord, owner: Ownership, workload_file: str
                             f"{job.checkpoint.every}, its first)")
     check_workload_unchanged(run_dir, workload_file)
     step, where = found
-    events_path = run_dir / store.EVENTS_FILE
-    prior = resume_prior_events(read_events(events_path) if events_path.exists() else [], step)
+    events, why = record.checked_events()
+    if why:
+        raise _refuse(name, f"it is {store.UNREADABLE}: {why}")
+    prior = resume_prior_events(events, step)
     # this process supervises the run from here on: a reader meanwhile (no summary once it is
     # archived) sees a live runner, not a run whose runner was lost
     try:

@@ -207,6 +207,24 @@ class _Forker:
 _FORKER = _Forker()
 
 
+def _unlinked(fh) -> bool:
+    """The open file was removed from its folder (``rm -rf`` of a folder that a writer kept
+    from going away entirely)."""
+    try:
+        return os.fstat(fh.fileno()).st_nlink == 0
+    except (OSError, ValueError):  # closed: a store error already ends the run
+        return False
+
+
+def _folder_id(path: Path) -> tuple[int, int] | None:
+    """The folder's (device, inode); None when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class RunHandle:
     """A started run.  ``events()`` streams, ``wait()`` blocks for the result, ``stop()`` ends it."""
 
@@ -272,6 +290,9 @@ class RunHandle:
         self._runner_identity = supervision.identity()
         #: the first failure to write the run folder (a full disk): the run is stopped, failed
         self._store_error: str | None = None
+        #: the run folder as it was when the run started (device, inode): one removed or replaced
+        #: mid-run ends the run (``_check_folder``)
+        self._folder_id = _folder_id(run_dir)
         self._thread = threading.Thread(target=self._supervise, name=f"accelctl-run-{self.run_id}", daemon=True)
 
     # -- public --------------------------------------------------------------------
@@ -428,6 +449,7 @@ class RunHandle:
                 if self._watch_ranks and self._stop_kind != "user":  # before the events a death causes are read
                     self._ranks.poll(self.pids)
                 self._drain()
+                self._check_folder()
                 self._check_processes()
                 self._escalate()
                 with self._lock:
@@ -488,14 +510,22 @@ class RunHandle:
             self._cond.notify_all()
         self._sinks.on_event(event)
 
-    def _store_failed(self, exc: BaseException, name: str) -> None:
+    def _check_folder(self) -> None:
+        """A run folder removed (or replaced by another) while the run runs ends the run at once,
+        ``failed`` (``store_error``) naming the folder: nothing of the run is written again, and no
+        later write (a checkpoint save) recreates it."""
+        if self._store_error is None and self._folder_id is not None and (
+                _folder_id(self.run_dir) != self._folder_id or _unlinked(self._out)):
+            self._store_failed(None, "", f"run store: the run folder {self.run_dir} was removed while the run ran")
+
+    def _store_failed(self, exc: BaseException | None, name: str, message: str | None = None) -> None:
         """The run folder cannot be written (a full disk, lost permissions): stop the launches
         and end the run ``failed`` with that reason -- never a supervisor that dies silently
         and a ``wait()`` that never returns.  Events still reach the sinks."""
         if self._store_error is not None:
             return
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        self._store_error = f"run store: {why} writing {name}"
+        self._store_error = message or f"run store: {why} writing {name}"
         log.debug("%s (%s); stopping the run", self._store_error, self.run_dir)
         try:
             self._out.close()

@@ -19,7 +19,14 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
       series.json      only for one of ``measure { repeat = N }``'s N runs: {id, index, of}
       runner.json      who supervises the run (``<pid>:<start ticks>``, host) and its launches'
                        process groups: a run whose runner is gone is finished by the next reader
-                       (``failed``, reason ``runner_lost``, with the partial summary)
+                       (``failed``, reason ``runner_lost``, with the partial summary;
+                       ``not_started`` when its job never began: ``accelctl.run.lostrun``)
+
+Reading never blocks, never waits for another reader and never trusts a file's shape: every file
+is opened only when it is a regular file within its cap (no link followed, no FIFO opened) and
+checked against its shape in one place, ``accelctl.run.storefiles``; what fails either is the
+run's ``unreadable: <reason>``.  A lost run's result is computed on read and written only under
+a non-blocking lock (``accelctl.run.lostrun``).
 
 Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
 characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
@@ -31,14 +38,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract import envnames
+from accelctl.contract import boundedfile, envnames
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.scheduler import SchedulerJob
 from accelctl.contract.job import WorkerJob
@@ -306,68 +312,46 @@ class RunRecord:
 
     def events(self) -> list:
         """The run's merged events (``events.jsonl``), typed; [] when absent or unreadable."""
-        from accelctl.contract.events import read_events
+        return self.checked_events()[0]
 
-        path = self.path / EVENTS_FILE
-        if file_problem(path) is not None:
-            return []
-        try:
-            return read_events(path)
-        except (OSError, ValueError):
-            return []
+    def checked_events(self) -> tuple[list, str]:
+        """The run's merged events and why they cannot be read ("" when they can): a file that
+        is not a regular one of bounded size, or a line that is not an event of its shape
+        (a zero, negative, NaN or infinite step time among them: ``accelctl.run.storefiles``)."""
+        from accelctl.run.storefiles import read_events
+
+        return read_events(self.path / EVENTS_FILE)
 
     def plan(self) -> Plan | None:
+        """The run's plan; None when ``plan.json`` is absent, unreadable or of another shape."""
         data = read_json(self.path / PLAN_FILE)
-        return Plan.from_dict(data) if data else None
-
-
-def _kind(mode: int) -> str:
-    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
-            "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "not a regular file")
+        try:
+            return Plan.from_dict(data) if data else None
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+            return None
 
 
 def file_problem(path: Path) -> str | None:
     """Why ``path`` cannot be read as a file without opening it ("" when it is missing,
-    None when it is a readable regular file).  A FIFO is never opened: reading one blocks."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        return f"{path.name}: {exc.strerror or exc}"
-    return None if stat.S_ISREG(mode) else f"{path.name} is {_kind(mode)}"
+    None when it is a regular file within its cap).  A FIFO is never opened: reading one blocks;
+    a link is never followed (``accelctl.contract.boundedfile``)."""
+    from accelctl.run.storefiles import EVENTS_CAP, FILE_CAPS, MAX_INT
+
+    cap = FILE_CAPS.get(Path(path).name, EVENTS_CAP)
+    return boundedfile.problem(path, MAX_INT if cap is None else cap)
 
 
 def read_object(path: str | Path) -> tuple[dict[str, Any], str]:
     """A run file's JSON object and, when it cannot be had, why: ``({}, "")`` when the file
-    is missing, ``({}, reason)`` when it is unreadable (permissions, not a regular file, not
-    UTF-8, truncated or not JSON, not an object)."""
-    path = Path(path)
-    problem = file_problem(path)
-    if problem is not None:
-        return {}, problem
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return {}, f"{path.name}: {exc.strerror or exc}"
-    if not raw.strip():
-        return {}, f"{path.name} is empty"
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return {}, f"{path.name} is not UTF-8 text (byte {exc.start})"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        # the text ends inside a value: a writer stopped half-way (or a disk filled up)
-        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-        return {}, f"{path.name} is {'truncated' if cut else 'not JSON'} ({exc.msg}: line {exc.lineno} column {exc.colno})"
-    except ValueError as exc:  # e.g. an integer too long to convert
-        return {}, f"{path.name} is not JSON ({exc})"
-    if not isinstance(data, dict):
-        return {}, f"{path.name} is not a JSON object"
-    return data, ""
+    is missing, ``({}, reason)`` when it is unreadable (permissions, not a regular file, too
+    large, not UTF-8, truncated or not JSON, not an object).  ``summary.json``, ``runner.json``,
+    ``series.json``, ``plan.json``, ``job.json`` and ``spec.json`` are also checked against their
+    shapes (``accelctl.run.storefiles``)."""
+    from accelctl.run import storefiles
+
+    shape = {SUMMARY_FILE: storefiles.SUMMARY, RUNNER_FILE: storefiles.RUNNER, SERIES_FILE: storefiles.SERIES,
+             PLAN_FILE: storefiles.PLAN, JOB_FILE: storefiles.JOB, SPEC_FILE: storefiles.SPEC}.get(Path(path).name)
+    return storefiles.read_object(path, shape)
 
 
 def read_json(path: str | Path) -> dict[str, Any]:
@@ -395,103 +379,37 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def runner_gone(path: Path) -> dict[str, Any] | None:
-    """The ``runner.json`` of a run without a summary whose runner is gone for good (and whose
-    launches have all ended), else None: still running, recorded on another machine, or a
-    run from before runner.json."""
-    if (path / SUMMARY_FILE).exists():
-        return None
-    info = read_json(path / RUNNER_FILE)
-    host = info.get("host") or {}
-    if not info.get("runner") or host.get("name") != _host()["name"]:
-        return None  # another machine's run (a shared store): it cannot be judged from here
-    from accelctl.contract import supervision  # here: threading; ``estimate`` only reads runs_root()
-
-    if host.get("boot_id") == _host()["boot_id"] and supervision.alive(str(info["runner"])):
-        return None
-    from accelctl.run import procgroup
-
-    if host.get("boot_id") == _host()["boot_id"] and (
-            any(procgroup.live_members(int(g)) for g in info.get("pgids") or [])
-            or procgroup.carrying(envnames.EVENTS_DIR, str(path))):
-        return None  # its workers are still ending (they follow their runner within seconds)
-    return info
-
-
-def finish_lost_run(path: Path, info: Mapping[str, Any]) -> dict[str, Any]:
-    """End a run whose runner vanished: merge what the ranks wrote after the runner stopped
-    reading into ``events.jsonl``, and write ``summary.json`` -- status ``failed``, reason
-    ``runner_lost`` (``store_error`` when the runner noted that it ended on a full store),
-    steady-state figures over the steps that completed.  Returns the summary
-    (written when the store allows; in memory only when it does not)."""
-    import fcntl
-
-    from accelctl.contract.events import RunFailed, read_events
-    from accelctl.run.summary import build_summary
-
-    pid = str(info.get("runner", "")).partition(":")[0]
-    ended = str(info.get("ended") or "")  # the runner ended, but could not write the summary
-    with open(path / RUNNER_FILE, "rb") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one reader finishes it; the others then read its summary
-        done = read_json(path / SUMMARY_FILE)
-        if done:
-            return done
-        events_path = path / EVENTS_FILE
-        try:
-            merged = {ln.strip() for ln in events_path.read_bytes().splitlines()} if events_path.exists() else set()
-        except OSError:
-            merged = set()
-        late = [line.strip() for rank_file in sorted(path.glob("rank*.jsonl"))
-                for line in rank_file.read_bytes().splitlines() if line.strip() and line.strip() not in merged]
-        events = read_events(events_path) if events_path.exists() else []
-        from accelctl.run.tail import parse_line
-
-        events += [ev for ev in (parse_line(line)[1] for line in late) if ev is not None]
-        steps = sum(1 for e in events if getattr(e, "kind", "") == "step" and getattr(e, "phase", "") == "measure"
-                    and getattr(e, "rank", 0) == 0)
-        failure = RunFailed(reason="store_error", message=ended) if ended else RunFailed(
-            reason="runner_lost", message=(f"the runner (pid {pid}) ended without finishing the run (killed?); "
-                                           f"partial summary over the {steps} measured steps that completed"))
-        plan = Plan.from_dict(read_json(path / PLAN_FILE))
-        started = float(info.get("started_unix_s") or path.stat().st_mtime)
-        last = max([getattr(e, "time_unix_s", 0.0) for e in events] + [started])
-        summary = build_summary(
-            plan=plan, job=WorkerJob.from_dict(read_json(path / JOB_FILE)), run_id=path.name, events=events,
-            stop_kind=None, failure=failure,
-            launches=[{"name": ln.name, "argv": None, "cwd": None, "pid": None, "returncode": None, "wall_s": None}
-                      for ln in plan.launches],
-            started_unix_s=started, finished_unix_s=last)
-        try:
-            with open(events_path, "ab") as fh:
-                fh.write(b"".join(line + b"\n" for line in late) + failure.to_json().encode() + b"\n")
-            write_summary(path, summary)
-        except OSError:
-            pass  # a store we may not write: shown as lost all the same
-        return summary
-
-
 def read_run(path: Path) -> RunRecord:
-    """A ``RunRecord`` for one run folder; never raises on a broken one: a missing summary is
-    ``incomplete``, an unreadable folder or summary ``unreadable: <reason>``.  A run whose
-    runner vanished is finished here (``finish_lost_run``) and shows as ``failed (runner lost)``."""
-    problem = ""
-    try:
-        os.listdir(path)
-    except OSError as exc:
-        problem = f"run folder: {exc.strerror or exc}"
-    summary, why = read_object(path / SUMMARY_FILE)
+    """A ``RunRecord`` for one run folder; never raises on a broken one, never blocks, never
+    waits for another reader: a missing summary is ``incomplete``, an unreadable folder or
+    file ``unreadable: <reason>`` (``accelctl.run.storefiles``).  A run whose runner vanished
+    shows as ``failed (runner lost)`` -- ``not started (runner lost)`` when its job never
+    began -- computed here and kept in the folder when no other reader is at it
+    (``accelctl.run.lostrun``)."""
+    from accelctl.run import storefiles
+
+    problem = storefiles.folder_problem(path)
+    summary, why = ({}, "") if problem else read_object(path / SUMMARY_FILE)
     problem = problem or why
+    inputs = []
+    for name in (SERIES_FILE, PLAN_FILE, JOB_FILE, SPEC_FILE):  # each checked against its shape
+        data, why = ({}, "") if problem else read_object(path / name)
+        inputs.append(data)
+        problem = problem or why
+    series, plan, job, _ = inputs
     if not summary and not problem:
-        lost = runner_gone(path)
-        if lost is not None:
-            try:
-                summary = finish_lost_run(path, lost)
-            except (OSError, ValueError, KeyError, TypeError):
-                summary = {}  # unreadable inputs: stays incomplete
+        info, problem = read_object(path / RUNNER_FILE)
+        if info:
+            from accelctl.run import lostrun
+
+            if lostrun.gone(path, info):
+                summary, lines, problem = lostrun.finish(path, info)
+                if summary:
+                    lostrun.record(path, summary, lines)
     m = _ID_RE.match(path.name)
     # the run id names the workload and the target (safe names hold no "-")
     named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}
-    sources = [summary, read_json(path / PLAN_FILE), read_json(path / JOB_FILE), named]
+    sources = [summary, plan, job, named]
 
     def fact(key: str) -> str:  # the first file that says it
         return next((str(src[key]) for src in sources if isinstance(src.get(key), str) and src[key]), "")
@@ -502,10 +420,7 @@ def read_run(path: Path) -> RunRecord:
             started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
         except ValueError:  # a folder named like a run, with no real date in it
             started = ""
-    try:
-        step, thr, unit = _headline(summary.get("stats") or {})
-    except AttributeError:  # a summary of the wrong shape
-        step, thr, unit, problem = None, None, "", problem or "summary.json has no valid stats"
+    step, thr, unit = _headline(summary.get("stats") or {})
     status = f"{UNREADABLE}: {problem}" if problem else _status(summary)
     return RunRecord(
         id=path.name,
@@ -522,7 +437,7 @@ def read_run(path: Path) -> RunRecord:
         engine=fact("engine"),
         scheduler=scheduler_file.from_dict(summary.get("scheduler")) or scheduler_file.read(path),
         unreadable=problem,
-        series=read_json(path / SERIES_FILE),
+        series=series,
     )
 
 
@@ -530,8 +445,11 @@ def _status(summary: Mapping[str, Any]) -> str:
     if not summary:
         return "incomplete"
     status = str(summary.get("status", "incomplete"))
-    if status == "failed" and (summary.get("failure") or {}).get("reason") == "runner_lost":
+    lost = (summary.get("failure") or {}).get("reason") == "runner_lost"
+    if status == "failed" and lost:
         return "failed (runner lost)"
+    if status == "not_started":
+        return "not started (runner lost)" if lost else "not started"
     return status
 
 
@@ -540,8 +458,8 @@ def _run_dirs(base: Path) -> list[Path]:
         names = sorted(os.listdir(base))
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise RunStoreError(f"cannot read the run store {base}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise RunStoreError(f"cannot read the run store {base}: {getattr(exc, 'strerror', None) or exc}") from None
     return [base / n for n in names if _ID_RE.match(n) and os.path.isdir(base / n)]
 
 

@@ -14,6 +14,7 @@ happens to the TUI, and a stop goes through ``RunHandle.stop()`` (the run screen
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 import time
@@ -21,8 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract.events import Event, event_from_dict
+from accelctl.contract.events import Event
 from accelctl.run.store import EVENTS_FILE, PLAN_FILE, SUMMARY_FILE, UNREADABLE, file_problem, read_json, read_object
+from accelctl.run.storefiles import check_event
 
 #: events per message when replaying at full speed
 CHUNK = 500
@@ -104,11 +106,14 @@ class ReplaySource:
         self.follow = (not self._summary_there()) if follow is None else follow
         plan = read_json(self.run_dir / PLAN_FILE)
         job = plan.get("job") or {}
-        m = job.get("measure") or read_json(self.run_dir / SUMMARY_FILE).get("measure") or {}
-        self.total_steps = (m.get("warmup", 0) + m.get("steps", 0) * m.get("repeat", 1)) or None
-        self.task = (job.get("task") or {}).get("kind", "")
-        self.world_size = sum(int(ln.get("processes", 1)) for ln in plan.get("launches") or ()) or 1
-        self.names = (plan.get("workload", ""), plan.get("target", ""), plan.get("backend", ""))
+        try:  # a plan.json of another shape (hand-edited): the replay goes on without these
+            m = job.get("measure") or read_json(self.run_dir / SUMMARY_FILE).get("measure") or {}
+            self.total_steps = int(m.get("warmup", 0) + m.get("steps", 0) * m.get("repeat", 1)) or None
+            self.task = str((job.get("task") or {}).get("kind", ""))
+            self.world_size = sum(int(ln.get("processes", 1)) for ln in plan.get("launches") or ()) or 1
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            self.total_steps, self.task, self.world_size = None, "", 1
+        self.names = tuple(str(plan.get(k) or "") for k in ("workload", "target", "backend"))
         self._fh = None
         self._partial = ""
         self._pending: list[Event] = []
@@ -121,7 +126,9 @@ class ReplaySource:
             if file_problem(self.run_dir / EVENTS_FILE) is not None:  # missing, or a FIFO that would block
                 return []
             try:
-                self._fh = open(self.run_dir / EVENTS_FILE, encoding="utf-8")  # noqa: SIM115
+                # no link followed, no FIFO waited on: swapped in since the look, it reads as empty
+                fd = os.open(self.run_dir / EVENTS_FILE, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+                self._fh = os.fdopen(fd, encoding="utf-8", errors="replace")
             except OSError:
                 return []
         data = self._partial + self._fh.read()
@@ -131,10 +138,12 @@ class ReplaySource:
         for line in lines:
             if not line.strip():
                 continue
-            try:
-                out.append(event_from_dict(json.loads(line)))
-            except (ValueError, TypeError):
+            try:  # only events of their shape (``storefiles.check_event``): a hand-edited line is skipped
+                event = check_event(json.loads(line))
+            except (ValueError, TypeError, RecursionError):
                 continue
+            if event is not None:
+                out.append(event)
         return out
 
     def _summary_there(self) -> bool:

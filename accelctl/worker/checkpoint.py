@@ -211,6 +211,9 @@ class Checkpointer:
     def _save(self, step: int, where: Path, measurement: dict[str, Any]) -> None:
         ctx = self.ctx
         t0 = time.perf_counter()
+        if not ctx.job.checkpoint.dir and not Path(ctx.job.events_dir).is_dir():  # never recreate a removed run
+            raise RuntimeError(f"the run folder {ctx.job.events_dir} was removed mid-run: checkpoint of step {step} "
+                               "not written")
         where.mkdir(parents=True, exist_ok=True)
         if self.engine is not None:  # every rank: DeepSpeed writes its own files (ZeRO shards)
             self.engine.save_checkpoint(str(self.folder), tag=where.name, client_state={"accelctl_step": step},

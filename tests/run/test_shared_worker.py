@@ -105,13 +105,19 @@ def test_two_workloads_of_a_file_run_in_one_worker_each_with_its_own_record(tmp_
     assert second["timings"]["setup_s"] < first["timings"]["setup_s"] / 2
 
 
-@pytest.mark.slow
-def test_a_stop_during_job_one_records_it_stopped_and_leaves_no_process(tmp_path):
+def start_long_then_never(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """``accelctl run`` of two workloads sharing a worker: ``long_one`` (5,000 steps), then ``never``."""
     wl = tmp_path / "long.wl"
     wl.write_text(gen_workload("long_one", steps=5000) + gen_workload("never", steps=2))
     runs = tmp_path / "runs"
     proc = subprocess.Popen(cli("run", str(wl), "--headless", "--runs-dir", str(runs)), cwd=ROOT, env=env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc, runs
+
+
+@pytest.mark.slow
+def test_a_stop_during_job_one_records_it_stopped_and_leaves_no_process(tmp_path):
+    proc, runs = start_long_then_never(tmp_path)
     try:
         read_until_measure(proc)
         (run_dir,) = run_dirs(runs)[:1]

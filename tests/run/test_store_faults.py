@@ -204,11 +204,11 @@ def test_permission_denied_on_the_store_itself(open_store, capsys):
 def test_run_files_of_an_unexpected_shape(runs, capsys):
     """Valid JSON of the wrong shape (hand-edited, another version's): named, not a traceback."""
     (runs / BROKEN / "summary.json").write_text('{"status": "ok", "stats": "fast"}')
-    assert store.load_run(BROKEN, runs).status == "unreadable: summary.json has no valid stats"
+    assert store.load_run(BROKEN, runs).status == "unreadable: summary.json: stats must be an object (got a string)"
     shutil.rmtree(runs / BROKEN)
     shutil.copytree(FIXTURES / BROKEN, runs / BROKEN)
     (runs / BROKEN / "spec.json").write_text('{"targets": "big", "task": []}')  # the summary is fine
     code, out, err = cli(capsys, "compare", GOOD, BROKEN, "--runs-dir", str(runs))
-    assert code == 2 and f"B ({BROKEN}) is unreadable: run files of an unexpected shape" in err
+    assert code == 2 and f"B ({BROKEN}) is unreadable: spec.json: targets must be a list (got a string)" in err
     code, out, err = cli(capsys, "report", "--runs-dir", str(runs), "--format", "csv")
     assert code == 0 and GOOD in out and BROKEN not in out and f"run {BROKEN} is unreadable" in err
