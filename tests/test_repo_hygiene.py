@@ -1,0 +1,32 @@
+"""The repository itself: pytest imports test modules by basename (rootdir-relative, no packages): two files with the
+same name in different folders stop the whole run at collection ("import file mismatch")."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_every_test_module_has_a_name_of_its_own():
+    seen: dict[str, list[str]] = defaultdict(list)
+    for path in TESTS.rglob("test_*.py"):
+        seen[path.name].append(str(path.relative_to(TESTS)))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, f"test modules sharing a basename: {clashes}"
+
+
+def test_no_merge_conflict_markers_in_tracked_text():
+    import subprocess
+    root = TESTS.parent
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=False).stdout
+    marked = []
+    for name in filter(None, files.decode().split("\0")):
+        path = root / name
+        if path.is_symlink() or not path.is_file() or path.suffix not in {".py", ".md", ".wl", ".lark", ".sh", ".toml", ".txt", ".json"}:
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")):
+                marked.append(f"{name}:{number}")
+    assert not marked, f"merge conflict markers: {marked}"
