@@ -42,7 +42,7 @@ def side_table(side) -> Table:
     n = len(e.step_times)
     g.add_row("steps", f"{n} measured, {e.warmup_steps} warm-up" if n else "none measured")
     ci = e.step_time_ci
-    g.add_row("mean", fmt.ms(e.step_time_s) + (f" ± {fmt.ms(ci.half_width)} (95% CI)" if ci else ""))
+    g.add_row("mean", fmt.ms(e.step_time_s) + (f" (95% CI {fmt.ms(ci.low)}–{fmt.ms(ci.high)})" if ci else ""))
     g.add_row("median", f"{fmt.ms(side.median_s)} · p90 {fmt.ms(e.step_time_p90_s)}")
     value, unit = side.throughput
     g.add_row("throughput", f"{fmt.num(value)} {unit}" if value is not None else "-")
