@@ -225,3 +225,29 @@ def test_eager_stable_diffusion_pays_the_unets_element_wise_kernels_and_launches
     assert estimate(spec, a100, slow).overhead_s < estimate(spec, one, slow).overhead_s * 8
     gaudi = estimate(*_one("stable_diffusion.wl", "stable_diffusion", "gaudi2"))
     assert gaudi.overhead_s == 0 and "launches" not in gaudi.why
+
+
+def test_trn1_and_inf2_name_the_fact_that_would_separate_them():
+    """Every trn1 and inf2 target of seed 004 is estimated at the same step time (the same
+    NeuronCore-v2 per core by the AWS Neuron docs) while the seed measured Trainium faster:
+    the why text names the host's vCPUs per NeuronCore and the missing figure (it said
+    nothing of it before), and the reference report's claim 004 carries the same."""
+    from accelctl.report.reference import claims_table
+
+    spec = load(ROOT / "workloads" / "vit_neuron.wl")[0]
+    neuron_targets = [t for t in spec.targets if t.device in ("trn1", "inf2")]
+    estimates = {t.name: estimate(spec, t) for t in neuron_targets}
+    assert len({round(e.step_time_s, 9) for e in estimates.values()}) == 1  # what the model can say
+    per_core = {"trn1_2xlarge": "4 host vCPUs per NeuronCore (trn1.2xlarge: 8 vCPUs for 2 cores)",
+                "inf2_xlarge": "2 host vCPUs per NeuronCore (inf2.xlarge: 4 vCPUs for 2 cores)",
+                "inf2_48xlarge": "8 host vCPUs per NeuronCore (inf2.48xlarge: 192 vCPUs for 24 cores)"}
+    for name, e in estimates.items():
+        assert "not modelled: the host time per step of torch-xla's tracing and the data loader" in e.why
+        assert "missing fact that would separate trn1 from inf2" in e.why
+    for name, text in per_core.items():
+        assert text in estimates[name].why
+    # no other device gets the clause
+    assert "NeuronCore" not in estimate(spec, spec.target("cpu")).why
+    (row,) = [r for r in claims_table().rows if r["id"] == "004-39pct"]
+    assert "accelctl estimate: inf2_xlarge at 1.000x trn1_2xlarge's throughput" in row["note"]
+    assert "missing fact: the host time per step of torch-xla's tracing and the data loader" in row["note"]
