@@ -4,8 +4,8 @@ Every verb returns one of these, and ``--json`` documents carry the number and i
 (``exit_code``, ``exit``).  The README's and docs/cli.md's exit-code tables are
 ``markdown_table()``; a test holds them equal.
 
-``TABLE`` says what each code means (0 ok, 1 failed, 2 usage, 3 gate, 70 internal, 130
-stopped, 141 broken pipe).  The lowest layer: imports nothing.
+``TABLE`` says what each code means (0 ok, 1 failed, 2 usage, 3 gate, 5 inconclusive, 70
+internal, 130 stopped, 141 broken pipe).  The lowest layer: imports nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ GATE = 3
 REGRESSION = GATE
 #: ``plan --check``: a check could not run and ``--allow-unavailable`` was not given (a GATE)
 CHECK_NOT_RUN = GATE
+#: ``compare --fail-on-regression`` could not decide (fewer than 3 independent runs a side,
+#: or no interval): neither a pass (0) nor a regression (3)
+INCONCLUSIVE = 5
 INTERNAL = 70
 STOPPED = 130
 BROKEN_PIPE = 141
@@ -35,6 +38,9 @@ TABLE: tuple[tuple[int, str, str], ...] = (
     (GATE, "gate", "a check asked for on the command line did not pass: `compare --fail-on-regression` found a "
                    "significant regression; `plan --check` could not run a check (its tool is not installed here) "
                    "and `--allow-unavailable` was not given"),
+    (INCONCLUSIVE, "inconclusive", "`compare --fail-on-regression` could not decide: fewer than 3 independent runs "
+                                   "a side (`measure { repeat = 3 }`) or no interval; no verdict is printed, and the "
+                                   "gate neither passes nor fails"),
     (INTERNAL, "internal", "an unexpected error inside accelctl (a bug; EX_SOFTWARE): the traceback on stderr, "
                            "the error in the `--json` document"),
     (STOPPED, "stopped", "stopped by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT); a run is recorded `stopped`"),

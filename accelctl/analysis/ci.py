@@ -7,9 +7,16 @@ The t quantile is ``analysis.student_t`` (standard library, checked against
 costs nothing.  ``df = inf`` is the normal distribution.
 
 * ``mean_ci(xs)``: ``mean ± t(1 - α/2, n - 1) · s / √n`` (s: sample stdev, n - 1).
-* ``repeat_summary(xs)``: the mean of repeated measurements with its CI; when there are
-  at least ``TRIM_AT`` = 5 repeats the fastest and the slowest are dropped first, as
-  MLPerf's "olympic" scoring does, and the CI is over the kept ``n - 2`` values.
+* ``positive_mean_ci(xs)``: the interval of the mean of a positive quantity (a step time,
+  a latency, a throughput, a cost) on the log scale, the delta method as ``ratio_ci``:
+  ``mean · exp(± t(1 - α/2, n - 1) · s / (√n · mean))``.  Never at or below zero, however
+  few or scattered the values (one stall among three steps gave ``mean ± t·s/√n`` a
+  lower bound of -140 ms); to first order in ``s / mean`` it is the symmetric interval,
+  and it is wider above the mean than below, as the spread of a positive quantity is.
+* ``repeat_summary(xs)``: the mean of repeated measurements (step times) with its
+  positive CI; when there are at least ``TRIM_AT`` = 5 repeats the fastest and the slowest
+  are dropped first, as MLPerf's "olympic" scoring does, and the CI is over the kept
+  ``n - 2`` values.
 * ``welch(a, b)``: difference of means ``mean(b) - mean(a)`` with the Welch-Satterthwaite
   degrees of freedom, its CI and two-sided p-value.
 * ``ratio_ci(a, b)``: CI of ``mean(a) / mean(b)`` by the delta method on the log scale:
@@ -67,6 +74,18 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Interval | Non
     return Interval(m, m - half, m + half, len(xs), confidence)
 
 
+def positive_mean_ci(values: Sequence[float], confidence: float = 0.95) -> Interval | None:
+    """The mean of a positive quantity with a log-scale interval (see the module doc): its
+    low end stays above zero.  ``None`` with fewer than two values or a value <= 0 (not a
+    positive quantity: ``mean_ci`` is its interval)."""
+    xs = [float(v) for v in values]
+    if len(xs) < 2 or min(xs) <= 0:
+        return None
+    m = statistics.fmean(xs)
+    k = t_quantile(0.5 + confidence / 2.0, len(xs) - 1) * statistics.stdev(xs) / (math.sqrt(len(xs)) * m)
+    return Interval(m, m * math.exp(-k), m * math.exp(k), len(xs), confidence)
+
+
 @dataclass(frozen=True)
 class RepeatSummary:
     """The mean of repeated measurements (one value per repeat)."""
@@ -97,7 +116,7 @@ def repeat_summary(values: Sequence[float], confidence: float = 0.95) -> RepeatS
         dropped = (xs[lo], xs[hi])
         kept = [x for i, x in enumerate(xs) if i not in (lo, hi)]
         method = "MLPerf: fastest and slowest dropped, mean of the rest, Student t"
-    return RepeatSummary(n=len(xs), mean=statistics.fmean(kept), ci=mean_ci(kept, confidence),
+    return RepeatSummary(n=len(xs), mean=statistics.fmean(kept), ci=positive_mean_ci(kept, confidence),
                          kept=tuple(kept), dropped=dropped, method=method)
 
 

@@ -19,9 +19,11 @@ A is the baseline, B the candidate; each is anything with the fields of ``Measur
   speed-up is throughput B / throughput A, else latency A / B, else step time A / B
   (``accelctl.analysis.cost``), with no interval.
 * Verdict: "regression" when the whole CI of the speed-up lies below ``1 - tolerance``,
-  "improvement" when it lies above ``1 + tolerance``, else "no significant difference":
-  the interval crosses 1, or a side has fewer than ``MIN_RUNS`` runs (``reason`` says how
-  many are needed: ``measure { repeat = 3 }``).
+  "improvement" when it lies above ``1 + tolerance``, else "no significant difference"
+  (the interval crosses 1 ± tolerance).  With fewer than ``MIN_RUNS`` runs a side, or no
+  interval, there is no verdict at all: "inconclusive" (``reason`` says how many runs are
+  needed: ``measure { repeat = 3 }``), which ``--fail-on-regression`` exits with its own
+  code (``exitcodes.INCONCLUSIVE``), never as a pass.
 * Refusals (``comparability``): a run that is not ``ok`` (incomplete, failed, stopped,
   unreadable, or a series with runs missing) and runs of different workloads or of a
   workload whose model, task, data, optimizer or seed changed.  A refused comparison
@@ -41,6 +43,8 @@ from accelctl.analysis.ci import Interval, WelchResult, ratio_ci, welch
 
 REGRESSION, IMPROVEMENT, SAME, UNKNOWN = "regression", "improvement", "no significant difference", "unknown"
 REFUSED = "not compared"
+#: no verdict: too few independent runs a side, or no interval (not "no significant difference")
+INCONCLUSIVE = "inconclusive"
 
 #: diagnostic codes of the refusals: a side is not a complete measurement; the two
 #: sides are not the same workload
@@ -184,11 +188,11 @@ def compare(a: Measured, b: Measured, confidence: float = 0.95, tolerance: float
     if refusals and not force:
         result = REFUSED
     elif min(len(xa), len(xb)) < min_runs:
-        result, reason = SAME, too_few(len(xa), len(xb), min_runs)
+        result, reason = INCONCLUSIVE, too_few(len(xa), len(xb), min_runs)
     else:
         result = verdict(ci, tolerance)
         if result == UNKNOWN:
-            reason = "no interval: a side has no measured step times"
+            result, reason = INCONCLUSIVE, "no interval: a side has no measured step times"
     return Comparison(a, b, basis, sp, ci, raw, pp, pp_ci, "per-run medians of independent runs",
                       welch(xa, xb, confidence) if len(xa) >= 2 and len(xb) >= 2 else None,
                       result, tolerance, refusals, reason)

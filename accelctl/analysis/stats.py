@@ -26,7 +26,8 @@ Conventions, applied everywhere in this module:
   that repeat; ``repeats`` is their mean with a 95 % Student-t CI, MLPerf-style (fastest
   and slowest dropped) from 5 repeats on (``accelctl.analysis.ci``).  ``step_time_ci`` is
   that CI when there are two repeats or more, else the Student-t CI of the mean over the
-  single repeat's steps (steps are not independent: read it as a lower bound on the noise).
+  single repeat's steps (steps are not independent: read it as a lower bound on the noise);
+  either is on the log scale (``positive_mean_ci``), so it never goes below zero.
 * **MFU** per step = the mean over ranks of each rank's reported MFU; **peak memory** =
   the largest ``mem_bytes`` any rank reported in a measured step.
 * **Loss** comes from rank 0, in ``(repeat, step)`` order.  It *decreased* when the mean
@@ -44,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelctl.analysis.ci import Interval, RepeatSummary, mean_ci, repeat_summary
+from accelctl.analysis.ci import Interval, RepeatSummary, positive_mean_ci, repeat_summary
 from accelctl.contract.events import StepMetrics
 
 MEASURE = "measure"
@@ -323,7 +324,7 @@ def steady_state(events: Iterable[Any]) -> StepStats:
         by_repeat[key[1]].append(t)
     repeat_means = tuple(statistics.fmean(by_repeat[r]) for r in sorted(by_repeat))
     repeats = repeat_summary(repeat_means)
-    step_ci = repeats.ci if repeats is not None and repeats.n >= 2 else mean_ci(times)
+    step_ci = repeats.ci if repeats is not None and repeats.n >= 2 else positive_mean_ci(times)
 
     # 5. per-rank distributions
     rank_times: dict[int, list[float]] = defaultdict(list)

@@ -20,6 +20,7 @@ from typing import Any
 from accelctl.analysis import cost
 from accelctl.estimate import elementwise as EW
 from accelctl.estimate import flops as F
+from accelctl.estimate import neuron
 from accelctl.estimate import traffic as T
 from accelctl.estimate import unet_elementwise as UE
 from accelctl.estimate.factors import DEFAULT, Factors
@@ -149,6 +150,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     if est.bytes_per_step:
         est.why += (f"; arithmetic intensity {est.flops_per_step / est.bytes_per_step:,.0f} FLOP/byte against the "
                     f"device's ridge point of {peak / bw:,.0f}")
+    est.why += neuron.missing_fact(target)
     _cost(est)
     return est
 

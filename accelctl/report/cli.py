@@ -217,7 +217,7 @@ def _mlflow(records: list, uri: str) -> None:
 
 def cmd_compare(args) -> int:
     from accelctl.analysis.compare import TOLERANCE
-    from accelctl.report.compare import REFUSED, REGRESSION, compare, compare_table
+    from accelctl.report.compare import INCONCLUSIVE, REFUSED, REGRESSION, compare, compare_table
     from accelctl.report.entry import entry_from_series
     from accelctl.run.store import load_run, series_runs
 
@@ -239,6 +239,12 @@ def cmd_compare(args) -> int:
         if reply is not None:
             reply.fail("Regression", f"B is significantly slower than A (--fail-on-regression): {c.reason}".rstrip(": "))
         return exitcodes.REGRESSION
+    if args.fail_on_regression and c.verdict == INCONCLUSIVE:
+        print(f"accelctl compare: inconclusive, no verdict (--fail-on-regression exits "
+              f"{exitcodes.INCONCLUSIVE}): {c.reason}", file=sys.stderr)
+        if reply is not None:
+            reply.fail("Inconclusive", f"no verdict (--fail-on-regression): {c.reason}")
+        return exitcodes.INCONCLUSIVE
     return exitcodes.OK
 
 
@@ -317,7 +323,8 @@ def register(sub) -> None:
                         "(default 0.05 = 5%%; 0 asks the strict question)")
     c.add_argument("--confidence", type=float, default=0.95)
     c.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 3 when B is significantly slower (the CI over independent runs lies below 1)")
+                   help="exit 3 when B is significantly slower (the CI over independent runs lies below 1), "
+                        "5 (inconclusive) when there is no verdict (fewer than 3 runs a side)")
     c.add_argument("--force", action="store_true",
                    help="compare incomplete or unreadable runs and runs of different workloads anyway")
     _common(c)

@@ -11,6 +11,7 @@ import statistics
 from accelctl.analysis.compare import (
     BASIS_RUNS,
     IMPROVEMENT,
+    INCONCLUSIVE,
     REFUSED,
     REGRESSION,
     SAME,
@@ -20,7 +21,7 @@ from accelctl.analysis.compare import (
 )
 from accelctl.report.tables import Column, Table
 
-__all__ = ["IMPROVEMENT", "REFUSED", "REGRESSION", "SAME", "UNKNOWN", "Comparison", "compare", "compare_table"]
+__all__ = ["IMPROVEMENT", "INCONCLUSIVE", "REFUSED", "REGRESSION", "SAME", "UNKNOWN", "Comparison", "compare", "compare_table"]
 
 
 COLUMNS = [
@@ -68,8 +69,9 @@ def compare_table(c: Comparison) -> Table:
     na, nb = c.runs
     notes = [
         f"A = {a.source} ({a.name}), B = {b.source} ({b.name})",
-        f"speed-up of B over A by {c.basis}: {sp}{ci}; verdict: {c.verdict}"
-        + (f" (tolerance ±{c.tolerance:.0%})" if c.tolerance else ""),
+        f"speed-up of B over A by {c.basis}: {sp}{ci}; "
+        + ("inconclusive" if c.verdict == INCONCLUSIVE else f"verdict: {c.verdict}"
+           + (f" (tolerance ±{c.tolerance:.0%})" if c.tolerance else "")),
         f"CI: over the {c.values} (A: {na}, B: {nb}), delta method on log(mean A / mean B), Student t with "
         "Welch-Satterthwaite df"
         + (f"; Welch t = {c.welch.t:.3g}, df = {c.welch.df:.3g}, p = {c.welch.p_value:.3g}" if c.welch else ""),

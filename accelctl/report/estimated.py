@@ -257,3 +257,29 @@ def estimate_row(table_id: str, row_id: str, row: dict[str, Any], metric: str, p
     why = "; ".join(x for x in (_implied(e, metric, per_call), NOTES.get(table_id, {}).get(row_id, ""),
                                 f"as measured: {measured.source}" if measured else "") if x)
     return Estimated(value, error, e.bound_by, why=why)
+
+
+#: claims of the seeds the estimate speaks to: claim id -> (workload file, workload, target A, target B)
+CLAIMS: dict[str, tuple[str, str, str, str]] = {
+    "004-39pct": ("vit_neuron.wl", "vit_neuron", "trn1_2xlarge", "inf2_xlarge"),
+}
+
+
+def claim_estimate(claim_id: str) -> str:
+    """What ``accelctl estimate`` says of a claim's two targets (B's throughput over A's), and
+    the fact it lacks to say more ("" for a claim it does not speak to)."""
+    from accelctl.estimate import neuron
+    from accelctl.estimate.roofline import estimate
+
+    where = CLAIMS.get(claim_id)
+    if where is None or not (WORKLOADS / where[0]).is_file():
+        return ""
+    file, workload, a_name, b_name = where
+    spec = _specs(file)[workload]
+    a, b = (estimate(spec, spec.target(n)) for n in (a_name, b_name))
+    if a.status != "ok" or b.status != "ok" or not a.throughput or not b.throughput:
+        return ""
+    text = f"accelctl estimate: {b_name} at {b.throughput / a.throughput:.3f}x {a_name}'s throughput"
+    if {a.device, b.device} <= neuron.NEURON_DEVICES:
+        text += f"; {neuron.MISSING}"
+    return text

@@ -195,8 +195,11 @@ CLAIM_COLUMNS = [
 
 
 def claims_table() -> Table:
+    from accelctl.report.estimated import claim_estimate
+
     rows = [{"seed": c.seed, "claim": c.text, "published": c.published, "recomputed": c.recomputed,
-             "status": c.status, "note": c.note, "id": c.id} for c in claims()]
+             "status": c.status, "note": "; ".join(x for x in (c.note, claim_estimate(c.id)) if x), "id": c.id}
+            for c in claims()]
     return Table("reference-claims", "the seeds' derived figures, recomputed from their raw numbers",
                  list(CLAIM_COLUMNS), rows,
                  ["recomputed with accelctl's own formulas (analysis/cost.py, report/scaling.py, analysis/compare.py)"])

@@ -66,7 +66,9 @@ def cell(col: Column, row: dict[str, Any]) -> str:
         mean, low, high = v
         text = fmt_time(mean)
         if low is not None and high is not None and mean:
-            text += f" ± {(high - low) / 2 / mean * 100:.1f}%"
+            below, above = f"{(mean - low) / mean * 100:.1f}", f"{(high - mean) / mean * 100:.1f}"
+            # a log-scale interval reaches further above the mean than below it
+            text += f" ± {below}%" if below == above else f" -{below}/+{above}%"
         return text
     if kind == "rate":
         unit = row.get(f"{col.key}_unit") or col.unit

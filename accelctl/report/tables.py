@@ -93,7 +93,8 @@ def _methods(entries: Sequence[Entry]) -> list[str]:
         notes.append(f"warm-up excluded from every figure ({parts})")
     methods = sorted({e.ci_method for e in entries if e.step_time_ci is not None and e.ci_method})
     if methods:
-        notes.append("step time: steady-state mean ± half-width of its 95% CI (" + "; ".join(methods) + ")")
+        notes.append("step time: steady-state mean, its 95% CI -below/+above it in % (on the log scale: never "
+                     "below zero; " + "; ".join(methods) + ")")
     if any(e.per_dollar is not None for e in entries):
         notes.append("per USD = throughput x 3600 / price per hour; USD per 1M = price / 3600 / throughput x 1e6")
     elif entries and not any(e.source.startswith("seed") for e in entries):

@@ -155,9 +155,24 @@ _AWS_NEURON = ("AWS Neuron docs, Trainium / Inferentia2 architecture "
 
 
 def _sheet(device: str, source: str, date: str, hbm: float, link: float, link_source: str = "",
-           flops_source: str = "") -> Datasheet:
+           flops_source: str = "", assumed: dict[str, Figure] | None = None) -> Datasheet:
     flops = {k: Figure(v, flops_source or source, date) for k, v in DEVICES[device].peak_flops.items()}
-    return Datasheet(device, flops, Figure(hbm, source, date), Figure(link, link_source or source, date))
+    return Datasheet(device, flops | (assumed or {}), Figure(hbm, source, date),
+                     Figure(link, link_source or source, date))
+
+
+#: Gaudi's fp32 matrix rate: Habana publishes none (the Gaudi2 and Gaudi 3 white papers give
+#: the MME's bf16 and fp8 peaks only), so an fp32 estimate on Gaudi rests on this stated ratio
+#: to the bf16 peak; it is an estimate's figure only (``Device.peak_flops``, which MFU reads,
+#: stays without it)
+GAUDI_FP32_OF_BF16 = 0.25
+_HB_FP32 = ("ASSUMPTION: Habana publishes no fp32 peak; taken as 1/4 of the bf16 MME peak ({bf16:g} TFLOPS), "
+            "between the TPC vector units' 1/2 (docs.habana.ai TPC User Guide: 64 float vs 128 INT16 ops per "
+            "cycle) and the 1/16 of NVIDIA's non-tensor-core fp32 (A100 datasheet: 19.5 vs 312 TFLOPS)")
+
+
+def _gaudi_fp32(bf16: float, date: str) -> dict[str, Figure]:
+    return {"fp32": Figure(bf16 * GAUDI_FP32_OF_BF16, _HB_FP32.format(bf16=bf16 / TFLOPS), date)}
 
 
 DATASHEETS: dict[str, Datasheet] = {
@@ -172,11 +187,13 @@ DATASHEETS: dict[str, Datasheet] = {
         # Gaudi1: 32 GB HBM2 at 1 TB/s; 10 x 100 GbE RoCE on chip, 7 of them full-mesh inside
         # the node (seed 001: 700 Gbps) = 87.5 GB/s per direction
         Datasheet("gaudi", {"bf16": Figure(108e12, "ASSUMPTION: Habana publishes no Gaudi1 matrix peak; "
-                                                   "taken as 1/4 of Gaudi2's 432 TFLOPS", "2022-05")},
+                                                   "taken as 1/4 of Gaudi2's 432 TFLOPS", "2022-05")}
+                  | _gaudi_fp32(108e12, "2022-05"),
                   Figure(1000e9, _HB_G1, "2021-10"), Figure(87.5e9, "seed 001 (700 Gbps full mesh)", "2022-01")),
         # Gaudi2: 96 GB HBM2E at 2.45 TB/s; 24 x 100 GbE, 21 inside the node = 262.5 GB/s
-        _sheet("gaudi2", _HB_G2, "2022-05", 2450e9, 262.5e9, flops_source=_HB_G3 + " (Gaudi2 column)"),
-        _sheet("gaudi3", _HB_G3, "2024-04", 3700e9, 525e9),
+        _sheet("gaudi2", _HB_G2, "2022-05", 2450e9, 262.5e9, flops_source=_HB_G3 + " (Gaudi2 column)",
+               assumed=_gaudi_fp32(432e12, "2024-04")),
+        _sheet("gaudi3", _HB_G3, "2024-04", 3700e9, 525e9, assumed=_gaudi_fp32(1835e12, "2024-04")),
         # per NeuronCore-v2 (two per chip): half the chip's 820 GB/s HBM; NeuronLink-v2
         # 768 GB/s per trn1 chip, 192 GB/s per inf2 chip (halved per core)
         _sheet("trn1", _AWS_NEURON, "2023-04", 410e9, 384e9),

@@ -142,12 +142,14 @@ class Comparison:
 
     a: RunSide
     b: RunSide
+    #: compare runs ``accelctl compare`` refuses (E226/E227) anyway, as its ``--force``
+    force: bool = False
 
     @functools.cached_property
     def result(self):
         from accelctl.analysis.compare import compare as compare_entries
 
-        return compare_entries(self.a.entry, self.b.entry)
+        return compare_entries(self.a.entry, self.b.entry, force=self.force)
 
     @property
     def speedup(self) -> float | None:

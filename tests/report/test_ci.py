@@ -86,8 +86,9 @@ def test_repeats_below_five_are_all_kept():
     assert r.n == 4 and r.dropped == () and r.kept == (0.30, 0.10, 0.20, 0.40)
     assert r.mean == approx(0.25)
     # s = sqrt(((.05)^2 + (.15)^2 + (.05)^2 + (.15)^2) / 3) = 0.129099; t(0.975, 3) = 3.182446
-    half = 3.182446305284263 * 0.12909944487358055 / 2
-    assert (r.ci.low, r.ci.high) == (approx(0.25 - half), approx(0.25 + half))
+    # on the log scale (a positive quantity): mean x exp(-+ t s / (sqrt(n) mean))
+    k = 3.182446305284263 * 0.12909944487358055 / 2 / 0.25
+    assert (r.ci.low, r.ci.high) == (approx(0.25 * math.exp(-k)), approx(0.25 * math.exp(k)))
     assert repeat_summary([0.5]).ci is None and repeat_summary([]) is None
 
 
@@ -96,8 +97,8 @@ def test_mlperf_trimming_drops_fastest_and_slowest_from_five():
     r = repeat_summary([0.12, 0.10, 0.50, 0.11, 0.13])
     assert r.dropped == (0.10, 0.50) and r.kept == (0.12, 0.11, 0.13)
     assert r.mean == approx(0.12)
-    half = 4.302652729749464 * 0.01 / math.sqrt(3)  # s = 0.01, df = 2
-    assert (r.ci.low, r.ci.high, r.ci.n) == (approx(0.12 - half), approx(0.12 + half), 3)
+    k = 4.302652729749464 * 0.01 / math.sqrt(3) / 0.12  # s = 0.01, df = 2; log scale
+    assert (r.ci.low, r.ci.high, r.ci.n) == (approx(0.12 * math.exp(-k)), approx(0.12 * math.exp(k)), 3)
     assert "MLPerf" in r.method
     # ties: exactly one fastest and one slowest go
     r = repeat_summary([1.0, 1.0, 1.0, 1.0, 1.0, 2.0])
@@ -165,7 +166,8 @@ def test_single_repeat_ci_is_over_steps_and_mfu_memory_are_reported():
     s = steady_state(events)
     straggler = [0.11, 0.12, 0.13]
     assert s.step_time_ci.mean == approx(0.12)
-    assert s.step_time_ci.half_width == approx(4.302652729749464 * 0.01 / math.sqrt(3))
+    k = 4.302652729749464 * 0.01 / math.sqrt(3) / 0.12  # log scale: never below zero
+    assert (s.step_time_ci.low, s.step_time_ci.high) == (approx(0.12 * math.exp(-k)), approx(0.12 * math.exp(k)))
     assert s.mfu.mean == approx(0.3) and s.mfu.median == approx(0.3)  # mean over ranks per step
     assert s.peak_mem_bytes == 302
     assert s.samples_per_s.aggregate == approx(48 / sum(straggler))  # global count, never summed over ranks

@@ -21,7 +21,7 @@ import pytest
 from make_fixtures import TRAIN_SPEC, train_events, write_run
 
 from accelctl.analysis.ci import welch
-from accelctl.analysis.compare import IMPROVEMENT, MIN_RUNS, REFUSED, REGRESSION, SAME, compare
+from accelctl.analysis.compare import INCONCLUSIVE, IMPROVEMENT, MIN_RUNS, REFUSED, REGRESSION, SAME, compare
 from accelctl.cli import main
 from accelctl.report.entry import entry_from_run, entry_from_series
 from accelctl.run.store import list_runs, load_run, series_runs, write_series
@@ -85,7 +85,7 @@ def test_single_runs_are_too_few_for_a_verdict(tmp_path):
     (b,) = write_series_of(tmp_path, 2, [0.050])  # twice as fast, but one process each
     c = compare(entry_from_run(load_run(a, tmp_path)), entry_from_run(load_run(b, tmp_path)))
     assert c.speedup == pytest.approx(2.0, rel=0.01)
-    assert c.verdict == SAME and c.speedup_ci is None
+    assert c.verdict == INCONCLUSIVE and c.speedup_ci is None
     assert f"{MIN_RUNS} of each are needed" in c.reason and "A has 1, B has 1" in c.reason
 
 
@@ -144,8 +144,9 @@ def test_incomplete_and_different_runs_are_refused_unless_forced(tmp_path, capsy
     # --force: compared, the refusal kept as a note; a regression still needs the interval
     code, out, _ = cli(capsys, "compare", a[0], o[0], *args, "--force")
     assert code == 0 and "FORCED past [E227]: different workloads" in out
-    code, out, _ = cli(capsys, "compare", a[0], lone.name, *args, "--force", "--fail-on-regression")
-    assert code == 0 and "too few independent runs" in out and "FORCED past [E226]" in out
+    code, out, err = cli(capsys, "compare", a[0], lone.name, *args, "--force", "--fail-on-regression")
+    assert code == 5 and "too few independent runs" in out and "FORCED past [E226]" in out
+    assert "inconclusive" in err and "no significant difference" not in out
 
 
 # ------------------------------------------------------------------ real runs

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from accelctl import exitcodes
 from accelctl.cli import main
 from accelctl.report.entry import entry_from_run
 from accelctl.report.tensorboard import run_scalars
@@ -95,20 +96,25 @@ def test_compare_golden_and_verdicts(capsys):
     """Single runs (one process each): the step times of one process are not independent
     samples, so however far apart the runs are there is no verdict, and the output says
     how many runs are needed.  (Before issue 11 this said "improvement", and 0002 -> 0001
-    exited 3 under --fail-on-regression.)"""
+    exited 3 under --fail-on-regression.)  No verdict wording at all (issue 26 #4: it
+    printed "verdict: no significant difference" beside "no verdict"), and
+    --fail-on-regression exits 5 (inconclusive), neither 0 (a pass) nor 3."""
     code, out = cli(capsys, "compare", "0001", "0002", "--runs-dir", str(RUNS), "--format", "md")
     assert code == 0
     golden("compare.md", out)
-    assert "verdict: no significant difference" in out
+    assert not any(v in out for v in ("no significant difference", "improvement", "regression"))
+    assert "; inconclusive" in out
     assert "too few independent runs for a verdict: A has 1, B has 1; 3 of each are needed" in out
     _, out = cli(capsys, "compare", "0001", "0002", "--runs-dir", str(RUNS), "--format", "json")
     data = json.loads(out)["result"]
-    assert data["verdict"] == "no significant difference" and data["speedup_ci"] is None and data["runs"] == [1, 1]
+    assert data["verdict"] == "inconclusive" and data["speedup_ci"] is None and data["runs"] == [1, 1]
     strict = ("--runs-dir", str(RUNS), "--format", "md", "--fail-on-regression")
-    code, out = cli(capsys, "compare", "0002", "0001", *strict)
-    assert code == 0 and "verdict: no significant difference" in out
-    code, out = cli(capsys, "compare", "0001", "0001", *strict)
-    assert code == 0 and "verdict: no significant difference" in out
+    for a, b in (("0002", "0001"), ("0001", "0001")):  # B 2x slower, and a run against itself
+        code, out = cli(capsys, "compare", a, b, *strict)
+        assert code == exitcodes.INCONCLUSIVE == 5 and "no significant difference" not in out
+    _, out = cli(capsys, "compare", "0002", "0001", "--runs-dir", str(RUNS), "--fail-on-regression", "--json")
+    doc = json.loads(out)
+    assert doc["exit_code"] == 5 and doc["exit"] == "inconclusive" and doc["error"]["type"] == "Inconclusive"
 
 
 def test_reference_alone_and_next_to_runs(capsys):

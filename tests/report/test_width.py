@@ -116,7 +116,7 @@ def test_key_figures_at_80_columns():
     _, out = in_terminal(80, "report", "--runs-dir", str(STORE))
     assert "workload fixture_train" in out and "workload fixture_gen" in out
     row = cells(out, "big4")
-    assert row[:2] == ["big4", "0003"] and "132.3 ms ± 3.6%" in row and "241.93 sequences/s" in row
+    assert row[:2] == ["big4", "0003"] and "132.3 ms -3.5/+3.7%" in row and "241.93 sequences/s" in row
     assert "left out at this width:" in out and "--wide" in out
     _, out = in_terminal(80, "compare", "0001", "0002", "--runs-dir", str(STORE))
     assert "compare small (0001) → big (0002)" in out

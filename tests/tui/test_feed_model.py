@@ -126,7 +126,7 @@ def test_workspace_scan_states_and_plans():
 
 def test_comparison_is_accelctl_compare_with_spec_prices():
     """The TUI's comparison is `accelctl compare`'s: the same speed-up, CI and verdict."""
-    from accelctl.analysis.compare import BASIS_RUNS, SAME
+    from accelctl.analysis.compare import BASIS_RUNS, INCONCLUSIVE
     from accelctl.report.compare import compare as report_compare
     from accelctl.report.entry import entry_from_series
     from accelctl.run.store import load_run, series_runs
@@ -144,7 +144,7 @@ def test_comparison_is_accelctl_compare_with_spec_prices():
 
     thr_b = steady_state(b.events()).samples_per_s.aggregate
     assert cmp.result.basis == BASIS_RUNS and cmp.speedup == pytest.approx(per_sample(a) / per_sample(b))
-    assert cmp.speedup_ci is None and cmp.verdict == SAME and "3 of each are needed" in cmp.result.reason
+    assert cmp.speedup_ci is None and cmp.verdict == INCONCLUSIVE and "3 of each are needed" in cmp.result.reason
     assert (cmp.a.price_per_hour, cmp.b.price_per_hour) == (0.25, 0.10)
     assert cmp.b.cost_per_million == pytest.approx(0.10 / 3600 / thr_b * 1e6)
     assert cmp.price_performance == pytest.approx(cmp.speedup * 0.25 / 0.10)

@@ -214,9 +214,10 @@ async def test_runs_table_marks_two_runs_and_compares_them():
         assert cmp.speedup == pytest.approx(speedup) and cmp.speedup_ci is None
         verdict = text_of(app, "#cmp-verdict")
         assert f"B is {fmt.ratio(speedup)} faster than A by per-run median time per sample" in verdict
-        assert "verdict no significant difference (no interval: A has 1 run(s), B 1)" in verdict
-        assert "too few independent runs for a verdict: A has 1, B has 1; 3 of each are needed" in verdict
-        assert cmp.verdict == "no significant difference"
+        assert "inconclusive (A: 1 run(s), B: 1): too few independent runs for a verdict: A has 1, B has 1; " \
+               "3 of each are needed" in " ".join(verdict.split())
+        assert not any(v in verdict for v in ("no significant difference", "improvement", "regression"))
+        assert cmp.verdict == "inconclusive"
         # prices from each run's spec.json: cpu2 0.25 usd/h, cpu 0.10 usd/h
         assert cmp.a.price_per_hour == 0.25 and cmp.b.price_per_hour == 0.10
         assert cmp.price_performance == pytest.approx(speedup * 0.25 / 0.10)
@@ -239,9 +240,19 @@ async def test_compare_without_prices_says_so(tmp_path):
         await pilot.press("4", "space", "down", "c")
         await pilot.pause()
         assert isinstance(app.screen, CompareScreen)
+        # two workloads: refused as `accelctl compare` refuses them (E227), no figure of B
+        # against A (issue 26 #4: it printed "speed-up B is 1.93× faster") until f forces it
         verdict = text_of(app, "#cmp-verdict")
-        assert "price-performance: -" in verdict
-        assert "different workloads" in verdict and "no price known" in verdict
+        assert "not compared" in verdict and "[E227] different workloads" in verdict
+        assert "speed-up" not in verdict and "faster" not in verdict and "slower" not in verdict
+        assert "price-performance" not in verdict and "×" not in verdict
+        assert "press f to compare them anyway" in verdict
+        await pilot.press("f")
+        await pilot.pause()
+        verdict = text_of(app, "#cmp-verdict")
+        assert "FORCED past [E227] different workloads" in verdict and "B is " in verdict
+        assert "price-performance: -" in verdict and "no price known" in verdict
+        assert "inconclusive" in verdict and "no significant difference" not in verdict
 
 
 async def test_broken_runs_are_listed_with_their_reason_and_not_compared(tmp_path):
@@ -284,7 +295,7 @@ async def test_broken_runs_are_listed_with_their_reason_and_not_compared(tmp_pat
         await pilot.pause()
         assert isinstance(app.screen, CompareScreen)
         verdict = text_of(app, "#cmp-verdict")
-        assert "verdict not compared" in verdict
+        assert verdict.startswith("not compared") and "speed-up" not in verdict
         assert f"[E226] A ({as_dir.parent.name}) is unreadable: summary.json is a directory" in verdict.replace("\n", "")
         await pilot.press("escape")
         await pilot.pause()

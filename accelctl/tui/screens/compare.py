@@ -4,7 +4,10 @@ The comparison is ``accelctl compare``'s (``accelctl.analysis.compare`` over eac
 report entry): the speed-up of B over A by steady-state throughput (else latency, else
 step time) with its 95 % CI and verdict (improvement, regression, no significant
 difference), and price-performance (speed-up x price A / price B) with the target's
-``price_per_hour`` from each run's ``spec.json``; without a price it says so.
+``price_per_hour`` from each run's ``spec.json``; without a price it says so.  The same
+rules as the command: fewer than 3 independent runs a side is "inconclusive" with no
+verdict wording; runs it refuses (E226 incomplete, E227 different workloads) show the
+refusal and no speed-up until ``f`` (its ``--force``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
-from accelctl.analysis.compare import IMPROVEMENT, REFUSED, REGRESSION
+from accelctl.analysis.compare import IMPROVEMENT, INCONCLUSIVE, REFUSED, REGRESSION
 from accelctl.tui import fmt
 from accelctl.tui.screens.base import AppScreen
 from accelctl.tui.widgets.plots import ComparePlot
@@ -39,7 +42,7 @@ def side_table(side) -> Table:
     n = len(e.step_times)
     g.add_row("steps", f"{n} measured, {e.warmup_steps} warm-up" if n else "none measured")
     ci = e.step_time_ci
-    g.add_row("mean", fmt.ms(e.step_time_s) + (f" ± {fmt.ms(ci.half_width)} (95% CI)" if ci else ""))
+    g.add_row("mean", fmt.ms(e.step_time_s) + (f" (95% CI {fmt.ms(ci.low)}–{fmt.ms(ci.high)})" if ci else ""))
     g.add_row("median", f"{fmt.ms(side.median_s)} · p90 {fmt.ms(e.step_time_p90_s)}")
     value, unit = side.throughput
     g.add_row("throughput", f"{fmt.num(value)} {unit}" if value is not None else "-")
@@ -56,9 +59,23 @@ def _times(x: float, ci) -> tuple[str, str]:
     return fmt.ratio(1 / x), "" if ci is None else f"{fmt.ratio(1 / ci.high)}–{fmt.ratio(1 / ci.low)}"
 
 
-def verdict(cmp) -> Text:
+def refused(cmp) -> Text:
+    """Runs ``accelctl compare`` refuses: why, and no figure of B against A."""
     t = Text()
-    s, res = cmp.speedup, cmp.result
+    t.append(REFUSED, "bold red")
+    t.append(": accelctl compare refuses these runs, so no ratio of B to A is shown\n")
+    for r in cmp.result.refusals:
+        t.append(f"✗ [{r.code}] {r.message}\n", "bold red")
+    t.append("press f to compare them anyway (accelctl compare --force)", "dim")
+    return t
+
+
+def verdict(cmp) -> Text:
+    res = cmp.result
+    if res.verdict == REFUSED:
+        return refused(cmp)
+    t = Text()
+    s = cmp.speedup
     if s is None:
         t.append("speed-up: - (a run has no measured steps)\n", "dim")
     else:
@@ -66,19 +83,15 @@ def verdict(cmp) -> Text:
         t.append("speed-up ", "bold")
         t.append(f"B is {factor} {'faster' if s >= 1 else 'slower'} than A", "bold green" if s >= 1 else "bold red")
         t.append(f" by {res.basis}" + (f" (95% CI {ci})" if ci else "") + "\n")
+    na, nb = res.runs
+    if res.verdict == INCONCLUSIVE:  # no verdict wording at all: it could not decide
+        t.append("inconclusive ", "bold yellow")
+        t.append(f"(A: {na} run(s), B: {nb}): {res.reason}\n", "yellow")
+    else:
         t.append("verdict ", "bold")
-        na, nb = res.runs
-        if res.verdict == REFUSED:
-            t.append(REFUSED, "bold red")
-            t.append(" (as accelctl compare: --force there compares them anyway)\n")
-        elif res.speedup_ci is not None:
-            t.append(res.verdict, VERDICT_STYLE.get(res.verdict, "bold yellow"))
-            t.append(f" (CI over the {res.values}, A: {na}, B: {nb}"
-                     + (f", Welch p = {res.welch.p_value:.2g}" if res.welch else "") + ")\n")
-        else:
-            t.append(f"{res.verdict} (no interval: A has {na} run(s), B {nb})\n", "dim")
-        if res.reason and res.verdict != REFUSED:
-            t.append(f"  {res.reason}\n", "yellow")
+        t.append(res.verdict, VERDICT_STYLE.get(res.verdict, "bold yellow"))
+        t.append(f" (CI over the {res.values}, A: {na}, B: {nb}"
+                 + (f", Welch p = {res.welch.p_value:.2g}" if res.welch else "") + ")\n")
     pp = cmp.price_performance
     if pp is not None:
         factor, ci = _times(pp, cmp.price_performance_ci)
@@ -90,7 +103,7 @@ def verdict(cmp) -> Text:
     else:
         t.append("price-performance: -\n", "dim")
     for r in res.refusals:
-        t.append(f"✗ [{r.code}] {r.message}\n", "bold red")
+        t.append(f"FORCED past [{r.code}] {r.message}\n", "bold red")
     for c in cmp.caveats:
         t.append(f"! {c}\n", "yellow")
     t.rstrip()
@@ -99,7 +112,8 @@ def verdict(cmp) -> Text:
 
 class CompareScreen(AppScreen):
     VIEW = "runs"
-    BINDINGS = [Binding("escape", "close", "Back", show=False), Binding("s", "swap", "Swap A/B")]
+    BINDINGS = [Binding("escape", "close", "Back", show=False), Binding("s", "swap", "Swap A/B"),
+                Binding("f", "force", "Compare anyway")]
 
     def __init__(self, record_a, record_b, **kwargs):
         super().__init__(**kwargs)
@@ -134,7 +148,14 @@ class CompareScreen(AppScreen):
     def action_swap(self) -> None:
         from accelctl.tui.workspace import Comparison
 
-        self.cmp = Comparison(self.cmp.b, self.cmp.a)
+        self.cmp = Comparison(self.cmp.b, self.cmp.a, self.cmp.force)
+        self.draw()
+
+    def action_force(self) -> None:
+        """Compare runs that are refused (E226/E227), as ``accelctl compare --force``."""
+        from accelctl.tui.workspace import Comparison
+
+        self.cmp = Comparison(self.cmp.a, self.cmp.b, force=True)
         self.draw()
 
     def action_close(self) -> None:

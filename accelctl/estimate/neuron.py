@@ -1,0 +1,53 @@
+"""What separates Trainium (trn1) from Inferentia2 (inf2) in a training estimate, and what
+the estimate cannot model.
+
+Both chips carry two NeuronCore-v2 with the same published per-core figures (AWS Neuron
+docs: 95 TFLOPS bf16, half of a chip's 820 GB/s HBM), so the roofline gives every trn1 and
+inf2 target the same step time per core.  What the catalog does separate is modelled where
+it is: NeuronLink-v2 (768 GB/s per trn1 chip against 192 GB/s per inf2 chip) in the
+gradient all-reduce, the instance's EFA between nodes.  What it does not is the host: the
+vCPUs per NeuronCore (trn1.2xlarge 4, inf2.xlarge 2) that run torch-xla's tracing of each
+step and the data loader's workers.  No published figure gives that host time per step, so
+``missing_fact`` names it in the estimate's why (seed 004 measured trn1 faster; the 2-core
+instance types differ in nothing else the catalog holds).
+"""
+
+from __future__ import annotations
+
+from accelctl.spec.catalog import DEVICES, INSTANCES
+from accelctl.spec.types import TargetSpec
+
+#: the devices this note is for (Neuron devices counted in NeuronCores)
+NEURON_DEVICES = frozenset({"trn1", "inf2"})
+
+
+#: the fact no source gives, in the words of the reference report
+MISSING = ("missing fact: the host time per step of torch-xla's tracing and the data loader, which the host's "
+           "vCPUs per NeuronCore bound (trn1.2xlarge 4, inf2.xlarge 2); per core both chips have the NeuronCore-v2's "
+           "published peak and HBM, so the estimate cannot show seed 004's faster Trainium")
+
+
+def vcpus_per_core(target: TargetSpec) -> float | None:
+    """Host vCPUs per NeuronCore of the target's instance (None without a catalogued one)."""
+    inst = INSTANCES.get(target.instance or "")
+    if inst is None or not inst.devices or not inst.vcpus:
+        return None
+    return inst.vcpus / inst.devices
+
+
+def missing_fact(target: TargetSpec) -> str:
+    """The why text's clause for a trn1 / inf2 target ("" for any other device)."""
+    if target.device not in NEURON_DEVICES:
+        return ""
+    dev = DEVICES[target.device]
+    per_core = vcpus_per_core(target)
+    host = (f"{per_core:g} host vCPUs per NeuronCore ({target.instance}: {INSTANCES[target.instance].vcpus} "
+            f"vCPUs for {INSTANCES[target.instance].devices} cores)" if per_core is not None
+            else "the host's vCPUs per NeuronCore (no catalogued instance)")
+    workers = target.options.get("dataloader_workers")
+    loader = f"; {workers} loader workers per process" if workers is not None else ""
+    return (f"; not modelled: the host time per step of torch-xla's tracing and the data loader "
+            f"({host}{loader}): no published figure gives it, and it is the missing fact that would separate trn1 "
+            f"from inf2 (seed 004 measured trn1 faster); per core both have the NeuronCore-v2's published "
+            f"{dev.peak_flops['bf16'] / 1e12:g} TFLOPS bf16 and HBM, so the estimate tells them apart only by "
+            f"NeuronLink ({dev.interconnect}) and the network")
