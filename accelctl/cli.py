@@ -105,6 +105,9 @@ def cmd_validate(args) -> int:
         bad = sum(not r["ok"] for r in report)
         msg = (f"{files} file(s), {workloads} workload(s): ok" if not errors
                else f"{bad} of {files} file(s) invalid, {errors} error(s)")
+        refused = sum(d["severity"] == "warning" and d["code"].startswith("E") for r in report for d in r["diagnostics"])
+        if refused and not errors:
+            msg += f"; {refused} target refusal(s) above: `accelctl plan` refuses those targets"
         print(_color(msg, "32" if not errors else "31", sys.stdout))
     return exitcodes.OK if errors == 0 else exitcodes.FAILED
 

@@ -45,8 +45,14 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     engine_name = engine or target.engine
     eng = ENGINES.get(engine_name)
     if eng is None:
-        raise PlanError(diagnostics=[_diag(spec, target, "E521", f"engine {engine_name} is not available",
-                                           "engines: " + ", ".join(ENGINES))])
+        # at the target's `engine = ...` where it wrote one (validate reports it there too)
+        hint = "engines: " + ", ".join(ENGINES)
+        if engine_name == "deepspeed":
+            hint = ("`engine deepspeed { ... }` configures the launcher of a DeepSpeed target (parallel = zero(...) "
+                    "or deepspeed_inference(...)), which runs under a target's engine; " + hint)
+        raise PlanError(diagnostics=[Diagnostic("E521", f"engine {engine_name} is not available", None if engine else
+                                                spec.origin_of(target.name, "engine")
+                                                or spec.origins.get(f"targets.{target.name}"), spec.path, hint)])
     why = eng.unsupported(spec, target, backend.name)
     if why:
         raise PlanError(diagnostics=[_diag(spec, target, "E522", f"engine {engine_name} cannot run target "
