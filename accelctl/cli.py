@@ -316,6 +316,18 @@ def _fp8_needs_rehearse(args) -> None:
         raise AccelctlError("--fp8 is a kind of rehearsal: use it with --rehearse", exit_code=exitcodes.USAGE)
 
 
+def _refuse_missing_devices(plans, args) -> None:
+    """A target whose devices are not on this machine (its engine starting the launches here) is
+    refused before any run folder exists: one line, exit NO_DEVICE (issue 23); a rehearsal runs here."""
+    from accelctl.plan.select import missing_here
+
+    for spec, p, _, _ in plans:
+        if p.rehearsal is None:
+            why = missing_here(spec, spec.target(p.target), p.engine)
+            if why is not None:
+                raise AccelctlError(why, exit_code=exitcodes.NO_DEVICE)
+
+
 def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
@@ -340,6 +352,7 @@ def cmd_run(args) -> int:
               why, n)
              for spec, t, why in chosen for one, t1, n in [one_process(spec, t)]]
     only = args.launch or None
+    _refuse_missing_devices(plans, args)
     for _, p, _, _ in plans:
         unknown = sorted(set(only or ()) - {ln.name for ln in p.launches})
         if unknown:

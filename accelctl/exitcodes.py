@@ -4,7 +4,7 @@ Every verb returns one of these, and ``--json`` documents carry the number and i
 (``exit_code``, ``exit``).  The README's and docs/cli.md's exit-code tables are
 ``markdown_table()``; a test holds them equal.
 
-``TABLE`` says what each code means (0 ok, 1 failed, 2 usage, 3 gate, 70 internal, 130
+``TABLE`` says what each code means (0 ok, 1 failed, 2 usage, 3 gate, 4 no_device, 70 internal, 130
 stopped, 141 broken pipe).  The lowest layer: imports nothing.
 """
 
@@ -18,6 +18,8 @@ GATE = 3
 REGRESSION = GATE
 #: ``plan --check``: a check could not run and ``--allow-unavailable`` was not given (a GATE)
 CHECK_NOT_RUN = GATE
+#: ``run`` (and the TUI): the target's devices are not on this machine
+NO_DEVICE = 4
 INTERNAL = 70
 STOPPED = 130
 BROKEN_PIPE = 141
@@ -34,6 +36,9 @@ TABLE: tuple[tuple[int, str, str], ...] = (
     (GATE, "gate", "a check asked for on the command line did not pass: `compare --fail-on-regression` found a "
                    "significant regression; `plan --check` could not run a check (its tool is not installed here) "
                    "and `--allow-unavailable` was not given"),
+    (NO_DEVICE, "no_device", "`run`: the target's devices are not on this machine and its engine starts the launches "
+                             "here; nothing started, no run folder; one line names what is missing, with `accelctl "
+                             "doctor` and `--rehearse` as the next steps"),
     (INTERNAL, "internal", "an unexpected error inside accelctl (a bug; EX_SOFTWARE): the traceback on stderr, "
                            "the error in the `--json` document"),
     (STOPPED, "stopped", "stopped by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT); a run is recorded `stopped`"),

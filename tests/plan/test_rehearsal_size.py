@@ -158,3 +158,37 @@ def _fake_rehearsal_record(tmp_path):
             return []
 
     return Record()
+
+
+# ------------------------------------------------------- item 4: refuse early what is not here
+
+
+def test_run_of_a_target_whose_devices_this_machine_lacks_is_one_line_and_no_run_folder(tmp_path):
+    from accelctl import exitcodes
+    from accelctl.plan.select import missing_here
+
+    runs = tmp_path / "runs"
+    wl = ROOT / "workloads" / "bloomz.wl"
+    spec = next(s for s in api.load(wl) if s.name == "bloomz_176b")
+    if missing_here(spec, spec.target("a100")) is None:
+        pytest.skip("this machine has CUDA devices: the a100 target runs here")
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", "bloomz_176b", "-t", "a100",
+                         "--headless", "--runs-dir", str(runs)], capture_output=True, text=True, timeout=120,
+                        cwd=ROOT)
+    assert cp.returncode == exitcodes.NO_DEVICE == 4, cp.stdout + cp.stderr
+    (line,) = [x for x in cp.stderr.splitlines() if x.strip()]
+    assert "target a100 needs 8 x a100 (cuda devices)" in line and "no cuda device" in line
+    assert "`accelctl doctor`" in line and f"accelctl run {wl} -w bloomz_176b -t a100 --rehearse" in line
+    assert not runs.exists()
+
+
+def test_missing_here_reads_the_devices_and_the_engine():
+    from accelctl.plan.select import missing_here, runs_here
+
+    spec = next(s for s in api.load(ROOT / "workloads" / "bloomz.wl") if s.name == "bloomz_176b")
+    a100, cpu = spec.target("a100"), spec.target("cpu")
+    assert missing_here(spec, a100, present={"cpu": "always"}) is not None
+    assert missing_here(spec, a100, present={"cpu": "always", "cuda": "nvidia-smi"}) is None
+    assert missing_here(spec, a100, "slurm", present={"cpu": "always"}) is None  # the cluster's nodes run it
+    assert missing_here(spec, cpu, present={}) is None and runs_here(spec, cpu, {"cpu": "always"})
+    assert not runs_here(spec, a100, {"cpu": "always"})
