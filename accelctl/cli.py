@@ -163,7 +163,10 @@ def cmd_plan(args) -> int:
                 _print_error(exc)
                 continue
             if reply:
-                plans.append({"workload": spec.name, "target": t.name, "refused": False, "plan": p.to_dict()})
+                from accelctl.plan.render import printed
+
+                plans.append({"workload": spec.name, "target": t.name, "refused": False,
+                              "plan": printed(p).to_dict()})
             else:
                 print(render_plan(p, args.format, _width(sys.stdout) if args.format == "text" else None))
             if args.format == "text":
@@ -321,11 +324,18 @@ def _refuse_missing_devices(plans, args) -> None:
     refused before any run folder exists: one line, exit NO_DEVICE (issue 23); a rehearsal runs here."""
     from accelctl.plan.select import missing_here
 
+    from accelctl.plan.render import env_filled
+
     for spec, p, _, _ in plans:
         if p.rehearsal is None:
             why = missing_here(spec, spec.target(p.target), p.engine)
             if why is not None:
                 raise AccelctlError(why, exit_code=exitcodes.NO_DEVICE)
+        if p.engine in ("local", "torchrun"):  # launches this machine starts: their folders must resolve here
+            unset = env_filled(p)[1]
+            if unset:
+                raise AccelctlError(f"target {p.target}: the plan runs in ${unset[0]} (the optimum-habana checkout), "
+                                    f"which is not set: set {unset[0]} to that folder")
 
 
 def cmd_run(args) -> int:

@@ -13,6 +13,7 @@ from accelctl.plan.select import named_target
 from accelctl.plan.tracking import missing_trackers, resolve_tracking, tracking_notes
 from accelctl.plan.weights import unreachable_weights, weights_note
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.schema import ENGINE_KEYS
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
@@ -52,9 +53,10 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     if eng is None:
         # at the target's `engine = ...` where it wrote one (validate reports it there too)
         hint = "engines: " + ", ".join(ENGINES)
-        if engine_name == "deepspeed":
-            hint = ("`engine deepspeed { ... }` configures the launcher of a DeepSpeed target (parallel = zero(...) "
-                    "or deepspeed_inference(...)), which runs under a target's engine; " + hint)
+        if engine_name in ENGINE_KEYS:  # a block the language has (`engine deepspeed { hosts = ... }`), no engine
+            hint = (f"`engine {engine_name} {{ ... }}` configures the {engine_name} launcher of the targets whose "
+                    f"backend starts it (deepspeed: parallel = zero(...) or deepspeed_inference(...)), under a "
+                    f"target's engine; " + hint)
         raise PlanError(diagnostics=[Diagnostic("E521", f"engine {engine_name} is not available", None if engine else
                                                 spec.origin_of(target.name, "engine")
                                                 or spec.origins.get(f"targets.{target.name}"), spec.path, hint)])

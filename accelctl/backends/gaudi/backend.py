@@ -46,7 +46,7 @@ from typing import Any
 from accelctl.backends.base import BASE_ENV, LAMB_ON_HPU, WORKER, Backend, Built, hub_env, refusal
 from accelctl.backends.findings import CheckResult
 from accelctl.backends.gaudi.examples import (EXAMPLES, GAUDI_CONFIG_FILE, SD_GAUDI_CONFIG, example_args,
-                                              example_diffusion_notes, example_key, example_limits,
+                                              example_diffusion_notes, example_key, example_limits, example_train_file,
                                               example_training_notes, flags_data, lazy_mode, max_grad_norm,
                                               script_mode)
 from accelctl.contract import envnames
@@ -240,6 +240,11 @@ class GaudiBackend(Backend):
         files: list[GeneratedFile] = []
         notes = [f"optimum-habana example {folder}/{script} (flags recorded from "
                  f"{flags_data()['source']['repository']}@{flags_data()['source']['commit'][:12]})"]
+        if spec.task.training and spec.dataset.kind == "files":
+            converted = example_train_file(spec, job)
+            if converted.file is not None:
+                files.append(converted.file)
+                notes.append(converted.note)
         if spec.task.training:
             clip = max_grad_norm(spec, target)
             files.append(GeneratedFile(GAUDI_CONFIG_FILE,
