@@ -165,6 +165,10 @@ class GaudiBackend(Backend):
             no(LAMB_ON_HPU, "optimizer.name", "optimizer")
         if target.parallel.strategy == "deepspeed_inference" and spec.task.training:
             no("deepspeed_inference is for generate/infer tasks", "parallel")
+        elif target.parallel.strategy == "deepspeed_inference" and target.world_size != target.parallel.tp:
+            # as backend deepspeed_inference says it (its CPU rehearsal is refused the same way)
+            no(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
+               f"= {target.world_size} must equal tp = {target.parallel.tp}", "parallel", "devices")
         if script_mode(target) == "example":
             example_limits(spec, target, no)
         return out
