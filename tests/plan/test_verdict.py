@@ -153,3 +153,10 @@ def test_the_workers_lamb_is_timms_and_it_trains():
         loss.backward()
         opt.step()
     assert loss.item() < first * 0.9
+
+
+def test_weights_real_on_an_architecture_is_refused_at_the_weights_line(tmp_path):
+    """The schema walk found it: the worker raised "model.weights = real needs model.ref"."""
+    path = write(tmp_path, "  target c { device = cpu }", model=BERT + " { weights = real }")
+    r = same_verdict(path, "c", "weights = real")
+    assert r.code == "E531" and "an architecture" in r.message

@@ -8,6 +8,7 @@ and none fails at run time."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,8 +60,10 @@ def test_every_workload_the_walk_plans_runs_without_failing(tmp_path, rehearse):
     wl = _one_file(chosen, tmp_path / "walk.wl")
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "accelctl.cli", "run", str(wl), "--headless", "--runs-dir", str(runs)]
+    # run from the walk's folder (its mlflow store, checkpoints), with this checkout's accelctl
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cp = subprocess.run(argv + (["--rehearse"] if rehearse else []), capture_output=True, text=True,
-                        timeout=3000, cwd=tmp_path)
+                        timeout=3000, cwd=tmp_path, env=env)
     statuses = {}
     for run_dir in runs.iterdir():
         if (run_dir / "summary.json").exists():
