@@ -192,3 +192,15 @@ def test_missing_here_reads_the_devices_and_the_engine():
     assert missing_here(spec, a100, "slurm", present={"cpu": "always"}) is None  # the cluster's nodes run it
     assert missing_here(spec, cpu, present={}) is None and runs_here(spec, cpu, {"cpu": "always"})
     assert not runs_here(spec, a100, {"cpu": "always"})
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_becomes_fp32_where_this_cpu_has_no_native_bf16(monkeypatch, native):
+    from accelctl.plan import rehearse
+
+    monkeypatch.setattr(rehearse, "cpu_has_native", lambda dtype: native)
+    spec = next(s for s in api.load(ROOT / "workloads" / "bloomz.wl") if s.name == "bloomz_7b")
+    p = api.plan(spec, "a100_1x", rehearse=True)
+    assert spec.target("a100_1x").precision.dtype == "bf16"
+    assert p.job.precision.dtype == ("bf16" if native else "fp32")
+    assert ("bf16 -> fp32 (this CPU has no native bf16)" in p.notes[0]) is not native
