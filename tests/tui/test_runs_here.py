@@ -12,7 +12,7 @@ from accelctl.api import load
 from accelctl.plan.select import missing_here
 from accelctl.tui.app import AccelctlApp
 
-pytestmark = pytest.mark.asyncio
+
 
 #: first in the folder, first target a DL1 under the local engine (as bert_1_5b_zero1.wl's dl1_1n)
 ACCEL_FIRST = """
@@ -43,6 +43,7 @@ def _folder(tmp_path):
     return wl
 
 
+@pytest.mark.asyncio
 async def test_the_default_selection_is_a_target_that_runs_here(tmp_path):
     app = AccelctlApp(_folder(tmp_path), runs_root=tmp_path / "runs")
     app.present_devices = {"cpu": "always"}  # this machine as the test says it is, whatever it has
@@ -54,6 +55,7 @@ async def test_the_default_selection_is_a_target_that_runs_here(tmp_path):
         assert str(targets.get_option_at_index(targets.highlighted).prompt) == "accel_first › cpu"
 
 
+@pytest.mark.asyncio
 async def test_r_on_a_target_whose_devices_are_missing_is_refused_before_a_run_exists(tmp_path):
     folder = _folder(tmp_path)
     runs = tmp_path / "runs"
@@ -73,3 +75,15 @@ async def test_r_on_a_target_whose_devices_are_missing_is_refused_before_a_run_e
         assert line in shown and "accelctl doctor" in line and "--rehearse" in line
         assert app.live is None
     assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_the_live_tui_entry_refuses_it_too(tmp_path, capsys, monkeypatch):
+    """`python -m accelctl.tui.live FILE -t T` (what `accelctl run` opens on a terminal)."""
+    from accelctl.plan import select
+    from accelctl.tui import live
+
+    monkeypatch.setattr(select, "present_adapters", lambda: {"cpu": "always"})
+    folder = _folder(tmp_path)
+    code = live.main([str(folder / "a_accel.wl"), "-t", "a100", "--runs-dir", str(tmp_path / "runs")])
+    assert code == 4 and "needs 1 x a100" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
