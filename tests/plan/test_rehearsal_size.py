@@ -204,3 +204,30 @@ def test_bf16_becomes_fp32_where_this_cpu_has_no_native_bf16(monkeypatch, native
     assert spec.target("a100_1x").precision.dtype == "bf16"
     assert p.job.precision.dtype == ("bf16" if native else "fp32")
     assert ("bf16 -> fp32 (this CPU has no native bf16)" in p.notes[0]) is not native
+
+
+def test_the_xla_rehearsal_needs_the_models_library_in_its_venv_else_the_plain_one_says_why(tmp_path, monkeypatch):
+    """The schema walk found it: a bert trn1 target rehearsed through .venv-xla (torch-xla and
+    timm, no transformers) failed at run time with ModuleNotFoundError."""
+    from accelctl.backends.xla_neuron.cpu_rehearsal import READY_MARKER
+
+    venv = tmp_path / "venv-xla"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    for dist in ("torch_xla-2.9.0", "timm-1.0.31"):
+        (site / f"{dist}.dist-info").mkdir(parents=True)
+    (venv / "bin").mkdir()
+    (venv / READY_MARKER).write_text("")
+    monkeypatch.setenv("XLA_VENV", str(venv))
+    text = """
+workload w {
+  task pretrain {}
+  model MODEL
+  measure { warmup = 1 steps  steps = 2 steps }
+  target trn { device = trn1  devices = 2 }
+}"""
+    bert = _spec(text.replace("MODEL", "bert(layers = 1, hidden = 32, heads = 2)"))
+    p = api.plan(bert, "trn", rehearse=True, device_path=True)
+    assert p.launches[0].name != "xla-cpu"
+    assert any("transformers, which the model's family needs, is not installed" in w for w in p.warnings)
+    vit = _spec(text.replace("MODEL", "vit(layers = 1, hidden = 32, heads = 2)"))
+    assert api.plan(vit, "trn", rehearse=True, device_path=True).launches[0].name == "xla-cpu"
