@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections import namedtuple
 from dataclasses import dataclass
 
 from accelctl import api
@@ -72,16 +73,9 @@ def values_of(key: str, vtype, samples: dict[str, list[str]] = SAMPLES) -> list[
     return []
 
 
-@dataclass(frozen=True)
-class Case:
-    """One workload of the walk: ``where`` the value is written, the key and the value."""
-
-    where: str
-    key: str
-    value: str
-    task: str = "pretrain"
-    device: str = "cpu"
-    text: str = ""
+class Case(namedtuple("Case", "where key value task device text")):
+    """One workload of the walk: ``where`` the value is written, the key and the value, the
+    task and device of its target, and the workload's text."""
 
     @property
     def id(self) -> str:
