@@ -84,6 +84,12 @@ def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[Worklo
         why = f"{type(exc).__name__}: {str(exc)[:200]}"
         return (), [Diagnostic("E009", f"accelctl failed on this file ({why})", Span.point(1, 1), str(path),
                                "a bug in accelctl: please report it with this file")]
+    if not any(d.severity == "error" for d in diags):
+        # one verdict: what `plan` would refuse of a target, here at its line (accelctl.plan.verdict)
+        from accelctl.plan.verdict import plan_refusals
+
+        refused = attach_source([r for s in specs for r in plan_refusals(s)], text)
+        diags = sorted([*diags, *refused], key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
     return tuple(specs), list(diags)
 
 

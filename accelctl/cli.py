@@ -101,6 +101,9 @@ def cmd_validate(args) -> int:
         bad = sum(not r["ok"] for r in report)
         msg = (f"{files} file(s), {workloads} workload(s): ok" if not errors
                else f"{bad} of {files} file(s) invalid, {errors} error(s)")
+        refused = sum(d["severity"] == "warning" and d["code"].startswith("E") for r in report for d in r["diagnostics"])
+        if refused and not errors:
+            msg += f"; {refused} target refusal(s) above: `accelctl plan` refuses those targets"
         print(_color(msg, "32" if not errors else "31", sys.stdout))
     return exitcodes.OK if errors == 0 else exitcodes.FAILED
 
@@ -164,7 +167,10 @@ def cmd_plan(args) -> int:
                 _print_error(exc)
                 continue
             if reply:
-                plans.append({"workload": spec.name, "target": t.name, "refused": False, "plan": p.to_dict()})
+                from accelctl.plan.render import printed
+
+                plans.append({"workload": spec.name, "target": t.name, "refused": False,
+                              "plan": printed(p).to_dict()})
             else:
                 print(render_plan(p, args.format, _width(sys.stdout) if args.format == "text" else None))
             if args.format == "text":
@@ -331,6 +337,25 @@ def _fp8_needs_rehearse(args) -> None:
         raise AccelctlError("--fp8 is a kind of rehearsal: use it with --rehearse", exit_code=exitcodes.USAGE)
 
 
+def _refuse_missing_devices(plans, args) -> None:
+    """A target whose devices are not on this machine (its engine starting the launches here) is
+    refused before any run folder exists: one line, exit NO_DEVICE (issue 23); a rehearsal runs here."""
+    from accelctl.plan.select import missing_here
+
+    from accelctl.plan.render import env_filled
+
+    for spec, p, _, _ in plans:
+        if p.rehearsal is None:
+            why = missing_here(spec, spec.target(p.target), p.engine)
+            if why is not None:
+                raise AccelctlError(why, exit_code=exitcodes.NO_DEVICE)
+        if p.engine in ("local", "torchrun"):  # launches this machine starts: their folders must resolve here
+            unset = env_filled(p)[1]
+            if unset:
+                raise AccelctlError(f"target {p.target}: the plan runs in ${unset[0]} (the optimum-habana checkout), "
+                                    f"which is not set: set {unset[0]} to that folder")
+
+
 def cmd_run(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
@@ -354,6 +379,7 @@ def cmd_run(args) -> int:
               why, n)
              for spec, t, why in chosen for one, t1, n in [one_process(spec, t)]]
     only = args.launch or None
+    _refuse_missing_devices(plans, args)
     for _, p, _, _ in plans:
         unknown = sorted(set(only or ()) - {ln.name for ln in p.launches})
         if unknown:

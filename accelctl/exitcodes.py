@@ -4,8 +4,8 @@ Every verb returns one of these, and ``--json`` documents carry the number and i
 (``exit_code``, ``exit``).  The README's and docs/cli.md's exit-code tables are
 ``markdown_table()``; a test holds them equal.
 
-``TABLE`` says what each code means (0 ok, 1 failed, 2 usage, 3 gate, 5 inconclusive, 70
-internal, 130 stopped, 141 broken pipe).  The lowest layer: imports nothing.
+``TABLE`` says what each code means (0 ok, 1 failed, 2 usage, 3 gate, 4 no_device, 5 inconclusive,
+70 internal, 130 stopped, 141 broken pipe).  The lowest layer: imports nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ GATE = 3
 REGRESSION = GATE
 #: ``plan --check``: a check could not run and ``--allow-unavailable`` was not given (a GATE)
 CHECK_NOT_RUN = GATE
+#: ``run`` (and the TUI): the target's devices are not on this machine
+NO_DEVICE = 4
 #: ``compare --fail-on-regression`` could not decide (fewer than 3 independent runs a side,
 #: or no interval): neither a pass (0) nor a regression (3)
 INCONCLUSIVE = 5
@@ -38,6 +40,9 @@ TABLE: tuple[tuple[int, str, str], ...] = (
     (GATE, "gate", "a check asked for on the command line did not pass: `compare --fail-on-regression` found a "
                    "significant regression; `plan --check` could not run a check (its tool is not installed here) "
                    "and `--allow-unavailable` was not given"),
+    (NO_DEVICE, "no_device", "`run`: the target's devices are not on this machine and its engine starts the launches "
+                             "here; nothing started, no run folder; one line names what is missing, with `accelctl "
+                             "doctor` and `--rehearse` as the next steps"),
     (INCONCLUSIVE, "inconclusive", "`compare --fail-on-regression` could not decide: fewer than 3 independent runs "
                                    "a side (`measure { repeat = 3 }`) or no interval; no verdict is printed, and the "
                                    "gate neither passes nor fails"),

@@ -12,8 +12,10 @@ each file with ``ast`` and records, as data,
 * argparse scripts: every ``add_argument`` call's option strings, action, type, nargs,
   choices, const, default (literals only) and required;
 * HfArgumentParser scripts: the fields of the script's own argument dataclasses (name,
-  annotation text, literal default); the training arguments themselves come from the
-  installed ``GaudiTrainingArguments`` at check time.
+  annotation text, literal default), and the extensions its ``DataTrainingArguments``
+  accept for each data file (``file_extensions``: ``train_file`` -> ["csv", "json", "txt"],
+  read from the ``assert extension in [...]`` of its ``__post_init__``); the training
+  arguments themselves come from the installed ``GaudiTrainingArguments`` at check time.
 
 Usage (the repository as a bare git dir or a work tree, and the commit to read)::
 
@@ -133,6 +135,42 @@ def dataclass_table(tree: ast.AST, classes: tuple[str, ...]) -> dict:
     return out
 
 
+def file_extensions(tree: ast.AST, cls: str = "DataTrainingArguments") -> dict[str, list[str]]:
+    """The data file checks of an HfArgumentParser script's ``cls.__post_init__``: for each
+    ``self.<name>_file`` whose extension it compares with a list (``extension =
+    self.train_file.split(".")[-1]`` then ``assert extension in [...]`` or ``if extension not in
+    [...]: raise``), the field name -> the extensions the script accepts."""
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ClassDef) and node.name == cls):
+            continue
+        post = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__post_init__"), None)
+        if post is None:
+            continue
+        for branch in ast.walk(post):
+            if not isinstance(branch, ast.If):
+                continue
+            field_name = _self_file(branch.test)
+            if field_name is None:
+                continue
+            for sub in ast.walk(ast.Module(body=branch.body, type_ignores=[])):
+                if (isinstance(sub, ast.Compare) and isinstance(sub.left, ast.Name) and sub.left.id == "extension"
+                        and isinstance(sub.ops[0], (ast.In, ast.NotIn))):
+                    allowed = _literal(sub.comparators[0])
+                    if isinstance(allowed, list) and all(isinstance(x, str) for x in allowed):
+                        out.setdefault(field_name, allowed)
+    return out
+
+
+def _self_file(test: ast.AST) -> str | None:
+    """``self.train_file is not None`` -> "train_file"."""
+    if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Attribute)
+            and isinstance(test.left.value, ast.Name) and test.left.value.id == "self"
+            and test.left.attr.endswith("_file") and isinstance(test.ops[0], ast.IsNot)):
+        return test.left.attr
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("git_dir")
@@ -151,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                 entry["default_prompts"] = default_prompts(tree)
         else:
             entry["dataclasses"] = dataclass_table(tree, classes)
+            entry["file_extensions"] = file_extensions(tree)
             entry["training_arguments"] = "optimum.habana.GaudiTrainingArguments"
         scripts[path] = entry
     doc = {

@@ -98,10 +98,6 @@ VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.err
                        "accelctl.exitcodes", "accelctl.reply",
                        "accelctl.dsl", "accelctl.spec", "accelctl.report", "accelctl.report.cli", "accelctl.tui",
                        "accelctl.tui.cli")
-#: the standard library's modules cold ``validate`` loads beyond the ``import lark, rich`` floor
-#: (the command line, did-you-mean hints, globs)
-VALIDATE_STDLIB_BEYOND_FLOOR = {"_heapq", "argparse", "difflib", "gettext", "glob", "heapq", "numbers", "signal"}
-
 
 def _modules_after(code: str) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
@@ -110,22 +106,27 @@ def _modules_after(code: str) -> set[str]:
     return set(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def test_validate_loads_fewer_modules_than_import_lark_rich():
+def test_validate_loads_no_more_modules_than_plan():
     """A bound on what cold ``validate`` imports, as a module set: lark (the one parser) but no
-    rich, nothing of planning; and beyond the ``import lark, rich`` floor the bench compares it
-    with, only accelctl's own modules and a few of the standard library's.  (While lark only
-    explained errors, the bound was "fewer modules than the floor": lark's ~60 modules were
-    not loaded; the one parser loads them, so the count is over the floor by accelctl's own.)"""
+    rich; of accelctl, the checker and -- since issue 23's one verdict, where validate plans
+    every target to report plan's refusals at their lines -- the planning layers (plan,
+    backends, engines, contract), no run, report beyond its CLI, or TUI; in all, no more modules
+    than a cold ``plan`` of the same files.  (Before issue 23 the bound was the ``import lark,
+    rich`` floor.)"""
     loaded = _modules_after(f"from accelctl.cli import main\nimport contextlib, io\n"
                             f"with contextlib.redirect_stdout(io.StringIO()): assert main(['validate', *{WORKLOADS!r}]) == 0")
-    floor = _modules_after("import lark, rich")
+    planned = set()
+    for wl in WORKLOADS:
+        planned |= _modules_after(f"from accelctl.cli import main\nimport contextlib, io\n"
+                                  f"with contextlib.redirect_stdout(io.StringIO()): main(['plan', {wl!r}])")
     ours = sorted(m for m in loaded if m.split(".")[0] == "accelctl")
-    outside = [m for m in ours if not (m in VALIDATE_MAY_IMPORT or m.startswith(("accelctl.dsl.", "accelctl.spec.")))]
+    outside = [m for m in ours if not (m in VALIDATE_MAY_IMPORT or m.startswith(
+        ("accelctl.dsl.", "accelctl.spec.", "accelctl.plan", "accelctl.backends", "accelctl.engines",
+         "accelctl.contract")))]
     assert not outside, f"validate imported {outside}"
     assert "accelctl.dsl.lalr" in loaded
-    assert not {m.split(".")[0] for m in loaded} & {"rich", "statistics"}  # regex: lark imports it
-    beyond = {m for m in loaded - floor if m.split(".")[0] != "accelctl"}
-    assert beyond <= VALIDATE_STDLIB_BEYOND_FLOOR, sorted(beyond - VALIDATE_STDLIB_BEYOND_FLOOR)
+    assert not {m.split(".")[0] for m in loaded} & {"rich", "statistics"}
+    assert loaded - {"accelctl.plan.verdict"} <= planned, sorted(loaded - planned)
 
 
 #: what no cold ``plan`` (text, json, sh) or ``estimate`` of the cpu bench workload imports (issue 12:

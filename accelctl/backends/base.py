@@ -53,6 +53,11 @@ def process_env(job: WorkerJob) -> dict[str, str]:
 
 #: the code of every backend refusal
 REFUSED = "E520"
+#: why ``optimizer lamb`` is refused on Gaudi: Habana's fused optimizers are reached through
+#: optimum-habana, and its 1.21.2 source offers FusedAdamW only (GaudiTrainer.create_optimizer,
+#: ``use_fused_adam``); no fused LAMB (checked in .venv-habana: no "Lamb" in optimum/habana)
+LAMB_ON_HPU = ("optimizer lamb is not built for Gaudi: optimum-habana offers no fused LAMB (its GaudiTrainer swaps "
+               "AdamW for Habana's FusedAdamW only); use adamw on this target")
 #: the code of an ``optimize`` setting a backend cannot run (it compiles its own way ...)
 OPTIMIZE_REFUSED = "E221"
 

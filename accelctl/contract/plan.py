@@ -27,6 +27,9 @@ RUN_DIR = "{run_dir}"
 #: (the same value in every launch and file of that run): a plan is printed before it runs, so
 #: it cannot know a port that is free then; ``accelctl plan --format sh`` picks one in the script
 FREE_PORT = "{free_port}"
+#: placeholders whose value comes from the environment of the run (``accelctl.run.commands``)
+#: and of ``accelctl plan`` (every format: ``accelctl.plan.render``): the placeholder -> the variable
+ENV_PLACEHOLDERS = {"{optimum_habana}": "OPTIMUM_HABANA_DIR"}
 
 
 @dataclass(frozen=True)

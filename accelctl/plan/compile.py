@@ -7,11 +7,13 @@ from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.registry import BACKENDS, ENGINES, choose
+from accelctl.plan.rehearsal_size import sized_for_this_cpu
 from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
 from accelctl.plan.tracking import missing_trackers, resolve_tracking, tracking_notes
 from accelctl.plan.weights import unreachable_weights, weights_note
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.schema import ENGINE_KEYS
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
@@ -29,15 +31,19 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     if isinstance(target, str):
         target = named_target(spec, target)
     if rehearse and device_path and not fp8 and not DEVICES[target.device].host:
-        stand_in = compile_plan(spec, target, engine, rehearse=True)
-        try:
-            real = compile_plan(spec, target, engine)
-        except PlanError:
-            return stand_in  # the target itself does not plan (it rehearses all the same)
-        return BACKENDS[real.backend].device_rehearsal(real, stand_in)
+        real = compile_plan(spec, target, engine)  # a target plan refuses is refused here the same way
+        return BACKENDS[real.backend].device_rehearsal(real, compile_plan(spec, target, engine, rehearse=True))
     rehearsal = None
-    if rehearse and (fp8 or not DEVICES[target.device].host):
-        target, rehearsal = rehearsal_target(spec, target, fp8=fp8)
+    if rehearse and fp8:
+        # the FP8 rehearsal is an experiment on the recipe, not the target's plan: it runs where
+        # Transformer Engine does not plan yet (a gpt2 stand-in), at the written steps its verdict needs
+        target, rehearsal = rehearsal_target(spec, target, fp8=True)
+    elif rehearse and not DEVICES[target.device].host:
+        # a rehearsal is the target's plan, sized for this CPU: what `plan` refuses of the target
+        # is refused the same way (same code, words and line), never rehearsed (issue 23)
+        compile_plan(spec, target, engine)
+        target, rehearsal = rehearsal_target(spec, target)
+        spec, target, rehearsal = sized_for_this_cpu(spec, target, rehearsal)
     spec = spec.for_target(target)  # the target's own measure/optimizer, if it has them
     backend, refusals = choose(spec, target)
     if backend is None:
@@ -45,8 +51,15 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     engine_name = engine or target.engine
     eng = ENGINES.get(engine_name)
     if eng is None:
-        raise PlanError(diagnostics=[_diag(spec, target, "E521", f"engine {engine_name} is not available",
-                                           "engines: " + ", ".join(ENGINES))])
+        # at the target's `engine = ...` where it wrote one (validate reports it there too)
+        hint = "engines: " + ", ".join(ENGINES)
+        if engine_name in ENGINE_KEYS:  # a block the language has (`engine deepspeed { hosts = ... }`), no engine
+            hint = (f"`engine {engine_name} {{ ... }}` configures the {engine_name} launcher of the targets whose "
+                    f"backend starts it (deepspeed: parallel = zero(...) or deepspeed_inference(...)), under a "
+                    f"target's engine; " + hint)
+        raise PlanError(diagnostics=[Diagnostic("E521", f"engine {engine_name} is not available", None if engine else
+                                                spec.origin_of(target.name, "engine")
+                                                or spec.origins.get(f"targets.{target.name}"), spec.path, hint)])
     why = eng.unsupported(spec, target, backend.name)
     if why:
         raise PlanError(diagnostics=[_diag(spec, target, "E522", f"engine {engine_name} cannot run target "
@@ -55,7 +68,8 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     if not fit.fits:
         raise PlanError(diagnostics=[_diag(
             spec, target, "E530", f"{spec.name} does not fit on target {target.name}: {fit.describe()}",
-            "shard it (parallel = zero(stage = 3) or tensor(tp = N)), turn on gradient_checkpointing, "
+            "shard it (parallel = zero(stage = 3) to train, deepspeed_inference(tp = N) to generate), turn on "
+            "gradient_checkpointing, "
             "lower the micro-batch, or pick a device with more memory")])
     threads = threads_per_process(target, backend.processes_per_node(target))
     job = build_job(spec, target, backend.name, threads, backend.worker_strategy,

@@ -18,7 +18,7 @@ import difflib
 import json
 import shlex
 
-from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
+from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Plan
 from accelctl.errors import AccelctlError
 from accelctl.spec.types import WorkloadSpec
 
@@ -82,10 +82,56 @@ def fold_command(launch, width: int) -> str:
     return " \\\n".join(lines)
 
 
+def env_filled(plan: Plan, environ=None) -> tuple[Plan, list[str]]:
+    """``plan`` with each environment placeholder (``ENV_PLACEHOLDERS``: ``{optimum_habana}``)
+    replaced by its variable's value (the launch's environment over ``environ``, default
+    ``os.environ``) in every launch word, environment value, folder and generated file, as the
+    runner fills them; and the variables a placeholder still needs (unset here)."""
+    import dataclasses
+    import os
+
+    environ = os.environ if environ is None else environ
+    missing: list[str] = []
+
+    def fill(text: str, env) -> str:
+        for placeholder, var in ENV_PLACEHOLDERS.items():
+            if placeholder in text:
+                value = env.get(var) or environ.get(var)
+                if value:
+                    text = text.replace(placeholder, value)
+                elif var not in missing:
+                    missing.append(var)
+        return text
+
+    launches = tuple(dataclasses.replace(
+        ln, argv=tuple(fill(a, ln.env) for a in ln.argv), cwd=fill(ln.cwd, ln.env),
+        env={k: fill(v, ln.env) for k, v in ln.env.items()}) for ln in plan.launches)
+    files = tuple(dataclasses.replace(f, content=fill(f.content, {})) for f in plan.files)
+    return dataclasses.replace(plan, launches=launches, files=files), missing
+
+
+def printed(plan: Plan) -> Plan:
+    """``plan`` as ``accelctl plan`` prints it (text and json): environment placeholders filled
+    from this environment, a warning naming each variable that is not set."""
+    import dataclasses
+
+    plan, missing = env_filled(plan)
+    return dataclasses.replace(plan, warnings=(*plan.warnings, *map(unset_warning, missing))) if missing else plan
+
+
+def unset_warning(var: str) -> str:
+    placeholder = next(p for p, v in ENV_PLACEHOLDERS.items() if v == var)
+    return (f"{placeholder} stands for ${var} (the optimum-habana checkout the example commands run in), which is "
+            f"not set here: set {var} to print the plan with it; `accelctl run` refuses to start without it")
+
+
 def render_plan_sh(plan: Plan) -> str:
     out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
            "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
            'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
+    plan, missing = env_filled(plan)
+    # what is still unset here is the script's to read from its own environment, or to stop on
+    out += [f': "${{{var}:?set {var} to the optimum-habana checkout}}"' for var in missing]
     files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
     if any(FREE_PORT in t for t in [*(c for _, c in files), *(ln.shell() for ln in plan.launches)]):
         out.append('free_port="${FREE_PORT:-$(python3 -c ' + shlex.quote(FREE_PORT_PY) + ')}"')
@@ -103,6 +149,8 @@ def _fill_placeholders(quoted: str) -> str:
     """``{run_dir}`` and ``{free_port}`` inside single-quoted words -> the shell's values, as
     the runner fills them in (``accelctl.run.store.substitute``): close the quote, the
     variable in double quotes, reopen."""
+    for placeholder, var in ENV_PLACEHOLDERS.items():
+        quoted = quoted.replace(placeholder, f"'\"${var}\"'")
     return quoted.replace(RUN_DIR, "'\"$run_dir\"'").replace(FREE_PORT, "'\"$free_port\"'")
 
 
@@ -121,6 +169,8 @@ def write_file_sh(path: str, content: str) -> str:
 
 def render_plan(plan: Plan, fmt: str = "text", width: int | None = None) -> str:
     """The plan in one of ``FORMATS`` (as ``accelctl plan --format`` prints it, before its newline)."""
+    if fmt != "sh":  # sh fills them from its own environment when it runs (render_plan_sh)
+        plan = printed(plan)
     if fmt == "json":
         # allow_nan=False: Infinity/NaN are not JSON; the check refuses non-finite numbers,
         # so this only fires on a bug (ValueError), never prints what a JSON reader rejects

@@ -88,3 +88,36 @@ def pick_rehearsal(spec: WorkloadSpec) -> tuple[TargetSpec, str]:
         if not DEVICES[t.device].host:
             return t, "--rehearse: the first accelerator target"
     raise PlanError(f"workload {spec.name} has no accelerator target to rehearse; its cpu target runs as it is")
+
+
+#: engines whose launches start on this machine (the others submit to their cluster's own nodes)
+ENGINES_HERE = ("local", "torchrun")
+
+
+def missing_here(spec: WorkloadSpec, target: TargetSpec, engine: str | None = None,
+                 present: Mapping[str, str] | None = None) -> str | None:
+    """Why ``target`` cannot run on this machine, in one line -- its devices are not here and its
+    engine (``engine``, else the target's) starts the launches here -- naming what is missing
+    with ``accelctl doctor`` and ``--rehearse`` as the next steps; None: its devices are here
+    (or the host's), or its engine runs it elsewhere.  ``present``: as ``pick_target``'s."""
+    dev = DEVICES[target.device]
+    if dev.host or (engine or target.engine) not in ENGINES_HERE:
+        return None
+    if present is None:
+        present = present_adapters()
+    if dev.adapter in present:
+        return None
+    workload = f" -w {spec.name}" if spec.path else ""
+    return (f"target {target.name} needs {target.world_size} x {target.device} ({dev.adapter} devices), and this machine "
+            f"has no {dev.adapter} device (found: {', '.join(sorted(present)) or 'none'}): `accelctl doctor` says what "
+            f"it can run; `accelctl run {spec.path}{workload} -t {target.name} --rehearse` rehearses the target on "
+            "this CPU")
+
+
+def runs_here(spec: WorkloadSpec, target: TargetSpec, present: Mapping[str, str] | None = None) -> bool:
+    """Whether ``target`` runs on this machine as it is: the host, or a device present here, under
+    an engine that starts its launches here (the TUI's default selection)."""
+    dev = DEVICES[target.device]
+    if target.engine not in ENGINES_HERE:
+        return False
+    return dev.host or missing_here(spec, target, present=present) is None

@@ -16,8 +16,14 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 
 def unreachable_weights(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Diagnostic | None:
-    """E531 when ``weights = real`` cannot be had on the host with the Hub offline."""
+    """E531 when ``weights = real`` cannot be had on the host with the Hub offline, or the model
+    names no weights at all (an architecture: ``model bert(...)``)."""
     m = job.model
+    if m.weights == "real" and m.source == "arch":
+        span = spec.origin_of(target.name, "weights", "model.weights") or spec.origin_of(target.name, "model")
+        return Diagnostic("E531", f"weights = real, but the model is an architecture ({m.family}(...)) with no "
+                                  "weights to load", span, spec.path,
+                          'name the weights: model hf("<hub id>") or local("<path>"), or use weights = auto / random')
     if m.weights != "real" or job.rehearsal_of or not DEVICES[target.device].host or job.hub != "offline":
         return None
     if Path(m.ref).expanduser().exists() or (m.source == "hf" and in_hf_cache(m.ref, m.family)):

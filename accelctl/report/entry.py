@@ -233,10 +233,13 @@ def _entry_from_run(record: Any) -> Entry:
         # (its device's own path on this CPU where it says so: "the XLA CPU device (torch-xla ...)")
         on = (rehearsal or {}).get("on")
         where = on if on and on != "this CPU" else entry.device
+        # nor its job time and cost (the target's train_steps at this CPU's step time), nor an
+        # MFU above 1 (a FLOP count against a peak of another device, or a stale calibration)
         entry = dataclasses.replace(
             entry, ran=(f"REHEARSAL of {rehearsal['of']} on {where}, stand-in, {params}" if rehearsal
                         else f"stand-in, {params}"),
-            **({"instance": "", "price_per_hour": None, "nodes": 1} if rehearsal else {}))
+            **({"instance": "", "price_per_hour": None, "nodes": 1, "train_steps": None,
+                "mfu": entry.mfu if entry.mfu is not None and entry.mfu <= 1 else None} if rehearsal else {}))
     return entry
 
 

@@ -31,11 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelctl.contract import envnames
-from accelctl.contract.plan import FREE_PORT, RUN_DIR, Launch, Plan
+from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Launch, Plan
 
 EVENTS_DIR_ENV = envnames.EVENTS_DIR
-#: placeholders a plan may use whose value comes from the environment of the run
-ENV_PLACEHOLDERS = {"{optimum_habana}": "OPTIMUM_HABANA_DIR"}
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 

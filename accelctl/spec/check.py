@@ -378,6 +378,7 @@ def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskS
     header = it.header if isinstance(it, ast.Block) else it.value
     vals: dict[str, Any] = {}
     if isinstance(header, (ast.Word, ast.Call)):
+        origins.add(f"{prefix}.name", it.span)  # where a refusal of the optimizer points (lamb on Gaudi)
         if header.name not in S.OPTIMIZERS:
             ctx.error("E203", f"unknown optimizer '{header.name}'", getattr(header, "name_span", header.span),
                       did_you_mean(header.name, S.OPTIMIZERS))

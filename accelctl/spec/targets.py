@@ -246,7 +246,7 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
             ctx.error("E411", f"{p.strategy} is for generate/infer tasks", at, "use zero(stage = ...)")
         if not task.training and p.strategy in S.TRAINING_STRATEGIES:
             ctx.error("E411", f"{p.strategy} shards training state; this is a {task.kind} task", at,
-                      "use deepspeed_inference(tp = N) or tensor(tp = N)")
+                      "use deepspeed_inference(tp = N)")
     if t.precision.dtype == "fp8" and not dev.fp8:
         ctx.error("E501", f"fp8 is not available on {t.device}", items.get("precision", items.get(
             "device", ast.Word(t.name, span))).span,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 from textual.app import App, SystemCommand
@@ -158,6 +158,13 @@ class AccelctlApp(App):
         if self._quit_after_stop or self.auto_exit:
             self.exit(return_code=self.exit_code)
 
+    @cached_property
+    def present_devices(self) -> dict[str, str]:
+        """This machine's device families (``present_adapters``), probed once per app."""
+        from accelctl.contract.devices import present_adapters
+
+        return present_adapters()
+
     @property
     def exit_code(self) -> int:
         if self.live is None or not self.live.handle.done:
@@ -188,6 +195,12 @@ class AccelctlApp(App):
         result = self.plan_for(spec, sel.target)
         if result.error:
             self.notify(result.error.splitlines()[0], title="cannot plan", severity="error", timeout=8)
+            return
+        from accelctl.plan.select import missing_here
+
+        missing = missing_here(spec, spec.target(sel.target), result.plan.engine, self.present_devices)
+        if missing is not None:  # refused before a run folder exists, as `accelctl run` refuses it
+            self.notify(missing, title="not on this machine", severity="error", timeout=12)
             return
         import asyncio
 

@@ -115,6 +115,14 @@ def main(argv=None) -> int:
         print(f"accelctl: measure {{ repeat = {repeats} }}: this runs one of the {repeats} independent runs "
               "(accelctl run FILE runs the whole series)", file=sys.stderr)
     p = make_plan(one, target, args.engine)
+    from accelctl.plan.select import missing_here
+
+    missing = missing_here(spec, target, p.engine)
+    if missing is not None:  # as `accelctl run` refuses it: before a run folder exists
+        from accelctl import exitcodes
+
+        print(f"accelctl: error: {missing}", file=sys.stderr)
+        return exitcodes.NO_DEVICE
     return run_live(p, spec, source, args.runs_dir, auto_exit=args.auto_exit)
 
 

@@ -22,6 +22,15 @@ from accelctl.contract.job import DeviceJob
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
 
 
+def lamb(params, opt) -> torch.optim.Optimizer:
+    """timm's ``Lamb`` (timm.optim.Lamb: plain torch ops, so it runs on every device the loop
+    does).  Its own global gradient-norm clip (``max_grad_norm``, 1.0 by default) is off: the
+    loop clips as the workload's ``grad_clip`` says, as it does for the other optimizers."""
+    from timm.optim import Lamb
+
+    return Lamb(params, lr=opt.lr, weight_decay=opt.weight_decay, max_grad_norm=None)
+
+
 class CpuAdapter:
     """The default: eager PyTorch on the host; gloo for collectives."""
 
@@ -64,7 +73,9 @@ class CpuAdapter:
             return torch.optim.Adam(params, lr=opt.lr, weight_decay=opt.weight_decay, fused=fused)
         if opt.name == "sgd":
             return torch.optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
-        raise ValueError(f"unknown optimizer {opt.name!r} (adamw, adam, sgd)")
+        if opt.name == "lamb":
+            return lamb(params, opt)
+        raise ValueError(f"unknown optimizer {opt.name!r} (adamw, adam, sgd, lamb)")
 
     @staticmethod
     def fused_adam(params) -> bool | None:

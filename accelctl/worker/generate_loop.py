@@ -76,14 +76,17 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     n_new = job.task.max_new_tokens
     if n_new <= 0:
         raise ValueError("task generate needs max_new_tokens > 0")
-    if job.task.decoding != "greedy":
-        raise ValueError(f"decoding {job.task.decoding!r} is not implemented; greedy only")
+    # decoding = sample: transformers' multinomial sampling (its generation config's top-k and
+    # temperature), from torch's generator seeded with the workload's seed before the first call
+    sample_tokens = job.task.decoding == "sample"
+    if sample_tokens:
+        torch.manual_seed(job.seed)
     prompts = data.prompt_ids(job, built, ctx.log)
     first = next(prompts)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     read = prompts.details if job.data.kind != "synthetic" else {}
     ctx.started({**built.details(), **read, "prompt": job.task.prompt, "prompt_tokens": len(first[0]),
-                 "max_new_tokens": n_new, "kv_cache": job.task.kv_cache, "decoding": "greedy",
+                 "max_new_tokens": n_new, "kv_cache": job.task.kv_cache, "decoding": job.task.decoding,
                  "kv_cache_layout": job.task.kv_cache_layout if job.task.kv_cache else "off"})
     cache_and_compile = optimize.generate_kwargs(job, model)  # static KV cache, transformers' compile
 
@@ -100,9 +103,9 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             adapter.sync()
             t0 = time.perf_counter()
             with torch.inference_mode():
-                # greedy, and min_new_tokens == max_new_tokens: exactly n_new tokens, EOS or not
+                # greedy or sampled, and min_new_tokens == max_new_tokens: exactly n_new tokens, EOS or not
                 out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n_new,
-                                     min_new_tokens=n_new, do_sample=False, num_beams=1,
+                                     min_new_tokens=n_new, do_sample=sample_tokens, num_beams=1,
                                      use_cache=job.task.kv_cache, pad_token_id=pad, streamer=clock,
                                      **cache_and_compile)
             adapter.sync()

@@ -342,7 +342,12 @@ def test_lazy_mode_off_is_eager_in_the_environment():
     ("wk_fp8", {"use_torch_autocast": True, "use_fused_adam": True, "use_fused_clip_norm": True}),
 ])
 def test_gaudi_config_per_precision(target, expected):
-    assert json.loads(_files(_plan(TRAIN, target))["gaudi_config.json"]) == expected
+    spec = _spec(TRAIN)
+    assert gaudi_config(spec, spec.target(target)) == expected
+    if target == "wk_fp8":  # fp8 through the worker is refused at the precision (issue 23): no plan
+        assert "fp8 on Gaudi is not built" in _refusal(TRAIN, target)
+    else:
+        assert json.loads(_files(_plan(TRAIN, target))["gaudi_config.json"]) == expected
 
 
 def test_gaudi_config_without_clipping_or_adam():
@@ -594,7 +599,7 @@ def test_run_mlm_with_local_files_and_sgd():
 # --------------------------------------------------------------------------- the real optimum-habana
 MATRIX = [(MLM, "g2"), (TLDR_32, "eight"), (SEED_003, "example"), (SEED_003, "worker"), (BLOOMZ_7B, "g2_1x"), (BLOOMZ_7B, "g1_1x"),
           (BLOOMZ_7B, "g1_8x"), (BLOOMZ_7B, "eager"), (SAMPLED, "one"), (SAMPLED, "eight"), (TLDR, "eight"),
-          (TRAIN, "ex8"), (TRAIN, "ex1"), (TRAIN, "wk8"), (TRAIN, "wk_fp32"), (TRAIN, "wk_fp8"), (BERT, "g2"),
+          (TRAIN, "ex8"), (TRAIN, "ex1"), (TRAIN, "wk8"), (TRAIN, "wk_fp32"), (BERT, "g2"),
           (T5, "g2"), (T5.replace("adamw { lr = 1e-4 }", "adamw { lr = 1e-4  grad_clip = 0 }"), "g2"),
           (SD, "ex"), (BERT_HF, "g2")]
 

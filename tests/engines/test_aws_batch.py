@@ -94,10 +94,11 @@ workload w {
 def test_refusals_are_positioned(block, code, line_has):
     text = TEMPLATE.replace("BLOCK", block)
     specs, diags = validate_text(text)
-    assert not diags
     with pytest.raises(PlanError) as e:
         plan(specs[0], "t")
     d = e.value.diagnostics[0]
+    # valid: validate reports plan's refusal as a warning at the same line, same code and words (issue 23)
+    assert [(x.code, x.message, x.span, x.severity) for x in diags] == [(d.code, d.message, d.span, "warning")]
     assert d.code == code and d.span is not None and line_has in text.splitlines()[d.span.line - 1], d
 
 

@@ -184,14 +184,17 @@ def test_refusals_are_positioned(block, key):
     rest when the engine plans (E549); either way at the setting's line."""
     text = TEMPLATE.replace("BLOCK", block)
     specs, diags = validate_text(text)
-    if diags:
-        d = diags[0]
+    errors = [x for x in diags if x.severity == "error"]
+    if errors:
+        d = errors[0]
         assert d.code in ("E216", "E218") and len(diags) == 1, diags
     else:
         with pytest.raises(PlanError) as e:
             plan(specs[0], "gpu")
         d = e.value.diagnostics[0]
         assert d.code == "E549"
+        # validate reports plan's refusal at the same line, as a warning (issue 23)
+        assert (d.code, d.message, d.span) in [(x.code, x.message, x.span) for x in diags], diags
     assert d.span is not None
     line = text.splitlines()[d.span.line - 1]
     assert key in line if key != "engine kubernetes {" else ("engine = kubernetes" in line or key in line), (d, line)
@@ -210,7 +213,7 @@ def test_a_neuron_precompile_pass_is_refused():
     text = TEMPLATE.replace("BLOCK", BLOCK).replace("nodes = 4  engine",
                                                     "nodes = 4  neuron_parallel_compile = on  engine")
     specs, diags = validate_text(text)
-    assert not diags
+    assert {(d.code, d.severity) for d in diags} <= {("E549", "warning")}, diags  # plan's refusal, warned (issue 23)
     with pytest.raises(PlanError, match="built 2 .precompile, torchrun.") as e:
         plan(specs[0], "trn")
     assert e.value.diagnostics[0].code == "E549" and "neuron_parallel_compile" in e.value.diagnostics[0].hint

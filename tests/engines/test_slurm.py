@@ -71,10 +71,11 @@ def test_a_cpu_target_asks_for_no_gpu():
 def test_settings_that_cannot_reach_the_script_are_refused_where_written(block, line_has, code):
     text = TEMPLATE.replace("BLOCK", block).replace("STEPS", "4")
     specs, diags = validate_text(text)
-    if code == "E547":
-        assert not diags, diags
+    if code == "E547":  # valid: validate reports plan's refusal as a warning, same code and line (issue 23)
+        assert {(d.code, d.severity) for d in diags} == {("E547", "warning")}, diags
         with pytest.raises(PlanError) as e:
             plan(specs[0], "t")
+        assert (e.value.diagnostics[0].message, e.value.diagnostics[0].span) == (diags[0].message, diags[0].span)
         diags = e.value.diagnostics
     d = diags[0]
     assert d.code == code and d.span is not None and line_has in text.splitlines()[d.span.line - 1], d

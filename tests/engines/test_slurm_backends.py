@@ -35,7 +35,7 @@ workload tiny_ds_slurm {
 
 def make_plan(target: str = "z", steps: int = 4):
     specs, diags = validate_text(TEMPLATE.replace("STEPS", str(steps)))
-    assert not diags, diags
+    assert [(d.code, d.severity) for d in diags] == [("E520", "warning")], diags  # hpu2 (multi-node Gaudi), warned
     return specs[0], plan(specs[0], target)
 
 
@@ -64,7 +64,7 @@ def test_one_deepspeed_launcher_per_node_from_the_allocation():
 def test_deepspeed_host_settings_are_said_not_to_apply_under_slurm():
     text = TEMPLATE.replace("STEPS", "4").replace("  engine slurm {", '  engine deepspeed { hosts = ["a", "b"]  master_port = 29600 }\n  engine slurm {')
     specs, diags = validate_text(text)
-    assert not diags, diags
+    assert [(d.code, d.severity) for d in diags] == [("E520", "warning")], diags  # hpu2 (multi-node Gaudi), warned
     p = plan(specs[0], "z")
     assert any(w.startswith("engine deepspeed hosts, master_port do(es) not apply under engine slurm") for w in p.warnings), p.warnings
     s = script_of(p)

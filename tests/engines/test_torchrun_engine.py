@@ -85,8 +85,8 @@ def test_static_rendezvous_uses_master_addr_and_port():
 def test_refusals_are_positioned(block, line_has, code):
     text = TEMPLATE.replace("BLOCK", block)
     specs, diags = api.validate_text(text)
-    if code == "E548":
-        assert not diags
+    if code == "E548":  # valid: validate warns with plan's refusal at its line (issue 23)
+        assert {(d.code, d.severity) for d in diags} == {("E548", "warning")}, diags
         with pytest.raises(PlanError) as e:
             api.plan(specs[0], "two")
         diags = e.value.diagnostics

@@ -23,6 +23,13 @@ def _spec(file: str, workload: str):
 @pytest.mark.parametrize("file,workload,target", CASES, ids=[":".join(c) for c in CASES])
 def test_every_accelerator_target_rehearses_on_this_cpu_marked(file, workload, target):
     spec = _spec(file, workload)
+    try:
+        api.plan(spec, target)
+    except PlanError as refused:  # what plan refuses is refused the same way, never rehearsed (issue 23)
+        with pytest.raises(PlanError) as exc:
+            api.plan(spec, target, rehearse=True)
+        assert exc.value.diagnostics == refused.diagnostics
+        return
     p = api.plan(spec, target, rehearse=True)
     assert p.target == target and p.rehearsal is not None and p.rehearsal.of == target
     assert p.rehearsal.device == spec.target(target).device
@@ -38,8 +45,11 @@ def test_the_same_target_without_rehearse_is_the_real_thing():
     real, rehearsal = api.plan(spec, "p5_fp8"), api.plan(spec, "p5_fp8", rehearse=True)
     assert real.rehearsal is None and real.job.scale == "real" and real.backend == "te_fp8"
     assert real.job.architecture["layers"] == 32 and rehearsal.job.architecture["layers"] == 2
-    rb, b = real.job.batch, rehearsal.job.batch  # the same batch arithmetic per process, fewer processes
-    assert (b.micro, b.accumulation) == (rb.micro, rb.accumulation) and rb.global_size == 1024
+    rb, b = real.job.batch, rehearsal.job.batch  # the micro-batch sized for this CPU, and said so
+    assert b.micro == min(rb.micro, 2 * cpu_count()) and b.accumulation == rb.accumulation == 1
+    assert rb.global_size == 1024
+    if b.micro < rb.micro:
+        assert f"micro-batch {rb.micro} -> {b.micro}" in rehearsal.notes[0]
     assert "fp8 -> fp32" in " ".join(rehearsal.rehearsal.changes)
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from accelctl.backends.base import Backend, Built, refusal
+from accelctl.backends.base import LAMB_ON_HPU, Backend, Built, refusal
 from accelctl.backends.deepspeed.launch import adapter_of, build_launch
 from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
@@ -72,8 +72,11 @@ STEPS_PER_PRINT = 1_000_000_000
 #: the worker's optimizer -> DeepSpeed's optimizer section (used with ZeRO-Offload only).
 #: DeepSpeed's "Adam" is AdamW unless ``adam_w_mode`` is false: spelled out to match torch.
 DS_OPTIMIZER = {"adamw": ("AdamW", {}), "adam": ("Adam", {"adam_w_mode": False})}
-#: client optimizers the worker builds (accelctl.worker.train_loop.make_optimizer)
-CLIENT_OPTIMIZERS = ("adamw", "adam", "sgd")
+#: client optimizers the worker builds (accelctl.worker.devices: torch.optim's, timm's Lamb)
+CLIENT_OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
+#: the worker's optimizer -> DeepSpeed's own, on CUDA: ``"type": "Lamb"`` is DeepSpeed's
+#: FusedLamb (``deepspeed.ops.lamb``, a CUDA kernel), which it builds from the config section
+DS_CUDA_OPTIMIZER = {"lamb": ("Lamb", {})}
 #: client optimizers ZeRO runs without ``zero_allow_untested_optimizer`` (DeepSpeed's
 #: ``runtime.zero.utils.ZERO_SUPPORTED_OPTIMIZERS``; ds_check compares the two)
 ZERO_TESTED = ("adamw", "adam")
@@ -160,10 +163,12 @@ def ds_config(spec: WorkloadSpec, target: TargetSpec) -> dict[str, Any]:
     elif dtype == "fp16":
         cfg["fp16"] = {"enabled": True}  # dynamic loss scaling (loss_scale 0)
     opt = spec.optimizer
-    if p.offload_optimizer != "none" and opt.name in DS_OPTIMIZER:
-        name, extra = DS_OPTIMIZER[opt.name]
+    own = (DS_OPTIMIZER.get(opt.name) if p.offload_optimizer != "none" else
+           DS_CUDA_OPTIMIZER.get(opt.name) if DEVICES[target.device].adapter == "cuda" else None)
+    if own is not None:
+        name, extra = own
         cfg["optimizer"] = {"type": name, "params": {"lr": opt.lr, "weight_decay": opt.weight_decay, **extra}}
-    elif zero["stage"] > 0 and opt.name not in ZERO_TESTED:
+    if zero["stage"] > 0 and opt.name not in ZERO_TESTED and not (own and p.offload_optimizer != "none"):
         # torch.optim.SGD works under ZeRO; DeepSpeed only asks us to say we know it is untested
         cfg["zero_allow_untested_optimizer"] = True
     return cfg
@@ -217,10 +222,12 @@ class DeepSpeedBackend(Backend):
                "(DeepSpeed pipeline/tensor training needs a PipelineModule or Megatron model)", "parallel")
         if spec.optimizer.name not in CLIENT_OPTIMIZERS:
             no(f"optimizer {spec.optimizer.name} is not implemented by the worker "
-               f"({', '.join(CLIENT_OPTIMIZERS)})", "optimizer")
+               f"({', '.join(CLIENT_OPTIMIZERS)})", "optimizer.name", "optimizer")
         if "nvme" in (p.offload_optimizer, p.offload_param):
             no("ZeRO-Infinity nvme offload needs an nvme_path, which a workload cannot set yet; "
                "use offload = cpu", "parallel")
+        if spec.optimizer.name == "lamb" and DEVICES[target.device].adapter == "hpu":
+            no(LAMB_ON_HPU, "optimizer.name", "optimizer")
         if p.offload_optimizer != "none" and spec.optimizer.name not in DS_OPTIMIZER:
             no(f"ZeRO-Offload runs DeepSpeedCPUAdam (adam/adamw), not {spec.optimizer.name}", "optimizer", "parallel")
         if _cpu_lacks_fp16(target):
@@ -241,12 +248,17 @@ class DeepSpeedBackend(Backend):
         if adapter_of(target) == "hpu":
             built.notes.append("Gaudi: DeepSpeed's HPU accelerator needs SynapseAI's habana_frameworks on every "
                                "node (DS_ACCELERATOR=hpu raises without it)")
-        if "optimizer" in cfg:
+        if "optimizer" in cfg and target.parallel.offload_optimizer == "none":
+            built.notes.append(f"optimizer: DeepSpeed's own {cfg['optimizer']['type']} (ds_config \"optimizer\": "
+                               "deepspeed.ops.lamb.FusedLamb, a CUDA kernel JIT-built on first use) in place of the "
+                               "worker's timm Lamb")
+        elif "optimizer" in cfg:
             built.notes.append(f"ZeRO-Offload: DeepSpeed's {cfg['optimizer']['type']} (DeepSpeedCPUAdam); its "
                                "cpu_adam op is a ~100 s C++ JIT build on first use (cached in "
                                "$TORCH_EXTENSIONS_DIR)")
         else:
-            built.notes.append(f"optimizer: the worker's torch.optim {spec.optimizer.name} handed to "
+            built.notes.append(f"optimizer: the worker's {'timm' if spec.optimizer.name == 'lamb' else 'torch.optim'} "
+                               f"{spec.optimizer.name} handed to "
                                "deepspeed.initialize (a ds_config optimizer would JIT-build FusedAdam, ~110 s on CPU)")
         return built
 

@@ -255,18 +255,39 @@ def check_ds_config(cfg: dict[str, Any], spec: WorkloadSpec, target: TargetSpec)
 
 
 def _check_optimizer(cfg, parsed, spec, target) -> list[Diagnostic]:
-    """ZeRO with a client optimizer: DeepSpeed's supported list, or the untested switch."""
-    if "optimizer" in cfg or parsed.zero_optimization_stage == 0:
+    """DeepSpeed's own optimizer (``"optimizer": {"type": ...}``): a name DeepSpeed builds, and
+    under ZeRO one it supports or the untested switch (FusedLamb is not in ZeRO's list); a
+    client optimizer under ZeRO: DeepSpeed's supported list, or the untested switch."""
+    if "optimizer" in cfg:
+        return _check_own_optimizer(parsed, spec, target)
+    if parsed.zero_optimization_stage == 0:
         return []
     import torch
     from deepspeed.runtime.zero.utils import ZERO_SUPPORTED_OPTIMIZERS
 
     client = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}.get(spec.optimizer.name)
+    if spec.optimizer.name == "lamb":
+        from timm.optim import Lamb as client
     if client is None or client in ZERO_SUPPORTED_OPTIMIZERS or parsed.zero_allow_untested_optimizer:
         return []
     return [_diag(spec, target, "optimizer", "E540",
                   f"DeepSpeed {_version()} refuses {client.__name__} under ZeRO stage "
                   f"{parsed.zero_optimization_stage} without \"zero_allow_untested_optimizer\": true")]
+
+
+def _check_own_optimizer(parsed, spec, target) -> list[Diagnostic]:
+    from deepspeed.runtime.config import DEEPSPEED_OPTIMIZERS, LAMB_OPTIMIZER
+
+    name = (parsed.optimizer_name or "").lower()
+    if name not in DEEPSPEED_OPTIMIZERS:
+        return [_diag(spec, target, "optimizer", "E540",
+                      f"DeepSpeed {_version()} builds no optimizer of type {parsed.optimizer_name!r} "
+                      f"({', '.join(DEEPSPEED_OPTIMIZERS)})")]
+    if name == LAMB_OPTIMIZER and parsed.zero_optimization_stage > 0 and not parsed.zero_allow_untested_optimizer:
+        return [_diag(spec, target, "optimizer", "E540",
+                      f"DeepSpeed {_version()} refuses its FusedLamb under ZeRO stage {parsed.zero_optimization_stage} "
+                      "without \"zero_allow_untested_optimizer\": true")]
+    return []
 
 
 def check_inference_config(cfg: dict[str, Any], spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:

@@ -269,6 +269,7 @@ def check_training_script(path: str, args: list[str], env: dict[str, str], files
         finally:
             os.environ.clear()
             os.environ.update(saved)
+    check_data_files(path, parsed[:-1], table, rep)
     targs = parsed[-1]
     rep.ok.append(f"{Path(path).name}: GaudiTrainingArguments accepts use_habana={targs.use_habana} "
                   f"use_lazy_mode={targs.use_lazy_mode} use_hpu_graphs_for_training="
@@ -283,6 +284,19 @@ def check_training_script(path: str, args: list[str], env: dict[str, str], files
         rep.errors.append("use_lazy_mode=False needs PT_HPU_LAZY_MODE=0 in the environment")
     if targs.use_lazy_mode and env.get("PT_HPU_LAZY_MODE") == "0":
         rep.errors.append("--use_lazy_mode with PT_HPU_LAZY_MODE=0: the bridge runs eager")
+
+
+def check_data_files(path: str, parsed: list, table: dict, rep: Report) -> None:
+    """The script's own data file check (its ``DataTrainingArguments.__post_init__``, recorded as
+    ``file_extensions``): each data file's extension, ``value.split(".")[-1]``, in the list."""
+    for name, allowed in table.get("file_extensions", {}).items():
+        value = next((getattr(d, name) for d in parsed if getattr(d, name, None)), None)
+        if value is None:
+            continue
+        if value.split(".")[-1] not in allowed:
+            rep.errors.append(f"{Path(path).name}: `{name}` should be a {' or a '.join(allowed)} file, not {value}")
+        else:
+            rep.ok.append(f"{Path(path).name}: --{name} {value} passes the script's extension check ({', '.join(allowed)})")
 
 
 def check_gaudi_config(text: str, rep: Report) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from accelctl.backends.base import option
+from accelctl.backends.gaudi.data_files import TrainFile, accepted, train_file
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR
 from accelctl.spec.models import objective_for
@@ -82,6 +83,15 @@ TRAINER_MAX_GRAD_NORM = 1.0
 #: the Gaudi configuration seed 000 ran Stable Diffusion with ("Habana/stable-diffusion Gaudi
 #: の構成"), text_to_image_generation.py's default for --gaudi_config_name
 SD_GAUDI_CONFIG = "Habana/stable-diffusion"
+
+
+def example_train_file(spec: WorkloadSpec, job: WorkerJob | None = None) -> TrainFile:
+    """``--train_file`` of a training example for a ``dataset files(...)``: as the script
+    accepts it, converted at plan time, or refused (``accelctl.backends.gaudi.data_files``)."""
+    folder, script, _ = EXAMPLES[example_key(spec)]
+    base = Path(spec.path).resolve().parent if spec.path and spec.path != "<input>" else Path.cwd()
+    ref = job.data.ref if job else str((base / spec.dataset.ref).expanduser())
+    return train_file(f"{folder}/{script}", ref, accepted(flags_data(), f"{folder}/{script}"))
 
 
 def example_key(spec: WorkloadSpec) -> str:
@@ -179,7 +189,8 @@ def training_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | None 
         if dataset_config(spec):
             args += option("--dataset_config_name", dataset_config(spec))
     elif d.kind == "files":
-        args += option("--train_file", job.data.ref if job else d.ref)
+        tf = example_train_file(spec, job)
+        args += option("--train_file", tf.arg or (job.data.ref if job else d.ref))
     values = {"seq_len": d.seq_len, "target_len": d.target_len, "mlm_probability": d.mlm_probability}
     for field_name, flag in shape_flags.items():
         args += [flag, str(values[field_name])]
@@ -306,6 +317,8 @@ def example_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., Non
                "(--distributed), which is not planned; use devices = 1 (seed 000 ran one device)",
                "devices", "parallel")
     else:
+        if d.kind == "files" and example_train_file(spec).refused:
+            no(example_train_file(spec).refused, "dataset")
         if d.kind == "synthetic":
             no(SEED_000_BERT if key == "mlm" else
                "the example training scripts train on a dataset: use dataset hf(\"...\") or "

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, Launch, Plan, Rehearsal
+from accelctl.spec.models import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Neuron-only variables: read by neuronx-cc / the Neuron runtime, meaningless on PJRT CPU
@@ -61,12 +62,21 @@ def where(version: str) -> str:
     return f"the XLA CPU device (torch-xla {version})"
 
 
-def unavailable(stand_in: Plan) -> Plan:
-    """``stand_in`` (the plain CPU rehearsal), with the warning that the XLA path was not taken."""
+def unavailable(stand_in: Plan, missing: str = "") -> Plan:
+    """``stand_in`` (the plain CPU rehearsal), with the warning that the XLA path was not taken:
+    no complete venv, or (``missing``) the model's library is not in it."""
+    lack = (f"{missing}, which the model's family needs, is not installed in {xla_venv()} (pip install it there)"
+            if missing else f"no complete {xla_venv()} (marker {READY_MARKER}); scripts/setup-xla.sh makes it "
+            "(about 5 min, 7 GB)")
     why = (f"the XLA CPU rehearsal (torch-xla's own code path: xla device, MpDeviceLoader, xm.optimizer_step, "
-           f"compiles counted) is not available: no complete {xla_venv()} (marker {READY_MARKER}); "
-           "scripts/setup-xla.sh makes it (about 5 min, 7 GB). This is the plain CPU rehearsal (eager PyTorch)")
+           f"compiles counted) is not available: {lack}. This is the plain CPU rehearsal (eager PyTorch)")
     return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, why))
+
+
+def venv_has(dist: str, venv: Path | None = None) -> bool:
+    """Whether the venv holds the distribution ``dist`` (its dist-info folder; nothing imported)."""
+    name = dist.replace("-", "_")
+    return any((venv or xla_venv()).glob(f"lib/python*/site-packages/{name}-*.dist-info"))
 
 
 def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
@@ -75,6 +85,9 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
     python = xla_python()
     if python is None or stand_in.rehearsal is None:
         return unavailable(stand_in)
+    library = FAMILIES[neuron.job.model.family].library  # .venv-xla holds timm (the ViT seeds), not all
+    if not venv_has(library):
+        return unavailable(stand_in, library)
     # the plain rehearsal's threads per process: more OpenMP threads in the parent than one
     # hang the forked loader workers at their first batch (measured: 2 threads on 2 cores,
     # stuck 10 min in warm-up step 1; libgomp's pool does not survive fork)

@@ -66,7 +66,9 @@ class WorkloadsScreen(AppScreen):
             self.query_one("#wl-source", Static).update(Text(f"no .wl files in {root}", style="dim"))
             return
         sel = self.app.selection
-        first_valid = next((i for i, wf in enumerate(files) if not wf.errors), 0)
+        # the first valid file with a target that runs here (issue 23), else the first valid file
+        first_valid = next((i for i, wf in enumerate(files) if not wf.errors and self._runnable(wf) is not None),
+                           next((i for i, wf in enumerate(files) if not wf.errors), 0))
         idx = next((i for i, wf in enumerate(files) if sel.path is not None and wf.path == sel.path), first_valid)
         ol.highlighted = idx
         self._show(idx)
@@ -89,11 +91,22 @@ class WorkloadsScreen(AppScreen):
                              for w, t in pairs])
         sel = self.app.selection
         if pairs:
-            pick = next((i for i, p in enumerate(pairs) if sel.path == wf.path and p == (sel.workload, sel.target)), 0)
+            pick = next((i for i, p in enumerate(pairs) if sel.path == wf.path and p == (sel.workload, sel.target)),
+                        self._runnable(wf) or 0)
             targets.highlighted = pick
             self.post_message(SelectionChanged(wf.path, *pairs[pick]))
         else:
             self.post_message(SelectionChanged(wf.path, None, None))
+
+    def _runnable(self, wf) -> int | None:
+        """The index of the file's first (workload, target) pair that runs on this machine."""
+        from accelctl.plan.select import runs_here
+
+        for i, (w, t) in enumerate(wf.choices()):
+            spec = wf.spec(w)
+            if runs_here(spec, spec.target(t), self.app.present_devices):
+                return i
+        return None
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "wl-files":

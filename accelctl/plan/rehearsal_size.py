@@ -1,0 +1,82 @@
+"""The size of a CPU rehearsal (issue 23 item 3): the target's plan, sized for this CPU.
+
+A rehearsal runs the target's plan with the stand-in; what makes it slow here is not the
+model but the work per step the target was sized for (a micro-batch of 128 images, 24
+accumulated micro-batches, 1024-token sequences, 490 measured steps, 100 generated tokens).
+``sized_for_this_cpu`` caps each at a size this machine runs in seconds, and names every cap
+in the rehearsal's changes (the plan's REHEARSAL note, the console, ``summary.json``), so a
+rehearsal states what it ran.  The caps (``SIZE``) scale with this machine's cores where the
+work does (the micro-batch); bf16 -> fp32 where the CPU lacks native bf16 is
+``rehearse.rehearsal_target``'s (``accelctl.hostinfo.cpu_has_native``).
+
+Measured (2 shared cores, AVX-512 with native bf16, load ~3): every target of workloads/
+rehearses in under 60 s with these caps (tests/e2e/test_rehearse_all.py, slow).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from accelctl.contract.plan import Rehearsal
+from accelctl.hostinfo import cpu_count
+from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
+
+#: samples per process of a rehearsal's micro-batch, per core of this machine
+MICRO_PER_CORE = 2
+#: the caps that do not depend on the core count
+SIZE = {
+    "accumulation": 2,      # the accumulation path runs; 24 micro-batches a step would not
+    "seq_len": 128,         # tokens per sequence (the stand-in's positions are 512)
+    "target_len": 32,       # seq2seq target tokens
+    "prompt_tokens": 32,    # prompt tokens kept of each dataset record (generation)
+    "max_new_tokens": 32,   # generated tokens per call
+    "inference_steps": 4,   # denoising steps per image batch (diffusion)
+    "warmup": 2,            # warm-up steps (compile = on needs 2)
+    "steps": 5,             # measured steps
+}
+
+
+def micro_cap(cores: int | None = None) -> int:
+    """The largest micro-batch a rehearsal process gets on a machine of ``cores`` cores."""
+    return MICRO_PER_CORE * max(1, cores if cores is not None else cpu_count())
+
+
+def _capped(what: str, value: int, cap: int, changes: list[str], unit: str = "") -> int:
+    if value > cap:
+        changes.append(f"{what} {value} -> {cap}{unit}")
+        return cap
+    return value
+
+
+def sized_for_this_cpu(spec: WorkloadSpec, target: TargetSpec, rehearsal: Rehearsal,
+                       cores: int | None = None) -> tuple[WorkloadSpec, TargetSpec, Rehearsal]:
+    """``spec`` and the rehearsal ``target`` with the work per step capped for this CPU; the
+    caps applied, one line, added to ``rehearsal.changes``."""
+    changes: list[str] = []
+    b = target.batch
+    batch = dataclasses.replace(b, micro=_capped("micro-batch", b.micro, micro_cap(cores), changes),
+                                accumulation=_capped("accumulation", b.accumulation, SIZE["accumulation"], changes))
+    d = spec.dataset
+    data = dataclasses.replace(
+        d, seq_len=_capped("sequence length", d.seq_len, SIZE["seq_len"], changes, " tokens"),
+        target_len=_capped("target length", d.target_len, SIZE["target_len"], changes, " tokens"),
+        prompt_tokens=_capped("prompt tokens", d.prompt_tokens, SIZE["prompt_tokens"], changes))
+    t = spec.task
+    task = dataclasses.replace(
+        t, max_new_tokens=_capped("new tokens", t.max_new_tokens, SIZE["max_new_tokens"], changes),
+        inference_steps=_capped("denoising steps", t.inference_steps, SIZE["inference_steps"], changes))
+    # the measure that applies: the target's own, else the workload's (WorkloadSpec.for_target)
+    own = _measure(target.measure, changes) if target.measure is not None else None
+    measure = _measure(spec.measure, changes) if own is None else spec.measure
+    if not changes:
+        return spec, target, rehearsal
+    line = f"sized for this CPU ({cores if cores is not None else cpu_count()} cores): " + ", ".join(changes)
+    return (dataclasses.replace(spec, dataset=data, task=task, measure=measure),
+            dataclasses.replace(target, batch=batch, measure=own),
+            dataclasses.replace(rehearsal, changes=(*rehearsal.changes, line)))
+
+
+def _measure(m: MeasureSpec, changes: list[str]) -> MeasureSpec:
+    warmup = _capped("warm-up steps", m.warmup, SIZE["warmup"], changes)
+    steps = _capped("measured steps", m.steps, SIZE["steps"], changes)
+    return dataclasses.replace(m, warmup=warmup, steps=steps)
