@@ -64,10 +64,19 @@ def env_int(env, name: str, low: int = 0, high: int = 1 << 16, default: int | No
     return int(raw)
 
 
+def plain_ip(text) -> str:
+    """``text`` as an IP address without a scope id (``ipaddress`` takes anything after '%', a
+    newline and ``slots=1`` included: never a hostfile line); ValueError otherwise."""
+    ip = ipaddress.ip_address(text)
+    if getattr(ip, "scope_id", None) is not None:
+        raise ValueError(f"{text!r} has a scope id")
+    return str(ip)
+
+
 def env_ip(env, name: str) -> str:
     raw = env.get(name, "")
     try:
-        return str(ipaddress.ip_address(raw.strip()))
+        return plain_ip(raw.strip())
     except ValueError:
         raise NodeError(f"{name}={raw!r} is not an IP address") from None
 
@@ -159,8 +168,11 @@ def report(index: int, main: str, port: int, timeout: float, bind: str | None) -
         _send(conn, {"node": index})
         conn.settimeout(max(1.0, deadline - time.monotonic()))
         msg = _recv(conn)
-    hosts = [str(ipaddress.ip_address(h)) for h in msg.get("hosts", [])]
-    return hosts, str(ipaddress.ip_address(msg.get("master", "")))
+    try:
+        hosts = [plain_ip(h) for h in msg.get("hosts", [])]
+        return hosts, plain_ip(msg.get("master", ""))
+    except (ValueError, TypeError) as e:
+        raise NodeError(f"node {index}: the main node's answer is not a list of IP addresses: {e}") from None
 
 
 def unpack(node: dict, run_dir: Path) -> None:

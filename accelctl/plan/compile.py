@@ -84,6 +84,12 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
         slow = cpu_precision_warning(dtype, measured=measured)
         if slow is not None:
             warnings.append(slow)
-    return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
+    plan = Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
                 notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking)
+    bad = plan.unwritable()
+    if bad is not None:  # the check pass refuses every such value at its line: this is the second line
+        raise PlanError(diagnostics=[_diag(spec, target, "E218", f"target {target.name}: {bad}",
+                                           "a value that reaches a command line or a generated file is "
+                                           "one word without control characters")])
+    return plan

@@ -19,7 +19,7 @@ import json
 import shlex
 
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
-from accelctl.errors import AccelctlError
+from accelctl.errors import AccelctlError, PlanError
 from accelctl.spec.types import WorkloadSpec
 
 FORMATS = ("text", "json", "sh")
@@ -86,6 +86,9 @@ def render_plan_sh(plan: Plan) -> str:
     out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
            "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
            'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
+    bad = plan.unwritable(nul_only=True)
+    if bad is not None:  # a raw NUL in a shell word is cut there: the shell would run another command
+        raise PlanError(f"plan -f sh: {bad}; not rendered")
     files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
     if any(FREE_PORT in t for t in [*(c for _, c in files), *(ln.shell() for ln in plan.launches)]):
         out.append('free_port="${FREE_PORT:-$(python3 -c ' + shlex.quote(FREE_PORT_PY) + ')}"')
@@ -113,7 +116,7 @@ def write_file_sh(path: str, content: str) -> str:
     inside single quotes nothing is special, and shlex.quote closes, escapes and reopens
     around each ``'``.  ``{run_dir}``/``{free_port}`` are filled in as the runner does."""
     if "\0" in content:
-        raise ValueError(f"{path}: a NUL byte cannot travel through a shell word")
+        raise PlanError(f"{path}: a NUL byte cannot travel through a shell word")
     line = f"printf '%s' {_fill_placeholders(shlex.quote(content))} > \"$run_dir\"/{shlex.quote(path)}"
     folder = path.rpartition("/")[0]
     return f"mkdir -p \"$run_dir\"/{shlex.quote(folder)}\n{line}" if folder else line

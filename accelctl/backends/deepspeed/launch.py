@@ -17,6 +17,7 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.values import is_hostname
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: device adapter -> DS_ACCELERATOR
@@ -49,6 +50,12 @@ def _diag(spec: WorkloadSpec, paths: tuple[str, ...], code: str, message: str, h
 def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> tuple[list[str] | None, bool]:
     """(hosts for a generated hostfile or None when none is needed, whether they are placeholders)."""
     hosts = settings.get("hosts")
+    for key, names in (("hosts", hosts or ()), ("master_addr", [settings.get("master_addr") or "localhost"])):
+        bad = next((h for h in names if not is_hostname(h)), None)
+        if bad is not None:  # the check pass refuses these (E215); a hostfile line is never written from one
+            raise PlanError(diagnostics=[_diag(spec, (f"engines.deepspeed.{key}", "engines.deepspeed.hosts"), "E215",
+                                               f"engine deepspeed {key}: {bad!r} is not a host name or IP address",
+                                               "a hostfile line and --master_addr take one host name each")])
     if hosts and settings.get("hostfile"):
         raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hostfile", "engines.deepspeed.hosts"), "E545",
                                            "engine deepspeed sets both hosts and hostfile",
