@@ -6,6 +6,7 @@ from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, threads_per_process
 from accelctl.plan.memory import estimate
+from accelctl.plan.positions import too_long
 from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
@@ -60,7 +61,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     threads = threads_per_process(target, backend.processes_per_node(target))
     job = build_job(spec, target, backend.name, threads, backend.worker_strategy,
                     rehearsal_of=rehearsal.of if rehearsal else "")
-    missing = unreachable_weights(spec, target, job)
+    missing = unreachable_weights(spec, target, job) or too_long(spec, target, job)
     if missing is not None:
         raise PlanError(diagnostics=[missing])
     built = backend.build(spec, target, job)

@@ -7,7 +7,7 @@ key to its value type (``accelctl.spec.values``).
 from __future__ import annotations
 
 from accelctl.dsl import ast
-from accelctl.spec import plugins
+from accelctl.spec import plugins, te_versions
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
@@ -210,7 +210,7 @@ TARGET_KEYS: dict[str, V.VType] = {
     # vendor example script (example: optimum-habana's run_generation.py / run_clm.py ...)
     "script": V.choice("worker", "example"),
     # the Transformer Engine version the plan targets (its autocast API changed in 2.9)
-    "te_version": V.string(),
+    "te_version": te_versions.te_version(),
     # Hugging Face Hub access of the worker (weights, configs, datasets)
     "hub": V.choice("online", "offline"),
 }

@@ -162,6 +162,20 @@ def build(job, log: Callable[[str, str], None]) -> Built:
     return _build_random(job, mj.family)
 
 
+def position_limit(built: Built) -> int | None:
+    """The positions the model embeds where a longer sequence cannot run (GPT-2's
+    ``n_positions``, BERT's ``max_position_embeddings``); None where the family has no such
+    limit (ALiBi, rotary, relative positions) or the config does not say."""
+    from accelctl.spec.models import FAMILIES
+
+    family = FAMILIES.get(built.family)
+    cfg = getattr(built.model, "config", None)
+    if family is None or not family.absolute_positions or cfg is None:
+        return None
+    limit = getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", None)
+    return int(limit) if limit else None
+
+
 def _architecture_text(job) -> str:
     if not job.architecture:
         return f"the Hub config of {job.model.ref}"
