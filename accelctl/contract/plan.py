@@ -21,13 +21,9 @@ from typing import Any
 
 from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.placeholders import FREE_PORT, RUN_DIR  # noqa: F401  (the plan's placeholders)
 from accelctl.spec.types import TrackSpec
 
-RUN_DIR = "{run_dir}"
-#: one free TCP port per run, picked by the runner on 127.0.0.1 when it materialises the plan
-#: (the same value in every launch and file of that run): a plan is printed before it runs, so
-#: it cannot know a port that is free then; ``accelctl plan --format sh`` picks one in the script
-FREE_PORT = "{free_port}"
 #: control characters no launch word or generated file may hold (tab and newline may)
 _UNWRITABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _NUL = re.compile("\x00")

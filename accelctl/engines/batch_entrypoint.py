@@ -176,8 +176,9 @@ def report(index: int, main: str, port: int, timeout: float, bind: str | None) -
 
 
 def unpack(node: dict, run_dir: Path) -> None:
-    """The run folder's files, ``{run_dir}`` filled in, ``job.json`` with its events folder."""
-    files = dict(node.get("files", {}))
+    """The run folder's files, ``{run_dir}`` filled in, ``job.json`` with its events folder
+    (the job is data: its strings are written as they are, a prompt's ``{run_dir}`` too)."""
+    files = {name: content.replace(RUN_DIR, str(run_dir)) for name, content in dict(node.get("files", {})).items()}
     job = dict(node["job"], run_id=run_dir.name, events_dir=str(run_dir))
     files["job.json"] = json.dumps(job, indent=2, sort_keys=True)
     for name, content in files.items():
@@ -186,7 +187,7 @@ def unpack(node: dict, run_dir: Path) -> None:
             raise NodeError(f"refusing to write {name!r} outside the run folder")
         path = run_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content.replace(RUN_DIR, str(run_dir)), encoding="utf-8")
+        path.write_text(content, encoding="utf-8")
 
 
 def run_node(env) -> int:

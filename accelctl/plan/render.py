@@ -18,6 +18,7 @@ import difflib
 import json
 import shlex
 
+from accelctl.contract.placeholders import fill
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
 from accelctl.errors import AccelctlError, PlanError
 from accelctl.spec.types import WorkloadSpec
@@ -106,7 +107,7 @@ def _fill_placeholders(quoted: str) -> str:
     """``{run_dir}`` and ``{free_port}`` inside single-quoted words -> the shell's values, as
     the runner fills them in (``accelctl.run.store.substitute``): close the quote, the
     variable in double quotes, reopen."""
-    return quoted.replace(RUN_DIR, "'\"$run_dir\"'").replace(FREE_PORT, "'\"$free_port\"'")
+    return fill(quoted, {RUN_DIR: "'\"$run_dir\"'", FREE_PORT: "'\"$free_port\"'"})
 
 
 def write_file_sh(path: str, content: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from accelctl.backends.base import WORKER, Built, option, process_env
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.catalog import DEVICES
@@ -56,6 +57,12 @@ def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> 
             raise PlanError(diagnostics=[_diag(spec, (f"engines.deepspeed.{key}", "engines.deepspeed.hosts"), "E215",
                                                f"engine deepspeed {key}: {bad!r} is not a host name or IP address",
                                                "a hostfile line and --master_addr take one host name each")])
+    held = placeholder_in(settings.get("hostfile") or "")
+    if held:  # --hostfile is a word of the launch, a template: the runner would fill it
+        raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hostfile",), "E545",
+                                           f"engine deepspeed hostfile holds {held}, the plan's placeholder",
+                                           "name the hostfile by its path (hosts = [...] generates one in the "
+                                           "run folder)")])
     if hosts and settings.get("hostfile"):
         raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hostfile", "engines.deepspeed.hosts"), "E545",
                                            "engine deepspeed sets both hosts and hostfile",
