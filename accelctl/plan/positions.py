@@ -3,10 +3,11 @@
 GPT-2 and BERT embed each position (``FAMILIES[...].absolute_positions``): a sequence past
 ``max_positions`` has no embedding, and the worker would stop on an IndexError.  What the plan
 knows it checks here: the training/inference ``seq_len``; for generation the positions a
-prompt and its ``max_new_tokens`` take -- exactly with the byte stand-in tokenizer (one token
-per UTF-8 byte: a stand-in or random-weight model) or ``prompt_tokens`` of a dataset, else at
-least one prompt token.  Where only the model's own tokenizer knows, the worker checks
-(``accelctl.worker.generate_loop``: a ``sequence_too_long`` failure).
+prompt and its ``max_new_tokens`` take (less one: the last new token is not fed back) -- exactly
+with the byte stand-in tokenizer (one token per UTF-8 byte: a stand-in or random-weight
+model) or ``prompt_tokens`` of a dataset, else at least one prompt token.  Where only the
+model's own tokenizer knows, the worker checks (``accelctl.worker.generate_loop``: a
+``sequence_too_long`` failure).
 """
 
 from __future__ import annotations
@@ -50,12 +51,12 @@ def too_long(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Diagnost
                           f"lower seq_len to at most {limit}, or give the model more positions "
                           f"(max_positions = {job.data.seq_len} in its shape)")
     prompt, exact = prompt_tokens(job)
-    need = prompt + job.task.max_new_tokens
+    need = prompt + job.task.max_new_tokens - 1  # the last new token is never fed back
     if need <= limit:
         return None
     span = spec.origin_of(target.name, "task.max_new_tokens", "task.prompt", "task")
     what = f"a prompt of {prompt} token(s)" if exact else "a prompt of at least 1 token"
-    return Diagnostic(CODE, f"{what} + max_new_tokens {job.task.max_new_tokens} = {need} positions, more than "
-                            f"{name}", span, spec.path,
-                      f"lower max_new_tokens to at most {limit - prompt}, shorten the prompt, or give the model "
+    return Diagnostic(CODE, f"{what} + max_new_tokens {job.task.max_new_tokens} takes {need} positions (the last new "
+                            f"token is not fed back), more than {name}", span, spec.path,
+                      f"lower max_new_tokens to at most {limit - prompt + 1}, shorten the prompt, or give the model "
                       f"more positions (max_positions in its shape)")

@@ -79,12 +79,11 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         raise ValueError(f"decoding {job.task.decoding!r} is not implemented; greedy only")
     prompts = data.prompt_ids(job, built, ctx.log)
     first = next(prompts)
-    limit = models.position_limit(built)
-    if limit is not None and len(first[0]) + n_new > limit:  # generate() would index past the embeddings
+    limit, fed = models.position_limit(built), len(first[0]) + n_new - 1  # the last new token is not fed back
+    if limit is not None and fed > limit:  # generate() would index past the position embeddings
         raise SequenceTooLong(f"the prompt is {len(first[0])} tokens with {type(tok).__name__}: + max_new_tokens "
-                              f"{n_new} = {len(first[0]) + n_new} positions, more than {job.model.family}'s "
-                              f"{limit}; lower max_new_tokens to at most {limit - len(first[0])} or shorten "
-                              "the prompt")
+                              f"{n_new} takes {fed} positions, more than {job.model.family}'s {limit}; lower "
+                              f"max_new_tokens to at most {limit - len(first[0]) + 1} or shorten the prompt")
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     read = prompts.details if job.data.kind != "synthetic" else {}
     ctx.started({**built.details(), **read, "prompt": job.task.prompt, "prompt_tokens": len(first[0]),

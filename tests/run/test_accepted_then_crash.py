@@ -138,10 +138,12 @@ GEN = """workload g {
 """
 
 
-@pytest.mark.parametrize("prompt,new,ok", [('"Hello"', 59, True), ('"Hello"', 60, False), ('"héllo"', 59, False),
-                                           ('"x"', 63, True), ('"x"', 64, False)])
+@pytest.mark.parametrize("prompt,new,ok", [('"Hello"', 60, True), ('"Hello"', 61, False), ('"héllo"', 59, True),
+                                           ('"héllo"', 60, False), ('"x"', 64, True), ('"x"', 65, False)])
 def test_a_prompt_and_max_new_tokens_over_the_positions_are_refused_at_their_line(prompt, new, ok):
-    """The byte stand-in tokenizer makes one token per UTF-8 byte: the plan counts exactly."""
+    """The byte stand-in tokenizer makes one token per UTF-8 byte: the plan counts exactly.  The
+    model is fed prompt + max_new_tokens - 1 positions (the last new token is not fed back):
+    GPT-2 of 64 positions generates 60 tokens after "Hello" and raises IndexError at 61."""
     specs, diags = validate_text(GEN % (prompt, new), "w.wl")
     assert not [d for d in diags if d.severity == "error"]
     if ok:
@@ -150,16 +152,16 @@ def test_a_prompt_and_max_new_tokens_over_the_positions_are_refused_at_their_lin
     with pytest.raises(PlanError) as exc:
         plan(specs[0], "cpu")
     (d,) = exc.value.diagnostics
-    assert (d.code, d.span.line, d.span.column) == ("E532", 4, 5) and "64 positions" in d.message
+    assert (d.code, d.span.line, d.span.column) == ("E532", 4, 5) and "65 positions" in d.message
 
 
 @pytest.mark.slow
 def test_where_only_the_tokenizer_knows_the_worker_names_the_failure(tmp_path):
     """A job past the plan's check (as a Hub tokenizer's count would be): the worker stops
     with ``sequence_too_long`` before generating, not an IndexError."""
-    specs, _ = validate_text(GEN % ('"Hello"', 59), "w.wl")
+    specs, _ = validate_text(GEN % ('"Hello"', 60), "w.wl")
     p = plan(specs[0], "cpu")
-    job = dataclasses.replace(p.job, task=dataclasses.replace(p.job.task, max_new_tokens=60))
+    job = dataclasses.replace(p.job, task=dataclasses.replace(p.job.task, max_new_tokens=61))
     handle = runner.launch(dataclasses.replace(p, job=job), source_text=GEN, spec_json={"name": "g"},
                            runs_root=tmp_path)
     result = handle.wait(timeout=300)
