@@ -25,7 +25,7 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 __all__ = [
     "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
     "WorkloadSpec", "check", "check_all", "check_plan", "diff_texts", "launch", "list_runs", "load",
-    "load_selected", "named_target", "one_process", "prepare_resume", "resume", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
+    "load_selected", "load_selected_source", "load_source", "named_target", "one_process", "prepare_resume", "resume", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
     "refusal_header", "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
     "validate_text",
 ]
@@ -52,8 +52,15 @@ def __getattr__(name: str):
 
 def load(path: str | Path) -> tuple[WorkloadSpec, ...]:
     """Parse and check a workload file; raises ``WorkloadError`` with every diagnostic."""
+    return load_source(path)[1]
+
+
+def load_source(path: str | Path) -> tuple[str, tuple[WorkloadSpec, ...]]:
+    """``load``, and the text it read (``read_source``: read once, so what a run stores is
+    what was checked)."""
+    text = read_source(path)
     with gc_paused():
-        return check(parse_file(path))
+        return text, check(parse(text, str(path)))
 
 
 def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
@@ -85,9 +92,15 @@ def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[Worklo
 
 def load_selected(path: str | Path, workload: str | None = None) -> list[WorkloadSpec]:
     """``load`` then ``select_workloads``: the named workload of the file, or all of them."""
+    return load_selected_source(path, workload)[1]
+
+
+def load_selected_source(path: str | Path, workload: str | None = None) -> tuple[str, list[WorkloadSpec]]:
+    """``load_selected``, and the text it read (``load_source``)."""
     from accelctl.plan.select import select_workloads
 
-    return select_workloads(load(path), str(path), workload)
+    text, specs = load_source(path)
+    return text, select_workloads(specs, str(path), workload)
 
 
 def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None, rehearse: bool = False,
@@ -166,7 +179,7 @@ def resume(point, **kwargs):
     from accelctl.run.runner import launch as _launch
 
     return _launch(point.plan, source_text=None, spec_json=None, into=point.run_dir,
-                   prior_events=point.prior_events, **kwargs)
+                   prior_events=point.prior_events, owner=point.owner, **kwargs)
 
 
 def preflight(plan_, **kwargs):

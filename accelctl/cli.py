@@ -26,11 +26,10 @@ import os
 import signal
 import sys
 import traceback
-from pathlib import Path
 from typing import Sequence
 
 from accelctl import __version__, exitcodes
-from accelctl.errors import AccelctlError, Diagnostic
+from accelctl.errors import AccelctlError, Diagnostic, WorkloadError
 from accelctl.reply import Reply, UsageError, wants_json
 
 
@@ -94,10 +93,7 @@ def cmd_validate(args) -> int:
         workloads += len(specs) if not n_err else 0
         report.append({"path": str(path), "ok": n_err == 0, "workloads": [s.name for s in specs] if not n_err else [],
                        "diagnostics": [d.to_dict() for d in diags]})
-        if reply := _reply(args):
-            reply.add(diags)
-        else:
-            _print_diags(diags)
+        _report_diags(args, diags)
     if reply := _reply(args):
         reply.result = {"files": report}
     else:
@@ -107,6 +103,14 @@ def cmd_validate(args) -> int:
                else f"{bad} of {files} file(s) invalid, {errors} error(s)")
         print(_color(msg, "32" if not errors else "31", sys.stdout))
     return exitcodes.OK if errors == 0 else exitcodes.FAILED
+
+
+def _report_diags(args, diags: Sequence[Diagnostic]) -> None:
+    """Diagnostics into the JSON document being filled, else on stderr."""
+    if reply := _reply(args):
+        reply.add(diags)
+    else:
+        _print_diags(diags)
 
 
 def _reply(args) -> Reply | None:
@@ -199,16 +203,23 @@ def cmd_estimate(args) -> int:
     from accelctl.api import estimate_calibrations, estimate_factors, estimate_targets, load_selected, named_target
     from accelctl.estimate import render
 
-    missing = [f for f in args.files if not Path(f).is_file()]
-    if missing:
-        raise AccelctlError(f"no such workload file: {missing[0]}", exit_code=exitcodes.USAGE)
+    for f in args.files:
+        _no_such_file_is_usage(f)
     if args.calibrate:
         stored, fitted = estimate_factors(args.calibrate, args.runs_dir)
         print(f"accelctl estimate: calibration of {', '.join(fitted)} stored in {stored}", file=sys.stderr)
         if reply := _reply(args):
             reply.result["calibration"] = {"stored": str(stored), "fitted": list(fitted)}
     calibrations = {} if args.no_calibration else estimate_calibrations(args.runs_dir)
-    specs = [s for f in args.files for s in load_selected(f, args.workload)]
+    specs, invalid = [], 0
+    for f in args.files:  # a file that cannot be read or checked is reported; the others are estimated
+        try:
+            specs += load_selected(f, args.workload)
+        except WorkloadError as exc:
+            invalid += 1
+            _report_diags(args, exc.diagnostics)
+    if invalid and not specs:
+        raise AccelctlError(f"{invalid} of {len(args.files)} file(s) invalid", exit_code=exitcodes.FAILED)
     if args.target and not any(args.target in {t.name for t in s.targets} for s in specs):
         named_target(specs[0], args.target)  # raises: no workload has it, with the targets it has
     for spec in specs:
@@ -221,6 +232,10 @@ def cmd_estimate(args) -> int:
         else:
             print(render.json_records(estimates) if args.format == "json"
                   else render.text(spec.name, estimates, spec, _width(sys.stdout)) + "\n")
+    if invalid:
+        if reply := _reply(args):
+            reply.fail("WorkloadError", f"{invalid} of {len(args.files)} file(s) invalid")
+        return exitcodes.FAILED
     return exitcodes.OK
 
 
@@ -265,7 +280,10 @@ def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
                         only=only)
         if repeats > 1:
             series = series or handle.run_id
-            write_series(handle.run_dir, series, index, repeats)
+            try:
+                write_series(handle.run_dir, series, index, repeats)
+            except OSError as exc:  # a full disk: the run ends store_error, as for its other files
+                handle.fail_store(exc, "series.json")
         try:
             result = handle.wait()
         except KeyboardInterrupt:
@@ -323,12 +341,11 @@ def cmd_run(args) -> int:
     _fp8_needs_rehearse(args)
     if args.json:
         args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
-    from accelctl.api import load_selected, one_process, pick_rehearsal, pick_target
+    from accelctl.api import load_selected_source, one_process, pick_rehearsal, pick_target
     from accelctl.api import plan as make_plan
 
-    source = Path(args.file).read_text(encoding="utf-8") if Path(args.file).is_file() else ""
     status_code = 0
-    specs = load_selected(args.file, args.workload)
+    source, specs = load_selected_source(args.file, args.workload)  # read once: the run stores what was checked
     chosen = [(spec, *(_pick_fp8(spec) if args.fp8 and not args.target else
                        pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
               for spec in specs]
@@ -527,8 +544,7 @@ def cmd_runs(args) -> int:
 
 def cmd_doctor(args) -> int:
     if args.plan:  # the preflight of one target: can its planned world form, with its engine?
-        if not Path(args.plan).is_file():
-            raise AccelctlError(f"no such workload file: {args.plan}", exit_code=exitcodes.USAGE)
+        _no_such_file_is_usage(args.plan)
         from accelctl.api import load_selected, pick_target
         from accelctl.api import plan as make_plan
 
@@ -849,8 +865,8 @@ def _execute(args: argparse.Namespace, reply: Reply | None) -> int:
     """Run the verb; every way it can end becomes an exit status, and with ``reply`` the error
     and its diagnostics go into the document (else on stderr)."""
     try:
-        if getattr(args, "file", None) and not Path(args.file).is_file():
-            raise AccelctlError(f"no such workload file: {args.file}", exit_code=exitcodes.USAGE)
+        if getattr(args, "file", None):
+            _no_such_file_is_usage(args.file)
         code = args.fn(args)
         sys.stdout.flush()  # inside the try: a reader gone before the buffered output is written
         return code
@@ -886,6 +902,15 @@ def _execute(args: argparse.Namespace, reply: Reply | None) -> int:
         if reply is not None:
             reply.fail(type(exc).__name__, message)
         return exitcodes.INTERNAL
+
+
+def _no_such_file_is_usage(path: str) -> None:
+    """Nothing at ``path``: a usage error (exit 2).  Anything else wrong with it (a folder, a
+    FIFO, a device, a link loop, ...) is the verb's to report, as ``read_source``'s E001/E002."""
+    from accelctl.dsl.source import absent
+
+    if absent(path):
+        raise AccelctlError(f"no such workload file: {path}", exit_code=exitcodes.USAGE)
 
 
 def _write_reply(reply: Reply, code: int) -> int:

@@ -62,26 +62,30 @@ def complete(argv: Sequence[str], out=None) -> int:
 
 
 def _file_names(kind: str, path: str) -> list[str]:
-    """The workloads of ``path``, or the targets of every workload in it (first seen order)."""
-    if not Path(path).is_file():
-        return []
-    from accelctl.api import validate
+    """The workloads of ``path``, or the targets of every workload in it (first seen order);
+    nothing when it cannot be read (``read_source``: never a FIFO or a device, bounded)."""
+    from accelctl.api import read_source, validate_text
+    from accelctl.errors import WorkloadError
 
-    specs, _ = validate(path)
+    try:
+        text = read_source(path)
+    except WorkloadError:
+        return []
+    specs, _ = validate_text(text, path)
     if not specs:  # errors: the names the file declares, as far as it parses
-        return _parsed_names(path, kind)
+        return _parsed_names(text, path, kind)
     if kind == "workloads":
         return [s.name for s in specs]
     return list(dict.fromkeys(t.name for s in specs for t in s.targets))
 
 
-def _parsed_names(path: str, kind: str) -> list[str]:
+def _parsed_names(text: str, path: str, kind: str) -> list[str]:
     """Names from the syntax tree of a file that parses but does not check."""
     from accelctl.dsl import ast
     from accelctl.dsl.parser import parse
 
     try:
-        tree = parse(Path(path).read_text(encoding="utf-8"), path)
+        tree = parse(text, path)
     except Exception:  # noqa: BLE001 -- a syntax error: nothing to offer
         return []
     names: list[str] = []

@@ -37,7 +37,7 @@ class Span(NamedTuple):
         return {"line": self.line, "column": self.column, "end_line": self.end_line, "end_column": self.end_column}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: 88 bytes a diagnostic instead of ~280 (a file may have 100,000s)
 class Diagnostic:
     code: str
     message: str

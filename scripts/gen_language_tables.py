@@ -263,14 +263,19 @@ BASE = "workload w {\n  task pretrain { }\n  model bert()\n"
 #: (code, meaning, example, mode): mode "line" puts the example inside a minimal
 #: pretrain workload; "file" uses it as the whole file; "text" is shown as is (not run)
 DIAGNOSTICS: list[tuple[str, str, str, str]] = [
-    ("E001", "no such file", "accelctl validate nope.wl", "text"),
-    ("E002", "the file cannot be read (a directory, no permission, not UTF-8)", "accelctl validate workloads/", "text"),
+    ("E001", "no such file (also a broken symbolic link, or a path through a file: `ok.wl/x`)",
+     "accelctl validate nope.wl", "text"),
+    ("E002", "the file cannot be read: not a regular file (a directory, a FIFO, a socket, a device such as "
+     "`/dev/zero`), a symbolic link loop, a name too long, no permission, not UTF-8", "accelctl validate workloads/",
+     "text"),
     ("E003", "a number that cannot be represented: beyond ±1.8e308, or over 4,300 digits",
      "optimizer adamw(lr = 1e309)", "line"),
-    ("E004", "the file is over the size limit (16 MiB); refused before it is read", "accelctl validate huge.wl",
-     "text"),
+    ("E004", "the file is over the size limit (1 MiB); refused before it is read (or once more than that is read)",
+     "accelctl validate huge.wl", "text"),
     ("E005", "brackets, calls or blocks nested over 100 levels deep", "description = [[[ ... 101 levels ... ]]]",
      "text"),
+    ("E006", "more than 1,000 errors in one file: the first 1,000 are reported, this one counts the rest",
+     "a = 1  (on 1,002 lines)", "text"),
     ("E100", "syntax error: unexpected token or end of file", "workload w { x = 1 ) }", "file"),
     ("E101", "missing `}`: a block is never closed", "workload w { task pretrain {", "file"),
     ("E102", "bad string: unterminated, or single-quoted", "workload w { prompt = 'hi' }", "file"),
@@ -371,16 +376,27 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
 ]
 
 
+def _errors_past_the_limit(more: int) -> str:
+    """E006's message when ``more`` errors are past the limit (``accelctl.spec.values.Ctx``)."""
+    from accelctl.spec.values import MAX_ERRORS, Ctx
+
+    ctx = Ctx("example.wl")
+    for _ in range(MAX_ERRORS + more):
+        ctx.error("E202", "unknown key 'a'", None)
+    return ctx.not_shown()[0].message
+
+
 def run_example(code: str, example: str, mode: str) -> str:
     """The message the tool prints for the example (or a fixed text for file errors)."""
     if mode == "text":
         from accelctl.dsl.descent import MAX_NESTING
-        from accelctl.dsl.parser import MAX_SOURCE_BYTES
+        from accelctl.dsl.source import too_large
 
-        return {"E001": "no such file: nope.wl", "E002": "cannot read workloads/: Is a directory",
-                "E004": f"file is 20.0 MiB, over the limit of {MAX_SOURCE_BYTES / 2**20:g} MiB "
-                        f"({MAX_SOURCE_BYTES:,} bytes)",
+        return {"E001": "no such file: nope.wl",
+                "E002": "cannot read workloads/: it is a directory, not a regular file",
+                "E004": too_large(20 * 2**20, "huge.wl").message,
                 "E005": f"nesting deeper than {MAX_NESTING} levels",
+                "E006": _errors_past_the_limit(2),
                 "E218": "description holds the control character \\x01",
                 "E226": "not compared: B (RUN_ID) is incomplete: only complete runs are compared",
                 "E227": "not compared: different workloads: A ran bert, B ran t5"}[code]

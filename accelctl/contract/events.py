@@ -123,7 +123,7 @@ class RunFailed(Event):
     """A rank (or the runner on its behalf) gave up.
 
     ``reason`` is a short machine code: ``nan_loss``, ``exception``, ``crashed``,
-    ``stopped``, ``timeout``.
+    ``stopped``, ``timeout``, ``disk_full`` (a checkpoint save met a full disk).
     """
 
     kind: ClassVar[str] = "run_failed"

@@ -69,6 +69,17 @@ def cache_file() -> str | bool:
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
+    return _lark()
+
+
+@functools.lru_cache(maxsize=1)
+def _refusal_finder() -> Lark:
+    """The same parser building nothing (``_Nothing``): where and why a text is refused, in
+    memory that does not grow with the text."""
+    return _lark(transformer=_Nothing())
+
+
+def _lark(**options) -> Lark:
     return Lark(
         _grammar_text(),
         parser="lalr",
@@ -76,7 +87,22 @@ def _parser() -> Lark:
         propagate_positions=True,
         maybe_placeholders=False,
         cache=cache_file(),
+        **options,
     )
+
+
+class _Nothing:
+    """An inline transformer that keeps nothing: each rule reduces to None, so the parser's stack
+    holds no tokens or subtrees.  A tree of a 1 MiB list (a million lark tokens with positions,
+    a node per value) took 550 MB only to report its syntax error at the end."""
+
+    def __default__(self, data, children, meta):
+        # a rule lark made of a repetition (``__list_star_0``) is spliced into its parent as a tree's
+        # children: an empty one; every other rule is nothing
+        return _NO_CHILDREN if data.startswith("_") else None
+
+
+_NO_CHILDREN = lark.Tree("_", [])
 
 
 def _span(meta) -> Span:
@@ -167,10 +193,9 @@ def parse_refused(text: str, where: Unparsed, path: str) -> ast.File:
     workload's, not the file's."""
     tail = "\n" * (where.line - 1) + " " * (where.column - 1) + text[where.offset:]
     try:
-        tree = _parser().parse(tail)
-        if where.offset:  # lark took what the fast parser refused (never seen; the fuzz test
-            tree = _parser().parse(text)  # compares them): then the whole file is lark's
-    except UnexpectedInput as exc:
+        _refusal_finder().parse(tail)  # where and why, building nothing
+        tree = _parser().parse(text)  # lark took what the fast parser refused (never seen; the fuzz
+    except UnexpectedInput as exc:  # test compares them): then the whole file is lark's
         diag = _classify(exc, tail, path)
         raise WorkloadError(diagnostics=attach_source([diag], text)) from None
     try:

@@ -8,20 +8,17 @@ A text is read by the recursive-descent parser of ``accelctl.dsl.descent`` (line
 about ten times faster than lark); only a text it cannot take goes to lark's LALR
 parser over ``grammar/workload.lark`` (``accelctl.dsl.lalr``, imported only then: a valid
 file never imports lark), whose failure it classifies.  A text over ``MAX_SOURCE_BYTES``
-is refused before either reads it (E004).
+is refused before either reads it (E004); files are read by ``accelctl.dsl.source``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from accelctl.dsl import ast
+from accelctl.dsl import ast, source
 from accelctl.dsl.descent import Unparsed, parse_fast
-from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source
-
-#: a workload file larger than this is refused before parsing (E004); the largest shipped
-#: workload is 4 KB, and 16 MB validates in about 5.5 s of CPU and 600 MB of memory here
-MAX_SOURCE_BYTES = 16 * 2**20
+from accelctl.dsl.source import MAX_SOURCE_BYTES, read_source  # noqa: F401 -- the names callers import from here
+from accelctl.errors import WorkloadError, attach_source
 
 
 def grammar_path() -> Path:
@@ -43,52 +40,30 @@ def lark_parser():
 
 def parse(text: str, path: str = "<input>") -> ast.File:
     """Parse a workload file.  Raises ``WorkloadError`` with one positioned diagnostic."""
-    if len(text) > MAX_SOURCE_BYTES:  # characters: at least as many bytes
-        raise WorkloadError(diagnostics=attach_source([_too_large(len(text.encode("utf-8")), path)], text))
+    size = _size_if_large(text)
+    if size > source.MAX_SOURCE_BYTES:
+        raise WorkloadError(diagnostics=attach_source([source.too_large(size, path, read=size == len(text))], text))
     try:
         return parse_fast(text, path)
     except WorkloadError as exc:
         raise WorkloadError(diagnostics=attach_source(exc.diagnostics, text)) from None
-    except Unparsed as where:  # not in the language: lark says where and why
-        from accelctl.dsl.lalr import parse_refused
+    except Unparsed as exc:  # not in the language: lark says where and why, below
+        where = exc.with_traceback(None)  # its frames (the fast parser's tokens) are freed first
+    from accelctl.dsl.lalr import parse_refused
 
-        return parse_refused(text, where, path)
+    return parse_refused(text, where, path)
 
 
-def _too_large(size: int, path: str) -> Diagnostic:
-    return Diagnostic("E004", f"file is {size / 2**20:.1f} MiB, over the limit of {MAX_SOURCE_BYTES / 2**20:g} MiB "
-                      f"({MAX_SOURCE_BYTES:,} bytes)", Span.point(1, 1), path,
-                      "split it into several workload files")
+def _size_if_large(text: str) -> int:
+    """The text's size in UTF-8 bytes where it may be over the limit (0 where it cannot be; its
+    length in characters, a lower bound, where that is over already): a character is one to
+    four bytes, so only a text in between is encoded."""
+    limit = source.MAX_SOURCE_BYTES
+    if len(text) > limit:
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limit else 0
 
 
 def parse_file(path: str | Path) -> ast.File:
-    """Read and parse a file; a missing or unreadable file is a diagnostic too."""
+    """Read and parse a file; a missing or unreadable file is a diagnostic too (``read_source``)."""
     return parse(read_source(path), str(path))
-
-
-def read_source(path: str | Path) -> str:
-    """A workload file's text; a missing or unreadable file raises ``WorkloadError`` (E001/E002)."""
-    p = Path(path)
-    try:
-        if p.is_file() and p.stat().st_size > MAX_SOURCE_BYTES:  # refused unread
-            raise WorkloadError(diagnostics=[_too_large(p.stat().st_size, str(path))])
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WorkloadError(diagnostics=[Diagnostic("E001", f"no such file: {path}", path=str(path),
-                                                    hint="check the path; workloads live in workloads/*.wl")])
-    except UnicodeDecodeError as exc:
-        raise WorkloadError(diagnostics=[_not_utf8(p.read_bytes(), exc, str(path))]) from None
-    except (IsADirectoryError, PermissionError) as exc:
-        hint = ("give a workload file (workloads/*.wl)" if isinstance(exc, IsADirectoryError)
-                else "check the file's permissions")
-        why = getattr(exc, "strerror", None) or exc
-        raise WorkloadError(diagnostics=[Diagnostic("E002", f"cannot read {path}: {why}", path=str(path), hint=hint)])
-
-
-def _not_utf8(data: bytes, exc: UnicodeDecodeError, path: str) -> Diagnostic:
-    """E002 at the first byte that is not UTF-8 (line and column of the text before it)."""
-    before = data[: exc.start].decode("utf-8", errors="replace")
-    line = before.count("\n") + 1
-    column = len(before) - (before.rfind("\n") + 1) + 1
-    return Diagnostic("E002", f"cannot read {path}: byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8",
-                      Span.point(line, column), path, "save it as UTF-8 text")

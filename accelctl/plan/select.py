@@ -14,9 +14,8 @@ choose through these functions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-from accelctl.errors import AccelctlError, Diagnostic, PlanError, Span, attach_source, did_you_mean
+from accelctl.errors import AccelctlError, Diagnostic, PlanError, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.contract.devices import present_adapters
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -51,9 +50,11 @@ def named_target(spec: WorkloadSpec, name: str) -> TargetSpec:
 
 def _with_source(diag: Diagnostic) -> list[Diagnostic]:
     """``diag`` with its source line, when its file can still be read."""
+    from accelctl.dsl.source import read_source
+
     try:
-        return attach_source([diag], Path(diag.path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        return attach_source([diag], read_source(diag.path))
+    except WorkloadError:
         return [diag]
 
 

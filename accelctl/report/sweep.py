@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 
@@ -59,13 +58,13 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
               workload: str | None = None, engine: str | None = None, backend: str = "",
               runs_root: str | None = None, progress: Callable[[str], None] = print) -> list[Any]:
     """Run every point; returns the stored runs (``RunRecord``) in run order."""
-    from accelctl.api import launch, load_selected, named_target, plan
+    from accelctl.api import launch, load_selected_source, named_target, plan
     from accelctl.report.entry import entry_from_run
     from accelctl.run.store import load_run
 
-    spec = load_selected(path, workload)[0]
+    source, specs = load_selected_source(path, workload)  # read once: the runs store what was checked
+    spec = specs[0]
     base = named_target(spec, target_name)
-    source = Path(path).read_text(encoding="utf-8")
     devices = list(devices) or [base.devices]
     if not backend and max(nodes) > 1:
         largest = sweep_targets(base, [max(devices)], [max(nodes)])[0]

@@ -6,8 +6,11 @@ the run's own stored plan (``plan.json``) into it (``runner.launch(into=...)``).
 workers find the checkpoint in their checkpoint folder and continue after its step
 (``accelctl.worker.checkpoint``).  Refused, with the reason, when:
 
+* another ``accelctl`` owns the run folder (runs it, or resumes it): refused at once, exit 2,
+  naming its pid, with nothing in the folder touched (``accelctl.run.ownership``);
 * the run completed (status ``ok``): nothing to continue;
-* a process of the run is still alive (its ``job.json`` on a command line);
+* a process of the run is still alive (its ``job.json`` on a command line: a worker of a
+  runner killed a moment ago, still ending);
 * the run was planned without ``checkpoint { every = N steps }``, or no checkpoint of it
   is complete yet;
 * the workload file changed since the run started: its SHA-256 differs from the
@@ -30,11 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelctl.contract import checkpoint as layout
+from accelctl.contract import supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics, read_events
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
-from accelctl.errors import RunError
+from accelctl.dsl.source import read_source
+from accelctl.errors import RunError, WorkloadError
 from accelctl.run import store
+from accelctl.run.ownership import Ownership, claim
 
 ATTEMPTS_DIR = "attempts"
 
@@ -49,6 +55,8 @@ class ResumePoint:
     checkpoint: Path
     #: the run's events up to ``step``, for the summary
     prior_events: list[Event] = field(repr=False, default_factory=list)
+    #: this process's claim on the run folder, handed to the launch (``runner.launch(owner=...)``)
+    owner: Ownership | None = field(repr=False, compare=False, default=None)
 
 
 def sha256_text(text: str) -> str:
@@ -113,8 +121,8 @@ def check_workload_unchanged(run_dir: Path, workload_file: str | Path | None) ->
         raise _refuse(run_dir.name, f"it has no {store.WORKLOAD_FILE} to compare the workload with")
     path = Path(workload_file) if workload_file else Path(store.read_json(run_dir / store.SPEC_FILE).get("path", ""))
     try:
-        now = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        now = read_source(path)  # never a FIFO or a device, bounded (accelctl.dsl.source)
+    except WorkloadError as exc:
         raise _refuse(run_dir.name, f"cannot read its workload file {str(path)!r} ({exc}); give it: "
                                     f"accelctl run FILE --resume {run_dir.name}") from None
     before = stored.read_text(encoding="utf-8")
@@ -126,11 +134,24 @@ def check_workload_unchanged(run_dir: Path, workload_file: str | Path | None) ->
 
 def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
                    workload_file: str | Path | None = None) -> ResumePoint:
-    """Check that run ``run_id`` can be resumed, ready its folder, return where it goes on."""
+    """Check that run ``run_id`` can be resumed, ready its folder, return where it goes on.
+
+    The folder is claimed first (``accelctl.run.ownership``): a run that another process runs
+    or resumes is refused at once (``RunBusy``, exit 2), before anything in it is checked or
+    moved; the claim travels in the ``ResumePoint`` to the launch, and is given up on a refusal."""
     try:
-        record = store.load_run(run_id, runs_root)
+        found = store.load_run(run_id, runs_root)
     except (store.RunStoreError, OSError) as exc:
         raise RunError(f"cannot resume: {exc}") from None
+    owner = claim(found.path)
+    try:
+        return _prepare_owned(store.read_run(found.path), owner, workload_file)
+    except BaseException:
+        owner.release()
+        raise
+
+
+def _prepare_owned(record: store.RunRecord, owner: Ownership, workload_file: str | Path | None) -> ResumePoint:
     run_dir, name = record.path, record.path.name
     if record.status == "ok":
         raise _refuse(name, "it completed (status ok); there is nothing left to run")
@@ -155,8 +176,15 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
     step, where = found
     events_path = run_dir / store.EVENTS_FILE
     prior = resume_prior_events(read_events(events_path) if events_path.exists() else [], step)
-    archive_attempt(run_dir)
-    return ResumePoint(run_dir=run_dir, plan=plan, job=job, step=step, checkpoint=where, prior_events=prior)
+    # this process supervises the run from here on: a reader meanwhile (no summary once it is
+    # archived) sees a live runner, not a run whose runner was lost
+    try:
+        store.write_runner(run_dir, supervision.identity(), [])
+        archive_attempt(run_dir)
+    except OSError as exc:  # a full disk, a store that is not ours to write
+        raise _refuse(name, f"run store: {exc.strerror or exc} readying its folder") from None
+    return ResumePoint(run_dir=run_dir, plan=plan, job=job, step=step, checkpoint=where, prior_events=prior,
+                       owner=owner)
 
 
 def archive_attempt(run_dir: Path) -> Path:

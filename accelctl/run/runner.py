@@ -50,6 +50,7 @@ No space left on device writing events.jsonl"); ``wait()`` always returns.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import queue
@@ -65,12 +66,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from accelctl.contract import envnames, supervision
+from accelctl.contract import diskspace, envnames, supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished
 from accelctl.run.rankwatch import RankWatch
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
 from accelctl.run import procgroup, store
+from accelctl.run.ownership import Ownership, claim
 from accelctl.run.commands import (
     EVENTS_DIR_ENV,
     ResolvedLaunch,
@@ -210,8 +212,11 @@ class RunHandle:
 
     def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S,
                  values: Mapping[str, str] | None = None, only: Iterable[str] | None = None,
-                 prior_events: Iterable[Event] = (), shared: Any = None):
+                 prior_events: Iterable[Event] = (), shared: Any = None, owner: Ownership | None = None):
         self.plan = plan
+        #: this process's claim on the run folder (``accelctl.run.ownership``), given up once the
+        #: summary is written: no second ``run --resume`` meanwhile
+        self.owner = owner
         #: the worker process this run shares with the other runs of its file
         #: (``accelctl.run.shared.SharedWorker``), or None: a process of its own
         self.shared = shared
@@ -332,12 +337,20 @@ class RunHandle:
     # -- starting --------------------------------------------------------------------
 
     def _start(self) -> None:
-        self._start_more()
+        if not self._halted:  # (halted before the start: the store could not take what it needed)
+            self._start_more()
         self._thread.start()
 
     def _start_more(self) -> None:
-        """Start launches in order, up to and including the next one marked ``wait``."""
-        with self._lock, open(self.run_dir / store.LOG_FILE, "ab", buffering=0) as logf:
+        """Start launches in order, up to and including the next one marked ``wait``.  A
+        ``worker.log`` the store cannot take (a full disk) fails the run ``store_error`` before
+        the launch starts (its output would be lost)."""
+        try:
+            logf = open(self.run_dir / store.LOG_FILE, "ab", buffering=0)  # noqa: SIM115
+        except OSError as exc:
+            self._store_failed(exc, store.LOG_FILE)
+            return
+        with self._lock, logf:
             while self._next < len(self.plan.launches) and not self._halted:
                 i, launch = self._next, self.plan.launches[self._next]
                 self._next += 1
@@ -347,8 +360,8 @@ class RunHandle:
                     if self.shared is not None and self.shared.proc is not None:
                         # started by an earlier run of this file; it runs this run's job next
                         self.resolved[i], self._procs[i] = self.shared.launch, self.shared.proc
-                        logf.write(f"# accelctl: launch {launch.name}: the shared worker, pid {self.shared.proc.pid} "
-                                   f"({self.shared.jobs_file})\n".encode())
+                        self._log_line(logf, f"# accelctl: launch {launch.name}: the shared worker, pid "
+                                             f"{self.shared.proc.pid} ({self.shared.jobs_file})")
                         self._times[i] = [time.time()]
                         self._record_runner()
                         continue
@@ -357,7 +370,8 @@ class RunHandle:
                         r = self.shared.take(r)  # the same command, with the job list for its job
                     self.resolved[i] = r
                     shown = Launch(r.name, r.argv, cwd=r.cwd or "").shell()
-                    logf.write(f"# accelctl: launch {launch.name}: {shown}\n".encode())
+                    if not self._log_line(logf, f"# accelctl: launch {launch.name}: {shown}"):
+                        return  # the store is full: the run ends store_error, this launch never starts
                     env = {**r.env, envnames.RUNNER: self._runner_identity}
                     self._procs[i] = _FORKER.popen(
                         with_exec_prologue(r.argv, env),
@@ -379,6 +393,21 @@ class RunHandle:
                     return
                 if launch.wait:
                     return  # the launches after it start when it has exited 0
+
+    def _log_line(self, logf, text: str) -> bool:
+        """One line of accelctl's own into ``worker.log``; False (the run failing ``store_error``)
+        when the store cannot take it."""
+        try:
+            logf.write(f"{text}\n".encode())
+            return True
+        except OSError as exc:
+            self._store_failed(exc, store.LOG_FILE)
+            return False
+
+    def fail_store(self, exc: OSError, name: str) -> None:
+        """A file of the run that the caller writes (``series.json``) cannot be written: the run
+        stops and ends ``failed``, ``store_error`` ("run store: <why> writing <name>")."""
+        self._store_failed(exc, name)
 
     def _record_runner(self) -> None:
         """``runner.json``: who supervises this run, and its launches' process groups -- how a
@@ -446,6 +475,8 @@ class RunHandle:
         if isinstance(event, RunFailed):
             if event.reason == "store_error":
                 self._failure = event  # the cause of whatever the ranks report after it
+            elif event.reason == "disk_full" and (self._failure is None or self._failure.reason != "store_error"):
+                self._failure = event  # a save on a full disk: its peers fail at the barrier, or in its folder
             elif self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped"):
                 self._failure = event
             if event.reason != "stopped" and self._failed_at is None:
@@ -495,6 +526,10 @@ class RunHandle:
             how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
             if self._store_error is not None:
                 pass  # the ranks fail because the store does: that is the run's reason already
+            elif self._failure is None and diskspace.nearly_full(self.run_dir):
+                # a rank that met the full store before it could say so (its rank file takes nothing
+                # more), while events.jsonl still had room in its last block
+                self._store_failed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "the ranks' events")
             elif self._stop_kind == "user":
                 if self._failure is None:
                     self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
@@ -634,6 +669,8 @@ class RunHandle:
             try:
                 self._sinks.close(result)
             finally:
+                if self.owner is not None:
+                    self.owner.release()  # the run is recorded: it may be resumed now
                 with self._cond:
                     self._result = result
                     self._cond.notify_all()
@@ -808,6 +845,7 @@ def launch(
     only: Iterable[str] | None = None,
     into: Path | None = None,
     prior_events: Iterable[Event] = (),
+    owner: Ownership | None = None,
 ) -> RunHandle:
     """Materialise ``plan`` into a new run folder, start its launches, return at once.
 
@@ -822,6 +860,10 @@ def launch(
     ``accelctl.run.resume``; pass ``source_text``/``spec_json`` None to keep its own): plan,
     job and generated files are written again with this launch's placeholder values, and
     ``prior_events`` (its events before the resume point) enter the summary.
+
+    The run folder is owned by this process until the run's summary is written
+    (``accelctl.run.ownership``): ``owner``, a claim already taken on ``into`` (the resume's,
+    taken before its checks), else claimed here; ``RunBusy`` when another process holds it.
     """
     if only is not None:
         only = list(only)
@@ -837,13 +879,17 @@ def launch(
                                   f"{store.runs_root(runs_root)}") from exc
     values = run_values(plan)  # {free_port}: one port for every launch and file of this run
     try:
+        if owner is None:
+            owner = claim(run_dir)
         job = store.write_inputs(run_dir, plan, source_text=source_text, spec_json=spec_json, events_dir=run_dir,
                                  run_values=values)
         store.write_runner(run_dir, supervision.identity(), [])
-        handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only, prior_events)
+        handle = RunHandle(plan, run_dir, job, sinks, grace_s, values, only, prior_events, owner=owner)
     except BaseException as exc:
         if into is None:
             shutil.rmtree(run_dir, ignore_errors=True)
+        if owner is not None:
+            owner.release()
         if isinstance(exc, OSError):
             name = Path(exc.filename).name if getattr(exc, "filename", None) else "the run folder"
             raise store.RunStoreError(f"run store: {exc.strerror or exc} writing {name} in {run_dir}") from exc
@@ -856,5 +902,6 @@ def launch(
             handle._tracker.abandon()
         if not handle._thread.is_alive():
             handle._out.close()
+            owner.release()
         raise
     return handle

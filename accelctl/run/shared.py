@@ -51,6 +51,7 @@ from accelctl.contract.job import JOBS_FILE, JobList, QueuedJob, WorkerJob
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
 from accelctl.run import procgroup, store
 from accelctl.run.commands import ResolvedLaunch, run_values
+from accelctl.run.ownership import Ownership, claim
 from accelctl.run.runner import DEFAULT_GRACE_S, RunHandle
 
 #: seconds ``close`` gives a worker to exit by itself after its last job (``os._exit`` right
@@ -131,6 +132,8 @@ class _Run:
     job: WorkerJob
     values: dict[str, str]
     handle: RunHandle | None = None
+    #: this process's claim on the run folder (``accelctl.run.ownership``), handed to its handle
+    owner: Ownership | None = None
 
 
 class SharedRuns:
@@ -153,6 +156,7 @@ class SharedRuns:
             for p, spec_json in zip(plans, spec_jsons):
                 run = _Run(p, store.new_run_dir(p.workload, p.target, runs_root), p.job, run_values(p))
                 self.runs.append(run)
+                run.owner = claim(run.run_dir)
                 run.job = store.write_inputs(run.run_dir, p, source_text=source_text, spec_json=spec_json,
                                              events_dir=run.run_dir, run_values=run.values)
                 # queued runs name their runner too: a runner killed before it reached them leaves
@@ -166,26 +170,37 @@ class SharedRuns:
             self._remove(self.runs)
             raise
 
-    def _new_worker(self, first: int) -> SharedWorker:
-        """A job list of the runs from ``first`` on, in that run's folder."""
+    def _new_worker(self, first: int) -> tuple[SharedWorker, OSError | None]:
+        """A job list of the runs from ``first`` on, in that run's folder; with the error that kept
+        it from being written (a full disk: the worker is then never started)."""
         run_dir = self.runs[first].run_dir
         jobs = JobList(tuple(QueuedJob(job=str(r.run_dir / store.JOB_FILE), log=str(r.run_dir / store.LOG_FILE))
                              for r in self.runs[first:]))
         path = run_dir / JOBS_FILE
-        path.write_text(jobs.to_json(), encoding="utf-8")
-        return SharedWorker(path)
+        try:
+            path.write_text(jobs.to_json(), encoding="utf-8")
+        except OSError as exc:
+            path.unlink(missing_ok=True)  # never half a job list
+            return SharedWorker(path), exc
+        return SharedWorker(path), None
 
     def start(self, sinks: Iterable[Any] = ()) -> RunHandle:
         """Supervise the next run: in the running worker, or -- when the worker has ended before
-        reaching this job (it died in an earlier one) -- in a fresh worker for this job on."""
+        reaching this job (it died in an earlier one) -- in a fresh worker for this job on.  A job
+        list the store cannot take (a full disk) fails that run as a run of its own fails on it:
+        ``store_error``, "run store: No space left on device writing jobs.json"; the next run
+        tries again."""
         run = self.runs[self._next]
+        unwritten = None
         if self.worker is None or (not self.worker.running() and not _has_events(run.run_dir)):
             if self.worker is not None:
                 self.worker.close(0.0)
-            self.worker = self._new_worker(self._next)
+            self.worker, unwritten = self._new_worker(self._next)
         self._next += 1
         run.handle = RunHandle(run.plan, run.run_dir, run.job, sinks, self.grace_s, run.values, None, (),
-                               shared=self.worker)
+                               shared=self.worker, owner=run.owner)
+        if unwritten is not None:
+            run.handle.fail_store(unwritten, JOBS_FILE)  # halted: nothing starts, the run ends failed
         try:
             run.handle._start()
         except BaseException:
@@ -215,7 +230,7 @@ class SharedRuns:
                 if self.worker is not None and _has_events(run.run_dir):
                     self._next += 1
                     run.handle = RunHandle(run.plan, run.run_dir, run.job, (), self.grace_s, run.values, None, (),
-                                           shared=self.worker)
+                                           shared=self.worker, owner=run.owner)
                     run.handle._start()
                     run.handle.wait()
                 else:
@@ -232,6 +247,8 @@ class SharedRuns:
     def _remove(runs: Iterable[_Run]) -> None:
         for run in runs:
             shutil.rmtree(run.run_dir, ignore_errors=True)
+            if run.owner is not None:
+                run.owner.release()
 
 
 def _has_events(run_dir: Path) -> bool:

@@ -461,7 +461,7 @@ def _check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnosti
         spec = check_workload(w, ctx, base)
         if spec is not None:
             specs.append(spec)
-    diags = attach_source(sorted(ctx.diags, key=_order), file.text)
+    diags = attach_source(sorted(ctx.diags, key=_order) + ctx.not_shown(), file.text)
     return tuple(specs), diags
 
 

@@ -27,15 +27,19 @@ def textual_missing() -> str | None:
 
 
 def cmd_tui(args) -> int:
-    from pathlib import Path
+    import os
+
+    from accelctl.dsl.source import absent, read_source
 
     missing = textual_missing()
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return 2
-    if args.path is not None and not Path(args.path).exists():
+    if args.path is not None and absent(args.path):
         print(f"error: no such file or folder: {args.path}", file=sys.stderr)
         return 2
+    if args.path is not None and not os.path.isdir(args.path):
+        read_source(args.path)  # a file that cannot be read (a FIFO, a device, a link loop...): its E00x
     from accelctl.tui.app import AccelctlApp
     from accelctl.tui.priority import lower_this_thread
 

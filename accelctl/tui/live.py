@@ -92,7 +92,7 @@ def _print_summary(result) -> None:
 def main(argv=None) -> int:
     import argparse
 
-    from accelctl.api import AccelctlError, load, one_process, pick_target, select_workloads
+    from accelctl.api import AccelctlError, load_source, one_process, pick_target, select_workloads
     from accelctl.api import plan as make_plan
 
     ap = argparse.ArgumentParser(prog="python -m accelctl.tui.live", description="accelctl run FILE, with the TUI")
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs-dir", default=None)
     ap.add_argument("--auto-exit", action="store_true", help="leave the TUI when the run ends")
     args = ap.parse_args(argv)
-    specs = load(args.file)
+    source, specs = load_source(args.file)  # read once: the run stores what was checked
     try:
         spec = select_workloads(specs, args.file, args.workload)[0]
     except AccelctlError as exc:
@@ -115,7 +115,6 @@ def main(argv=None) -> int:
         print(f"accelctl: measure {{ repeat = {repeats} }}: this runs one of the {repeats} independent runs "
               "(accelctl run FILE runs the whole series)", file=sys.stderr)
     p = make_plan(one, target, args.engine)
-    source = Path(args.file).read_text(encoding="utf-8")
     return run_live(p, spec, source, args.runs_dir, auto_exit=args.auto_exit)
 
 

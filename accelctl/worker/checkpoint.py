@@ -16,6 +16,13 @@ Saved every ``every`` optimizer steps, into ``accelctl.contract.checkpoint``'s l
 * ``complete.json`` last, by rank 0, after a barrier: every file before it was written to a
   temporary name, fsynced and renamed, so a save cut short is skipped by every reader.
 
+A save that meets a full disk (ENOSPC, or a quota) is named as such: ``CheckpointDiskFull``,
+"no space left on device while saving checkpoint at step N to <folder>" (the worker reports it
+as ``RunFailed(reason="disk_full")``), whatever the writer made of the error -- torch's zip
+writer reports it as ``RuntimeError: [enforce fail at inline_container.cc:...] . unexpected pos``
+or "file write failed" without an errno.  The cut save's folder is removed; the checkpoints
+before it are untouched, so ``--resume`` goes on from the newest of them.
+
 A worker whose checkpoint folder already holds a complete checkpoint of its run (``accelctl
 run --resume``) loads the newest one and continues at the next step: on CPU its losses are
 bitwise those of an uninterrupted run.  Checkpoint files are pickles (``torch.load`` with
@@ -25,6 +32,7 @@ own checkpoint folder.
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import shutil
@@ -36,6 +44,7 @@ from typing import Any, Iterator
 import torch
 
 from accelctl.contract import checkpoint as layout
+from accelctl.contract import diskspace
 from accelctl.contract.events import CheckpointSaved, RunResumed
 
 
@@ -85,6 +94,47 @@ def set_rng_states(states: dict[str, Any]) -> None:
         np.random.set_state(states["numpy"])
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
+
+
+class CheckpointDiskFull(OSError):
+    """A checkpoint save cut short by a full disk (or refused before it began: no room for it);
+    its partial folder is removed."""
+
+    def __init__(self, step: int, where: Path, detail: str = "") -> None:
+        super().__init__(errno.ENOSPC, f"no space left on device while saving checkpoint at step {step} to {where}"
+                                       + (f" ({detail})" if detail else ""))
+        self.step, self.where = step, where
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def disk_full(exc: BaseException, folder: Path) -> bool:
+    """Did ``exc``, raised while saving into ``folder``, come from a full disk?  ENOSPC/EDQUOT in
+    its chain, or -- for a writer that drops the errno -- a file system left all but full,
+    measured before the partial files go."""
+    return diskspace.says_disk_full(exc) or diskspace.nearly_full(folder)
+
+
+def tensor_bytes(obj: Any) -> int:
+    """The bytes of the tensors in a (nested) state: what ``torch.save`` writes, less its few
+    KiB of pickle and zip records."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(tensor_bytes(v) for v in obj)
+    return 0
+
+
+def check_room(need: int, step: int, where: Path) -> None:
+    """``CheckpointDiskFull`` before a byte is written when the file system has no room for
+    ``need`` bytes (and 1 MiB to spare): a save that would fill the disk would also take the
+    room the run's events and the other ranks' files need."""
+    free = diskspace.free_bytes(where)
+    if free is not None and free < need + (1 << 20):
+        raise CheckpointDiskFull(step, where, f"about {need / 2**20:.1f} MiB to write, {free / 2**20:.1f} MiB free")
 
 
 def _barrier(world: int) -> None:
@@ -145,9 +195,22 @@ class Checkpointer:
     # -- save ---------------------------------------------------------------------------
 
     def save(self, step: int, measurement: dict[str, Any]) -> None:
+        """Save this rank's part of step ``step``; ``CheckpointDiskFull`` when the disk is full.
+        A save that fails removes its folder first (it may free the room the failure report needs)."""
+        where = layout.step_dir(self.folder, step)
+        try:
+            self._save(step, where, measurement)
+        except Exception as exc:
+            full = isinstance(exc, CheckpointDiskFull) or disk_full(exc, self.folder)  # before the files go
+            if not (where / layout.MARKER).exists():  # a cut save is never loaded: its room back (every
+                shutil.rmtree(where, ignore_errors=True)  # rank: a peer's failure ends the others at the barrier)
+            if full and not isinstance(exc, CheckpointDiskFull):
+                raise CheckpointDiskFull(step, where) from exc
+            raise
+
+    def _save(self, step: int, where: Path, measurement: dict[str, Any]) -> None:
         ctx = self.ctx
         t0 = time.perf_counter()
-        where = layout.step_dir(self.folder, step)
         where.mkdir(parents=True, exist_ok=True)
         if self.engine is not None:  # every rank: DeepSpeed writes its own files (ZeRO shards)
             self.engine.save_checkpoint(str(self.folder), tag=where.name, client_state={"accelctl_step": step},
@@ -155,6 +218,7 @@ class Checkpointer:
         elif ctx.rank == 0:
             state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                      "scaler": self.scaler.state_dict() if self.scaler is not None else None, "step": step}
+            check_room(tensor_bytes(state), step, where)
             layout.write_atomic(where / layout.STATE_FILE, lambda fh: torch.save(state, fh))
         mine = {"rng": rng_states(), "batches_drawn": self.batches.drawn, "measurement": measurement}
         layout.write_atomic(Path(layout.rank_file(where, ctx.rank)), lambda fh: torch.save(mine, fh))

@@ -25,6 +25,7 @@ from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES  # noqa: E402
 from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
 from accelctl.contract.job import WorkerJob, read_queue  # noqa: E402
 from accelctl.worker import envinfo, precision  # noqa: E402
+from accelctl.worker.checkpoint import CheckpointDiskFull  # noqa: E402
 from accelctl.worker.context import NonFiniteLoss, RunContext, SequenceTooLong  # noqa: E402
 from accelctl.worker.devices import adapter_for  # noqa: E402
 from accelctl.worker.emit import EventWriter  # noqa: E402
@@ -180,6 +181,9 @@ def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> 
         return EXIT_NAN
     except SequenceTooLong as exc:
         writer.emit(RunFailed(reason=exc.reason, message=str(exc), rank=rank))
+        return EXIT_EXCEPTION
+    except CheckpointDiskFull as exc:  # named, not the writer's own words (torch: "unexpected pos")
+        writer.emit(RunFailed(reason="disk_full", message=str(exc), rank=rank, step=exc.step))
         return EXIT_EXCEPTION
     except KeyboardInterrupt as exc:
         if runner.lost:

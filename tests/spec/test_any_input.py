@@ -16,7 +16,7 @@ import pytest
 
 from accelctl import cli
 from accelctl.api import plan, render_plan, validate, validate_text
-from accelctl.dsl import parser
+from accelctl.dsl import parser, source
 from accelctl.plan.render import FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +133,7 @@ def test_one_bad_file_never_hides_another(tmp_path, capsys):
 
 
 def test_a_file_over_the_size_limit_is_refused_before_parsing(tmp_path, monkeypatch):
-    monkeypatch.setattr(parser, "MAX_SOURCE_BYTES", 1000)
+    monkeypatch.setattr(source, "MAX_SOURCE_BYTES", 1000)
     f = tmp_path / "big.wl"
     f.write_text(BASE % ("# " + "x" * 2000))
     _, diags = validate(f)
@@ -144,8 +144,14 @@ def test_a_file_over_the_size_limit_is_refused_before_parsing(tmp_path, monkeypa
     assert [d.code for d in diags] == ["E004"]
 
 
-def test_the_default_size_limit_admits_a_5_mb_file():
-    assert parser.MAX_SOURCE_BYTES >= 5_000_000
+def test_the_size_limit_is_1_mib_and_counts_bytes_not_characters():
+    """1 MiB (issue 28): 200 times the largest shipped workload; a text of as many characters
+    is over it when they take more than a byte each."""
+    assert source.MAX_SOURCE_BYTES == parser.MAX_SOURCE_BYTES == 2**20
+    text = BASE % f'description = "{"é" * (2**19 + 10)}"'
+    assert len(text) < 2**20 < len(text.encode("utf-8"))
+    _, diags = validate_text(text, "wide.wl")
+    assert [d.code for d in diags] == ["E004"]
 
 
 def _workloads(n: int) -> str:

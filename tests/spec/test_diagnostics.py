@@ -16,6 +16,7 @@ from accelctl.dsl.descent import MAX_NESTING
 from accelctl.dsl.parser import MAX_SOURCE_BYTES, parse, parse_file
 from accelctl.errors import Diagnostic, WorkloadError
 from accelctl.spec.check import check, check_all
+from accelctl.spec.values import MAX_ERRORS
 
 MARK = "‸"
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +39,9 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
              ("int-over-4300-digits", wl("seed = ‸" + "9" * 4301), ())],
     "E004": [("file-over-the-limit", MAX_SOURCE_BYTES + 1, ())],  # a sparse file of that size
     "E005": [("nesting-too-deep", wl("description = " + "[" * (MAX_NESTING - 1) + "‸[" + "]" * MAX_NESTING), ())],
+    # 1,002 settings of one unknown key: 1,001 duplicates (E204) then the unknown key (E202); the first
+    # MAX_ERRORS are reported, E006 counts the other 2 at the first of them
+    "E006": [("errors-past-the-limit", wl(*["a = 1"] * (MAX_ERRORS + 1), "‸a = 1"), ("E204",) * MAX_ERRORS)],
     # ---------------------------------------------------------------- syntax
     "E100": [("stray-token", "workload w {\n  x = 1 ‸)\n}\n", ()),
              ("end-of-file", "workload ‸w", ())],

@@ -1,0 +1,165 @@
+"""One owner per run folder: the ``accelctl`` process that runs it or resumes it.
+
+``claim(run_dir)`` takes an exclusive ``flock`` on ``<run_dir>/owner.lock`` through a file
+descriptor this process holds (close-on-exec: no launch inherits it) and writes its pid into
+the file.  The kernel drops the lock when that descriptor is closed -- ``Ownership.release``,
+or the process ending however it ends, SIGKILL included -- so a lock is never left behind by
+a dead owner, whatever the pid written in the file says.
+
+A second claim while the first is held fails at once (``RunBusy``, exit 2: one line naming
+the run and the owner's pid) and writes nothing.  Who holds a run:
+
+* ``accelctl run``: from the moment its folder exists until its ``summary.json`` is written
+  (``runner.launch``; ``accelctl.run.shared`` for runs sharing one worker process);
+* ``accelctl run --resume``: from before its checks (``accelctl.run.resume.prepare_resume``)
+  until the resumed run's summary is written.
+
+Readers of the store (``runs``, ``report``, ``compare``) never take this lock: ``held_by``
+tells, without blocking and without taking it, whether some process holds it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import time
+from pathlib import Path
+
+from accelctl import exitcodes
+from accelctl.errors import RunError
+
+OWNER_FILE = "owner.lock"
+#: how long a claim that found the lock taken waits for the owner's pid to appear in the file
+#: (the owner writes it right after taking the lock)
+PID_WAIT_S = 0.5
+#: how long a claim retries before it refuses: ``held_by`` holds a shared lock for an instant
+CLAIM_RETRY_S = 0.25
+
+
+class RunBusy(RunError):
+    """The run folder is owned by another process (running or resuming it)."""
+
+    def __init__(self, run_dir: Path, pid: int | None) -> None:
+        self.run_dir, self.pid = run_dir, pid
+        who = f"accelctl pid {pid}" if pid else "another accelctl process"
+        super().__init__(f"run {run_dir.name} is in use by {who} (running or resuming it); "
+                         "wait for it to end or stop it, then try again", exit_code=exitcodes.USAGE)
+
+
+class Ownership:
+    """A held claim on one run folder; ``release()`` (idempotent) gives it up."""
+
+    def __init__(self, run_dir: Path, fd: int) -> None:
+        self.run_dir = run_dir
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            os.ftruncate(fd, 0)  # no stale pid for the next reader
+        except OSError:
+            pass
+        os.close(fd)  # the kernel drops the lock with the descriptor
+
+    def __enter__(self) -> "Ownership":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:  # a claim nobody released explicitly still ends with its object
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _open(run_dir: Path) -> int:
+    """The lock file's descriptor: a regular file, never followed through a symlink, never
+    blocking on open (a FIFO put in its place)."""
+    fd = os.open(run_dir / OWNER_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunError(f"cannot own run {run_dir.name}: its {OWNER_FILE} is not a regular file")
+    return fd
+
+
+def _pid_in(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def _alive(pid: int) -> bool:
+    return os.path.exists(f"/proc/{pid}")  # (flock's owners here are Linux processes)
+
+
+def claim(run_dir: Path, wait_s: float = CLAIM_RETRY_S) -> Ownership:
+    """Own ``run_dir`` or raise ``RunBusy`` (after up to ``wait_s`` seconds of retries: a
+    reader's ``held_by`` holds the lock, shared, for an instant).  ``RunError`` when the lock file
+    cannot be made (a full disk still takes an empty file: it needs no data block)."""
+    try:
+        fd = _open(run_dir)
+    except OSError as exc:
+        raise RunError(f"cannot own run {run_dir.name}: {exc.strerror or exc} opening {run_dir / OWNER_FILE}") from None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise RunError(f"cannot own run {run_dir.name}: {exc.strerror or exc}") from None
+            if time.monotonic() >= deadline:
+                pid = _owner_pid(fd)
+                os.close(fd)
+                raise RunBusy(run_dir, pid) from None
+            time.sleep(0.02)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass  # a full disk: the lock holds all the same; only the pid in a refusal is missing
+    return Ownership(run_dir, fd)
+
+
+def _owner_pid(fd: int) -> int | None:
+    """The pid the lock's holder wrote, once it is a live process (the holder writes it just
+    after taking the lock: a moment's wait; an older owner's pid left by a SIGKILL is dead)."""
+    deadline = time.monotonic() + PID_WAIT_S
+    while True:
+        pid = _pid_in(fd)
+        if (pid is not None and _alive(pid)) or time.monotonic() >= deadline:
+            return pid if pid is not None and _alive(pid) else None
+        time.sleep(0.01)
+
+
+def held_by(run_dir: Path) -> int | None | bool:
+    """Whether a process owns ``run_dir``, without blocking and without taking the lock: the
+    owner's pid, True when owned by a process whose pid is not known, False when not owned (or
+    when the folder has no lock file: a run from before owner.lock, or a reader's store)."""
+    try:
+        fd = os.open(run_dir / OWNER_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:  # a shared lock conflicts only with the owner's exclusive one, and is dropped at once
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return _pid_in(fd) or True
+        return False
+    finally:
+        os.close(fd)
