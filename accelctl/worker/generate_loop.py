@@ -138,6 +138,7 @@ def run_infer(ctx: RunContext) -> tuple[int, dict]:
 
     job, adapter = ctx.job, ctx.adapter
     built = prepare(ctx)
+    models.check_positions(job, built)
     batches = data.training_batches(job, built, ctx.rank, ctx.world, ctx.log)
     ctx.started({**built.details(), **batches.details, "tokens_per_sample": batches.tokens_per_sample})
     dtype = ctx.precision.dtype if ctx.precision.name != "fp8" else None

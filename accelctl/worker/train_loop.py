@@ -26,6 +26,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     # 1. model and optimizer --------------------------------------------------------------
     t0 = time.perf_counter()
     built = models.build(job, ctx.log)
+    models.check_positions(job, built)
     model = built.model
     if job.gradient_checkpointing:
         # recompute activations in backward: less memory, ~1/3 more compute per step

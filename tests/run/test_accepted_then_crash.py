@@ -169,3 +169,18 @@ def test_where_only_the_tokenizer_knows_the_worker_names_the_failure(tmp_path):
     failure = result.summary["failure"]
     assert failure["reason"] == "sequence_too_long", failure
     assert "65 positions" in failure["message"] and "IndexError" not in str(result.summary)
+
+
+@pytest.mark.slow
+def test_a_training_sequence_only_the_worker_can_measure_is_a_named_failure(tmp_path):
+    """A job past the plan's E532 (as a model known only by its Hub config would be): the
+    worker stops with ``sequence_too_long`` before its first step."""
+    specs, _ = validate_text(MLM % "512", "w.wl")
+    p = plan(specs[0], "cpu")
+    job = dataclasses.replace(p.job, data=dataclasses.replace(p.job.data, seq_len=1024))
+    handle = runner.launch(dataclasses.replace(p, job=job), source_text=MLM, spec_json={"name": "mlm8"},
+                           runs_root=tmp_path)
+    result = handle.wait(timeout=300)
+    failure = result.summary["failure"]
+    assert result.status == "failed" and failure["reason"] == "sequence_too_long", failure
+    assert "1024" in failure["message"] and "512" in failure["message"]
