@@ -55,6 +55,10 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
                     "the target builds; auto: real when reachable, else random; stand_in: the older spelling of "
                     "random", None),
         "gradient_checkpointing": ("recompute activations in the backward pass", "off"),
+        "config": ("the model's config.json (a file, or a folder holding one; relative to the workload file): "
+                   "its real shape for plans and estimates", '"" (a local model\'s folder, else the HF cache)'),
+        "hub": ("online: validate/plan/estimate may fetch config.json (only) from the Hub, bounded to 10 s",
+                "offline"),
     },
     "dataset": {
         "seq_len": ("tokens per sample (source length for seq2seq)", None),
@@ -77,6 +81,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "amax_history": ("amax history length of delayed scaling", None),
         "amax_algo": ("how the scale is computed from the history", None),
         "margin": ("scaling margin (powers of 2)", None),
+        "library": ("transformer_engine: TE layers and FP8 autocast (delayed scaling); torchao: "
+                    "`convert_to_float8_training` (Float8Linear, dynamic tensorwise scaling; training only)", None),
     },
     "batch": {
         "micro": ("samples per device per micro-step", None),
@@ -356,6 +362,16 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E412", "dataset path does not exist", 'dataset files("no/such/dir")', "line"),
     ("E413", "model path does not exist (and no stand_in)",
      'workload w { task pretrain { } model local("no/such/model") }', "file"),
+    ("E425", "an accelerator target of a Hub or local model whose real shape is unknown (no `shape`, no "
+             "config.json found): it would be planned and priced as the stand-in",
+     'workload w { task pretrain { } model hf("someone/unknown-7b") { family = llama } '
+     'target g { device = h100 } }', "file"),
+    ("E426", "the model's config.json cannot be used: no such file, not JSON, a model_type without "
+             "formulas, a size missing", 'workload w { task pretrain { } model hf("someone/x") '
+                                         '{ family = llama  config = "no/such/config.json" } }', "file"),
+    ("W426", "warning: `hub = online`, but config.json could not be fetched (no network, HF_HUB_OFFLINE, "
+             "a timeout): the shape is unknown",
+     'workload w { task pretrain { } model hf("someone/x") { family = llama  hub = online } }', "file"),
     ("E414", "a catalogued Hub dataset without the config name it requires, or a config name on a dataset "
              "not from the Hub", 'dataset hf("cnn_dailymail")', "line"),
     ("E415", "a config name, split or column the catalogued Hub dataset does not have",

@@ -94,6 +94,9 @@ class Backend:
     compile_refusal: str = ""
     #: why it does not run ``optimize { channels_last = on }`` ("" = it does)
     channels_last_refusal: str = ""
+    #: the library its fp8 runs through (``precision fp8 { library = ... }``): "torchao" runs
+    #: only torchao's and is training only; "" = the backend's own fp8 (not torchao's)
+    fp8_library: str = ""
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         """Whether this backend is the natural choice for the target (registry order decides ties)."""
@@ -115,7 +118,21 @@ class Backend:
                                "parallel"))
         if spec.task.kind not in self.tasks:
             out.append(refusal(spec, target, f"backend {self.name} does not do {spec.task.kind} tasks", "task"))
-        return out + self.optimize_unsupported(spec, target)
+        return out + self.fp8_unsupported(spec, target) + self.optimize_unsupported(spec, target)
+
+    def fp8_unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
+        """An fp8 library this backend does not run (torchao's float8 is the torchao backends'
+        alone, and for training only)."""
+        if target.precision.dtype != "fp8" or target.precision.dtype not in self.precisions:
+            return []
+        library = target.precision.fp8.library if target.precision.fp8 else "transformer_engine"
+        if (library == "torchao") != (self.fp8_library == "torchao"):
+            return [refusal(spec, target, f"backend {self.name} runs fp8 through {self.fp8_library or 'its own stack'}"
+                            f", not {library}", "precision")]
+        if library == "torchao" and spec.task.kind not in ("pretrain", "finetune"):
+            return [refusal(spec, target, "torchao's float8 (convert_to_float8_training) is for training; "
+                            f"task {spec.task.kind} runs in bf16 or fp16", "precision")]
+        return []
 
     def optimize_unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         """The target's ``optimize`` settings this backend cannot run: E221 at the setting."""

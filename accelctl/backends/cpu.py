@@ -14,6 +14,9 @@ class CpuBackend(Backend):
     adapters = ("cpu",)
     strategies = ("none", "data")
     summary = "one process on the host CPU"
+    #: fp8 only in the rehearsal of a torchao fp8 target (a cpu target's fp8 is E501): emulated
+    precisions = ("fp32", "bf16", "fp16", "fp8")
+    fp8_library = "torchao"
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         return super().selects(spec, target) and target.world_size == 1

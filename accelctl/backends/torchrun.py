@@ -39,6 +39,9 @@ class TorchrunBackend(Backend):
     adapters = ("cpu", "cuda")
     strategies = ("none", "data")
     summary = "torchrun, one process per device, DistributedDataParallel"
+    #: fp8 through torchao's float8 training (Transformer Engine's is the te_fp8 subclass's)
+    precisions = ("fp32", "bf16", "fp16", "fp8")
+    fp8_library = "torchao"
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         argv = ["torchrun"]
@@ -46,9 +49,12 @@ class TorchrunBackend(Backend):
             argv += ["--standalone", "--nnodes=1"]
         argv += [f"--nproc_per_node={target.devices}", *WORKER]
         env = process_env(job)
-        return Built([Launch("torchrun", tuple(argv), env, processes=target.devices)],
-                     notes=[f"{target.devices} processes x {job.threads} thread(s), "
-                            f"process group {job.device.comm}"])
+        notes = [f"{target.devices} processes x {job.threads} thread(s), process group {job.device.comm}"]
+        if target.precision.dtype == "fp8" and self.fp8_library == "torchao":
+            notes.append(f"fp8 through torchao: convert_to_float8_training (Float8Linear, dynamic tensorwise "
+                         f"scaling, {target.precision.fp8.format}) on the nn.Linear layers whose dims divide by "
+                         "16, inside bf16 autocast")
+        return Built([Launch("torchrun", tuple(argv), env, processes=target.devices)], notes=notes)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         return check_torchrun_launches(plan)

@@ -18,8 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from accelctl.spec import param_count as P
+
 #: families built of transformer layers (hidden, layers) that ``_layer`` counts
-TRANSFORMER_FAMILIES = ("gpt2", "bloom", "llama", "bert", "t5", "vit")
+TRANSFORMER_FAMILIES = ("gpt2", "bloom", "bert", "t5", "vit", *P.COUNTED)
+#: decoder-only language models
+DECODERS = ("gpt2", "bloom", *P.COUNTED)
 
 
 def _layer(h: int, inner: int, ffn: int, tokens: int, kv_len: int, gated: bool = False) -> float:
@@ -51,7 +55,20 @@ class Sizes:
     guidance: bool = True
 
 
+def _counted(family: str, s: dict[str, Any], tokens: int, kv_len: int, head_tokens: int) -> float:
+    """The families of ``accelctl.spec.param_count``: query width apart from the hidden width
+    (gemma's head_dim), narrower K and V (grouped-query, multi-query), and a mixture's MLP
+    run by ``experts_per_token`` experts per token, plus its router."""
+    g = P.dims(family, s)
+    h = g.hidden
+    scores = 2 * 2 * tokens * kv_len * g.q
+    matmuls = decoder_matmul_params(family, s) - h * int(s["vocab"])
+    return 2 * tokens * matmuls + int(s["layers"]) * scores + 2 * head_tokens * h * int(s["vocab"])
+
+
 def _lm(family: str, s: dict[str, Any], tokens: int, kv_len: int, head_tokens: int) -> float:
+    if family in P.COUNTED:
+        return _counted(family, s, tokens, kv_len, head_tokens)
     h, L = int(s["hidden"]), int(s["layers"])
     ffn = int(s.get("ffn") or 4 * h)
     total = L * _layer(h, h, ffn, tokens, kv_len, gated=family == "llama")
@@ -62,7 +79,7 @@ def _lm(family: str, s: dict[str, Any], tokens: int, kv_len: int, head_tokens: i
 
 def forward(family: str, s: dict[str, Any], z: Sizes) -> float:
     """Forward FLOPs of one sample (one image batch element for diffusion: every step)."""
-    if family in ("gpt2", "bloom", "llama"):
+    if family in DECODERS:
         return _lm(family, s, z.seq, z.seq, z.seq)
     if family == "bert":
         h = int(s["hidden"])
@@ -215,6 +232,8 @@ def kv_width(family: str, s: dict[str, Any]) -> int:
     """Width of the keys (and of the values) per token per layer: what the KV cache holds.
     ``kv`` is T5's head width (d_kv) but llama's number of key/value heads (grouped-query)."""
     h, heads = int(s["hidden"]), int(s["heads"])
+    if family in P.COUNTED:
+        return P.dims(family, s).kv
     if family == "t5":
         return heads * int(s.get("kv") or h // heads)
     if family == "llama":
@@ -224,7 +243,12 @@ def kv_width(family: str, s: dict[str, Any]) -> int:
 
 def decoder_matmul_params(family: str, s: dict[str, Any]) -> float:
     """Weights a decoder-only LM multiplies per token (its layers and LM head): 2 x this =
-    FLOPs per token apart from attention over the cache."""
+    FLOPs per token apart from attention over the cache (a mixture's active experts only)."""
+    if family in P.COUNTED:
+        g = P.dims(family, s)
+        router = g.hidden * g.experts if family == "mixtral" else 0
+        layer = 2 * g.hidden * (g.q + g.kv) + g.active_experts * g.mlp_mats * g.hidden * g.ffn + router
+        return int(s["layers"]) * layer + g.hidden * int(s["vocab"])
     h, L = int(s["hidden"]), int(s["layers"])
     ffn = int(s.get("ffn") or 4 * h)
     attn = 2 * h * h + 2 * h * kv_width(family, s)          # Q, O; K, V (narrower under GQA)
@@ -242,14 +266,17 @@ def generation(family: str, s: dict[str, Any], z: Sizes) -> tuple[float, list[fl
         steps = [t5(s, 0, 1) + 4 * (i + 1) * inner * L + 4 * z.prompt * inner * L for i in range(z.new_tokens)]
         return pre, steps
     h, L = int(s["hidden"]), int(s["layers"])
+    q = P.dims(family, s).q if family in P.COUNTED else h
     pre = _lm(family, s, z.prompt, z.prompt, 1)
-    steps = [2 * decoder_matmul_params(family, s) + 4 * (z.prompt + i + 1) * h * L for i in range(z.new_tokens)]
+    steps = [2 * decoder_matmul_params(family, s) + 4 * (z.prompt + i + 1) * q * L for i in range(z.new_tokens)]
     return pre, steps
 
 
 def attention_scores(family: str, s: dict[str, Any], z: Sizes) -> float:
     """The Q·Kᵀ and A·V part of ``forward`` (one sample): FP8 recipes (Transformer Engine)
     run the linear layers in FP8 and keep these products in 16 bit."""
+    if family in P.COUNTED:
+        return int(s["layers"]) * 4 * z.seq * z.seq * P.dims(family, s).q
     if family in ("gpt2", "bloom", "llama", "bert"):
         return int(s["layers"]) * 4 * z.seq * z.seq * int(s["hidden"])
     if family == "vit":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from accelctl.spec import param_count as P
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -36,16 +37,19 @@ ATTENTION_WIDTH = {"t5-3b": 4096, "google-t5/t5-3b": 4096}
 
 @dataclass(frozen=True)
 class Block:
-    """One transformer layer: hidden h, attention width d, MLP width f, heads a."""
+    """One transformer layer: hidden h, attention width d, MLP width f, heads a; the width of
+    its keys (and of its values), narrower than d under grouped-query attention (0 = d)."""
 
     hidden: int
     attn: int
     ffn: int
     heads: int
+    kv: int = 0
 
     def split(self, tp: int) -> "Block":
         """This rank's share under tensor parallelism (Megatron-style: d, f and heads split)."""
-        return replace(self, attn=self.attn // tp, ffn=self.ffn // tp, heads=max(self.heads // tp, 1))
+        return replace(self, attn=self.attn // tp, ffn=self.ffn // tp, heads=max(self.heads // tp, 1),
+                       kv=max(self.kv // tp, 1) if self.kv else 0)
 
 
 def self_attention(s: float, b: int, L: Block, e: int) -> float:
@@ -97,6 +101,9 @@ def arch_for(spec: WorkloadSpec, sh, real: bool) -> Arch:
     m = spec.model
     src = m.real_shape if (real and m.real_shape) else m.stand_in
     ffn = int(src.get("ffn") or 0) or int(sh.hidden * float(src.get("mlp_ratio", 4.0)))
+    if m.family in P.COUNTED:  # query and key/value widths apart; a mixture's tokens go through k experts
+        g = P.dims(m.family, src)
+        return Arch(Block(sh.hidden, g.q, g.ffn * g.active_experts, max(sh.heads, 1), g.kv))
     if "kv" in src:
         attn = int(src["kv"]) * sh.heads
     else:
@@ -161,7 +168,8 @@ def generation(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -
     """(prefill activations, KV cache) of one device for ``task generate``.
 
     * KV cache: keys and values of every layer for the prompt and the generated tokens,
-      ``2 · layers · b · (prompt + new) · d · e`` (d split by tensor parallelism); an
+      ``2 · layers · b · (prompt + new) · d · e`` (d split by tensor parallelism; the key/value
+      width, kv_heads x head_dim, under grouped-query or multi-query attention); an
       encoder-decoder also caches the cross-attention keys and values of the source
       (``2 · decoder layers · b · source · d · e``);
     * activations: the prefill, the largest forward of the generation (the prompt at once;
@@ -180,7 +188,7 @@ def generation(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -
         kv = 2 * (arch.decoder_layers / p.pp) * b * (spec.task.max_new_tokens + src) * L.attn * e
         prompt = src  # the encoder's pass over the source is the large forward
     else:
-        kv = 2 * layers * b * total * L.attn * e
+        kv = 2 * layers * b * total * (L.kv or L.attn) * e
     acts = inference_layer(prompt, b, L, e) + lm_head(prompt, b, sh.vocab, e, loss=False) + 4 * b * sh.vocab
     return acts, kv
 

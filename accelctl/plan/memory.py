@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accelctl.plan import activations as act
+from accelctl.spec import param_count as P
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -84,11 +85,16 @@ def fmt_bytes(n: float) -> str:
 
 #: vocabulary of the usual tokenizer of each family, for shapes that do not say
 TYPICAL_VOCAB = {"bert": 30522, "gpt2": 50257, "bloom": 250880, "t5": 32128, "llama": 32000, "vit": 0,
-                 "stable_diffusion": 49408}
+                 "stable_diffusion": 49408, "mistral": 32000, "mixtral": 32000, "qwen2": 152064, "gemma": 256000,
+                 "gpt_neox": 50432, "falcon": 65024}
 
 
 def params_of(family: str, layers: int, hidden: int, ffn: int, vocab: int, extra: dict) -> float:
-    """Parameter count of a transformer of this shape (attention 4h², MLP 2·h·ffn, embeddings)."""
+    """Parameter count of a model of this shape: exactly as its class builds it for the
+    families of ``accelctl.spec.param_count`` (every expert of a mixture), else a transformer's
+    attention 4h², MLP 2·h·ffn and embeddings."""
+    if family in P.EXACT:
+        return float(P.total(family, {**extra, "layers": layers, "hidden": hidden, "vocab": vocab}))
     ffn = ffn or 4 * hidden
     per_layer = 4 * hidden * hidden + 2 * hidden * ffn
     if family == "t5":

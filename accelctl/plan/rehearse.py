@@ -43,7 +43,10 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
     if world != target.world_size:
         changes.append(f"{target.world_size} processes -> {world} (one per core of this machine)")
     precision = target.precision
-    if precision.dtype == "fp8":
+    if precision.dtype == "fp8" and precision.fp8 is not None and precision.fp8.library == "torchao":
+        changes.append("fp8 (torchao float8) emulated on this CPU: the casts and scales of the GPU, "
+                       "the matmuls in higher precision")
+    elif precision.dtype == "fp8":
         precision = PrecisionSpec(dtype="fp32")
         changes.append("fp8 -> fp32 (Transformer Engine/HPU FP8 does not run on a CPU)")
     elif precision.dtype in ("bf16", "fp16") and not cpu_has_native(precision.dtype):

@@ -19,7 +19,8 @@ from accelctl.dsl.descent import gc_paused
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
-from accelctl.spec.models import FAMILIES, KNOWN_MODELS, real_architecture
+from accelctl.spec import check_shape as CS
+from accelctl.spec.models import FAMILIES, KNOWN_MODELS, OPTIONAL, real_architecture, stand_in_for
 from accelctl.spec.types import (
     CheckpointSpec,
     MeasureSpec,
@@ -191,8 +192,10 @@ def batch_size_of(task_item: ast.Item | None, ctx: Ctx) -> tuple[int, Span] | No
 @functools.lru_cache(maxsize=None)
 def _shape_table(family: str) -> dict[str, V.VType]:
     """The value types of an architecture's size arguments (built once per family)."""
-    return {k: (V.number(positive=True, hi=1e4) if isinstance(d, float) else V.integer(1, 10**7))
-            for k, d in FAMILIES[family].shape.items()}
+    table = {k: (V.boolean() if isinstance(d, bool) else V.number(positive=True, hi=1e4) if isinstance(d, float)
+                 else V.integer(1, 10**7)) for k, d in FAMILIES[family].shape.items()}
+    table.update({k: V.boolean() if k == "attn_bias" else V.integer(1, 10**7) for k in OPTIONAL.get(family, ())})
+    return table
 
 
 def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, dict[str, Any]] | None:
@@ -221,7 +224,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
     origins.add("model", it.span)
     header = it.header if isinstance(it, ast.Block) else it.value
     items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
-    opts = typed_entries(items, S.MODEL_KEYS, ctx, "model", origins, "model", extra_ok=("stand_in",))
+    opts = typed_entries(items, S.MODEL_KEYS, ctx, "model", origins, "model", extra_ok=("stand_in", "shape"))
     stand_in = None
     if "stand_in" in items:
         si = items["stand_in"]
@@ -242,11 +245,20 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
             if family and family != known.family:
                 ctx.error("E409", f"{ref} is a {known.family} model, not {family}", items["family"].span)
             family = known.family
+        written = CS.written_shape(items, ctx, check_shape)
+        got = written or (None if known and "config" not in items
+                          else CS.from_config(source, ref, opts, items, ctx, base, header.span))
+        if got is not None:
+            if family and family != got[0]:
+                where = items["family"].span if "family" in items else header.span
+                ctx.error("E409", f"{ref} is a {got[0]} model, not {family}", where)
+            family, real_shape, params = got[0], got[1], 0.0
         if source == "local" and ref and not (base / ref).expanduser().exists() and stand_in is None:
             ctx.error("E413", f"model path does not exist: {ref}", header.span,
                       "give the right path, or a stand_in = <arch>(...) to run without the weights")
             return None
     elif isinstance(header, (ast.Call, ast.Word)):
+        CS.misplaced(items, header, ctx)
         got = check_shape(header, ctx, "model")
         if got is None:
             return None
@@ -267,7 +279,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         ctx.error("E213", f"cannot tell the architecture of {ref!r}", header.span,
                   "add family = <bloom|bert|t5|vit|...> or a stand_in = <arch>(...)")
         return None
-    shape = stand_in[1] if stand_in else (full_shape if source == "arch" else dict(FAMILIES[family].shape))
+    shape = stand_in[1] if stand_in else (full_shape if source == "arch" else stand_in_for(family, real_shape))
     if task is not None and task.kind not in FAMILIES[family].tasks:
         ctx.error("E408", f"a {family} model cannot do task {task.kind}", it.span,
                   f"{family} supports: {', '.join(FAMILIES[family].tasks)}")
@@ -432,6 +444,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
         ctx.error("E204", "batch size set twice: task batch_size and batch micro", bs[1], "keep one of them")
     targets = check_targets(items.get("target", []), wl_batch, bs, precision, gc, task, model,
                             engines, ctx, origins, w.span, optimize, measure)
+    CS.refuse_unshaped(model, targets, items.get("model"), ctx)
     if task is None or model is None:
         return None
     return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,

@@ -36,6 +36,26 @@ class Family:
     absolute_positions: bool = False
 
 
+_LM = {"layers": 2, "hidden": 64, "heads": 4, "ffn": 172, "vocab": 1000, "max_positions": 512}
+#: the decoder-only families read from config.json (``accelctl.spec.hf_config``), counted
+#: exactly by ``accelctl.spec.param_count``; ``kv_heads`` (default: heads), ``head_dim``
+#: (default: hidden / heads) and llama's ``attn_bias`` are accepted beside these (``OPTIONAL``)
+_DECODERS: dict[str, dict[str, int | float | bool]] = {
+    "mistral": {**_LM, "tied": False},
+    "qwen2": {**_LM, "tied": False},
+    "gemma": {**_LM, "tied": True},
+    "mixtral": {**_LM, "tied": False, "experts": 4, "experts_per_token": 2},
+    "gpt_neox": {**_LM, "ffn": 256, "tied": False},
+    "falcon": {**_LM, "ffn": 256, "kv_heads": 1, "tied": True, "new_arch": False, "parallel_attn": True,
+               "bias": False},
+}
+
+#: shape keys a family accepts without a default (absent = derived from the others)
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    **{f: ("kv_heads", "head_dim") for f in ("llama", "mistral", "qwen2", "gemma", "mixtral")},
+    "llama": ("kv_heads", "head_dim", "attn_bias"),
+}
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -50,8 +70,10 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             "llama", "transformers", ("generate", "infer", "pretrain", "finetune"),
-            {"layers": 2, "hidden": 64, "heads": 4, "ffn": 172, "vocab": 1000, "max_positions": 512},
+            {**_LM, "tied": False},
         ),
+        *(Family(name, "transformers", ("generate", "infer", "pretrain", "finetune"), shape)
+          for name, shape in _DECODERS.items()),
         Family(
             "bert", "transformers", ("pretrain", "finetune", "infer"),
             {"layers": 2, "hidden": 64, "heads": 4, "ffn": 256, "vocab": 1000, "max_positions": 512},
@@ -143,12 +165,18 @@ def real_architecture(family: str, written: dict[str, Any]) -> dict[str, Any]:
         "bloom": {"vocab": 250880},
         "gpt2": {"vocab": 50257, "max_positions": 1024},
         "llama": {"vocab": 32000, "max_positions": 4096},
+        "mistral": {"vocab": 32000, "max_positions": 32768},
+        "qwen2": {"vocab": 152064, "max_positions": 32768},
+        "gemma": {"vocab": 256000, "max_positions": 8192},
+        "mixtral": {"vocab": 32000, "max_positions": 32768, "experts": 8, "experts_per_token": 2},
+        "gpt_neox": {"vocab": 50432, "max_positions": 2048},
+        "falcon": {"vocab": 65024, "max_positions": 2048},
         "bert": {"vocab": 30522, "max_positions": 512},
         "t5": {"vocab": 32128},
         "vit": {"mlp_ratio": 4.0, "image_size": 224, "patch": 16, "classes": 1000},
         "stable_diffusion": dict(_SD_V1),
     }.get(family, {})
-    if h and family in ("gpt2", "bert", "t5", "llama"):
+    if h and family in ("gpt2", "bert", "t5", "llama", "gpt_neox", "falcon"):
         usual["ffn"] = int(8 * h / 3) if family == "llama" else 4 * h
     if h and family == "t5" and "heads" in s:
         usual["kv"] = h // int(s["heads"])
@@ -162,3 +190,24 @@ DEFAULT_OBJECTIVE = {"bert": "mlm", "t5": "seq2seq", "vit": "classification"}
 def objective_for(family: str, written: str = "") -> str:
     """The training objective: the one written in the task, else the family's default."""
     return written or DEFAULT_OBJECTIVE.get(family, "causal_lm")
+
+
+def stand_in_for(family: str, real: dict[str, Any]) -> dict[str, Any]:
+    """The family's tiny stand-in with the real model's structure: its grouped-query ratio
+    (kv_heads per head), tied or untied embeddings, biases and layer layout, a mixture's
+    experts (at most 4) and experts per token, and its context length (so the stand-in takes the
+    real sequence lengths; learned position tables grow with it, rotary ones have no weights)."""
+    s = dict(FAMILIES[family].shape)
+    heads = int(s.get("heads", 1))
+    if "kv_heads" in real and int(real.get("heads") or 0):
+        s["kv_heads"] = max(1, heads * int(real["kv_heads"]) // int(real["heads"]))
+        while heads % s["kv_heads"]:
+            s["kv_heads"] -= 1
+    for key in ("tied", "attn_bias", "new_arch", "parallel_attn", "bias", "max_positions"):
+        if key in real:
+            s[key] = real[key]
+    if "experts" in real:
+        s["experts"] = min(4, int(real["experts"]))
+        s["experts_per_token"] = min(s["experts"], int(real.get("experts_per_token", 2)))
+    return s
+

@@ -48,6 +48,10 @@ MODEL_KEYS: dict[str, V.VType] = {
     "family": V.choice(*FAMILIES),
     "weights": V.choice("auto", "real", "random", "stand_in"),
     "gradient_checkpointing": V.boolean(),
+    # where the real shape comes from (accelctl.spec.check_shape): a config.json path, and
+    # whether validate/plan/estimate may fetch it from the Hub (never unless asked)
+    "config": V.string(),
+    "hub": V.choice("online", "offline"),
 }
 
 DATASET_KEYS: dict[str, V.VType] = {
@@ -70,7 +74,10 @@ FP8_KEYS: dict[str, V.VType] = {
     "amax_history": V.integer(1, 1_000_000),
     "amax_algo": V.choice("max", "most_recent"),
     "margin": V.integer(0, 64),
+    "library": V.choice("transformer_engine", "torchao"),
 }
+#: the fp8 keys of Transformer Engine's delayed scaling, which torchao's float8 (dynamic scaling) has not
+FP8_DELAYED_SCALING_KEYS = ("amax_history", "amax_algo", "margin")
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 
 BATCH_KEYS: dict[str, V.VType] = {

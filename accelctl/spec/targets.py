@@ -63,6 +63,11 @@ def check_precision(it: ast.Item | None, ctx: Ctx, origins: Origins, path: str) 
         ctx.error("E202", f"recipe settings apply to fp8 only, not {header.name}", it.span,
                   "remove them or use precision fp8 { ... }")
         recipe = {}
+    delayed = [k for k in S.FP8_DELAYED_SCALING_KEYS if k in recipe]
+    if recipe.get("library") == "torchao" and delayed:
+        ctx.error("E202", f"{', '.join(delayed)}: delayed-scaling settings of Transformer Engine; torchao's "
+                  "float8 scales dynamically", it.span, "remove them, or use library = transformer_engine")
+        recipe = {k: v for k, v in recipe.items() if k not in delayed}
     fp8 = Fp8Recipe(**recipe) if header.name == "fp8" else None
     return PrecisionSpec(dtype=header.name, fp8=fp8)
 

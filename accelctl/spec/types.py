@@ -103,6 +103,9 @@ class Fp8Recipe:
     #: max or most_recent
     amax_algo: str = "max"
     margin: int = 0
+    #: transformer_engine (TE layers and fp8 autocast, delayed scaling) or torchao
+    #: (``convert_to_float8_training``: Float8Linear, dynamic tensorwise scaling)
+    library: str = "transformer_engine"
 
 
 @dataclass(frozen=True)

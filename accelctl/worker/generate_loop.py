@@ -41,7 +41,8 @@ def prepare(ctx: RunContext) -> models.Built:
     """Build the model for inference: eval mode, on the device, 16-bit weights if asked."""
     job, adapter = ctx.job, ctx.adapter
     t0 = time.perf_counter()
-    built = models.build(job, ctx.log)
+    weights = ctx.precision.dtype if ctx.precision.name in ("bf16", "fp16") else None  # 16-bit serving
+    built = models.build(job, ctx.log, device=adapter.random_init_device(), dtype=weights)
     model = built.model.to(adapter.device).eval()
     if ctx.precision.dtype is not None and ctx.precision.name != "fp8":
         model = model.to(ctx.precision.dtype)

@@ -157,7 +157,7 @@ def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> 
         adapter = adapter_for(job.device, local_rank)
         ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer,
                          strategy=strategy_for(job.strategy))
-        if world > 1:
+        if world > 1 or ddp_alone(job):
             t0 = time.perf_counter()
             adapter.init_process_group()
             ctx.setup_s["dist_init_s"] = time.perf_counter() - t0
@@ -197,6 +197,15 @@ def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> 
         return EXIT_EXCEPTION
     finally:
         writer.close()
+
+
+def ddp_alone(job: WorkerJob) -> bool:
+    """``parallel = ddp`` on one device under a launcher that set up a rendezvous (torchrun sets
+    ``MASTER_ADDR``): the process group (nccl on a GPU) and the DDP wrapper at world size 1, as
+    each rank of a larger run has them, not a bare loop.  Joined once per process: a shared
+    worker's later job keeps the group its first one joined."""
+    joined = torch.distributed.is_available() and torch.distributed.is_initialized()
+    return job.parallel.strategy == "data" and job.strategy == "plain" and "MASTER_ADDR" in os.environ and not joined
 
 
 def leave_together(world: int, timeout_s: float = 60.0) -> None:

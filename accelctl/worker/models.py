@@ -31,6 +31,7 @@ per worker process, so it is what "one worker per file" (issue 12) would amortis
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -47,6 +48,12 @@ HF_CLASSES = {
     "bloom": (CAUSAL_LM, "BloomConfig", "BloomForCausalLM"),
     "gpt2": (CAUSAL_LM, "GPT2Config", "GPT2LMHeadModel"),
     "llama": (CAUSAL_LM, "LlamaConfig", "LlamaForCausalLM"),
+    "mistral": (CAUSAL_LM, "MistralConfig", "MistralForCausalLM"),
+    "qwen2": (CAUSAL_LM, "Qwen2Config", "Qwen2ForCausalLM"),
+    "gemma": (CAUSAL_LM, "GemmaConfig", "GemmaForCausalLM"),
+    "mixtral": (CAUSAL_LM, "MixtralConfig", "MixtralForCausalLM"),
+    "gpt_neox": (CAUSAL_LM, "GPTNeoXConfig", "GPTNeoXForCausalLM"),
+    "falcon": (CAUSAL_LM, "FalconConfig", "FalconForCausalLM"),
     "bert": (MASKED_LM, "BertConfig", "BertForMaskedLM"),
     "t5": (SEQ2SEQ, "T5Config", "T5ForConditionalGeneration"),
 }
@@ -135,8 +142,11 @@ def weights_present(model_job) -> bool:
     return in_hf_cache(model_job.ref, model_job.family)
 
 
-def build(job, log: Callable[[str, str], None]) -> Built:
-    """The model of ``job`` (see module doc), on the CPU, fp32, train mode."""
+def build(job, log: Callable[[str, str], None], device=None, dtype=None) -> Built:
+    """The model of ``job`` (see module doc), train mode: on the CPU in fp32, except random
+    weights given a ``device`` (a GPU's), which are made there, in ``dtype`` when given (16-bit
+    inference): seven billion parameters initialised on the host take minutes and 28 GB of
+    its memory, on the GPU seconds (``random_on``)."""
     mj = job.model
     want = "random" if mj.weights == "stand_in" else mj.weights
     if want not in ("real", "random", "auto"):
@@ -159,7 +169,27 @@ def build(job, log: Callable[[str, str], None]) -> Built:
     elif want == "auto" and mj.ref:
         log("warning", f"weights=auto: no local copy of {mj.ref!r} (path or HF cache) and the hub is offline; "
                        f"random weights in {what}")
-    return _build_random(job, mj.family)
+    with random_on(device, dtype):
+        return _build_random(job, mj.family)
+
+
+@contextlib.contextmanager
+def random_on(device, dtype):
+    """Tensors created inside are made on ``device`` and, with ``dtype``, in that floating dtype;
+    ``device`` None: on the host, as ever (the adapter says where: ``random_init_device``)."""
+    if device is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_default_dtype()
+    try:
+        if dtype is not None:
+            torch.set_default_dtype(dtype)
+        with torch.device(device):
+            yield
+    finally:
+        torch.set_default_dtype(previous)
 
 
 def position_limit(built: Built) -> int | None:
@@ -218,10 +248,19 @@ def _hf_config(family: str, s: dict[str, Any]):
     if family == "gpt2":
         return cls(vocab_size=s["vocab"], n_positions=s["max_positions"], n_embd=s["hidden"], n_layer=s["layers"],
                    n_head=s["heads"], n_inner=s.get("ffn"), **ids)
-    if family == "llama":
+    if family in ("llama", "mistral", "qwen2", "gemma", "mixtral"):
+        return cls(**_llama_like(family, s), **ids)
+    if family == "gpt_neox":
         return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], intermediate_size=s["ffn"],
                    num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
-                   num_key_value_heads=s.get("kv", s["heads"]), max_position_embeddings=s["max_positions"], **ids)
+                   max_position_embeddings=s["max_positions"], tie_word_embeddings=bool(s.get("tied", False)), **ids)
+    if family == "falcon":
+        kv = int(s.get("kv_heads", 1))
+        return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], ffn_hidden_size=s.get("ffn"),
+                   num_hidden_layers=s["layers"], num_attention_heads=s["heads"], num_kv_heads=kv,
+                   multi_query=kv == 1, new_decoder_architecture=bool(s.get("new_arch", False)),
+                   parallel_attn=bool(s.get("parallel_attn", True)), bias=bool(s.get("bias", False)),
+                   max_position_embeddings=s["max_positions"], tie_word_embeddings=bool(s.get("tied", True)), **ids)
     if family == "bert":
         return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], num_hidden_layers=s["layers"],
                    num_attention_heads=s["heads"], intermediate_size=s["ffn"],
@@ -230,6 +269,22 @@ def _hf_config(family: str, s: dict[str, Any]):
         return cls(vocab_size=s["vocab"], d_model=s["hidden"], d_kv=s["kv"], d_ff=s["ffn"], num_layers=s["layers"],
                    num_heads=s["heads"], decoder_start_token_id=tok.pad_token_id, **ids)
     raise ValueError(f"no transformers config for family {family!r}")
+
+
+def _llama_like(family: str, s: dict[str, Any]) -> dict[str, Any]:
+    """The config keys of llama and its kin (RMSNorm, rotary, gated MLP, grouped-query
+    attention): head_dim given explicitly (gemma's default is 256), a mixture's experts."""
+    heads = int(s["heads"])
+    kw: dict[str, Any] = dict(
+        vocab_size=s["vocab"], hidden_size=s["hidden"], intermediate_size=s["ffn"], num_hidden_layers=s["layers"],
+        num_attention_heads=heads, num_key_value_heads=int(s.get("kv_heads") or s.get("kv") or heads),
+        head_dim=int(s.get("head_dim") or s["hidden"] // heads), max_position_embeddings=s["max_positions"],
+        tie_word_embeddings=bool(s.get("tied", family == "gemma")))
+    if family == "llama" and s.get("attn_bias"):
+        kw["attention_bias"] = True
+    if family == "mixtral":
+        kw.update(num_local_experts=int(s["experts"]), num_experts_per_tok=int(s["experts_per_token"]))
+    return kw
 
 
 def _build_from_shape(job, family: str, s: dict[str, Any]) -> Built:
@@ -277,13 +332,13 @@ def _build_from_hub_config(job, family: str) -> Built:
 def _timm_vit(job, s: dict[str, Any]):
     from timm.models.vision_transformer import VisionTransformer
 
-    from accelctl.worker import te_layers
+    from accelctl.worker import float8, te_layers
 
     extra = {}
     if (te := te_layers.load()) is not None:
         # seed 002: Transformer Engine's fused layer replaces timm's Block (te_fp8 plans)
         extra["block_fn"] = te_layers.block_fn(te)
-    elif job.precision.dtype == "fp8":
+    elif job.precision.dtype == "fp8" and not float8.wanted(job):  # torchao's float8 swaps linears later
         raise RuntimeError("precision fp8 needs a te_fp8 plan (Transformer Engine layers and recipe); "
                            "this job has no te_recipe.json")
     return VisionTransformer(img_size=s["image_size"], patch_size=s["patch"], in_chans=s.get("channels", 3),

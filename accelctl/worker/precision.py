@@ -6,6 +6,8 @@
   native bf16/fp16 (AVX512-BF16/AMX, AVX512-FP16) it still runs but warns: emulated 16-bit
   matmuls are ~100-180x slower than fp32 here (LAB.md).
 * fp16 training uses a ``GradScaler`` (loss scaling against underflow).
+* fp8 with ``library = torchao``: bf16 autocast, the linears made ``Float8Linear`` by the
+  training loop (``accelctl.worker.float8``).
 * fp8: Transformer Engine's FP8 autocast of the targeted TE version inside bf16 autocast
   (seed 002), as the te_fp8 plan's ``te_recipe.json`` says (``accelctl.worker.te_layers``).
 """
@@ -52,6 +54,10 @@ def resolve(job, adapter, log: Callable[[str, str], None]) -> Precision:
     if name == "fp32":
         return Precision("fp32")
     if name == "fp8":
+        from accelctl.worker import float8
+
+        if float8.wanted(job):  # torchao: the loop swaps the linears (float8.convert) under bf16 autocast
+            return Precision("fp8", torch.bfloat16)
         return Precision("fp8", torch.bfloat16, fp8=_fp8_context(job))
     if name not in DTYPES:
         raise ValueError(f"unknown precision {name!r} (fp32, bf16, fp16, fp8)")

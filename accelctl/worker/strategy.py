@@ -22,7 +22,8 @@ class Plain:
     def prepare_training(self, model, ctx):
         """The model the training loop steps: DDP-wrapped when several ranks train."""
         adapter = ctx.adapter
-        if ctx.world > 1 and adapter.wrap_ddp:
+        joined = torch.distributed.is_available() and torch.distributed.is_initialized()  # world 1 too
+        if (ctx.world > 1 or joined) and adapter.wrap_ddp:
             # DDP broadcasts rank 0's weights now and all-reduces gradients during backward
             ids = [adapter.device.index] if adapter.device.type == "cuda" else None
             return torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)

@@ -14,7 +14,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from accelctl.worker import data, models, optimize
+from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
+from accelctl.worker import data, float8, models, optimize
 from accelctl.worker.checkpoint import Checkpointer, CountedBatches
 from accelctl.worker.context import NonFiniteLoss, RunContext
 
@@ -25,7 +26,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
 
     # 1. model and optimizer --------------------------------------------------------------
     t0 = time.perf_counter()
-    built = models.build(job, ctx.log)
+    built = models.build(job, ctx.log, device=adapter.random_init_device())  # random weights: on a GPU itself
     models.check_positions(job, built)
     model = built.model
     if job.gradient_checkpointing:
@@ -37,6 +38,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         else:  # timm
             model.set_grad_checkpointing(True)
     model = adapter.prepare_training(model.to(adapter.device).train())
+    if float8.wanted(job):  # precision fp8 { library = torchao }: Float8Linear, before compile and DDP
+        model = float8.convert(model, job, DEVICE_FAMILIES[job.device.adapter].host, ctx.log)
     model = optimize.apply(model, job, ctx.log)  # channels-last, torch.compile (in place, before DDP)
     model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
     optimizer = adapter.make_optimizer(job.optimizer, model.parameters())

@@ -675,7 +675,7 @@ def test_local_model_paths_are_absolute_for_the_example_folder(tmp_path):
     text = """
 workload local_bloom {
   task generate { max_new_tokens = 20 tokens }
-  model local("models/bloom") { family = bloom  stand_in = bloom(layers = 2, hidden = 64, heads = 4) }
+  model local("models/bloom") { shape = bloom(layers = 30, hidden = 4096, heads = 32)  stand_in = bloom(layers = 2, hidden = 64, heads = 4) }
   precision bf16
   target one { device = gaudi2  devices = 1  script = example }
 }

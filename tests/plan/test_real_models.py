@@ -32,6 +32,10 @@ PUBLISHED = {
     "vit_neuron": 86e6,          # ViT-B/16 (86 M), timm's default ViT of seed 004
     "vit_compiled": 86e6,        # ViT-B/16 (86 M), workloads/compiled.wl
     "stable_diffusion": 1.07e9,  # SD 1.x: UNet 860 M + VAE 84 M + CLIP text 123 M
+    # shapes read from the models' config.json (workloads/configs/)
+    "llama2_7b_zero3": 6.74e9, "llama2_7b_infer": 6.74e9,      # Llama-2-7B
+    "mistral_7b_generate": 7.24e9,                             # Mistral-7B-v0.1
+    "mixtral_8x7b_generate": 46.7e9, "mixtral_8x7b_zero3": 46.7e9,  # Mixtral-8x7B (all experts)
 }
 
 

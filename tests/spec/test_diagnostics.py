@@ -123,6 +123,16 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
               ()),
              ("zero-for-generation", wl("target g { device = a100  ‸parallel = zero(stage = 1) }", base=GEN), ())],
     "E412": [("dataset-path-missing", wl('dataset files(‸"no/such/dir")'), ())],
+    "E425": [("hub-model-without-shape-on-accelerator",
+              'workload w {\n  task pretrain { }\n  model ‸hf("someone/unknown-7b") { family = llama }\n'
+              '  target g { device = h100 }\n}\n', ())],
+    "E426": [("config-path-missing", 'workload w {\n  task pretrain { }\n  model hf("someone/x") { family = llama  ‸config = '
+                                     '"no/such/config.json" }\n}\n', ()),
+             ("config-model-type-without-formulas", 'workload w {\n  task pretrain { }\n  model hf("someone/x") '
+                                                     '{ family = llama  ‸config = "' + str(ROOT / "tests/data/hf_configs_unsupported"
+                                                     / "mamba-130m.json") + '" }\n}\n', ())],
+    "W426": [("hub-online-unreachable", 'workload w {\n  task pretrain { }\n  model ‸hf("someone/x") '
+                                        '{ family = llama  hub = online }\n}\n', ())],
     "E413": [("model-path-missing", 'workload w {\n  task pretrain { }\n  model ‸local("no/such/model")\n}\n', ())],
     "E414": [("hub-config-missing", wl('dataset ‸hf("cnn_dailymail") { split = "train" }'), ()),
              ("hub-config-missing-alias", wl('dataset ‸hf("abisee/cnn_dailymail")'), ()),

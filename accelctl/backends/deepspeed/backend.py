@@ -81,10 +81,12 @@ ZERO_TESTED = ("adamw", "adam")
 #: families DeepSpeed AutoTP (tensor parallel without kernel injection) can shard; from
 #: ``deepspeed/module_inject/auto_tp.py`` ``AutoTP.supported`` (ds_check compares).
 #: False: DeepSpeed asserts "AutoTP not supported for model. Please use kernel injection".
-AUTOTP = {"bloom": True, "gpt2": False, "llama": True, "bert": True, "t5": True}
+AUTOTP = {"bloom": True, "gpt2": False, "llama": True, "bert": True, "t5": True, "mistral": True, "qwen2": True,
+          "gemma": True, "mixtral": True, "gpt_neox": True, "falcon": True}
 #: the base model class name AutoTP.supported() sees for a family (``str(model)``)
 AUTOTP_CLASS = {"bloom": "BloomModel", "gpt2": "GPT2Model", "llama": "LlamaModel", "bert": "BertModel",
-                "t5": "T5Model"}
+                "t5": "T5Model", "mistral": "MistralModel", "qwen2": "Qwen2Model", "gemma": "GemmaModel",
+                "mixtral": "MixtralModel", "gpt_neox": "GPTNeoXModel", "falcon": "FalconModel"}
 #: the transformers release the worker environment pins (pyproject): what a plan for a device
 #: on another machine is written for (a plan for the host CPU reads the installed one)
 TRANSFORMERS_VERSION = "5.23.0"

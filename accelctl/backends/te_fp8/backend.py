@@ -143,6 +143,7 @@ class TeFp8Backend(TorchrunBackend):
     name = "te_fp8"
     adapters = ("cuda",)
     precisions = ("fp32", "bf16", "fp16", "fp8")
+    fp8_library = "transformer_engine"
     strategies = ("none", "data")
     tasks = ("pretrain", "finetune")
     summary = "torchrun + nccl, timm ViT blocks swapped for te.TransformerLayer, FP8 autocast (Transformer Engine)"
@@ -151,7 +152,7 @@ class TeFp8Backend(TorchrunBackend):
     probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
-        wants_te = target.precision.dtype == "fp8" or bool(target.options.get("te_layers"))
+        wants_te = is_te_fp8(target) or bool(target.options.get("te_layers"))
         return wants_te and super().selects(spec, target)
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
@@ -214,6 +215,12 @@ class TeFp8Backend(TorchrunBackend):
         cfg = json.loads(next(f.content for f in plan.files if f.path == CONFIG_FILE))
         findings = te_check.check_config(cfg, te) + te_check.check_worker_source(WORKER_TE_LAYERS, te)
         return [*out, CheckResult(f"transformer_engine {te.version} source", not findings, [str(f) for f in findings])]
+
+
+def is_te_fp8(target: TargetSpec) -> bool:
+    """fp8 through Transformer Engine (not torchao's float8, which the torchrun backend runs)."""
+    recipe = target.precision.fp8
+    return target.precision.dtype == "fp8" and (recipe is None or recipe.library == "transformer_engine")
 
 
 def _with_env(launch, extra: dict[str, str]):
