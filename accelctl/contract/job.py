@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import codec
+from accelctl.contract.placeholders import data_json
 from accelctl.spec.types import (
     BatchSpec,
     CheckpointSpec,
@@ -124,7 +125,9 @@ class WorkerJob:
         return codec.to_dict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        """``job.json``: data, never a template (``placeholders.data_json``: a ``{`` of a
+        string is written ``\\u007b``, so no filler of a plan's placeholders rewrites a prompt)."""
+        return data_json(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "WorkerJob":
@@ -157,7 +160,7 @@ class JobList:
     jobs: tuple[QueuedJob, ...]
 
     def to_json(self) -> str:
-        return json.dumps(codec.to_dict(self), indent=2, sort_keys=True)
+        return data_json(codec.to_dict(self), indent=2, sort_keys=True)
 
 
 def read_queue(path: str | Path) -> list[tuple[WorkerJob, str]]:

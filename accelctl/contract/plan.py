@@ -14,22 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.placeholders import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR  # noqa: F401  (the plan's placeholders)
 from accelctl.spec.types import TrackSpec
 
-RUN_DIR = "{run_dir}"
-#: one free TCP port per run, picked by the runner on 127.0.0.1 when it materialises the plan
-#: (the same value in every launch and file of that run): a plan is printed before it runs, so
-#: it cannot know a port that is free then; ``accelctl plan --format sh`` picks one in the script
-FREE_PORT = "{free_port}"
-#: placeholders whose value comes from the environment of the run (``accelctl.run.commands``)
-#: and of ``accelctl plan`` (every format: ``accelctl.plan.render``): the placeholder -> the variable
-ENV_PLACEHOLDERS = {"{optimum_habana}": "OPTIMUM_HABANA_DIR"}
+#: control characters no launch word or generated file may hold (tab and newline may)
+_UNWRITABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_NUL = re.compile("\x00")
 
 
 @dataclass(frozen=True)
@@ -107,6 +104,22 @@ class Plan:
     rehearsal: Rehearsal | None = None
     #: live logging by the runner (``track { ... }``, paths made absolute); None: none
     tracking: TrackSpec | None = None
+
+    def unwritable(self, nul_only: bool = False) -> str | None:
+        """Where a launch word, environment value, folder or generated file holds a NUL or
+        another control character but tab and newline (``nul_only``: a NUL) (``None``:
+        nowhere): what cannot pass an exec or is not one line of a hostfile, script or document
+        as written.  The check pass refuses such values at their line; a plan holding one is
+        refused whole."""
+        texts = [(f"file {f.path}", f.content) for f in self.files]
+        for ln in self.launches:
+            texts += [(f"launch {ln.name}", t) for t in (*ln.argv, *ln.env, *ln.env.values(), ln.cwd)]
+        bad = _NUL if nul_only else _UNWRITABLE
+        for where, text in texts:
+            m = bad.search(text)
+            if m is not None:
+                return f"{where} would hold the control character \\x{ord(m.group()):02x}"
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -71,6 +71,7 @@ import re
 from accelctl.backends.base import Built
 from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
 from accelctl.backends.findings import CheckResult, not_run
+from accelctl.contract.placeholders import data_json
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine
 from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
@@ -164,7 +165,8 @@ class AwsBatchEngine(Engine):
         argv = [a.replace(FREE_PORT, str(DEFAULT_MASTER_PORT)) for a in launch.argv]
         node = {"argv": argv, "slots": target.devices,
                 "files": {f.path: f.content for f in files}, "job": job.to_dict()}
-        env = {**launch.env, NODE_ENV: json.dumps(node, sort_keys=True, separators=(",", ":"))}
+        # data_json: the job's strings reach the worker as written (a prompt's "{run_dir}" is not a placeholder)
+        env = {**launch.env, NODE_ENV: data_json(node, sort_keys=True, separators=(",", ":"))}
         requirements, devices = accelerator(target)
         requirements = [{"type": "VCPU", "value": str(vcpus)}, {"type": "MEMORY", "value": str(memory_mib)},
                         *requirements]

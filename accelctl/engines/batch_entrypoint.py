@@ -64,10 +64,19 @@ def env_int(env, name: str, low: int = 0, high: int = 1 << 16, default: int | No
     return int(raw)
 
 
+def plain_ip(text) -> str:
+    """``text`` as an IP address without a scope id (``ipaddress`` takes anything after '%', a
+    newline and ``slots=1`` included: never a hostfile line); ValueError otherwise."""
+    ip = ipaddress.ip_address(text)
+    if getattr(ip, "scope_id", None) is not None:
+        raise ValueError(f"{text!r} has a scope id")
+    return str(ip)
+
+
 def env_ip(env, name: str) -> str:
     raw = env.get(name, "")
     try:
-        return str(ipaddress.ip_address(raw.strip()))
+        return plain_ip(raw.strip())
     except ValueError:
         raise NodeError(f"{name}={raw!r} is not an IP address") from None
 
@@ -159,13 +168,17 @@ def report(index: int, main: str, port: int, timeout: float, bind: str | None) -
         _send(conn, {"node": index})
         conn.settimeout(max(1.0, deadline - time.monotonic()))
         msg = _recv(conn)
-    hosts = [str(ipaddress.ip_address(h)) for h in msg.get("hosts", [])]
-    return hosts, str(ipaddress.ip_address(msg.get("master", "")))
+    try:
+        hosts = [plain_ip(h) for h in msg.get("hosts", [])]
+        return hosts, plain_ip(msg.get("master", ""))
+    except (ValueError, TypeError) as e:
+        raise NodeError(f"node {index}: the main node's answer is not a list of IP addresses: {e}") from None
 
 
 def unpack(node: dict, run_dir: Path) -> None:
-    """The run folder's files, ``{run_dir}`` filled in, ``job.json`` with its events folder."""
-    files = dict(node.get("files", {}))
+    """The run folder's files, ``{run_dir}`` filled in, ``job.json`` with its events folder
+    (the job is data: its strings are written as they are, a prompt's ``{run_dir}`` too)."""
+    files = {name: content.replace(RUN_DIR, str(run_dir)) for name, content in dict(node.get("files", {})).items()}
     job = dict(node["job"], run_id=run_dir.name, events_dir=str(run_dir))
     files["job.json"] = json.dumps(job, indent=2, sort_keys=True)
     for name, content in files.items():
@@ -174,7 +187,7 @@ def unpack(node: dict, run_dir: Path) -> None:
             raise NodeError(f"refusing to write {name!r} outside the run folder")
         path = run_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content.replace(RUN_DIR, str(run_dir)), encoding="utf-8")
+        path.write_text(content, encoding="utf-8")
 
 
 def run_node(env) -> int:

@@ -58,6 +58,7 @@ from pathlib import Path
 from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract import envnames
+from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.aws_batch import efa_adapters
 from accelctl.engines.base import Engine, engine_refusal
@@ -170,11 +171,12 @@ def _settings(spec: WorkloadSpec, target: TargetSpec, s: dict) -> None:
                           "with a letter or digit")
     path = s.get("volume_path")
     if not path or not path.startswith("/") or ":" in path or "\n" in path or posixpath.normpath(path) != path \
-            or path in ("/", "/dev/shm"):
+            or path in ("/", "/dev/shm") or placeholder_in(path):
         raise _refuse(spec, target, "volume_path" if path else "volume_claim",
                       f"engine kubernetes volume_path {path!r} is not an absolute folder the volume can be "
                       "mounted at" if path else "engine kubernetes volume_claim needs volume_path",
-                      'an absolute, normalised path other than / and /dev/shm without ":", e.g. "/shared"')
+                      'an absolute, normalised path other than / and /dev/shm without ":" or a placeholder '
+                      '({run_dir}...), e.g. "/shared"')
     for item in s.get("node_selector") or []:
         key, eq, value = item.partition("=")
         if not eq or not LABEL_KEY.fullmatch(key) or not LABEL_VALUE.fullmatch(value):

@@ -6,6 +6,7 @@ from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, threads_per_process
 from accelctl.plan.memory import estimate
+from accelctl.plan.positions import too_long
 from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.rehearsal_size import sized_for_this_cpu
 from accelctl.plan.rehearse import rehearsal_target
@@ -74,7 +75,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     threads = threads_per_process(target, backend.processes_per_node(target))
     job = build_job(spec, target, backend.name, threads, backend.worker_strategy,
                     rehearsal_of=rehearsal.of if rehearsal else "")
-    missing = unreachable_weights(spec, target, job)
+    missing = unreachable_weights(spec, target, job) or too_long(spec, target, job)
     if missing is not None:
         raise PlanError(diagnostics=[missing])
     built = backend.build(spec, target, job)
@@ -98,6 +99,12 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
         slow = cpu_precision_warning(dtype, measured=measured)
         if slow is not None:
             warnings.append(slow)
-    return Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
+    plan = Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
                 notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking)
+    bad = plan.unwritable()
+    if bad is not None:  # the check pass refuses every such value at its line: this is the second line
+        raise PlanError(diagnostics=[_diag(spec, target, "E218", f"target {target.name}: {bad}",
+                                           "a value that reaches a command line or a generated file is "
+                                           "one word without control characters")])
+    return plan

@@ -18,8 +18,9 @@ import difflib
 import json
 import shlex
 
+from accelctl.contract.placeholders import fill
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Plan
-from accelctl.errors import AccelctlError
+from accelctl.errors import AccelctlError, PlanError
 from accelctl.spec.types import WorkloadSpec
 
 FORMATS = ("text", "json", "sh")
@@ -93,20 +94,20 @@ def env_filled(plan: Plan, environ=None) -> tuple[Plan, list[str]]:
     environ = os.environ if environ is None else environ
     missing: list[str] = []
 
-    def fill(text: str, env) -> str:
-        for placeholder, var in ENV_PLACEHOLDERS.items():
-            if placeholder in text:
-                value = env.get(var) or environ.get(var)
-                if value:
-                    text = text.replace(placeholder, value)
-                elif var not in missing:
-                    missing.append(var)
-        return text
+    def fill_env(text: str, env) -> str:
+        values = {p: env.get(var) or environ.get(var) or None for p, var in ENV_PLACEHOLDERS.items()}
+
+        def unset(placeholder: str) -> str:
+            if ENV_PLACEHOLDERS[placeholder] not in missing:
+                missing.append(ENV_PLACEHOLDERS[placeholder])
+            return placeholder
+
+        return fill(text, values, unset)  # one pass: a value naming a placeholder is not filled again
 
     launches = tuple(dataclasses.replace(
-        ln, argv=tuple(fill(a, ln.env) for a in ln.argv), cwd=fill(ln.cwd, ln.env),
-        env={k: fill(v, ln.env) for k, v in ln.env.items()}) for ln in plan.launches)
-    files = tuple(dataclasses.replace(f, content=fill(f.content, {})) for f in plan.files)
+        ln, argv=tuple(fill_env(a, ln.env) for a in ln.argv), cwd=fill_env(ln.cwd, ln.env),
+        env={k: fill_env(v, ln.env) for k, v in ln.env.items()}) for ln in plan.launches)
+    files = tuple(dataclasses.replace(f, content=fill_env(f.content, {})) for f in plan.files)
     return dataclasses.replace(plan, launches=launches, files=files), missing
 
 
@@ -129,6 +130,9 @@ def render_plan_sh(plan: Plan) -> str:
     out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
            "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
            'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
+    bad = plan.unwritable(nul_only=True)
+    if bad is not None:  # a raw NUL in a shell word is cut there: the shell would run another command
+        raise PlanError(f"plan -f sh: {bad}; not rendered")
     plan, missing = env_filled(plan)
     # what is still unset here is the script's to read from its own environment, or to stop on
     out += [f': "${{{var}:?set {var} to the optimum-habana checkout}}"' for var in missing]
@@ -149,9 +153,9 @@ def _fill_placeholders(quoted: str) -> str:
     """``{run_dir}`` and ``{free_port}`` inside single-quoted words -> the shell's values, as
     the runner fills them in (``accelctl.run.store.substitute``): close the quote, the
     variable in double quotes, reopen."""
-    for placeholder, var in ENV_PLACEHOLDERS.items():
-        quoted = quoted.replace(placeholder, f"'\"${var}\"'")
-    return quoted.replace(RUN_DIR, "'\"$run_dir\"'").replace(FREE_PORT, "'\"$free_port\"'")
+    shell_values = {RUN_DIR: "'\"$run_dir\"'", FREE_PORT: "'\"$free_port\"'"}
+    shell_values.update({p: f"'\"${var}\"'" for p, var in ENV_PLACEHOLDERS.items()})
+    return fill(quoted, shell_values)
 
 
 def write_file_sh(path: str, content: str) -> str:
@@ -161,7 +165,7 @@ def write_file_sh(path: str, content: str) -> str:
     inside single quotes nothing is special, and shlex.quote closes, escapes and reopens
     around each ``'``.  ``{run_dir}``/``{free_port}`` are filled in as the runner does."""
     if "\0" in content:
-        raise ValueError(f"{path}: a NUL byte cannot travel through a shell word")
+        raise PlanError(f"{path}: a NUL byte cannot travel through a shell word")
     line = f"printf '%s' {_fill_placeholders(shlex.quote(content))} > \"$run_dir\"/{shlex.quote(path)}"
     folder = path.rpartition("/")[0]
     return f"mkdir -p \"$run_dir\"/{shlex.quote(folder)}\n{line}" if folder else line

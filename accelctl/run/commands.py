@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelctl.contract import envnames
+from accelctl.contract import envnames, placeholders
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Launch, Plan
 
 EVENTS_DIR_ENV = envnames.EVENTS_DIR
@@ -94,16 +94,17 @@ def substitutions(run_dir: Path, env: Mapping[str, str],
     return subs
 
 
+def _unresolved(placeholder: str) -> str:
+    if placeholder in ENV_PLACEHOLDERS:
+        raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but "
+                                    f"${ENV_PLACEHOLDERS[placeholder]} is not set")
+    raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but no value was picked for this run")
+
+
 def fill(text: str, subs: Mapping[str, str | None]) -> str:
-    for placeholder, value in subs.items():
-        if placeholder in text:
-            if value is None:
-                if placeholder in ENV_PLACEHOLDERS:
-                    raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but "
-                                                f"${ENV_PLACEHOLDERS[placeholder]} is not set")
-                raise UnresolvedPlaceholder(f"{placeholder} is used by the plan but no value was picked for this run")
-            text = text.replace(placeholder, value)
-    return text
+    """``text`` with its placeholders filled in one pass (``placeholders.fill``: a value that
+    holds a placeholder's name, a run folder under ``/tmp/{free_port}/`` say, is not filled again)."""
+    return placeholders.fill(text, subs, _unresolved)
 
 
 #: symbolic argv heads of plans -> what runs them with accelctl's own interpreter, so every

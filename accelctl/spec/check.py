@@ -129,9 +129,10 @@ def single_string_arg(call: ast.Call, ctx: Ctx, what: str) -> str | None:
         ctx.error("E216", f"{ast.value_text(arg)} is not a Hugging Face Hub id", arg.span,
                   'a Hub id is NAME or OWNER/NAME of letters, digits, "_", "-", "." (e.g. "bigscience/bloomz-7b1")')
         return None
-    if what != "Hub id" and (arg.value.startswith("-") or V.control_character(arg.value)):
+    if what != "Hub id" and (arg.value.startswith("-") or V.control_character(arg.value, lines=False)):
         ctx.error("E216", f"the {what} {ast.value_text(arg)} is not a usable path", arg.span,
-                  "a path has no control character and does not start with '-' (write ./-name for a file named -name)")
+                  "a path is one line without control characters and does not start with '-' "
+                  "(write ./-name for a file named -name)")
         return None
     return arg.value
 

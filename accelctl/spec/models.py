@@ -30,6 +30,10 @@ class Family:
     #: takes 4-D image tensors through convolutions (a patch-embedding or UNet conv): the
     #: channels-last memory format applies (``optimize { channels_last = on }``)
     image_input: bool = False
+    #: learned absolute position embeddings: a sequence longer than ``max_positions`` has no
+    #: embedding (an IndexError in the worker), unlike ALiBi (BLOOM), rotary (Llama) or T5's
+    #: relative positions
+    absolute_positions: bool = False
 
 
 _LM = {"layers": 2, "hidden": 64, "heads": 4, "ffn": 172, "vocab": 1000, "max_positions": 512}
@@ -62,6 +66,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "gpt2", "transformers", ("generate", "infer", "pretrain", "finetune"),
             {"layers": 2, "hidden": 64, "heads": 4, "vocab": 1000, "max_positions": 512},
+            absolute_positions=True,
         ),
         Family(
             "llama", "transformers", ("generate", "infer", "pretrain", "finetune"),
@@ -72,6 +77,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "bert", "transformers", ("pretrain", "finetune", "infer"),
             {"layers": 2, "hidden": 64, "heads": 4, "ffn": 256, "vocab": 1000, "max_positions": 512},
+            absolute_positions=True,
         ),
         Family(
             "t5", "transformers", ("finetune", "pretrain", "generate", "infer"),

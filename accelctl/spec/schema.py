@@ -7,7 +7,7 @@ key to its value type (``accelctl.spec.values``).
 from __future__ import annotations
 
 from accelctl.dsl import ast
-from accelctl.spec import plugins
+from accelctl.spec import plugins, te_versions
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
@@ -60,10 +60,10 @@ DATASET_KEYS: dict[str, V.VType] = {
     "image_size": V.integer(8, 8192),
     "channels": V.integer(1, 64),
     "classes": V.integer(2, 10_000_000),
-    "config": V.string(),
-    "split": V.string(),
-    "column": V.string(),
-    "target_column": V.string(),
+    "config": V.string(lines=False),
+    "split": V.string(lines=False),
+    "column": V.string(lines=False),
+    "target_column": V.string(lines=False),
     "prompt_tokens": V.integer(1, 1_000_000, unit_dim="tokens"),
     "mlm_probability": V.number(0.0, 1.0, positive=True),
 }
@@ -112,7 +112,7 @@ OPTIMIZE_KEYS: dict[str, V.VType] = {
 CHECKPOINT_KEYS: dict[str, V.VType] = {
     "every": V.integer(1, 10_000_000, unit_dim="steps"),
     "keep": V.integer(1, 1000),
-    "dir": V.string(),
+    "dir": V.string(lines=False),
 }
 
 #: ``track { ... }``: live logging of the run to experiment trackers (accelctl.run.tracking)
@@ -164,7 +164,8 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "image": IMAGE,
         "service_account": K8S_NAME,
         "priority_class": K8S_NAME,
-        "node_selector": V.string_list(),
+        "node_selector": V.string_list(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,316}=[A-Za-z0-9._-]{0,63}",
+                                       '"node.kubernetes.io/instance-type=p5.48xlarge"'),
         "restart_policy": V.choice("never", "on_failure", "always", "exit_code"),
         "backoff_limit": V.integer(0, 1000),
         "clean_pod_policy": V.choice("none", "running", "all"),
@@ -172,7 +173,7 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         # the shared volume holding the run folder: a PVC, mounted at volume_path in the
         # pods and at the same path on the machine running accelctl
         "volume_claim": K8S_NAME,
-        "volume_path": V.string(),
+        "volume_path": V.string(lines=False),
         "shm_size": V.quantity("bytes"),
         "cpu": V.integer(1, 4096),
         "memory": V.quantity("bytes"),
@@ -216,7 +217,7 @@ TARGET_KEYS: dict[str, V.VType] = {
     # vendor example script (example: optimum-habana's run_generation.py / run_clm.py ...)
     "script": V.choice("worker", "example"),
     # the Transformer Engine version the plan targets (its autocast API changed in 2.9)
-    "te_version": V.string(),
+    "te_version": te_versions.te_version(),
     # Hugging Face Hub access of the worker (weights, configs, datasets)
     "hub": V.choice("online", "offline"),
 }

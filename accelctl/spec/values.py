@@ -210,20 +210,23 @@ def boolean() -> VType:
     return VType("on/off", fn, "on, off (also true/false, yes/no, enabled/disabled)")
 
 
-def string(nonempty: bool = True) -> VType:
+def string(nonempty: bool = True, lines: bool = True) -> VType:
+    """Text; ``lines=False``: one line (a name, a path, a column: no tab or newline either),
+    for what reaches a command line or a generated file as one word."""
     def fn(v, ctx, key):
         if not isinstance(v, ast.Str):
             hint = f'quote it: {key} = "{ast.value_text(v)}"' if isinstance(v, ast.Word) else ""
             return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span, hint)
         if nonempty and not v.value.strip():
             return ctx.error("E304", f"{key} must not be empty", v.span)
-        bad = control_character(v.value)
+        bad = control_character(v.value, lines)
         if bad:
             return ctx.error("E218", f"{key} holds the control character {bad}", v.span,
-                             "strings may hold tabs and newlines (\\t, \\n), no other control characters")
+                             "strings may hold tabs and newlines (\\t, \\n), no other control characters"
+                             if lines else f"{key} is one line: no tab, newline or other control character")
         return v.value
 
-    return VType("string", fn, "non-empty" if nonempty else "")
+    return VType("string", fn, ("non-empty" if nonempty else "") + ("" if lines else ", one line"))
 
 
 def name_or_string() -> VType:
@@ -248,19 +251,26 @@ def choice(*choices: str, code: str = "E203") -> VType:
     return VType("one of " + ", ".join(choices), fn, ", ".join(choices))
 
 
-def string_list() -> VType:
+def string_list(item: str = "", example: str = "") -> VType:
+    """A list of names or strings; ``item``: a pattern each must match in full (E216)."""
+    rx = re.compile(item) if item else None
+
     def fn(v, ctx, key):
         if not isinstance(v, ast.ListV):
             return ctx.error("E301", f"{key} must be a list like [\"a\", \"b\"], got {describe(v)}", v.span)
         out = []
-        for item in v.items:
-            if isinstance(item, (ast.Str, ast.Word)):
-                out.append(item.value if isinstance(item, ast.Str) else item.name)
-            else:
-                return ctx.error("E301", f"items of {key} must be names or strings, got {describe(item)}", item.span)
+        for it in v.items:
+            text = _text_of(it)
+            if text is None:
+                return ctx.error("E301", f"items of {key} must be names or strings, got {describe(it)}", it.span)
+            if rx is not None and not rx.fullmatch(text):
+                return ctx.error("E216", f"an item of {key} {ast.value_text(it)} is not valid here", it.span,
+                                 f"items of {key} may hold {item} (e.g. {example})")
+            out.append(text)
         return out
 
-    return VType("list of names", fn, '["a", "b"] or [a, b]')
+    return VType("list of names", fn, f'["a", "b"] or [a, b], each matching `{item}`' if item
+                 else '["a", "b"] or [a, b]')
 
 
 # ------------------------------------------------------------------ what a value names
@@ -269,23 +279,39 @@ def string_list() -> VType:
 # gets as far as a plan (the plan-time refusals of each engine stay as a second line).
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL_ANY = re.compile(r"[\x00-\x1f\x7f]")
 _LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 
 
-def control_character(text: str) -> str | None:
-    """The first control character of ``text`` other than tab and newline, as ``\\xNN``."""
-    m = _CONTROL.search(text)
+def control_character(text: str, lines: bool = True) -> str | None:
+    """The first control character of ``text`` other than tab and newline (``lines=False``:
+    tab and newline too), as ``\\xNN``."""
+    m = (_CONTROL if lines else _CONTROL_ANY).search(text)
     return None if m is None else f"\\x{ord(m.group()):02x}"
+
+
+#: what may follow '%' in an IPv6 literal (an interface name or number): ``ipaddress`` takes
+#: anything there, a newline and ``slots=1`` included
+_SCOPE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def is_hostname(text: str) -> bool:
     """An RFC 1123 host name (labels of letters, digits and inner '-', 253 characters at
-    most) or an IPv4/IPv6 address."""
+    most), an IPv4 address, or an IPv6 address with at most a scope id of ``[A-Za-z0-9_.-]``
+    (``fe80::1%eth0``): ASCII only, so what passes is one word in a hostfile, a script or argv."""
+    if not text.isascii():
+        return False
+    address, pct, scope = text.partition("%")
+    if pct and not _SCOPE_ID.fullmatch(scope):
+        return False
     try:
-        ipaddress.ip_address(text)
-        return True
+        ip = ipaddress.ip_address(address)
     except ValueError:
-        pass
+        return not pct and _is_dns_name(text)
+    return ip.version == 6 or not pct
+
+
+def _is_dns_name(text: str) -> bool:
     name = text[:-1] if text.endswith(".") else text
     return 0 < len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
 
@@ -302,10 +328,11 @@ def hostname() -> VType:
         if not is_hostname(text):
             return ctx.error("E215", f"{key} {ast.value_text(v)} is not a host name or IP address", v.span,
                              "a host name is letters, digits and '-' in dot-separated labels (RFC 1123), "
-                             "e.g. node-1.cluster or 10.0.0.1")
+                             "e.g. node-1.cluster or 10.0.0.1; an IPv6 scope id is letters, digits, '_', '.' "
+                             "and '-' (fe80::1%eth0)")
         return text
 
-    return VType("host name", fn, "RFC 1123 host name or IP address")
+    return VType("host name", fn, "RFC 1123 host name or IP address (IPv6 scope id `[A-Za-z0-9_.-]`)")
 
 
 def hostname_list() -> VType:
@@ -317,7 +344,8 @@ def hostname_list() -> VType:
         out = [one.coerce(item, ctx, f"a host of {key}") for item in v.items]
         return BAD if any(h is BAD for h in out) else out
 
-    return VType("list of host names", fn, '["node-1", "10.0.0.2"]: RFC 1123 host names or IP addresses')
+    return VType("list of host names", fn, '["node-1", "10.0.0.2"]: RFC 1123 host names or IP addresses '
+                 '(IPv6 scope id `[A-Za-z0-9_.-]`)')
 
 
 def endpoint() -> VType:
@@ -363,13 +391,13 @@ def path() -> VType:
     def fn(v, ctx, key):
         if not isinstance(v, ast.Str):
             return ctx.error("E301", f"{key} must be a string, got {describe(v)}", v.span)
-        if not v.value.strip() or v.value.startswith("-") or control_character(v.value):
+        if not v.value.strip() or v.value.startswith("-") or control_character(v.value, lines=False):
             return ctx.error("E216", f"{key} {ast.value_text(v)} is not a usable path", v.span,
                              "a path is non-empty, has no control character and does not start with '-' "
                              "(write ./-name for a file named -name)")
         return v.value
 
-    return VType("path", fn, "no control characters, not starting with '-'")
+    return VType("path", fn, "one line without control characters, not starting with '-'")
 
 
 # ------------------------------------------------------------------ experiment trackers

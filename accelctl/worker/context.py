@@ -18,6 +18,14 @@ class NonFiniteLoss(Exception):
         self.loss = loss
 
 
+class SequenceTooLong(ValueError):
+    """A sequence needs more positions than the model embeds (GPT-2, BERT: learned absolute
+    positions), found where only the model's tokenizer knows the length: the run stops with
+    the failure ``sequence_too_long`` before the model would index past its embeddings."""
+
+    reason = "sequence_too_long"
+
+
 @dataclass
 class RunContext:
     job: Any

@@ -221,9 +221,15 @@ def _lm_batches(job, built: Built, tokens: Iterator[torch.Tensor], seq: int, ran
 
 def mask_tokens(ids: torch.Tensor, tokenizer: Any, vocab: int, p: float, g: torch.Generator):
     """BERT masking: p of the positions are predicted (80% [MASK], 10% random, 10% kept);
-    the other labels are -100 so the loss ignores them."""
+    the other labels are -100 so the loss ignores them.  Every sample has at least one
+    predicted position: a sample with none drawn gets one at random (at seq_len 8 and p 0.15,
+    0.85**8 = 27% of samples draw none, and a batch of them has no label at all: its loss is
+    0/0 = nan); at seq_len 128 that is one sample in 10**9, so the draws are BERT's."""
     labels = ids.clone()
     chosen = torch.rand(ids.shape, generator=g) < p
+    rows = (~chosen.any(dim=-1)).nonzero(as_tuple=True)[0]
+    if len(rows):
+        chosen[rows, torch.randint(0, ids.shape[-1], (len(rows),), generator=g)] = True
     labels[~chosen] = -100
     inputs = ids.clone()
     masked = chosen & (torch.rand(ids.shape, generator=g) < 0.8)

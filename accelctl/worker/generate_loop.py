@@ -13,7 +13,7 @@ import time
 import torch
 
 from accelctl.worker import data, models, optimize
-from accelctl.worker.context import RunContext
+from accelctl.worker.context import RunContext, SequenceTooLong
 
 
 class TokenClock:
@@ -83,6 +83,11 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         torch.manual_seed(job.seed)
     prompts = data.prompt_ids(job, built, ctx.log)
     first = next(prompts)
+    limit, fed = models.position_limit(built), len(first[0]) + n_new - 1  # the last new token is not fed back
+    if limit is not None and fed > limit:  # generate() would index past the position embeddings
+        raise SequenceTooLong(f"the prompt is {len(first[0])} tokens with {type(tok).__name__}: + max_new_tokens "
+                              f"{n_new} takes {fed} positions, more than {job.model.family}'s {limit}; lower "
+                              f"max_new_tokens to at most {limit - len(first[0]) + 1} or shorten the prompt")
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     read = prompts.details if job.data.kind != "synthetic" else {}
     ctx.started({**built.details(), **read, "prompt": job.task.prompt, "prompt_tokens": len(first[0]),
@@ -137,6 +142,7 @@ def run_infer(ctx: RunContext) -> tuple[int, dict]:
 
     job, adapter = ctx.job, ctx.adapter
     built = prepare(ctx)
+    models.check_positions(job, built)
     batches = data.training_batches(job, built, ctx.rank, ctx.world, ctx.log)
     ctx.started({**built.details(), **batches.details, "tokens_per_sample": batches.tokens_per_sample})
     dtype = ctx.precision.dtype if ctx.precision.name != "fp8" else None

@@ -26,7 +26,7 @@ from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noq
 from accelctl.contract.job import WorkerJob, read_queue  # noqa: E402
 from accelctl.worker import envinfo, precision  # noqa: E402
 from accelctl.worker.checkpoint import CheckpointDiskFull  # noqa: E402
-from accelctl.worker.context import NonFiniteLoss, RunContext  # noqa: E402
+from accelctl.worker.context import NonFiniteLoss, RunContext, SequenceTooLong  # noqa: E402
 from accelctl.worker.devices import adapter_for  # noqa: E402
 from accelctl.worker.emit import EventWriter  # noqa: E402
 from accelctl.worker.strategy import strategy_for  # noqa: E402
@@ -179,6 +179,9 @@ def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> 
     except NonFiniteLoss as exc:
         writer.emit(RunFailed(reason="nan_loss", message=str(exc), rank=rank, step=exc.step))
         return EXIT_NAN
+    except SequenceTooLong as exc:
+        writer.emit(RunFailed(reason=exc.reason, message=str(exc), rank=rank))
+        return EXIT_EXCEPTION
     except CheckpointDiskFull as exc:  # named, not the writer's own words (torch: "unexpected pos")
         writer.emit(RunFailed(reason="disk_full", message=str(exc), rank=rank, step=exc.step))
         return EXIT_EXCEPTION

@@ -192,6 +192,30 @@ def random_on(device, dtype):
         torch.set_default_dtype(previous)
 
 
+def position_limit(built: Built) -> int | None:
+    """The positions the model embeds where a longer sequence cannot run (GPT-2's
+    ``n_positions``, BERT's ``max_position_embeddings``); None where the family has no such
+    limit (ALiBi, rotary, relative positions) or the config does not say."""
+    family = FAMILIES.get(built.family)
+    cfg = getattr(built.model, "config", None)
+    if family is None or not family.absolute_positions or cfg is None:
+        return None
+    limit = getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", None)
+    return int(limit) if limit else None
+
+
+def check_positions(job, built: Built) -> None:
+    """``SequenceTooLong`` where the training/inference sequence (``seq_len``) is longer than the
+    model embeds: the plan refuses that where it knows the architecture (E532), the worker where
+    only the model's Hub config says (a model the catalog does not know)."""
+    from accelctl.worker.context import SequenceTooLong
+
+    limit = position_limit(built)
+    if limit is not None and built.kind in (CAUSAL_LM, MASKED_LM) and job.data.seq_len > limit:
+        raise SequenceTooLong(f"seq_len {job.data.seq_len} is longer than {built.family}'s {limit} positions; "
+                              f"lower seq_len to at most {limit}")
+
+
 def _architecture_text(job) -> str:
     if not job.architecture:
         return f"the Hub config of {job.model.ref}"

@@ -27,6 +27,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     # 1. model and optimizer --------------------------------------------------------------
     t0 = time.perf_counter()
     built = models.build(job, ctx.log, device=adapter.random_init_device())  # random weights: on a GPU itself
+    models.check_positions(job, built)
     model = built.model
     if job.gradient_checkpointing:
         # recompute activations in backward: less memory, ~1/3 more compute per step

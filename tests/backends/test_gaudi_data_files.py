@@ -22,7 +22,7 @@ HABANA_PY = ROOT / ".venv-habana" / "bin" / "python"
 WL = """
 workload w {{
   task finetune {{ objective = {objective} }}
-  model hf("{model}") {{ stand_in = {family}(layers = 2, hidden = 64, heads = 4) }}
+  model hf("{model}") {{ stand_in = {family}(layers = 2, hidden = 64, heads = 4)  shape = {family}(layers = 2, hidden = 64, heads = 4) }}
   dataset files("{data}") {{ seq_len = 64 tokens }}
   precision bf16
   target g2 {{ device = gaudi2  devices = 1  script = example }}

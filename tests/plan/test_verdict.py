@@ -5,11 +5,14 @@ target is refused before launch); LAMB runs where it is built and is refused whe
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from accelctl.api import load, plan, validate
 from accelctl.errors import PlanError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HEAD = """
 workload w {{
@@ -66,7 +69,7 @@ def test_unbuilt_parallelism_is_refused_at_the_parallel_line_naming_issue_24(tmp
 
 def test_gaudi2_fp8_on_a_llama_model_is_refused_at_the_precision_line(tmp_path):
     path = write(tmp_path, "  target g { device = gaudi2  devices = 8\n    precision = fp8 }",
-                 model='hf("meta-llama/Llama-2-7b-hf") { stand_in = llama(layers = 2, hidden = 64, heads = 4) }')
+                 model='hf("meta-llama/Llama-2-7b-hf") { stand_in = llama(layers = 2, hidden = 64, heads = 4)\n    config = "' + str(ROOT / 'workloads' / 'configs' / 'Llama-2-7b-hf.json') + '" }')
     r = same_verdict(path, "g", "precision = fp8")
     assert r.code == "E520" and "fp8 on Gaudi is not built" in r.hint
 

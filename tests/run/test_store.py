@@ -83,7 +83,8 @@ def test_write_inputs(runs, make_plan):
     assert on_disk == job
     assert job.run_id == run_dir.name
     assert job.events_dir == str(run_dir)
-    assert job.debug.fake["data_dir"] == f"{run_dir}/data"  # {run_dir} filled anywhere in the job
+    # the job is data, never a template: its strings arrive as written (issue 22 #7)
+    assert job.debug.fake["data_dir"] == "{run_dir}/data"
 
 
 def _fake_run(root, name, summary=None):

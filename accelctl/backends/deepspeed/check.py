@@ -360,6 +360,14 @@ def parse_launcher(argv: list[str]):
         return None, (lines[-1] if lines else f"argparse exit {exc.code}")
 
 
+def _intended_pool(spec: WorkloadSpec, target: TargetSpec) -> dict[str, int] | None:
+    """host -> slots, in order, that a hostfile generated from ``engine deepspeed { hosts }``
+    must read back as (None: no hosts listed, the plan's placeholder hosts)."""
+    eng = spec.engines.get("deepspeed")
+    hosts = list((eng.settings.get("hosts") if eng is not None else None) or [])[:target.nodes]
+    return {h: target.devices for h in hosts} if hosts else None
+
+
 def check_launch(launch: Launch, plan: Plan, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
     from deepspeed.launcher import runner as R
 
@@ -398,6 +406,10 @@ def check_launch(launch: Launch, plan: Plan, spec: WorkloadSpec, target: TargetS
         pool = read_hostfile(hostfile_text) if hostfile_text is not None else None
     except ValueError as exc:
         return out + [_diag(spec, target, "hosts", "E543", f"DeepSpeed's fetch_hostfile rejects the hostfile: {exc}")]
+    intended = _intended_pool(spec, target) if _file_text(plan, args.hostfile) is not None else None
+    if intended is not None and list((pool or {}).items()) != list(intended.items()):
+        return out + [_diag(spec, target, "hosts", "E543", f"DeepSpeed reads the generated hostfile as "
+                            f"{dict(pool or {})}, not the hosts the plan lists {intended}")]
     if not pool:  # no hostfile: the local accelerator's devices, trimmed by --num_gpus
         pool = {"localhost": max(args.num_gpus, 1)}
     multi_node = hostfile_text is not None

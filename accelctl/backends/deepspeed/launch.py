@@ -14,9 +14,11 @@ from typing import Any
 from accelctl.backends.base import WORKER, Built, option, process_env
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.values import is_hostname
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: device adapter -> DS_ACCELERATOR
@@ -49,6 +51,18 @@ def _diag(spec: WorkloadSpec, paths: tuple[str, ...], code: str, message: str, h
 def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> tuple[list[str] | None, bool]:
     """(hosts for a generated hostfile or None when none is needed, whether they are placeholders)."""
     hosts = settings.get("hosts")
+    for key, names in (("hosts", hosts or ()), ("master_addr", [settings.get("master_addr") or "localhost"])):
+        bad = next((h for h in names if not is_hostname(h)), None)
+        if bad is not None:  # the check pass refuses these (E215); a hostfile line is never written from one
+            raise PlanError(diagnostics=[_diag(spec, (f"engines.deepspeed.{key}", "engines.deepspeed.hosts"), "E215",
+                                               f"engine deepspeed {key}: {bad!r} is not a host name or IP address",
+                                               "a hostfile line and --master_addr take one host name each")])
+    held = placeholder_in(settings.get("hostfile") or "")
+    if held:  # --hostfile is a word of the launch, a template: the runner would fill it
+        raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hostfile",), "E545",
+                                           f"engine deepspeed hostfile holds {held}, the plan's placeholder",
+                                           "name the hostfile by its path (hosts = [...] generates one in the "
+                                           "run folder)")])
     if hosts and settings.get("hostfile"):
         raise PlanError(diagnostics=[_diag(spec, ("engines.deepspeed.hostfile", "engines.deepspeed.hosts"), "E545",
                                            "engine deepspeed sets both hosts and hostfile",

@@ -28,6 +28,7 @@ from typing import Any, Callable
 from accelctl.backends.base import option
 from accelctl.backends.gaudi.data_files import TrainFile, accepted, train_file
 from accelctl.contract.job import WorkerJob
+from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import RUN_DIR
 from accelctl.spec.models import objective_for
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -293,6 +294,12 @@ def example_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., Non
     if m.source not in ("hf", "local"):
         no("the example scripts load pretrained weights: the model must be hf(\"...\") or a local "
            "path; use script = worker for an architecture-only model", "model")
+    for text, setting in ((t.prompt, "task.prompt"), (m.ref, "model"), (d.ref, "dataset"), (d.column, "dataset"),
+                          (d.config, "dataset")):
+        held = placeholder_in(text or "")
+        if held:  # the example's argv is a template: the runner would fill it (script = worker takes it as data)
+            no(f"the example script takes this text on its command line, where {held} is the plan's placeholder "
+               "and would be filled in; use script = worker (its job takes the text as written)", setting, "script")
     if target.precision.dtype == "fp8":
         no("fp8 with the example scripts needs Intel Neural Compressor's measure/quantize passes "
            "(QUANT_CONFIG), which are not planned; use precision = bf16", "precision")

@@ -30,17 +30,11 @@ from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
+from accelctl.spec.te_versions import AUTOCAST_API
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: the Transformer Engine release a plan targets unless the target sets ``te_version``
 TE_DEFAULT_VERSION = "2.20"
-
-#: FP8 autocast by TE version, newest first: (first version, function, recipe keyword).
-#: TE v2.9 (70f5366) added ``autocast`` and made ``fp8_autocast`` a deprecated wrapper.
-AUTOCAST_API: tuple[tuple[tuple[int, int], str, str], ...] = (
-    ((2, 9), "autocast", "recipe"),
-    ((0, 0), "fp8_autocast", "fp8_recipe"),
-)
 
 #: the workload's recipe words -> ``transformer_engine.common.recipe`` names
 RECIPE_CLASS = "DelayedScaling"

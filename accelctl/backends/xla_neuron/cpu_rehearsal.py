@@ -92,6 +92,7 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
     # hang the forked loader workers at their first batch (measured: 2 threads on 2 cores,
     # stuck 10 min in warm-up step 1; libgomp's pool does not survive fork)
     job, env = rehearsal(neuron, stand_in.job, RUN_DIR)
+    job = dataclasses.replace(job, events_dir="")  # the job is data, no placeholder: the runner fills it per run
     version = torch_xla_version()
     launch = Launch("xla-cpu", (str(python), "-m", "accelctl.worker", f"{RUN_DIR}/job.json"), env, processes=1)
     r = stand_in.rehearsal

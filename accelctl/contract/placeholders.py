@@ -1,0 +1,68 @@
+"""A plan's placeholders, filled only where the plan put them.
+
+Launch words, environment values, working folders and generated files of a plan are
+templates: they may hold ``{run_dir}`` (the run folder), ``{free_port}`` (a port picked per
+run) and ``{optimum_habana}`` (``$OPTIMUM_HABANA_DIR``).  Every filler -- the runner, ``plan -f
+sh``, the engines' scripts -- fills them with ``fill``: one pass over the text, so a value
+that holds another placeholder's name is never filled again.
+
+The worker's job is data, never a template: ``data_json`` writes it with each ``{`` of a
+string as ``\\u007b``.  A filler working on the text (any of them, the run store's included)
+finds no placeholder in it, and every JSON reader reads each string as written:
+``prompt = "Explain {run_dir} and port {free_port}"`` reaches the worker as that text.
+Workload text reaches a template only as an argument of a vendor script (Gaudi ``script =
+example``); a placeholder there is refused at its line (``placeholder_in``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+RUN_DIR = "{run_dir}"
+#: one free TCP port per run, picked by the runner on 127.0.0.1 when it materialises the plan
+#: (the same value in every launch and file of that run): a plan is printed before it runs, so
+#: it cannot know a port that is free then; ``accelctl plan --format sh`` picks one in the script
+FREE_PORT = "{free_port}"
+#: the optimum-habana checkout a vendor example runs from (``$OPTIMUM_HABANA_DIR``)
+OPTIMUM_HABANA = "{optimum_habana}"
+PLACEHOLDERS = (RUN_DIR, FREE_PORT, OPTIMUM_HABANA)
+#: placeholders whose value comes from the environment of the run (``accelctl.run.commands``)
+#: and of ``accelctl plan`` (every format: ``accelctl.plan.render``): the placeholder -> the variable
+ENV_PLACEHOLDERS = {OPTIMUM_HABANA: "OPTIMUM_HABANA_DIR"}
+PATTERN = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
+#: a JSON string token as ``json.dumps`` writes it
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def fill(text: str, values: Mapping[str, str | None], missing: Callable[[str], str] | None = None) -> str:
+    """``text`` with each placeholder of ``values`` replaced by its value, in one pass; a
+    placeholder not in ``values`` stays as written; one whose value is None is ``missing(p)``
+    (which raises), or stays."""
+    def one(m: re.Match) -> str:
+        p = m.group(0)
+        if p not in values:
+            return p
+        value = values[p]
+        if value is None:
+            return missing(p) if missing is not None else p
+        return value
+
+    return PATTERN.sub(one, text) if "{" in text else text
+
+
+def placeholder_in(text: str) -> str | None:
+    """The first placeholder ``text`` holds (None: none)."""
+    m = PATTERN.search(text)
+    return None if m is None else m.group(0)
+
+
+def data_json(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps(obj, **kwargs)`` with every ``{`` inside a string written ``\\u007b``: the
+    same JSON to a reader, and no placeholder to a filler (see the module doc)."""
+    text = json.dumps(obj, **kwargs)
+    if "{" not in text:
+        return text
+    return _JSON_STRING.sub(lambda m: m.group(0).replace("{", "\\u007b"), text)
