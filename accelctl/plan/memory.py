@@ -9,7 +9,9 @@ Accounting (bytes per parameter Ψ, per device):
   momentum 4Ψ, plain SGD 0;
 * ZeRO partitions over the data-parallel ranks: stage 1 the optimizer state, stage 2
   also gradients, stage 3 also weights; offload moves optimizer state (or weights) to
-  host memory; tensor × pipeline parallelism divides all of it;
+  host memory; tensor × pipeline parallelism divides all of it; FSDP shards weights,
+  gradients and optimizer state over dp, plus the block it gathers (``fsdp_states``); a
+  pipeline's first stage holds the activations of every micro-batch in flight (``in_flight``);
 * activations and the KV cache: ``accelctl.plan.activations`` -- transformer layers
   (encoder, decoder-only and encoder-decoder with cross-attention and the target length),
   gradient checkpointing, HPU lazy mode's first-iteration graph, generation (prefill and
@@ -160,7 +162,9 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
             optim = 0.0
         if p.offload_param != "none":
             weights = 0.0
-        acts = act.training(spec, target, sh, arch, wbytes)
+        if p.strategy == "fsdp":
+            weights, grads, optim = fsdp_states(weights, grads, optim, dp, sh, p)
+        acts = act.training(spec, target, sh, arch, wbytes) * in_flight(p, target.batch.accumulation)
         if act.hpu_lazy(target):
             note = "2x: HPU lazy mode's first-iteration graph"
     elif spec.model.family == "stable_diffusion":
@@ -172,6 +176,26 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     reserve = 0 if host else RESERVE_BYTES
     capacity = float(target.memory_bytes or host_memory_bytes())
     return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note)
+
+
+def fsdp_states(weights: float, grads: float, optim: float, dp: int, sh: Shape, p) -> tuple[float, float, float]:
+    """FSDP2 per device: gradients and optimizer state 1/dp; weights 1/dp plus the one block
+    gathered whole while it runs (``reshard_after_forward``), or every block gathered from its
+    forward to its backward (off: ZeRO-2's memory); ``offload = cpu`` keeps shards, gradients and
+    the optimizer state on the host (only the gathered block stays on the device)."""
+    block = weights / max(sh.layers, 1)  # one block's weights (of this rank's tp/pp part)
+    gathered = block if p.reshard_after_forward else weights
+    if p.offload != "none":
+        return gathered, 0.0, 0.0
+    return weights / dp + gathered * (dp - 1) / dp, grads / dp, optim / dp
+
+
+def in_flight(p, accumulation: int) -> int:
+    """Micro-batches whose activations a pipeline's first stage holds at once: GPipe runs
+    every forward before any backward (all ``accumulation`` of them), 1F1B at most pp."""
+    if p.pp <= 1:
+        return 1
+    return accumulation if p.schedule == "gpipe" else min(p.pp, accumulation)
 
 
 def host_memory_bytes() -> int:
