@@ -84,6 +84,9 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+#: families whose LM head is the input embedding (one vocab × hidden matrix, not two)
+TIED_HEAD = ("gpt2", "bert", "bloom", "t5")
+
 #: vocabulary of the usual tokenizer of each family, for shapes that do not say
 TYPICAL_VOCAB = {"bert": 30522, "gpt2": 50257, "bloom": 250880, "t5": 32128, "llama": 32000, "vit": 0,
                  "stable_diffusion": 49408}
@@ -137,6 +140,10 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     split = p.tp * p.pp
     dp = target.data_parallel
     psi = sh.params / split
+    if p.strategy in ("fsdp", "tensor") and p.tp > 1:
+        # their TP plans split the blocks only: embeddings and head stay whole on every tp rank
+        whole = min(sh.vocab * sh.hidden * (1 if spec.model.family in TIED_HEAD else 2), sh.params)
+        psi = (sh.params - whole) / split + whole / p.pp
     weights = psi * wbytes
     grads = optim = 0.0
     kv = 0.0
@@ -193,7 +200,7 @@ def fsdp_states(weights: float, grads: float, optim: float, dp: int, sh: Shape, 
 def in_flight(p, accumulation: int) -> int:
     """Micro-batches whose activations a pipeline's first stage holds at once: GPipe runs
     every forward before any backward (all ``accumulation`` of them), 1F1B at most pp."""
-    if p.pp <= 1:
+    if p.pp <= 1 or p.strategy != "pipeline":  # ZeRO's pp is DeepSpeed's own engine
         return 1
     return accumulation if p.schedule == "gpipe" else min(p.pp, accumulation)
 

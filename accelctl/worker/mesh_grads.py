@@ -2,11 +2,13 @@
 gradients that are partly DTensors (sharded over some mesh dimensions), clipping by it.
 
 ``torch.nn.utils.clip_grad_norm_`` stacks the per-tensor norms, which fails on a mix of
-DTensors and plain tensors (TP leaves norms and embeddings plain) and does not know that a
-pipeline stage holds only part of the model.  Here each gradient's squared norm is summed
-where it lives and all-reduced once per placement over the mesh dimensions it is sharded
-on; plain gradients' sum over ``plain_group`` (the pipeline group: each stage's own
-parameters), so every rank gets the norm of the whole model.
+DTensors and plain tensors (TP leaves norms and embeddings plain) or of meshes (FSDP × TP:
+2-D for the split weights, 1-D for the rest), and does not know that a pipeline stage holds
+only part of the model.  Here each DTensor gradient's norm is DTensor's own, made whole;
+plain gradients' squares are summed over ``plain_group`` (the pipeline group: each stage's
+own parameters), so every rank gets the norm of the whole model.  (A hand-made sum of the
+local squares all-reduced over the sharded dimensions gave FSDP × TP a wrong norm: the
+clipped curve was off by 1.3e-3 after one SGD step.)
 """
 
 from __future__ import annotations
@@ -31,26 +33,20 @@ def average_over(params, group, size: int) -> None:
 
 
 def global_norm(grads: list[torch.Tensor], plain_group=None) -> torch.Tensor:
-    """The 2-norm of all ``grads`` of the whole model, equal on every rank."""
-    by_layout: dict[tuple, torch.Tensor] = {}
+    """The 2-norm of all ``grads`` of the whole model, equal on every rank.  A DTensor's norm
+    is DTensor's own (its partial norms reduced over the mesh dimensions it is sharded on,
+    FSDP's strided shards of a TP shard included: one all-reduce per gradient); plain
+    gradients' squares are summed here and over ``plain_group``."""
+    plain = torch.zeros(())
+    total = torch.zeros(())
     for g in grads:
         if hasattr(g, "placements"):
-            dims = tuple(i for i, pl in enumerate(g.placements) if pl.is_shard())
-            key = (id(g.device_mesh), dims)
-            groups = [g.device_mesh.get_group(i) for i in dims]
+            total += torch.linalg.vector_norm(g.detach().float()).full_tensor().cpu().pow(2)
         else:
-            key, groups = ("plain",), [plain_group] if plain_group is not None else []
-        sq = _local(g).detach().float().pow(2).sum()
-        if key in by_layout:
-            by_layout[key][0] += sq
-        else:
-            by_layout[key] = [sq, groups]
-    total = torch.zeros(())
-    for sq, groups in by_layout.values():
-        for group in groups:
-            dist.all_reduce(sq, group=group)
-        total += sq.cpu()
-    return total.sqrt()
+            plain += g.detach().float().pow(2).sum().cpu()
+    if plain_group is not None:
+        dist.all_reduce(plain, group=plain_group)
+    return (total + plain).sqrt()
 
 
 def clip(params, max_norm: float, plain_group=None, skip: tuple = ()) -> torch.Tensor:

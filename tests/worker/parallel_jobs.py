@@ -36,14 +36,22 @@ SHAPES_PLANNED_ONLY = {
 OBJECTIVE = {"llama": "causal_lm", "gpt2": "causal_lm", "bert": "mlm", "vit": "classification"}
 
 
-def job(family: str, parallel: ParallelSpec, folder: Path, steps: int = 3, grad_clip: float = 1.0) -> WorkerJob:
+#: SGD with momentum: the update is proportional to the gradient, so two correct runs that sum in
+#: another order stay a rounding apart.  Adam's first steps move each weight by about lr·sign(g):
+#: a weight whose true gradient is ~0 takes its sign from rounding, and correct runs drift apart
+#: (measured: llama FSDP × TP with AdamW lr 1e-3, 5e-7 at step 2, 2.5e-5 at step 4)
+SGD = OptimizerSpec(name="sgd", lr=0.05, momentum=0.9, grad_clip=1.0)
+ADAMW = OptimizerSpec(name="adamw", lr=1e-3, grad_clip=1.0)
+
+
+def job(family: str, parallel: ParallelSpec, folder: Path, steps: int = 3, optimizer: OptimizerSpec = SGD) -> WorkerJob:
     shape = SHAPES.get(family) or SHAPES_PLANNED_ONLY[family]
     return WorkerJob(
         run_id=folder.name, workload="parallel", target="cpu", backend="torchrun", device=DeviceJob(),
         task=TaskSpec(kind="pretrain", objective=OBJECTIVE[family]),
         model=ModelSpec(family=family, source="arch", stand_in=shape, weights="random"), architecture=shape,
         scale="stand_in", data=DatasetSpec(seq_len=16, image_size=32, classes=10), precision=PrecisionSpec(),
-        optimizer=OptimizerSpec(name="adamw", lr=1e-3, grad_clip=grad_clip), measure=MeasureSpec(warmup=1, steps=steps),
+        optimizer=optimizer, measure=MeasureSpec(warmup=1, steps=steps),
         batch=BatchSpec(micro=2, accumulation=2), parallel=parallel,
         strategy="plain" if parallel.strategy in ("none", "data") else "sharded", threads=1,
         events_dir=str(folder / "events"))
@@ -76,7 +84,9 @@ def reference(j: WorkerJob, dp: int) -> list[float]:
     log = lambda level, msg: None  # noqa: E731
     built = models.build(j, log)
     model = built.model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=j.optimizer.lr, weight_decay=j.optimizer.weight_decay)
+    o = j.optimizer
+    opt = (torch.optim.SGD(model.parameters(), lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
+           if o.name == "sgd" else torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay))
     streams = [data.training_batches(j, built, r, dp, log) for r in range(dp)]
     out = []
     for _ in range(j.measure.warmup + j.measure.steps):
