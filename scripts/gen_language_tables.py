@@ -159,6 +159,11 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "offload_optimizer": ("ZeRO optimizer-state offload (stage ≥ 1)", None),
         "offload_param": ("ZeRO parameter offload (stage 3)", None),
         "kernel_inject": ("DeepSpeed-inference kernel injection", None),
+        "reshard_after_forward": ("FSDP: free a block's gathered parameters after its forward (ZeRO-3 memory; off: "
+                                  "keep them for backward, ZeRO-2 memory)", None),
+        "offload": ("FSDP: parameter shards, gradients and the optimizer step on the host", None),
+        "schedule": ("pipeline schedule (`torch.distributed.pipelining`): gpipe, one_f_one_b (1F1B; needs accumulation "
+                     "≥ pp)", None),
     },
 }
 
@@ -359,6 +364,9 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      "target g { device = a100  parallel = zero(stage = 0, offload_optimizer = cpu) }", "line"),
     ("E411", "parallel strategy does not fit the task (inference TP for training, ZeRO for inference)",
      "target g { device = a100  parallel = deepspeed_inference(tp = 1) }", "line"),
+    ("E416", "parallel layout the model cannot take: tp not dividing its heads or key/value heads, pp over its "
+     "layers, a family without a tensor-parallel or pipeline plan, one_f_one_b with fewer micro-batches than stages",
+     "target g { device = a100  devices = 8  parallel = tensor(tp = 8) }", "line"),
     ("E412", "dataset path does not exist", 'dataset files("no/such/dir")', "line"),
     ("E413", "model path does not exist (and no stand_in)",
      'workload w { task pretrain { } model local("no/such/model") }', "file"),
@@ -495,11 +503,12 @@ def parallel_table() -> str:
     meaning = {
         "none": "one replica per process, no gradient exchange (single device)",
         "data": "data parallel (DDP); alias `ddp`",
-        "fsdp": "fully sharded data parallel",
+        "fsdp": "fully sharded data parallel (FSDP2: per-block `fully_shard`); with `tp` 2-D: tensor parallel "
+                "inside a node, FSDP over the rest",
         "zero": "DeepSpeed ZeRO data parallel, stage 0–3, optional offload",
         "deepspeed_inference": "DeepSpeed-inference tensor (model) parallelism for generate/infer",
-        "tensor": "tensor parallelism",
-        "pipeline": "pipeline parallelism",
+        "tensor": "tensor parallelism (the family's parallelize plan); replicas over the rest",
+        "pipeline": "pipeline parallelism (contiguous blocks per stage); replicas over the rest",
     }
     for name, args in S.PARALLEL_STRATEGIES.items():
         shown = ", ".join(f"`{a}`" for a in args) or "—"

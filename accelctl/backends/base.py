@@ -152,6 +152,11 @@ class Backend:
     def processes_per_node(self, target: TargetSpec) -> int:
         return target.devices
 
+    def strategy_for(self, target: TargetSpec) -> str:
+        """The worker's execution strategy for ``target`` (``worker_strategy`` unless the
+        backend runs some parallel layouts another way)."""
+        return self.worker_strategy
+
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         raise NotImplementedError
 

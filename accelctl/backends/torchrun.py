@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from accelctl.backends.base import WORKER, Backend, Built, process_env
+from accelctl.backends.base import WORKER, Backend, Built, process_env, refusal
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
+from accelctl.errors import Diagnostic
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 
@@ -34,14 +35,37 @@ def check_torchrun_launches(plan: Plan) -> list[CheckResult]:
     return out
 
 
+#: strategies the worker's ``sharded`` strategy runs (FSDP2, tensor, pipeline on one DeviceMesh)
+SHARDED = ("fsdp", "tensor", "pipeline")
+
+
 class TorchrunBackend(Backend):
     name = "torchrun"
     adapters = ("cpu", "cuda")
-    strategies = ("none", "data")
-    summary = "torchrun, one process per device, DistributedDataParallel"
+    strategies = ("none", "data", *SHARDED)
+    summary = "torchrun, one process per device, DistributedDataParallel, FSDP2, tensor and pipeline parallel"
     #: fp8 through torchao's float8 training (Transformer Engine's is the te_fp8 subclass's)
     precisions = ("fp32", "bf16", "fp16", "fp8")
     fp8_library = "torchao"
+
+    def strategy_for(self, target: TargetSpec) -> str:
+        return "sharded" if target.parallel.strategy in SHARDED else self.worker_strategy
+
+    def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
+        out = super().unsupported(spec, target)
+        strategy = target.parallel.strategy
+        if strategy in SHARDED:
+            if not spec.task.training:
+                out.append(refusal(spec, target, f"{strategy} parallel runs training here; generate/infer split a "
+                                   "model with deepspeed_inference(tp = N)", "parallel"))
+            if spec.checkpoint.every:
+                out.append(refusal(spec, target, f"checkpoints of {strategy} runs (sharded states through "
+                                   "torch.distributed.checkpoint) are not built yet; remove the checkpoint block "
+                                   "or use parallel = ddp / zero(...)", "checkpoint"))
+            if target.optimize.compile:
+                out.append(refusal(spec, target, f"torch.compile before the {strategy} split is not built; "
+                                   "set optimize { compile = off }", "optimize.compile"))
+        return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         argv = ["torchrun"]

@@ -195,6 +195,14 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     stage = p.zero_stage if p.strategy == "zero" else 0
     if stage >= 3:
         params *= target.data_parallel
+    if p.strategy == "fsdp":
+        # FSDP2 moves ZeRO-3's collectives (gathered for forward and again for backward), or
+        # ZeRO-2's with the blocks kept gathered (reshard_after_forward = off); its weights of
+        # this rank's tp part, unsharded, are those of the same layout without FSDP
+        stage = 3 if p.reshard_after_forward else 2
+        whole = memory.estimate(spec, dataclasses.replace(target, parallel=dataclasses.replace(p, strategy="tensor")),
+                                real=fit.basis == "real")
+        params = whole.weights / (4 if target.precision.dtype == "fp32" else 2)
     colls = T.gradient_sync(params * e_grad, target.devices, target.nodes, target.data_parallel, stage,
                             params * e_grad)
     tp_coll = T.tensor_parallel_per_token(p.tp, int(s.get("layers", 0)), int(s.get("hidden", 0)),

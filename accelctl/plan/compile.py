@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
+from accelctl.plan import parallel_layout
 from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, threads_per_process
 from accelctl.plan.memory import estimate
 from accelctl.plan.positions import too_long
@@ -73,7 +74,7 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
             "gradient_checkpointing, "
             "lower the micro-batch, or pick a device with more memory")])
     threads = threads_per_process(target, backend.processes_per_node(target))
-    job = build_job(spec, target, backend.name, threads, backend.worker_strategy,
+    job = build_job(spec, target, backend.name, threads, backend.strategy_for(target),
                     rehearsal_of=rehearsal.of if rehearsal else "")
     missing = unreachable_weights(spec, target, job) or too_long(spec, target, job)
     if missing is not None:
@@ -81,7 +82,8 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     built = backend.build(spec, target, job)
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = [*built.warnings, *checkpoint_warnings(target, job)]
-    notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe()]
+    notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe(),
+             *parallel_layout.notes(spec, target)]
     if rehearsal is not None:
         notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "
                         f"CPU with the stand-in, random weights: " + ("; ".join(rehearsal.changes) or "same layout"))

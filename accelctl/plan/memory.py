@@ -9,7 +9,9 @@ Accounting (bytes per parameter Ψ, per device):
   momentum 4Ψ, plain SGD 0;
 * ZeRO partitions over the data-parallel ranks: stage 1 the optimizer state, stage 2
   also gradients, stage 3 also weights; offload moves optimizer state (or weights) to
-  host memory; tensor × pipeline parallelism divides all of it;
+  host memory; tensor × pipeline parallelism divides all of it; FSDP shards weights,
+  gradients and optimizer state over dp, plus the block it gathers (``fsdp_states``); a
+  pipeline's first stage holds the activations of every micro-batch in flight (``in_flight``);
 * activations and the KV cache: ``accelctl.plan.activations`` -- transformer layers
   (encoder, decoder-only and encoder-decoder with cross-attention and the target length),
   gradient checkpointing, HPU lazy mode's first-iteration graph, generation (prefill and
@@ -83,6 +85,9 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+#: families whose LM head is the input embedding (one vocab × hidden matrix, not two)
+TIED_HEAD = ("gpt2", "bert", "bloom", "t5")
+
 #: vocabulary of the usual tokenizer of each family, for shapes that do not say
 TYPICAL_VOCAB = {"bert": 30522, "gpt2": 50257, "bloom": 250880, "t5": 32128, "llama": 32000, "vit": 0,
                  "stable_diffusion": 49408, "mistral": 32000, "mixtral": 32000, "qwen2": 152064, "gemma": 256000,
@@ -141,6 +146,10 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     split = p.tp * p.pp
     dp = target.data_parallel
     psi = sh.params / split
+    if p.strategy in ("fsdp", "tensor") and p.tp > 1:
+        # their TP plans split the blocks only: embeddings and head stay whole on every tp rank
+        whole = min(sh.vocab * sh.hidden * (1 if spec.model.family in TIED_HEAD else 2), sh.params)
+        psi = (sh.params - whole) / split + whole / p.pp
     weights = psi * wbytes
     grads = optim = 0.0
     kv = 0.0
@@ -166,7 +175,9 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
             optim = 0.0
         if p.offload_param != "none":
             weights = 0.0
-        acts = act.training(spec, target, sh, arch, wbytes)
+        if p.strategy == "fsdp":
+            weights, grads, optim = fsdp_states(weights, grads, optim, dp, sh, p)
+        acts = act.training(spec, target, sh, arch, wbytes) * in_flight(p, target.batch.accumulation)
         if act.hpu_lazy(target):
             note = "2x: HPU lazy mode's first-iteration graph"
     elif spec.model.family == "stable_diffusion":
@@ -178,6 +189,26 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     reserve = 0 if host else RESERVE_BYTES
     capacity = float(target.memory_bytes or host_memory_bytes())
     return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note)
+
+
+def fsdp_states(weights: float, grads: float, optim: float, dp: int, sh: Shape, p) -> tuple[float, float, float]:
+    """FSDP2 per device: gradients and optimizer state 1/dp; weights 1/dp plus the one block
+    gathered whole while it runs (``reshard_after_forward``), or every block gathered from its
+    forward to its backward (off: ZeRO-2's memory); ``offload = cpu`` keeps shards, gradients and
+    the optimizer state on the host (only the gathered block stays on the device)."""
+    block = weights / max(sh.layers, 1)  # one block's weights (of this rank's tp/pp part)
+    gathered = block if p.reshard_after_forward else weights
+    if p.offload != "none":
+        return gathered, 0.0, 0.0
+    return weights / dp + gathered * (dp - 1) / dp, grads / dp, optim / dp
+
+
+def in_flight(p, accumulation: int) -> int:
+    """Micro-batches whose activations a pipeline's first stage holds at once: GPipe runs
+    every forward before any backward (all ``accumulation`` of them), 1F1B at most pp."""
+    if p.pp <= 1 or p.strategy != "pipeline":  # ZeRO's pp is DeepSpeed's own engine
+        return 1
+    return accumulation if p.schedule == "gpipe" else min(p.pp, accumulation)
 
 
 def host_memory_bytes() -> int:

@@ -18,6 +18,7 @@ from accelctl.backends.base import Backend, refusal
 from accelctl.engines.base import Engine
 from accelctl.errors import Diagnostic
 from accelctl.spec import plugins
+from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 
@@ -77,20 +78,20 @@ BACKENDS: MutableMapping[str, Backend] = PluginTable(plugins.BACKENDS)
 ENGINES: MutableMapping[str, Engine] = PluginTable(plugins.ENGINES)
 
 
-#: parallel strategies the language accepts and no backend builds yet (issue 24, "Modern
-#: parallelism and FP8 for any transformer", builds them): refused at the parallel line
-NOT_BUILT = {"fsdp": "FSDP", "tensor": "tensor parallelism", "pipeline": "pipeline parallelism"}
+#: parallel strategies built for some device families only (issue 24, "Modern parallelism and
+#: FP8 for any transformer"): elsewhere refused at the parallel line.  The one table of them.
+BUILT_ON = {"fsdp": ("cpu", "cuda"), "tensor": ("cpu", "cuda"), "pipeline": ("cpu", "cuda")}
+STRATEGY_NAMES = {"fsdp": "FSDP", "tensor": "tensor parallelism", "pipeline": "pipeline parallelism"}
 
 
 def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[Diagnostic]]:
     """The backend for a target, or None with the refusals (E520, each at the setting in the way)."""
-    strategy = target.parallel.strategy
-    if strategy in NOT_BUILT:
-        return None, [refusal(spec, target, f"parallel = {strategy}: no backend of this version of accelctl builds "
-                              f"{NOT_BUILT[strategy]} yet (issue 24, \"Modern parallelism and FP8 for any "
-                              "transformer\", builds FSDP, tensor and pipeline parallel); use zero(stage = 3) to "
-                              "shard a model, or deepspeed_inference(tp = N) to split one for generation",
-                              "parallel")]
+    strategy, adapter = target.parallel.strategy, DEVICES[target.device].adapter
+    if strategy in BUILT_ON and adapter not in BUILT_ON[strategy]:
+        return None, [refusal(spec, target, f"parallel = {strategy}: this version of accelctl builds "
+                              f"{STRATEGY_NAMES[strategy]} for {' and '.join(BUILT_ON[strategy])} devices (torchrun), "
+                              f"not for {target.device} ({adapter}) yet (issue 24); use zero(stage = 3) to shard a "
+                              "model, or deepspeed_inference(tp = N) to split one for generation", "parallel")]
     if target.backend:
         b = BACKENDS.get(target.backend)
         if b is None:

@@ -230,11 +230,11 @@ TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "none": (),
     "data": (),
-    "fsdp": (),
+    "fsdp": ("tp", "reshard_after_forward", "offload"),
     "zero": ("stage", "tp", "pp", "offload_optimizer", "offload_param"),
     "deepspeed_inference": ("tp", "kernel_inject"),
     "tensor": ("tp",),
-    "pipeline": ("pp",),
+    "pipeline": ("pp", "schedule"),
 }
 PARALLEL_ALIASES = {"ddp": "data"}
 #: strategies that shard training state (not for generate/infer tasks), and those for inference only
@@ -248,6 +248,9 @@ PARALLEL_ARGS: dict[str, V.VType] = {
     "offload_optimizer": OFFLOAD,
     "offload_param": OFFLOAD,
     "kernel_inject": V.boolean(),
+    "reshard_after_forward": V.boolean(),
+    "offload": V.choice("none", "cpu"),
+    "schedule": V.choice("gpipe", "one_f_one_b"),
 }
 
 WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "optimize",

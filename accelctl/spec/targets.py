@@ -12,6 +12,7 @@ from typing import Any
 from accelctl.dsl import ast
 from accelctl.errors import Span, did_you_mean
 from accelctl.hostinfo import CPU_16BIT_HINT
+from accelctl.spec import parallel_rules
 from accelctl.spec import schema as S
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.check import (
@@ -241,6 +242,11 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
                       f"{t.batch.micro} × {t.batch.accumulation} × {t.data_parallel} = {want}",
                       _where(items, ("batch", "micro_batch"), origins.get("batch.global", span)),
                       f"set global = {want}, or change micro/accumulation for target {t.name}")
+    if model is not None and model.family:
+        # the shape this target runs: the stand-in on the host, the real model elsewhere
+        shape = model.stand_in if dev.host or not model.real_shape else model.real_shape
+        for message, hint in parallel_rules.problems(p, model.family, shape, t.batch.accumulation):
+            ctx.error(parallel_rules.CODE, f"target {t.name}: {message}", at, hint)
     if task is not None:
         if task.training and p.strategy in S.INFERENCE_STRATEGIES:
             ctx.error("E411", f"{p.strategy} is for generate/infer tasks", at, "use zero(stage = ...)")

@@ -212,6 +212,13 @@ class ParallelSpec:
     offload_param: str = "none"
     #: DeepSpeed-inference kernel injection
     kernel_inject: bool = False
+    #: FSDP: free each block's gathered parameters after its forward (ZeRO-3 memory) or keep
+    #: them until backward (ZeRO-2 memory, one all-gather fewer)
+    reshard_after_forward: bool = True
+    #: FSDP: parameter shards, gradients and optimizer step on the host (none, cpu)
+    offload: str = "none"
+    #: pipeline schedule: gpipe, one_f_one_b (1F1B)
+    schedule: str = "gpipe"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.contract.events import PhaseChanged, RunStarted, StepMetrics
+from accelctl.contract.mesh import Mesh
 from accelctl.worker.emit import EventWriter
 
 
@@ -44,12 +45,21 @@ class RunContext:
 
     @property
     def data_parallel(self) -> int:
-        """Ranks holding different samples: the world divided by the tensor-parallel group.
+        """Ranks holding different samples: the world divided by the tensor- and
+        pipeline-parallel groups.
 
         Step events count samples over the whole job (so throughput is the job's, whatever
-        the rank reporting it); tensor-parallel ranks share one batch.
+        the rank reporting it); tensor-parallel ranks and the stages of one pipeline share
+        one batch.
         """
-        return max(1, self.world // max(1, self.job.parallel.tp))
+        return max(1, self.world // max(1, self.job.parallel.tp * self.job.parallel.pp))
+
+    @property
+    def data_rank(self) -> int:
+        """Which data shard this rank reads: its dp index on the mesh (``contract.mesh``)."""
+        if self.world % (self.job.parallel.tp * self.job.parallel.pp):
+            return self.rank
+        return Mesh.of(self.world, self.job.parallel.tp, self.job.parallel.pp).coords(self.rank)["dp"]
 
     def log(self, level: str, message: str) -> None:
         self.writer.log(level, message)

@@ -86,8 +86,11 @@ class CpuAdapter:
         Xeon with AVX-512, CPU time): the optimizer 16.4 -> 5.8 ms of a ~168 ms step, MFU
         0.441 -> 0.459 (GPT-2 of that size: 13.5 -> 4.3 ms, 0.383 -> 0.433); the loss curve
         equal to float rounding (|diff| <= 5e-7 over 8 steps), not bitwise.
-        None elsewhere: torch's own choice (foreach on CUDA; XLA and HPU have no fused kernel)."""
-        return True if params and all(p.device.type == "cpu" for p in params) else None
+        None elsewhere: torch's own choice (foreach on CUDA; XLA and HPU have no fused kernel),
+        and where DTensors (tensor parallel's split weights) and plain tensors mix: the fused
+        kernel takes one kind per call."""
+        kinds = {hasattr(p, "placements") for p in params}
+        return True if params and len(kinds) == 1 and all(p.device.type == "cpu" for p in params) else None
 
     def clip_grad_norm(self, params, max_norm: float) -> None:
         torch.nn.utils.clip_grad_norm_(params, max_norm)

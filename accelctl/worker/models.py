@@ -245,9 +245,13 @@ def _hf_config(family: str, s: dict[str, Any]):
     cls = getattr(transformers, HF_CLASSES[family][1])
     if family == "bloom":
         return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], n_layer=s["layers"], n_head=s["heads"], **ids)
+    # "dropout" (architecture only, tests: a loss curve compared across layouts needs none)
+    # overrides the classes' default 0.1
     if family == "gpt2":
+        drop = s.get("dropout", 0.1)
         return cls(vocab_size=s["vocab"], n_positions=s["max_positions"], n_embd=s["hidden"], n_layer=s["layers"],
-                   n_head=s["heads"], n_inner=s.get("ffn"), **ids)
+                   n_head=s["heads"], n_inner=s.get("ffn"), resid_pdrop=drop, embd_pdrop=drop, attn_pdrop=drop,
+                   **ids)
     if family in ("llama", "mistral", "qwen2", "gemma", "mixtral"):
         return cls(**_llama_like(family, s), **ids)
     if family == "gpt_neox":
@@ -262,9 +266,11 @@ def _hf_config(family: str, s: dict[str, Any]):
                    parallel_attn=bool(s.get("parallel_attn", True)), bias=bool(s.get("bias", False)),
                    max_position_embeddings=s["max_positions"], tie_word_embeddings=bool(s.get("tied", True)), **ids)
     if family == "bert":
+        drop = s.get("dropout", 0.1)
         return cls(vocab_size=s["vocab"], hidden_size=s["hidden"], num_hidden_layers=s["layers"],
                    num_attention_heads=s["heads"], intermediate_size=s["ffn"],
-                   max_position_embeddings=s["max_positions"], pad_token_id=tok.pad_token_id)
+                   max_position_embeddings=s["max_positions"], pad_token_id=tok.pad_token_id,
+                   hidden_dropout_prob=drop, attention_probs_dropout_prob=drop)
     if family == "t5":
         return cls(vocab_size=s["vocab"], d_model=s["hidden"], d_kv=s["kv"], d_ff=s["ffn"], num_layers=s["layers"],
                    num_heads=s["heads"], decoder_start_token_id=tok.pad_token_id, **ids)

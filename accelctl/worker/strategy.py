@@ -9,6 +9,8 @@ instead of asking which backend planned the job.
   clipping and fp16 loss scaling; the loop calls its ``train_step``.
 * ``deepspeed_inference`` -- ``deepspeed.init_inference`` shards the model (AutoTP or
   kernel injection) before generation.
+* ``sharded`` -- FSDP2, tensor and pipeline parallel on one DeviceMesh
+  (``accelctl.worker.sharded``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ class Plain:
     def prepare_inference(self, model, ctx):
         return model
 
+    def reduce_gradients(self, model, ctx) -> None:
+        """After the step's backward passes: gradients the wrapper did not reduce (none here)."""
+
+    def clip_grad_norm(self, model, max_norm: float, adapter) -> None:
+        adapter.clip_grad_norm(model.parameters(), max_norm)
+
 
 class DeepSpeed(Plain):
     name = "deepspeed"
@@ -62,6 +70,10 @@ STRATEGIES = {s.name: s for s in (Plain, DeepSpeed, DeepSpeedInference)}
 
 
 def strategy_for(name: str) -> Plain:
+    if name == "sharded":  # FSDP2 / tensor / pipeline parallel (imports the mesh code only then)
+        from accelctl.worker.sharded import Sharded
+
+        return Sharded()
     if name not in STRATEGIES:
         raise ValueError(f"unknown execution strategy {name!r}; known: {', '.join(STRATEGIES)}")
     return STRATEGIES[name]()

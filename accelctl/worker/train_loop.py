@@ -43,7 +43,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     model = optimize.apply(model, job, ctx.log)  # channels-last, torch.compile (in place, before DDP)
     model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
     optimizer = adapter.make_optimizer(job.optimizer, model.parameters())
-    read = data.training_batches(job, built, ctx.rank, world, ctx.log)
+    read = data.training_batches(job, built, ctx.data_rank, ctx.data_parallel, ctx.log)
     batches = CountedBatches(adapter.wrap_batches(read, job))  # counted: the data position of a checkpoint
     ctx.setup_s["build_s"] = time.perf_counter() - t0
     # DeepSpeed: its engine owns data parallelism, ZeRO, accumulation, clipping
@@ -92,6 +92,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
                 (scaler.scale(scaled) if scaler else scaled).backward()
             adapter.mark_step()
             loss_sum += loss.detach().float()
+        ctx.strategy.reduce_gradients(model, ctx)  # replicas the wrapper does not reduce (TP over dp)
         loss_mean = loss_sum / accum
         if world > 1:
             # hidden cost: one scalar all-reduce per step, so every rank logs the global
@@ -105,7 +106,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         if job.optimizer.grad_clip > 0:
             if scaler:
                 scaler.unscale_(optimizer)
-            adapter.clip_grad_norm(model.parameters(), job.optimizer.grad_clip)
+            ctx.strategy.clip_grad_norm(model, job.optimizer.grad_clip, adapter)
         if scaler:
             scaler.step(optimizer)
             scaler.update()
@@ -133,7 +134,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
     # 5. warm-up (excluded), then repeat x steps measured ----------------------------------
     schedule = [("warmup", 0, job.measure.warmup)]
     schedule += [("measure", r, job.measure.steps) for r in range(job.measure.repeat)]
-    samples = job.batch.micro * accum * world  # global samples per optimizer step
+    samples = job.batch.micro * accum * ctx.data_parallel  # global samples per optimizer step
     step, losses = 0, list(saved["losses"]) if saved else []
     compiles = CompileWatch(ctx)
     adapter.reset_peak_memory()
@@ -148,7 +149,9 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             step += 1
             if step <= resumed_at:
                 continue
-            counting = flops is None
+            # FlopCounterMode's module hooks break a pipeline stage's autograd.grad (its backward
+            # shape inference): such an engine says so and its run reports no MFU
+            counting = flops is None and getattr(ds, "counts_flops", True)
             with flops_counter() if counting else contextlib.nullcontext() as counter:
                 adapter.sync()
                 t_start = time.perf_counter()

@@ -122,6 +122,12 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     "E411": [("inference-parallel-for-training", wl("target g { device = a100  ‸parallel = deepspeed_inference(tp = 1) }"),
               ()),
              ("zero-for-generation", wl("target g { device = a100  ‸parallel = zero(stage = 1) }", base=GEN), ())],
+    "E416": [("tp-not-dividing-heads", wl("target g { device = cpu  devices = 8  ‸parallel = tensor(tp = 8) }"), ()),
+             ("pp-over-layers", wl("target g { device = cpu  devices = 4  ‸parallel = pipeline(pp = 4) }"), ()),
+             ("family-without-tp-plan", 'workload w {\n  task pretrain { }\n  model t5()\n'
+              '  target g { device = cpu  devices = 2  ‸parallel = fsdp(tp = 2) }\n}\n', ()),
+             ("one-f-one-b-needs-micro-batches",
+              wl("target g { device = cpu  devices = 2  ‸parallel = pipeline(pp = 2, schedule = one_f_one_b) }"), ())],
     "E412": [("dataset-path-missing", wl('dataset files(‸"no/such/dir")'), ())],
     "E425": [("hub-model-without-shape-on-accelerator",
               'workload w {\n  task pretrain { }\n  model ‸hf("someone/unknown-7b") { family = llama }\n'

@@ -1,0 +1,46 @@
+"""The model-shaped rules of a parallel layout (E416): what tensor and pipeline parallel
+need of the model the target runs -- the stand-in on the host, the real shape elsewhere.
+
+Tensor parallel splits attention by heads (each rank a whole number of query heads and of
+key/value heads) and needs the family's parallelize plan (``parallel_plans.PLANS``);
+pipeline parallel needs a block per stage at least, the family's stage split, and for 1F1B
+a micro-batch per stage in flight (``accumulation ≥ pp``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelctl.spec.parallel_plans import PIPELINE_FAMILIES, PLANS
+
+CODE = "E416"
+#: the strategies these rules are for (the worker's DeviceMesh strategies)
+MESH_STRATEGIES = ("fsdp", "tensor", "pipeline")
+
+
+def problems(parallel, family: str, shape: dict[str, Any], accumulation: int) -> list[tuple[str, str]]:
+    """(message, hint) of each rule ``parallel`` breaks for a ``family`` model of ``shape``."""
+    if parallel.strategy not in MESH_STRATEGIES:  # ZeRO / DeepSpeed-inference split their own way
+        return []
+    tp, pp, out = parallel.tp, parallel.pp, []
+    if tp > 1:
+        if family not in PLANS:
+            out.append((f"{family} has no tensor-parallel plan", f"tensor parallel plans: {', '.join(PLANS)}"))
+        else:
+            for key in PLANS[family].head_keys:
+                heads = shape.get(key)  # kv_heads absent: as many key/value heads as heads (checked once)
+                if heads and heads % tp:
+                    what = "key/value heads" if key == "kv_heads" else "heads"
+                    out.append((f"tp = {tp} does not divide the model's {heads} {what}",
+                                f"use a tp that divides {heads}"))
+    if pp > 1:
+        layers = shape.get("layers", 0)
+        if family not in PIPELINE_FAMILIES:
+            out.append((f"{family} has no pipeline stage split", f"pipeline stages: {', '.join(PIPELINE_FAMILIES)}"))
+        elif layers and pp > layers:
+            out.append((f"pp = {pp} is more stages than the model's {layers} layers",
+                        f"use pp ≤ {layers}"))
+        if parallel.schedule == "one_f_one_b" and accumulation < pp:
+            out.append((f"one_f_one_b keeps pp = {pp} micro-batches in flight; accumulation is {accumulation}",
+                        f"set batch accumulation ≥ {pp}, or schedule = gpipe"))
+    return out

@@ -1,0 +1,34 @@
+"""FSDP2: ``fully_shard`` on each transformer block, then on the root (embeddings, final
+norm, head), over the data-parallel mesh dimension (torchtitan's order).  Each rank keeps
+1/dp of every parameter, gradient and optimizer state; a block's parameters are
+all-gathered just before it runs and freed after its forward (``reshard_after_forward``,
+the default: ZeRO-3's memory) or kept until backward (off: ZeRO-2's, no second
+all-gather); gradients are reduce-scattered in backward.  ``offload = cpu`` keeps the
+shards, gradients and optimizer step on the host (``CPUOffloadPolicy``).  Mixed precision:
+with a 16-bit precision the all-gathered parameters are in that width and gradients are
+reduced in fp32 (``MixedPrecisionPolicy(param_dtype, reduce_dtype=float32)``); fp32 runs
+as is.  With tensor parallel the blocks are split over tp first, then sharded over dp.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from accelctl.spec.parallel_plans import PLANS
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def apply(model, family: str, dp_mesh, parallel, precision: str):
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+
+    width = DTYPES.get(precision)
+    mp = MixedPrecisionPolicy(param_dtype=width, reduce_dtype=torch.float32 if width else None)
+    offload = CPUOffloadPolicy() if parallel.offload != "none" else OffloadPolicy()
+    opts = dict(mesh=dp_mesh, mp_policy=mp, offload_policy=offload)
+    if family in PLANS:
+        for block in model.get_submodule(PLANS[family].blocks):
+            fully_shard(block, reshard_after_forward=parallel.reshard_after_forward, **opts)
+    # the root is gathered for the whole step (embeddings and head run first and last)
+    fully_shard(model, reshard_after_forward=False, **opts)
+    return model
