@@ -54,7 +54,9 @@ MODEL = {"pretrain": "bert(layers = 1, hidden = 32, heads = 2)", "finetune": "be
          "generate": "gpt2(layers = 1, hidden = 32, heads = 2)", "infer": "bert(layers = 1, hidden = 32, heads = 2)"}
 #: the parallel strategies' arguments to walk
 PARALLEL_ARGS = {"stage": ["0", "1", "2", "3"], "tp": ["2"], "pp": ["2"], "offload_optimizer": ["none", "cpu", "nvme"],
-                 "offload_param": ["none", "cpu", "nvme"], "kernel_inject": ["on", "off"]}
+                 "offload_param": ["none", "cpu", "nvme"], "kernel_inject": ["on", "off"],
+                 "reshard_after_forward": ["on", "off"], "offload": ["none", "cpu"],
+                 "schedule": ["gpipe", "one_f_one_b"]}
 
 
 def values_of(key: str, vtype, samples: dict[str, list[str]] = SAMPLES) -> list[str]:
