@@ -7,6 +7,7 @@ timeout only catches a hang."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -19,8 +20,36 @@ from accelctl.errors import PlanError
 from accelctl.spec.catalog import DEVICES
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = [(path.name, spec.name, t.name) for path in sorted((ROOT / "workloads").glob("*.wl"))
-         for spec in api.load(path) for t in spec.targets if not DEVICES[t.device].host]
+ALL_CASES = [(path.name, spec.name, t.name) for path in sorted((ROOT / "workloads").glob("*.wl"))
+             for spec in api.load(path) for t in spec.targets if not DEVICES[t.device].host]
+
+
+def _kind(case) -> tuple[str, str, str]:
+    """What a rehearsal of ``case`` exercises: the target's backend (or the code refusing it),
+    its device family and the task kind."""
+    file, workload, target = case
+    spec = next(s for s in api.load(ROOT / "workloads" / file) if s.name == workload)
+    t = next(t for t in spec.targets if t.name == target)
+    try:
+        backend = api.plan(spec, target).backend
+    except PlanError as refused:
+        backend = "refused " + refused.diagnostics[0].code
+    return backend, DEVICES[t.device].adapter, spec.task.kind
+
+
+def _one_of_each(cases):
+    seen, out = set(), []
+    for case in cases:
+        kind = _kind(case)
+        if kind not in seen:
+            seen.add(kind)
+            out.append(case)
+    return out
+
+
+#: the whole set (~70 rehearsals, ~40 min here) with ACCELCTL_TEST_EXHAUSTIVE=1; else one target of
+#: each (backend or refusal, device family, task kind): every path a rehearsal takes, in CI's time
+CASES = ALL_CASES if os.environ.get("ACCELCTL_TEST_EXHAUSTIVE") == "1" else _one_of_each(ALL_CASES)
 
 pytestmark = pytest.mark.slow
 

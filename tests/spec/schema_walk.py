@@ -81,7 +81,7 @@ class Case(namedtuple("Case", "where key value task device text")):
 
     @property
     def id(self) -> str:
-        return f"{self.where}.{self.key}={self.value}@{self.device or 'its device'}"
+        return f"{self.where}.{self.key}={self.value}@{self.device or 'its device'}/{self.task}"
 
 
 def _workload(name: str, task: str, device: str, task_body: str = "", model_body: str = "", blocks: str = "",
@@ -156,7 +156,8 @@ def cases() -> list[Case]:
                     continue
                 add("target", key, v, device=device, target_body=f"{key} = {v}")
     for strategy, args in S.PARALLEL_STRATEGIES.items():
-        for device, task in (("cpu", "pretrain"), ("a100", "pretrain"), ("a100", "generate"), ("gaudi2", "generate")):
+        for device, task in (("cpu", "pretrain"), ("a100", "pretrain"), ("a100", "generate"), ("gaudi2", "pretrain"),
+                             ("gaudi2", "generate")):
             add("parallel", "strategy", strategy, task, device, target_body=f"devices = 2  parallel = {strategy}")
             for arg in args:
                 for v in PARALLEL_ARGS[arg]:

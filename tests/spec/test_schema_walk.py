@@ -39,12 +39,16 @@ def test_every_key_and_value_has_a_verdict_before_launch_and_every_refusal_is_po
     assert runs and refused
     # what issue 23 names: refused at their line, before anything is launched
     by_id = {c.id: v for c, v in walked}
-    for gone in ("parallel.strategy=fsdp@a100", "parallel.strategy=tensor@a100", "parallel.strategy=pipeline@a100",
-                 "target.engine=deepspeed@cpu", "precision.dtype=fp8@gaudi2", "optimizer.name=lamb@cpu"):
-        if gone.startswith("optimizer"):
-            assert not by_id[gone].refused  # lamb runs (timm's Lamb)
-        else:
-            assert by_id[gone].refused, gone
+    assert len(by_id) == len(walked), "two cases of the walk share an id"
+    for gone in ("parallel.strategy=fsdp@gaudi2/pretrain", "parallel.strategy=tensor@gaudi2/pretrain",
+                 "parallel.strategy=pipeline@gaudi2/pretrain", "target.engine=deepspeed@cpu/pretrain",
+                 "precision.dtype=fp8@gaudi2/pretrain"):
+        assert by_id[gone].refused, gone
+    # lamb runs (timm's Lamb); FSDP, tensor and pipeline parallel train through torchrun (issue 24)
+    for runs_ in ("optimizer.name=lamb@cpu/pretrain", "parallel.strategy=fsdp@a100/pretrain",
+                  "parallel.strategy=tensor@a100/pretrain", "parallel.strategy=pipeline@a100/pretrain",
+                  "parallel.strategy=fsdp@cpu/pretrain"):
+        assert not by_id[runs_].refused, (runs_, by_id[runs_].refused)
 
 
 def _one_file(cases_: list[Case], path: Path) -> Path:
@@ -57,6 +61,10 @@ def _one_file(cases_: list[Case], path: Path) -> Path:
 def test_every_workload_the_walk_plans_runs_without_failing(tmp_path, rehearse):
     walked = _walk(tmp_path)
     chosen = [c for c, v in walked if not v.refused and v.rehearse == rehearse]
+    if rehearse and os.environ.get("ACCELCTL_TEST_EXHAUSTIVE") != "1":
+        # every third rehearsal in CI (~20 of ~60, each a DeepSpeed, Gaudi, XLA or TE plan moved
+        # onto this CPU); ACCELCTL_TEST_EXHAUSTIVE=1 rehearses them all (~17 min here)
+        chosen = chosen[::3]
     wl = _one_file(chosen, tmp_path / "walk.wl")
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "accelctl.cli", "run", str(wl), "--headless", "--runs-dir", str(runs)]
