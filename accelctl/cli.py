@@ -754,6 +754,12 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(message, self.format_usage(), self.prog)
 
+    def _print_message(self, message: str, file=None) -> None:
+        """As argparse's, but a closed stdout (``accelctl --help | head -1``) is not swallowed:
+        ``main`` ends it with exit 141 as every verb (argparse would exit 0)."""
+        if message:
+            (file or sys.stderr).write(message)
+
 
 #: set by a command after which the program may end with ``os._exit`` (``main``): ``run`` on the
 #: console (not the live TUI), once every run has ended and its summary is written
@@ -766,7 +772,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     process with ``os._exit`` once its output is flushed: the interpreter's shutdown after the
     last summary took 1.0-1.3 s here (load ~10; 0.015 s with ``os._exit``, issue 12), and every
     file of the run is closed by then."""
-    code = _command(list(sys.argv[1:] if argv is None else argv))
+    from accelctl.cli_pipes import closed_pipe_is_141
+
+    code = closed_pipe_is_141(lambda: _command(list(sys.argv[1:] if argv is None else argv)))
     if argv is None and _fast_exit:
         try:
             sys.stdout.flush()
@@ -925,12 +933,11 @@ def _write_reply(reply: Reply, code: int) -> int:
 
 
 def _silence_stdout() -> None:
-    """The reader went away (``accelctl plan ... | head``): stop quietly, as cat does; point
-    stdout at /dev/null so the interpreter's final flush cannot raise again."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, io.UnsupportedOperation):  # a captured stdout has no descriptor
-        pass
+    """The reader went away (``accelctl plan ... | head``): stop quietly, as cat does
+    (``accelctl.cli_pipes``)."""
+    from accelctl.cli_pipes import reader_gone
+
+    reader_gone()
 
 
 if __name__ == "__main__":

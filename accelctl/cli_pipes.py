@@ -1,0 +1,46 @@
+"""A reader of stdout that goes away (``accelctl runs | head -1``): every verb ends quietly
+with exit 141 (128 + SIGPIPE, ``exitcodes.BROKEN_PIPE``), as cat does, never a traceback.
+
+The Python docs' recipe (library/signal.html, "Note on SIGPIPE"): on ``BrokenPipeError``
+point stdout at /dev/null, so that the interpreter's last flush cannot raise again, and
+exit.  ``main`` runs every command (``__complete`` included) through ``closed_pipe_is_141``.
+rich's Console meets a closed pipe with ``SystemExit(1)`` raised while it handles the
+``BrokenPipeError``; that exit is the same closed pipe and ends 141 too.
+
+Imports nothing of accelctl but ``exitcodes``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from typing import Callable
+
+from accelctl import exitcodes
+
+
+def reader_gone() -> int:
+    """Stdout's reader went away: point stdout at /dev/null; ``BROKEN_PIPE``."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, io.UnsupportedOperation, AttributeError):  # a captured stdout has no descriptor
+        pass
+    return exitcodes.BROKEN_PIPE
+
+
+def closed_pipe_is_141(command: Callable[[], int]) -> int:
+    """``command()``'s exit status, its buffered output flushed; ``BROKEN_PIPE`` when the
+    reader of stdout went away before or during the flush."""
+    try:
+        code = command()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return reader_gone()
+    except SystemExit as exc:  # rich: on_broken_pipe raises SystemExit(1) inside ``except BrokenPipeError``
+        if isinstance(exc.__context__, BrokenPipeError):
+            return reader_gone()
+        raise
