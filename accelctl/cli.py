@@ -34,8 +34,10 @@ from accelctl.reply import Reply, UsageError, wants_json
 
 
 def _color(text: str, code: str, stream=None) -> str:
+    """``text`` in colour ``code`` on a terminal, unless $NO_COLOR is set and not empty
+    (https://no-color.org, as rich and Textual read it); plain in a pipe."""
     stream = stream or sys.stderr
-    return f"\033[{code}m{text}\033[0m" if stream.isatty() else text
+    return f"\033[{code}m{text}\033[0m" if stream.isatty() and not os.environ.get("NO_COLOR") else text
 
 
 #: ``--wide`` (validate, plan): every line whole, as in a pipe; set by ``main``
