@@ -524,23 +524,27 @@ def _preflight(spec, p, runs_dir, timeout_s: float, only=None, reply: Reply | No
 
 def cmd_runs(args) -> int:
     from accelctl.api import list_runs
+    from accelctl.cli_runs import empty_message, filtered, missing_store
     from accelctl.run.store import RunStoreError
 
+    if missing := missing_store(args.runs_dir):
+        raise AccelctlError(missing, exit_code=exitcodes.USAGE)
     try:
-        runs = list_runs(args.runs_dir)
+        stored = list_runs(args.runs_dir)
     except RunStoreError as exc:
         raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+    runs = filtered(stored, args)
     if reply := _reply(args):
         reply.result = {"runs": [r.__dict__ if hasattr(r, "__dict__") else r for r in runs]}
         return exitcodes.OK
     if not runs:
-        print("no runs yet (accelctl run FILE stores them under ./runs)")
+        print(empty_message(args.runs_dir, len(stored)))
         return 0
     from accelctl.report.fit import output_width
     from accelctl.report.render import print_runs
 
     # fitted to the terminal or $COLUMNS (80 where stdout is not a terminal, as rich did)
-    print_runs(runs, None if args.wide else output_width(sys.stdout, 80), [r.id for r in runs])
+    print_runs(runs, None if args.wide else output_width(sys.stdout, 80), [r.id for r in stored])
     return 0
 
 
@@ -696,7 +700,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("runs", help="list stored runs")
-    ls.add_argument("--runs-dir", default=None)
+    ls.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    from accelctl.cli_runs import add_filters
+
+    add_filters(ls)
     ls.add_argument("--json", action="store_true", help=JSON_HELP)
     ls.add_argument("--wide", action="store_true", help="every column and full run ids, however wide "
                     "(default: fitted to the terminal or $COLUMNS, short ids)")
@@ -774,9 +781,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     process with ``os._exit`` once its output is flushed: the interpreter's shutdown after the
     last summary took 1.0-1.3 s here (load ~10; 0.015 s with ``os._exit``, issue 12), and every
     file of the run is closed by then."""
-    from accelctl.cli_pipes import closed_pipe_is_141
+    try:  # a reader of stdout gone (``accelctl runs | head -1``): exit 141, for every verb
+        code = _command(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except (BrokenPipeError, SystemExit) as exc:
+        from accelctl.cli_pipes import closed_pipe_code
 
-    code = closed_pipe_is_141(lambda: _command(list(sys.argv[1:] if argv is None else argv)))
+        code = closed_pipe_code(exc)
     if argv is None and _fast_exit:
         try:
             sys.stdout.flush()

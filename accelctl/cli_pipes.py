@@ -3,7 +3,8 @@ with exit 141 (128 + SIGPIPE, ``exitcodes.BROKEN_PIPE``), as cat does, never a t
 
 The Python docs' recipe (library/signal.html, "Note on SIGPIPE"): on ``BrokenPipeError``
 point stdout at /dev/null, so that the interpreter's last flush cannot raise again, and
-exit.  ``main`` runs every command (``__complete`` included) through ``closed_pipe_is_141``.
+exit.  ``main`` hands every command's (``__complete`` included) ``BrokenPipeError`` and
+``SystemExit`` to ``closed_pipe_code``; the normal path imports nothing of this module.
 rich's Console meets a closed pipe with ``SystemExit(1)`` raised while it handles the
 ``BrokenPipeError``; that exit is the same closed pipe and ends 141 too.
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-from typing import Callable
 
 from accelctl import exitcodes
 
@@ -31,16 +31,10 @@ def reader_gone() -> int:
     return exitcodes.BROKEN_PIPE
 
 
-def closed_pipe_is_141(command: Callable[[], int]) -> int:
-    """``command()``'s exit status, its buffered output flushed; ``BROKEN_PIPE`` when the
-    reader of stdout went away before or during the flush."""
-    try:
-        code = command()
-        sys.stdout.flush()
-        return code
-    except BrokenPipeError:
-        return reader_gone()
-    except SystemExit as exc:  # rich: on_broken_pipe raises SystemExit(1) inside ``except BrokenPipeError``
-        if isinstance(exc.__context__, BrokenPipeError):
-            return reader_gone()
-        raise
+def closed_pipe_code(exc: BaseException) -> int:
+    """The exit status of a command that ended with ``exc`` (a ``BrokenPipeError`` or a
+    ``SystemExit``): ``BROKEN_PIPE`` for a closed stdout, else ``exc`` raised again."""
+    if isinstance(exc, BrokenPipeError) or (isinstance(exc, SystemExit)
+                                            and isinstance(exc.__context__, BrokenPipeError)):
+        return reader_gone()  # rich: on_broken_pipe raises SystemExit(1) inside ``except BrokenPipeError``
+    raise exc
