@@ -740,6 +740,9 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("shell", choices=("bash", "zsh", "fish"))
     co.add_argument("--json", action="store_true", help=JSON_HELP)
     co.set_defaults(fn=cmd_completion)
+    from accelctl.cli_help import explain
+
+    explain(ap)  # help for every option, examples for every verb
     return ap
 
 
@@ -806,6 +809,13 @@ def _command(argv: list[str]) -> int:
         from accelctl.completion import complete
 
         return complete(argv[1:])
+    if not argv:  # bare ``accelctl``: the TUI on a terminal, the help otherwise (exit 0)
+        from accelctl.cli_help import bare_opens_tui
+
+        if not bare_opens_tui():
+            build_parser().print_help()
+            return exitcodes.OK
+        argv = ["tui"]
     reply = Reply(None) if wants_json(argv) else None
     try:
         args = _parse(argv, reply)

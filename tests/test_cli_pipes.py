@@ -31,6 +31,7 @@ VERBS = {
     "completion": ["completion", "bash"],
     "--help": ["--help"],
     "report --help": ["report", "--help"],
+    "bare": [],
 }
 
 
