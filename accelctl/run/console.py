@@ -29,6 +29,7 @@ from accelctl.contract.events import (
     StepMetrics,
 )
 from accelctl.contract.job import WorkerJob
+from accelctl.run.eta import eta
 
 VERSION_KEYS = ("python", "torch", "transformers", "timm", "diffusers", "accelerate", "deepspeed", "datasets")
 
@@ -81,6 +82,7 @@ class ConsoleSink:
         self.rehearsal = rehearsal
         self.every = every or (max(1, self.total // 10) if self.total else 10)
         self.seen = 0
+        self._step_times: list[float] = []  # rank 0's, for the ETA of headless progress lines
         self._progress: Progress | None = None
         self._task: Any = None
         self._started = False
@@ -165,6 +167,7 @@ class ConsoleSink:
         if ev.rank != 0:
             return
         self.seen += 1
+        self._step_times.append(ev.step_time_s)
         if self._progress is not None:
             self._progress.advance(self._task)
         if self.seen % self.every and self.seen != self.total:
@@ -178,6 +181,8 @@ class ConsoleSink:
             parts.append(f"{_num(ev.tokens_per_s)} tokens/s")
         elif ev.samples_per_s is not None:
             parts.append(f"{_num(ev.samples_per_s)} samples/s")
+        if self.total and (left := eta(self._step_times, self.total - self.seen)):
+            parts.append(left)  # steps left x median step time
         self._print("  ".join(parts))
 
     def _on_LogMessage(self, ev: LogMessage) -> None:
