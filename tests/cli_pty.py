@@ -21,14 +21,16 @@ COLOUR_SGR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:
 
 
 def in_pty(argv: list[str], *, columns: int = 80, rows: int = 24, env: dict | None = None, cwd: Path = ROOT,
-           keys: bytes = b"", after: bytes = b"", timeout: float = 120.0) -> tuple[int, bytes]:
-    """Run ``accelctl ARGV`` with stdin, stdout and stderr on a ``columns`` x ``rows``
-    pseudo-terminal; once ``after`` has shown, type ``keys``.  (exit status, raw output)."""
+           keys: bytes = b"", after: bytes = b"", timeout: float = 120.0, stdin_tty: bool = True) -> tuple[int, bytes]:
+    """Run ``accelctl ARGV`` with stdin (unless not ``stdin_tty``: /dev/null), stdout and
+    stderr on a ``columns`` x ``rows`` pseudo-terminal; once ``after`` has shown, type
+    ``keys``.  (exit status, raw output)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
-    base.update(PYTHONPATH=str(ROOT), TERM="xterm-256color", **(env or {}))
-    proc = subprocess.Popen([sys.executable, "-m", "accelctl.cli", *argv], cwd=cwd, env=base, stdin=slave,
+    base.update({"PYTHONPATH": str(ROOT), "TERM": "xterm-256color", **(env or {})})
+    proc = subprocess.Popen([sys.executable, "-m", "accelctl.cli", *argv], cwd=cwd, env=base,
+                            stdin=slave if stdin_tty else subprocess.DEVNULL,
                             stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
     out, typed, deadline = b"", not keys, time.monotonic() + timeout
