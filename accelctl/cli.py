@@ -292,6 +292,8 @@ def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
             handle.stop()
             result = handle.wait()
         _record_run(args, p, result, series)
+        if sink.reader_gone:  # ``accelctl run | head``: the run ended as it would; stdout's reader did not wait
+            return exitcodes.BROKEN_PIPE
         if result.status != "ok":
             if repeats > 1:
                 print(f"accelctl: repeat {index} of series {series} {result.status}: the series stops there",
@@ -451,9 +453,12 @@ def _run_shared(items, source: str, args) -> int:
             if k == 0:
                 print(f"accelctl: one worker process runs workloads {', '.join(s.name for s, _, _, _ in items)} in "
                       "order (the same stack: command, environment, backend)", flush=True)
-            handle = runs.start([ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)])
+            sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
+            handle = runs.start([sink])
             result = handle.wait()  # Ctrl-C / SIGTERM while it waits: the run is stopped, then returned
             _record_run(args, p, result)
+            if sink.reader_gone:  # ``accelctl run | head``: the others run on; the exit says the pipe closed
+                code = exitcodes.BROKEN_PIPE
             if result.status == "stopped":
                 code = exitcodes.STOPPED
                 break

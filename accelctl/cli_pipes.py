@@ -34,7 +34,6 @@ def reader_gone() -> int:
 def closed_pipe_code(exc: BaseException) -> int:
     """The exit status of a command that ended with ``exc`` (a ``BrokenPipeError`` or a
     ``SystemExit``): ``BROKEN_PIPE`` for a closed stdout, else ``exc`` raised again."""
-    if isinstance(exc, BrokenPipeError) or (isinstance(exc, SystemExit)
-                                            and isinstance(exc.__context__, BrokenPipeError)):
-        return reader_gone()  # rich: on_broken_pipe raises SystemExit(1) inside ``except BrokenPipeError``
+    if exitcodes.closed_pipe(exc):
+        return reader_gone()
     raise exc

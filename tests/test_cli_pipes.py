@@ -72,3 +72,21 @@ def test_head_1_in_a_shell(verb):
     assert "Traceback" not in proc.stderr, proc.stderr
     # head may leave after the whole (short) output was written: then 0; never anything else
     assert proc.stderr.strip().splitlines()[-1] in ("rc=141", "rc=0"), proc.stderr
+
+
+@pytest.mark.slow
+def test_run_into_head_ends_141_and_the_runs_end_as_they_would(tmp_path):
+    """``accelctl run F --headless | head -3``: the console stream stops quietly at the closed
+    pipe, the runs still end and are recorded (no orphan, nothing half-written), exit 141."""
+    pytest.importorskip("torch")
+    runs = tmp_path / "runs"
+    command = (f"{shlex.quote(sys.executable)} -m accelctl.cli run {shlex.quote(str(WL))} --headless "
+               f"--runs-dir {shlex.quote(str(runs))} | head -3; echo \"rc=${{PIPESTATUS[0]}}\" >&2")
+    proc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    assert len(proc.stdout.splitlines()) == 3
+    assert proc.stderr.strip().splitlines()[-1] == "rc=141", proc.stderr
+    assert "Traceback" not in proc.stderr and "failed in on_event" not in proc.stderr, proc.stderr
+    import json
+
+    statuses = [json.loads((d / "summary.json").read_text())["status"] for d in sorted(runs.iterdir())]
+    assert statuses == ["ok", "ok"]  # tiny_gpt2.wl: a training and a generation workload
