@@ -775,7 +775,12 @@ class Parser(argparse.ArgumentParser):
         """As argparse's, but a closed stdout (``accelctl --help | head -1``) is not swallowed:
         ``main`` ends it with exit 141 as every verb (argparse would exit 0)."""
         if message:
-            (file or sys.stderr).write(message)
+            try:
+                (file or sys.stderr).write(message)
+            except BrokenPipeError:
+                raise
+            except (AttributeError, OSError):  # as argparse: a stream that cannot take it
+                pass
 
 
 #: set by a command after which the program may end with ``os._exit`` (``main``): ``run`` on the
