@@ -34,8 +34,10 @@ from accelctl.reply import Reply, UsageError, wants_json
 
 
 def _color(text: str, code: str, stream=None) -> str:
+    """``text`` in colour ``code`` on a terminal, unless $NO_COLOR is set and not empty
+    (https://no-color.org, as rich and Textual read it); plain in a pipe."""
     stream = stream or sys.stderr
-    return f"\033[{code}m{text}\033[0m" if stream.isatty() else text
+    return f"\033[{code}m{text}\033[0m" if stream.isatty() and not os.environ.get("NO_COLOR") else text
 
 
 #: ``--wide`` (validate, plan): every line whole, as in a pipe; set by ``main``
@@ -296,6 +298,8 @@ def _run_repeats(p, spec, source: str, args, only, repeats: int) -> int:
             handle.stop()
             result = handle.wait()
         _record_run(args, p, result, series)
+        if sink.reader_gone:  # ``accelctl run | head``: the run ended as it would; stdout's reader did not wait
+            return exitcodes.BROKEN_PIPE
         if result.status != "ok":
             if repeats > 1:
                 print(f"accelctl: repeat {index} of series {series} {result.status}: the series stops there",
@@ -475,9 +479,12 @@ def _run_shared(items, source: str, args) -> int:
             if k == 0:
                 print(f"accelctl: one worker process runs workloads {', '.join(s.name for s, _, _, _ in items)} in "
                       "order (the same stack: command, environment, backend)", flush=True)
-            handle = runs.start([ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)])
+            sink = ConsoleSink(headless=args.headless, job=p.job, rehearsal=p.rehearsal)
+            handle = runs.start([sink])
             result = handle.wait()  # Ctrl-C / SIGTERM while it waits: the run is stopped, then returned
             _record_run(args, p, result)
+            if sink.reader_gone:  # ``accelctl run | head``: the others run on; the exit says the pipe closed
+                code = exitcodes.BROKEN_PIPE
             if result.status == "stopped":
                 code = exitcodes.STOPPED
                 break
@@ -548,23 +555,27 @@ def _preflight(spec, p, runs_dir, timeout_s: float, only=None, reply: Reply | No
 
 def cmd_runs(args) -> int:
     from accelctl.api import list_runs
+    from accelctl.cli_runs import empty_message, filtered, missing_store
     from accelctl.run.store import RunStoreError
 
+    if missing := missing_store(args.runs_dir):
+        raise AccelctlError(missing, exit_code=exitcodes.USAGE)
     try:
-        runs = list_runs(args.runs_dir)
+        stored = list_runs(args.runs_dir)
     except RunStoreError as exc:
         raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+    runs = filtered(stored, args)
     if reply := _reply(args):
         reply.result = {"runs": [r.__dict__ if hasattr(r, "__dict__") else r for r in runs]}
         return exitcodes.OK
     if not runs:
-        print("no runs yet (accelctl run FILE stores them under ./runs)")
+        print(empty_message(args.runs_dir, len(stored)))
         return 0
     from accelctl.report.fit import output_width
     from accelctl.report.render import print_runs
 
     # fitted to the terminal or $COLUMNS (80 where stdout is not a terminal, as rich did)
-    print_runs(runs, None if args.wide else output_width(sys.stdout, 80), [r.id for r in runs])
+    print_runs(runs, None if args.wide else output_width(sys.stdout, 80), [r.id for r in stored])
     return 0
 
 
@@ -720,7 +731,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("runs", help="list stored runs")
-    ls.add_argument("--runs-dir", default=None)
+    ls.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
+    from accelctl.cli_runs import add_filters
+
+    add_filters(ls)
     ls.add_argument("--json", action="store_true", help=JSON_HELP)
     ls.add_argument("--wide", action="store_true", help="every column and full run ids, however wide "
                     "(default: fitted to the terminal or $COLUMNS, short ids)")
@@ -757,6 +771,9 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("shell", choices=("bash", "zsh", "fish"))
     co.add_argument("--json", action="store_true", help=JSON_HELP)
     co.set_defaults(fn=cmd_completion)
+    from accelctl.cli_help import explain
+
+    explain(ap)  # help for every option, examples for every verb
     return ap
 
 
@@ -780,6 +797,17 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(message, self.format_usage(), self.prog)
 
+    def _print_message(self, message: str, file=None) -> None:
+        """As argparse's, but a closed stdout (``accelctl --help | head -1``) is not swallowed:
+        ``main`` ends it with exit 141 as every verb (argparse would exit 0)."""
+        if message:
+            try:
+                (file or sys.stderr).write(message)
+            except BrokenPipeError:
+                raise
+            except (AttributeError, OSError):  # as argparse: a stream that cannot take it
+                pass
+
 
 #: set by a command after which the program may end with ``os._exit`` (``main``): ``run`` on the
 #: console (not the live TUI), once every run has ended and its summary is written
@@ -792,7 +820,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     process with ``os._exit`` once its output is flushed: the interpreter's shutdown after the
     last summary took 1.0-1.3 s here (load ~10; 0.015 s with ``os._exit``, issue 12), and every
     file of the run is closed by then."""
-    code = _command(list(sys.argv[1:] if argv is None else argv))
+    try:  # a reader of stdout gone (``accelctl runs | head -1``): exit 141, for every verb
+        code = _command(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except (BrokenPipeError, SystemExit) as exc:
+        from accelctl.cli_pipes import closed_pipe_code
+
+        code = closed_pipe_code(exc)
     if argv is None and _fast_exit:
         try:
             sys.stdout.flush()
@@ -811,6 +845,13 @@ def _command(argv: list[str]) -> int:
         from accelctl.completion import complete
 
         return complete(argv[1:])
+    if not argv:  # bare ``accelctl``: the TUI on a terminal, the help otherwise (exit 0)
+        from accelctl.cli_help import bare_opens_tui
+
+        if not bare_opens_tui():
+            build_parser().print_help()
+            return exitcodes.OK
+        argv = ["tui"]
     reply = Reply(None) if wants_json(argv) else None
     try:
         args = _parse(argv, reply)
@@ -951,12 +992,11 @@ def _write_reply(reply: Reply, code: int) -> int:
 
 
 def _silence_stdout() -> None:
-    """The reader went away (``accelctl plan ... | head``): stop quietly, as cat does; point
-    stdout at /dev/null so the interpreter's final flush cannot raise again."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, io.UnsupportedOperation):  # a captured stdout has no descriptor
-        pass
+    """The reader went away (``accelctl plan ... | head``): stop quietly, as cat does
+    (``accelctl.cli_pipes``)."""
+    from accelctl.cli_pipes import reader_gone
+
+    reader_gone()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ so a new verb or option completes without touching this file:
 * option values by what they name: ``--target``/``-t`` the targets and ``--workload``/``-w``
   the workloads of the workload FILE already on the command line, ``--resume`` (and the
   RUN / A / B positionals of ``report``/``compare``, ``--calibrate``) the run ids of the
-  store (``--runs-dir`` on the line, else $ACCELCTL_RUNS_DIR or ./runs), ``--format`` its
+  store (``--runs-dir`` on the line, else $ACCELCTL_RUNS_DIR or ./runs) in their short form,
+  as the tables show them (bash: the full ids when no short one matches), ``--format`` its
   choices, ``--runs-dir`` folders, anything else a file name; FILE positionals ``.wl`` files.
 
 Names come from ``accelctl __complete targets|workloads FILE`` and ``accelctl __complete
@@ -46,14 +47,16 @@ _RUN_ID = re.compile(r"^\d{8}-\d{6}-.+-[0-9a-f]{4,}$")
 
 
 def complete(argv: Sequence[str], out=None) -> int:
-    """``accelctl __complete targets|workloads FILE`` / ``runs [DIR]``: names, one a line."""
+    """``accelctl __complete targets|workloads FILE`` / ``runs [DIR]`` (short run ids) /
+    ``run-ids [DIR]`` (full ones, the fallback when no short one matches): names, one a line."""
     import sys
 
     out = out or sys.stdout
     try:
         kind, rest = (argv[0], list(argv[1:])) if argv else ("", [])
         names = (_file_names(kind, rest[0]) if kind in ("targets", "workloads") and rest
-                 else _run_ids(rest[0] if rest else None) if kind == "runs" else [])
+                 else _short_run_ids(rest[0] if rest else None) if kind == "runs"
+                 else _run_ids(rest[0] if rest else None) if kind == "run-ids" else [])
     except Exception:  # noqa: BLE001 -- a completion must never print a traceback into a prompt
         names = []
     for name in names:
@@ -106,6 +109,15 @@ def _run_ids(runs_dir: str | None) -> list[str]:
     except OSError:
         return []
     return sorted(names, reverse=True)
+
+
+def _short_run_ids(runs_dir: str | None) -> list[str]:
+    """The store's run ids as ``runs`` and ``report`` show them: each one's shortest unique
+    tail (``0001``), newest first; the store resolves them."""
+    from accelctl.report.fit import short_ids
+
+    ids = _run_ids(runs_dir)
+    return list(short_ids(ids).values())
 
 
 # ---------------------------------------------------------------------------- the CLI's shape
@@ -220,7 +232,8 @@ _accelctl() {{
     fi
     case "$kind" in
         targets|workloads) [[ -n $file ]] && _accelctl_complete_names "$kind" "$file" ;;
-        runs) _accelctl_complete_names runs ${{runs_dir:+"$runs_dir"}} ;;
+        runs) _accelctl_complete_names runs ${{runs_dir:+"$runs_dir"}}  # short ids, as tables show them
+              (( ${{#COMPREPLY[@]}} )) || _accelctl_complete_names run-ids ${{runs_dir:+"$runs_dir"}} ;;
         dirs) COMPREPLY=( $(compgen -d -- "$cur") ) ;;
         none) ;;
         wl) COMPREPLY=( $(compgen -f -X '!*.wl' -- "$cur") $(compgen -d -S / -- "$cur") ); compopt -o nospace 2>/dev/null ;;

@@ -55,6 +55,13 @@ TABLE: tuple[tuple[int, str, str], ...] = (
 NAMES = {code: name for code, name, _ in TABLE}
 
 
+def closed_pipe(exc: BaseException) -> bool:
+    """``exc`` says the reader of stdout went away (exit ``BROKEN_PIPE``): a
+    ``BrokenPipeError``, or the ``SystemExit`` rich's Console raises while it handles one."""
+    return isinstance(exc, BrokenPipeError) or (isinstance(exc, SystemExit)
+                                                and isinstance(exc.__context__, BrokenPipeError))
+
+
 def name(code: int) -> str:
     """The documented name of an exit status ("exit 5" for one outside the table)."""
     return NAMES.get(code, f"exit {code}")

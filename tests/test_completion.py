@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 STORE = "tests/report/fixtures/store"
 SCALING = "workloads/bert_large_scaling.wl"
 RUN_IDS = sorted((p.name for p in (ROOT / STORE).iterdir() if p.is_dir()), reverse=True)
+#: the same ids as the runs/report tables show them (the store resolves them)
+SHORT_IDS = [i[-4:] for i in RUN_IDS]
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +92,14 @@ def test_bash_completes_targets_and_workloads_from_the_file_given(shell_env):
 
 
 def test_bash_completes_run_ids_from_the_store(shell_env):
-    assert bash_complete(shell_env, ["accelctl", "report", "--runs-dir", STORE, ""]) == RUN_IDS
+    """Short ids, as the tables show them; a full id typed (no short one matches) completes
+    among the full ids."""
+    assert bash_complete(shell_env, ["accelctl", "report", "--runs-dir", STORE, ""]) == SHORT_IDS
+    assert bash_complete(shell_env, ["accelctl", "report", "--runs-dir", STORE, "000"]) == SHORT_IDS
+    assert bash_complete(shell_env, ["accelctl", "compare", "--runs-dir", STORE, SHORT_IDS[0], "0002"]) == ["0002"]
     assert bash_complete(shell_env, ["accelctl", "compare", "--runs-dir", STORE, RUN_IDS[0], "20260101-0001"]) == [
         "20260101-000100-fixture_train-big-0002"]
-    assert bash_complete(shell_env, ["accelctl", "run", "--resume", "", "--runs-dir", STORE], cword=3) == RUN_IDS
+    assert bash_complete(shell_env, ["accelctl", "run", "--resume", "", "--runs-dir", STORE], cword=3) == SHORT_IDS
     assert bash_complete(shell_env, ["accelctl", "report", f"--runs-dir={STORE}", "2026"]) == RUN_IDS
     assert bash_complete(shell_env, ["accelctl", "report", "--runs-dir", "/no/such/store", ""]) == []
 
@@ -152,7 +158,7 @@ def test_fish_completes_with_its_own_engine(shell_env):
     assert sorted(fish(f"accelctl plan {SCALING} -t ")) == sorted(targets_of(SCALING))
     assert fish("accelctl plan workloads/ddp_cpu.wl -w ") == ["ddp_cpu", "zero2_cpu"]
     assert fish(f"accelctl plan {SCALING} --ta") == ["--target"]
-    assert sorted(fish(f"accelctl run --runs-dir {STORE} --resume ")) == sorted(RUN_IDS)
+    assert sorted(fish(f"accelctl run --runs-dir {STORE} --resume ")) == sorted(SHORT_IDS)
     assert fish("accelctl completion ") == ["bash", "fish", "zsh"]
 
 
@@ -175,4 +181,4 @@ def test_zsh_runs_the_function_through_bashcompinit(shell_env):
     assert zsh(["accelctl", "plan", SCALING, "-t", ""]) == targets_of(SCALING)
     assert zsh(["accelctl", "plan", "workloads/ddp_cpu.wl", "-w", ""]) == ["ddp_cpu", "zero2_cpu"]
     assert "--target" in zsh(["accelctl", "plan", SCALING, "--ta"])
-    assert zsh(["accelctl", "report", "--runs-dir", STORE, ""]) == RUN_IDS
+    assert zsh(["accelctl", "report", "--runs-dir", STORE, ""]) == SHORT_IDS

@@ -29,6 +29,8 @@ from accelctl.contract.events import (
     StepMetrics,
 )
 from accelctl.contract.job import WorkerJob
+from accelctl.exitcodes import closed_pipe
+from accelctl.run.eta import eta
 
 VERSION_KEYS = ("python", "torch", "transformers", "timm", "diffusers", "accelerate", "deepspeed", "datasets")
 
@@ -81,6 +83,9 @@ class ConsoleSink:
         self.rehearsal = rehearsal
         self.every = every or (max(1, self.total // 10) if self.total else 10)
         self.seen = 0
+        #: stdout's reader went away: nothing more is printed (accelctl run exits 141)
+        self.reader_gone = False
+        self._step_times: list[float] = []  # rank 0's, for the ETA of headless progress lines
         self._progress: Progress | None = None
         self._task: Any = None
         self._started = False
@@ -117,8 +122,19 @@ class ConsoleSink:
 
     def on_event(self, ev: Any) -> None:
         handler = getattr(self, f"_on_{type(ev).__name__}", None)
-        if handler is not None:
-            handler(ev)
+        if handler is not None and not self.reader_gone:
+            self._unless_reader_gone(handler, ev)
+
+    def _unless_reader_gone(self, fn, arg) -> None:
+        """``fn(arg)``; a closed stdout (``accelctl run | head -3``) ends the stream quietly:
+        the run goes on, and ``accelctl run`` exits 141 when it ends (``reader_gone``)."""
+        try:
+            fn(arg)
+        except (BrokenPipeError, SystemExit) as exc:
+            if not closed_pipe(exc):
+                raise
+            self.reader_gone = True
+            self._progress = None
 
     def _on_RunStarted(self, ev: RunStarted) -> None:
         if ev.rank != 0:
@@ -165,6 +181,7 @@ class ConsoleSink:
         if ev.rank != 0:
             return
         self.seen += 1
+        self._step_times.append(ev.step_time_s)
         if self._progress is not None:
             self._progress.advance(self._task)
         if self.seen % self.every and self.seen != self.total:
@@ -178,6 +195,8 @@ class ConsoleSink:
             parts.append(f"{_num(ev.tokens_per_s)} tokens/s")
         elif ev.samples_per_s is not None:
             parts.append(f"{_num(ev.samples_per_s)} samples/s")
+        if self.total and (left := eta(self._step_times, self.total - self.seen)):
+            parts.append(left)  # steps left x median step time
         self._print("  ".join(parts))
 
     def _on_LogMessage(self, ev: LogMessage) -> None:
@@ -218,6 +237,10 @@ class ConsoleSink:
     # -- the end ------------------------------------------------------------------------
 
     def close(self, result: Any) -> None:
+        if not self.reader_gone:
+            self._unless_reader_gone(self._close, result)
+
+    def _close(self, result: Any) -> None:
         self._stop_progress()
         rows = summary_rows(result.summary, result.run_dir)
         if self.plain:

@@ -9,17 +9,15 @@ Refresh the snapshots after an intended change with
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shlex
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
+from cli_pty import in_pty
 
 from accelctl.errors import Diagnostic, Span
 from accelctl.report.fit import short_ids
@@ -39,26 +37,9 @@ BAD = "workload wide_one {\n  task pretrain { steps = 10 }\n  model bert(layers 
 def in_terminal(columns: int, *argv: str, rows: int = 24, cwd: Path = ROOT) -> tuple[int, str]:
     """Run ``accelctl ARGV`` with stdout and stderr on a pseudo-terminal of ``columns`` x
     ``rows`` (no $COLUMNS: the width comes from the terminal); its text without colours."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env.update(PYTHONPATH=str(ROOT), TERM="xterm", NO_COLOR="1")
-    proc = subprocess.Popen([sys.executable, "-m", "accelctl.cli", *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=slave, start_new_session=True)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed its end
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    code = proc.wait(timeout=120)
-    text = b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
-    return code, ANSI.sub("", text)
+    code, raw = in_pty(list(argv), columns=columns, rows=rows, env={"TERM": "xterm", "NO_COLOR": "1"}, cwd=cwd,
+                       stdin_tty=False)
+    return code, ANSI.sub("", raw.decode("utf-8").replace("\r\n", "\n"))
 
 
 def golden(name: str, text: str) -> None:

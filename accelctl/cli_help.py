@@ -1,0 +1,105 @@
+"""Help that explains itself: every option's help text and each verb's examples, and what
+a bare ``accelctl`` does (clig.dev: help on no arguments, examples first).
+
+``explain(parser)`` runs at the end of ``accelctl.cli.build_parser``: options registered
+without ``help=`` get the text of ``SHARED_HELP`` (the same option means the same thing in
+every verb), and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py
+walks every action of every verb and fails on one without help.  Imports nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+#: option or positional dest -> its help where a verb registered it without one
+SHARED_HELP = {
+    "workload": "only this workload of the file (default: every workload in it)",
+    "target": "only this target of the workload (a name from its target blocks; default: each target, or the "
+              "first that can run here for run)",
+    "engine": "launch through this engine instead of the target's: local, torchrun, slurm, kubernetes, aws_batch",
+    "file": "the workload file (.wl)",
+    "files": "workload files (.wl), one or more",
+    "format": "output format (default: text)",
+    "confidence": "confidence level of the intervals and of the verdict (default 0.95)",
+    "runs_dir": "run store (default $ACCELCTL_RUNS_DIR or ./runs)",
+    "preflight_timeout": "seconds the preflight may take, queue time included (default 300)",
+    "plot": "also draw the scaling curve to this PNG",
+    "shell": "the shell to complete in: bash, zsh or fish",
+    "cmd": "what to do (accelctl VERB --help: its options and examples)",
+}
+
+#: verb -> example command lines, each with what it does
+EXAMPLES = {
+    None: [("accelctl", "the TUI on a terminal (this help in a pipe)"),
+           ("accelctl validate workloads/*.wl", "check workloads, every problem at once"),
+           ("accelctl plan workloads/tiny_gpt2.wl -t cpu", "how one target would be launched"),
+           ("accelctl run workloads/tiny_gpt2.wl", "run it here, live"),
+           ("accelctl runs --since 2d", "the runs of the last two days")],
+    "validate": [("accelctl validate workloads/*.wl", "every file, every diagnostic"),
+                 ("accelctl validate workloads/tiny_gpt2.wl --json", "the diagnostics as one JSON document")],
+    "plan": [("accelctl plan workloads/tiny_gpt2.wl", "every target's plan"),
+             ("accelctl plan workloads/llama2_7b.wl -t h100 -f sh", "one target's launch as a shell script"),
+             ("accelctl plan workloads/llama2_7b.wl --diff cpu h100", "what changes between two targets")],
+    "estimate": [("accelctl estimate workloads/*.wl", "step time, throughput, fit and cost of every target"),
+                 ("accelctl estimate workloads/llama2_7b.wl -t h100 --json", "one target, as JSON")],
+    "run": [("accelctl run workloads/tiny_gpt2.wl", "the first target that can run here, live in the TUI"),
+            ("accelctl run workloads/tiny_gpt2.wl -t cpu --headless", "plain console stream"),
+            ("accelctl run workloads/llama2_7b.wl --rehearse", "rehearse an accelerator target on this CPU"),
+            ("accelctl run --resume 4f2a", "continue a stopped run from its newest checkpoint")],
+    "runs": [("accelctl runs", "every stored run, newest first"),
+             ("accelctl runs --status failed --since 12h", "what failed in the last 12 hours"),
+             ("accelctl runs -w 'bert*' -t cpu --json", "one workload family on one target, as JSON")],
+    "report": [("accelctl report", "every ok run's step time, throughput and cost"),
+               ("accelctl report 4f2a 9c1e -f md", "two runs as a Markdown table"),
+               ("accelctl report --reference", "the seeds' published figures")],
+    "compare": [("accelctl compare 4f2a 9c1e", "speed-up of 9c1e over 4f2a with 95% intervals"),
+                ("accelctl compare 4f2a 9c1e --fail-on-regression", "exit 3 on a significant regression (CI)")],
+    "sweep": [("accelctl sweep workloads/ddp_cpu.wl -t cpu -d 1,2", "scaling efficiency at 1 and 2 devices")],
+    "tui": [("accelctl tui", "the TUI on ./workloads"), ("accelctl tui --view runs", "open on the stored runs")],
+    "doctor": [("accelctl doctor", "what this machine can run"),
+               ("accelctl doctor --plan workloads/ddp_cpu.wl -t cpu", "a seconds-long preflight of one target")],
+    "completion": [('eval "$(accelctl completion bash)"', "completion in this bash session"),
+                   ("accelctl completion fish > ~/.config/fish/completions/accelctl.fish", "fish, for good")],
+}
+
+
+def epilog(verb: str | None) -> str | None:
+    lines = EXAMPLES.get(verb)
+    if not lines:
+        return None
+    width = max(len(cmd) for cmd, _ in lines)
+    if any(4 + width + len(what) > 79 for _, what in lines):  # too wide for 80 columns: two lines each
+        return "examples:\n" + "\n".join(f"  {cmd}\n      {what}" for cmd, what in lines)
+    return "examples:\n" + "\n".join(f"  {cmd:<{width}}  {what}" for cmd, what in lines)
+
+
+def explain(parser: argparse.ArgumentParser) -> None:
+    """Fill every verb's missing option help from ``SHARED_HELP`` and add its examples."""
+    _explain_one(parser, None)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for verb, sub in action.choices.items():
+                _explain_one(sub, verb)
+
+
+def _explain_one(parser: argparse.ArgumentParser, verb: str | None) -> None:
+    for action in parser._actions:
+        if not action.help and action.dest in SHARED_HELP:
+            action.help = SHARED_HELP[action.dest]
+    if parser.epilog is None and (text := epilog(verb)):
+        parser.epilog = text
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def bare_opens_tui() -> bool:
+    """A bare ``accelctl`` opens the TUI when stdin, stdout and stderr are a terminal and
+    Textual is installed; otherwise it prints its help."""
+    try:
+        if not all(s.isatty() for s in (sys.stdin, sys.stdout, sys.stderr)):
+            return False
+    except (AttributeError, ValueError):
+        return False
+    from accelctl.tui.cli import textual_missing
+
+    return textual_missing() is None

@@ -1,0 +1,114 @@
+"""``accelctl runs``: which store it reads (and a folder named that does not exist), and the
+filters applied before the table: ``--workload``, ``--target``, ``--status``, ``--since``.
+
+Imports nothing heavy: ``runs`` stays a cold start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+#: the environment variable naming the store (accelctl.run.store.RUNS_DIR_ENV)
+RUNS_DIR_ENV = "ACCELCTL_RUNS_DIR"
+STATUSES = ("ok", "failed", "stopped", "incomplete", "unreadable")
+_AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    """The ``runs`` filter options."""
+    parser.add_argument("--workload", "-w", metavar="NAME",
+                        help="only runs of this workload (a shell pattern: 'bert*')")
+    parser.add_argument("--target", "-t", metavar="NAME", help="only runs on this target (a shell pattern)")
+    parser.add_argument("--status", "-s", type=statuses, metavar="STATUS[,STATUS]",
+                        help=f"only runs with this status: {', '.join(STATUSES)} (comma-separated for several)")
+    parser.add_argument("--since", type=since, metavar="WHEN",
+                        help="only runs started since WHEN: an age (90m, 12h, 2d, 1w) or an ISO date or time "
+                             "(2026-01-31, 2026-01-31T08:00; UTC unless it names a zone)")
+
+
+def statuses(text: str) -> tuple[str, ...]:
+    wanted = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [s for s in wanted if s not in STATUSES]
+    if unknown or not wanted:
+        raise argparse.ArgumentTypeError(f"unknown status {', '.join(unknown) or repr(text)} "
+                                         f"(one of {', '.join(STATUSES)})")
+    return wanted
+
+
+def since(text: str, now: float | None = None) -> float:
+    """``--since WHEN`` as unix seconds: an age before ``now`` or an ISO date/time (UTC
+    unless it names a zone)."""
+    from datetime import datetime, timezone
+
+    if m := _AGO.match(text):
+        return (time.time() if now is None else now) - float(m.group(1)) * _UNIT_S[m.group(2)]
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an age (90m, 12h, 2d, 1w) nor an ISO date "
+                                         "(2026-01-31, 2026-01-31T08:00)") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+def started_unix_s(run: Any) -> float | None:
+    """When a listed run started (its summary, else its ISO ``started``); None if unknown."""
+    from datetime import datetime, timezone
+
+    value = (getattr(run, "summary", None) or {}).get("started_unix_s")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    started = getattr(run, "started", "") or ""
+    try:
+        when = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def filtered(runs: Sequence[Any], args: argparse.Namespace) -> list[Any]:
+    """``runs`` that pass every filter given on the command line (a run whose start is
+    unknown does not pass ``--since``)."""
+    import fnmatch
+
+    def keep(r) -> bool:
+        if args.workload and not fnmatch.fnmatchcase(r.workload, args.workload):
+            return False
+        if args.target and not fnmatch.fnmatchcase(r.target, args.target):
+            return False
+        if args.status and r.status.split(":")[0] not in args.status:
+            return False
+        if args.since is not None:
+            start = started_unix_s(r)
+            return start is not None and start >= args.since
+        return True
+
+    return [r for r in runs if keep(r)]
+
+
+def filters_given(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k, None) not in (None, "") for k in ("workload", "target", "status", "since"))
+
+
+def missing_store(runs_dir: str | None) -> str | None:
+    """The message for a store folder named (``--runs-dir`` or $ACCELCTL_RUNS_DIR) that does
+    not exist; None when it exists or none was named (./runs not there yet: no runs yet)."""
+    named, how = (runs_dir, "--runs-dir") if runs_dir else (os.environ.get(RUNS_DIR_ENV), f"${RUNS_DIR_ENV}")
+    if not named or Path(named).expanduser().exists():
+        return None
+    return f"no run store at {named} ({how}): the folder does not exist"
+
+
+def empty_message(runs_dir: str | None, filtered_out: int) -> str:
+    """What ``runs`` prints when there is nothing to list."""
+    if filtered_out:
+        return f"no runs match the filters ({filtered_out} stored run(s) do not)"
+    where = runs_dir or os.environ.get(RUNS_DIR_ENV) or "./runs"
+    return f"no runs yet in {where} (accelctl run FILE stores them there)"
