@@ -57,7 +57,8 @@ def test_llama_70b_fsdp_x_tp_on_4_x_8_h100_fits_and_each_strategy_is_compared():
     plan = compile_plan(spec, "h")
     memory = next(n for n in plan.notes if n.startswith("memory per device by strategy"))
     # "ddp 963.68 GB, fsdp 45.69 GB, ..." -> {"ddp": 963.68, ...}
-    gb = {name: float(value) for name, value, _unit in
+    unit = {"MB": 1e-3, "GB": 1.0, "TB": 1e3}
+    gb = {name: float(value) * unit[u] for name, value, u in
           (part.rsplit(" ", 2) for part in memory.split(": ", 1)[1].split(", "))}
     assert gb["fsdp(tp = 8)"] < gb["fsdp"] < gb["tensor(tp = 8)"] < gb["ddp"], memory
     fit = estimate(spec, next(t for t in spec.targets if t.name == "h"))

@@ -87,7 +87,10 @@ workload b {
     "inf2_tp8": """
 workload m {
   task generate { max_new_tokens = 8 }
-  model hf("bigscience/bloom-7b1") { stand_in = bloom(layers = 2, hidden = 64, heads = 4) }
+  model hf("meta-llama/Llama-2-7b-hf") {
+    family = llama
+    shape = llama(layers = 32, hidden = 4096, heads = 32, kv_heads = 32, ffn = 11008, vocab = 32000)
+  }
   target inf2 { instance = inf2.48xlarge  devices = 8  parallel = tensor(tp = 8) }
 }""",
     # a model that does not fit (workloads/bloomz.wl's gaudi1)
@@ -154,8 +157,13 @@ def _fake_rehearsal_record(tmp_path):
                                 "rehearsal": {"of": "a100", "device": "a100", "world_size": 8, "on": "this CPU"}},
                    "device": "cpu"}
 
+        unreadable = False
+
         def events(self):
             return []
+
+        def checked_events(self):
+            return [], ""
 
     return Record()
 

@@ -61,10 +61,13 @@ def test_engine_deepspeed_is_refused_by_validate_at_the_engine_line_as_plan_refu
 
 
 @pytest.mark.parametrize("parallel", ["fsdp", "tensor(tp = 2)", "pipeline(pp = 2)"])
-def test_unbuilt_parallelism_is_refused_at_the_parallel_line_naming_issue_24(tmp_path, parallel):
-    path = write(tmp_path, f"  target t {{ device = h100  devices = 4\n    parallel = {parallel} }}")
+def test_parallelism_not_built_for_a_device_is_refused_at_the_parallel_line_naming_issue_24(tmp_path, parallel):
+    # built for cpu and CUDA through torchrun (issue 24); Gaudi's is not built yet
+    path = write(tmp_path, f"  target t {{ device = gaudi2  devices = 4\n    parallel = {parallel} }}\n"
+                           f"  target h {{ device = h100  devices = 4  parallel = {parallel} }}")
     r = same_verdict(path, "t", "parallel =")
     assert r.code == "E520" and "issue 24" in r.hint
+    assert plan(load(path)[0], "h").backend == "torchrun"
 
 
 def test_gaudi2_fp8_on_a_llama_model_is_refused_at_the_precision_line(tmp_path):

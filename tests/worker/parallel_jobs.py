@@ -32,8 +32,12 @@ SHAPES = {
 }
 SHAPES_PLANNED_ONLY = {
     "vit": {"layers": 2, "hidden": 64, "heads": 4, "mlp_ratio": 4.0, "image_size": 32, "patch": 8, "classes": 10},
+    # llama's kin share its plan (spec.parallel_plans): their own classes must have its module names
+    "mistral": {"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "ffn": 96, "vocab": 256, "max_positions": 128},
+    "qwen2": {"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "ffn": 96, "vocab": 256, "max_positions": 128},
 }
-OBJECTIVE = {"llama": "causal_lm", "gpt2": "causal_lm", "bert": "mlm", "vit": "classification"}
+OBJECTIVE = {"llama": "causal_lm", "gpt2": "causal_lm", "bert": "mlm", "vit": "classification",
+             "mistral": "causal_lm", "qwen2": "causal_lm"}
 
 
 #: SGD with momentum: the update is proportional to the gradient, so two correct runs that sum in
