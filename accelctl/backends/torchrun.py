@@ -7,6 +7,7 @@ from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
 from accelctl.errors import Diagnostic
+from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 
@@ -62,6 +63,10 @@ class TorchrunBackend(Backend):
                 out.append(refusal(spec, target, f"checkpoints of {strategy} runs (sharded states through "
                                    "torch.distributed.checkpoint) are not built yet; remove the checkpoint block "
                                    "or use parallel = ddp / zero(...)", "checkpoint"))
+            if strategy == "fsdp" and target.parallel.offload == "cpu" and DEVICES[target.device].host:
+                out.append(refusal(spec, target, "fsdp(offload = cpu) moves the shards off a GPU into host memory "
+                                   "(torch's CPUOffloadPolicy needs CUDA); on a cpu target they are already there: "
+                                   "remove offload", "parallel"))
             if target.optimize.compile:
                 out.append(refusal(spec, target, f"torch.compile before the {strategy} split is not built; "
                                    "set optimize { compile = off }", "optimize.compile"))

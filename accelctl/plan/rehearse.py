@@ -76,6 +76,10 @@ def _parallel_here(p: ParallelSpec, world: int, changes: list[str]) -> ParallelS
     if p.kernel_inject:
         changes.append("DeepSpeed kernel injection off (its kernels are CUDA-only)")
         p = dataclasses.replace(p, kernel_inject=False)
+    if p.strategy == "fsdp" and p.offload == "cpu":
+        changes.append("FSDP CPU offload -> none: the shards already live in this CPU's memory "
+                       "(torch's CPUOffloadPolicy moves them off a GPU)")
+        p = dataclasses.replace(p, offload="none")
     if p.offload_optimizer == "nvme" or p.offload_param == "nvme":
         changes.append("NVMe offload -> none")
         p = dataclasses.replace(p, offload_optimizer="none", offload_param="none")
