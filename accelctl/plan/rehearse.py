@@ -76,7 +76,7 @@ def _parallel_here(p: ParallelSpec, world: int, changes: list[str]) -> ParallelS
     if p.kernel_inject:
         changes.append("DeepSpeed kernel injection off (its kernels are CUDA-only)")
         p = dataclasses.replace(p, kernel_inject=False)
-    if p.strategy == "fsdp" and p.offload == "cpu":
+    if p.offload != "none":  # FSDP2 offload (the zero stages have their own keys)
         changes.append("FSDP CPU offload -> none: the shards already live in this CPU's memory "
                        "(torch's CPUOffloadPolicy moves them off a GPU)")
         p = dataclasses.replace(p, offload="none")
