@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract import boundedfile, envnames
+from accelctl.contract import boundedfile, envnames, placeholders
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.scheduler import SchedulerJob
 from accelctl.contract.job import WorkerJob
@@ -124,10 +124,9 @@ def inside(run_dir: Path, relpath: str) -> Path:
 
 def substitute(text: str, run_dir: Path, run_values: Mapping[str, str] | None = None) -> str:
     """Replace the ``{run_dir}`` placeholder with the run folder's absolute path (and each of
-    ``run_values``, e.g. ``{free_port}``, with the value picked for this run)."""
-    for placeholder, value in (run_values or {}).items():
-        text = text.replace(placeholder, value)
-    return text.replace(RUN_DIR, str(run_dir))
+    ``run_values``, e.g. ``{free_port}``, with the value picked for this run), in one pass
+    (``placeholders.fill``: a value naming another placeholder is not filled again)."""
+    return placeholders.fill(text, {**(run_values or {}), RUN_DIR: str(run_dir)})
 
 
 # --------------------------------------------------------------------------- writing
@@ -154,12 +153,10 @@ def write_generated_files(run_dir: Path, files: Iterable[GeneratedFile],
 
 
 def job_for_run(job: WorkerJob, run_dir: Path, events_dir: Path | None = None) -> WorkerJob:
-    """The job as this run's processes read it: ``run_id`` is the run folder's name,
-    ``events_dir`` is filled in, and ``{run_dir}`` is substituted in every string."""
-    filled = replace(job, run_id=run_dir.name, events_dir=str(events_dir or run_dir))
-    # substitute inside the JSON text: the placeholder may sit in any nested string
-    escaped = json.dumps(str(run_dir))[1:-1]
-    return WorkerJob.from_dict(json.loads(filled.to_json().replace(RUN_DIR, escaped)))
+    """The job as this run's processes read it: ``run_id`` is the run folder's name and
+    ``events_dir`` is filled in.  Nothing else is substituted: the job is data, never a
+    template (``placeholders``), so a ``{run_dir}`` in a prompt stays as the user wrote it."""
+    return replace(job, run_id=run_dir.name, events_dir=str(events_dir or run_dir))
 
 
 def write_inputs(
