@@ -10,9 +10,19 @@ The formulas count model FLOPs as the math path does: forward the two products
 (``flop_counter.sdpa_flop_count``, causal masking not discounted), backward twice that -- not
 the flash backward's recomputation of the scores -- so the same model counts the same FLOPs
 whichever kernel runs, and its MFU compares.
+
+The counted step runs eager (``torch.compiler.set_stance("force_eager")``): torch 2.9-2.11
+mark a compiled module's frame "skip" for good when its first call is under a dispatch mode,
+so a model compiled with ``optimize { compile = on }`` whose first step was counted never
+compiled at all (the H100 device check, 2026-11-26: ViT-H/14 ``compile = on`` 0 graphs and the
+eager step time; reproduced on the CPU with torch 2.9.0).  Eager, the counter sees the model's
+operators whichever torch runs it, and Dynamo compiles on the next call.
 """
 
 from __future__ import annotations
+
+import contextlib
+from typing import Iterator
 
 import torch
 from torch.utils import flop_counter
@@ -38,6 +48,10 @@ def missing_formulas() -> dict:
     return out
 
 
-def counter() -> FlopCounterMode:
-    """A ``FlopCounterMode`` (no display) that also counts sdpa's fused CPU kernel."""
-    return FlopCounterMode(display=False, custom_mapping=missing_formulas())
+@contextlib.contextmanager
+def counter() -> Iterator[FlopCounterMode]:
+    """A ``FlopCounterMode`` (no display) that also counts sdpa's fused CPU kernel, entered with
+    torch.compile held off (see module doc): ``with counter() as c: ...; c.get_total_flops()``."""
+    mode = FlopCounterMode(display=False, custom_mapping=missing_formulas())
+    with torch.compiler.set_stance("force_eager"), mode:
+        yield mode

@@ -112,7 +112,17 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_STOPPED
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        stop_compile_workers()
     return code
+
+
+def stop_compile_workers() -> None:
+    """Inductor's pool of compile processes (``optimize { compile = on }``), stopped and waited
+    for before the worker exits: left to notice its parent gone, it outlived the launch and the
+    runner killed it (the H100 device check, 2026-11-26: "1 process(es) outlived their launch")."""
+    async_compile = sys.modules.get("torch._inductor.async_compile")
+    if async_compile is not None and hasattr(async_compile, "shutdown_compile_workers"):
+        async_compile.shutdown_compile_workers()
 
 
 def free_device_memory(done: WorkerJob) -> None:
