@@ -152,21 +152,35 @@ def cmd_plan(args) -> int:
         return exitcodes.OK
     failed = not_run = 0
     plans = reply.result.setdefault("plans", []) if reply else []
+    chosen = []
     for spec in load_selected(args.file, args.workload):
         targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
         if args.fp8 and not args.target:
             targets = [t for t in targets if t.precision.dtype == "fp8"]
-        for t in targets:
+        chosen += [(spec, t) for t in targets]
+    # several plans, as text, nothing asked of each: one row each (the full plans: --full or -t)
+    summary = None if (reply or args.full or args.check or args.format != "text" or len(chosen) < 2) else []
+    if summary is not None:
+        from accelctl import cli_plan_summary
+    for spec, t in chosen:
+        if True:  # noqa: SIM108 - one level as before: the loop over (workload, target) pairs
             try:
                 p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse)
             except AccelctlError as exc:
                 failed += 1
+                if summary is not None:
+                    summary.append(cli_plan_summary.refused(spec, t, exc))
+                    _print_error(exc)
+                    continue
                 if reply:  # the refusal in the document, its diagnostics beside it
                     plans.append({"workload": spec.name, "target": t.name, "refused": True,
                                   "error": str(exc), "diagnostics": reply.add(exc.diagnostics)})
                     continue
                 print(refusal_header(spec.name, t.name), flush=True)
                 _print_error(exc)
+                continue
+            if summary is not None:
+                summary.append(cli_plan_summary.planned(spec, t, p))
                 continue
             if reply:
                 from accelctl.plan.render import printed
@@ -192,6 +206,8 @@ def cmd_plan(args) -> int:
                           file=sys.stderr if args.format != "text" else sys.stdout)
                 failed += any(r.ok is False for r in results)
                 not_run += sum(r.ok is None for r in results)
+    if summary:
+        print(cli_plan_summary.render(summary, None if args.wide else _width(sys.stdout)))
     if failed:
         return exitcodes.FAILED
     if not_run and not args.allow_unavailable:
@@ -667,6 +683,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_const", dest="format", const="json", help=JSON_HELP)
     p.add_argument("--wide", action="store_true", help="text: lines unfolded (default: comments and launch "
                    "commands folded to the terminal or $COLUMNS; whole in a pipe)")
+    p.add_argument("--full", action="store_true", help="every target's whole plan (default for several targets "
+                   "in text: one summary row each; -t T, -f json/sh and --check always print whole plans)")
     p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
     p.add_argument("--rehearse", action="store_true",
                    help="the plan of a CPU rehearsal of the target (this CPU, the stand-in, random weights)")

@@ -51,12 +51,33 @@ def test_plan_diff_unknown_target_is_an_error(capsys):
     assert "no target 'p6'" in capsys.readouterr().err
 
 
-def test_plan_of_a_file_prints_plans_and_refusals_and_exits_1(capsys):
-    rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl")])
+def test_plan_full_of_a_file_prints_plans_and_refusals_and_exits_1(capsys):
+    rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl"), "--full"])
     cap = capsys.readouterr()
     assert rc == 1
     assert "# plan: workload t5_3b_summarization -> target gaudi2\n" in cap.out
     assert "target gaudi1: cannot be planned" in cap.out and "error[E530]" in cap.err
+
+
+def test_plan_of_several_targets_is_a_summary_row_each_and_exits_1_on_a_refusal(capsys):
+    """issue 27: `plan FILE` printed 1,154 lines for bert_large_pretrain.wl; now a row per
+    workload x target (backend, engine, devices, memory) with its launch command or refusal."""
+    rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl")])
+    cap = capsys.readouterr()
+    assert rc == 1 and "error[E530]" in cap.err  # the refusal's positioned diagnostic, as before
+    lines = cap.out.splitlines()
+    assert lines[0] == "workload t5_3b_summarization" and lines[1].split() == [
+        "target", "backend", "engine", "devices", "memory", "per", "device"]
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("a100 "))
+    assert lines[row].split()[:5] == ["a100", "torchrun", "local", "8", "x"] and "80.00 GB fits" in lines[row]
+    assert lines[row + 1].startswith("    $ ") and "torchrun" in lines[row + 1]
+    refused = next(i for i, ln in enumerate(lines) if ln.startswith("gaudi1 "))
+    assert lines[refused + 1].startswith("    refused E530: t5_3b_summarization does not fit on target gaudi1")
+    assert "# plan:" not in cap.out and len(lines) < 20
+    # several workloads: the workload is a column
+    assert main(["plan", str(ROOT / "workloads" / "bert_large_pretrain.wl")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["workload", "target"] and sum(ln.startswith("bert_large_phase1_bs") for ln in out) == 8
 
 
 @pytest.mark.parametrize("args,code,message", [
