@@ -607,25 +607,21 @@ def cmd_doctor(args) -> int:
             ok &= _preflight(spec, make_plan(spec, target, args.engine), args.runs_dir, args.preflight_timeout,
                              reply=_reply(args))
         return exitcodes.OK if ok else exitcodes.FAILED
-    from accelctl.doctor import describe_calibration, doctor, stored_calibrations
+    from accelctl.doctor import describe_calibration, extras_installed, host_facts, run_probes, stored_calibrations
+    from accelctl.doctor import targets_here
 
     if args.calibrate:
         return cmd_calibrate(args)
-    host, probes = doctor()
+    for path in args.files:
+        _no_such_file_is_usage(path)
     if reply := _reply(args):
-        reply.result = {"host": host, "probes": [p.__dict__ for p in probes],
+        reply.result = {"host": host_facts(), "probes": [p.__dict__ for p in run_probes()],
+                        "extras": extras_installed(), "targets": targets_here(args.files),
                         "calibrations": [c.__dict__ for c in stored_calibrations()]}
         return exitcodes.OK
-    print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}"
-          + (f" ({', '.join(host['bf16_flags'])})" if host["bf16_flags"] else ""))
-    print(f"precision: {host['bf16_advice']}")
-    print("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
-    print("C++ compiler (optimize { compile = on } on the CPU): "
-          + (host["cxx_compiler"] or "none: torch.compile cannot build CPU kernels here (install g++)"))
-    for p in probes:
-        state = _color("ok", "32", sys.stdout) if p.ok else _color("absent", "33", sys.stdout)
-        detail = ", ".join(f"{k}={v}" for k, v in p.facts.items()) if p.ok else p.error
-        print(f"  {p.name:<20} {state:<6} {detail}")
+    from accelctl.cli_doctor import print_doctor
+
+    print_doctor(host_facts(), run_probes, extras_installed(), targets_here(args.files), _color)
     ceilings = stored_calibrations()
     print("matmul ceiling for MFU: " + ("stored by accelctl doctor --calibrate" if ceilings else
                                         "not calibrated (accelctl doctor --calibrate); runs probe a best-of per run"))
@@ -768,7 +764,10 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name != mod:
                 raise
 
-    d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE)")
+    d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE), "
+                       "which extras are installed, and which targets of FILEs run here")
+    d.add_argument("files", nargs="*", metavar="FILE", help="workload files: what this machine can do with each "
+                   "target (runs here, rehearse here, through its engine, refused)")
     d.add_argument("--json", action="store_true", help=JSON_HELP)
     d.add_argument("--plan", metavar="FILE", help="instead: the preflight of a target of FILE (a seconds-long "
                    "all-reduce over its planned world through its launches and engine); exit 1 if it fails")
