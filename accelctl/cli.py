@@ -437,12 +437,13 @@ def cmd_run(args) -> int:
             status_code = exitcodes.FAILED
             continue
         if live and repeats == 1:
-            from accelctl.tui.live import run_live
+            from accelctl.tui.live import SKIPPED, run_live
 
-            rc = run_live(p, spec, source, args.runs_dir)
-            if rc == exitcodes.STOPPED:
+            place = group[0] + 1
+            rc = run_live(p, spec, source, args.runs_dir, queue=(place, len(plans)) if len(plans) > 1 else None)
+            if rc == exitcodes.STOPPED:  # x: the whole queue stops
                 return rc
-            status_code = status_code or rc
+            status_code = status_code or (exitcodes.STOPPED if rc == SKIPPED else rc)
             continue
         code = _run_repeats(p, spec, source, args, only, repeats)
         if code == exitcodes.STOPPED:

@@ -47,6 +47,7 @@ class AccelctlApp(App):
         Binding("4", "mode('runs')", "Runs", show=False),
         Binding("r", "run", "Run"),
         Binding("x", "stop", "Stop"),
+        Binding("n", "next", "Next"),
         Binding("t", "switch_target", "Target"),
         Binding("c", "compare", "Compare"),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -55,8 +56,14 @@ class AccelctlApp(App):
     ]
 
     def __init__(self, path: str | Path | None = None, *, runs_root: str | Path | None = None, live_handle=None,
-                 selection: Selection | None = None, auto_exit: bool = False, start: str = "workloads"):
+                 selection: Selection | None = None, auto_exit: bool = False, start: str = "workloads",
+                 queue: tuple[int, int] | None = None):
         super().__init__()
+        #: (this run's place, how many) when ``accelctl run FILE`` runs several workloads in turn:
+        #: the header says "1 of 2", the next starts when this one ends, ``n`` skips to it
+        self.queue = queue
+        #: ``n`` was pressed: the run was stopped to go on with the next of the queue
+        self.skipped = False
         from accelctl.run.store import runs_root as resolve_runs_root
 
         self.add_mode("run", self._make_run_screen)
@@ -121,7 +128,7 @@ class AccelctlApp(App):
 
     def context_text(self) -> str:
         sel = self.selection
-        parts = []
+        parts = [f"{self.queue[0]} of {self.queue[1]}"] if self.queue else []
         if self.live is not None:
             parts.append(f"run {'live' if self.live_running else self.live.handle.run_id[-4:] + ' ended'}")
         if sel.workload and sel.target:
@@ -155,7 +162,7 @@ class AccelctlApp(App):
             self.notify(f"run {self.live.handle.run_id}: {message.status}", severity=sev)
         self._refresh_context()
         self.refresh_bindings()
-        if self._quit_after_stop or self.auto_exit:
+        if self._quit_after_stop or self.auto_exit or self.skipped:
             self.exit(return_code=self.exit_code)
 
     @cached_property
@@ -229,6 +236,20 @@ class AccelctlApp(App):
         self.live.stop()
         self.notify("stopping the run (SIGINT to its process group, then SIGTERM, SIGKILL)…")
 
+    def action_next(self) -> None:
+        """Queue: stop this run (recorded stopped) and go on with the next workload."""
+        if not self._has_next():
+            return
+        self.skipped = True
+        if self.live_running:
+            self.live.stop()
+            self.notify("skipping: stopping this run, the next starts when it has ended…")
+        else:
+            self.exit(return_code=self.exit_code)
+
+    def _has_next(self) -> bool:
+        return self.queue is not None and self.queue[0] < self.queue[1]
+
     def action_switch_target(self) -> None:
         wf, spec = self.selected_file(), self.selected_spec()
         if spec is None:
@@ -286,6 +307,8 @@ class AccelctlApp(App):
             return False
         if action == "stop":
             return True if self.live_running else None  # None: shown dimmed
+        if action == "next":
+            return True if self._has_next() and not self.skipped else False  # False: not in the footer
         if action == "run":
             return None if self.live_running else True
         return True
@@ -297,7 +320,7 @@ class AccelctlApp(App):
         yield SystemCommand("Switch target", "Choose another target of the selected workload",
                             self.action_switch_target)
         yield SystemCommand("Compare runs", "Compare the two marked runs side by side", self.action_compare)
-        for key, mode, label in (("1", "workloads", "Workloads"), ("2", "plan", "Plan"), ("3", "run", "Run view"),
+        for key, mode, label in (("1", "workloads", "Workloads"), ("2", "plan", "Plan"), ("3", "run", "Run"),
                                  ("4", "runs", "Runs")):
             yield SystemCommand(f"Show {label}", f"Switch to the {label} view (key {key})",
                                 partial(self.action_mode, mode))

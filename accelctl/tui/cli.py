@@ -46,4 +46,5 @@ def cmd_tui(args) -> int:
     app = AccelctlApp(args.path, runs_root=args.runs_dir, start=args.view)
     lower_this_thread()  # the display yields to the runs it starts (they start at normal priority)
     app.run()
-    return app.return_code or 0
+    # a quit is a quit: the exit code of `accelctl tui` is not the last run's (`accelctl run` is)
+    return 0

@@ -53,6 +53,8 @@ class LiveSource:
         self.world_size = sum(ln.processes for ln in handle.plan.launches) or 1
         #: (workload, target, backend) from the plan, shown before the worker reports
         self.names = (handle.plan.workload, handle.plan.target, handle.plan.backend)
+        #: the wall clock the run's elapsed time counts from (the source is made at launch)
+        self.started_wall = time.time()
         self._q: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
 

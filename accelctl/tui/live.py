@@ -21,9 +21,18 @@ from accelctl import exitcodes
 EXIT_CODES = {"ok": exitcodes.OK, "stopped": exitcodes.STOPPED}
 
 
+#: ``run_live``'s return when ``n`` skipped the run to go on with the next of the queue (the run
+#: itself is recorded ``stopped``)
+SKIPPED = -1
+
+
 def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto_exit: bool = False,
-             size: tuple[int, int] | None = None, app_factory=None, lower_priority: bool | None = None) -> int:
-    """Launch ``plan`` and show it live; returns 0 ok, 1 failed, 130 stopped.
+             size: tuple[int, int] | None = None, app_factory=None, lower_priority: bool | None = None,
+             queue: tuple[int, int] | None = None) -> int:
+    """Launch ``plan`` and show it live; returns 0 ok, 1 failed, 130 stopped (SKIPPED: ``n``).
+
+    ``queue`` (place, count): one of several workloads run in turn; the app leaves on its own
+    when the run ends unless it is the last, and ``n`` stops it to go on with the next.
 
     ``headless``/``size``/``auto_exit`` (leave the app when the run ends) are for tests
     and the overhead benchmark; ``app_factory(**kwargs)`` replaces the app class.
@@ -42,8 +51,10 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
 
         factory = app_factory or AccelctlApp
         path = Path(spec.path) if spec is not None and spec.path and spec.path != "<input>" else None
-        app = factory(path, runs_root=runs_root, live_handle=handle, auto_exit=auto_exit,
-                      selection=Selection(path, getattr(spec, "name", None), plan.target))
+        more = queue is not None and queue[0] < queue[1]
+        kwargs = {"queue": queue} if queue is not None else {}
+        app = factory(path, runs_root=runs_root, live_handle=handle, auto_exit=auto_exit or more,
+                      selection=Selection(path, getattr(spec, "name", None), plan.target), **kwargs)
         if lower_priority:
             from accelctl.tui.priority import lower_this_thread
 
@@ -59,6 +70,8 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
         return _follow_on_console(handle, plan, crashed or "the TUI ended before the run")
     result = handle.wait()
     _print_summary(result)
+    if getattr(app, "skipped", False) and result.status == "stopped":
+        return SKIPPED
     return EXIT_CODES.get(result.status, 1)
 
 

@@ -10,6 +10,7 @@ Warm-up steps are kept (they are plotted, marked) but never enter those figures.
 from __future__ import annotations
 
 import statistics
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -34,12 +35,22 @@ class Progress:
         return None if not self.total else min(1.0, self.done / self.total)
 
 
+#: what each phase is doing, as the progress line says it
+PHASE_LABELS = {"waiting": "starting: processes, imports", "setup": "setup: model build and load, process group",
+                "warmup": "warm-up (excluded; compiles happen here)", "measure": "measure"}
+
+
 class RunModel:
     """Accumulates a run's events.  ``version`` grows with every event (panels cache on it)."""
 
     def __init__(self, *, run_id: str = "", total_steps: int | None = None, task: str = "",
-                 world_size: int | None = None, names: tuple[str, str, str] = ("", "", ""), max_logs: int = 200):
+                 world_size: int | None = None, names: tuple[str, str, str] = ("", "", ""), max_logs: int = 200,
+                 started_wall: float | None = None):
         self.run_id = run_id
+        #: when a live run was launched (wall clock): its elapsed time ticks from there, through
+        #: the imports and model build that send no event; None (a replay): the events' own span
+        self.started_wall = started_wall
+        self.ended_wall: float | None = None
         #: (workload, target, backend) as planned, until the worker's RunStarted says more
         self.names = names
         self.total_steps = total_steps
@@ -111,6 +122,8 @@ class RunModel:
         self.version += 1
         self.status = status
         self.summary = summary
+        if self.started_wall is not None and self.ended_wall is None:
+            self.ended_wall = time.time()
         if status in ("ok",):
             self.phase = "done"
 
@@ -154,7 +167,10 @@ class RunModel:
     def progress(self) -> Progress:
         r0 = self.rank0
         done = len(r0)
-        elapsed = (self._last_t - self._first_t) if self._first_t is not None and self._last_t is not None else 0.0
+        if self.started_wall is not None:
+            elapsed = (self.ended_wall or time.time()) - self.started_wall
+        else:
+            elapsed = (self._last_t - self._first_t) if self._first_t is not None and self._last_t is not None else 0.0
         eta = None
         if self.total_steps and done and self.live:
             # the steady-state median step; before any measured step, the mean of the
@@ -178,6 +194,12 @@ class RunModel:
                 continue
             (meas if s.phase == "measure" else warm).append((i, float(v)))
         return warm, meas
+
+    @property
+    def phase_label(self) -> str:
+        """The phase in words: what a run is doing before its first step (issue 27: a setup of
+        28 s showed nothing moving)."""
+        return PHASE_LABELS.get(self.phase, self.phase)
 
     def log_lines(self) -> list[tuple[str, str]]:
         return list(self.logs)

@@ -4,6 +4,7 @@ running now.  ``python fake_worker.py JOB``; ``job.debug.fake``:
 replay     path of the recorded events.jsonl (required)
 delay_s    seconds between two step events (default 0.02)
 fail_at    after this many step events: RunFailed(exception), exit 1
+setup_s    seconds of silence before the first event (a real worker's imports and model build)
 Every event is written to ``$ACCELCTL_EVENTS_DIR/rank<its rank>.jsonl`` with this run's
 id and the current time; SIGINT -> RunFailed(stopped), exit 130 (like the real worker).
 """
@@ -34,6 +35,7 @@ def emit(ev):
 print(f"fake worker replaying {Path(opts['replay']).parent.name}", flush=True)
 steps = 0
 try:
+    time.sleep(float(opts.get("setup_s", 0.0)))
     for line in Path(opts["replay"]).read_text().splitlines():
         ev = json.loads(line)
         if ev["kind"] == "step":

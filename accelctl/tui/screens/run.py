@@ -38,6 +38,7 @@ class RunScreen(AppScreen):
     VIEW = "run"
     BINDINGS = [
         Binding("l", "toggle_log", "Log/summary"),
+        Binding("a", "toggle_noise", "All log lines", show=False),
         Binding("escape", "close", "Back", show=False),
     ]
 
@@ -69,6 +70,7 @@ class RunScreen(AppScreen):
 
     def on_mount(self) -> None:
         self.set_interval(PUSH_INTERVAL_S, self._flush)
+        self.set_interval(1.0, self._tick)
         self.query_one("#run-stats").border_title = "steady state"
         self.query_one("#run-ranks").border_title = "process"
         self.query_one("#run-summary").border_title = "summary"
@@ -84,7 +86,8 @@ class RunScreen(AppScreen):
         self.source = source
         self._feed_id += 1
         self.model = RunModel(run_id=Path(source.run_dir).name, total_steps=source.total_steps, task=source.task,
-                              world_size=source.world_size, names=getattr(source, "names", ("", "", "")))
+                              world_size=source.world_size, names=getattr(source, "names", ("", "", "")),
+                              started_wall=getattr(source, "started_wall", None))
         self._set_empty(False)
         self.set_class(False, "-ended")
         self.set_class(False, "-show-log")
@@ -111,6 +114,11 @@ class RunScreen(AppScreen):
         self.model.extend(message.events)
         self._dirty = True  # drawn by the next _flush
 
+    def _tick(self) -> None:
+        """The live run's clock: the progress line repaints when its second changed."""
+        if self.model is not None and self.model.live:
+            self.query_one(ProgressPanel).model = self.model
+
     def _flush(self) -> None:
         if self._dirty:
             self._dirty = False
@@ -133,6 +141,10 @@ class RunScreen(AppScreen):
             self.notify(f"cannot read the run's events: {message.error}", severity="error", timeout=8)
 
     # -- actions ------------------------------------------------------------------------
+
+    def action_toggle_noise(self) -> None:
+        """The libraries' warnings in the log panel, shown or hidden (``LogTail.NOISE``)."""
+        self.query_one(LogTail).toggle_all()
 
     def action_toggle_log(self) -> None:
         self.toggle_class("-show-log")

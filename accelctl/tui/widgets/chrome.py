@@ -26,7 +26,7 @@ class TopBar(Static):
             style = "bold reverse" if mode == self.active else ""
             tabs.append(" ")
             tabs.append(f"{key} {label}", style)
-        grid = Table.grid(expand=True)
+        grid = Table.grid(expand=True, padding=(0, 1))  # a space between the tabs and the context, always
         grid.add_column(no_wrap=True)
         grid.add_column(justify="right", no_wrap=True, overflow="ellipsis", ratio=1)
         grid.add_row(tabs, Text(self.context, style="dim"))

@@ -19,6 +19,12 @@ from textual.widgets import Static
 POLL_S = 0.5
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 LEVEL_STYLE = {"warning": "yellow", "warn": "yellow", "error": "bold red", "info": "cyan"}
+#: worker.log lines that are the libraries' own deprecation chatter, not the run's news (issue 27:
+#: the panel was mostly torch's ``_pytree`` and transformers' ``loss_type=None`` warnings); hidden
+#: unless ``show_all`` (key ``a`` on the run view), and counted in the first line
+NOISE = re.compile(r"_pytree|loss_type=None|FutureWarning|DeprecationWarning|UserWarning: .*deprecated|"
+                   r"^\s*warnings\.warn\(|TypedStorage is deprecated|`torch_dtype` is deprecated|"
+                   r"Setting `pad_token_id` to `eos_token_id`")
 
 
 class LogTail(Static):
@@ -32,6 +38,8 @@ class LogTail(Static):
         self._partial = b""
         self._seen_logs = 0
         self._timer = None
+        #: show the libraries' warnings too (``NOISE``)
+        self.show_all = False
 
     def open(self, path: Path | None, follow: bool) -> None:
         """Start showing ``path`` (the run's worker.log); forget the previous run's lines."""
@@ -83,14 +91,29 @@ class LogTail(Static):
         self._seen_logs = model.log_total
         self.refresh()
 
+    def toggle_all(self) -> None:
+        self.show_all = not self.show_all
+        self.refresh()
+
+    def visible(self) -> tuple[list[tuple[str, str]], int]:
+        """(the lines shown, how many library warnings are hidden)."""
+        if self.show_all:
+            return list(self.lines), 0
+        kept = [(level, line) for level, line in self.lines if level != "log" or not NOISE.search(line)]
+        return kept, len(self.lines) - len(kept)
+
     def render(self):
         height = max(1, self.content_size.height or self.size.height or 1)
         out = Text(no_wrap=True, overflow="ellipsis")
-        shown = list(self.lines)[-height:]
-        if not shown:
+        lines, hidden = self.visible()
+        if hidden:
+            height -= 1
+            out.append(f"({hidden} library warning line(s) hidden: a shows all)", "dim italic")
+        shown = lines[-height:] if height > 0 else []
+        if not shown and not hidden:
             return Text("(no output yet)", style="dim")
         for i, (level, line) in enumerate(shown):
-            if i:
+            if i or hidden:
                 out.append("\n")
             out.append(line, LEVEL_STYLE.get(level, "dim" if line.startswith("# accelctl") else ""))
         return out

@@ -76,7 +76,8 @@ class SeriesPlot(PlotextPlot):
         basis = measured or warm_all
         lo, hi = min(basis), max(basis)
         pad = (hi - lo) * 0.1 or abs(hi) * 0.05 or 1.0
-        lo, hi = lo - pad, hi + pad
+        # a series that cannot go negative (times, losses, rates, MFU) keeps its axis at or above 0
+        lo, hi = (max(lo - pad, 0.0) if lo >= 0 else lo - pad), hi + pad
         for r in ranks:
             warm, meas = series[r]
             color = RANK_COLORS[r % len(RANK_COLORS)]
@@ -120,6 +121,8 @@ class ComparePlot(PlotextPlot):
                 plt.hline(med * 1e3, color)
         if not drawn:
             return Text("no measured steps to plot", style="dim", justify="center")
+        highest = max(t * 1e3 for side in self.sides for t in (side.entry.step_times or [0.0]))
+        plt.ylim(0.0, highest * 1.1 or 1.0)  # step times: never an axis below zero
         plt.xticks(sorted({1, max(1, xs_max // 2), xs_max}))
         plt.frame(False)
         return super().render()

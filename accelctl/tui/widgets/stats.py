@@ -91,6 +91,10 @@ class RunHeader(ModelPanel):
 
 
 class ProgressPanel(ModelPanel):
+    def signature(self, m):
+        # a live run's clock ticks every second, events or not (the setup phase sends none)
+        return (m.version, int(m.progress().elapsed_s)) if m.live else m.version
+
     def draw(self, m):
         p = m.progress()
         t = Table.grid(padding=(0, 1), expand=True)
@@ -98,7 +102,7 @@ class ProgressPanel(ModelPanel):
         t.add_column(no_wrap=True)
         total = p.total or max(p.done, 1)
         bar = ProgressBar(total=total, completed=min(p.done, total), complete_style="cyan", finished_style="green")
-        phase = m.phase if m.live else m.status
+        phase = m.phase_label if m.live else m.status
         of = f"{p.done}/{p.total}" if p.total else f"{p.done}"
         eta = f" · eta {fmt.duration(p.eta_s)}" if m.live and p.eta_s is not None else ""
         t.add_row(bar, Text(f"{of} steps · {phase} · {fmt.duration(p.elapsed_s)}{eta}"))
