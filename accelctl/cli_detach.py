@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError
@@ -101,6 +100,8 @@ class _Detach:
     run: ``set`` is called from the handler, the follow loop asks ``is_set``."""
 
     def __init__(self) -> None:
+        import threading
+
         self.event = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, lambda signum, frame: self.event.set())
