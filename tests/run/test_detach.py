@@ -11,12 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from test_supervision import _workload, run_processes
+from test_supervision import _workload, read_until_measure, run_processes
 
 from accelctl import exitcodes
 from accelctl.contract import supervision
@@ -53,18 +52,8 @@ def wait_for_step(run_id: str, runs: Path, step: int = 3, timeout_s: float = 300
     raise AssertionError(f"run {run_id} did not reach step {step} in {timeout_s} s")
 
 
-def read_until(proc: subprocess.Popen, text: str, timeout_s: float = 60) -> str:
-    timer = threading.Timer(timeout_s, proc.kill)
-    timer.start()
-    seen = []
-    try:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            seen.append(line)
-            if text in line:
-                return "".join(seen)
-    finally:
-        timer.cancel()
-    raise AssertionError(f"{text!r} never came:\n" + "".join(seen)[-3000:])
+def read_until(proc: subprocess.Popen, text: str) -> str:
+    return read_until_measure(proc, 60, text)
 
 
 def session_of(pid: int) -> int:
