@@ -55,7 +55,11 @@ def run_detached(args) -> int:
     argv += [f"--{name}" for name in _FLAGS if getattr(args, name, False)]
     for launch in args.launch or ():
         argv += ["--launch", launch]
-    started = detach.start(argv, store.runs_root(args.runs_dir))
+    try:
+        started = detach.start(argv, store.runs_root(args.runs_dir))
+    except KeyboardInterrupt as exc:
+        print(f"accelctl: {exc}", file=sys.stderr)
+        raise
     reply = _reply(args)
     if started.run_id is None:
         sys.stderr.write(started.console_text())  # its diagnostics, as a foreground run prints them

@@ -79,15 +79,18 @@ def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
             [sys.executable, "-m", "accelctl.cli", "run", *run_argv, "--headless", "--runs-dir", str(base)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
             start_new_session=True, close_fds=True)
-    while True:
-        run_id = _first_run_of(proc.pid, base, before)
-        if run_id is not None:
-            return Started(run_id, proc.pid, console)
-        code = proc.poll()
-        if code is not None:
-            run_id = _first_run_of(proc.pid, base, before)  # one made in the last poll
-            return Started(run_id, proc.pid, console, None if run_id else code)
-        time.sleep(POLL_S)
+    try:
+        while True:
+            run_id = _first_run_of(proc.pid, base, before)
+            if run_id is not None:
+                return Started(run_id, proc.pid, console)
+            code = proc.poll()
+            if code is not None:
+                run_id = _first_run_of(proc.pid, base, before)  # one made in the last poll
+                return Started(run_id, proc.pid, console, None if run_id else code)
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:  # Ctrl-C while it checks or preflights: it goes on, and says where
+        raise KeyboardInterrupt(f"the detached supervisor (pid {proc.pid}) goes on; its console: {console}") from None
 
 
 def _first_run_of(pid: int, base: Path, before: set[str]) -> str | None:
