@@ -47,14 +47,14 @@ def run_detached(args) -> int:
     supervisor's output and exit code are this command's."""
     from accelctl.run import detach, store
 
-    argv = [args.file] if args.file else []
+    argv = []  # each value joined to its option, the file after "--": none is taken for an option
     for name in _PASSED:
         value = getattr(args, name, None)
         if value is not None and not (name == "preflight_timeout" and not args.preflight):
-            argv += [f"--{name.replace('_', '-')}", str(value)]
+            argv.append(f"--{name.replace('_', '-')}={value}")
     argv += [f"--{name}" for name in _FLAGS if getattr(args, name, False)]
-    for launch in args.launch or ():
-        argv += ["--launch", launch]
+    argv += [f"--launch={launch}" for launch in args.launch or ()]
+    argv += ["--", args.file] if args.file else []
     try:
         started = detach.start(argv, store.runs_root(args.runs_dir))
     except KeyboardInterrupt as exc:

@@ -63,8 +63,9 @@ class Started:
 
 
 def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
-    """Start ``accelctl run *run_argv`` (given without ``--detach``) as a detached supervisor
-    storing into ``root``; return when its first run folder exists or it has ended."""
+    """Start ``accelctl run *run_argv`` (given without ``--detach``, the workload file last) as a
+    detached supervisor storing into ``root``; return when its first run folder exists or it
+    has ended."""
     base = store.runs_root(root)
     folder = base / CONSOLE_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -76,7 +77,7 @@ def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
                                                             if p and p != package_parent]])
     with open(console, "ab") as out:
         proc = subprocess.Popen(  # noqa: S603 - an argv list, never a shell
-            [sys.executable, "-m", "accelctl.cli", "run", *run_argv, "--headless", "--runs-dir", str(base)],
+            [sys.executable, "-m", "accelctl.cli", "run", "--headless", f"--runs-dir={base}", *run_argv],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
             start_new_session=True, close_fds=True)
     try:

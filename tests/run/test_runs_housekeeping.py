@@ -144,12 +144,13 @@ def test_rank_of_reads_torchs_tag():
 
 
 def test_detach_of_an_invalid_workload_reports_its_diagnostic_and_starts_nothing(tmp_path):
-    wl = tmp_path / "bad.wl"
-    wl.write_text("workload bad {\n  task pretrain { objective = mlm }\n  modle bert()\n}\n")
+    """The supervisor's refusal is the command's; a file named like an option stays a file."""
+    (tmp_path / "-w").mkdir()
+    (tmp_path / "-w" / "bad.wl").write_text("workload bad {\n  task pretrain { objective = mlm }\n  modle bert()\n}\n")
     runs = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(wl), "--detach", "--runs-dir", str(runs)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", "--detach", "--runs-dir", str(runs), "--",
+                           "-w/bad.wl"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == exitcodes.FAILED, proc.stderr
-    assert f"{wl}:3:3: error[" in proc.stderr and proc.stdout == ""
+    assert "-w/bad.wl:3:3: error[" in proc.stderr and proc.stdout == ""
     assert not [p for p in runs.rglob("*") if p.is_file()]  # no run folder, no console left
