@@ -204,7 +204,15 @@ def cmd_runs_gc(args) -> int:
         raise AccelctlError("runs gc needs --failed or --older-than AGE (or both)", exit_code=exitcodes.USAGE)
     chosen = housekeeping.gc_candidates(list_runs(args.runs_dir), failed=args.failed, started_before=args.older_than,
                                         started_unix_s=started_unix_s)
-    return _removed(args, housekeeping.remove(chosen, args.dry_run))
+    done = housekeeping.remove(chosen, args.dry_run)
+    consoles = housekeeping.remove_consoles(args.runs_dir, args.dry_run)
+    if consoles:
+        print(f"{'would remove' if args.dry_run else 'removed'} the console file(s) of {len(consoles)} ended "
+              f"detached supervisor(s)", file=sys.stderr)
+    code = _removed(args, done)
+    if reply := _reply(args):
+        reply.result["consoles"] = consoles
+    return code
 
 
 def _removed(args, done) -> int:

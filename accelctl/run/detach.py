@@ -3,8 +3,9 @@
 ``start`` starts the run's supervisor -- ``accelctl run`` itself, headless, with the same
 checks, preflight, repeats and exit codes -- as a process of its own session (``setsid``: not
 the terminal's, so a hang-up of the terminal or of the starting process never reaches it),
-its stdin ``/dev/null`` and its console stream in ``<store>/.detached/<id>.console`` (the
-store's folder listing skips it).  The supervisor is a runner like any other: it owns its run
+its stdin ``/dev/null`` and its console stream in
+``<store>/.detached/<time>-<hex>-<pid>_<start ticks>.console`` (the store's folder listing skips
+it; ``runs gc`` removes it once that supervisor has ended).  The supervisor is a runner like any other: it owns its run
 folders, writes ``runner.json`` with its identity, and its launches carry the parent-death
 signal, so a supervisor killed with SIGKILL leaves no worker behind and the run is found lost.
 
@@ -23,6 +24,7 @@ whose supervisor is gone.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelctl import exitcodes
-from accelctl.contract import envnames
+from accelctl.contract import envnames, supervision
 from accelctl.errors import RunError
 from accelctl.run import liveness, procgroup, store
 
@@ -41,6 +43,8 @@ DETACHED_ENV = "ACCELCTL_DETACHED"
 #: the folder of the store holding the detached supervisors' console streams
 CONSOLE_DIR = ".detached"
 POLL_S = 0.05
+#: ``<utc time>-<hex>-<pid>_<start ticks>.console``: a supervisor's console, named by its identity
+_CONSOLE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]+-(\d+)_(\d+)\.console$")
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,13 @@ def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
             [sys.executable, "-m", "accelctl.cli", "run", "--headless", f"--runs-dir={base}", *run_argv],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
             start_new_session=True, close_fds=True)
+    ident = supervision.identity(proc.pid)
+    if ident:  # named by its supervisor, so that ``runs gc`` knows when it has ended
+        named = console.with_name(f"{console.stem}-{ident.replace(':', '_')}.console")
+        try:
+            console = console.rename(named)
+        except OSError:
+            pass
     try:
         while True:
             run_id = _first_run_of(proc.pid, base, before)
@@ -92,6 +103,21 @@ def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
             time.sleep(POLL_S)
     except KeyboardInterrupt:  # Ctrl-C while it checks or preflights: it goes on, and says where
         raise KeyboardInterrupt(f"the detached supervisor (pid {proc.pid}) goes on; its console: {console}") from None
+
+
+def ended_consoles(root: Path) -> list[Path]:
+    """The console files of detached supervisors that have ended (``runs gc`` removes them:
+    each run's own stream is its ``events.jsonl``, replayed by ``attach``)."""
+    try:
+        entries = list(os.scandir(store.runs_root(root) / CONSOLE_DIR))
+    except OSError:
+        return []
+    ended = []
+    for entry in entries:
+        m = _CONSOLE.match(entry.name)
+        if m and entry.is_file(follow_symlinks=False) and not supervision.alive(f"{m[1]}:{m[2]}"):
+            ended.append(Path(entry.path))
+    return sorted(ended)
 
 
 def _first_run_of(pid: int, base: Path, before: set[str]) -> str | None:

@@ -88,3 +88,19 @@ def gc_candidates(records: Iterable[store.RunRecord], *, failed: bool, started_b
         return True
 
     return [r for r in records if wanted(r)]
+
+
+def remove_consoles(root, dry_run: bool = False) -> list[str]:
+    """Remove the console files of detached supervisors that have ended (``runs gc``, whatever
+    its criterion: a run's own stream is its ``events.jsonl``); their paths."""
+    from accelctl.run.detach import ended_consoles
+
+    gone = []
+    for path in ended_consoles(root):
+        try:
+            if not dry_run:
+                path.unlink()
+            gone.append(str(path))
+        except OSError:
+            continue
+    return gone

@@ -131,4 +131,8 @@ def test_a_detached_supervisor_killed_with_sigkill_leaves_no_worker_and_the_run_
         time.sleep(0.1)
     assert run_processes(run_dir) == []  # the parent-death signal ended the worker
     assert state(run_id, runs)["state"] == "failed (runner lost)"
-    assert accelctl("runs", "gc", "--failed", runs=runs).stdout.strip() == f"removed {run_id}"
+    (console,) = (runs / ".detached").iterdir()
+    assert f"-{supervisor}_" in console.name  # named by its (ended) supervisor
+    gc = accelctl("runs", "gc", "--failed", runs=runs)
+    assert gc.stdout.strip() == f"removed {run_id}" and "console file(s) of 1 ended" in gc.stderr
+    assert not run_dir.exists() and not console.exists()

@@ -154,3 +154,24 @@ def test_detach_of_an_invalid_workload_reports_its_diagnostic_and_starts_nothing
     assert proc.returncode == exitcodes.FAILED, proc.stderr
     assert "-w/bad.wl:3:3: error[" in proc.stderr and proc.stdout == ""
     assert not [p for p in runs.rglob("*") if p.is_file()]  # no run folder, no console left
+
+
+def test_gc_removes_the_consoles_of_ended_supervisors_only(tmp_path):
+    from accelctl.contract import supervision
+
+    ended = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    dead = supervision.identity(ended.pid)
+    ended.kill()
+    ended.wait()
+    folder = tmp_path / "runs" / ".detached"
+    folder.mkdir(parents=True)
+    live = folder / f"20261126-120000-abc123-{supervision.identity().replace(':', '_')}.console"
+    gone = folder / f"20261126-110000-def456-{dead.replace(':', '_')}.console"
+    other = folder / "notes.txt"
+    for f in (live, gone, other):
+        f.write_text("x")
+    code, doc = cli("runs", "gc", "--failed", "--dry-run", runs=tmp_path / "runs")
+    assert code == 0 and doc["result"]["consoles"] == [str(gone)] and gone.exists()
+    code, doc = cli("runs", "gc", "--failed", runs=tmp_path / "runs")
+    assert code == 0 and doc["result"]["consoles"] == [str(gone)]
+    assert not gone.exists() and live.exists() and other.exists()
