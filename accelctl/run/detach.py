@@ -172,6 +172,9 @@ def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
     if pid is None and host and host != os.uname().nodename:
         raise RunError(f"run {record.id} is supervised on {host}, not on this machine: cancel it there",
                        exit_code=exitcodes.USAGE)
+    if pid is not None and "run" not in _argv(pid):  # the TUI, a sweep: SIGTERM would end more than the run
+        raise RunError(f"run {record.id} is run inside pid {pid} ({' '.join(_argv(pid))[:80]}), not by an "
+                       "`accelctl run`: stop it there", exit_code=exitcodes.USAGE)
     if pid is not None:
         try:
             os.kill(pid, signal.SIGTERM)  # its runner stops the run as on Ctrl-C, and records it
@@ -188,6 +191,13 @@ def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
     _kill(run_processes(path))
     time.sleep(0.2)
     return Cancelled(store.read_run(path).status, True, run_processes(path))
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return []
 
 
 def _kill(pids: list[int]) -> None:

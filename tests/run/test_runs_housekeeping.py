@@ -123,6 +123,9 @@ def test_status_logs_and_cancel_of_a_running_fake_run(make_plan, runs):
         assert code == 0 and any("fake worker rank 0 mode ok" in line for line in doc["result"]["lines"])
         code, doc = cli("logs", going.run_id, "--rank", "1", runs=runs)
         assert code == exitcodes.USAGE and "no rank 1" in doc["error"]["message"]
+        code, doc = cli("cancel", going.run_id, runs=runs)  # run inside pytest: not an `accelctl run` to signal
+        assert code == exitcodes.USAGE and "not by an `accelctl run`" in doc["error"]["message"]
+        assert state_now(going.run_id, runs) == "running"
     finally:
         going.stop(grace_s=0.5)
         going.wait(timeout=60)
@@ -133,6 +136,10 @@ def test_status_logs_and_cancel_of_a_running_fake_run(make_plan, runs):
                                            "left": []}
     code, doc = cli("status", runs=runs)
     assert doc["result"]["runs"] == []
+
+
+def state_now(run_id: str, runs: Path) -> str:
+    return cli("status", run_id, runs=runs)[1]["result"]["runs"][0]["state"]
 
 
 def test_rank_of_reads_torchs_tag():
