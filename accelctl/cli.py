@@ -779,6 +779,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seconds", type=float, default=2.0, help="with --calibrate: seconds of timed matmuls per dtype")
     d.set_defaults(fn=cmd_doctor)
 
+    from accelctl.cli_init import add_parser as add_init
+
+    add_init(sub).set_defaults(fn=_cmd_init)
+
     co = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish): "
                         "eval \"$(accelctl completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh", "fish"))
@@ -788,6 +792,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain(ap)  # help for every option, examples for every verb
     return ap
+
+
+def _cmd_init(args) -> int:
+    from accelctl.cli_init import cmd_init
+
+    return cmd_init(args, _reply(args))
 
 
 def cmd_completion(args) -> int:
