@@ -377,8 +377,15 @@ def _refuse_missing_devices(plans, args) -> None:
 
 
 def cmd_run(args) -> int:
+    if args.detach:  # the run's own supervisor, in a session of its own (accelctl.cli_detach)
+        from accelctl.cli_detach import run_detached
+
+        return run_detached(args)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop_like_ctrl_c)
+    from accelctl.run.detach import detached
+
+    detached()  # a detached supervisor: a SIGHUP does not stop it
     if args.resume:
         return resume_run(args)
     if not args.file:
@@ -743,6 +750,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue a stopped or failed run from its newest checkpoint, into the same run record "
                         "(its workload needs checkpoint { every = N steps }; refused when the workload file "
                         "changed since)")
+    r.add_argument("--detach", "-d", action="store_true",
+                   help="start the run under its own supervisor (not this terminal's session), print its id and "
+                        "return; then: accelctl status|logs|attach|cancel RUN")
     r.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("runs", help="list stored runs")
@@ -754,11 +764,14 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--wide", action="store_true", help="every column and full run ids, however wide "
                     "(default: fitted to the terminal or $COLUMNS, short ids)")
     ls.set_defaults(fn=cmd_runs)
+    from accelctl.cli_detach import add_runs_verbs
+
+    add_runs_verbs(ls)  # runs rm, runs gc
     # verbs that live with their feature: accelctl/report/cli.py, accelctl/tui/cli.py each
     # define register(sub) and import nothing heavy at module level
     import importlib
 
-    for mod in ("accelctl.report.cli", "accelctl.tui.cli"):
+    for mod in ("accelctl.report.cli", "accelctl.tui.cli", "accelctl.cli_detach"):
         try:
             importlib.import_module(mod).register(sub)
         except ModuleNotFoundError as exc:

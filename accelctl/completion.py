@@ -38,7 +38,7 @@ VALUE_KINDS = {"target": "targets", "diff": "targets", "workload": "workloads", 
                "calibrate": "runs", "runs_dir": "dirs", "wandb_dir": "dirs", "tensorboard": "dirs",
                "output": "file", "plot": "file", "plan": "wl"}
 #: positional dest -> what it names
-POSITIONAL_KINDS = {"file": "wl", "files": "wl", "runs": "runs", "a": "runs", "b": "runs"}
+POSITIONAL_KINDS = {"file": "wl", "files": "wl", "runs": "runs", "run": "runs", "a": "runs", "b": "runs"}
 #: the store's run folder names (as accelctl.run.store names them)
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-.+-[0-9a-f]{4,}$")
 

@@ -36,7 +36,8 @@ TABLE: tuple[tuple[int, str, str], ...] = (
     (USAGE, "usage", "the command line asks for what cannot be done as asked: a usage error, a missing file "
                      "(`validate` reports one as E001 beside the other files: exit 1), an unknown or ambiguous run "
                      "id, options that do not go together, runs `compare` refuses without `--force` (E226/E227), a run "
-                     "another accelctl process runs or resumes (`run --resume`: one owner at a time)"),
+                     "another accelctl process runs or resumes (`run --resume`: one owner at a time), a run in progress "
+                     "that `runs rm`/`runs gc` keep"),
     (GATE, "gate", "a check asked for on the command line did not pass: `compare --fail-on-regression` found a "
                    "significant regression; `plan --check` could not run a check (its tool is not installed here) "
                    "and `--allow-unavailable` was not given"),

@@ -450,6 +450,11 @@ def _status(summary: Mapping[str, Any]) -> str:
     return status
 
 
+def is_run_id(name: str) -> bool:
+    """``name`` has the shape of a run id (``<yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``)."""
+    return _ID_RE.match(name) is not None
+
+
 def _run_dirs(base: Path) -> list[Path]:
     try:
         names = sorted(os.listdir(base))

@@ -73,19 +73,20 @@ def start_cli(wl: Path, workload: str, runs: Path) -> subprocess.Popen:
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def read_until_measure(proc: subprocess.Popen, timeout_s: float = 300) -> str:
-    """The console output up to rank 0's first measured step (the run killed if it never comes)."""
+def read_until_measure(proc: subprocess.Popen, timeout_s: float = 300, text: str = "[measure]") -> str:
+    """The console output up to rank 0's first measured step (the run killed if it never comes),
+    or up to the first line holding ``text``."""
     timer = threading.Timer(timeout_s, proc.kill)
     timer.start()
     seen = []
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
             seen.append(line)
-            if "[measure]" in line:
+            if text in line:
                 return "".join(seen)
     finally:
         timer.cancel()
-    raise AssertionError("the run ended before its first measured step:\n" + "".join(seen)[-3000:])
+    raise AssertionError(f"the output ended before {text!r}:\n" + "".join(seen)[-3000:])
 
 
 def only_run_dir(runs: Path) -> Path:

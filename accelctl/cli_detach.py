@@ -1,0 +1,288 @@
+"""Verbs of runs that outlive the terminal, and of the store's housekeeping (issue 25):
+
+    accelctl run FILE --detach          start the run's own supervisor, print the run id, return
+    accelctl status [RUN]               state, step, phase, ETA (no RUN: every run in progress)
+    accelctl logs RUN [-f] [--rank N]   the run's worker.log (-f: follow it while the run goes on)
+    accelctl attach RUN                 the console stream of a running or finished run
+    accelctl cancel RUN                 stop a run from any terminal; nothing of it left running
+    accelctl runs rm RUN...             remove runs (never one in progress)
+    accelctl runs gc --failed | --older-than 7d [--dry-run]
+
+The logic lives in ``accelctl.run`` (``detach``, ``follow``, ``liveness``, ``housekeeping``);
+this module parses and prints.  Imports nothing heavy at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from accelctl import exitcodes
+from accelctl.errors import AccelctlError
+
+JSON_HELP = "one JSON document on stdout in every outcome, errors and diagnostics inside (docs/cli.md)"
+RUNS_DIR_HELP = "run store (default $ACCELCTL_RUNS_DIR or ./runs)"
+#: ``run`` options passed on to a detached supervisor as they were given
+_PASSED = ("workload", "target", "engine", "preflight_timeout", "resume")
+_FLAGS = ("rehearse", "fp8", "preflight")
+
+
+def _reply(args):
+    return getattr(args, "reply", None)
+
+
+def _record(args, run_id: str):
+    from accelctl.cli import _unknown_run_is_usage
+    from accelctl.run.store import load_run
+
+    return _unknown_run_is_usage(load_run, run_id, args.runs_dir)
+
+
+# ------------------------------------------------------------------ run --detach
+
+def run_detached(args) -> int:
+    """``accelctl run ... --detach``: the run's supervisor started in a session of its own; the
+    first run's id on stdout (the hints on stderr).  A workload refused before any run: the
+    supervisor's output and exit code are this command's."""
+    from accelctl.run import detach, store
+
+    argv = []  # each value joined to its option, the file after "--": none is taken for an option
+    for name in _PASSED:
+        value = getattr(args, name, None)
+        if value is not None and not (name == "preflight_timeout" and not args.preflight):
+            argv.append(f"--{name.replace('_', '-')}={value}")
+    argv += [f"--{name}" for name in _FLAGS if getattr(args, name, False)]
+    argv += [f"--launch={launch}" for launch in args.launch or ()]
+    argv += ["--", args.file] if args.file else []
+    try:
+        started = detach.start(argv, store.runs_root(args.runs_dir))
+    except KeyboardInterrupt as exc:
+        print(f"accelctl: {exc}", file=sys.stderr)
+        raise
+    reply = _reply(args)
+    if started.run_id is None:
+        sys.stderr.write(started.console_text())  # its diagnostics, as a foreground run prints them
+        started.console.unlink(missing_ok=True)
+        code = started.returncode or exitcodes.FAILED
+        if reply is not None:
+            reply.fail("RunNotStarted", f"the detached supervisor (pid {started.pid}) ended with exit {code} "
+                                        "before any run (its output is above, on stderr)")
+        return code
+    run_dir = store.runs_root(args.runs_dir) / started.run_id
+    if reply is not None:
+        reply.result = {"run_id": started.run_id, "run_dir": str(run_dir), "supervisor_pid": started.pid,
+                        "console": str(started.console)}
+    else:
+        print(started.run_id, flush=True)
+    print(f"accelctl: run {started.run_id} goes on detached (supervisor pid {started.pid}, console "
+          f"{started.console}): accelctl status|logs -f|attach|cancel {started.run_id}", file=sys.stderr)
+    return exitcodes.OK
+
+
+# ------------------------------------------------------------------ status, logs, attach, cancel
+
+def cmd_status(args) -> int:
+    from accelctl.api import list_runs
+    from accelctl.run import follow, liveness
+
+    if args.run:
+        states = [follow.state_of(_record(args, args.run))]
+    else:
+        states = [follow.state_of(r) for r in list_runs(args.runs_dir) if liveness.in_progress(r)]
+    if reply := _reply(args):
+        reply.result = {"runs": [s.to_dict() for s in states]}
+    elif not states:
+        print("no run in progress")
+    for s in states if reply is None else ():
+        print(s.line())
+    return exitcodes.OK
+
+
+class _Detach:
+    """SIGINT, SIGTERM and SIGHUP to a viewer (``logs -f``, ``attach``) end the viewing, not the
+    run: ``set`` is called from the handler, the follow loop asks ``is_set``."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.event = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, lambda signum, frame: self.event.set())
+
+    def __call__(self) -> bool:
+        return self.event.is_set()
+
+
+def _detached_note(run_id: str) -> int:
+    print(f"accelctl: detached from run {run_id}; it goes on (accelctl attach {run_id} follows it again, "
+          f"accelctl cancel {run_id} stops it)", file=sys.stderr, flush=True)
+    return exitcodes.STOPPED
+
+
+def cmd_logs(args) -> int:
+    from accelctl.run import follow
+    from accelctl.run.store import LOG_FILE
+
+    record = _record(args, args.run)
+    world = follow.world_size(record)
+    if args.rank is not None and not 0 <= args.rank < world:
+        raise AccelctlError(f"run {record.id} has ranks 0 to {world - 1}: no rank {args.rank}",
+                            exit_code=exitcodes.USAGE)
+    stopped = _Detach() if args.follow else (lambda: False)
+    reply = _reply(args)
+    kept = []
+    out = sys.stdout.buffer if reply is None and hasattr(sys.stdout, "buffer") else None
+    for line in follow.follow_lines(record.path, LOG_FILE, args.follow, stopped):
+        if args.rank is not None and follow.rank_of(line, world) != args.rank:
+            continue
+        if reply is not None:
+            kept.append(line.decode("utf-8", "replace"))
+        elif out is not None:
+            out.write(line + b"\n")
+            out.flush()
+        else:
+            print(line.decode("utf-8", "replace"), flush=True)
+    if reply is not None:
+        reply.result = {"run_id": record.id, "lines": kept}
+    return _detached_note(record.id) if stopped() else exitcodes.OK
+
+
+def cmd_attach(args) -> int:
+    from accelctl.cli import run_exit_code
+    from accelctl.run import follow
+    from accelctl.run.console import ConsoleSink
+
+    record = _record(args, args.run)
+    plan = record.plan()
+    sink = ConsoleSink(follow._job(record.path), headless=True, rehearsal=plan.rehearsal if plan else None)
+    stopped = _Detach()
+    ended = follow.attach(record, sink, stopped)
+    if ended is None:
+        return _detached_note(record.id)
+    if reply := _reply(args):
+        reply.result = {"run_id": record.id, "status": ended.status, "summary": ended.summary}
+        if ended.status != "ok":
+            reply.fail("RunStopped" if ended.status == "stopped" else "RunFailed", f"run {record.id} {ended.status}")
+    return run_exit_code(ended.status)
+
+
+def cmd_cancel(args) -> int:
+    from accelctl.run import detach
+
+    record = _record(args, args.run)
+    done = detach.cancel(record, args.timeout)
+    if reply := _reply(args):
+        reply.result = {"run_id": record.id, "status": done.status, "was_running": done.was_running,
+                        "left": done.left}
+    if done.left:
+        message = f"run {record.id}: {len(done.left)} process(es) still alive after SIGKILL: {done.left}"
+        if reply:
+            reply.fail("CancelFailed", message)
+        print(f"accelctl: {message}", file=sys.stderr)
+        return exitcodes.FAILED
+    print(f"accelctl: run {record.id} {'cancelled' if done.was_running else 'had already ended'}: {done.status}; "
+          "no process of it is left", file=sys.stderr if reply else sys.stdout)
+    return exitcodes.OK
+
+
+# ------------------------------------------------------------------ runs rm, runs gc
+
+def cmd_runs_rm(args) -> int:
+    from accelctl.run import housekeeping
+
+    records = [_record(args, name) for name in args.runs]  # an unknown id: nothing removed
+    return _removed(args, housekeeping.remove(records, args.dry_run))
+
+
+def cmd_runs_gc(args) -> int:
+    from accelctl.api import list_runs
+    from accelctl.cli_runs import started_unix_s
+    from accelctl.run import housekeeping
+
+    if not args.failed and args.older_than is None:
+        raise AccelctlError("runs gc needs --failed or --older-than AGE (or both)", exit_code=exitcodes.USAGE)
+    chosen = housekeeping.gc_candidates(list_runs(args.runs_dir), failed=args.failed, started_before=args.older_than,
+                                        started_unix_s=started_unix_s)
+    done = housekeeping.remove(chosen, args.dry_run)
+    consoles = housekeeping.remove_consoles(args.runs_dir, args.dry_run)
+    if consoles:
+        print(f"{'would remove' if args.dry_run else 'removed'} the console file(s) of {len(consoles)} ended "
+              f"detached supervisor(s)", file=sys.stderr)
+    code = _removed(args, done)
+    if reply := _reply(args):
+        reply.result["consoles"] = consoles
+    return code
+
+
+def _removed(args, done) -> int:
+    """Print (or put in the document) what ``runs rm``/``gc`` removed and kept; exit 2 when a
+    run was refused because it is in progress, 1 when one could not be removed."""
+    verb = "would remove" if args.dry_run else "removed"
+    if reply := _reply(args):
+        reply.result = {**done.to_dict(), "dry_run": args.dry_run}
+    else:
+        for run_id in done.removed:
+            print(f"{verb} {run_id}")
+        if not (done.removed or done.running or done.failed):
+            print("no run to remove")
+    for run_id, why in done.running:
+        print(f"accelctl: kept {run_id}: it is in progress ({why}); accelctl cancel {run_id} stops it",
+              file=sys.stderr)
+    for run_id, why in done.failed:
+        print(f"accelctl: could not remove {run_id}: {why}", file=sys.stderr)
+    code = exitcodes.FAILED if done.failed else exitcodes.USAGE if done.running else exitcodes.OK
+    if reply and code:
+        reply.fail("RunsKept", f"{len(done.running)} run(s) in progress kept, {len(done.failed)} not removable")
+    return code
+
+
+# ------------------------------------------------------------------ parsers
+
+def _run_arg(p, nargs=None) -> None:
+    p.add_argument("run", nargs=nargs, metavar="RUN", help="run id (or a unique prefix or suffix) or run folder")
+    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def register(sub) -> None:
+    """``status``, ``logs``, ``attach`` and ``cancel``."""
+    s = sub.add_parser("status", help="state, step and ETA of a run (no RUN: every run in progress)")
+    _run_arg(s, "?")
+    s.set_defaults(fn=cmd_status)
+    lg = sub.add_parser("logs", help="a run's worker.log (stdout and stderr of its processes)")
+    _run_arg(lg)
+    lg.add_argument("--follow", "-f", action="store_true",
+                    help="go on printing what is written until the run ends (Ctrl-C: stop following; the run goes on)")
+    lg.add_argument("--rank", type=int, metavar="N", help="only rank N's lines (torch's [rankN]: tag)")
+    lg.set_defaults(fn=cmd_logs)
+    a = sub.add_parser("attach", help="the console stream of a running or finished run, until it ends "
+                                      "(Ctrl-C or a hang-up detaches; the run goes on)")
+    _run_arg(a)
+    a.set_defaults(fn=cmd_attach)
+    c = sub.add_parser("cancel", help="stop a run from any terminal: its supervisor stops it as Ctrl-C does; "
+                                      "waits until no process of it is left")
+    _run_arg(c)
+    c.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds to wait for the run to end before killing what is left (default 60)")
+    c.set_defaults(fn=cmd_cancel)
+
+
+def add_runs_verbs(runs: argparse.ArgumentParser) -> None:
+    """``runs rm`` and ``runs gc`` under ``runs`` (which alone still lists the store)."""
+    from accelctl.cli_runs import since
+
+    verbs = runs.add_subparsers(dest="runs_verb", metavar="{rm,gc}",
+                                help="rm: remove runs; gc: remove failed or old runs (never a run in progress)")
+    rm = verbs.add_parser("rm", help="remove runs by id (never one in progress: exit 2)")
+    rm.add_argument("runs", nargs="+", metavar="RUN", help="run ids (or unique prefixes or suffixes) or folders")
+    gc = verbs.add_parser("gc", help="remove failed runs and/or runs older than an age (never one in progress)")
+    gc.add_argument("--failed", action="store_true", help="runs that failed (a lost runner too) or never started")
+    gc.add_argument("--older-than", metavar="AGE", type=since,
+                    help="runs started more than AGE ago (90m, 12h, 7d, 2w) or before an ISO date")
+    for p in (rm, gc):
+        p.add_argument("--dry-run", action="store_true", help="say what would be removed; remove nothing")
+        p.add_argument("--runs-dir", default=argparse.SUPPRESS, help=RUNS_DIR_HELP)
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+    rm.set_defaults(fn=cmd_runs_rm)
+    gc.set_defaults(fn=cmd_runs_gc)

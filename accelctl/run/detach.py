@@ -1,0 +1,208 @@
+"""Runs that outlive the terminal: ``accelctl run FILE --detach`` and ``accelctl cancel RUN``.
+
+``start`` starts the run's supervisor -- ``accelctl run`` itself, headless, with the same
+checks, preflight, repeats and exit codes -- as a process of its own session (``setsid``: not
+the terminal's, so a hang-up of the terminal or of the starting process never reaches it),
+its stdin ``/dev/null`` and its console stream in
+``<store>/.detached/<time>-<hex>-<pid>_<start ticks>.console`` (the store's folder listing skips
+it; ``runs gc`` removes it once that supervisor has ended).  The supervisor is a runner like any other: it owns its run
+folders, writes ``runner.json`` with its identity, and its launches carry the parent-death
+signal, so a supervisor killed with SIGKILL leaves no worker behind and the run is found lost.
+
+``start`` returns once the first run folder whose ``runner.json`` names the supervisor exists
+(its id is what the user follows), or once the supervisor has ended before any run (a refused
+workload: its output and exit code are the command's).  The environment variable
+``DETACHED_ENV`` tells the supervisor that it is one: a SIGHUP then does nothing (a foreground
+``accelctl run`` stops on SIGHUP as on Ctrl-C).
+
+``cancel`` stops a run from any process: SIGTERM to its supervisor (which stops the run as
+Ctrl-C does: SIGINT, SIGTERM, SIGKILL to every process group, the run recorded ``stopped``),
+then waits until the run has ended and no process of it is left, killing what is left of a run
+whose supervisor is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelctl import exitcodes
+from accelctl.contract import envnames, supervision
+from accelctl.errors import RunError
+from accelctl.run import liveness, procgroup, store
+
+#: set in the environment of a detached supervisor (and taken out of it before its launches start)
+DETACHED_ENV = "ACCELCTL_DETACHED"
+#: the folder of the store holding the detached supervisors' console streams
+CONSOLE_DIR = ".detached"
+POLL_S = 0.05
+#: ``<utc time>-<hex>-<pid>_<start ticks>.console``: a supervisor's console, named by its identity
+_CONSOLE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]+-(\d+)_(\d+)\.console$")
+
+
+@dataclass(frozen=True)
+class Started:
+    """A detached start: the first run's id (None when the supervisor ended before any run),
+    the supervisor's pid, its console file, and its exit code when it has already ended."""
+
+    run_id: str | None
+    pid: int
+    console: Path
+    returncode: int | None = None
+
+    def console_text(self, limit: int = 64 * 1024) -> str:
+        try:
+            with open(self.console, "rb") as fh:
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - limit))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
+    """Start ``accelctl run *run_argv`` (given without ``--detach``, the workload file last) as a
+    detached supervisor storing into ``root``; return when its first run folder exists or it
+    has ended."""
+    base = store.runs_root(root)
+    folder = base / CONSOLE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    console = folder / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}.console"
+    before = set(os.listdir(base))
+    env = {**os.environ, DETACHED_ENV: "1"}
+    package_parent = str(Path(__file__).resolve().parents[2])  # this accelctl, whatever the cwd
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                                            if p and p != package_parent]])
+    with open(console, "ab") as out:
+        proc = subprocess.Popen(  # noqa: S603 - an argv list, never a shell
+            [sys.executable, "-m", "accelctl.cli", "run", "--headless", f"--runs-dir={base}", *run_argv],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+            start_new_session=True, close_fds=True)
+    ident = supervision.identity(proc.pid)
+    if ident:  # named by its supervisor, so that ``runs gc`` knows when it has ended
+        named = console.with_name(f"{console.stem}-{ident.replace(':', '_')}.console")
+        try:
+            console = console.rename(named)
+        except OSError:
+            pass
+    try:
+        while True:
+            run_id = _first_run_of(proc.pid, base, before)
+            if run_id is not None:
+                return Started(run_id, proc.pid, console)
+            code = proc.poll()
+            if code is not None:
+                run_id = _first_run_of(proc.pid, base, before)  # one made in the last poll
+                return Started(run_id, proc.pid, console, None if run_id else code)
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:  # Ctrl-C while it checks or preflights: it goes on, and says where
+        raise KeyboardInterrupt(f"the detached supervisor (pid {proc.pid}) goes on; its console: {console}") from None
+
+
+def ended_consoles(root: Path) -> list[Path]:
+    """The console files of detached supervisors that have ended (``runs gc`` removes them:
+    each run's own stream is its ``events.jsonl``, replayed by ``attach``)."""
+    try:
+        entries = list(os.scandir(store.runs_root(root) / CONSOLE_DIR))
+    except OSError:
+        return []
+    ended = []
+    for entry in entries:
+        m = _CONSOLE.match(entry.name)
+        if m and entry.is_file(follow_symlinks=False) and not supervision.alive(f"{m[1]}:{m[2]}"):
+            ended.append(Path(entry.path))
+    return sorted(ended)
+
+
+def _first_run_of(pid: int, base: Path, before: set[str]) -> str | None:
+    """The oldest new run folder of ``base`` whose ``runner.json`` names process ``pid``."""
+    try:
+        names = sorted(set(os.listdir(base)) - before)
+    except OSError:
+        return None
+    for name in names:
+        if store.is_run_id(name):
+            ident = str(store.read_json(base / name / store.RUNNER_FILE).get("runner") or "")
+            if ident.partition(":")[0] == str(pid):
+                return name
+    return None
+
+
+def detached() -> bool:
+    """This process is a detached supervisor: its SIGHUP does nothing, and its launches do not
+    inherit the mark (taken out of the environment here)."""
+    if os.environ.pop(DETACHED_ENV, None) is None:
+        return False
+    signal.signal(signal.SIGHUP, lambda signum, frame: None)  # a handler, not SIG_IGN: exec resets it
+    return True
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """How ``cancel`` ended: the run's status now, whether it was still going when asked, and
+    the pids of its processes still alive at the end ([] : none)."""
+
+    status: str
+    was_running: bool
+    left: list[int]
+
+
+def run_processes(run_dir: Path) -> list[int]:
+    """Every live process of the run: its launches' process groups, and whatever carries its
+    events folder in its environment (torchrun puts each rank in a session of its own)."""
+    pgids = store.read_json(run_dir / store.RUNNER_FILE).get("pgids") or []
+    found = {p for g in pgids for p in procgroup.live_members(g)}
+    return sorted(found | set(procgroup.carrying(envnames.EVENTS_DIR, str(run_dir))))
+
+
+def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
+    """Stop ``record``'s run from any process and wait (up to ``timeout_s``) for it to end with
+    nothing left running; what is left then is killed (SIGKILL)."""
+    path = record.path
+    if not liveness.in_progress(record) and not run_processes(path):
+        return Cancelled(record.status, False, [])
+    pid = liveness.supervisor(path)
+    host = (store.read_json(path / store.RUNNER_FILE).get("host") or {}).get("name")
+    if pid is None and host and host != os.uname().nodename:
+        raise RunError(f"run {record.id} is supervised on {host}, not on this machine: cancel it there",
+                       exit_code=exitcodes.USAGE)
+    if pid is not None and "run" not in _argv(pid):  # the TUI, a sweep: SIGTERM would end more than the run
+        raise RunError(f"run {record.id} is run inside pid {pid} ({' '.join(_argv(pid))[:80]}), not by an "
+                       "`accelctl run`: stop it there", exit_code=exitcodes.USAGE)
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGTERM)  # its runner stops the run as on Ctrl-C, and records it
+        except (ProcessLookupError, PermissionError):
+            pid = None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        again = store.read_run(path)
+        if not liveness.in_progress(again) and not run_processes(path):
+            return Cancelled(again.status, True, [])
+        if pid is None or liveness.supervisor(path) is None:  # no supervisor to stop it: end what is left
+            _kill(run_processes(path))
+        time.sleep(0.1)
+    _kill(run_processes(path))
+    time.sleep(0.2)
+    return Cancelled(store.read_run(path).status, True, run_processes(path))
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return []
+
+
+def _kill(pids: list[int]) -> None:
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
