@@ -110,7 +110,7 @@ def point_workload(w: ast.Workload, point, targets: tuple[str, ...] | None,
         base = w._replace(items=tuple(it for it in w.items if not (type(it) is ast.Block and it.kind == "target")
                                       or (isinstance(it.header, ast.Word) and it.header.name in chosen)))
         base = cache[(chosen, reshape)] = O.drop_global(base) if reshape else base
-    for o, v in point:
+    for o, v in sorted(point, key=lambda ov: ov[0].key != "instance"):  # the instance first: it resets devices
         if o.key != "target":
             base = O.apply(base, o, v, chosen)
     return base, chosen

@@ -31,6 +31,9 @@ ALIASES = {"micro": "batch.micro", "accumulation": "batch.accumulation", "compil
 #: longer holds and is dropped (the global batch follows micro x accumulation x data parallel)
 RESHAPES_BATCH = ("batch.micro", "batch.accumulation", "micro_batch", "devices", "nodes", "instance", "parallel",
                   "parallel.tp", "parallel.pp", "target")
+#: a target's settings that belong to its machine: set by a new ``instance`` (its device, device
+#: count and price are the instance's), so an ``--over instance=`` leaves them out
+OF_THE_INSTANCE = ("device", "devices", "price", "memory")
 _PREFIX = "workload w { x = ["
 
 
@@ -166,7 +169,10 @@ def _is_target(it, name: str | None = None) -> bool:
 
 
 def _set_in_target(block: ast.Block, path, value, key_span) -> ast.Block:
-    return block._replace(items=_set(block.items, path, value, key_span))
+    items = block.items
+    if path == ("instance",):
+        items = tuple(i for i in items if i[0] not in OF_THE_INSTANCE)
+    return block._replace(items=_set(items, path, value, key_span))
 
 
 def _set(items: tuple, path: tuple[str, ...], value: ast.Value, key_span: Span) -> tuple:
