@@ -34,7 +34,10 @@ def cmd_pick(args) -> int:
                                                                 args.budget and f"the budget {args.budget}") if x)
         if reply is not None:
             reply.fail("NoCandidate", msg)
-        print(f"accelctl pick: {msg}" if (args.deadline or args.budget) else "accelctl pick: no priced candidate")
+        import sys
+
+        print(f"accelctl pick: {msg}" if (args.deadline or args.budget) else "accelctl pick: no priced candidate",
+              file=sys.stderr)
         return exitcodes.FAILED
     return exitcodes.OK
 

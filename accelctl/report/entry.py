@@ -252,12 +252,18 @@ def _entry_from_run(record: Any) -> Entry:
 
 
 
+def _host(device) -> bool:
+    from accelctl.spec.catalog import DEVICES
+
+    return device in DEVICES and DEVICES[device].host
+
+
 def _work_samples(spec: dict[str, Any]) -> float | None:
     """train_steps x the global batch of the spec's first target that is not the host CPU
     (``accelctl.estimate.work.reference``, on the stored spec.json)."""
     steps = (spec.get("task") or {}).get("train_steps")
     targets = [t for t in spec.get("targets") or () if isinstance(t, dict)]
-    ref = next((t for t in targets if t.get("device") != "cpu"), targets[0] if targets else None)
+    ref = next((t for t in targets if not _host(t.get("device"))), targets[0] if targets else None)
     if not steps or ref is None:
         return None
     b, p = ref.get("batch") or {}, ref.get("parallel") or {}

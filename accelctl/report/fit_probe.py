@@ -123,7 +123,10 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
     spec = specs[0]
     once = MeasureSpec(warmup=0, steps=1)
     t = spec.target(target_name)
-    t = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=micro, global_size=None), measure=None)
+    # memory_bytes 0 (the host's): the plan's own E530 check does not stop a step past the model's
+    # answer; the cap above is what holds it to the target's memory
+    t = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=micro, global_size=None), measure=None,
+                            memory_bytes=0)
     spec = dataclasses.replace(spec, measure=once, targets=tuple(t if x.name == t.name else x for x in spec.targets))
     handle = launch(plan(spec, t), source_text=source, spec_json=spec.to_json(), runs_root=runs_root or None)
     result = handle.wait()

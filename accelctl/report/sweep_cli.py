@@ -59,7 +59,8 @@ def _run(args, overs, emit) -> int:
     from accelctl.report import sweep_over as SO
     from accelctl.report.entry import entry_from_run
     from accelctl.report.tables import report_tables
-    from accelctl.run.store import load_run, write_series
+    from accelctl.report.sweep import wait_run
+    from accelctl.run.store import write_series
     from accelctl.spec.catalog import DEVICES
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)
@@ -86,13 +87,7 @@ def _run(args, overs, emit) -> int:
             if n > 1:
                 series = series or handle.run_id
                 write_series(handle.run_dir, series, index, n)
-            try:
-                result = handle.wait()
-            except KeyboardInterrupt:
-                handle.stop()
-                handle.wait()
-                raise
-            rec = load_run(result.run_dir)
+            result, rec = wait_run(handle)
             records.append(rec)
             if result.status != "ok":
                 status = exitcodes.FAILED
