@@ -254,7 +254,7 @@ def cmd_sweep(args) -> int:
 
         return cmd_sweep_over(args, _emit)
     if not args.target:
-        raise AccelctlError("accelctl sweep: --target T (a device/node sweep) or --over KEY=V1,V2 --estimate|--run",
+        raise AccelctlError("sweep needs --target T (a device/node sweep) or --over KEY=V1,V2 --estimate|--run",
                             exit_code=exitcodes.USAGE)
     from accelctl.report.entry import entry_from_run
     from accelctl.report.sweep import parse_counts, run_sweep
