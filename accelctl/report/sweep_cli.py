@@ -12,7 +12,6 @@ is listed as not run, never as a pass.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError
@@ -105,26 +104,13 @@ def _run(args, overs, emit) -> int:
 
 
 def plot_front(sweep, path: str) -> None:
-    """Job time against job cost, one dot per row, the Pareto front joined (report's matplotlib)."""
-    try:
-        import matplotlib
+    """Job time against job cost, the Pareto front joined (``accelctl.report.plot``)."""
+    from accelctl.report.plot import plot_front as draw
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    pts = [(r.hours, r.cost, r.pareto, f"{r.target} " + " ".join(f"{k}={v}" for k, v in r.point.items()))
+           for r in sweep.rows if r.hours is not None and r.cost is not None]
+    try:
+        out = draw(pts, path, f"accelctl sweep {sweep.workload}: {sweep.work}")
     except ModuleNotFoundError as exc:
         raise AccelctlError(f"--plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
-    pts = [r for r in sweep.rows if r.hours is not None and r.cost is not None]
-    fig, ax = plt.subplots(figsize=(8, 5))
-    ax.scatter([r.hours for r in pts], [r.cost for r in pts], c=["tab:red" if r.pareto else "tab:gray" for r in pts])
-    front = sorted((r for r in pts if r.pareto), key=lambda r: r.hours)
-    ax.plot([r.hours for r in front], [r.cost for r in front], color="tab:red", label="Pareto front")
-    for r in front:
-        ax.annotate(f"{r.target} " + " ".join(f"{k}={v}" for k, v in r.point.items()), (r.hours, r.cost), fontsize=7)
-    ax.set_xlabel("job time (h)")
-    ax.set_ylabel("job cost (USD)")
-    ax.set_title(f"accelctl sweep {sweep.workload}: {sweep.work}", fontsize=9)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(Path(path))
-    plt.close(fig)
-    print(f"wrote {path}", file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)

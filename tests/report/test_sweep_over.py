@@ -108,6 +108,15 @@ def test_pareto_front_is_the_undominated_rows(capsys):
         assert p["pareto"] == (not dominated), p
 
 
+def test_plot_draws_the_front(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "front.png"
+    code = main(["sweep", VIT, "-t", "p4d", "--over", "instance=p4d.24xlarge,p5.48xlarge", "--over",
+                 "batch.micro=16,64", "--estimate", "--csv", "--plot", str(out)])
+    capsys.readouterr()
+    assert code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_equal_work_in_estimate_job_columns(tmp_path):
     """A target with a larger global batch does fewer optimizer steps for the same samples."""
     from accelctl.api import estimate_targets, load
