@@ -771,7 +771,7 @@ def build_parser() -> argparse.ArgumentParser:
     # define register(sub) and import nothing heavy at module level
     import importlib
 
-    for mod in ("accelctl.report.cli", "accelctl.tui.cli", "accelctl.cli_detach"):
+    for mod in ("accelctl.report.cli", "accelctl.report.decide_cli", "accelctl.tui.cli", "accelctl.cli_detach"):
         try:
             importlib.import_module(mod).register(sub)
         except ModuleNotFoundError as exc:

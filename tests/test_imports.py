@@ -91,6 +91,28 @@ def test_estimate_imports_no_heavy_module_and_is_fast():
     # timing is the bench's (bench/comparisons/cli_*.py), never a unit test's: printed only
 
 
+def test_sweep_estimate_pick_and_fit_import_no_heavy_module():
+    """``sweep --over ... --estimate``, ``pick`` and ``fit`` (no probe) decide from the estimate
+    and the memory model alone: no torch, deepspeed or textual in a fresh interpreter."""
+    vit, bert = "workloads/vit_fp8.wl", "workloads/bert_1_5b_zero1.wl"
+    commands = [["sweep", vit, "--over", "batch.micro=8,16", "--over", "precision=bf16,fp8", "--estimate", "--csv"],
+                ["pick", bert, "-w", "bert_1_5b_zero1_8n", "--work", "1e8 samples", "--deadline", "24 h", "-f", "csv"],
+                ["fit", "workloads/t5_3b_summarization.wl", "-t", "gaudi2"]]
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from accelctl.cli import main\n"
+        f"rcs = []\nfor c in {commands!r}:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "        rcs.append(main(c))\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+        "print(json.dumps({'rc': rcs, 'heavy': heavy}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=300)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {"rc": [0, 0, 0], "heavy": []}, proc.stderr
+
+
 #: what ``validate`` may load of accelctl: the CLI, the parser and the checker (and the verbs'
 #: registration modules, which import nothing at module level); planning, the plan contract,
 #: backends, engines, the runner and the statistics load only for the verbs that use them
@@ -98,7 +120,7 @@ VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.err
                        "accelctl.exitcodes", "accelctl.reply",
                        "accelctl.dsl", "accelctl.spec", "accelctl.report", "accelctl.report.cli", "accelctl.tui",
                        "accelctl.tui.cli", "accelctl.cli_runs", "accelctl.cli_help", "accelctl.cli_init",
-                       "accelctl.cli_detach")
+                       "accelctl.cli_detach", "accelctl.report.decide_cli", "accelctl.report.sweep_cli")
 
 def _modules_after(code: str) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],

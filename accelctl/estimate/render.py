@@ -110,6 +110,9 @@ def text(workload: str, estimates: list[Estimate], spec=None, width: int | None 
                            "architecture (write it: model <family>(layers = ..., hidden = ...))", width)
         if e.status == "ok" and not e.fits:
             lines += _wrap(f"    {e.memory_fit}", width)
+    basis = next((e.work_basis for e in estimates if e.status == "ok" and e.projected_hours is not None), "")
+    if basis:
+        lines += _wrap(f"  job = {basis} on every target (equal work): time = samples / throughput", width)
     groups: dict[tuple[str, ...], list[str]] = {}
     for e in estimates:
         if e.status == "ok":

@@ -23,6 +23,7 @@ from accelctl.estimate import flops as F
 from accelctl.estimate import neuron
 from accelctl.estimate import traffic as T
 from accelctl.estimate import unet_elementwise as UE
+from accelctl.estimate import work
 from accelctl.estimate.factors import DEFAULT, Factors
 from accelctl.plan import memory
 from accelctl.plan.activations import hpu_lazy
@@ -69,6 +70,9 @@ class Estimate:
     train_steps: int | None = None
     projected_hours: float | None = None
     projected_cost_usd: float | None = None
+    #: the job's samples (train_steps at the reference global batch: equal work on every target)
+    work_samples: float | None = None
+    work_basis: str = ""
     basis: str = "real"
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -103,10 +107,12 @@ def _link_time(c: T.Collective, sheet: Datasheet, instance: str, fx: Factors, lo
 
 
 def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> Estimate:
+    samples, basis = work.job_samples(spec)
     spec = spec.for_target(target)
     task = spec.task
     est = Estimate(spec.name, target.name, target.device, target.world_size, task.kind,
-                   price_per_hour=target.price_per_hour, train_steps=task.train_steps or None)
+                   price_per_hour=target.price_per_hour, train_steps=task.train_steps or None,
+                   work_samples=samples, work_basis=basis)
     sheet = DATASHEETS.get(target.device)
     if sheet is None and target.device in DEVICES and DEVICES[target.device].host:
         from accelctl.estimate import host
@@ -387,6 +393,5 @@ def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:
 
 def _cost(est: Estimate) -> None:
     est.throughput_per_dollar = cost.per_dollar(est.throughput, est.price_per_hour)
-    if est.task in ("pretrain", "finetune"):
-        est.projected_hours = cost.projected_hours(est.train_steps, est.step_time_s)
-        est.projected_cost_usd = cost.projected_cost(est.train_steps, est.step_time_s, est.price_per_hour)
+    if est.task in ("pretrain", "finetune"):  # equal work: the same samples on every target (work.py)
+        est.projected_hours, est.projected_cost_usd = work.job(est.work_samples, est.throughput, est.price_per_hour)

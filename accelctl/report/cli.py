@@ -249,6 +249,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    if args.over:
+        from accelctl.report.sweep_cli import cmd_sweep_over
+
+        return cmd_sweep_over(args, _emit)
+    if not args.target:
+        raise AccelctlError("sweep needs --target T (a device/node sweep) or --over KEY=V1,V2 --estimate|--run",
+                            exit_code=exitcodes.USAGE)
     from accelctl.report.entry import entry_from_run
     from accelctl.report.sweep import parse_counts, run_sweep
     from accelctl.report.tables import report_tables, scaling_tables
@@ -330,9 +337,13 @@ def register(sub) -> None:
     _common(c)
     c.set_defaults(fn=_guarded(cmd_compare))
 
-    s = sub.add_parser("sweep", help="run one target at several device counts, print the scaling efficiency table")
+    s = sub.add_parser("sweep", help="any setting over values (--over KEY=V1,V2 --estimate | --run), or one target "
+                                     "at several device counts (the scaling efficiency table)")
     s.add_argument("file")
-    s.add_argument("--target", "-t", required=True)
+    s.add_argument("--target", "-t")
+    from accelctl.report.sweep_cli import add_over_arguments
+
+    add_over_arguments(s)
     s.add_argument("--devices", "-d", help="comma-separated device counts per node, e.g. 1,2 (default: the target's)")
     s.add_argument("--nodes", default="1", help="comma-separated node counts, run through the target's engine "
                    "(e.g. 1,2 on Slurm; default 1)")

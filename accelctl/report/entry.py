@@ -72,6 +72,9 @@ class Entry:
     mem_bytes: int | None = None
     price_per_hour: float | None = None
     train_steps: int | None = None
+    #: the job in samples: train_steps at the workload's reference global batch, the same on
+    #: every target (equal work; ``accelctl.estimate.work``); None: job time from train_steps
+    work_samples: float | None = None
     warmup_steps: int = 0
     warmup_time_s: float = 0.0
     repeats: int = 0
@@ -115,11 +118,14 @@ class Entry:
 
     @property
     def projected_hours(self) -> float | None:
+        if self.work_samples and self.throughput and self.unit.split("/")[0] in ("samples", "sequences", "images"):
+            return self.work_samples / self.throughput / cost.SECONDS_PER_HOUR
         return cost.projected_hours(self.train_steps, self.step_time_s)
 
     @property
     def projected_cost(self) -> float | None:
-        return cost.projected_cost(self.train_steps, self.step_time_s, self.price_per_hour)
+        hours = self.projected_hours
+        return None if hours is None or self.price_per_hour is None else hours * self.price_per_hour
 
 
 #: the keys of a spec.json that say what a workload computes (not where or how long)
@@ -220,6 +226,7 @@ def _entry_from_run(record: Any) -> Entry:
         precision=(tgt.get("precision") or {}).get("dtype", ""), status=record.status,
         price_per_hour=tgt.get("price_per_hour"),
         train_steps=(spec.get("task") or {}).get("train_steps") or None,
+        work_samples=_work_samples(spec),
         step_times=times,
         run_values=((stats.step_time.median / (first.samples if first is not None and first.samples else 1),)
                     if stats.step_time else ()),
@@ -238,11 +245,30 @@ def _entry_from_run(record: Any) -> Entry:
         entry = dataclasses.replace(
             entry, ran=(f"REHEARSAL of {rehearsal['of']} on {where}, stand-in, {params}" if rehearsal
                         else f"stand-in, {params}"),
-            **({"instance": "", "price_per_hour": None, "nodes": 1, "train_steps": None,
+            **({"instance": "", "price_per_hour": None, "nodes": 1, "train_steps": None, "work_samples": None,
                 "mfu": entry.mfu if entry.mfu is not None and entry.mfu <= 1 else None} if rehearsal else {}))
     return entry
 
 
+
+
+def _host(device) -> bool:
+    from accelctl.spec.catalog import DEVICES
+
+    return device in DEVICES and DEVICES[device].host
+
+
+def _work_samples(spec: dict[str, Any]) -> float | None:
+    """train_steps x the global batch of the spec's first target that is not the host CPU
+    (``accelctl.estimate.work.reference``, on the stored spec.json)."""
+    steps = (spec.get("task") or {}).get("train_steps")
+    targets = [t for t in spec.get("targets") or () if isinstance(t, dict)]
+    ref = next((t for t in targets if not _host(t.get("device"))), targets[0] if targets else None)
+    if not steps or ref is None:
+        return None
+    b, p = ref.get("batch") or {}, ref.get("parallel") or {}
+    dp = max(1, (ref.get("nodes") or 1) * (ref.get("devices") or 1) // ((p.get("tp") or 1) * (p.get("pp") or 1)))
+    return float(steps * (b.get("global_size") or (b.get("micro") or 1) * (b.get("accumulation") or 1) * dp))
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

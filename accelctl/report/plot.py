@@ -110,3 +110,28 @@ def plot_report(entries: Sequence[Entry], path: str | Path, scaling: Sequence[tu
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def plot_front(points: Sequence[tuple[float, float, bool, str]], path: str | Path, title: str) -> Path:
+    """``accelctl sweep --estimate --plot``: one dot per (job hours, job USD, on the front,
+    label), the Pareto front joined and labelled; raises ``ModuleNotFoundError`` without matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.scatter([p[0] for p in points], [p[1] for p in points],
+               c=["tab:red" if p[2] else "tab:gray" for p in points])
+    front = sorted((p for p in points if p[2]), key=lambda p: p[0])
+    ax.plot([p[0] for p in front], [p[1] for p in front], color="tab:red", label="Pareto front")
+    for hours, usd, _, label in front:
+        ax.annotate(_clip(label, 48), (hours, usd), fontsize=7)
+    ax.set_xlabel("job time (h)")
+    ax.set_ylabel("job cost (USD)")
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(Path(path))
+    plt.close(fig)
+    return Path(path)

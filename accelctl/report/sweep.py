@@ -54,13 +54,25 @@ def sweep_targets(target: Any, devices: Sequence[int], nodes: Sequence[int] = (1
     return out
 
 
+def wait_run(handle) -> tuple[Any, Any]:
+    """Wait for a launched run (Ctrl-C stops it, then goes on up); its result and stored record."""
+    from accelctl.run.store import load_run
+
+    try:
+        result = handle.wait()
+    except KeyboardInterrupt:
+        handle.stop()
+        handle.wait()
+        raise
+    return result, load_run(result.run_dir)
+
+
 def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Sequence[int] = (1,),
               workload: str | None = None, engine: str | None = None, backend: str = "",
               runs_root: str | None = None, progress: Callable[[str], None] = print) -> list[Any]:
     """Run every point; returns the stored runs (``RunRecord``) in run order."""
     from accelctl.api import launch, load_selected_source, named_target, plan
     from accelctl.report.entry import entry_from_run
-    from accelctl.run.store import load_run
 
     source, specs = load_selected_source(path, workload)  # read once: the runs store what was checked
     spec = specs[0]
@@ -76,13 +88,7 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
         progress(f"sweep: {spec.name} / {t.name}: nodes {t.nodes} x devices {t.devices} ({p.backend}) ...")
         t0 = time.perf_counter()
         handle = launch(p, source_text=source, spec_json=point.to_json(), runs_root=runs_root)
-        try:
-            result = handle.wait()
-        except KeyboardInterrupt:
-            handle.stop()
-            handle.wait()
-            raise
-        rec = load_run(result.run_dir)
+        result, rec = wait_run(handle)
         entry = entry_from_run(rec)
         thr = f", {entry.throughput:,.2f} {entry.unit}" if entry.throughput else ""
         progress(f"  -> {rec.id}: {result.status}{thr} ({time.perf_counter() - t0:.1f} s)")

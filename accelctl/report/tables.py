@@ -100,7 +100,11 @@ def _methods(entries: Sequence[Entry]) -> list[str]:
     elif entries and not any(e.source.startswith("seed") for e in entries):
         notes.append("no price per hour for these targets: cost columns left out "
                      "(give the target 'price = ... usd/h' or a catalogued instance)")
-    if any(e.projected_hours is not None for e in entries):
+    if any(e.projected_hours is not None and e.work_samples for e in entries):
+        notes.append("job time = task train_steps x the reference global batch (the workload's first non-CPU target's, "
+                     "else its first's) = samples, equal on every target / throughput; job cost = job time x price "
+                     "per hour")
+    elif any(e.projected_hours is not None for e in entries):
         notes.append("job time = task train_steps x mean step time; job cost = job time x price per hour")
     return notes
 

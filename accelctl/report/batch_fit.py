@@ -1,0 +1,114 @@
+"""``accelctl fit FILE -t T``: the largest micro-batch that fits T's memory by the memory model
+(``accelctl.plan.memory``, what ``plan`` refuses with E530), as written and with gradient
+checkpointing switched, each ZeRO stage and FSDP; each layout the plan would refuse on T
+says so.  ``--probe`` (a target whose device this machine has: the host CPU for a cpu
+target) confirms the answer for real: one training step at that micro-batch in a run whose
+processes may use no more than T's memory (``RLIMIT_DATA``), and one at the next size, which
+the model says does not fit; an out-of-memory failure is caught and named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+#: the largest micro-batch looked for (the language's own limit on micro)
+MOST = 1_000_000
+
+
+@dataclass
+class Variant:
+    name: str
+    target: object
+    micro: int
+    #: the memory model's figures at ``micro`` (and at micro + 1: why it stops there)
+    at: object = None
+    above: object = None
+    refused: str = ""
+
+
+def _at(spec, target, micro: int):
+    from accelctl.plan import memory
+
+    t = dataclasses.replace(target, batch=dataclasses.replace(target.batch, micro=micro, global_size=None))
+    return t, memory.estimate(spec, t)
+
+
+def largest(spec, target) -> int:
+    """The largest micro-batch whose memory fits (0: not even 1), by doubling then bisection."""
+    if not _at(spec, target, 1)[1].fits:
+        return 0
+    lo, hi = 1, 2
+    while hi <= MOST and _at(spec, target, hi)[1].fits:
+        lo, hi = hi, hi * 2
+    hi = min(hi, MOST + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _at(spec, target, mid)[1].fits else (lo, mid)
+    return lo
+
+
+def variants(spec, target) -> list[tuple[str, object]]:
+    """The target as written, with gradient checkpointing switched, ZeRO 1-3 and FSDP (training)."""
+    out = [("as written", target)]
+    gc = target.gradient_checkpointing
+    out.append((f"gradient checkpointing {'off' if gc else 'on'}", dataclasses.replace(target, gradient_checkpointing=not gc)))
+    if spec.task.training:
+        p = target.parallel
+        for stage in (1, 2, 3):
+            if not (p.strategy == "zero" and p.zero_stage == stage):
+                out.append((f"zero(stage = {stage})", dataclasses.replace(
+                    target, parallel=dataclasses.replace(p, strategy="zero", zero_stage=stage))))
+        if p.strategy != "fsdp":
+            out.append(("fsdp", dataclasses.replace(target, parallel=dataclasses.replace(p, strategy="fsdp"))))
+    return out
+
+
+def fit(spec, target) -> list[Variant]:
+    from accelctl.api import plan
+    from accelctl.errors import PlanError
+
+    if not target.memory_bytes:  # the host CPU without memory = ...: this machine's memory
+        from accelctl.report.fit_probe import host_memory
+
+        target = dataclasses.replace(target, memory_bytes=host_memory())
+    out = []
+    for name, t in variants(spec, target):
+        m = largest(spec, t)
+        v = Variant(name, t, m)
+        if m:
+            v.target, v.at = _at(spec, t, m)
+            v.above = _at(spec, t, m + 1)[1]
+            try:
+                plan(spec, v.target)
+            except PlanError as exc:
+                d = exc.diagnostics[0] if exc.diagnostics else None
+                v.refused = f"{d.code}: {d.message}" if d else str(exc)
+        else:
+            v.above = _at(spec, t, 1)[1]
+        out.append(v)
+    return out
+
+
+def lines(spec, target, vs: list[Variant]) -> list[str]:
+    from accelctl.plan.memory import fmt_bytes
+
+    cap = fmt_bytes(vs[0].target.memory_bytes) + ("" if target.memory_bytes else " (this machine's memory)")
+    out = [f"fit {spec.name} / {target.name}: {target.device} x{target.world_size}, {cap} per device "
+           f"(memory model: accelctl/plan/memory.py, docs/language.md 3.10)"]
+    for v in vs:
+        head = f"  {v.name:<28} largest micro-batch {v.micro}" if v.micro else f"  {v.name:<28} does not fit at micro-batch 1"
+        if v.at is not None:
+            head += f": {v.at.describe()}"
+        out.append(head)
+        if v.above is not None:
+            out.append(f"  {'':<28} at {v.micro + 1}: {fmt_bytes(v.above.total)} > {cap}")
+        if v.refused:
+            out.append(f"  {'':<28} but plan refuses this layout on {target.name}: {v.refused}")
+    base = vs[0].micro
+    better = [v for v in vs[1:] if v.micro != base and not v.refused]
+    if better:
+        out.append("  changes it: " + "; ".join(f"{v.name} -> {v.micro}" for v in better))
+    else:
+        out.append("  no other layout the plan accepts changes it")
+    return out

@@ -1,0 +1,141 @@
+"""``accelctl fit --probe``: one real training step at the micro-batch the memory model found,
+under the target's memory, that catches the out-of-memory failure.
+
+Each probe is a child process (``python -m accelctl.report.fit_probe``) that caps its data
+segment (``RLIMIT_DATA``: heap and anonymous mappings, what tensors live in) at the target's
+memory and runs the point through ``accelctl.api`` (plan, launch: the worker inherits the
+cap), one measured step and no warm-up.  The run's failure message tells an out-of-memory
+failure (``MemoryError``, torch's ``can't allocate memory``, ``std::bad_alloc``) from any
+other.  Only where this machine has the target's device: the host CPU for a cpu target;
+elsewhere the probe is NOT RUN (exit 4), never a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+OOM = re.compile(r"MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory", re.I)
+
+
+@dataclass
+class Probe:
+    device: str
+    micro: int
+    limit: int
+    #: micro-batch -> "ok", "out of memory: ...", "failed: ..."
+    results: dict[int, str] = field(default_factory=dict)
+    not_run: str = ""
+    #: what the process held at micro-batch 1 beyond the model's count (added to the cap)
+    runtime: int = 0
+
+    @property
+    def confirmed(self) -> bool:
+        return not self.not_run and self.results.get(self.micro) == "ok"
+
+    def record(self) -> dict:
+        return {"micro": self.micro, "limit_bytes": self.limit, "runtime_bytes": self.runtime, "results": {str(k): v for k, v in self.results.items()},
+                "confirmed": self.confirmed, "not_run": self.not_run}
+
+    def lines(self) -> list[str]:
+        if self.not_run:
+            return [f"  probe: NOT RUN: {self.not_run}"]
+        out = [f"  probe (one real step each, the worker capped at {self.limit / 1e9:.2f} GB of data: the target's "
+               f"memory + {self.runtime / 1e9:.2f} GB the process held at micro-batch 1 beyond the model's count):"]
+        out += [f"    micro-batch {m}: {r}" for m, r in sorted(self.results.items())]
+        out.append(f"  probe: micro-batch {self.micro} " + ("CONFIRMED" if self.confirmed else "NOT confirmed"))
+        return out
+
+
+def host_memory() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def probe_fit(path: str, spec, target, micro: int, runs_root=None) -> Probe:
+    """The probes: micro-batch 1 uncapped (what the process holds besides the model's count:
+    the interpreter, torch, allocator slack -- the part the model's 2 GB reserve stands for on
+    an accelerator), then ``micro`` and ``micro + 1`` capped at the target's memory plus that
+    runtime; where ``micro`` runs out of memory, halved until a micro-batch runs."""
+    from accelctl.report.batch_fit import _at
+    from accelctl.spec.catalog import DEVICES
+
+    capacity = target.memory_bytes or host_memory()
+    p = Probe(target.device, micro, capacity)
+    if not DEVICES[target.device].host:
+        p.not_run = (f"this machine has no {target.device} device (the probe runs where the target's device is; "
+                     "the answer above is the memory model's alone)")
+        return p
+    if micro < 1:
+        p.not_run = "nothing fits by the model: no micro-batch to confirm"
+        return p
+    first, held = one_step(path, spec.name, target.name, 1, 0, runs_root)
+    if first != "ok" or not held:
+        p.not_run = f"micro-batch 1 without a cap did not run ({first}): nothing to measure the runtime by"
+        return p
+    p.runtime = max(0, held - int(_at(spec, target, 1)[1].total))
+    p.limit = capacity + p.runtime
+    m = micro
+    while True:
+        p.results[m] = one_step(path, spec.name, target.name, m, p.limit, runs_root)[0]
+        if p.results[m] == "ok" or m == 1 or not p.results[m].startswith("out of memory") or len(p.results) > 4:
+            break
+        m = max(1, m // 2)
+    if p.results[micro] == "ok":
+        p.results[micro + 1] = one_step(path, spec.name, target.name, micro + 1, p.limit, runs_root)[0]
+    return p
+
+
+def one_step(path: str, workload: str, target: str, micro: int, limit: int, runs_root) -> tuple[str, int | None]:
+    """("ok" | "out of memory: ..." | "failed: ...", the worker's peak resident memory)."""
+    cmd = [sys.executable, "-m", "accelctl.report.fit_probe", str(path), workload, target, str(micro), str(limit),
+           str(runs_root or "")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    last = (proc.stdout.strip().splitlines() or [""])[-1]
+    try:
+        out = json.loads(last)
+    except ValueError:
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return (f"out of memory: {why[:200]}" if OOM.search(proc.stderr) else f"failed: {why[:200]}"), None
+    if out["status"] == "ok":
+        return "ok", out.get("mem_bytes")
+    msg = (out.get("message") or "").strip()
+    if not msg:
+        return f"failed: {out['status']}", None
+    return ("out of memory: " if OOM.search(msg) else "failed: ") + msg.splitlines()[-1][:200], None
+
+
+def _child(path: str, workload: str, target_name: str, micro: int, limit: int, runs_root: str) -> dict:
+    import resource
+
+    if limit:
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    from accelctl.api import launch, load_selected_source, plan
+    from accelctl.report.entry import entry_from_run
+    from accelctl.run.store import load_run
+    from accelctl.spec.types import MeasureSpec
+
+    source, specs = load_selected_source(path, workload)
+    spec = specs[0]
+    once = MeasureSpec(warmup=0, steps=1)
+    t = spec.target(target_name)
+    # memory_bytes 0 (the host's): the plan's own E530 check does not stop a step past the model's
+    # answer; the cap above is what holds it to the target's memory
+    t = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=micro, global_size=None), measure=None,
+                            memory_bytes=0)
+    spec = dataclasses.replace(spec, measure=once, targets=tuple(t if x.name == t.name else x for x in spec.targets))
+    handle = launch(plan(spec, t), source_text=source, spec_json=spec.to_json(), runs_root=runs_root or None)
+    result = handle.wait()
+    record = load_run(result.run_dir)
+    failure = (record.summary or {}).get("failure") or {}
+    return {"status": result.status, "message": failure.get("message", ""), "run": str(result.run_dir),
+            "mem_bytes": entry_from_run(record).mem_bytes if result.status == "ok" else None}
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    print(json.dumps(_child(a[0], a[1], a[2], int(a[3]), int(a[4]), a[5])))

@@ -1,0 +1,116 @@
+"""``accelctl sweep FILE --over KEY=V1,V2 ... --estimate | --run`` (``sweep_over`` does the work).
+
+``--estimate``: a table of every point x target (step time, throughput, bound, memory fit,
+job time and cost at equal work, the Pareto front of time vs cost), as rich, md, csv
+(``--csv``) or JSON (``--json``), and ``--plot FILE.png`` (job time against job cost, the
+front drawn).  ``--run``: each point's target for real where it runs here -- a cpu target,
+or any target with ``--rehearse`` (its CPU rehearsal) -- one run after the other, ``measure
+{ repeat = N }`` as N independent runs as ``accelctl run`` does; a point that cannot run here
+is listed as not run, never as a pass.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from accelctl import exitcodes
+from accelctl.errors import AccelctlError
+
+
+def add_over_arguments(s) -> None:
+    s.add_argument("--over", action="append", metavar="KEY=V1,V2",
+                   help="a setting of the language over values (repeatable: a grid), e.g. batch.micro=8,16 "
+                        "parallel=ddp,zero(stage=1) precision=bf16,fp8 target=a,b")
+    s.add_argument("--zip", action="store_true", help="--over values in pairs (the i-th of each) instead of a grid")
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--estimate", action="store_true", help="--over: estimate every point (no run, no torch)")
+    mode.add_argument("--run", action="store_true", help="--over: run every point that can run here for real")
+    s.add_argument("--rehearse", action="store_true", help="--run: run accelerator targets as CPU rehearsals")
+    s.add_argument("--work", metavar="'N samples|tokens|steps'",
+                   help="--estimate: the job every row does (default: the task's train_steps at the reference "
+                        "global batch, else 1M units)")
+    s.add_argument("--csv", action="store_const", dest="format", const="csv", default="rich", help="the table as CSV")
+
+
+def cmd_sweep_over(args, emit) -> int:
+    from accelctl.report import sweep_over as SO
+
+    if not (args.estimate or args.run):
+        raise AccelctlError("sweep --over needs --estimate or --run", exit_code=exitcodes.USAGE)
+    overs = SO.parse_overs(args.over)
+    if args.run:
+        return _run(args, overs, emit)
+    from accelctl.api import estimate_calibrations
+
+    sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target,
+                        work=args.work, calibrations=estimate_calibrations(args.runs_dir))
+    reply = getattr(args, "reply", None)
+    emit([SO.table(sweep)], args.format, args.output, reply, wide=args.wide,
+         points=[r.record() for r in sweep.rows])
+    if args.plot:
+        plot_front(sweep, args.plot)
+    return exitcodes.OK if any(r.est is not None for r in sweep.rows) else exitcodes.FAILED
+
+
+def _run(args, overs, emit) -> int:
+    """Each point x target that runs here, for real, one after the other."""
+    from accelctl.api import launch, one_process, plan, read_source
+    from accelctl.report import sweep_over as SO
+    from accelctl.report.entry import entry_from_run
+    from accelctl.report.tables import report_tables
+    from accelctl.report.sweep import wait_run
+    from accelctl.run.store import write_series
+    from accelctl.spec.catalog import DEVICES
+
+    sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)
+    source = read_source(args.file)
+    records, not_run, status = [], [], exitcodes.OK
+    for r in sweep.rows:
+        label = ", ".join(f"{k}={v}" for k, v in r.point.items())
+        if r.refused is not None:
+            not_run.append(f"{label} / {r.target}: refused {r.refused.code}: {r.refused.message}")
+            continue
+        t = r.spec.target(r.target)
+        host = t.device in DEVICES and DEVICES[t.device].host
+        if not host and not args.rehearse:
+            not_run.append(f"{label} / {r.target}: NOT RUN: needs {t.device} devices (--rehearse runs its CPU "
+                           "rehearsal)")
+            continue
+        one, t1, n = one_process(r.spec, t)
+        p = plan(one, t1, args.engine, rehearse=not host, device_path=not host)
+        series = None
+        for index in range(1, n + 1):
+            print(f"sweep: {label} / {r.target} ({p.backend}){f' repeat {index} of {n}' if n > 1 else ''} ...",
+                  file=sys.stderr, flush=True)
+            handle = launch(p, source_text=source, spec_json=r.spec.to_json(), runs_root=args.runs_dir)
+            if n > 1:
+                series = series or handle.run_id
+                write_series(handle.run_dir, series, index, n)
+            result, rec = wait_run(handle)
+            records.append(rec)
+            if result.status != "ok":
+                status = exitcodes.FAILED
+                break
+    entries = [entry_from_run(rec) for rec in records]
+    tables = report_tables(entries) if entries else []
+    for line in not_run:
+        print(f"sweep: {line}", file=sys.stderr)
+    emit(tables, args.format, args.output, getattr(args, "reply", None), wide=args.wide,
+         runs=[{"run_id": rec.id, "status": rec.status, "path": str(rec.path)} for rec in records], not_run=not_run)
+    if not records:
+        raise AccelctlError("sweep --run: no point runs here (" + "; ".join(not_run[:3]) + ")",
+                            exit_code=exitcodes.FAILED)
+    return status
+
+
+def plot_front(sweep, path: str) -> None:
+    """Job time against job cost, the Pareto front joined (``accelctl.report.plot``)."""
+    from accelctl.report.plot import plot_front as draw
+
+    pts = [(r.hours, r.cost, r.pareto, f"{r.target} " + " ".join(f"{k}={v}" for k, v in r.point.items()))
+           for r in sweep.rows if r.hours is not None and r.cost is not None]
+    try:
+        out = draw(pts, path, f"accelctl sweep {sweep.workload}: {sweep.work}")
+    except ModuleNotFoundError as exc:
+        raise AccelctlError(f"--plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
+    print(f"wrote {out}", file=sys.stderr)

@@ -1,0 +1,232 @@
+"""``--over KEY=V1,V2,...``: a setting of the language given on the command line, applied to
+a parsed workload's AST as a file edit would (then checked by the same check pass).
+
+The values are parsed by the workload grammar itself (as the items of a list), never
+substituted into the file's text.  Every node built from an ``--over`` argument carries a
+span on a line of its own past the file's (``OVER_LINE + k`` for the k-th argument), so a
+diagnostic the check pass raises there is rewritten (``relocate``) to point into the
+argument: ``--over batch.micro=0:1:13: error[E2..]: ...``.
+
+Key paths (``docs/cli.md``, "Sweep, pick, fit"): ``batch.micro``, ``precision``,
+``parallel``, ``parallel.stage``, ``dataset.seq_len``, ``devices``, ``instance``,
+``optimize.compile``, ``target.NAME.KEY`` (one target only)...  A key a target may set
+(``schema.TARGET_KEYS`` and the target's blocks) is set inside every target; any other
+key on the workload.  ``target=a,b`` picks the target a point evaluates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelctl.dsl import ast
+from accelctl.errors import Diagnostic, Span, WorkloadError
+from accelctl.spec import schema as S
+
+#: the first line number of the spans of ``--over`` argument k (OVER_LINE + k)
+OVER_LINE = 1_000_000_000
+#: short names of common key paths
+ALIASES = {"micro": "batch.micro", "accumulation": "batch.accumulation", "compile": "optimize.compile",
+           "seq_len": "dataset.seq_len", "stage": "parallel.stage", "tp": "parallel.tp", "pp": "parallel.pp"}
+#: key paths that change how many samples a step takes: a written ``batch { global }`` no
+#: longer holds and is dropped (the global batch follows micro x accumulation x data parallel)
+RESHAPES_BATCH = ("batch.micro", "batch.accumulation", "micro_batch", "devices", "nodes", "instance", "parallel",
+                  "parallel.tp", "parallel.pp", "target")
+#: a target's settings that belong to its machine: set by a new ``instance`` (its device, device
+#: count and price are the instance's), so an ``--over instance=`` leaves them out
+OF_THE_INSTANCE = ("device", "devices", "price", "memory")
+_PREFIX = "workload w { x = ["
+
+
+@dataclass(frozen=True)
+class Over:
+    """One ``--over`` argument: the key path, its values (AST, spans inside the argument)."""
+
+    arg: str
+    key: str
+    values: tuple[ast.Value, ...]
+    index: int
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(self.key.split("."))
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(ast.value_text(v) for v in self.values)
+
+    @property
+    def where(self) -> str:
+        return f"--over {self.arg}"
+
+
+def _diag(arg: str, code: str, message: str, column: int, hint: str = "", width: int = 1) -> Diagnostic:
+    return Diagnostic(code, message, Span.point(1, column, width), f"--over {arg}", hint, source_line=arg)
+
+
+def parse_over(arg: str, index: int = 0) -> Over:
+    """``KEY=V1,V2`` -> ``Over``; ``WorkloadError`` positioned in the argument when it is not one."""
+    key, eq, vals = arg.partition("=")
+    key = key.strip()
+    if not eq or not key or not vals.strip():
+        raise WorkloadError(diagnostics=[_diag(arg, "E231", "--over needs KEY=V1,V2,...", 1,
+                                               "e.g. --over batch.micro=8,16,32", max(len(arg), 1))])
+    if "\n" in arg or any(not p or not (p[0].isalpha() or p[0] == "_") for p in key.split(".")):
+        raise WorkloadError(diagnostics=[_diag(arg, "E231", f"'{key}' is not a key path", 1,
+                                               "a dotted path of the language's keys: batch.micro, parallel, "
+                                               "dataset.seq_len, target.NAME.devices", max(len(key), 1))])
+    shift = len(arg) - len(vals) - len(_PREFIX)  # text column -> argument column
+    try:
+        wl = _parse_values(_PREFIX + vals + "] }")
+    except WorkloadError as exc:
+        d = exc.diagnostics[0]
+        col = max(1, min(len(arg), (d.span.column if d.span else 1) + shift))
+        raise WorkloadError(diagnostics=[_diag(arg, d.code, d.message, col, d.hint)]) from None
+    items = wl.items[0].value.items
+    line = OVER_LINE + index
+    values = tuple(_moved(v, line, shift) for v in items)
+    if not values:
+        raise WorkloadError(diagnostics=[_diag(arg, "E231", "--over needs at least one value", len(arg))])
+    return Over(arg, ALIASES.get(key, key), values, index)
+
+
+def _parse_values(text: str) -> ast.Workload:
+    from accelctl.dsl.lalr import parse_text
+
+    return parse_text(text, "--over")[0]
+
+
+def _span(s: Span, line: int, shift: int) -> Span:
+    return Span(line, s.column + shift, line, s.end_column + shift)
+
+
+def _moved(v, line: int, shift: int):
+    """``v`` with every span on ``line``, columns shifted into the argument."""
+    if isinstance(v, ast.Call):
+        return v._replace(args=tuple(_moved(a, line, shift) for a in v.args),
+                          kwargs=tuple(k._replace(value=_moved(k.value, line, shift), span=_span(k.span, line, shift))
+                                       for k in v.kwargs),
+                          span=_span(v.span, line, shift), name_span=_span(v.name_span, line, shift))
+    if isinstance(v, ast.ListV):
+        return v._replace(items=tuple(_moved(i, line, shift) for i in v.items), span=_span(v.span, line, shift))
+    return v._replace(span=_span(v.span, line, shift))
+
+
+def relocate(diags: list[Diagnostic], overs: list[Over]) -> list[Diagnostic]:
+    """Diagnostics the check pass raised at an ``--over`` value, pointed into that argument."""
+    by_line = {OVER_LINE + o.index: o for o in overs}
+    out = []
+    for d in diags:
+        o = by_line.get(d.span.line) if d.span else None
+        if o is not None:
+            d = Diagnostic(d.code, d.message, Span.point(1, d.span.column, d.span.end_column - d.span.column),
+                           o.where, d.hint, d.severity, o.arg)
+        out.append(d)
+    return out
+
+
+def in_over(d: Diagnostic) -> bool:
+    return d.path.startswith("--over ")
+
+
+#: codes of a value wrong in itself (syntax, unknown key or choice, type, unit, range, device,
+#: instance, engine), whatever the rest of the point: the sweep is refused, naming the argument
+_CONTEXT_CODES = ("E222", "E223", "E224", "E225")
+
+
+def bad_value(d: Diagnostic) -> bool:
+    return (d.code[:2] in ("E0", "E1", "E2", "E3") and d.code not in _CONTEXT_CODES) or d.code in (
+        "E502", "E503", "E508")
+
+
+# ------------------------------------------------------------------ applying to the AST
+
+def is_target_key(path: tuple[str, ...]) -> bool:
+    return path[0] in S.TARGET_KEYS or path[0] in S.TARGET_SPECIAL
+
+
+def apply(w: ast.Workload, over: Over, value: ast.Value, targets: tuple[str, ...] | None = None) -> ast.Workload:
+    """``w`` with ``over``'s key set to ``value``: inside each target block (``targets``: those
+    only) for a target key, inside ``target NAME`` for ``target.NAME.KEY``, else on the workload."""
+    path = over.path
+    span = value.span
+    key_span = Span(span.line, 1, span.line, 1 + len(over.key))
+    if path[0] in ("target", "targets") and len(path) > 2:
+        return w._replace(items=tuple(_set_in_target(it, path[2:], value, key_span) if _is_target(it, path[1])
+                                      else it for it in w.items))
+    if is_target_key(path):
+        return w._replace(items=tuple(
+            _set_in_target(it, path, value, key_span) if _is_target(it) and (targets is None or _name(it) in targets)
+            else it for it in w.items))
+    return w._replace(items=_set(w.items, path, value, key_span))
+
+
+def _name(it) -> str:
+    return it.header.name if isinstance(it.header, ast.Word) else ""
+
+
+def _is_target(it, name: str | None = None) -> bool:
+    return type(it) is ast.Block and it.kind == "target" and (name is None or _name(it) == name)
+
+
+def _set_in_target(block: ast.Block, path, value, key_span) -> ast.Block:
+    items = block.items
+    if path == ("instance",):
+        items = tuple(i for i in items if i[0] not in OF_THE_INSTANCE)
+    return block._replace(items=_set(items, path, value, key_span))
+
+
+def _set(items: tuple, path: tuple[str, ...], value: ast.Value, key_span: Span) -> tuple:
+    """``items`` with ``path`` set to ``value``: the item of that key replaced, or added."""
+    key, rest = path[0], path[1:]
+    out, done = [], False
+    for it in items:
+        if it[0] != key or done:
+            out.append(it)
+            continue
+        done = True
+        out.append(_set_item(it, rest, value, key_span))
+    if not done:
+        out.append(_new_item(key, rest, value, key_span))
+    return tuple(out)
+
+
+def _set_item(it, rest, value, key_span):
+    key = it[0]
+    if not rest:
+        return ast.Entry(key, value, value.span, key_span) if type(it) is not ast.Statement else \
+            ast.Statement(key, value, value.span, key_span)
+    head = it.header if type(it) is ast.Block else it.value
+    if len(rest) == 1 and isinstance(head, (ast.Call, ast.Word)) and not (
+            type(it) is ast.Block and any(i[0] == rest[0] for i in it.items)):
+        call = head if isinstance(head, ast.Call) else ast.Call(head.name, (), (), head.span, head.span)
+        if type(it) is ast.Block and isinstance(head, ast.Call) and all(k.name != rest[0] for k in head.kwargs):
+            return it._replace(items=_set(it.items, rest, value, key_span))
+        kw = [k for k in call.kwargs if k.name != rest[0]] + [ast.KwArg(rest[0], value, value.span)]
+        call = call._replace(kwargs=tuple(kw))
+        return it._replace(header=call) if type(it) is ast.Block else it._replace(value=call)
+    if type(it) is ast.Block:
+        return it._replace(items=_set(it.items, rest, value, key_span))
+    return _new_item(key, rest, value, key_span)  # a plain setting where a block is meant: the check says so
+
+
+def _new_item(key: str, rest, value, key_span):
+    if not rest:
+        if key in ("precision", "task", "optimizer"):
+            return ast.Statement(key, value, value.span, key_span)
+        return ast.Entry(key, value, value.span, key_span)
+    return ast.Block(key, None, _set((), rest, value, key_span), value.span, key_span)
+
+
+def drop_global(w: ast.Workload) -> ast.Workload:
+    """``w`` without ``global`` in any ``batch { }`` (workload's and targets')."""
+    def strip(items):
+        out = []
+        for it in items:
+            if type(it) is ast.Block and it.kind == "batch":
+                it = it._replace(items=tuple(i for i in it.items if i[0] != "global"))
+            elif type(it) is ast.Block and it.kind == "target":
+                it = it._replace(items=strip(it.items))
+            out.append(it)
+        return tuple(out)
+
+    return w._replace(items=strip(w.items))
