@@ -172,19 +172,21 @@ def test_tensorboard_export(tmp_path, capsys):
     events = [Event.FromString(raw) for raw in RawEventFileLoader(str(path)).Load()]
     rec = load_run("0002", RUNS)
     scalars = run_scalars(rec.events())
-    assert len(events) == 1 + len(scalars)
+    # the header, the HPARAMS experiment and session start, the steps, the summary, the session end
+    assert len(events) == 1 + 2 + len(scalars) + 2
     assert events[0].file_version == "brain.Event:2"
-    for ev, (wall, step, values) in zip(events[1:], scalars, strict=True):
+    for ev, (wall, step, values) in zip(events[3:3 + len(scalars)], scalars, strict=True):
         assert (ev.wall_time, ev.step) == (wall, step)
         assert [(v.tag, v.simple_value) for v in ev.summary.value] == [(t, pytest.approx(x, rel=1e-6))
                                                                        for t, x in values]
     acc = EventAccumulator(str(path.parent))
     acc.Reload()
-    measured = acc.Scalars("measure/step_time_s")
+    phase = [p.value for p in acc.Scalars("train/phase")]  # one train/* set, the phase its own figure
+    measured = [t for t, p in zip(acc.Scalars("train/step_time_s"), phase, strict=True) if p == 1]
     assert len(measured) == 20  # 5 repeats x 4 steps, straggler (rank 1) times
     assert measured[0].step == 3 and measured[0].value == pytest.approx(0.111, rel=1e-6)
-    assert acc.Scalars("warmup/loss")[0].value == pytest.approx(7.0)
-    assert acc.Scalars("summary/samples_per_s")[0].value > 0
+    assert [x for x, p in zip(acc.Scalars("train/loss"), phase, strict=True) if p == 0][0].value == pytest.approx(7.0)
+    assert acc.Scalars("summary/throughput")[0].value > 0
     # exporting again replaces the run's event file (TensorBoard would show both)
     assert cli(capsys, "report", "0002", "--runs-dir", str(RUNS), "--format", "md",
                "--tensorboard", str(tmp_path))[0] == 0
