@@ -205,7 +205,7 @@ def _mlflow(records: list, uri: str) -> None:
     """``--mlflow [URI]``: log each run to an MLflow store; a store MLflow refuses is one
     line (E595), never a traceback."""
     try:
-        from accelctl.report.mlflow_export import export_runs
+        from accelctl.report.mlflow_export import experiment_of, export_runs
         from mlflow.exceptions import MlflowException
     except ModuleNotFoundError as exc:
         raise AccelctlError(f"--mlflow needs mlflow-skinny ({exc}); scripts/setup.sh --test installs it "
@@ -219,7 +219,7 @@ def _mlflow(records: list, uri: str) -> None:
             path="accelctl report --mlflow", hint="an sqlite:///FILE.db URI, a folder, "
             "or an http(s):// tracking server")]) from None
     for record, run_id, what in done:
-        print(f"mlflow: {what} {record.id} -> run {run_id} (experiment {record.workload})", file=sys.stderr)
+        print(f"mlflow: {what} {record.id} -> run {run_id} (experiment {experiment_of(record)})", file=sys.stderr)
     print(f"mlflow: {tracking_uri}", file=sys.stderr)
 
 
