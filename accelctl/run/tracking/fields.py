@@ -14,8 +14,8 @@ same run in the tracker.  Names follow HF Trainer's and Lightning's loggers:
   model's dimensions, typed (numbers as numbers; MLflow, which stores text, gets
   ``mlflow_params``), plus where it ran and the run id.
 * ``headline_metrics``: a handful of summary figures (``summary/throughput``, the median
-  of the measured steps as every surface shows it, step time median / p90, MFU, peak
-  memory, last loss...); everything else is ``summary.json``, logged as an artifact.
+  of the measured steps as every surface shows it, step time median / p90 / mean and the
+  mean's 95 % interval, MFU, peak memory, last loss...); everything else is ``summary.json``, logged as an artifact.
 * tags: the accelctl run id (``RUN_ID_TAG``, which finds the run again: logging is
   idempotent), its status and the summary's fingerprint (``SUMMARY_TAG``).
 * ``MLFLOW_STATUS``: the run's status as an MLflow run status.
@@ -108,8 +108,9 @@ def _get(tree: Any, *path: str) -> Any:
 
 
 #: the summary figures a tracker gets (``summary/<name>``); the rest is ``summary.json``
-HEADLINE_NAMES = ("throughput", "step_time_median_s", "step_time_p90_s", "step_time_mean_s", "measured_steps",
-                  "mfu_median", "peak_mem_bytes", "loss_last", "ttft_median_s", "per_token_median_s")
+HEADLINE_NAMES = ("throughput", "step_time_median_s", "step_time_p90_s", "step_time_mean_s", "step_time_ci_low_s",
+                  "step_time_ci_high_s", "measured_steps", "mfu_median", "peak_mem_bytes", "loss_last",
+                  "ttft_median_s", "per_token_median_s")
 
 
 def headline_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
@@ -122,6 +123,9 @@ def headline_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
         "step_time_median_s": _get(stats, "step_time", "median"),
         "step_time_p90_s": _get(stats, "step_time", "p90"),
         "step_time_mean_s": _get(stats, "step_time", "mean"),
+        # the mean's 95 % interval (on the log scale: never below zero)
+        "step_time_ci_low_s": _get(stats, "step_time_ci", "low"),
+        "step_time_ci_high_s": _get(stats, "step_time_ci", "high"),
         "measured_steps": _get(stats, "step_time", "count"),
         "mfu_median": _get(stats, "mfu", "median"),
         "peak_mem_bytes": _get(stats, "peak_mem_bytes"),
