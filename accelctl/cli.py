@@ -406,6 +406,9 @@ def cmd_run(args) -> int:
               why, n)
              for spec, t, why in chosen for one, t1, n in [one_process(spec, t)]]
     only = args.launch or None
+    from accelctl.cli_track import with_flags
+
+    plans = with_flags(args, plans)  # --mlflow / --wandb / --tensorboard: checked before anything starts
     _refuse_missing_devices(plans, args)
     for _, p, _, _ in plans:
         unknown = sorted(set(only or ()) - {ln.name for ln in p.launches})
@@ -753,6 +756,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--detach", "-d", action="store_true",
                    help="start the run under its own supervisor (not this terminal's session), print its id and "
                         "return; then: accelctl status|logs|attach|cancel RUN")
+    from accelctl.cli_track import add_arguments as add_tracker_flags
+
+    add_tracker_flags(r)
     r.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("runs", help="list stored runs")

@@ -63,16 +63,15 @@ def missing_trackers(track: TrackSpec | None) -> list[str]:
         return []
     wanted = [name for name, on in (("mlflow", track.mlflow), ("wandb", track.wandb),
                                     ("tensorboard", track.tensorboard)) if on]
-    out = []
-    for name in wanted:
-        module = LIBRARIES[name][0]
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            out.append(name)
-    return out
+    return [name for name in wanted if not importable(LIBRARIES[name][0])]
+
+
+def importable(module: str) -> bool:
+    """True when this Python can import ``module`` (found, not imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def install_hint(names: list[str]) -> str:

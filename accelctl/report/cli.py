@@ -121,6 +121,14 @@ def cmd_report(args) -> int:
     from accelctl.report.tables import report_tables, scaling_tables
 
     records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
+    from accelctl.run.tracking import settings
+
+    # the trackers' settings, checked before any table is printed: exit 2 naming the setting
+    if args.mlflow is not None:
+        args.mlflow = settings.mlflow_uri(args.mlflow)
+    wandb_on = args.wandb is not None and settings.wandb_settings()
+    if args.tensorboard is not None:
+        settings.tensorboard_dir(args.tensorboard)
     entries = _entries(records)
     reply = getattr(args, "reply", None)
     if not entries and not args.reference:
@@ -163,7 +171,7 @@ def cmd_report(args) -> int:
             print(f"wrote {path}", file=sys.stderr)
     if args.mlflow is not None:
         _mlflow(records, args.mlflow)
-    if args.wandb is not None:
+    if wandb_on:
         _wandb(records, args.wandb, args.wandb_dir, args.runs_dir)
     return exitcodes.OK
 
@@ -197,7 +205,7 @@ def _mlflow(records: list, uri: str) -> None:
     """``--mlflow [URI]``: log each run to an MLflow store; a store MLflow refuses is one
     line (E595), never a traceback."""
     try:
-        from accelctl.report.mlflow_export import export_runs
+        from accelctl.report.mlflow_export import experiment_of, export_runs
         from mlflow.exceptions import MlflowException
     except ModuleNotFoundError as exc:
         raise AccelctlError(f"--mlflow needs mlflow-skinny ({exc}); scripts/setup.sh --test installs it "
@@ -211,7 +219,7 @@ def _mlflow(records: list, uri: str) -> None:
             path="accelctl report --mlflow", hint="an sqlite:///FILE.db URI, a folder, "
             "or an http(s):// tracking server")]) from None
     for record, run_id, what in done:
-        print(f"mlflow: {what} {record.id} -> run {run_id} (experiment {record.workload})", file=sys.stderr)
+        print(f"mlflow: {what} {record.id} -> run {run_id} (experiment {experiment_of(record)})", file=sys.stderr)
     print(f"mlflow: {tracking_uri}", file=sys.stderr)
 
 

@@ -7,8 +7,8 @@ user's run and a seed's number go through the same formulas (``accelctl.analysis
 From a run (``entry_from_run``): the steady-state statistics are recomputed from the
 run's ``events.jsonl`` (``accelctl.analysis.stats.steady_state``).  The headline step
 time is the steady-state mean, or with two repeats or more the mean of the repeat means
-(fastest and slowest dropped from five on); the throughput is the summed units over the
-summed step times, rescaled to that headline.  Inference latency is the same mean time
+(fastest and slowest dropped from five on); the throughput is the median of the measured
+steps' rates (``accelctl.analysis.throughput``: the figure every surface shows).  Inference latency is the same mean time
 of one call (generate() or a forward batch).  ``run_values`` holds one value per
 independent run (its steady-state median step time per sample): what ``compare`` draws its
 interval from.  ``entry_from_series`` makes one entry of the runs of a ``measure { repeat = N }``
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.analysis import cost
+from accelctl.analysis.throughput import headline as headline_throughput
 from accelctl.analysis.ci import Interval
 from accelctl.analysis.provenance import count_text, is_stand_in
 from accelctl.analysis.stats import StepStats, measured_step_times, per_device, steady_state
@@ -60,7 +61,7 @@ class Entry:
     step_time_p99_s: float | None = None
     step_time_stdev_s: float | None = None
     step_time_ci: Interval | None = None
-    #: steady-state throughput in ``unit`` (summed counts / summed step times)
+    #: steady-state throughput in ``unit``: the median of the measured steps' rates
     throughput: float | None = None
     tokens_per_s: float | None = None
     #: inference: mean time of one call (a generate() call, a batch); generation extras
@@ -140,37 +141,23 @@ def _target(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return next((t for t in spec.get("targets") or [] if t.get("name") == name), {})
 
 
-def unit_for(task: str, tokens_counted: bool) -> str:
-    if task == "generate":
-        return "tokens/s"
-    if task in ("pretrain", "finetune") and tokens_counted:
-        return "sequences/s"
-    return "samples/s"
-
-
 def entry_from_stats(stats: StepStats, *, workload: str, target: str, source: str, task: str,
                      samples_per_step: int | None = None, **facts: Any) -> Entry:
     """An entry from steady-state statistics plus the run's facts (device, price ...)."""
     st = stats.step_time
-    tokens = stats.tokens_per_s.steady if stats.tokens_per_s else None
-    unit = unit_for(task, tokens is not None)
-    if unit == "tokens/s":
-        throughput = tokens
-    else:
-        throughput = stats.samples_per_s.steady if stats.samples_per_s else None
+    tokens = stats.tokens_per_s.median if stats.tokens_per_s else None
+    # the one throughput of every surface: the median of the measured steps' rates
+    throughput, unit = headline_throughput(stats.to_dict(), task)
     if throughput is None and st is not None and samples_per_step:
-        throughput = samples_per_step / st.mean
+        throughput = samples_per_step / st.median
     gen = stats.generation
     inference = task in ("generate", "infer")
     reps = stats.repeats
-    # with two repeats or more the headline is the mean of the (kept) repeat means, and
-    # the throughput follows it: units per step / that step time
+    # with two repeats or more the headline step time is the mean of the (kept) repeat means;
+    # the throughput stays the median of the measured steps (``accelctl.analysis.throughput``)
     step = st.mean if st else None
     if reps is not None and reps.n >= 2 and st is not None:
         step = reps.mean
-        if throughput is not None:
-            throughput *= st.mean / reps.mean
-            tokens = tokens * st.mean / reps.mean if tokens is not None else None
     return Entry(
         workload=workload, target=target, source=source, task=task, unit=unit,
         batch=samples_per_step,

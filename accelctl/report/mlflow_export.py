@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.report.tracking import (SUMMARY_TAG, artifact_paths, headline_metrics, run_params, run_tags,
-                                      step_metrics)
+                                      step_rows)
+from accelctl.run.tracking import writers
 from accelctl.run.tracking.fields import MLFLOW_STATUS
-from accelctl.run.tracking.mlflow_store import (METRICS_PER_BATCH, PARAMS_PER_BATCH, experiment_id, quiet,
-                                                resolve_uri, runs_of)
+from accelctl.run.tracking.mlflow_store import experiment_id, quiet, resolve_uri, runs_of
 
 __all__ = ["export_runs", "log_run", "resolve_uri"]
 
@@ -44,8 +44,6 @@ def experiment_of(record: Any) -> str:
 
 def log_run(client: Any, record: Any, artifacts: Path | None = None) -> tuple[str, str]:
     """Log one stored run; returns (MLflow run id, "logged" | "skipped" | "replaced")."""
-    from mlflow.entities import Metric, Param, RunTag
-
     exp_id = experiment_id(client, experiment_of(record), artifacts)
     tags = run_tags(record)
     found = runs_of(client, exp_id, record.id)
@@ -57,15 +55,11 @@ def log_run(client: Any, record: Any, artifacts: Path | None = None) -> tuple[st
     start_ms = int(float(s.get("started_unix_s") or 0) * 1000) or None
     run = client.create_run(exp_id, start_time=start_ms, tags=tags, run_name=record.id)
     rid = run.info.run_id
-    params = [Param(k, v) for k, v in run_params(record).items()]
-    for i in range(0, len(params), PARAMS_PER_BATCH):
-        client.log_batch(rid, params=params[i:i + PARAMS_PER_BATCH])
-    steps = step_metrics(record)
-    metrics = [Metric(key, float(value), int(wall * 1000), step) for key, value, step, wall in steps]
-    last_step, last_ms = (steps[-1][2], int(steps[-1][3] * 1000)) if steps else (0, start_ms or 0)
-    metrics += [Metric(f"summary/{k}", v, last_ms, last_step) for k, v in headline_metrics(s).items()]
-    for i in range(0, len(metrics), METRICS_PER_BATCH):
-        client.log_batch(rid, metrics=metrics[i:i + METRICS_PER_BATCH])
+    writers.mlflow_params(client, rid, run_params(record))
+    rows = step_rows(record)
+    last_step, last_wall = (rows[-1][0], rows[-1][1]) if rows else (0, (start_ms or 0) / 1000)
+    rows.append((last_step, last_wall, [(f"summary/{k}", v) for k, v in headline_metrics(s).items()]))
+    writers.mlflow_metrics(client, rid, rows)
     for path in artifact_paths(record):
         client.log_artifact(rid, str(path))
     end_ms = int(float(s["finished_unix_s"]) * 1000) if s.get("finished_unix_s") else None

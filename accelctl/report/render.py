@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from accelctl.analysis import throughput
 from accelctl.report.tables import Column, Table
 
 DASH = "-"
@@ -71,8 +72,7 @@ def cell(col: Column, row: dict[str, Any]) -> str:
             text += f" ± {below}%" if below == above else f" -{below}/+{above}%"
         return text
     if kind == "rate":
-        unit = row.get(f"{col.key}_unit") or col.unit
-        return fmt_num(float(v)) + (f" {unit}" if unit else "")
+        return throughput.text(float(v), row.get(f"{col.key}_unit") or col.unit)
     if kind == "pct":
         return f"{float(v) * 100:.2f}%"
     if kind == "ratio":
@@ -258,7 +258,7 @@ def print_runs(runs: Sequence[Any], width: int | None, universe: Sequence[str] =
     rows = []
     for r in runs:
         med = f"{r.median_step_s * 1e3:.1f} ms" if getattr(r, "median_step_s", None) else DASH
-        thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else DASH
+        thr = throughput.text(r.throughput, r.throughput_unit, DASH)
         status = f"{r.status}\n{r.scheduler.short()}" if r.scheduler is not None else r.status
         rows.append([ids.get(r.id, r.id), r.workload, r.target, status, med, thr, r.backend, _started(r.started)])
     table, dropped = fit_table(f"runs ({len(runs)})", columns, rows, width)

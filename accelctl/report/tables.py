@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelctl.analysis import throughput
 from accelctl.report.entry import Entry
 from accelctl.report.scaling import ScalePoint, ScaleRow, scaling_table
 
@@ -95,6 +96,8 @@ def _methods(entries: Sequence[Entry]) -> list[str]:
     if methods:
         notes.append("step time: steady-state mean, its 95% CI -below/+above it in % (on the log scale: never "
                      "below zero; " + "; ".join(methods) + ")")
+    if any(e.throughput is not None and not e.source.startswith("seed") for e in entries):
+        notes.append(f"throughput: the {throughput.STATISTIC}' rates (per device: that / devices)")
     if any(e.per_dollar is not None for e in entries):
         notes.append("per USD = throughput x 3600 / price per hour; USD per 1M = price / 3600 / throughput x 1e6")
     elif entries and not any(e.source.startswith("seed") for e in entries):

@@ -6,13 +6,11 @@
 nor torch is imported.  Each scalar is a ``simple_value`` (what ``SummaryWriter.add_scalar``
 writes), so TensorBoard's scalar dashboard and ``EventAccumulator.Scalars`` read it.
 
-Scalars written, per step of rank 0 (x = the step number, wall time = the event's):
-``<phase>/step_time_s`` (straggler time over all ranks), ``<phase>/loss``,
-``<phase>/samples_per_s``, ``<phase>/tokens_per_s``, ``<phase>/mfu``,
-``<phase>/mem_bytes``, ``<phase>/ttft_s``, ``<phase>/per_token_s``, for ``warmup`` and
-``measure``; then ``summary/*`` at the last step: the steady-state mean step time, its
-CI, the throughput.  The mapping is ``accelctl.analysis.scalars`` (shared with the MLflow and
-W&B exports and the runner's live logging); all figures come from ``accelctl.analysis.stats``.
+Written as the runner's live logging writes it (``accelctl.run.tracking.writers``): the
+HPARAMS plugin's experiment and session (every hyperparameter, ``tracking.run_params``), then
+per step of rank 0 (x = the step number, wall time = the event's) the ``train/*`` (``eval/*``,
+``gen/*``) scalars of ``accelctl.analysis.scalars``, then the headline figures
+(``summary/*``) at the last step and the session's end.
 """
 
 from __future__ import annotations
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.analysis.scalars import run_scalars
+from accelctl.report.tracking import run_params, step_rows
+from accelctl.run.tracking import writers
 
 __all__ = ["EVENT_FILE_PREFIX", "export_run", "run_scalars"]
 
@@ -31,19 +31,20 @@ EVENT_FILE_PREFIX = "events.out.tfevents."
 def export_run(record_: Any, out_dir: str | Path) -> Path:
     """Write ``<out_dir>/<run id>/events.out.tfevents.*`` for a stored run; an earlier
     export of the same run in that folder is replaced (one event file per run)."""
-    from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    scalars = run_scalars(record_.events())
+    rows = step_rows(record_)
     folder = Path(out_dir) / record_.id
     for old in folder.glob(EVENT_FILE_PREFIX + "*"):
         old.unlink()
+    summary = {**record_.summary, "status": record_.status}
+    started = float(summary.get("started_unix_s") or (rows[0][1] if rows else 0.0))
     writer = EventFileWriter(str(folder))
     try:
-        for wall, step, values in scalars:
-            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)
-                                                 for tag, value in values])
-            writer.add_event(event_pb2.Event(wall_time=wall, step=step, summary=summary))
+        writers.tb_hparams(writer, run_params(record_), started)
+        for step, wall, values in rows:
+            writers.tb_scalars(writer, step, wall, values)
+        writers.tb_finish(writer, summary, *((rows[-1][0], rows[-1][1]) if rows else (0, started)))
     finally:
         writer.close()
     (path,) = folder.glob(EVENT_FILE_PREFIX + "*")

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from accelctl.analysis import throughput
 from accelctl.analysis.provenance import data_line, is_stand_in, model_line, what_ran
 from accelctl.contract.events import (
     CheckpointSaved,
@@ -271,11 +272,9 @@ def summary_rows(summary: dict[str, Any], run_dir: Any = None) -> list[tuple[str
     st = stats.get("step_time")
     if st:
         rows.append(("step time", f"median {_ms(st['median'])} · mean {_ms(st['mean'])} · p90 {_ms(st['p90'])} ({st['count']} steps)"))
-    thr = stats.get("throughput") or {}
-    for key, unit in (("samples_per_s", "samples/s"), ("tokens_per_s", "tokens/s")):
-        r = thr.get(key)
-        if r:
-            rows.append(("throughput", f"{_num(r['median'])} {unit} median · {_num(r['mean'])} mean"))
+    value, unit = throughput.headline(stats, str(summary.get("task") or ""))
+    if value is not None:
+        rows.append(("throughput", f"{throughput.text(value, unit)} ({throughput.STATISTIC})"))
     gen = stats.get("generation")
     if gen:
         rows.append(("latency", f"median {_ms(gen['latency_median_s'])} · p90 {_ms(gen['latency_p90_s'])}"))
@@ -283,8 +282,6 @@ def summary_rows(summary: dict[str, Any], run_dir: Any = None) -> list[tuple[str
             rows.append(("first token", f"median {_ms(gen['ttft_median_s'])}"))
         if gen.get("per_token_median_s") is not None:
             rows.append(("per token", f"median {_ms(gen['per_token_median_s'])} · mean {_ms(gen['per_token_mean_s'])}"))
-        if gen.get("tokens_per_s_median") is not None:
-            rows.append(("generation", f"{_num(gen['tokens_per_s_median'])} tokens/s median"))
     loss = stats.get("loss")
     if loss:
         trend = {True: "decreased", False: "did not decrease", None: "too few steps"}[loss.get("decreased")]

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from accelctl.analysis import throughput
 from accelctl.contract import boundedfile, envnames, placeholders
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.scheduler import SchedulerJob
@@ -359,17 +360,11 @@ def read_json(path: str | Path) -> dict[str, Any]:
     return read_object(path)[0]
 
 
-def _headline(stats: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
-    step = (stats.get("step_time") or {}).get("median")
-    thr = stats.get("throughput") or {}
-    gen = stats.get("generation") or {}
-    if gen and gen.get("tokens_per_s_median") is not None:
-        return step, gen["tokens_per_s_median"], "tokens/s"
-    for key, unit in (("samples_per_s", "samples/s"), ("tokens_per_s", "tokens/s")):
-        value = (thr.get(key) or {}).get("median")
-        if value is not None:
-            return step, value, unit
-    return step, None, ""
+def _headline(stats: Mapping[str, Any], task: str) -> tuple[float | None, float | None, str]:
+    """(median step time, throughput, its unit): the throughput every surface shows
+    (``accelctl.analysis.throughput``)."""
+    value, unit = throughput.headline(stats, task)
+    return (stats.get("step_time") or {}).get("median"), value, unit if value is not None else ""
 
 
 def _number(value: Any) -> float | None:
@@ -417,7 +412,7 @@ def read_run(path: Path) -> RunRecord:
             started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
         except ValueError:  # a folder named like a run, with no real date in it
             started = ""
-    step, thr, unit = _headline(summary.get("stats") or {})
+    step, thr, unit = _headline(summary.get("stats") or {}, str(summary.get("task") or ""))
     status = f"{UNREADABLE}: {problem}" if problem else _status(summary)
     return RunRecord(
         id=path.name,

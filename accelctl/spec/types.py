@@ -191,6 +191,8 @@ class TrackSpec:
     experiment: str = ""
     #: a TensorBoard event file in the run folder (``tensorboard/``)
     tensorboard: bool = False
+    #: ``accelctl run --tensorboard DIR``: the event file under ``DIR/<run id>/`` instead
+    tensorboard_dir: str = ""
 
     @property
     def enabled(self) -> bool:

@@ -403,15 +403,15 @@ def path() -> VType:
 # ------------------------------------------------------------------ experiment trackers
 
 #: the MLflow tracking URIs a workload may name (``track { mlflow = ... }``): a local sqlite
-#: database, a local folder, a tracking server
-TRACKING_SCHEMES = ("sqlite:///", "file:", "http://", "https://")
+#: database, a tracking server (MLflow 3 refuses ``file:`` stores: its file backend is frozen)
+TRACKING_SCHEMES = ("sqlite:///", "http://", "https://")
 #: a W&B project name: W&B refuses / \\ # ? % : and names over 128 characters
 WANDB_PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 def tracking_uri() -> VType:
     """An MLflow tracking URI of an allowed scheme (E592): ``sqlite:///PATH`` (relative to the
-    workload file, ``sqlite:////abs`` absolute), ``file:PATH``, ``http(s)://HOST[:PORT][/...]``."""
+    workload file, ``sqlite:////abs`` absolute), ``http(s)://HOST[:PORT][/...]``."""
     from urllib.parse import urlsplit
 
     def fn(v, ctx, key):
@@ -431,11 +431,11 @@ def tracking_uri() -> VType:
             ok = host is not None and is_hostname(host)
         if not ok:
             return ctx.error("E592", f"{key} {ast.value_text(v)} is not a tracking URI accelctl logs to", v.span,
-                             "write sqlite:///PATH.db (relative to the workload file; sqlite:////abs/PATH.db), "
-                             "file:PATH or http(s)://HOST:PORT")
+                             "write sqlite:///PATH.db (relative to the workload file; sqlite:////abs/PATH.db) "
+                             "or http(s)://HOST:PORT (MLflow 3 refuses file: stores)")
         return text
 
-    return VType("tracking URI", fn, "`sqlite:///PATH`, `file:PATH`, `http://HOST[:PORT]`, `https://...`")
+    return VType("tracking URI", fn, "`sqlite:///PATH`, `http://HOST[:PORT]`, `https://...`")
 
 
 def project_name() -> VType:

@@ -17,7 +17,7 @@ from accelctl.cli import main
 from accelctl.contract.events import StepMetrics
 from accelctl.report.tracking import headline_metrics, run_params, step_metrics
 from accelctl.run.store import list_runs
-from accelctl.run.tracking.fields import RUN_ID_TAG
+from accelctl.run.tracking.fields import RUN_ID_TAG, mlflow_params
 
 pytestmark = pytest.mark.slow  # two real CPU runs (a few seconds each)
 
@@ -67,15 +67,14 @@ def test_mlflow_live_run_equals_the_events_and_summary(live_run, capsys):
     client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("tiny-exp").experiment_id])
     assert run.info.status == "FINISHED" and run.data.tags[RUN_ID_TAG] == record.id
-    assert run.data.params == run_params(record)
+    assert run.data.params == mlflow_params(run_params(record))
     assert run.data.params["precision"] == "fp32" and run.data.params["world_size"] == "1"
     # per step: the worker's own figures, at its step number and time
     steps = [e for e in record.events() if isinstance(e, StepMetrics)]
     assert [e.phase for e in steps] == ["warmup"] + ["measure"] * 5
-    for phase, field in (("measure", "step_time_s"), ("measure", "loss"), ("warmup", "loss"),
-                         ("measure", "samples_per_s"), ("measure", "mem_bytes")):
-        history = client.get_metric_history(run.info.run_id, f"{phase}/{field}")
-        mine = [e for e in steps if e.phase == phase and getattr(e, field) is not None]
+    for field in ("step_time_s", "loss", "samples_per_s", "mem_bytes"):
+        history = client.get_metric_history(run.info.run_id, f"train/{field}")
+        mine = [e for e in steps if getattr(e, field) is not None]
         assert mine, field
         assert [(m.step, m.timestamp) for m in history] == [(e.step, int(e.time_unix_s * 1000)) for e in mine]
         assert [m.value for m in history] == pytest.approx([float(getattr(e, field)) for e in mine], rel=1e-12)
@@ -85,7 +84,7 @@ def test_mlflow_live_run_equals_the_events_and_summary(live_run, capsys):
     assert logged == sorted((k, v, s) for k, v, s, _ in step_metrics(record))
     headline = {k[len("summary/"):]: v for k, v in run.data.metrics.items() if k.startswith("summary/")}
     assert headline == pytest.approx(headline_metrics(summary), rel=1e-12)
-    assert headline["stats.step_time.median"] == pytest.approx(summary["stats"]["step_time"]["median"])
+    assert headline["step_time_median_s"] == pytest.approx(summary["stats"]["step_time"]["median"])
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"summary.json", "plan.json", "workload.wl"}
     got = json.loads((root / "store" / "artifacts").joinpath(
         "tiny-exp", run.info.run_id, "artifacts", "summary.json").read_text())
@@ -110,7 +109,7 @@ def test_wandb_offline_live_run_equals_the_events_and_summary(live_run):
             for r in recs if r.WhichOneof("record_type") == "history"]
     expected: dict[tuple[int, float], dict[str, float]] = {}
     for key, value, step, wall in step_metrics(record):
-        expected.setdefault((step, wall), {"step": step, "time_unix_s": wall})[key] = value
+        expected.setdefault((step, wall), {"train/global_step": step})[key] = value
     assert [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows] == \
         [pytest.approx(e, rel=1e-12) for e in expected.values()]
     logged = {}
@@ -119,7 +118,7 @@ def test_wandb_offline_live_run_equals_the_events_and_summary(live_run):
             logged.update({item_key(i): json.loads(i.value_json) for i in r.summary.update})
     headline = {k[len("summary/"):]: v for k, v in logged.items() if k.startswith("summary/")}
     assert headline == pytest.approx(headline_metrics(summary), rel=1e-12)
-    config = {}
+    config = {item_key(i): json.loads(i.value_json) for i in run.config.update}  # typed from wandb.init on
     for r in recs:
         if r.WhichOneof("record_type") == "config":
             config.update({item_key(i): json.loads(i.value_json) for i in r.config.update})
@@ -134,7 +133,7 @@ def test_tensorboard_live_event_file_equals_the_events(live_run):
     (path,) = (record.path / "tensorboard").glob("events.out.tfevents.*")
     events = [Event.FromString(raw) for raw in RawEventFileLoader(str(path)).Load()][1:]
     scalars = [(ev.step, v.tag, v.simple_value) for ev in events for v in ev.summary.value
-               if not v.tag.startswith("summary/")]
+               if not v.tag.startswith(("summary/", "_hparams_/"))]
     assert scalars == [(s, k, pytest.approx(v, rel=1e-6)) for k, v, s, _ in step_metrics(record)]
 
 

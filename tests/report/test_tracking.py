@@ -70,20 +70,19 @@ def test_mlflow_sqlite_store_reads_back_the_summary(two_runs, tmp_path, capsys):
         assert f.data.params["workload"] == "tiny_track" and f.data.params["target"] == "cpu"
         assert f.data.params["world_size"] == "1" and f.data.params["precision"] == "fp32"
         assert f.data.tags["accelctl.status"] == "ok"
-        # headline figures: every number of summary.json's stats, timings and results
+        # a handful of headline figures (summary.json, an artifact, has the rest)
         expected = headline_metrics(json.loads((record.path / "summary.json").read_text()))
-        assert expected["stats.step_time.median"] == record.summary["stats"]["step_time"]["median"]
+        assert expected["step_time_median_s"] == record.summary["stats"]["step_time"]["median"]
         logged = {k[len("summary/"):]: v for k, v in f.data.metrics.items() if k.startswith("summary/")}
         assert logged == pytest.approx(expected, rel=1e-12)
         # per-step histories: one point per rank-0 step of events.jsonl, with its step number
         rid = f.info.run_id
-        for phase, n in (("warmup", 1), ("measure", 5)):
-            assert _rank0_steps(record, phase) == n
-            history = client.get_metric_history(rid, f"{phase}/step_time_s")
-            assert len(history) == n
-            assert len(client.get_metric_history(rid, f"{phase}/loss")) == n
-        steps = [e for e in record.events() if isinstance(e, StepMetrics) and e.phase == "measure"]
-        history = client.get_metric_history(rid, "measure/step_time_s")
+        # one train/* set over warm-up and measured steps, the phase its own figure
+        assert _rank0_steps(record, "warmup") == 1 and _rank0_steps(record, "measure") == 5
+        assert [m.value for m in client.get_metric_history(rid, "train/phase")] == [0.0] + [1.0] * 5
+        assert len(client.get_metric_history(rid, "train/loss")) == 6
+        steps = [e for e in record.events() if isinstance(e, StepMetrics)]
+        history = client.get_metric_history(rid, "train/step_time_s")
         assert [m.step for m in history] == [e.step for e in steps]
         assert [m.value for m in history] == pytest.approx([e.step_time_s for e in steps])
         assert [m.timestamp for m in history] == [int(e.time_unix_s * 1000) for e in steps]
@@ -95,7 +94,8 @@ def test_mlflow_bad_store_is_one_line(two_runs, tmp_path, capsys):
     runs, records = two_runs
     code = main(["report", records[0].id, "--runs-dir", str(runs), "-f", "md", "--mlflow", "nosuchscheme://x"])
     err = capsys.readouterr().err
-    assert code == 1 and "E595" in err and "Traceback" not in err
+    # a URI MLflow refuses is the user's setting: exit 2 naming it, before the table
+    assert code == 2 and "--mlflow nosuchscheme://x: MLflow cannot use this store" in err and "Traceback" not in err
 
 
 def test_wandb_bad_folder_is_one_line(two_runs, tmp_path, capsys):
@@ -126,11 +126,11 @@ def test_wandb_offline_reads_back_the_summary(two_runs, tmp_path, capsys):
         assert run.project == "accelctl-test"
         history = [r.history for r in recs if r.WhichOneof("record_type") == "history"]
         rows = [{_key(i): json.loads(i.value_json) for i in h.item} for h in history]
-        measured = [row for row in rows if "measure/step_time_s" in row]
+        measured = [row for row in rows if row.get("train/phase") == 1]
         assert len(measured) == _rank0_steps(record, "measure") == 5
         steps = [e for e in record.events() if isinstance(e, StepMetrics) and e.phase == "measure"]
-        assert [row["step"] for row in measured] == [e.step for e in steps]
-        assert [row["measure/step_time_s"] for row in measured] == pytest.approx([e.step_time_s for e in steps])
+        assert [row["train/global_step"] for row in measured] == [e.step for e in steps]
+        assert [row["train/step_time_s"] for row in measured] == pytest.approx([e.step_time_s for e in steps])
         summary = {}
         for r in recs:
             if r.WhichOneof("record_type") == "summary":
@@ -156,13 +156,13 @@ def test_mlflow_changed_summary_replaces_the_run(two_runs, tmp_path, capsys):
     assert main(["report", records[0].id, "--runs-dir", str(store), "-f", "md", "--mlflow", uri]) == 0
     summary_path = store / records[0].id / "summary.json"
     summary = json.loads(summary_path.read_text())
-    summary["timings"]["wall_s"] += 1.0
+    summary["stats"]["step_time"]["median"] += 1.0
     summary_path.write_text(json.dumps(summary))
     assert main(["report", records[0].id, "--runs-dir", str(store), "-f", "md", "--mlflow", uri]) == 0
     assert "mlflow: replaced" in capsys.readouterr().err
     client = MlflowClient(tracking_uri=uri)
     (live,) = client.search_runs([client.get_experiment_by_name("tiny_track").experiment_id])
-    assert live.data.metrics["summary/timings.wall_s"] == pytest.approx(summary["timings"]["wall_s"])
+    assert live.data.metrics["summary/step_time_median_s"] == pytest.approx(summary["stats"]["step_time"]["median"])
     assert live.data.tags[RUN_ID_TAG] == load_run(records[0].id, store).id
 
 
@@ -176,4 +176,4 @@ def test_repeat_rounds_go_on_counting_in_the_trackers():
     seen = [number(StepMetrics(step=i, phase=phase, step_time_s=0.1, repeat=r))
             for phase, r, i in [("warmup", 0, 0), ("warmup", 0, 1), ("measure", 0, 0), ("measure", 0, 1),
                                 ("measure", 0, 2), ("measure", 1, 0), ("measure", 1, 1), ("measure", 1, 2)]]
-    assert seen == [0, 1, 0, 1, 2, 3, 4, 5]
+    assert seen == [0, 1, 2, 3, 4, 5, 6, 7]  # one train/* set: warm-up and rounds on one step axis

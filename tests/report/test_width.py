@@ -91,13 +91,13 @@ def test_reference_tables_fit_80_columns_with_japanese_notes():
 def test_key_figures_at_80_columns():
     _, out = in_terminal(80, "runs", "--runs-dir", str(STORE))
     # id, workload, target, status, median step time, throughput: all on the row at 80
-    assert cells(out, "0002") == ["0002", "fixture_train", "big", "ok", "115.1 ms", "139.0 samples/s"]
+    assert cells(out, "0002") == ["0002", "fixture_train", "big", "ok", "115.1 ms", "138.98 sequences/s"]
     assert cells(out, "0004")[3] == "failed"
     assert "20260101-" not in out  # the full ids only with --wide
     _, out = in_terminal(80, "report", "--runs-dir", str(STORE))
     assert "workload fixture_train" in out and "workload fixture_gen" in out
     row = cells(out, "big4")
-    assert row[:2] == ["big4", "0003"] and "132.3 ms -3.5/+3.7%" in row and "241.93 sequences/s" in row
+    assert row[:2] == ["big4", "0003"] and "132.3 ms -3.5/+3.7%" in row and "241.17 sequences/s" in row
     assert "left out at this width:" in out and "--wide" in out
     _, out = in_terminal(80, "compare", "0001", "0002", "--runs-dir", str(STORE))
     assert "compare small (0001) → big (0002)" in out

@@ -125,7 +125,9 @@ def test_ok_run_writes_events_summary_and_feeds_sinks(runs, make_plan, fake_work
     # the store lists it
     from accelctl.run import store
     [rec] = store.list_runs(runs)
-    assert (rec.id, rec.status, rec.throughput_unit) == (d.name, "ok", "samples/s")
+    # the fake pre-training counts tokens: sequences/s, the unit report names it too (one throughput)
+    assert (rec.id, rec.status, rec.throughput_unit) == (d.name, "ok", "sequences/s")
+    assert rec.throughput == pytest.approx(300.0)
     assert rec.median_step_time_s == pytest.approx(0.015)
 
 
@@ -361,7 +363,7 @@ def test_console_summary_rows_for_generation_and_failure():
     assert rows["failure"] == "nan_loss (rank 0): loss is nan at step 3"
     assert rows["latency"] == "median 500.00 ms · p90 900.00 ms"
     assert rows["per token"] == "median 4.00 ms · mean 5.00 ms"
-    assert rows["throughput"] == "200.0 tokens/s median · 190.0 mean"
+    assert rows["throughput"] == "200.00 tokens/s (median of the measured steps)"  # the one throughput
     assert rows["run dir"] == "/runs/x" and "warm-up" not in rows and "loss" not in rows
 
 

@@ -19,6 +19,7 @@ import pytest
 from accelctl.contract.events import StepMetrics, read_events
 from accelctl.errors import RunError
 from accelctl.report.tracking import headline_metrics, run_params, step_metrics
+from accelctl.run.tracking.fields import mlflow_params
 from accelctl.run import runner
 from accelctl.run.store import load_run, write_series
 from accelctl.run.tracking import start_tracking
@@ -65,7 +66,7 @@ def test_the_run_status_becomes_the_mlflow_status(mode, status, mlflow_status, r
     assert run.data.tags["accelctl.status"] == status and run.data.tags["accelctl.series"] == "series-1"
     record = load_run(handle.run_id, runs)
     # one mapping: what was logged live is what the export of the stored run logs
-    assert run.data.params == run_params(record)
+    assert run.data.params == mlflow_params(run_params(record))
     logged = sorted((k, m.value, m.step, m.timestamp) for k in run.data.metrics if not k.startswith("summary/")
                     for m in client.get_metric_history(run.info.run_id, k))
     # (a set: the fake worker's repeats emit the same step, value and millisecond twice, and

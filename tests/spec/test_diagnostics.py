@@ -171,6 +171,7 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     # ---------------------------------------------------------------- experiment trackers
     "E592": [("mlflow-uri-of-another-scheme", wl('track { mlflow = ‸"ftp://host/mlruns" }'), ()),
              ("mlflow-http-without-host", wl('track { mlflow = ‸"http://" }'), ()),
+             ("mlflow-file-store-mlflow-3-refuses", wl('track { mlflow = ‸"file:mlruns" }'), ()),
              ("track-naming-no-tracker", wl('‸track { experiment = "e" }'), ())],
     "E593": [("wandb-project-with-a-slash", wl('track { wandb = ‸"team/project" }'), ()),
              ("wandb-project-leading-dash", wl('track { wandb = ‸"-x" }'), ())],

@@ -60,12 +60,13 @@ def start_tracking(plan: Plan, run_dir: Path, started_unix_s: float, only=None,
     if track.wandb:
         backends.append(WandbLive(track.wandb, run_dir))
     if track.tensorboard:
-        backends.append(TensorboardLive(run_dir))
+        backends.append(TensorboardLive(run_dir, track.tensorboard_dir))
     tags = {fields.RUN_ID_TAG: run_dir.name, fields.STATUS_TAG: "running"}
     if plan.rehearsal is not None:
         tags[fields.REHEARSAL_TAG] = plan.rehearsal.of
     info = RunInfo(run_id=run_dir.name, run_dir=run_dir, workload=plan.workload,
-                   experiment=experiment, started_unix_s=started_unix_s, tags=tags)
+                   experiment=experiment, started_unix_s=started_unix_s, tags=tags,
+                   prefix=fields.metric_prefix(plan.job.task.kind))
     measure = {"warmup": plan.job.measure.warmup, "steps": plan.job.measure.steps, "repeat": plan.job.measure.repeat}
     plan_fields = {"workload": plan.workload, "target": plan.target, "backend": plan.backend, "engine": plan.engine,
                    "device": plan.device}

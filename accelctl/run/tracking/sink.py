@@ -30,6 +30,7 @@ from typing import Any
 from accelctl.analysis.scalars import TrackerSteps, step_scalars
 from accelctl.analysis.stats import fold_step_time, step_key
 from accelctl.contract.events import RunStarted, StepMetrics
+from accelctl.run.store import SPEC_FILE, read_json
 from accelctl.run.tracking import fields
 from accelctl.run.tracking.backends import RunInfo
 
@@ -79,8 +80,10 @@ class TrackingSink:
         elif isinstance(event, RunStarted) and event.rank == 0:
             if self._local is None:
                 self._world = max(self._world, event.world_size)
-            self._put(("params", fields.run_params(world_size=event.world_size, details=event.details,
-                                                   measure=self._measure, **self._plan)))
+            spec = read_json(self.info.run_dir / SPEC_FILE)  # the optimizer, seed, layout asked for
+            self._put(("params", fields.run_params(run_id=self.info.run_id, world_size=event.world_size,
+                                                   details=event.details, measure=self._measure, spec=spec,
+                                                   **self._plan)))
 
     def _fold(self, step: StepMetrics) -> None:
         key = step_key(step)
@@ -97,7 +100,7 @@ class TrackingSink:
             if not final and len(self._ranks.get(key, ())) < self._world:
                 break
             step = self._pending.pop(key)
-            rows.append((self._numbers(step), float(step.time_unix_s), step_scalars(step, self._times[key])))
+            rows.append((self._numbers(step), float(step.time_unix_s), step_scalars(step, self._times[key], self.info.prefix)))
             self._ranks.pop(key, None)
         if rows:
             self._put(("steps", rows))

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
+from accelctl.analysis import throughput
 from accelctl.analysis.compare import IMPROVEMENT, INCONCLUSIVE, REFUSED, REGRESSION
 from accelctl.tui import fmt
 from accelctl.tui.screens.base import AppScreen
@@ -45,7 +46,7 @@ def side_table(side) -> Table:
     g.add_row("mean", fmt.ms(e.step_time_s) + (f" (95% CI {fmt.ms(ci.low)}–{fmt.ms(ci.high)})" if ci else ""))
     g.add_row("median", f"{fmt.ms(side.median_s)} · p90 {fmt.ms(e.step_time_p90_s)}")
     value, unit = side.throughput
-    g.add_row("throughput", f"{fmt.num(value)} {unit}" if value is not None else "-")
+    g.add_row("throughput", throughput.text(value, unit))
     g.add_row("price", f"{fmt.money(side.price_per_hour)}/h" if side.price_per_hour is not None else "unknown")
     cost = side.cost_per_million
     g.add_row("cost", f"{fmt.money(cost)} per 1M {unit.split('/')[0]}" if cost is not None else "-")

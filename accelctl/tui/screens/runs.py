@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
+from accelctl.analysis import throughput
 from accelctl.tui import fmt
 from accelctl.tui.messages import OpenRun
 from accelctl.tui.screens.base import AppScreen
@@ -70,7 +71,7 @@ class RunsScreen(AppScreen):
         row = table.cursor_row
         table.clear()
         for r in self.records:
-            thr = f"{fmt.num(r.throughput)} {r.throughput_unit}" if r.throughput is not None else "-"
+            thr = throughput.text(r.throughput, r.throughput_unit)
             table.add_row(self._mark(r.id), _started(r), r.workload, r.target,
                           Text(r.status, style=status_style(r.status)), fmt.ms(r.median_step_time_s),
                           thr, key=r.id)

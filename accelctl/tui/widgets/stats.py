@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from accelctl.analysis import throughput
 from accelctl.analysis.stats import straggler
 from accelctl.analysis.provenance import count_text, data_line, is_stand_in, model_line
 from accelctl.tui import fmt
@@ -129,12 +130,11 @@ class StatsPanel(ModelPanel):
             g.add_row("per token", fmt.ms(per_tok, 2))
             g.add_row("1st token", fmt.ms(gen.ttft_median_s if gen else (last.ttft_s if last else None), 2))
         else:
-            if st.samples_per_s is not None:
-                g.add_row("samples/s", fmt.num(st.samples_per_s.median))
+            value, unit = throughput.headline(st.to_dict(), m.task)
+            if value is not None:  # the median of the measured steps, as every surface shows it
+                g.add_row(unit, throughput.number(value))
             elif last is not None and last.samples_per_s is not None:
                 g.add_row("samples/s", fmt.num(last.samples_per_s))
-            if st.tokens_per_s is not None:
-                g.add_row("tokens/s", fmt.num(st.tokens_per_s.median))
             if last is not None and last.loss is not None:
                 g.add_row("loss", f"{last.loss:.4f}")
         if last is not None and last.mfu is not None:
@@ -230,17 +230,13 @@ def summary_lines(summary: dict) -> list[Text]:
         warm = f" · warm-up {stats.get('warmup_steps', 0)} excluded" if stats.get("warmup_steps") else ""
         out.append(Text.assemble(("step time ", "bold"), f"median {fmt.ms(st['median'], 2)} · mean "
                                  f"{fmt.ms(st['mean'], 2)} · p90 {fmt.ms(st['p90'], 2)} ({st['count']} steps){warm}"))
+    value, unit = throughput.headline(stats, str(summary.get("task") or ""))
+    if value is not None:
+        out.append(Text.assemble(("throughput ", "bold"), f"{throughput.text(value, unit)} ({throughput.STATISTIC})"))
     gen = stats.get("generation")
     if gen:
-        out.append(Text.assemble(("generation ", "bold"), f"{fmt.num(gen.get('tokens_per_s_median'))} tokens/s · "
-                                 f"per token {fmt.ms(gen.get('per_token_median_s'), 2)} · first token "
-                                 f"{fmt.ms(gen.get('ttft_median_s'), 2)} (medians)"))
-    else:
-        thr = stats.get("throughput") or {}
-        rates = [f"{fmt.num(thr[k]['median'])} {u}" for k, u in (("samples_per_s", "samples/s"),
-                                                                  ("tokens_per_s", "tokens/s")) if thr.get(k)]
-        if rates:
-            out.append(Text.assemble(("throughput ", "bold"), " · ".join(rates) + " (median)"))
+        out.append(Text.assemble(("generation ", "bold"), f"per token {fmt.ms(gen.get('per_token_median_s'), 2)} · "
+                                 f"first token {fmt.ms(gen.get('ttft_median_s'), 2)} (medians)"))
     loss = stats.get("loss")
     if loss:
         trend = {True: "decreased", False: "did not decrease", None: "too few steps"}[loss.get("decreased")]
