@@ -62,7 +62,9 @@ def test_report_figures_by_hand():
     assert small.unit == "sequences/s" and small.price_per_hour == 1.0 and small.train_steps == 10000
     assert small.per_dollar == pytest.approx(small.throughput * 3600)
     assert small.cost_per_million == pytest.approx(1.0 / 3600 / small.throughput * 1e6)
-    assert small.projected_cost == pytest.approx(10000 * small.step_time_s / 3600 * 1.0)
+    # equal work (accelctl.estimate.work): 10000 steps of the reference global batch (8 sequences,
+    # the workload's first target's) at the run's throughput, whatever its own batch
+    assert small.projected_cost == pytest.approx(10000 * 8 / small.throughput / 3600 * 1.0)
     big = entry_from_run(load_run("0002", RUNS))
     assert big.devices == 2 and big.batch == 16 and big.per_device == pytest.approx(big.throughput / 2)
     assert big.mem_bytes == 310 * 2**20 and big.mfu == pytest.approx(0.01)
