@@ -93,16 +93,24 @@ def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[Worklo
     return tuple(specs), list(diags)
 
 
-def load_selected(path: str | Path, workload: str | None = None) -> list[WorkloadSpec]:
+def load_selected(path: str | Path, workload: str | None = None, sets=()) -> list[WorkloadSpec]:
     """``load`` then ``select_workloads``: the named workload of the file, or all of them."""
-    return load_selected_source(path, workload)[1]
+    return load_selected_source(path, workload, sets)[1]
 
 
-def load_selected_source(path: str | Path, workload: str | None = None) -> tuple[str, list[WorkloadSpec]]:
-    """``load_selected``, and the text it read (``load_source``)."""
+def load_selected_source(path: str | Path, workload: str | None = None, sets=()) -> tuple[str, list[WorkloadSpec]]:
+    """``load_selected``, and the text it read (``load_source``); ``sets``: ``--set KEY=VALUE``
+    arguments, written into that text (``accelctl.spec.settings``), which is then what was
+    checked and what a run stores."""
     from accelctl.plan.select import select_workloads
 
-    text, specs = load_source(path)
+    if sets:
+        from accelctl.spec import settings
+
+        text = settings.applied(str(path), read_source(path), settings.parse_sets(list(sets)))
+        specs = check(parse(text, str(path)))
+    else:
+        text, specs = load_source(path)
     return text, select_workloads(specs, str(path), workload)
 
 

@@ -84,12 +84,25 @@ def _print_error(exc: AccelctlError) -> None:
 
 # ------------------------------------------------------------------ validate
 
-def cmd_validate(args) -> int:
-    from accelctl.api import validate
+def _validate_with_sets(path, sets):
+    """``api.validate`` of the file with the ``--set`` settings written in."""
+    from accelctl.api import validate, validate_text
 
+    if not sets:
+        return validate(path)
+    from accelctl.dsl.parser import read_source
+    from accelctl.spec import settings
+
+    try:
+        return validate_text(settings.applied(str(path), read_source(path), settings.parse_sets(list(sets))), path)
+    except AccelctlError as exc:
+        return (), list(exc.diagnostics)
+
+
+def cmd_validate(args) -> int:
     report, errors, workloads = [], 0, 0
     for path in args.files:
-        specs, diags = validate(path)
+        specs, diags = _validate_with_sets(path, args.set)
         n_err = sum(d.severity == "error" for d in diags)
         errors += n_err
         workloads += len(specs) if not n_err else 0
@@ -141,7 +154,7 @@ def cmd_plan(args) -> int:
     _fp8_needs_rehearse(args)
     reply = _reply(args)
     if args.diff:
-        for spec in load_selected(args.file, args.workload):
+        for spec in load_selected(args.file, args.workload, args.set):
             for name in args.diff:
                 named_target(spec, name)  # an unknown target is an error, not an empty diff
             diff = plan_diff(spec, *args.diff, args.engine, None if reply else _width(sys.stdout))
@@ -153,7 +166,7 @@ def cmd_plan(args) -> int:
     failed = not_run = 0
     plans = reply.result.setdefault("plans", []) if reply else []
     chosen = []
-    for spec in load_selected(args.file, args.workload):
+    for spec in load_selected(args.file, args.workload, args.set):
         targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
         if args.fp8 and not args.target:
             targets = [t for t in targets if t.precision.dtype == "fp8"]
@@ -238,7 +251,7 @@ def cmd_estimate(args) -> int:
     specs, invalid = [], 0
     for f in args.files:  # a file that cannot be read or checked is reported; the others are estimated
         try:
-            specs += load_selected(f, args.workload)
+            specs += load_selected(f, args.workload, args.set)
         except WorkloadError as exc:
             invalid += 1
             _report_diags(args, exc.diagnostics)
@@ -397,7 +410,8 @@ def cmd_run(args) -> int:
     from accelctl.api import plan as make_plan
 
     status_code = 0
-    source, specs = load_selected_source(args.file, args.workload)  # read once: the run stores what was checked
+    # read once: the run stores what was checked (with the --set settings written in)
+    source, specs = load_selected_source(args.file, args.workload, args.set)
     chosen = [(spec, *(_pick_fp8(spec) if args.fp8 and not args.target else
                        pick_rehearsal(spec) if args.rehearse and not args.target else pick_target(spec, args.target)))
               for spec in specs]
@@ -670,18 +684,29 @@ def cmd_calibrate(args) -> int:
 JSON_HELP = "one JSON document on stdout in every outcome, errors and diagnostics inside (docs/cli.md)"
 
 
+SET_HELP = ("KEY=VALUE: a setting of the language written into the workload for this command, as an edit of the "
+            "file would be (batch.micro=16, precision=fp32, devices=2, parallel.stage=3, target.NAME.KEY=...); "
+            "repeatable; a run keeps the edited file")
+
+
+def _add_set(parser) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="accelctl", description="one workload, every accelerator: plan, run, compare")
     ap.add_argument("--version", action="version", version=f"accelctl {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     v = sub.add_parser("validate", help="check workload files; report every problem")
+    _add_set(v)
     v.add_argument("files", nargs="+")
     v.add_argument("--json", action="store_true", help=JSON_HELP)
     v.add_argument("--wide", action="store_true", help="diagnostics unwrapped (default: wrapped to the terminal)")
     v.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("plan", help="print the launch plan of a workload's targets")
+    _add_set(p)
     p.add_argument("file")
     p.add_argument("--workload", "-w")
     p.add_argument("--target", "-t")
@@ -710,6 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     es = sub.add_parser("estimate", help="predicted step time, throughput, bound and cost per target, before "
                         "renting (roofline from the architecture and the datasheets; no torch)")
+    _add_set(es)
     es.add_argument("files", nargs="+", metavar="FILE")
     es.add_argument("--workload", "-w")
     es.add_argument("--target", "-t")
@@ -726,6 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
     es.set_defaults(fn=cmd_estimate)
 
     r = sub.add_parser("run", help="run a workload for real on one target")
+    _add_set(r)
     r.add_argument("file", nargs="?", help="the workload file (with --resume: checked unchanged since the run)")
     r.add_argument("--workload", "-w")
     r.add_argument("--target", "-t")

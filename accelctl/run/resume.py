@@ -27,6 +27,8 @@ counted once, from the attempt that completed them) and the resumed attempt's.
 
 from __future__ import annotations
 
+from accelctl.spec import settings
+
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -128,6 +130,12 @@ def check_workload_unchanged(run_dir: Path, workload_file: str | Path | None) ->
     before, why = storefiles.read_text(stored)  # a regular file of the run folder, bounded
     if before is None:
         raise _refuse(run_dir.name, f"its {store.WORKLOAD_FILE} cannot be read ({why})")
+    sets = settings.recorded(before)
+    if sets:  # the run was started with --set: the same settings written into the file as it is now
+        try:
+            now = settings.applied(str(path), now, settings.parse_sets(sets))
+        except WorkloadError as exc:
+            raise _refuse(run_dir.name, f"its --set {' '.join(sets)} no longer applies to {path} ({exc})") from None
     if sha256_text(now) != sha256_text(before):
         raise _refuse(run_dir.name, f"the workload file {path} changed since the run started (sha256 "
                                     f"{sha256_text(now)[:12]} now, {sha256_text(before)[:12]} then); a resumed run "

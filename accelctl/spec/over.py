@@ -45,6 +45,8 @@ class Over:
     key: str
     values: tuple[ast.Value, ...]
     index: int
+    #: the option it came from: ``--over`` (sweep) or ``--set`` (one value, written into the file)
+    flag: str = "--over"
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -56,37 +58,39 @@ class Over:
 
     @property
     def where(self) -> str:
-        return f"--over {self.arg}"
+        return f"{self.flag} {self.arg}"
 
 
-def _diag(arg: str, code: str, message: str, column: int, hint: str = "", width: int = 1) -> Diagnostic:
-    return Diagnostic(code, message, Span.point(1, column, width), f"--over {arg}", hint, source_line=arg)
+def _diag(arg: str, code: str, message: str, column: int, hint: str = "", width: int = 1,
+          flag: str = "--over") -> Diagnostic:
+    return Diagnostic(code, message, Span.point(1, column, width), f"{flag} {arg}", hint, source_line=arg)
 
 
-def parse_over(arg: str, index: int = 0) -> Over:
+def parse_over(arg: str, index: int = 0, flag: str = "--over") -> Over:
     """``KEY=V1,V2`` -> ``Over``; ``WorkloadError`` positioned in the argument when it is not one."""
     key, eq, vals = arg.partition("=")
     key = key.strip()
     if not eq or not key or not vals.strip():
-        raise WorkloadError(diagnostics=[_diag(arg, "E231", "--over needs KEY=V1,V2,...", 1,
-                                               "e.g. --over batch.micro=8,16,32", max(len(arg), 1))])
+        raise WorkloadError(diagnostics=[_diag(arg, "E231", f"{flag} needs KEY=" + (
+            "V1,V2,..." if flag == "--over" else "VALUE"), 1, f"e.g. {flag} batch.micro=8" + (
+            ",16,32" if flag == "--over" else ""), max(len(arg), 1), flag)])
     if "\n" in arg or any(not p or not (p[0].isalpha() or p[0] == "_") for p in key.split(".")):
         raise WorkloadError(diagnostics=[_diag(arg, "E231", f"'{key}' is not a key path", 1,
                                                "a dotted path of the language's keys: batch.micro, parallel, "
-                                               "dataset.seq_len, target.NAME.devices", max(len(key), 1))])
+                                               "dataset.seq_len, target.NAME.devices", max(len(key), 1), flag)])
     shift = len(arg) - len(vals) - len(_PREFIX)  # text column -> argument column
     try:
         wl = _parse_values(_PREFIX + vals + "] }")
     except WorkloadError as exc:
         d = exc.diagnostics[0]
         col = max(1, min(len(arg), (d.span.column if d.span else 1) + shift))
-        raise WorkloadError(diagnostics=[_diag(arg, d.code, d.message, col, d.hint)]) from None
+        raise WorkloadError(diagnostics=[_diag(arg, d.code, d.message, col, d.hint, flag=flag)]) from None
     items = wl.items[0].value.items
     line = OVER_LINE + index
     values = tuple(_moved(v, line, shift) for v in items)
     if not values:
-        raise WorkloadError(diagnostics=[_diag(arg, "E231", "--over needs at least one value", len(arg))])
-    return Over(arg, ALIASES.get(key, key), values, index)
+        raise WorkloadError(diagnostics=[_diag(arg, "E231", f"{flag} needs at least one value", len(arg), flag=flag)])
+    return Over(arg, ALIASES.get(key, key), values, index, flag)
 
 
 def _parse_values(text: str) -> ast.Workload:
@@ -125,7 +129,7 @@ def relocate(diags: list[Diagnostic], overs: list[Over]) -> list[Diagnostic]:
 
 
 def in_over(d: Diagnostic) -> bool:
-    return d.path.startswith("--over ")
+    return d.path.startswith(("--over ", "--set "))
 
 
 #: codes of a value wrong in itself (syntax, unknown key or choice, type, unit, range, device,
