@@ -49,6 +49,7 @@ import torch
 from accelctl.contract import checkpoint as layout
 from accelctl.contract import diskspace
 from accelctl.contract.events import CheckpointSaved, RunResumed
+from accelctl.worker import sharded_checkpoint
 
 
 class CountedBatches:
@@ -187,8 +188,6 @@ class Checkpointer:
             if path is None:
                 raise RuntimeError(f"DeepSpeed could not load the checkpoint {where}")
         elif self.sharded:
-            from accelctl.worker import sharded_checkpoint
-
             sharded_checkpoint.load(self.model, self.optimizer, where / layout.SHARDED_DIR)
         else:
             state = torch.load(where / layout.STATE_FILE, map_location="cpu", weights_only=False)
@@ -214,6 +213,8 @@ class Checkpointer:
             self._save(step, where, measurement)
         except Exception as exc:
             full = isinstance(exc, CheckpointDiskFull) or disk_full(exc, self.folder)  # before the files go
+            if isinstance(exc, sharded_checkpoint.ShardedCheckpointError):  # on every rank: one cause for all
+                full = sharded_checkpoint.on_any_rank(full, self.ctx.adapter.device)
             if not (where / layout.MARKER).exists():  # a cut save is never loaded: its room back (every
                 shutil.rmtree(where, ignore_errors=True)  # rank: a peer's failure ends the others at the barrier)
             if full and not isinstance(exc, CheckpointDiskFull):
@@ -231,8 +232,6 @@ class Checkpointer:
             self.engine.save_checkpoint(str(self.folder), tag=where.name, client_state={"accelctl_step": step},
                                         save_latest=False)
         elif self.sharded:  # every rank: its own shards (DCP)
-            from accelctl.worker import sharded_checkpoint
-
             held = sharded_checkpoint.state(self.model, self.optimizer)
             check_room(tensor_bytes(held), step, where)
             sharded_checkpoint.save(held, where / layout.SHARDED_DIR)

@@ -91,7 +91,8 @@ def test_sharded_run_killed_and_resumed_has_the_uninterrupted_losses(name, tmp_p
     run_dir, step = run_and_kill_after_checkpoint(workload, runs, kill_runner=False)
     assert step % EVERY == 0 and step < total
     where = layout.step_dir(run_dir / "checkpoints", step)
-    assert {f.name for f in where.iterdir()} == {layout.MARKER, layout.SHARDED_DIR, *(f"rank{r}.pt" for r in range(ranks))}
+    files = {layout.MARKER, layout.SHARDED_DIR, *(f"rank{r}.pt" for r in range(ranks))}
+    assert {f.name for f in where.iterdir()} == files
     shards = {f.name for f in (where / layout.SHARDED_DIR).iterdir()}
     assert ".metadata" in shards and {f"__{r}_0.distcp" for r in range(ranks)} <= shards  # every rank wrote
     assert_resumed_exactly(run_dir, runs, step, reference, world=ranks, total=total)
