@@ -118,13 +118,18 @@ def test_a_checkpoint_save_on_a_full_disk_is_named_and_the_run_resumes_from_the_
     assert sorted(p.name for p in folder.iterdir()) == ["step-00000005"]  # the cut save removed
     assert [s for s, _ in layout.complete(folder)] == [5]
 
-    subprocess.run(["mount", "-o", "remount,size=16m", str(runs)], check=True)
+    resumes_with_room(runs, "16m", run_dir, 5, 20)
+
+
+def resumes_with_room(runs: Path, size: str, run_dir: Path, step: int, last: int) -> None:
+    """The tmpfs ``runs`` grown to ``size``: ``accelctl run --resume`` goes on from ``step``, to the end."""
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(runs)], check=True)
     cp = cli("run", "--resume", run_dir.name, "--headless", "--runs-dir", str(runs))
     assert cp.returncode == 0, (cp.stdout + cp.stderr)[-3000:]
-    assert f"resuming run {run_dir.name} after step 5" in cp.stdout
+    assert f"resuming run {run_dir.name} after step {step}" in cp.stdout
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "ok" and [r["step"] for r in summary["resumed"]] == [5]
-    assert [s for s, _ in layout.complete(folder)] == [20]
+    assert summary["status"] == "ok" and [r["step"] for r in summary["resumed"]] == [step]
+    assert [s for s, _ in layout.complete(run_dir / "checkpoints")] == [last]
 
 
 # --------------------------------------------------------------------------- runs sharing a worker
@@ -282,11 +287,4 @@ def test_a_sharded_checkpoint_save_on_a_full_disk_is_named_and_the_run_resumes_f
     assert "MiB free" not in failure["message"]  # not refused before writing: DCP's own write met the full disk
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-00000004"]  # no cut save left
     assert [s for s, _ in layout.complete(run_dir / "checkpoints")] == [4]
-
-    subprocess.run(["mount", "-o", "remount,size=32m", str(runs)], check=True)
-    cp = cli("run", "--resume", run_dir.name, "--headless", "--runs-dir", str(runs))
-    assert cp.returncode == 0, (cp.stdout + cp.stderr)[-3000:]
-    assert f"resuming run {run_dir.name} after step 4" in cp.stdout
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "ok" and [r["step"] for r in summary["resumed"]] == [4]
-    assert [s for s, _ in layout.complete(run_dir / "checkpoints")] == [12]
+    resumes_with_room(runs, "32m", run_dir, 4, 12)
