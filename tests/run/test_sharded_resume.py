@@ -7,7 +7,8 @@ the checkpoint has bitwise the loss of the uninterrupted run, on every rank; and
 ranks kill themselves in the middle of a save (every rank's shards written, the marker not):
 run again, it goes on from the checkpoint before, with the same losses.
 
-Slow: five torchrun launches a case (about a minute a case on the shared 2-core machine).
+Slow: five torchrun launches a case; the five cases took 1219 s on the shared 2-core machine
+under the other engineers' load (about 2 minutes for a 2-rank case alone).
 """
 
 from __future__ import annotations
