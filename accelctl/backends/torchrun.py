@@ -59,10 +59,6 @@ class TorchrunBackend(Backend):
             if not spec.task.training:
                 out.append(refusal(spec, target, f"{strategy} parallel runs training here; generate/infer split a "
                                    "model with deepspeed_inference(tp = N)", "parallel"))
-            if spec.checkpoint.every:
-                out.append(refusal(spec, target, f"checkpoints of {strategy} runs (sharded states through "
-                                   "torch.distributed.checkpoint) are not built yet; remove the checkpoint block "
-                                   "or use parallel = ddp / zero(...)", "checkpoint"))
             if strategy == "fsdp" and target.parallel.offload == "cpu" and DEVICES[target.device].host:
                 out.append(refusal(spec, target, "fsdp(offload = cpu) moves the shards off a GPU into host memory "
                                    "(torch's CPUOffloadPolicy needs CUDA); on a cpu target they are already there: "
@@ -83,6 +79,10 @@ class TorchrunBackend(Backend):
             notes.append(f"fp8 through torchao: convert_to_float8_training (Float8Linear, dynamic tensorwise "
                          f"scaling, {target.precision.fp8.format}) on the nn.Linear layers whose dims divide by "
                          "16, inside bf16 autocast")
+        if job.checkpoint.every and target.parallel.strategy in SHARDED:
+            notes.append(f"checkpoints every {job.checkpoint.every} steps: torch.distributed.checkpoint (DCP), "
+                         "sharded -- every rank writes its own shards of the model and optimizer (a pipeline "
+                         "stage its stage's), complete when rank 0's marker follows every rank's files")
         return Built([Launch("torchrun", tuple(argv), env, processes=target.devices)], notes=notes)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:

@@ -8,6 +8,8 @@ run folder when no ``dir`` was written)::
       step-00000004/
         state.pt            rank 0: model, optimizer, grad scaler (plain strategy)
         <DeepSpeed files>   DeepSpeed strategy: ``engine.save_checkpoint`` (every rank its shard)
+        sharded/            sharded strategy (FSDP2, TP, PP): torch.distributed.checkpoint,
+                            every rank its shards (``__<rank>_0.distcp``), ``.metadata``
         rank0.pt rank1.pt   each rank: RNG states, batches drawn, measurement state
         complete.json       written last, by rank 0, after every rank's files are synced
 
@@ -28,6 +30,8 @@ from typing import Any
 
 MARKER = "complete.json"
 STATE_FILE = "state.pt"
+#: the torch.distributed.checkpoint folder of the sharded strategy's model and optimizer
+SHARDED_DIR = "sharded"
 _STEP_DIR = re.compile(r"^step-(\d{8,})$")
 
 

@@ -6,7 +6,10 @@ Saved every ``every`` optimizer steps, into ``accelctl.contract.checkpoint``'s l
   ``torch.save`` -- under DDP every rank holds the same weights and optimizer state; under
   the ``deepspeed`` strategy every rank calls DeepSpeed's own ``engine.save_checkpoint``
   (ZeRO shards each rank's optimizer partition; DeepSpeed also saves its LR scheduler
-  when its config has one -- the plain loop has no LR schedule to save);
+  when its config has one -- the plain loop has no LR schedule to save); under the
+  ``sharded`` strategy (FSDP2, tensor, pipeline parallel) every rank writes its own shards
+  through ``torch.distributed.checkpoint`` into ``sharded/`` (``sharded_checkpoint``; a
+  pipeline stage its own stage's), the fp16 grad scaler goes into each rank's file;
 * per rank (``rank<N>.pt``): the RNG states (python ``random``, numpy, torch CPU, every
   CUDA device), the data position and the measurement state (step, losses, the FLOPs per
   step, the test checksums).  The data position is the number of batches this rank drew:
@@ -46,6 +49,7 @@ import torch
 from accelctl.contract import checkpoint as layout
 from accelctl.contract import diskspace
 from accelctl.contract.events import CheckpointSaved, RunResumed
+from accelctl.worker import sharded_checkpoint
 
 
 class CountedBatches:
@@ -118,7 +122,9 @@ def disk_full(exc: BaseException, folder: Path) -> bool:
 
 def tensor_bytes(obj: Any) -> int:
     """The bytes of the tensors in a (nested) state: what ``torch.save`` writes, less its few
-    KiB of pickle and zip records."""
+    KiB of pickle and zip records; of a DTensor, this rank's shard."""
+    if hasattr(obj, "to_local"):
+        obj = obj.to_local()
     if isinstance(obj, torch.Tensor):
         return obj.numel() * obj.element_size()
     if isinstance(obj, dict):
@@ -154,6 +160,7 @@ class Checkpointer:
         self.optimizer = optimizer
         self.scaler = scaler
         self.engine = ds.engine if ds is not None else None
+        self.sharded = getattr(ctx.strategy, "sharded_state", False)
         self.batches = batches
 
     @property
@@ -180,6 +187,8 @@ class Checkpointer:
                                                   load_lr_scheduler_states=True)
             if path is None:
                 raise RuntimeError(f"DeepSpeed could not load the checkpoint {where}")
+        elif self.sharded:
+            sharded_checkpoint.load(self.model, self.optimizer, where / layout.SHARDED_DIR)
         else:
             state = torch.load(where / layout.STATE_FILE, map_location="cpu", weights_only=False)
             self.model.load_state_dict(state["model"])
@@ -187,6 +196,8 @@ class Checkpointer:
             if self.scaler is not None and state.get("scaler"):
                 self.scaler.load_state_dict(state["scaler"])
         mine = torch.load(layout.rank_file(where, ctx.rank), map_location="cpu", weights_only=False)
+        if self.sharded and self.scaler is not None and mine.get("scaler"):
+            self.scaler.load_state_dict(mine["scaler"])
         self.batches.skip(mine["batches_drawn"])
         set_rng_states(mine["rng"])
         ctx.writer.emit(RunResumed(step=step, path=str(where), rank=ctx.rank, load_s=time.perf_counter() - t0))
@@ -202,6 +213,8 @@ class Checkpointer:
             self._save(step, where, measurement)
         except Exception as exc:
             full = isinstance(exc, CheckpointDiskFull) or disk_full(exc, self.folder)  # before the files go
+            if isinstance(exc, sharded_checkpoint.ShardedCheckpointError):  # on every rank: one cause for all
+                full = sharded_checkpoint.on_any_rank(full, self.ctx.adapter.device)
             if not (where / layout.MARKER).exists():  # a cut save is never loaded: its room back (every
                 shutil.rmtree(where, ignore_errors=True)  # rank: a peer's failure ends the others at the barrier)
             if full and not isinstance(exc, CheckpointDiskFull):
@@ -218,12 +231,18 @@ class Checkpointer:
         if self.engine is not None:  # every rank: DeepSpeed writes its own files (ZeRO shards)
             self.engine.save_checkpoint(str(self.folder), tag=where.name, client_state={"accelctl_step": step},
                                         save_latest=False)
+        elif self.sharded:  # every rank: its own shards (DCP)
+            held = sharded_checkpoint.state(self.model, self.optimizer)
+            check_room(tensor_bytes(held), step, where)
+            sharded_checkpoint.save(held, where / layout.SHARDED_DIR)
         elif ctx.rank == 0:
             state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                      "scaler": self.scaler.state_dict() if self.scaler is not None else None, "step": step}
             check_room(tensor_bytes(state), step, where)
             layout.write_atomic(where / layout.STATE_FILE, lambda fh: torch.save(state, fh))
         mine = {"rng": rng_states(), "batches_drawn": self.batches.drawn, "measurement": measurement}
+        if self.sharded and self.scaler is not None:
+            mine["scaler"] = self.scaler.state_dict()
         layout.write_atomic(Path(layout.rank_file(where, ctx.rank)), lambda fh: torch.save(mine, fh))
         if step == ctx.job.debug.kill_in_checkpoint_at_step:  # test hook: a crash mid-save
             os.kill(os.getpid(), signal.SIGKILL)

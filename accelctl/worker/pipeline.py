@@ -35,7 +35,10 @@ class Stage(nn.Module):
         super().__init__()
         self.family, self.first, self.last = family, first, last
         self.config = model.config
-        self.blocks = nn.ModuleList(model.get_submodule(PLANS[family].blocks)[i] for i in layers)
+        # named by their index in the whole model: each stage's parameter names are its own
+        # (the checkpoint's keys: stages save into one torch.distributed.checkpoint folder)
+        every = model.get_submodule(PLANS[family].blocks)
+        self.blocks = nn.ModuleDict({str(i): every[i] for i in layers})
         if family == "llama":
             self.embed = model.model.embed_tokens if first else None
             self.rotary = model.model.rotary_emb
@@ -66,7 +69,7 @@ class Stage(nn.Module):
 
             mask = create_causal_mask(config=self.config, inputs_embeds=x, attention_mask=ones,
                                       past_key_values=None, position_ids=pos)
-        for block in self.blocks:
+        for block in self.blocks.values():
             if f == "llama":
                 x = block(x, attention_mask=mask, position_embeddings=self.rotary(x, position_ids=pos),
                           position_ids=pos)
@@ -112,8 +115,8 @@ class PipelineEngine:
     """``train_step(step)`` of one pipeline stage (replaces the loop's own)."""
 
     SCHEDULES = {"gpipe": "ScheduleGPipe", "one_f_one_b": "Schedule1F1B"}
-    #: no DeepSpeed engine behind it (the checkpointer saves DeepSpeed's own; pipeline
-    #: checkpoints are refused at plan time)
+    #: no DeepSpeed engine behind it (the checkpointer saves the stage's model and optimizer
+    #: through torch.distributed.checkpoint, ``sharded_checkpoint``)
     engine = None
     #: torch's FlopCounterMode cannot watch a stage's first step (its module hooks break the
     #: stage's backward shape inference through autograd.grad): no FLOPs, no MFU

@@ -49,6 +49,7 @@ def make_groups(ctx) -> Groups:
 
 class Sharded(Plain):
     name = "sharded"
+    sharded_state = True
 
     def prepare_training(self, model, ctx):
         from accelctl.worker import fsdp, pipeline, tensor_parallel

@@ -20,6 +20,9 @@ import torch
 
 class Plain:
     name = "plain"
+    #: the model and optimizer state is split over the ranks (checkpoints through
+    #: torch.distributed.checkpoint, every rank its shards) rather than whole on rank 0
+    sharded_state = False
 
     def prepare_training(self, model, ctx):
         """The model the training loop steps: DDP-wrapped when several ranks train."""

@@ -118,13 +118,18 @@ def test_a_checkpoint_save_on_a_full_disk_is_named_and_the_run_resumes_from_the_
     assert sorted(p.name for p in folder.iterdir()) == ["step-00000005"]  # the cut save removed
     assert [s for s, _ in layout.complete(folder)] == [5]
 
-    subprocess.run(["mount", "-o", "remount,size=16m", str(runs)], check=True)
+    resumes_with_room(runs, "16m", run_dir, 5, 20)
+
+
+def resumes_with_room(runs: Path, size: str, run_dir: Path, step: int, last: int) -> None:
+    """The tmpfs ``runs`` grown to ``size``: ``accelctl run --resume`` goes on from ``step``, to the end."""
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(runs)], check=True)
     cp = cli("run", "--resume", run_dir.name, "--headless", "--runs-dir", str(runs))
     assert cp.returncode == 0, (cp.stdout + cp.stderr)[-3000:]
-    assert f"resuming run {run_dir.name} after step 5" in cp.stdout
+    assert f"resuming run {run_dir.name} after step {step}" in cp.stdout
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "ok" and [r["step"] for r in summary["resumed"]] == [5]
-    assert [s for s, _ in layout.complete(folder)] == [20]
+    assert summary["status"] == "ok" and [r["step"] for r in summary["resumed"]] == [step]
+    assert [s for s, _ in layout.complete(run_dir / "checkpoints")] == [last]
 
 
 # --------------------------------------------------------------------------- runs sharing a worker
@@ -255,3 +260,31 @@ def test_a_ddp_checkpoint_save_on_a_full_disk_is_the_failure_over_its_peer_s_and
     assert failure["message"].startswith("no space left on device while saving checkpoint at step 8 to ")
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-00000004"]
     assert [s for s, _ in layout.complete(run_dir / "checkpoints")] == [4]
+
+
+@pytest.mark.slow
+def test_a_sharded_checkpoint_save_on_a_full_disk_is_named_and_the_run_resumes_from_the_one_before(tmpfs, tmp_path):
+    """FSDP2 on 2 gloo ranks, the run store on a 13 MiB tmpfs: step 4's DCP checkpoint (7.1 MiB:
+    a llama of 624k parameters and AdamW's moments) fits, step 8's does not -- yet each rank's
+    shard (3.6 MiB) and a MiB to spare fit what is free (~5.5 MiB), so the save starts and a
+    rank's write meets ENOSPC.  DCP tells every rank (a CheckpointException, which is no
+    Exception); the run fails disk_full, leaves no cut save and resumes from step 4."""
+    from test_sharded_resume import LLAMA, workload_text
+
+    runs = tmpfs("13m")
+    workload = tmp_path / "fsdp.wl"
+    workload.write_text(workload_text("fsdp").replace("steps = 40 steps", "steps = 11 steps")
+                        .replace("keep = 2", "keep = 1")
+                        .replace(LLAMA, "llama(layers = 4, hidden = 128, heads = 4, ffn = 192, vocab = 256)"))
+    cp = cli("run", str(workload), "--headless", "--runs-dir", str(runs))
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 1, out[-3000:]
+    assert "Traceback" not in out and "CheckpointException" not in out, out[-3000:]
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    failure = json.loads((run_dir / "summary.json").read_text())["failure"]
+    assert failure["reason"] == "disk_full" and failure["step"] == 8, failure
+    assert failure["message"].startswith("no space left on device while saving checkpoint at step 8 to ")
+    assert "MiB free" not in failure["message"]  # not refused before writing: DCP's own write met the full disk
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-00000004"]  # no cut save left
+    assert [s for s, _ in layout.complete(run_dir / "checkpoints")] == [4]
+    resumes_with_room(runs, "32m", run_dir, 4, 12)

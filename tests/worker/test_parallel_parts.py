@@ -48,6 +48,10 @@ def test_stages_chained_compute_the_models_own_loss(family, tmp_path):
     assert float(got.detach()) == pytest.approx(float(want.detach()), abs=1e-6)
     # the stages hold disjoint blocks, all of them; the tied embedding sits on both ends
     assert len(first.blocks) + len(last.blocks) == SHAPES[family]["layers"]
+    # and name them by their index in the whole model: the stages' parameter names are the keys
+    # both save under into one torch.distributed.checkpoint folder (a shared name would be
+    # written once, by one stage, and loaded into both)
+    assert not {n for n, _ in first.named_parameters()} & {n for n, _ in last.named_parameters()}
     tied = pipeline.tied_weight(model)
     assert (tied is not None) == (family in ("gpt2", "bert"))
 
