@@ -31,6 +31,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from accelctl.contract.ids import RUN_ID
+
 SHELLS = ("bash", "zsh", "fish")
 #: option dest -> what its value names (anything else that takes a value -- a number, an
 #: engine, a URI -- completes nothing)
@@ -40,7 +42,7 @@ VALUE_KINDS = {"target": "targets", "diff": "targets", "workload": "workloads", 
 #: positional dest -> what it names
 POSITIONAL_KINDS = {"file": "wl", "files": "wl", "runs": "runs", "run": "runs", "a": "runs", "b": "runs"}
 #: the store's run folder names (as accelctl.run.store names them)
-_RUN_ID = re.compile(r"^\d{8}-\d{6}-.+-[0-9a-f]{4,}$")
+_RUN_ID = RUN_ID
 
 
 # ---------------------------------------------------------------------------- __complete

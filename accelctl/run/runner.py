@@ -96,7 +96,7 @@ POLL_S = 0.05
 #: (``Runner._ranks_done``): a launcher that exits by itself meanwhile gives its own exit code
 LAUNCHER_TEARDOWN_S = 0.3
 #: the worker's exit code for a job that ended with this ``RunFailed.reason`` (``accelctl.worker.main``)
-JOB_EXIT_CODES = {"stopped": 130, "runner_lost": 130, "nan_loss": 3}
+from accelctl.contract.ids import JOB_EXIT_CODES  # noqa: E402  (the worker's, stated once)
 DEFAULT_GRACE_S = 5.0
 LOG_TAIL_LINES = 30
 

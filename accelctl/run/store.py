@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from accelctl.contract.ids import RUN_ID
 from accelctl.analysis import throughput
 from accelctl.contract import boundedfile, envnames, placeholders
 from accelctl.contract import scheduler as scheduler_file
@@ -67,7 +68,7 @@ UNREADABLE = "unreadable"
 RUNNER_FILE = "runner.json"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.]+|\.{2,}")
-_ID_RE = re.compile(r"^(\d{8}-\d{6})-(.+)-([0-9a-f]{4})$")
+_ID_RE = RUN_ID
 
 
 class RunStoreError(RunError):

@@ -31,7 +31,10 @@ from accelctl.worker.devices import adapter_for  # noqa: E402
 from accelctl.worker.emit import EventWriter  # noqa: E402
 from accelctl.worker.strategy import strategy_for  # noqa: E402
 
-EXIT_OK, EXIT_EXCEPTION, EXIT_NAN, EXIT_STOPPED = 0, 1, 3, 130
+from accelctl.contract.ids import WORKER_EXCEPTION as EXIT_EXCEPTION  # noqa: E402
+from accelctl.contract.ids import WORKER_NAN as EXIT_NAN  # noqa: E402
+from accelctl.contract.ids import WORKER_OK as EXIT_OK  # noqa: E402
+from accelctl.contract.ids import WORKER_STOPPED as EXIT_STOPPED  # noqa: E402
 #: seconds a worker whose runner is gone has to stop cleanly before it exits regardless
 #: (a rank blocked in a collective whose peer is already gone)
 RUNNER_LOST_GRACE_S = 5.0

@@ -1,0 +1,15 @@
+"""Facts about runs every layer reads, stated once (issue 28: the run-id pattern was ``{4}`` in
+the store and ``{4,}`` in completion; the worker's exit codes lived in the worker and again in
+the runner).  Imports nothing: completion reads it before anything else is loaded."""
+
+from __future__ import annotations
+
+import re
+
+#: a run folder's name: ``YYYYMMDD-HHMMSS-<workload>-<target>-<4 hex>`` (``accelctl.run.store``)
+RUN_ID = re.compile(r"^(\d{8}-\d{6})-(.+)-([0-9a-f]{4})$")
+
+#: the worker's exit codes (``python -m accelctl.worker``), and the runner's reading of them
+WORKER_OK, WORKER_EXCEPTION, WORKER_NAN, WORKER_STOPPED = 0, 1, 3, 130
+#: the worker's exit code for a job that ended with this ``RunFailed.reason``
+JOB_EXIT_CODES = {"stopped": WORKER_STOPPED, "runner_lost": WORKER_STOPPED, "nan_loss": WORKER_NAN}
