@@ -74,6 +74,9 @@ class ConsoleSink:
     ):
         self.console = console or Console(file=file, highlight=False)
         self.plain = headless or not self.console.is_terminal
+        #: a terminal's width: lines fold there at spaces (issue 27: the details line broke
+        #: inside ``precision_request|ed``); None in a pipe or a file: every line whole
+        self.fold = self.console.width if self.console.is_terminal else None
         if self.plain and console is None:
             self.console = Console(file=file, highlight=False, no_color=True, force_terminal=False, soft_wrap=True)
         m = job.measure if job is not None else None
@@ -96,7 +99,11 @@ class ConsoleSink:
 
     def _print(self, text: str, style: str | None = None) -> None:
         line = Text(text, style=style or "")
-        (self._progress.console if self._progress is not None else self.console).print(line, soft_wrap=True)
+        console = self._progress.console if self._progress is not None else self.console
+        if self.fold:
+            console.print(line, soft_wrap=False, width=self.fold, overflow="fold")
+        else:
+            console.print(line, soft_wrap=True)
 
     def _start_progress(self) -> None:
         if self.plain or self._progress is not None:
@@ -247,7 +254,11 @@ class ConsoleSink:
         if self.plain:
             self.console.print("summary", soft_wrap=True)
             for label, value in rows:
-                self.console.print(f"  {label}: {value}", soft_wrap=True, markup=False, highlight=False)
+                if self.fold:
+                    self.console.print(f"  {label}: {value}", soft_wrap=False, width=self.fold, markup=False,
+                                       highlight=False)
+                else:
+                    self.console.print(f"  {label}: {value}", soft_wrap=True, markup=False, highlight=False)
             return
         status = result.summary.get("status", "?")
         colour = {"ok": "green", "stopped": "yellow"}.get(status, "red")
