@@ -119,6 +119,12 @@ class XlaNeuronBackend(Backend):
         """On torch-xla's XLA CPU device from ``.venv-xla`` (``cpu_rehearsal.rehearsal_plan``)."""
         from accelctl.backends.xla_neuron.cpu_rehearsal import rehearsal_plan
 
+        if any(OPTIMUM_NEURON in " ".join(launch.argv) for launch in real.launches):
+            # optimum-neuron's programs need the Neuron SDK: the stand-in rehearses the step, not them
+            return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, (
+                f"target {real.target} runs optimum-neuron's programs ({', '.join(x.name for x in real.launches)}), "
+                "which need the Neuron SDK: this rehearsal runs accelctl's loop with the stand-in instead, the model "
+                "split undone")))
         return rehearsal_plan(real, stand_in)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
