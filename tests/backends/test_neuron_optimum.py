@@ -189,3 +189,17 @@ def test_the_stored_table_is_rebuilt_from_the_wheel():
     stored = optimum_table.stored()
     stored.pop("examples")
     assert built == stored
+
+
+@pytest.mark.parametrize("path,workload,target", [("llama2_7b.wl", "llama2_7b_zero3", "trn1"),
+                                                  ("mixtral_8x7b.wl", "mixtral_8x7b_generate", "inf2")])
+def test_the_shipped_neuron_targets_plan_fit_and_pass_the_check(path, workload, target):
+    from accelctl.api import load
+
+    spec = next(s for s in load(ROOT / "workloads" / path) if s.name == workload)
+    p = plan(spec, target)
+    assert p.backend == "xla_neuron"
+    fit = estimate(spec.for_target(spec.target(target)), spec.target(target))
+    assert fit.fits and fit.basis == "real", fit.describe()
+    result = check_optimum_plan(p)
+    assert result.ok, result.messages
