@@ -80,14 +80,11 @@ ENGINES: MutableMapping[str, Engine] = PluginTable(plugins.ENGINES)
 
 #: parallel strategies built for some device families only (issue 24, "Modern parallelism and
 #: FP8 for any transformer"): elsewhere refused at the parallel line.  The one table of them.
-BUILT_ON = {"fsdp": ("cpu", "cuda", "hpu"), "tensor": ("cpu", "cuda", "xla"), "pipeline": ("cpu", "cuda", "xla")}
+BUILT_ON = {"fsdp": ("cpu", "cuda", "hpu"), "tensor": ("cpu", "cuda", "hpu", "xla"),
+            "pipeline": ("cpu", "cuda", "hpu", "xla")}
 STRATEGY_NAMES = {"fsdp": "FSDP", "tensor": "tensor parallelism", "pipeline": "pipeline parallelism"}
-_HPU_SPLITS = ("optimum-habana's training (GaudiTrainingArguments, its example scripts) takes no tensor- or "
-               "pipeline-parallel degree: shard a model with parallel = fsdp (script = example: GaudiTrainer's FSDP) "
-               "or zero(stage = 3) (DeepSpeed), split one for generation with deepspeed_inference(tp = N)")
 #: why a strategy is not built on a device family, where the stack itself says no
-NOT_ON = {("tensor", "hpu"): _HPU_SPLITS, ("pipeline", "hpu"): _HPU_SPLITS,
-          ("fsdp", "xla"): "Neuron shards through neuronx-distributed (optimum-neuron), not torch FSDP: "
+NOT_ON = {("fsdp", "xla"): "Neuron shards through neuronx-distributed (optimum-neuron), not torch FSDP: "
                            "parallel = zero(stage = 1, tp = N) (ZeRO-1 over the data-parallel ranks, tensor "
                            "parallel inside each group of N NeuronCores)"}
 

@@ -148,6 +148,8 @@ def generation_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | Non
         args.append("--use_hpu_graphs")
     if t.kv_cache:
         args.append("--use_kv_cache")
+    if target.parallel.strategy == "tensor":  # utils.py setup_distributed_model_tp (torch.distributed, hccl)
+        args += ["--parallel_strategy", "tp"]
     args += ["--max_new_tokens", str(t.max_new_tokens)]
     if batch != defaults["--batch_size"]:
         args += ["--batch_size", str(batch)]
@@ -308,9 +310,13 @@ def example_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., Non
         no("fp8 with the example scripts needs Intel Neural Compressor's measure/quantize passes "
            "(QUANT_CONFIG), which are not planned; use precision = bf16", "precision")
     if key == "generate":
-        if target.world_size > 1 and p.strategy != "deepspeed_inference":
-            no("run_generation.py on several cards shards the model with DeepSpeed-inference: "
-               f"use parallel = deepspeed_inference(tp = {target.world_size})", "parallel", "devices")
+        if target.world_size > 1 and p.strategy not in ("deepspeed_inference", "tensor"):
+            no("run_generation.py on several cards shards the model with DeepSpeed-inference or its own tensor "
+               f"parallel: use parallel = deepspeed_inference(tp = {target.world_size}) or tensor(tp = "
+               f"{target.world_size})", "parallel", "devices")
+        if p.strategy == "tensor" and p.tp != target.world_size:
+            no(f"run_generation.py --parallel_strategy tp splits the model over every process "
+               f"({target.world_size}), not tp = {p.tp}", "parallel")
         if p.strategy == "deepspeed_inference" and p.tp != target.world_size:
             no(f"run_generation.py sets the tensor-parallel size to the world size "
                f"({target.world_size}), not tp = {p.tp}", "parallel")

@@ -60,6 +60,33 @@ def fsdp_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., None],
            f"(families: {', '.join(WRAPPED_BLOCK)})", "model")
 
 
+#: why optimum-habana trains with no tensor or pipeline split
+NO_TRAINING_SPLIT = ("optimum-habana's training (GaudiTrainingArguments, its example scripts) takes no tensor- or "
+                     "pipeline-parallel degree: shard a model with parallel = fsdp (script = example: GaudiTrainer's "
+                     "FSDP) or zero(stage = 3) (DeepSpeed)")
+
+
+def split_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., None], example: bool) -> None:
+    """``tensor`` / ``pipeline`` on Gaudi: generation only, through run_generation.py's own tensor
+    parallel (``--parallel_strategy tp``: optimum.habana.distributed's TensorParallelStrategy,
+    which its utils.py loads for llama checkpoints only)."""
+    p = target.parallel
+    if spec.task.training:
+        no(NO_TRAINING_SPLIT, "parallel")
+        return
+    if p.strategy == "pipeline":
+        no("optimum-habana has no pipeline-parallel generation: run_generation.py splits a model with its tensor "
+           "parallel (tensor(tp = N), script = example) or DeepSpeed-inference (deepspeed_inference(tp = N))",
+           "parallel")
+        return
+    if spec.task.kind != "generate" or not example:
+        no("tensor parallel on Gaudi is run_generation.py --parallel_strategy tp (generate, script = example); "
+           "accelctl's worker splits a model for generation with deepspeed_inference(tp = N)", "parallel", "script")
+    if spec.model.family != "llama":
+        no(f"run_generation.py's tensor-parallel path loads llama checkpoints only (setup_distributed_model_tp: "
+           f'architecture = "llama"), not {spec.model.family}; use deepspeed_inference(tp = N)', "model")
+
+
 def fsdp_config(spec: WorkloadSpec, target: TargetSpec) -> dict:
     """``fsdp_config.json``: the README's file, with this target's sharding, offload and block."""
     p = target.parallel

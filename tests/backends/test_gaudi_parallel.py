@@ -37,14 +37,28 @@ workload llama_fsdp {{
 """
 
 
-def _spec():
-    (spec,) = check(parse(TEXT, "fsdp.wl"))
+LLAMA_70B = ROOT / "workloads" / "configs" / "Llama-2-70b-hf.json"
+GENERATE = f"""
+workload tp_generate {{
+  task generate {{ prompt = "DeepSpeed is a machine learning framework"  max_new_tokens = 100  batch_size = 1 }}
+  model hf("meta-llama/Llama-2-70b-hf") {{ family = llama  config = "{LLAMA_70B}" }}
+  precision bf16
+  target tp     {{ device = gaudi2  devices = 8  parallel = tensor(tp = 8)  hpu_graphs = on  script = example }}
+  target worker {{ device = gaudi2  devices = 8  parallel = tensor(tp = 8) }}
+  target pp     {{ device = gaudi2  devices = 8  parallel = pipeline(pp = 2)  script = example }}
+  target half   {{ device = gaudi2  devices = 8  parallel = tensor(tp = 4)  script = example }}
+}}
+"""
+
+
+def _spec(text: str = TEXT):
+    (spec,) = check(parse(text, "fsdp.wl"))
     return spec
 
 
-def _refusal(target: str) -> str:
+def _refusal(target: str, text: str = TEXT) -> str:
     with pytest.raises(PlanError) as err:
-        plan(_spec(), target)
+        plan(_spec(text), target)
     (d,) = err.value.diagnostics
     assert d.code == "E520"
     return d.hint
@@ -84,6 +98,19 @@ def test_what_optimum_habana_does_not_run_is_refused_at_its_line():
     assert "takes no tensor-parallel degree" in _refusal("tp")
 
 
+def test_tensor_parallel_generation_is_run_generations_own_tp():
+    p = plan(_spec(GENERATE), "tp")
+    (launch,) = p.launches
+    assert launch.argv[:5] == ("python", "../gaudi_spawn.py", "--world_size", "8", "run_generation.py")
+    assert launch.argv[launch.argv.index("--parallel_strategy") + 1] == "tp"
+    assert "--use_deepspeed" not in launch.argv  # torch.distributed.run: setup_distributed_model_tp's hccl group
+    fit = next(n for n in p.notes if n.startswith("memory per device"))
+    assert "fits" in fit and "weights 18.16 GB" in fit  # 137.96 GB / 8 + the embeddings and head kept whole
+    assert "accelctl's worker splits a model for generation with deepspeed_inference" in _refusal("worker", GENERATE)
+    assert "no pipeline-parallel generation" in _refusal("pp", GENERATE)
+    assert "splits the model over every process (8), not tp = 4" in _refusal("half", GENERATE)
+
+
 @pytest.mark.skipif(not HABANA_PY.exists(), reason=f"optimum-habana venv not found at {HABANA_PY}: "
                     "run scripts/setup-habana.sh to check gaudi plans against the real optimum-habana")
 def test_fsdp_plans_are_what_the_installed_gaudi_training_arguments_hand_accelerate(tmp_path):
@@ -92,6 +119,8 @@ def test_fsdp_plans_are_what_the_installed_gaudi_training_arguments_hand_acceler
         path = tmp_path / f"good-{target}.json"
         path.write_text(plan(_spec(), target).to_json())
         paths.append(path)
+    (tmp_path / "good-tp.json").write_text(plan(_spec(GENERATE), "tp").to_json())
+    paths.append(tmp_path / "good-tp.json")
     bad = json.loads(plan(_spec(), "full").to_json())
     for f in bad["files"]:
         if f["path"] == "fsdp_config.json":  # the launch still says full_shard: the config disagrees
@@ -101,7 +130,8 @@ def test_fsdp_plans_are_what_the_installed_gaudi_training_arguments_hand_acceler
     proc = subprocess.run([str(HABANA_PY), "-m", "accelctl.backends.gaudi.check", *map(str, paths)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     reports = {Path(r["plan"]).stem: r for r in map(json.loads, proc.stdout.splitlines())}
-    assert len(reports) == 3, proc.stderr[-3000:]
+    assert len(reports) == 4, proc.stderr[-3000:]
+    assert reports["good-tp"]["passed"], reports["good-tp"]["errors"]  # run_generation.py's flags, DistributedRunner
     assert reports["good-full"]["passed"], reports["good-full"]["errors"]
     assert "hands accelerate FSDP FULL_SHARD, wrapping GaudiLlamaDecoderLayer, offload False" in \
         " ".join(reports["good-full"]["ok"])
