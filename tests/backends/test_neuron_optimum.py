@@ -34,6 +34,7 @@ workload train {{
   target tp     {{ instance = trn1.32xlarge  parallel = tensor(tp = 8) }}
   target pp     {{ instance = trn1.32xlarge  parallel = zero(stage = 1, tp = 8, pp = 4) }}
   target zero3  {{ instance = trn1.32xlarge  parallel = zero(stage = 3, tp = 8) }}
+  target uneven {{ instance = trn1.32xlarge  devices = 24  parallel = zero(stage = 1, tp = 24) }}
   target ddp    {{ instance = trn1.32xlarge }}
 }}
 """
@@ -112,6 +113,8 @@ def test_pipeline_parallel_plans_and_zero3_is_refused_at_the_parallel_line():
     assert argv[argv.index("--pipeline_parallel_size") + 1] == "4" and check_optimum_plan(p).ok
     spec, (d,) = _refused(TRAIN, "zero3")
     assert d.code == "E520" and "ZeRO is stage 1" in d.hint and d.span == spec.origin_of("zero3", "parallel")
+    spec, (d,) = _refused(TRAIN, "uneven")  # zero(tp) is not a mesh strategy: the Neuron backend says it
+    assert "tp = 24 does not divide the model's 32 heads" in d.hint
 
 
 def test_generate_exports_the_causal_lm_and_runs_generation_py_on_it():

@@ -98,6 +98,10 @@ def limits(spec: WorkloadSpec, target: TargetSpec) -> list[tuple[str, tuple[str,
                f"not {family}", "model")
         if t.objective not in ("", "causal_lm"):
             no("optimum-neuron's finetune_llama.py trains a causal LM", "task.objective", "task")
+        heads = int(spec.model.real_shape.get("heads", 0) or 0)
+        if p.strategy == "zero" and p.tp > 1 and heads and heads % p.tp:  # tensor(): E416 says it at validate
+            no(f"tp = {p.tp} does not divide the model's {heads} heads (neuronx-distributed's training splits "
+               "query heads evenly)", "parallel")
         if p.strategy == "zero" and p.zero_stage != 1:
             no(f"optimum-neuron's ZeRO is stage 1 (NeuronTrainingArguments zero_1), not {p.zero_stage}", "parallel")
         if p.offload_optimizer != "none" or p.offload_param != "none":
