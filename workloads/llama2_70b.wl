@@ -1,4 +1,4 @@
-# Llama-2-70B: full fine-tuning sharded two ways on 4 x 8 H100, ZeRO-3 on one Gaudi2 server,
+# Llama-2-70B: full fine-tuning sharded two ways on 4 x 8 H100, ZeRO-3 on 4 Gaudi2 servers,
 # and greedy generation split over the NeuronCores of an inf2.48xlarge (issue 24).
 #
 # Shape from the model's own config.json (configs/Llama-2-70b-hf.json: 80 layers, hidden
@@ -10,8 +10,8 @@
 #   FSDP over the 4 nodes): each GPU holds 1/8 of every block (its heads and MLP columns) and
 #   1/4 of that 1/8 as FSDP shard, plus one gathered block;
 # * gaudi2: DeepSpeed ZeRO-3 (Habana's DeepSpeed fork, the optimum-habana DeepSpeed path)
-#   over 8 Gaudi2 with the optimizer state (12 bytes a parameter: 828 GB) offloaded to the
-#   host: weights and gradients 1/8 each;
+#   over 4 x 8 Gaudi2: weights, gradients and Adam states (16 bytes a parameter) 1/32 each,
+#   in eager mode;
 # * inf2: optimum-neuron's causal-LM export with tensor parallel 24 (tp_degree): 5.75 GB of
 #   weights per NeuronCore, query heads padded from 64 to 72, key/value heads replicated to 24.
 #
@@ -19,7 +19,7 @@
 # the llama stand-in.
 
 workload llama2_70b_finetune {
-  description = "Llama-2-70B full fine-tune, bf16, 4096 tokens: FSDP x TP on 4 x 8 H100, ZeRO-3 on Gaudi2"
+  description = "Llama-2-70B full fine-tune, bf16, 4096 tokens: FSDP x TP on 4 x 8 H100, ZeRO-3 on 4 x 8 Gaudi2"
   task finetune { objective = causal_lm }
   model hf("meta-llama/Llama-2-70b-hf") { family = llama  config = "configs/Llama-2-70b-hf.json" }
   dataset synthetic(seq_len = 4096 tokens)
@@ -34,11 +34,12 @@ workload llama2_70b_finetune {
     nodes    = 4
     parallel = fsdp(tp = 8)
   }
-  target gaudi2 {                      # one Gaudi2 server, DeepSpeed ZeRO-3, Adam states on the host
+  target gaudi2 {                      # 4 Gaudi2 servers, DeepSpeed ZeRO-3 over the 32 cards
     device   = gaudi2
     instance = gaudi2-hls
+    nodes    = 4
     devices  = 8
-    parallel = zero(stage = 3, offload_optimizer = cpu)
+    parallel = zero(stage = 3)
     lazy_mode = off                    # lazy mode's first-iteration graph would hold every
   }                                    # layer's activations (1.03 TB at 4096 tokens)
   target cpu {                         # the llama stand-in, runs anywhere
