@@ -364,7 +364,8 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      "target g { device = a100  parallel = zero(stage = 0, offload_optimizer = cpu) }", "line"),
     ("E411", "parallel strategy does not fit the task (inference TP for training, ZeRO for inference)",
      "target g { device = a100  parallel = deepspeed_inference(tp = 1) }", "line"),
-    ("E416", "parallel layout the model cannot take: tp not dividing its heads or key/value heads, pp over its "
+    ("E416", "parallel layout the model cannot take: tp not dividing its heads or key/value heads (Trainium/"
+     "Inferentia: neuronx-distributed replicates key/value heads, and pads query heads outside training), pp over its "
      "layers, a family without a tensor-parallel or pipeline plan, one_f_one_b with fewer micro-batches than stages",
      "target g { device = a100  devices = 8  parallel = tensor(tp = 8) }", "line"),
     ("E412", "dataset path does not exist", 'dataset files("no/such/dir")', "line"),

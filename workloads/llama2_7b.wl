@@ -7,12 +7,14 @@
 # 6.74 B parameters, 13.48 GB of bf16 weights.  The weights themselves come from the Hub or
 # the target machine's HF cache at run time; a cpu target runs the llama stand-in.
 #
-# Trainium trains only data parallel here (no ZeRO, no tensor parallel on xla_neuron), and
-# 6.74 B parameters with their gradients and Adam states do not fit a 16 GB NeuronCore, so
-# its target is the inference workload below: the bf16 weights (13.48 GB) on one core.
+# 6.74 B parameters with their gradients and Adam states (107.8 GB) do not fit a 16 GB
+# NeuronCore data parallel, so the Trainium target splits the model the way optimum-neuron
+# does (neuronx-distributed): tensor parallel 8 inside each group of 8 NeuronCores and ZeRO-1
+# over the 4 groups of a trn1.32xlarge -- 1/8 of the weights and gradients and 1/32 of the
+# Adam states per core, 12.4 GB of 16 at micro-batch 4.  It runs optimum-neuron's finetune_llama.py.
 
 workload llama2_7b_zero3 {
-  description = "Llama-2-7B fine-tune, ZeRO-3, bf16, 2048 tokens, 2 x 8 H100 (Slurm), Gaudi2, Trn1"
+  description = "Llama-2-7B fine-tune, ZeRO-3, bf16, 2048 tokens, 2 x 8 H100 (Slurm), Gaudi2; TP 8 x ZeRO-1 on Trn1"
   task finetune { objective = causal_lm }
   model hf("meta-llama/Llama-2-7b-hf") {
     family = llama
@@ -42,6 +44,10 @@ workload llama2_7b_zero3 {
     devices  = 8
     parallel = zero(stage = 3)
     batch { micro = 1 }
+  }
+  target trn1 {                        # one trn1.32xlarge: 32 NeuronCores, tp 8 x ZeRO-1 over 4
+    instance = trn1.32xlarge
+    parallel = zero(stage = 1, tp = 8)
   }
   target cpu {                         # the llama stand-in, runs anywhere
     devices   = 1

@@ -5,12 +5,15 @@
 # 8 experts of SwiGLU 14336, 2 per token, vocabulary 32000).
 #
 # Generation shards it 8 ways with DeepSpeed-inference (AutoTP) on a p5.48xlarge and on a
-# Gaudi2 server; fine-tuning shards weights, gradients and Adam states with ZeRO-3 over
-# 2 x 8 H100.  Neither fits a Trainium NeuronCore (16 GB) without tensor parallelism,
-# which xla_neuron does not plan.
+# Gaudi2 server, and 16 ways over the NeuronCores of an inf2.48xlarge through optimum-neuron's
+# causal-LM export (tp_degree 16: 5.84 GB of weights per 16 GB core; 16 of its 24 cores, as the
+# 32 query heads then split evenly and the 8 key/value heads are replicated twice).
+# Fine-tuning shards weights, gradients and Adam states with ZeRO-3 over 2 x 8 H100;
+# optimum-neuron 0.4.5 trains no Mixtral (its neuronx-distributed training models are
+# llama, qwen3 and granite), so there is no Trainium training target.
 
 workload mixtral_8x7b_generate {
-  description = "Mixtral-8x7B greedy generation, 100 new tokens, bf16, tensor parallel 8: H100, Gaudi2"
+  description = "Mixtral-8x7B greedy generation, 100 new tokens, bf16, tensor parallel 8: H100, Gaudi2; 16: Inf2"
   task generate {
     prompt         = "DeepSpeed is a machine learning framework"
     max_new_tokens = 100
@@ -24,6 +27,7 @@ workload mixtral_8x7b_generate {
 
   target h100   { instance = p5.48xlarge  parallel = deepspeed_inference(tp = 8) }
   target gaudi2 { device = gaudi2  instance = gaudi2-hls  devices = 8  parallel = deepspeed_inference(tp = 8)  hpu_graphs = on }
+  target inf2   { instance = inf2.48xlarge  devices = 16  parallel = tensor(tp = 16) }
   target cpu    { devices = 1  precision = fp32 }
 }
 

@@ -28,10 +28,15 @@ RUN_DIR = "{run_dir}"
 FREE_PORT = "{free_port}"
 #: the optimum-habana checkout a vendor example runs from (``$OPTIMUM_HABANA_DIR``)
 OPTIMUM_HABANA = "{optimum_habana}"
-PLACEHOLDERS = (RUN_DIR, FREE_PORT, OPTIMUM_HABANA)
+#: the optimum-neuron checkout whose examples a Neuron optimum-neuron plan runs (``$OPTIMUM_NEURON_DIR``)
+OPTIMUM_NEURON = "{optimum_neuron}"
+PLACEHOLDERS = (RUN_DIR, FREE_PORT, OPTIMUM_HABANA, OPTIMUM_NEURON)
 #: placeholders whose value comes from the environment of the run (``accelctl.run.commands``)
 #: and of ``accelctl plan`` (every format: ``accelctl.plan.render``): the placeholder -> the variable
-ENV_PLACEHOLDERS = {OPTIMUM_HABANA: "OPTIMUM_HABANA_DIR"}
+ENV_PLACEHOLDERS = {OPTIMUM_HABANA: "OPTIMUM_HABANA_DIR", OPTIMUM_NEURON: "OPTIMUM_NEURON_DIR"}
+#: what each of them stands for, in the words of the warning when it is not set
+ENV_PLACEHOLDER_ROLES = {OPTIMUM_HABANA: "the optimum-habana checkout the example commands run in",
+                         OPTIMUM_NEURON: "the optimum-neuron checkout whose examples/ the Neuron commands run"}
 PATTERN = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
 #: a JSON string token as ``json.dumps`` writes it
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

@@ -114,8 +114,10 @@ def arch_for(spec: WorkloadSpec, sh, real: bool) -> Arch:
 # --------------------------------------------------------------------------- training
 def hpu_lazy(target: TargetSpec) -> bool:
     """A device that trains in lazy mode (the catalog's ``lazy_graphs``: Gaudi), not turned off
-    by the target (``lazy_mode = off``; optimum-habana's ``use_lazy_mode`` defaults to True)."""
-    return DEVICES[target.device].lazy_graphs and bool(target.options.get("lazy_mode", True))
+    by the target (``lazy_mode = off``; optimum-habana's ``use_lazy_mode`` defaults to True, and
+    it runs FSDP eager: ``accelctl.backends.gaudi.fsdp``)."""
+    return DEVICES[target.device].lazy_graphs and bool(target.options.get("lazy_mode",
+                                                                           target.parallel.strategy != "fsdp"))
 
 
 def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> float:

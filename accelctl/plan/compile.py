@@ -82,8 +82,9 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     built = backend.build(spec, target, job)
     built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
     warnings = [*built.warnings, *checkpoint_warnings(target, job)]
-    notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe(),
-             *parallel_layout.notes(spec, target)]
+    notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe()]
+    if job.strategy == parallel_layout.WORKER_STRATEGY:  # the worker's DeviceMesh (a vendor stack says its own)
+        notes += parallel_layout.notes(spec, target)
     if rehearsal is not None:
         notes.insert(0, f"REHEARSAL of target {rehearsal.of} ({rehearsal.world_size} x {rehearsal.device}) on this "
                         f"CPU with the stand-in, random weights: " + ("; ".join(rehearsal.changes) or "same layout"))

@@ -9,6 +9,7 @@ from typing import Any
 from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import DeviceJob, WorkerJob
 from accelctl.hostinfo import cpu_count
+from accelctl.plan.activations import hpu_lazy
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.models import objective_for
 from accelctl.spec.types import ModelSpec, TargetSpec, WorkloadSpec
@@ -65,6 +66,8 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     architecture, scale = model_to_build(m, device_kind.host)
     # the target's device options (typed by the schema) land in the DeviceJob field of the same name
     device_options = {f.name: target.options[f.name] for f in fields(DeviceJob) if f.name in target.options}
+    if device_kind.lazy_graphs:  # lazy unless the target says off, or runs FSDP (eager on Gaudi)
+        device_options["lazy_mode"] = hpu_lazy(target)
     device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm, **device_options)
     # a checkpoint dir is relative to the workload's folder, like its data and model paths
     cp = spec.checkpoint

@@ -146,8 +146,9 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     split = p.tp * p.pp
     dp = target.data_parallel
     psi = sh.params / split
-    if p.strategy in ("fsdp", "tensor") and p.tp > 1:
+    if p.strategy in ("fsdp", "tensor") and p.tp > 1 and not DEVICES[target.device].nxd_tensor_parallel:
         # their TP plans split the blocks only: embeddings and head stay whole on every tp rank
+        # (neuronx-distributed's split them too: vocabulary-parallel embeddings and LM head)
         whole = min(sh.vocab * sh.hidden * (1 if spec.model.family in TIED_HEAD else 2), sh.params)
         psi = (sh.params - whole) / split + whole / p.pp
     weights = psi * wbytes

@@ -17,6 +17,8 @@ from accelctl.spec.parallel_plans import PLANS, describe_split
 from accelctl.spec.types import ParallelSpec, TargetSpec, WorkloadSpec
 
 SHARDED = ("fsdp", "tensor", "pipeline")
+#: the worker strategy that builds this mesh (``accelctl.worker.strategy``)
+WORKER_STRATEGY = "sharded"
 #: ranks printed one per line; the rest follow the printed rule
 RANKS_SHOWN = 8
 

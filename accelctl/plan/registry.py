@@ -80,18 +80,23 @@ ENGINES: MutableMapping[str, Engine] = PluginTable(plugins.ENGINES)
 
 #: parallel strategies built for some device families only (issue 24, "Modern parallelism and
 #: FP8 for any transformer"): elsewhere refused at the parallel line.  The one table of them.
-BUILT_ON = {"fsdp": ("cpu", "cuda"), "tensor": ("cpu", "cuda"), "pipeline": ("cpu", "cuda")}
+BUILT_ON = {"fsdp": ("cpu", "cuda", "hpu"), "tensor": ("cpu", "cuda", "hpu", "xla"),
+            "pipeline": ("cpu", "cuda", "hpu", "xla")}
 STRATEGY_NAMES = {"fsdp": "FSDP", "tensor": "tensor parallelism", "pipeline": "pipeline parallelism"}
+#: why a strategy is not built on a device family, where the stack itself says no
+NOT_ON = {("fsdp", "xla"): "Neuron shards through neuronx-distributed (optimum-neuron), not torch FSDP: "
+                           "parallel = zero(stage = 1, tp = N) (ZeRO-1 over the data-parallel ranks, tensor "
+                           "parallel inside each group of N NeuronCores)"}
 
 
 def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[Diagnostic]]:
     """The backend for a target, or None with the refusals (E520, each at the setting in the way)."""
     strategy, adapter = target.parallel.strategy, DEVICES[target.device].adapter
     if strategy in BUILT_ON and adapter not in BUILT_ON[strategy]:
-        return None, [refusal(spec, target, f"parallel = {strategy}: this version of accelctl builds "
-                              f"{STRATEGY_NAMES[strategy]} for {' and '.join(BUILT_ON[strategy])} devices (torchrun), "
-                              f"not for {target.device} ({adapter}) yet (issue 24); use zero(stage = 3) to shard a "
-                              "model, or deepspeed_inference(tp = N) to split one for generation", "parallel")]
+        return None, [refusal(spec, target, f"parallel = {strategy}: " + NOT_ON.get((strategy, adapter), (
+            f"this version of accelctl builds {STRATEGY_NAMES[strategy]} for {', '.join(BUILT_ON[strategy])} "
+            f"devices, not for {target.device} ({adapter}); use zero(stage = 3) to shard a model, or "
+            "deepspeed_inference(tp = N) to split one for generation")), "parallel")]
     if target.backend:
         b = BACKENDS.get(target.backend)
         if b is None:

@@ -18,7 +18,7 @@ import difflib
 import json
 import shlex
 
-from accelctl.contract.placeholders import fill
+from accelctl.contract.placeholders import ENV_PLACEHOLDER_ROLES, fill
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Plan
 from accelctl.errors import AccelctlError, PlanError
 from accelctl.spec.types import WorkloadSpec
@@ -122,7 +122,7 @@ def printed(plan: Plan) -> Plan:
 
 def unset_warning(var: str) -> str:
     placeholder = next(p for p, v in ENV_PLACEHOLDERS.items() if v == var)
-    return (f"{placeholder} stands for ${var} (the optimum-habana checkout the example commands run in), which is "
+    return (f"{placeholder} stands for ${var} ({ENV_PLACEHOLDER_ROLES[placeholder]}), which is "
             f"not set here: set {var} to print the plan with it; `accelctl run` refuses to start without it")
 
 

@@ -39,6 +39,10 @@ class Device:
     #: accumulates the whole step in one graph before any of it runs (SynapseAI's PyTorch
     #: bridge; seed 000), which the memory fit counts (``accelctl.plan.activations``)
     lazy_graphs: bool = False
+    #: tensor parallel goes through neuronx-distributed (optimum-neuron's models): key/value
+    #: heads are replicated up to the tp degree (training: ``kv_size_multiplier``) and, for
+    #: generate/infer, query heads are padded to a multiple of it (``get_shardable_head_counts``)
+    nxd_tensor_parallel: bool = False
     #: one line shown in plans
     note: str = ""
 
@@ -73,10 +77,10 @@ DEVICES: dict[str, Device] = {
                interconnect="RoCE 24x200 GbE on chip", lazy_graphs=True),
         # Neuron devices are counted in NeuronCores (what torchrun --nproc_per_node counts).
         Device("trn1", "aws", "xla", 16 * GB, {"fp32": 23.75 * TFLOPS, "bf16": 95 * TFLOPS},
-               interconnect="NeuronLink-v2, 2D torus", trains_convolutions=False,
+               interconnect="NeuronLink-v2, 2D torus", trains_convolutions=False, nxd_tensor_parallel=True,
                note="one NeuronCore-v2 of Trainium (2 per chip)"),
         Device("inf2", "aws", "xla", 16 * GB, {"fp32": 23.75 * TFLOPS, "bf16": 95 * TFLOPS},
-               interconnect="NeuronLink-v2, ring", trains_convolutions=False,
+               interconnect="NeuronLink-v2, ring", trains_convolutions=False, nxd_tensor_parallel=True,
                note="one NeuronCore-v2 of Inferentia2 (2 per chip)"),
     )
 }

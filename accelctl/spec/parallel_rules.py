@@ -18,12 +18,21 @@ CODE = "E416"
 MESH_STRATEGIES = ("fsdp", "tensor", "pipeline")
 
 
-def problems(parallel, family: str, shape: dict[str, Any], accumulation: int) -> list[tuple[str, str]]:
-    """(message, hint) of each rule ``parallel`` breaks for a ``family`` model of ``shape``."""
+def problems(parallel, family: str, shape: dict[str, Any], accumulation: int, nxd: bool = False,
+             training: bool = True) -> list[tuple[str, str]]:
+    """(message, hint) of each rule ``parallel`` breaks for a ``family`` model of ``shape``.
+    ``nxd``: the device's tensor parallel is neuronx-distributed's (its backend checks the
+    family against optimum-neuron's models), which replicates key/value heads and, outside
+    training, pads query heads: only training's query heads must divide by tp."""
     if parallel.strategy not in MESH_STRATEGIES:  # ZeRO / DeepSpeed-inference split their own way
         return []
     tp, pp, out = parallel.tp, parallel.pp, []
-    if tp > 1:
+    if tp > 1 and nxd:
+        heads = shape.get("heads")
+        if training and heads and heads % tp:
+            out.append((f"tp = {tp} does not divide the model's {heads} heads (neuronx-distributed's training "
+                        "splits query heads evenly)", f"use a tp that divides {heads}"))
+    elif tp > 1:
         if family not in PLANS:
             out.append((f"{family} has no tensor-parallel plan", f"tensor parallel plans: {', '.join(PLANS)}"))
         else:

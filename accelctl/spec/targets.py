@@ -245,7 +245,9 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
     if model is not None and model.family:
         # the shape this target runs: the stand-in on the host, the real model elsewhere
         shape = model.stand_in if dev.host or not model.real_shape else model.real_shape
-        for message, hint in parallel_rules.problems(p, model.family, shape, t.batch.accumulation):
+        for message, hint in parallel_rules.problems(p, model.family, shape, t.batch.accumulation,
+                                                     nxd=dev.nxd_tensor_parallel,
+                                                     training=task is None or task.training):
             ctx.error(parallel_rules.CODE, f"target {t.name}: {message}", at, hint)
     if task is not None:
         if task.training and p.strategy in S.INFERENCE_STRATEGIES:

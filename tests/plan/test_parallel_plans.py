@@ -91,10 +91,17 @@ def test_gpipe_holds_every_micro_batch_and_one_f_one_b_pp_of_them():
 
 
 @pytest.mark.parametrize("target,setting,words", [
+    # Gaudi's FSDP is GaudiTrainer's, in an example script; accelctl's worker does not run it there
     ("target g { device = gaudi2  devices = 8  parallel = fsdp }", "parallel",
-     "builds FSDP for cpu and cuda devices (torchrun), not for gaudi2 (hpu)"),
-    ("target x { device = trn1  devices = 2  parallel = tensor(tp = 2) }", "parallel",
-     "not for trn1 (xla)"),
+     "in an example training script: set script = example"),
+    # optimum-habana's training takes no tensor/pipeline degree (GaudiTrainingArguments has none)
+    ("target g { device = gaudi2  devices = 8  parallel = tensor(tp = 2) }", "parallel",
+     "optimum-habana's training (GaudiTrainingArguments, its example scripts) takes no tensor- or pipeline-"),
+    ("target g { device = gaudi2  devices = 8  parallel = pipeline(pp = 2) }", "parallel",
+     "takes no tensor- or pipeline-parallel degree"),
+    # Neuron shards through neuronx-distributed, not torch FSDP
+    ("target x { device = trn1  devices = 2  parallel = fsdp }", "parallel",
+     "parallel = zero(stage = 1, tp = N)"),
 ])
 def test_devices_it_is_not_built_for_are_refused_at_the_parallel_line(target, setting, words):
     spec = _spec("  " + target)

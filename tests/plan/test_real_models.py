@@ -36,6 +36,7 @@ PUBLISHED = {
     "llama2_7b_zero3": 6.74e9, "llama2_7b_infer": 6.74e9,      # Llama-2-7B
     "mistral_7b_generate": 7.24e9,                             # Mistral-7B-v0.1
     "mixtral_8x7b_generate": 46.7e9, "mixtral_8x7b_zero3": 46.7e9,  # Mixtral-8x7B (all experts)
+    "llama2_70b_finetune": 68.98e9, "llama2_70b_generate": 68.98e9,  # Llama-2-70B
 }
 
 

@@ -83,13 +83,14 @@ workload b {
   model hf("bigscience/bloom") { stand_in = bloom(layers = 2, hidden = 64, heads = 4) }
   target a100 { device = a100  devices = 8  parallel = deepspeed_inference(tp = 8, kernel_inject = on) }
 }""",
-    # tensor parallel generation on inf2.48xlarge: no backend plans it
+    # Mistral-7B generation on inf2.48xlarge with tp = 8 (issue 23): optimum-neuron 0.4.5, which
+    # plans Neuron generation, has no mistral decoder
     "inf2_tp8": """
 workload m {
   task generate { max_new_tokens = 8 }
-  model hf("meta-llama/Llama-2-7b-hf") {
-    family = llama
-    shape = llama(layers = 32, hidden = 4096, heads = 32, kv_heads = 32, ffn = 11008, vocab = 32000)
+  model hf("mistralai/Mistral-7B-v0.1") {
+    family = mistral
+    shape = mistral(layers = 32, hidden = 4096, heads = 32, kv_heads = 8, ffn = 14336, vocab = 32000)
   }
   target inf2 { instance = inf2.48xlarge  devices = 8  parallel = tensor(tp = 8) }
 }""",

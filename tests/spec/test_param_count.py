@@ -18,6 +18,7 @@ CONFIGS = {p.stem: p for p in [*sorted((ROOT / "tests/data/hf_configs").glob("*.
 #: config file -> (family, published total parameters, published active parameters)
 PUBLISHED = {
     "Llama-2-7b-hf": ("llama", 6.74e9, None),
+    "Llama-2-70b-hf": ("llama", 68.98e9, None),  # "70B": 68.98 B as LlamaForCausalLM builds it (GQA, 8 kv heads)
     "Meta-Llama-3-8B": ("llama", 8.03e9, None),
     "Mistral-7B-v0.1": ("mistral", 7.24e9, None),
     "Mixtral-8x7B-v0.1": ("mixtral", 46.7e9, 12.9e9),

@@ -90,6 +90,9 @@ def _launch_env(target: TargetSpec, job: WorkerJob, extra: dict[str, str]) -> di
     env = dict(process_env(job), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
     if adapter == "cpu":
         env[SHM_ENV] = "0"
+    if DEVICES[target.device].lazy_graphs:
+        # Gaudi: SynapseAI's bridge reads its mode at import: the target's lazy_mode (the worker marks steps by it)
+        env["PT_HPU_LAZY_MODE"] = "1" if job.device.lazy_mode else "0"
     return env
 
 

@@ -45,6 +45,7 @@ from typing import Any
 
 from accelctl.backends.base import BASE_ENV, LAMB_ON_HPU, WORKER, Backend, Built, hub_env, refusal
 from accelctl.backends.findings import CheckResult
+from accelctl.backends.gaudi.fsdp import fsdp_file, fsdp_limits, fsdp_notes, split_limits
 from accelctl.backends.gaudi.examples import (EXAMPLES, GAUDI_CONFIG_FILE, SD_GAUDI_CONFIG, example_args,
                                               example_diffusion_notes, example_key, example_limits, example_train_file,
                                               example_training_notes, flags_data, lazy_mode, max_grad_norm,
@@ -123,7 +124,7 @@ class GaudiBackend(Backend):
     name = "gaudi"
     adapters = ("hpu",)
     precisions = ("fp32", "bf16", "fp8")
-    strategies = ("none", "data", "deepspeed_inference")
+    strategies = ("none", "data", "deepspeed_inference", "fsdp", "tensor", "pipeline")
     summary = "Intel Gaudi through optimum-habana: gaudi_spawn.py, lazy mode, HPU graphs, GaudiConfig"
     compile_refusal = ("Gaudi compiles through its own graph modes: lazy mode (lazy_mode = on, the default) "
                        "accumulates and compiles graphs, HPU graphs (hpu_graphs = on) capture them for replay; "
@@ -169,6 +170,10 @@ class GaudiBackend(Backend):
             # as backend deepspeed_inference says it (its CPU rehearsal is refused the same way)
             no(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
                f"= {target.world_size} must equal tp = {target.parallel.tp}", "parallel", "devices")
+        if target.parallel.strategy == "fsdp":
+            fsdp_limits(spec, target, no, example=script_mode(target) == "example")
+        elif target.parallel.strategy in ("tensor", "pipeline"):
+            split_limits(spec, target, no, example=script_mode(target) == "example")
         if script_mode(target) == "example":
             example_limits(spec, target, no)
         return out
@@ -255,6 +260,9 @@ class GaudiBackend(Backend):
                                        json.dumps(gaudi_config(spec, target, clip), indent=2, sort_keys=True) + "\n",
                                        role="GaudiConfig for --gaudi_config_name"))
             notes += example_training_notes(spec, target)
+            if target.parallel.strategy == "fsdp":
+                files.append(fsdp_file(spec, target))
+                notes += fsdp_notes(spec, target)
         elif example_key(spec) == "diffusion":
             notes += example_diffusion_notes(spec, target)
         else:

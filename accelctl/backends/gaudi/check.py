@@ -262,6 +262,7 @@ def check_training_script(path: str, args: list[str], env: dict[str, str], files
         os.environ.update(env)  # GaudiTrainingArguments reads PT_HPU_LAZY_MODE in __post_init__
         try:
             parsed = HfArgumentParser(classes).parse_args_into_dataclasses(args=args)
+            derived = {k: v for k, v in os.environ.items() if k.startswith("FSDP_") or k == "ACCELERATE_USE_FSDP"}
         except (ValueError, TypeError, AssertionError, SystemExit) as exc:
             rep.errors.append(f"{Path(path).name}: HfArgumentParser/GaudiTrainingArguments reject the "
                               f"arguments: {exc}")
@@ -271,6 +272,8 @@ def check_training_script(path: str, args: list[str], env: dict[str, str], files
             os.environ.update(saved)
     check_data_files(path, parsed[:-1], table, rep)
     targs = parsed[-1]
+    if "fsdp_config.json" in files:
+        check_fsdp(json.loads(files["fsdp_config.json"]), derived, targs, rep)
     rep.ok.append(f"{Path(path).name}: GaudiTrainingArguments accepts use_habana={targs.use_habana} "
                   f"use_lazy_mode={targs.use_lazy_mode} use_hpu_graphs_for_training="
                   f"{targs.use_hpu_graphs_for_training} bf16={targs.bf16} max_grad_norm={targs.max_grad_norm}")
@@ -284,6 +287,26 @@ def check_training_script(path: str, args: list[str], env: dict[str, str], files
         rep.errors.append("use_lazy_mode=False needs PT_HPU_LAZY_MODE=0 in the environment")
     if targs.use_lazy_mode and env.get("PT_HPU_LAZY_MODE") == "0":
         rep.errors.append("--use_lazy_mode with PT_HPU_LAZY_MODE=0: the bridge runs eager")
+
+
+def check_fsdp(config: dict[str, Any], derived: dict[str, str], targs, rep: Report) -> None:
+    """What GaudiTrainingArguments.__post_init__ hands accelerate's FSDP (its ``FSDP_*``
+    variables) is what the plan's fsdp_config.json says."""
+    strategy = {1: "FULL_SHARD", 2: "SHARD_GRAD_OP"}[config["fsdp_sharding_strategy"]]
+    from accelerate.utils.constants import FSDP_SHARDING_STRATEGY
+
+    want = {"ACCELERATE_USE_FSDP": "true",
+            "FSDP_SHARDING_STRATEGY": str(FSDP_SHARDING_STRATEGY.index(strategy) + 1),
+            "FSDP_TRANSFORMER_CLS_TO_WRAP": config["transformer_layer_cls_to_wrap"],
+            "FSDP_OFFLOAD_PARAMS": "true" if config["fsdp_offload_params"] else None}
+    wrong = [f"{k}={derived.get(k)!r}, the plan means {v!r}" for k, v in want.items() if derived.get(k) != v]
+    if targs.fsdp_config.get("activation_checkpointing") != config["fsdp_activation_checkpointing"]:
+        wrong.append(f"activation_checkpointing={targs.fsdp_config.get('activation_checkpointing')!r}")
+    if wrong:
+        rep.errors.append("GaudiTrainingArguments' FSDP settings differ from fsdp_config.json: " + "; ".join(wrong))
+    else:
+        rep.ok.append(f"GaudiTrainingArguments hands accelerate FSDP {strategy}, wrapping "
+                      f"{config['transformer_layer_cls_to_wrap']}, offload {bool(config['fsdp_offload_params'])}")
 
 
 def check_data_files(path: str, parsed: list, table: dict, rep: Report) -> None:

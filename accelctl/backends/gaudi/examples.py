@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from accelctl.backends.base import option
 from accelctl.backends.gaudi.data_files import TrainFile, accepted, train_file
+from accelctl.backends.gaudi.fsdp import fsdp_args
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import RUN_DIR
@@ -109,8 +110,9 @@ def script_mode(target: TargetSpec) -> str:
 
 
 def lazy_mode(target: TargetSpec) -> bool:
-    """Lazy mode is the HPU default (optimum-habana's ``use_lazy_mode`` defaults to True)."""
-    return bool(target.options.get("lazy_mode", True))
+    """Lazy mode is the HPU default (optimum-habana's ``use_lazy_mode`` defaults to True), but
+    for FSDP, which optimum-habana runs eager (``accelctl.backends.gaudi.fsdp``)."""
+    return bool(target.options.get("lazy_mode", target.parallel.strategy != "fsdp"))
 
 
 def dataset_config(spec: WorkloadSpec) -> str:
@@ -146,6 +148,8 @@ def generation_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | Non
         args.append("--use_hpu_graphs")
     if t.kv_cache:
         args.append("--use_kv_cache")
+    if target.parallel.strategy == "tensor":  # utils.py setup_distributed_model_tp (torch.distributed, hccl)
+        args += ["--parallel_strategy", "tp"]
     args += ["--max_new_tokens", str(t.max_new_tokens)]
     if batch != defaults["--batch_size"]:
         args += ["--batch_size", str(batch)]
@@ -225,7 +229,9 @@ def training_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | None 
         args.append("--use_hpu_graphs_for_training")
     if target.precision.dtype == "bf16":
         args.append("--bf16")
-    if target.gradient_checkpointing:
+    if target.parallel.strategy == "fsdp":
+        args += fsdp_args(target)  # checkpointing in its fsdp_config.json
+    elif target.gradient_checkpointing:
         args.append("--gradient_checkpointing")
     return args
 
@@ -304,9 +310,13 @@ def example_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., Non
         no("fp8 with the example scripts needs Intel Neural Compressor's measure/quantize passes "
            "(QUANT_CONFIG), which are not planned; use precision = bf16", "precision")
     if key == "generate":
-        if target.world_size > 1 and p.strategy != "deepspeed_inference":
-            no("run_generation.py on several cards shards the model with DeepSpeed-inference: "
-               f"use parallel = deepspeed_inference(tp = {target.world_size})", "parallel", "devices")
+        if target.world_size > 1 and p.strategy not in ("deepspeed_inference", "tensor"):
+            no("run_generation.py on several cards shards the model with DeepSpeed-inference or its own tensor "
+               f"parallel: use parallel = deepspeed_inference(tp = {target.world_size}) or tensor(tp = "
+               f"{target.world_size})", "parallel", "devices")
+        if p.strategy == "tensor" and p.tp != target.world_size:
+            no(f"run_generation.py --parallel_strategy tp splits the model over every process "
+               f"({target.world_size}), not tp = {p.tp}", "parallel")
         if p.strategy == "deepspeed_inference" and p.tp != target.world_size:
             no(f"run_generation.py sets the tensor-parallel size to the world size "
                f"({target.world_size}), not tp = {p.tp}", "parallel")
@@ -335,8 +345,9 @@ def example_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., Non
         if spec.optimizer.name == "sgd" and spec.optimizer.momentum > 0:
             no("HF Trainer's --optim sgd takes no momentum; use script = worker for SGD with momentum",
                "optimizer.momentum", "optimizer")
-        if p.strategy not in ("none", "data"):
-            no(f"{p.strategy} with the example training scripts is not planned; use parallel = data", "parallel")
+        if p.strategy not in ("none", "data", "fsdp"):
+            no(f"{p.strategy} with the example training scripts is not planned; use parallel = data or fsdp",
+               "parallel")
     for arg in example_args(spec, target) if target.world_size > 1 else ():
         if SHELL_SPECIAL & set(arg.replace(RUN_DIR, "")):
             no(f"gaudi_spawn.py passes arguments to bash unescaped (it only double-quotes those "

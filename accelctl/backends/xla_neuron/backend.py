@@ -33,6 +33,9 @@ import dataclasses
 from accelctl.backends.base import Backend, Built, process_env, refusal
 from accelctl.backends.findings import CheckResult
 from accelctl.backends.torchrun import check_torchrun_launches
+from accelctl.backends.xla_neuron.optimum_plans import SPLITS, generate_launches, through_optimum, training_launches
+from accelctl.backends.xla_neuron.optimum_plans import limits as optimum_limits
+from accelctl.contract.placeholders import OPTIMUM_NEURON
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
@@ -91,8 +94,7 @@ class XlaNeuronBackend(Backend):
     name = "xla_neuron"
     adapters = ("xla",)
     precisions = ("fp32", "bf16")
-    strategies = ("none", "data")
-    tasks = ("pretrain", "finetune", "infer")
+    strategies = ("none", "data", *SPLITS)
     summary = "torch-xla on Trainium/Inferentia2: torchrun, one process per NeuronCore, xla process group"
     compile_refusal = ("torch-xla traces every step and compiles it with XLA (neuronx-cc on Neuron) already; "
                        "torch.compile on top would compile twice: remove compile (neuron_parallel_compile = on "
@@ -106,19 +108,33 @@ class XlaNeuronBackend(Backend):
         if family is not None and family.convolutional and spec.task.training:
             out.append(refusal(spec, target, f"the Neuron SDK cannot train convolutional models "
                                f"({spec.model.family})", "model"))
+        if through_optimum(spec, target):
+            out += [refusal(spec, target, reason, *settings) for reason, settings in optimum_limits(spec, target)]
+            if spec.task.kind == "generate" and target.options.get("neuron_parallel_compile"):
+                out.append(refusal(spec, target, "optimum-cli export neuron compiles the model itself: remove "
+                                   "neuron_parallel_compile", "neuron_parallel_compile"))
         return out
 
     def device_rehearsal(self, real: Plan, stand_in: Plan) -> Plan:
         """On torch-xla's XLA CPU device from ``.venv-xla`` (``cpu_rehearsal.rehearsal_plan``)."""
         from accelctl.backends.xla_neuron.cpu_rehearsal import rehearsal_plan
 
+        if any(OPTIMUM_NEURON in " ".join(launch.argv) for launch in real.launches):
+            # optimum-neuron's programs need the Neuron SDK: the stand-in rehearses the step, not them
+            return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, (
+                f"target {real.target} runs optimum-neuron's programs ({', '.join(x.name for x in real.launches)}), "
+                "which need the Neuron SDK: this rehearsal runs accelctl's loop with the stand-in instead, the model "
+                "split undone")))
         return rehearsal_plan(real, stand_in)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """torchrun's parser, then the environment and the worker's torch-xla calls against the
         API table of torch-xla ``TORCH_XLA_VERSION`` (``accelctl.backends.xla_neuron.check``)."""
         from accelctl.backends.xla_neuron.check import check_results
+        from accelctl.backends.xla_neuron.optimum_check import check_optimum_plan
 
+        if any(OPTIMUM_NEURON in " ".join(launch.argv) for launch in plan.launches):
+            return [*check_torchrun_launches(plan), check_optimum_plan(plan)]
         return [*check_torchrun_launches(plan), *check_results(plan, TORCH_XLA_VERSION, FORBIDDEN_ENV)]
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
@@ -127,8 +143,11 @@ class XlaNeuronBackend(Backend):
         torchrun = ["torchrun"]
         if target.nodes == 1:
             torchrun += ["--standalone", "--nnodes=1"]
-        torchrun += [f"--nproc_per_node={cores}", "-m", WORKER_MODULE]
+        torchrun += [f"--nproc_per_node={cores}"]
         env = dict(process_env(job), **{WORKERS_ENV: str(workers)}, **NEURON_ENV)
+        if through_optimum(spec, target):
+            return self._build_optimum(spec, target, job, torchrun, env)
+        torchrun += ["-m", WORKER_MODULE]
         run = Launch("torchrun", (*torchrun, f"{RUN_DIR}/job.json"), env, processes=cores)
         notes = [
             f"{cores} processes, one per NeuronCore, process group xla (init_method xla://), "
@@ -158,3 +177,20 @@ class XlaNeuronBackend(Backend):
                          f"dummy outputs, compiles the graphs in parallel into {NEURON_ENV['NEURON_COMPILE_CACHE_URL']}"
                          ", then the measured run starts (same cache)")
         return Built(launches, files, notes)
+
+    def _build_optimum(self, spec, target, job, torchrun, env) -> Built:
+        """optimum-neuron's programs (``optimum_plans``): the export and generation.py, or
+        finetune_llama.py under torchrun (behind neuron_parallel_compile when asked)."""
+        if spec.task.kind == "generate":
+            launches, notes, warnings = generate_launches(spec, target, job, env)
+            return Built(launches, [], notes, warnings)
+        launches, notes = training_launches(spec, target, job, torchrun, env)
+        if target.options.get("neuron_parallel_compile"):
+            run = launches[0]
+            argv = list(run.argv)
+            argv[argv.index("--max_steps") + 1] = str(PRECOMPILE_STEPS)
+            launches.insert(0, dataclasses.replace(run, name="precompile", argv=("neuron_parallel_compile", *argv),
+                                                   wait=True))
+            notes.append(f"pre-compilation first: neuron_parallel_compile runs finetune_llama.py for "
+                         f"{PRECOMPILE_STEPS} steps and compiles its graphs into the cache")
+        return Built(launches, [], notes)
