@@ -327,6 +327,12 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E227", "`accelctl compare` refuses runs of different workloads, or of one workload whose model, task, data, "
              "optimizer or seed changed (`--force` compares anyway; exit 2)",
      "accelctl compare A B (B ran another workload)", "text"),
+    ("E231", "`sweep --over KEY=V1,V2` / `--set KEY=VALUE`: an argument that is not a key path and its value(s) "
+             "(no `=`, no value, a key that is not a dotted path of the language's keys, several values for `--set`)",
+     "accelctl sweep F --over micro", "arg"),
+    ("E232", "`--set KEY=VALUE`: the setting cannot be written into the file's text so that it means what the "
+             "setting means (the edited file re-parsed and checked differs): edit the file itself",
+     "accelctl plan F --set KEY=VALUE", "text"),
     ("E235", "`checkpoint` on a generate/infer task", "workload w { task generate { max_new_tokens = 5 } "
                                                       "model bloom()\n  checkpoint { every = 5 steps } }", "file"),
     ("E236", "`checkpoint` without `every`", "checkpoint { keep = 3 }", "line"),
@@ -424,7 +430,17 @@ def run_example(code: str, example: str, mode: str) -> str:
                 "E006": _errors_past_the_limit(2),
                 "E218": "description holds the control character \\x01",
                 "E226": "not compared: B (RUN_ID) is incomplete: only complete runs are compared",
-                "E227": "not compared: different workloads: A ran bert, B ran t5"}[code]
+                "E227": "not compared: different workloads: A ran bert, B ran t5",
+                "E232": "--set KEY=VALUE: the setting cannot be written into F as it reads (the edited file would "
+                        "mean something else)"}[code]
+    if mode == "arg":  # a command-line argument, checked by the same parser as a file
+        from accelctl.spec.over import parse_over
+
+        try:
+            parse_over(example.rsplit(" ", 1)[-1])
+        except WorkloadError as exc:
+            return exc.diagnostics[0].message
+        raise AssertionError(f"example of {code} does not produce it")
     text = BASE + f"  {example}\n}}\n" if mode == "line" else example + "\n"
     try:
         diags = check_all(parse(text, "example.wl"))[1]
