@@ -40,17 +40,18 @@ from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.engines.slurm_agents import AGENTS, Agent, unword, word
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.schema import SLURM_CONSTRAINT_PATTERN, SLURM_GRES_PATTERN, SLURM_NAME_PATTERN
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 SCRIPT = "job.sbatch"
 SUBMITTER = ("python", "-m", "accelctl.engines.slurm_submit")
 #: the code of an engine slurm setting that cannot reach the batch script
 CODE = "E547"
-#: what a Slurm name (partition, account, QOS) may hold here
-NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
-#: constraint expressions (features joined by & | , with [] () * counts)
-CONSTRAINT_RE = re.compile(r"[A-Za-z0-9_.,&|\[\]()*:-]+")
-GRES_RE = re.compile(r"[A-Za-z0-9_.,:-]+")
+#: what a Slurm name (partition, account, QOS), a constraint expression (features joined by
+#: & | , with [] () * counts) and a gres may hold: the schema's patterns (one statement of them)
+NAME_RE = re.compile(SLURM_NAME_PATTERN)
+CONSTRAINT_RE = re.compile(SLURM_CONSTRAINT_PATTERN)
+GRES_RE = re.compile(SLURM_GRES_PATTERN)
 PATTERNS = {"partition": NAME_RE, "account": NAME_RE, "qos": NAME_RE, "constraint": CONSTRAINT_RE,
             "gres": GRES_RE}
 #: what sbatch says when it cannot ask a controller (not a verdict on the script)

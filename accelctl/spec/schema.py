@@ -124,7 +124,12 @@ TRACK_KEYS: dict[str, V.VType] = {
 }
 
 #: what an engine setting may hold where a pattern says it (checked where it is written, E216)
-SLURM_NAME = V.token(r"[A-Za-z0-9_.-]+", '"debug"', "Slurm name")
+#: what a Slurm name (partition, account, QOS), constraint expression and gres may hold: the
+#: schema's check and the slurm engine's (``accelctl.engines.slurm``) read these, stated once
+SLURM_NAME_PATTERN = r"[A-Za-z0-9_.-]+"
+SLURM_CONSTRAINT_PATTERN = r"[A-Za-z0-9_.,&|\[\]()*:-]+"
+SLURM_GRES_PATTERN = r"[A-Za-z0-9_.,:-]+"
+SLURM_NAME = V.token(SLURM_NAME_PATTERN, '"debug"', "Slurm name")
 IMAGE = V.token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")
 AWS_NAME = V.token(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}|arn:aws[A-Za-z0-9_:/.+=@-]{1,1600}", '"dl1-queue"',
                    "AWS Batch name or ARN")
@@ -152,11 +157,11 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "partition": SLURM_NAME,
         "account": SLURM_NAME,
         "qos": SLURM_NAME,
-        "constraint": V.token(r"[A-Za-z0-9_.,&|\[\]()*:-]+", '"a100&ib"', "Slurm constraint"),
+        "constraint": V.token(SLURM_CONSTRAINT_PATTERN, '"a100&ib"', "Slurm constraint"),
         "time_limit": V.quantity("time"),
         "cpus_per_task": V.integer(1, 4096),
         "mem": V.quantity("bytes"),
-        "gres": V.token(r"[A-Za-z0-9_.,:-]+", '"gpu:1"', "Slurm gres"),
+        "gres": V.token(SLURM_GRES_PATTERN, '"gpu:1"', "Slurm gres"),
         "container_image": IMAGE,
     },
     "kubernetes": {
