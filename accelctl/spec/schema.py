@@ -135,6 +135,8 @@ AWS_NAME = V.token(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}|arn:aws[A-Za-z0-9_:/.+=@-]{
                    "AWS Batch name or ARN")
 K8S_NAME = V.token(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", '"default"', "Kubernetes name")
 
+#: engine blocks that configure a launcher rather than place runs: ``engine deepspeed { hosts = ... }``
+LAUNCHER_BLOCKS = ("deepspeed",)
 ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
     "local": {},
     "torchrun": {
@@ -196,6 +198,8 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "attempts": V.integer(1, 10),
     },
 }
+#: the engines a target may name (``engine = ...``): the plug-ins of accelctl.plan.registry.ENGINES
+ENGINES = tuple(k for k in ENGINE_KEYS if k not in LAUNCHER_BLOCKS)
 
 #: the backends a target may name (``backend = ...``), from the plug-in table
 BACKENDS = tuple(plugins.BACKENDS)
@@ -209,7 +213,13 @@ TARGET_KEYS: dict[str, V.VType] = {
     "memory": V.quantity("bytes", lo=1),
     "micro_batch": V.integer(1, 1_000_000, unit_dim="samples"),
     "gradient_checkpointing": V.boolean(),
-    "engine": V.choice(*ENGINE_KEYS, code="E508"),
+    # the engines (accelctl.plan.registry.ENGINES): every block of ENGINE_KEYS but the DeepSpeed
+    # launcher's, which configures backend deepspeed's own launch and places nothing by itself
+    # (``engine = deepspeed`` validated and then plan refused it, E521: issue 28)
+    "engine": V.choice(*ENGINES, code="E508", not_these={
+        "deepspeed": "deepspeed is not an engine: `engine deepspeed { hosts = ... }` configures the DeepSpeed "
+                     "launcher that backend deepspeed (parallel = zero(...)) starts under the target's engine "
+                     f"({', '.join(ENGINES)})"}),
     "backend": V.choice(*BACKENDS),
     "hpu_graphs": V.boolean(),
     "lazy_mode": V.boolean(),

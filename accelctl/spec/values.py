@@ -240,12 +240,15 @@ def name_or_string() -> VType:
     return VType("name", fn, "bare or quoted")
 
 
-def choice(*choices: str, code: str = "E203") -> VType:
+def choice(*choices: str, code: str = "E203", not_these: dict[str, str] | None = None) -> VType:
+    """One of ``choices``; ``not_these``: names that are not one although the language knows them
+    elsewhere, each with the hint that says what it is instead."""
     def fn(v, ctx, key):
         if isinstance(v, ast.Word):
             if v.name in choices:
                 return v.name
-            return ctx.error(code, f"unknown {key} '{v.name}'", v.span, did_you_mean(v.name, choices))
+            hint = (not_these or {}).get(v.name) or did_you_mean(v.name, choices)
+            return ctx.error(code, f"unknown {key} '{v.name}'", v.span, hint)
         return ctx.error("E301", f"{key} must be one of {', '.join(choices)}, got {describe(v)}", v.span)
 
     return VType("one of " + ", ".join(choices), fn, ", ".join(choices))

@@ -133,3 +133,13 @@ def test_every_backend_asks_for_a_strategy_the_worker_has():
 
     for name, backend in BACKENDS.items():
         assert backend.worker_strategy in STRATEGIES, name
+
+
+def test_the_engines_the_language_accepts_are_the_engine_plug_ins():
+    """issue 28: `engine = deepspeed` validated (ENGINE_KEYS lists the DeepSpeed launcher's block)
+    and plan then refused it (E521); the language's engines are the registry's."""
+    from accelctl.plan.registry import ENGINES as PLUG_INS
+    from accelctl.spec.schema import ENGINES, LAUNCHER_BLOCKS
+
+    assert set(ENGINES) == set(PLUG_INS)
+    assert set(LAUNCHER_BLOCKS) & set(PLUG_INS) == set()

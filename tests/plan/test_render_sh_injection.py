@@ -104,6 +104,6 @@ def test_the_issues_host_name_is_refused_where_written():
 
     text = ('workload w {\n  task pretrain { }\n  model bert()\n'
             '  engine deepspeed { hosts = ["localhost\\nACCELCTL_EOF\\ntouch /tmp/x\\n: <<\'ACCELCTL_EOF\'"] }\n'
-            '  target cpu { engine = deepspeed }\n}\n')
+            '  target cpu { }\n}\n')
     _, diags = validate_text(text, "w.wl")
     assert [(d.code, d.span.line, d.span.column) for d in diags if d.severity == "error"] == [("E215", 4, 31)]

@@ -53,11 +53,16 @@ def same_verdict(path, target: str, line_text: str):
     return r
 
 
-def test_engine_deepspeed_is_refused_by_validate_at_the_engine_line_as_plan_refuses_it(tmp_path):
+def test_engine_deepspeed_is_an_error_of_validate_at_its_value(tmp_path):
+    """issue 28: it validated (the DeepSpeed launcher's block is in ENGINE_KEYS) and plan refused
+    it (E521); now the language's engines are the registry's, and validate says what it is."""
+    from accelctl.api import validate
+
     path = write(tmp_path, "  target t { device = cpu  engine = deepspeed }")
-    r = same_verdict(path, "t", "engine = deepspeed")
-    assert r.code == "E521" and "engine deepspeed is not available" in r.message
-    assert r.span.column == path.read_text().splitlines()[r.span.line - 1].index("engine") + 1
+    _, diags = validate(path)
+    (d,) = [d for d in diags if d.severity == "error"]
+    assert d.code == "E508" and "unknown engine 'deepspeed'" in d.message and "launcher" in d.hint
+    assert d.span.column == path.read_text().splitlines()[d.span.line - 1].index("deepspeed }") + 1
 
 
 @pytest.mark.parametrize("parallel", ["fsdp", "tensor(tp = 2)", "pipeline(pp = 2)"])
