@@ -1,4 +1,4 @@
-# BERT 1.5B pre-training (phase 1) with DeepSpeed ZeRO stage 1 on DL1 (Gaudi1)
+# BERT 1.5B pre-training (phase 1, 001:15) with DeepSpeed ZeRO stage 1 on DL1 (Gaudi1)
 # instances (seed 001: "Using DeepSpeed to accelerate PyTorch and training large
 # language models on Habana Gaudi-based DL1 EC2 instances").  Each fact below cites its
 # seed line (shared/seeds/001_3c72942091a9051d.txt, "001:N"); tests/spec/seed_facts.py keeps

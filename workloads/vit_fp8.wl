@@ -19,6 +19,7 @@
 # (2.20), whose source plan --check reads: the layer arguments the plan adds to the
 # seed's TE_Block (and says why, in its notes) are checked against that release, not 0.12.
 #
+# Instances (002:23, 002:25): p5.48xlarge (8 x H100) and p4d.24xlarge (8 x A100).
 # Prices (002:23, 002:35): p5.48xlarge 98.32 usd/h, p4d.24xlarge 32.77 usd/h.
 # Step time (002:35): p5 0.199 s vs p4d 0.41 s: >2x faster, ~30% worse price-performance.
 # Transformer Engine blocks (002:57-92: te.TransformerLayer through
