@@ -152,7 +152,7 @@ SEED_001 = [
     ]),
 ]
 
-_VIT = "p4d p4d_te p5_bf16 p5_te p5_fp8"
+_VIT = "p4d p4d_te p5_bf16_b64 p5_te_b64 p5_fp8_b64 p5_bf16 p5_te p5_fp8"
 SEED_002 = _facts("002", "vit_fp8.wl", "vit_huge_fp8", [
     ("002:31", "", "model.real_shape.hidden", 1280),
     ("002:31", "", "model.real_shape.layers", 32),
@@ -165,9 +165,9 @@ SEED_002 = _facts("002", "vit_fp8.wl", "vit_huge_fp8", [
     ("002:31", _VIT, "optimizer.name", "sgd"),
     ("002:31", _VIT, "optimizer.lr", 0.001),
     ("002:31", _VIT, "optimizer.momentum", 0.9),
-    ("002:31", "p4d p4d_te p5_bf16 p5_te", "target.precision.dtype", "bf16"),
-    ("002:96", "p5_fp8", "target.precision.dtype", "fp8"),
-    ("002:31", "p4d p4d_te", "target.batch.micro", 64),
+    ("002:31", "p4d p4d_te p5_bf16_b64 p5_te_b64 p5_bf16 p5_te", "target.precision.dtype", "bf16"),
+    ("002:96", "p5_fp8 p5_fp8_b64", "target.precision.dtype", "fp8"),
+    ("002:31", "p4d p4d_te p5_bf16_b64 p5_te_b64 p5_fp8_b64", "target.batch.micro", 64),
     ("002:104", "p5_bf16 p5_te p5_fp8", "target.batch.micro", 128),
     ("002:31", _VIT, "target.devices", 8),
     ("002:31", _VIT, "target.parallel.strategy", "data"),
@@ -176,10 +176,10 @@ SEED_002 = _facts("002", "vit_fp8.wl", "vit_huge_fp8", [
     ("002:31", _VIT, "measure.warmup", 11),
     ("002:31", _VIT, "measure.steps", 41),
     ("002:25", "p4d p4d_te", "target.instance", "p4d.24xlarge"),
-    ("002:23", "p5_bf16 p5_te p5_fp8", "target.instance", "p5.48xlarge"),
-    ("002:23", "p5_bf16 p5_te p5_fp8", "target.price_per_hour", 98.32),
+    ("002:23", "p5_bf16 p5_te p5_fp8 p5_bf16_b64", "target.instance", "p5.48xlarge"),
+    ("002:23", "p5_bf16 p5_te p5_fp8 p5_bf16_b64 p5_fp8_b64", "target.price_per_hour", 98.32),
     ("002:35", "p4d p4d_te", "target.price_per_hour", 32.77),
-    ("002:91", "p4d_te p5_te p5_fp8", "target.options.te_layers", True),
+    ("002:91", "p4d_te p5_te p5_fp8 p5_te_b64 p5_fp8_b64", "target.options.te_layers", True),
     ("002:31", "p4d p5_bf16", "plan.job.model.weights", "random"),
 ])
 
