@@ -141,6 +141,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "lazy_mode": ("Gaudi: lazy execution mode", "backend default"),
         "te_layers": ("CUDA: swap transformer blocks for Transformer Engine layers", "off"),
         "dataloader_workers": ("data-loader worker processes per rank", "backend default"),
+        "pin_memory": ("CUDA: the data loader's batches in page-locked host memory (DataLoader pin_memory; "
+                       "with dataloader_workers > 0)", "off"),
         "threads": ("intra-op CPU threads per process", "cores ÷ processes"),
         "weights": ("overrides the model's weights setting for this target", "the model's"),
         "hub": ("Hugging Face Hub access of the worker: online (weights, configs and datasets by id, HF_HOME "

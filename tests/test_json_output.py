@@ -55,7 +55,7 @@ CASES = [
     ("plan-good", ["plan", GOOD, "--json"], exitcodes.OK, {}),
     ("plan-f-json", ["plan", GOOD, "-f", "json"], exitcodes.OK, {}),
     ("plan-bad", ["plan", "{bad}", "--json"], exitcodes.FAILED, {"code": "E203", "line": 5}),
-    ("plan-refused", ["plan", T5, "--json"], exitcodes.FAILED, {"code": "E530", "line": 48}),
+    ("plan-refused", ["plan", T5, "--json"], exitcodes.FAILED, {"code": "E530", "line": 59}),
     ("plan-no-target", ["plan", GOOD, "-t", "gpu", "--json"], exitcodes.FAILED, {"code": "E597", "line": 14}),
     ("plan-no-workload", ["plan", GOOD, "-w", "nope", "--json"], exitcodes.FAILED, {"code": "E598"}),
     ("plan-missing", ["plan", "missing.wl", "--json"], exitcodes.USAGE, {"error": "AccelctlError"}),

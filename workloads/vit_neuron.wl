@@ -1,20 +1,34 @@
 # Training a ViT on AWS Trainium (trn1) vs Inferentia2 (inf2) with torch-xla / Neuron
-# (seed 004: "Training on AWS Inferentia2").
+# (seed 004: "Training on AWS Inferentia2").  Each fact cites its seed line
+# (shared/seeds/004_d2bc0e5ef521a59f.txt, "004:N"); tests/spec/seed_facts.txt keeps them,
+# tests/spec/test_seed_workloads.py checks this file against them.
 #
-# Toy model: timm VisionTransformer() with its default shape (ViT-Base: embed 768,
-# depth 12, heads 12, patch 16, 224 x 224, 1000 classes), random images, batch 16,
-# Adam (PyTorch defaults, lr 0.001), XLA_USE_BF16=1, process group 'xla',
-# MpDeviceLoader, xm.optimizer_step, launched with torchrun --nproc_per_node=<cores>.
-# Data-loader workers follow the vCPU count: 4 on trn1, 2 on inf2.xlarge, 8 on the
-# large inf2 types.  The average step time skips the first 10 steps and stops after 500.
-# Compilation is excluded from the timing (it can take >10 min for this toy model;
-# neuron_parallel_compile and offline compilation reduce it).
+# Toy model (004:25, 004:29): timm 0.9.5 VisionTransformer() with its default shape
+# (ViT-Base: embed 768, depth 12, heads 12, patch 16, 224 x 224, 1000 classes), random
+# initial weights (torch.manual_seed(0) on every worker), random 3 x 224 x 224 images
+# (torch.randn), labels index % 1000, batch 16 per NeuronCore, torch.optim.Adam with
+# PyTorch's defaults (lr 0.001), XLA_USE_BF16=1, process group 'xla', MpDeviceLoader,
+# xm.optimizer_step, launched with torchrun --nproc_per_node=<cores>.  Data-loader workers
+# follow the vCPU count (004:29): 4 on trn1, 2 on inf2.xlarge, 8 on "inf2.12xlarge" and
+# inf2.48xlarge.
+# Timing (004:29): enumerate(data_loader, start=1), each step timed from its own start,
+# summed "if idx > 10", stopping after "idx > 500": steps 1-10 skipped (10) and steps
+# 11-501 counted (491).  The printed code tests an `idx` it never defines (a NameError
+# as written): read here as the step counter, the only reading that runs.
+# Compilation is excluded from the timing (004:41; it can take >10 min for this toy
+# model; neuron_parallel_compile and offline compilation reduce it).
+# Software (004:20): "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720" --
+# not expressible in a workload yet (issue 29 item 2, a stack block).  The plan runs
+# bf16 as torch.autocast on torch-xla 2.9 instead of XLA_USE_BF16 and says why in its notes.
 #
-# Results (seed 004): Trainium is faster in absolute terms; Inferentia gives ~39%
-# better price-performance on the 2-core instance types and more on the larger ones.
-# Devices are counted in NeuronCores (2 per chip).  Prices: AWS on-demand us-east-1
-# (instance catalog).  The seed's "inf2.12xlarge" is not an instance type; the
-# 12-core inf2 type is inf2.24xlarge.
+# Results (004:37): Trainium is faster in absolute terms; Inferentia gives ~39% better
+# price-performance on the 2-core instance types and more on the larger ones.  The
+# table is an image: no raw figures.  Trn1 has two instance types and Inf2 four
+# (004:13): every one is a target below.  Devices are counted in NeuronCores (2 per
+# chip).  Prices: AWS on-demand us-east-1 (instance catalog).  The seed's
+# "inf2.12xlarge" is not an instance type; the 12-core inf2 type is inf2.24xlarge.
+# inf2.8xlarge (2 cores, 32 vCPUs) is not in the seed's worker rule: 8 workers here, as
+# for the other inf2 types with 32 vCPUs or more (only the 4-vCPU xlarge gets 2).
 
 workload vit_neuron {
   description = "ViT (timm default shape) training step time on trn1 vs inf2 (seed 004)"
@@ -23,10 +37,10 @@ workload vit_neuron {
     stand_in = vit(layers = 2, hidden = 64, heads = 4)
   }
   dataset synthetic(image_size = 224, channels = 3, classes = 1000)
-  optimizer adam(lr = 0.001)
+  optimizer adam(lr = 0.001)           # 004:29: torch.optim.Adam(model.parameters()), PyTorch's defaults
   precision bf16                       # XLA_USE_BF16=1
-  batch { micro = 16 }
-  measure { warmup = 10 steps  steps = 490 steps }          # skip 10, stop after 500
+  batch { micro = 16 }                 # 004:29: train(batch_size=16), per process (NeuronCore)
+  measure { warmup = 10 steps  steps = 491 steps }          # 004:29: steps 1-10 skipped, 11-501 counted
 
   target trn1_2xlarge {                # 2 NeuronCores, 8 vCPU
     instance           = trn1.2xlarge
@@ -43,6 +57,11 @@ workload vit_neuron {
     parallel           = ddp
     dataloader_workers = 2
   }
+  target inf2_8xlarge {                # 2 NeuronCores, 32 vCPU
+    instance           = inf2.8xlarge
+    parallel           = ddp
+    dataloader_workers = 8
+  }
   target inf2_24xlarge {               # 12 NeuronCores, 96 vCPU
     instance           = inf2.24xlarge
     parallel           = ddp
@@ -58,6 +77,6 @@ workload vit_neuron {
     precision          = fp32
     threads            = 1
     dataloader_workers = 0
-    measure { warmup = 2 steps  steps = 20 steps }   # the seed's 10 + 490 are for Neuron
+    measure { warmup = 2 steps  steps = 20 steps }   # the seed's 10 + 491 are for Neuron
   }
 }

@@ -75,6 +75,10 @@ class TorchrunBackend(Backend):
         argv += [f"--nproc_per_node={target.devices}", *WORKER]
         env = process_env(job)
         notes = [f"{target.devices} processes x {job.threads} thread(s), process group {job.device.comm}"]
+        if job.device.dataloader_workers:
+            notes.append(f"{job.device.dataloader_workers} data-loader worker processes per rank (a torch DataLoader "
+                         "over the rank's batches, in their order)"
+                         + (", pinned host memory" if job.device.pin_memory else ""))
         if target.precision.dtype == "fp8" and self.fp8_library == "torchao":
             notes.append(f"fp8 through torchao: convert_to_float8_training (Float8Linear, dynamic tensorwise "
                          f"scaling, {target.precision.fp8.format}) on the nn.Linear layers whose dims divide by "

@@ -51,6 +51,8 @@ class DeviceJob:
     lazy_mode: bool = True
     #: DataLoader worker processes per rank (0 = load in the rank itself)
     dataloader_workers: int = 0
+    #: CUDA: the loader's batches in page-locked host memory (``DataLoader(pin_memory=True)``)
+    pin_memory: bool = False
     #: XLA: this launch only compiles the graphs (``neuron_parallel_compile``), untimed
     precompile: bool = False
 

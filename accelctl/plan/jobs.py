@@ -49,6 +49,13 @@ def model_to_build(model: ModelSpec, host: bool) -> tuple[dict[str, Any], str]:
     return dict(model.stand_in), "real" if same else "stand_in"
 
 
+def initial_weights(task_kind: str, weights: str) -> str:
+    """What a target's model starts from: a pre-training task starts from the model's
+    configuration with random weights (``auto`` -> ``random``), never from the Hub's trained
+    weights; only ``weights = real`` written out (continued pre-training) loads them."""
+    return "random" if task_kind == "pretrain" and weights == "auto" else weights
+
+
 def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int, strategy: str = "plain",
               run_id: str = "", rehearsal_of: str = "") -> WorkerJob:
     """The job of one target: the spec's own types resolved for it (paths absolute, the
@@ -60,7 +67,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     data = replace(d, ref=str((base / d.ref).expanduser()) if d.kind == "files" else d.ref,
                    fallback=str((base / fallback).expanduser()) if fallback not in ("", "synthetic") else fallback)
     model = replace(m, ref=str((base / m.ref).expanduser()) if m.source == "local" else m.ref,
-                    weights=str(target.options.get("weights", m.weights)))
+                    weights=initial_weights(t.kind, str(target.options.get("weights", m.weights))))
     device_kind = DEVICES[target.device]
     family = FAMILIES[device_kind.adapter]
     architecture, scale = model_to_build(m, device_kind.host)

@@ -39,7 +39,12 @@ def unreachable_weights(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) 
 def weights_note(target: TargetSpec, job: WorkerJob) -> str | None:
     """Where a target on another machine gets its real weights from, said in the plan."""
     m = job.model
-    if m.weights not in ("real", "auto") or not m.ref or DEVICES[target.device].host:
+    if DEVICES[target.device].host:
+        return None
+    if job.task.kind == "pretrain" and m.weights == "random" and m.ref:
+        return (f"pre-training from {m.ref}'s configuration: random initial weights, not the Hub's trained "
+                "ones (weights = real on the model would load them: continued pre-training)")
+    if m.weights not in ("real", "auto") or not m.ref:
         return None
     if m.source == "local":
         return f"weights from {m.ref}: that path must exist on the target machine"

@@ -4,8 +4,13 @@ and the error ``(estimated - published) / published``.
 
 Leave-one-out is kept by construction: every factor the estimate uses comes from datasheets
 and papers (``accelctl.estimate.factors``), none is fitted to a seed's figure, so no row's
-estimate has seen its own number.  A row is estimated at its own batch (the seed's global
-batch over its devices), on the target its workload file declares for it.
+estimate has seen its own number.  A row is estimated from exactly the shipped workload target
+that reproduces it (``ROWS``; the report names it): since issue 29 the workloads are the seeds'
+experiments as run (``tests/spec/seed_facts.txt``), so no row patches its workload any more (the
+model, sequence length, batch or kernel injection it used to swap in are now in the files).
+The one conversion left is of the published unit: seed 000's SD latencies are per image
+(``PER_IMAGE``), a call's latency over its batch.  A row whose error moved with issue 29 says
+by how much and why (``CHANGED``).
 
 Each row also says *why* the estimate misses by what it does (``why``): what the published
 figure implies (the fraction of the peak its time needs; per generated token, the time beyond
@@ -35,9 +40,11 @@ ROWS: dict[str, dict[str, tuple[str, str, str]]] = {
     "001-bert-large": {f"{n}n": ("bert_large_scaling.wl", "bert_large_scaling", f"dl1_{n}n") for n in (1, 2, 4, 8)},
     "001-bert-1.5b": {"1n": (_B15, "bert_1_5b_zero1_8n", "dl1_1n"), "8n": (_B15, "bert_1_5b_zero1_8n", "dl1_8n"),
                       "16n": (_B15, "bert_1_5b_zero1_16n", "dl1_16n")},
-    "002-vit": {"p4d": ("vit_fp8.wl", "vit_huge_fp8", "p4d"), "p5": ("vit_fp8.wl", "vit_huge_fp8", "p5_bf16"),
-                "p4d_te": ("vit_fp8.wl", "vit_huge_fp8", "p4d_te"), "p5_te": ("vit_fp8.wl", "vit_huge_fp8", "p5_te"),
-                "p5_fp8": ("vit_fp8.wl", "vit_huge_fp8", "p5_fp8")},
+    # the published p5 rows are at the toy model's 64 per GPU (the *_b64 targets); the implied
+    # batch-128 rows at the results table's doubled batch (the workload's p5 targets)
+    "002-vit": {r: ("vit_fp8.wl", "vit_huge_fp8", t) for r, t in (
+        ("p4d", "p4d"), ("p4d_te", "p4d_te"), ("p5", "p5_bf16_b64"), ("p5_te", "p5_te_b64"),
+        ("p5_fp8", "p5_fp8_b64"), ("p5_2x", "p5_bf16"), ("p5_2x_te", "p5_te"), ("p5_2x_fp8", "p5_fp8"))},
     "003-bloomz": {"176b_gaudi2": ("bloomz.wl", "bloomz_176b", "gaudi2"),
                    "176b_gaudi2_19": ("bloomz.wl", "bloomz_176b", "gaudi2"),
                    "176b_a100": ("bloomz.wl", "bloomz_176b", "a100"),
@@ -50,55 +57,18 @@ ROWS: dict[str, dict[str, tuple[str, str, str]]] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Measured:
-    """What a seed row's run actually was where its workload file (shared with the plan
-    goldens) says otherwise, found in the seed's own sources: applied to the estimate of that
-    row only, each with the source that says so.  None of these is a fitted number."""
-    source: str
-    #: the real architecture (a ``KNOWN_MODELS`` id) and its overrides, e.g. the vocabulary
-    model: str = ""
-    shape: tuple[tuple[str, Any], ...] = ()
-    seq_len: int = 0
-    #: samples per call of an inference row (the A100 ran one image at a time)
-    batch: int = 0
-    #: the published figure is per image (seconds per image of a batch): latency / batch
-    per_image: bool = False
-    #: DeepSpeed-inference replaced the layers with its fused kernels (``kernel_inject = on``)
-    kernel_inject: bool = False
-
-
-_PRETRAIN_BERT = ("huggingface/blog pretraining-bert.md (P. Schmid, 2022-08-24), the run seed 000 repeats: "
-                  "config bert-base-uncased, a 32,000-token tokenizer trained on the corpus, texts grouped in "
-                  "chunks of tokenizer.model_max_length = 512 tokens, per_device_train_batch_size 32")
 _SD_PER_IMAGE = ("huggingface/blog habana-gaudi-2-benchmark.md (R. Pierrard, 2022-12-14), the table seed 000 "
                  "quotes: 'Latency (s/img)', Gaudi at BS=4/8 ('returned equal latencies for both'), A100 at BS=1")
-_BLOOM_GPU = ("huggingface/blog habana-gaudi-2-bloom.md (2023-03-28): the A100 figures come from "
-              "huggingface/transformers-bloom-inference bloom-inference-scripts, whose bloom-ds-inference.py sets "
-              "kernel_inject = True (deepspeed.init_inference(..., replace_with_kernel_inject=True), fp16)")
-#: table -> row -> what its run was (see ``Measured``)
-MEASURED: dict[str, dict[str, Measured]] = {
-    "000-bert": {r: Measured(_PRETRAIN_BERT, model="bert-base-uncased", shape=(("vocab", 32000),), seq_len=512)
-                 for r in ("gaudi1_bs32", "gaudi2_bs32", "gaudi2_bs64")},
-    "000-sd": {"gaudi1": Measured(_SD_PER_IMAGE, per_image=True), "gaudi2": Measured(_SD_PER_IMAGE, per_image=True),
-               "a100": Measured(_SD_PER_IMAGE, batch=1, per_image=True)},
-    "003-bloomz": {r: Measured(_BLOOM_GPU, kernel_inject=True) for r in ("176b_a100", "7b8_a100", "7b1_a100")},
+#: table -> rows whose published figure is seconds per image: a call's latency over its batch
+PER_IMAGE: dict[str, tuple[str, ...]] = {"000-sd": ("gaudi1", "gaudi2", "a100")}
+
+#: the error each row had before issue 29 (the report's estimate of patched copies, or none)
+#: and why it moved; a row not named here kept its error to the rounding shown
+_P5_2X = ("no workload target ran p5 at the results table's doubled batch before; the workload's p5 targets now "
+          "run 128 per GPU (002:104) and reproduce the implied row")
+CHANGED: dict[str, dict[str, tuple[float | None, str]]] = {
+    "002-vit": {"p5_2x": (None, _P5_2X), "p5_2x_te": (None, _P5_2X), "p5_2x_fp8": (None, _P5_2X)},
 }
-
-
-def _as_measured(spec: Any, m: Measured) -> Any:
-    """``spec`` as the seed's run was (``Measured``)."""
-    from accelctl.spec.models import KNOWN_MODELS
-
-    if m.model:
-        known = KNOWN_MODELS[m.model]
-        shape = {**known.shape, **dict(m.shape)}
-        params = known.params if not m.shape else 0.0      # a changed shape: count it
-        spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, ref=m.model, real_shape=shape,
-                                                                   params=params))
-    if m.seq_len:
-        spec = dataclasses.replace(spec, dataset=dataclasses.replace(spec.dataset, seq_len=m.seq_len))
-    return spec
 
 
 @functools.lru_cache(maxsize=None)
@@ -115,13 +85,15 @@ class Estimated:
     bound_by: str
     note: str = ""
     why: str = ""
+    #: the shipped workload target the row is estimated from ("" : none)
+    workload: str = ""
 
 
-_SW000 = ("the run is BERT-base at 512 tokens (as measured, below), Hugging Face's BertForMaskedLM through "
+_SW000 = ("the run is BERT-base at 512 tokens (the workload, as run), Hugging Face's BertForMaskedLM through "
           "an early Optimum Habana release; seed 001 runs Habana's own BERT on the same Gaudi1 at 45 TFLOP/s per "
           "device: no single achievable fraction fits both, and the model's datasheet one fits 001.  The published "
           "time is the Trainer's wall time over 65,000 steps, checkpoint saves and Hub pushes included (not modelled)")
-_SD = ("the published latencies are seconds per image (as measured, below): 50 denoising steps with guidance (the "
+_SD = ("the published latencies are seconds per image (" + _SD_PER_IMAGE + "): 50 denoising steps with guidance (the "
        "pipeline's default; the seed does not say), the UNet's products at the MFU plus its unfused attention's "
        "score matrices (heads x 4,096^2 at the top level) streamed 4 times at memory speed")
 _DS_TP = ("the time beyond the weights is per-collective latency inside DeepSpeed-inference's tensor parallelism "
@@ -179,8 +151,9 @@ NOTES: dict[str, dict[str, str]] = {
     "003-bloomz": {"176b_gaudi2": "HPU graphs: bandwidth-bound on 44 GB of weights per device per token; "
                                   + _DS_TP,
                    "176b_gaudi2_19": "as SynapseAI 1.8: the 1.9 preview's 6% gain is software",
-                   "176b_a100": "DeepSpeed-inference's injected kernels (16 launches per layer, as measured, below; "
-                                 "no CUDA graphs under its tensor parallelism): " + _SUM,
+                   "176b_a100": "DeepSpeed-inference's injected kernels in fp16 (16 launches per layer; the workload's "
+                                 "a100 target, as huggingface/transformers-bloom-inference's bloom-ds-inference.py ran "
+                                 "it; no CUDA graphs under its tensor parallelism): " + _SUM,
                    "7b8_gaudi2": _DS_TP,
                    "7b8_a100": _DS_TP + "; " + _SUM + "; " + _7B_A100,
                    "7b8_gaudi1": _DS_TP + "; the seed's 8-device run is slower than its 1-device run (3.03 vs "
@@ -224,7 +197,8 @@ def _implied(e, metric: str, published: float | None) -> str:
 
 
 def estimate_row(table_id: str, row_id: str, row: dict[str, Any], metric: str, published: float | None) -> Estimated:
-    """The estimate of one seed row: ``metric`` is step_time_s, latency_s or throughput."""
+    """The estimate of one seed row from its shipped workload target, unchanged: ``metric`` is
+    step_time_s, latency_s or throughput."""
     from accelctl.estimate.roofline import estimate
 
     where = ROWS.get(table_id, {}).get(row_id)
@@ -233,30 +207,30 @@ def estimate_row(table_id: str, row_id: str, row: dict[str, Any], metric: str, p
     file, workload, target_name = where
     spec = _specs(file)[workload]
     target = spec.target(target_name)
-    measured = MEASURED.get(table_id, {}).get(row_id)
-    if measured:
-        spec = _as_measured(spec, measured)
-        if measured.kernel_inject:
-            target = dataclasses.replace(target, parallel=dataclasses.replace(target.parallel, kernel_inject=True))
-        if measured.batch:
-            target = dataclasses.replace(target, batch=dataclasses.replace(target.batch, micro=measured.batch,
-                                                                           global_size=None))
-    batch, devices = row.get("batch"), row.get("devices") or target.world_size
-    if spec.task.training and batch and devices and batch % devices == 0:
-        micro = batch // devices // target.batch.accumulation
-        target = dataclasses.replace(target, batch=dataclasses.replace(target.batch, micro=max(1, micro),
-                                                                       global_size=None))
+    source = f"workloads/{file}: {workload} -> {target_name}"
     e = estimate(spec, target)
     if e.status != "ok":
-        return Estimated(None, None, "", e.status)
+        return Estimated(None, None, "", e.status, workload=source)
     value = getattr(e, metric)
-    if value is not None and measured and measured.per_image and metric == "latency_s":
+    per_image = row_id in PER_IMAGE.get(table_id, ())
+    if value is not None and per_image and metric == "latency_s":
         value /= target.batch.micro
     error = None if value is None or not published else (value - published) / published
-    per_call = published * target.batch.micro if published and measured and measured.per_image else published
+    per_call = published * target.batch.micro if published and per_image else published
     why = "; ".join(x for x in (_implied(e, metric, per_call), NOTES.get(table_id, {}).get(row_id, ""),
-                                f"as measured: {measured.source}" if measured else "") if x)
-    return Estimated(value, error, e.bound_by, why=why)
+                                _changed(table_id, row_id, error)) if x)
+    return Estimated(value, error, e.bound_by, why=why, workload=source)
+
+
+def _changed(table_id: str, row_id: str, error: float | None) -> str:
+    """Why a row's error moved with issue 29 (``CHANGED``), with the error before."""
+    before = CHANGED.get(table_id, {}).get(row_id)
+    if before is None:
+        return ""
+    old, why = before
+    was = "no estimate" if old is None else f"{old:+.1%}"
+    now = "no estimate" if error is None else f"{error:+.1%}"
+    return f"error {was} -> {now} with issue 29: {why}"
 
 
 #: claims of the seeds the estimate speaks to: claim id -> (workload file, workload, target A, target B)

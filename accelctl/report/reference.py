@@ -218,10 +218,13 @@ def _add_estimates(table: Table, t: dict[str, Any], rows: list, kind: str, unit:
         raw, metric, published = spec
         est = estimate_row(t["id"], raw["id"], raw, metric, published)
         out.update({"estimated": est.value, "estimated_unit": unit, "estimate_error": est.error,
-                    "estimate_bound": est.bound_by or est.note, "estimate_why": est.why})
-    table.columns += [Column("estimated", "estimated", kind, unit), Column("estimate_error", "error", "pct"),
+                    "estimate_bound": est.bound_by or est.note, "estimate_why": est.why,
+                    "reproduced_by": est.workload})
+    table.columns += [Column("reproduced_by", "workload (estimated)"),
+                      Column("estimated", "estimated", kind, unit), Column("estimate_error", "error", "pct"),
                       Column("estimate_bound", "bound by (estimate)"), Column("estimate_why", "why (estimate)")]
-    table.notes.append("estimated: accelctl estimate of the row's workload target at the row's batch; factors from "
+    table.notes.append("estimated: accelctl estimate of the shipped workload target that reproduces the row, unchanged; "
+                       "factors from "
                        "datasheets and papers only, none fitted to a seed (accelctl/estimate/factors.py); "
                        "error = (estimated - published) / published")
 

@@ -225,6 +225,7 @@ TARGET_KEYS: dict[str, V.VType] = {
     "lazy_mode": V.boolean(),
     "te_layers": V.boolean(),
     "dataloader_workers": V.integer(0, 1024),
+    "pin_memory": V.boolean(),
     "threads": V.integer(1, 1024),
     "weights": V.choice("auto", "real", "random", "stand_in"),
     "neuron_parallel_compile": V.boolean(),
@@ -239,7 +240,7 @@ TARGET_KEYS: dict[str, V.VType] = {
 #: target keys handled by the check pass itself (not plain typed values)
 TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer", "optimize")
 #: target keys that become backend options
-TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "threads", "weights",
+TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "pin_memory", "threads", "weights",
                   "neuron_parallel_compile", "script", "te_version", "hub")
 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {

@@ -261,7 +261,7 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
                   f"fp8 needs Transformer Engine on Hopper/Ada ({', '.join(d for d in FP8_DEVICES if not d.startswith('gaudi'))})"
                   f" or Gaudi2/Gaudi3; set precision = bf16 for target {t.name}")
     for opt, adapter in (("hpu_graphs", "hpu"), ("lazy_mode", "hpu"), ("te_layers", "cuda"), ("te_version", "cuda"),
-                         ("neuron_parallel_compile", "xla")):
+                         ("neuron_parallel_compile", "xla"), ("pin_memory", "cuda")):
         if t.options.get(opt) and dev.adapter != adapter:
             ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
                       f"remove {opt} from target {t.name}")

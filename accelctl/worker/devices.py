@@ -111,8 +111,18 @@ class CpuAdapter:
         return optimize.compile_stats()
 
     def wrap_batches(self, batches, job):
-        """Feed batches to the device; eager devices take them as they come."""
-        return batches
+        """Feed batches to the device: as they come, or through ``dataloader_workers`` host
+        processes (a torch DataLoader, in the loop's order) where the target asks for them."""
+        workers = job.device.dataloader_workers
+        if workers <= 0:
+            return batches
+        from accelctl.worker.data import Batches
+        from accelctl.worker.xla_extras import host_loader
+
+        pin = self.name == "cuda" and job.device.pin_memory
+        loader = host_loader(batches, workers, pin_memory=pin)
+        return Batches(iter(loader), batches.samples, batches.tokens_per_sample,
+                       f"{batches.source} ({workers} loader workers{', pinned memory' if pin else ''})")
 
     def autocast(self, dtype: torch.dtype | None):
         if dtype is None or dtype == torch.float32:

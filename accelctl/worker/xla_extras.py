@@ -64,8 +64,9 @@ class _Stream:
         return itertools.islice(iter(self.batches), info.id, None, info.num_workers)
 
 
-def host_loader(batches, workers: int):
-    """``batches`` behind a ``DataLoader`` with ``workers`` processes (the seed's num_workers)."""
+def host_loader(batches, workers: int, pin_memory: bool = False):
+    """``batches`` behind a ``DataLoader`` with ``workers`` processes (the seed's num_workers),
+    in page-locked memory with ``pin_memory`` (seed 002's ``pin_memory=True``)."""
     if workers <= 0:
         return batches
     import torch.utils.data
@@ -76,7 +77,7 @@ def host_loader(batches, workers: int):
     dataset = StreamDataset(batches)
     # fork: the workers inherit the iterator (a generator cannot be pickled for spawn)
     return torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=workers, persistent_workers=True,
-                                       prefetch_factor=2, multiprocessing_context="fork")
+                                       prefetch_factor=2, multiprocessing_context="fork", pin_memory=pin_memory)
 
 
 def device_loader(batches, device, workers: int | None = None):

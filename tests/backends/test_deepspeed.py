@@ -425,7 +425,7 @@ def _seed_deepspeed_plans():
 def test_seed_workloads_deepspeed_plans_pass_deepspeed(deepspeed):
     plans = _seed_deepspeed_plans()
     names = {(path.name, p.target) for path, _, p in plans}
-    assert ("bert_1_5b_zero1.wl", "dl1_16n") in names and ("bloomz.wl", "a100_8x") in names
+    assert ("bert_1_5b_zero1.wl", "dl1_16n") in names and ("bloomz.wl", "a100_8x_autotp") in names
     for path, spec, p in plans:
         diags = ds_check.check_plan_with_deepspeed(p, spec)
         assert diags == [], "\n".join(d.render() for d in attach_source(diags, path.read_text(encoding="utf-8")))

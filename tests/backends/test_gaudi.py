@@ -440,7 +440,7 @@ def test_t5_workloads_example_target_is_the_seeds_command():
         "python ../gaudi_spawn.py --use_mpi --world_size 8 --master_port '{free_port}' run_summarization.py "
         "--model_name_or_path t5-3b "
         "--dataset_name cnn_dailymail --dataset_config_name 3.0.0 --max_source_length 1024 --max_target_length 128 "
-        "--source_prefix 'summarize: ' --per_device_train_batch_size 1 --learning_rate 0.001 --max_steps 13 "
+        "--source_prefix 'summarize: ' --per_device_train_batch_size 1 --learning_rate 5e-05 --max_steps 13 "
         "--throughput_warmup_steps 3 --do_train --output_dir '{run_dir}/output' --seed 0 --use_habana "
         "--gaudi_config_name '{run_dir}/gaudi_config.json' --use_lazy_mode --gradient_checkpointing")
     assert "fits" in p.notes[-1]  # batch 1, fp32 + checkpointing on 96 GB (seed 000)
@@ -492,8 +492,9 @@ def test_bert_example_from_synthetic_data_says_why_and_what_to_write():
     """Seed 000's BERT pre-training ran its own run_mlm.py on a pre-tokenized dataset: not an
     optimum-habana example; refused at the dataset line, saying what to write instead."""
     text = (ROOT / "workloads" / "bert_large_pretrain.wl").read_text(encoding="utf-8")
-    text = text.replace("    parallel = ddp\n  }\n  target gaudi2 {",
-                        "    parallel = ddp\n    script   = example\n  }\n  target gaudi2 {", 1)
+    text = text.replace("    dataloader_workers = 0\n  }\n  target gaudi2 {",
+                        "    dataloader_workers = 0\n    script = example\n  }\n  target gaudi2 {", 1)
+    assert "script = example" in text
     (spec, _) = check(parse(text, str(WL_DIR / "bert.wl")))
     with pytest.raises(PlanError) as exc:
         plan(spec, "gaudi1")

@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = {
     "bloomz_176b": 176e9,        # BLOOM(Z) 176B
     "bloomz_7b": 7.1e9,          # BLOOMZ-7B1
-    "bert_large_phase1_bs64": 340e6, "bert_large_phase1_bs32": 340e6, "bert_large_scaling": 340e6,  # BERT-Large
+    # BERT-base with its 32,000-token vocabulary (110.7 M): the run seed 000 repeats
+    "bert_large_phase1_bs64": 110.7e6, "bert_large_phase1_bs32": 110.7e6,
+    "bert_large_scaling": 340e6,  # BERT-Large
     "bert_1_5b_zero1_8n": 1.5e9, "bert_1_5b_zero1_16n": 1.5e9,    # the BERT 1.5B of seed 001
     "t5_3b_summarization": 2.85e9,  # T5-3B (2.85 B parameters; "3B" in the name)
     "vit_huge_fp8": 632e6,       # ViT-H (632 M)

@@ -179,15 +179,15 @@ def test_run_of_a_target_whose_devices_this_machine_lacks_is_one_line_and_no_run
     runs = tmp_path / "runs"
     wl = ROOT / "workloads" / "bloomz.wl"
     spec = next(s for s in api.load(wl) if s.name == "bloomz_176b")
-    if missing_here(spec, spec.target("a100")) is None:
+    if missing_here(spec, spec.target("a100_autotp")) is None:
         pytest.skip("this machine has CUDA devices: the a100 target runs here")
-    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", "bloomz_176b", "-t", "a100",
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", "bloomz_176b", "-t", "a100_autotp",
                          "--headless", "--runs-dir", str(runs)], capture_output=True, text=True, timeout=120,
                         cwd=ROOT)
     assert cp.returncode == exitcodes.NO_DEVICE == 4, cp.stdout + cp.stderr
     (line,) = [x for x in cp.stderr.splitlines() if x.strip()]
-    assert "target a100 needs 8 x a100 (cuda devices)" in line and "no cuda device" in line
-    assert "`accelctl doctor`" in line and f"accelctl run {wl} -w bloomz_176b -t a100 --rehearse" in line
+    assert "target a100_autotp needs 8 x a100 (cuda devices)" in line and "no cuda device" in line
+    assert "`accelctl doctor`" in line and f"accelctl run {wl} -w bloomz_176b -t a100_autotp --rehearse" in line
     assert not runs.exists()
 
 
@@ -209,8 +209,8 @@ def test_bf16_becomes_fp32_where_this_cpu_has_no_native_bf16(monkeypatch, native
 
     monkeypatch.setattr(rehearse, "cpu_has_native", lambda dtype: native)
     spec = next(s for s in api.load(ROOT / "workloads" / "bloomz.wl") if s.name == "bloomz_7b")
-    p = api.plan(spec, "a100_1x", rehearse=True)
-    assert spec.target("a100_1x").precision.dtype == "bf16"
+    p = api.plan(spec, "gaudi2_1x", rehearse=True)
+    assert spec.target("gaudi2_1x").precision.dtype == "bf16"
     assert p.job.precision.dtype == ("bf16" if native else "fp32")
     assert ("bf16 -> fp32 (this CPU has no native bf16)" in p.notes[0]) is not native
 

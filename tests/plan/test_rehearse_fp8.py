@@ -71,5 +71,7 @@ def test_cli_fp8_without_rehearse_is_refused_and_plan_prints_the_rehearsal():
     plan = subprocess.run([sys.executable, "-m", "accelctl.cli", "plan", str(VIT), "--rehearse", "--fp8"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert plan.returncode == 0, plan.stderr
-    assert plan.stdout.count("# plan: workload") == 1 and "target p5_fp8" in plan.stdout  # only the fp8 target
+    # only the fp8 targets: p5_fp8 and p5_fp8_b64 (seed 002's batch 64 per GPU)
+    assert plan.stdout.count("# plan: workload") == 2 and "target p5_fp8\n" in plan.stdout
+    assert "target p5_fp8_b64\n" in plan.stdout
     assert "emulated on this CPU" in plan.stdout

@@ -261,7 +261,7 @@ def test_plan_diff_check_and_estimate_fit_the_terminal(width):
     fits(out, width)
     golden(f"estimate.{width}.txt", out)
     row = next(line for line in out.splitlines() if line.startswith("  gaudi1  "))
-    assert "168 ms" in row and "1,520 samples/s" in row and "compute" in row and "fits" in row
+    assert "222 ms" in row and "1,153 samples/s" in row and "compute" in row and "fits" in row
     assert ("left out at this width: usd/h, units/usd" in out) == (width == 80)
     code, out = in_terminal(width, "plan", "workloads/vit_neuron.wl", "-t", "trn1_32xlarge", "--check",
                             "--allow-unavailable")
@@ -282,7 +282,7 @@ def test_diff_check_and_estimate_stay_whole_in_a_pipe(capsys, monkeypatch):
     assert main(["plan", wl, "-w", "bert_large_phase1_bs32", "--diff", "gaudi1", "gaudi2"]) == 0
     diff = capsys.readouterr().out
     assert max(len(line) for line in diff.splitlines()) > 80
-    assert "+#   note: memory per device (real model): weights 672.00 MB + gradients 672.00 MB + optimizer" in diff
+    assert "+#   note: memory per device (real model): weights 221.30 MB + gradients 221.30 MB + optimizer" in diff
     assert main(["estimate", wl, "-w", "bert_large_phase1_bs32", "-t", "gaudi1", "--no-calibration"]) == 0
     est = capsys.readouterr().out
     assert "usd/h  units/usd  job" in est and "left out at this width" not in est

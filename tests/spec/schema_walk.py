@@ -48,7 +48,7 @@ ENGINE_SAMPLES = {"rdzv_endpoint": ['"127.0.0.1:29400"'], "rdzv_id": ["job7"], "
                   "job_queue": ['"dl1-queue"'], "job_definition": ['"dl1-def"']}
 #: target options that belong to one device family: walked on a target of that device
 OPTION_DEVICE = {"hpu_graphs": "gaudi2", "lazy_mode": "gaudi2", "te_layers": "h100", "te_version": "h100",
-                 "neuron_parallel_compile": "trn1", "script": "gaudi2"}
+                 "neuron_parallel_compile": "trn1", "script": "gaudi2", "pin_memory": "h100"}
 #: the base model of each task kind (the smallest stand-ins that do it)
 MODEL = {"pretrain": "bert(layers = 1, hidden = 32, heads = 2)", "finetune": "bert(layers = 1, hidden = 32, heads = 2)",
          "generate": "gpt2(layers = 1, hidden = 32, heads = 2)", "infer": "bert(layers = 1, hidden = 32, heads = 2)"}

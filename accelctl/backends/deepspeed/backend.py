@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from accelctl.backends.base import LAMB_ON_HPU, Backend, Built, refusal
+from accelctl.backends.base import Backend, Built, refusal
 from accelctl.backends.deepspeed.launch import adapter_of, build_launch
 from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
@@ -75,6 +75,13 @@ DS_OPTIMIZER = {"adamw": ("AdamW", {}), "adam": ("Adam", {"adam_w_mode": False})
 #: client optimizers the worker builds (accelctl.worker.devices: torch.optim's, timm's Lamb)
 CLIENT_OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
 #: the worker's optimizer -> DeepSpeed's own, on CUDA: ``"type": "Lamb"`` is DeepSpeed's
+#: LAMB on Gaudi under DeepSpeed: the worker's own optimizer handed to deepspeed.initialize, as
+#: every client optimizer is (no optimum-habana in this path, so its missing fused LAMB does not
+#: matter); Habana's BERT reference (seed 001) ran its own LANS / NVLAMB instead
+LAMB_HPU_NOTE = ("optimizer: the worker's timm Lamb (plain torch ops, run by the HPU) handed to deepspeed.initialize; "
+                 "deliberately not the seed's: Habana's deepspeed-bert reference runs its own LANS "
+                 "(run_bert_1.5b_8x.sh --optimizer=lans; the AWS workshop's launch_train.sh --optimizer=nvlamb), "
+                 "which is Model-References code, not a package accelctl can pin")
 #: FusedLamb (``deepspeed.ops.lamb``, a CUDA kernel), which it builds from the config section
 DS_CUDA_OPTIMIZER = {"lamb": ("Lamb", {})}
 #: client optimizers ZeRO runs without ``zero_allow_untested_optimizer`` (DeepSpeed's
@@ -226,8 +233,6 @@ class DeepSpeedBackend(Backend):
         if "nvme" in (p.offload_optimizer, p.offload_param):
             no("ZeRO-Infinity nvme offload needs an nvme_path, which a workload cannot set yet; "
                "use offload = cpu", "parallel")
-        if spec.optimizer.name == "lamb" and DEVICES[target.device].adapter == "hpu":
-            no(LAMB_ON_HPU, "optimizer.name", "optimizer")
         if p.offload_optimizer != "none" and spec.optimizer.name not in DS_OPTIMIZER:
             no(f"ZeRO-Offload runs DeepSpeedCPUAdam (adam/adamw), not {spec.optimizer.name}", "optimizer", "parallel")
         if _cpu_lacks_fp16(target):
@@ -256,6 +261,8 @@ class DeepSpeedBackend(Backend):
             built.notes.append(f"ZeRO-Offload: DeepSpeed's {cfg['optimizer']['type']} (DeepSpeedCPUAdam); its "
                                "cpu_adam op is a ~100 s C++ JIT build on first use (cached in "
                                "$TORCH_EXTENSIONS_DIR)")
+        elif spec.optimizer.name == "lamb" and adapter_of(target) == "hpu":
+            built.notes.append(LAMB_HPU_NOTE)
         else:
             built.notes.append(f"optimizer: the worker's {'timm' if spec.optimizer.name == 'lamb' else 'torch.optim'} "
                                f"{spec.optimizer.name} handed to "

@@ -120,6 +120,18 @@ def gaudi_config(spec: WorkloadSpec, target: TargetSpec, clip: float | None = No
 
 
 # --------------------------------------------------------------------------- the backend
+#: why the plans add ``--master_port`` to a launch the seed wrote without it (seed 003's
+#: ``gaudi_spawn.py --use_deepspeed --world_size 8 run_generation.py ...``)
+MASTER_PORT_WHY = ("--master_port {free_port}: deliberately not in the seed's command (seed 003 runs gaudi_spawn.py "
+                   "--use_deepspeed --world_size 8 without it): gaudi_spawn.py's default port 29500 would make two "
+                   "runs on one machine collide, so each run gets a free port of its own; nothing else changes")
+
+
+def master_port_note(flags: list[str]) -> list[str]:
+    """The plan's note on the ``--master_port`` it adds, where it adds one."""
+    return [MASTER_PORT_WHY] if "--master_port" in flags else []
+
+
 class GaudiBackend(Backend):
     name = "gaudi"
     adapters = ("hpu",)
@@ -238,6 +250,7 @@ class GaudiBackend(Backend):
             launch = Launch("gaudi_spawn", argv, env, processes=n, cwd=f"{OH_DIR}/examples")
             notes.append("gaudi_spawn.py runs: " + " ".join(spawned_prefix(self.launcher(spec, target)))
                          + f" {RUN_DIR}/{WORKER_SHIM} {RUN_DIR}/job.json")
+            notes += master_port_note(self.launcher(spec, target))
         return Built([launch], files, notes)
 
     def _build_example(self, spec, target, job, env) -> Built:
@@ -273,6 +286,7 @@ class GaudiBackend(Backend):
                          + (" (hub = offline: it must be cached)" if job.hub == "offline" else ""))
         if n > 1:
             notes.append("gaudi_spawn.py runs: " + " ".join(spawned_prefix(spawn)) + f" {script} ...")
+            notes += master_port_note(spawn)
         return Built([Launch(script.removesuffix(".py"), argv, env, processes=n, cwd=f"{OH_DIR}/{folder}")],
                      files, notes)
 

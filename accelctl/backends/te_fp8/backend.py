@@ -49,6 +49,13 @@ VIT_LAYER_KWARGS: dict[str, object] = {
     "attn_input_format": "bshd",
     "layernorm_epsilon": 1e-6,
 }
+#: the plan's note on why its block differs from seed 002's TE_Block (which passed only the
+#: first five arguments), stated on every TE plan
+VIT_LAYER_DEVIATION = (
+    "deliberately not seed 002's TE_Block, which passed only hidden_size, ffn_hidden_size, num_attention_heads "
+    "and the dropouts: with TE's defaults (self_attn_mask_type='causal', sequence-first 'sbhd' layout) its "
+    "attention was causal and ran over the batch dimension of timm's (batch, tokens, hidden) tensors, and its "
+    "LayerNorm eps 1e-05 was not timm's 1e-06; the step's FLOPs and shapes are the same, its numerics are a ViT's")
 
 #: FP8 GEMM operand rule of TE (``pytorch/utils.py: assert_dim_for_fp8_exec``): the product
 #: of all dimensions but the last divisible by 8, the last by 16; te_check reads it back.
@@ -185,7 +192,7 @@ class TeFp8Backend(TorchrunBackend):
         notes = [*built.notes,
                  f"Transformer Engine {cfg['transformer_engine']}: timm blocks -> te.TransformerLayer(hidden_size=dim, "
                  f"ffn_hidden_size=dim*mlp_ratio, num_attention_heads=heads, hidden_dropout, attention_dropout, "
-                 f"{layer}) via VisionTransformer(block_fn=...)"]
+                 f"{layer}) via VisionTransformer(block_fn=...)", VIT_LAYER_DEVIATION]
         warnings = list(built.warnings)
         if cfg["fp8"]:
             a, r = cfg["autocast"], cfg["recipe"]

@@ -154,7 +154,10 @@ class XlaNeuronBackend(Backend):
             f"MpDeviceLoader, xm.optimizer_step; torch-xla {TORCH_XLA_VERSION} (needs torch 2.9.0)",
             f"{workers} data-loader workers per process ({why})",
             ("bf16: torch.autocast('xla', dtype=bfloat16) around the forward, compiler auto-cast off "
-             "(NEURON_CC_FLAGS=--auto-cast=none); XLA_USE_BF16 is deprecated after torch-xla 2.6 and not set"
+             "(NEURON_CC_FLAGS=--auto-cast=none); deliberately not seed 004's XLA_USE_BF16=1, which holds the "
+             "weights, gradients and optimizer states in bf16 too (other numerics, half their memory): it is "
+             f"deprecated after torch-xla 2.6 and dropped after Neuron 2.24, and the plan targets torch-xla "
+             f"{TORCH_XLA_VERSION}, so it is not set"
              if target.precision.dtype == "bf16" else
              "fp32: compiler auto-cast off (NEURON_CC_FLAGS=--auto-cast=none), else neuronx-cc runs FP32 "
              "matmuls in BF16"),
