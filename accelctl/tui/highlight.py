@@ -269,3 +269,54 @@ def highlight_diff(text: str) -> Text:
         out.append(line + "\n", style)
     out.rstrip()
     return out
+
+
+def source_with_diagnostics_wrapped(source: str, diags, *, number_width: int | None = None):
+    """As ``source_with_diagnostics``, for a panel narrower than the file (issue 27: E407 and E401
+    were invisible at 80 columns, cut off right of the caret): the source and caret lines are
+    cut with ``…`` at the panel's edge, each diagnostic's message and hint wrap on lines of
+    their own under the gutter.  A rich ``Group`` of ``Text`` lines."""
+    from rich.console import Group
+
+    lines = source.splitlines() or [""]
+    width = number_width or len(str(len(lines)))
+    by_line: dict[int, list] = defaultdict(list)
+    out: list[Text] = []
+    for d in diags:
+        if d.span is not None and 1 <= d.span.line <= len(lines):
+            by_line[d.span.line].append(d)
+        else:
+            out += _message_lines(d, "")
+    highlighted = highlighted_lines(source) or [Text("")]
+    pad = " " * (width + 1)
+    for n, line in enumerate(lines, start=1):
+        row = Text(no_wrap=True, overflow="ellipsis")
+        row.append(f"{n:>{width}} ", "bold red" if by_line.get(n) else "dim")
+        row.append("│ ", "dim")
+        shown = highlighted[n - 1]
+        shown.expand_tabs(4)
+        row.append_text(shown)
+        out.append(row)
+        for d in by_line.get(n, ()):
+            sp = d.span
+            col = max(1, sp.column)
+            span_w = (sp.end_column - sp.column) if sp.end_line == sp.line else len(line) - col + 1
+            span_w = max(1, min(span_w, max(1, len(line) - col + 1)))
+            caret = Text(no_wrap=True, overflow="ellipsis")
+            caret.append(pad + "│ ", "dim")
+            caret.append(" " * (col - 1) + "^" * span_w, SEVERITY_STYLE.get(d.severity, "bold"))
+            out.append(caret)
+            out += _message_lines(d, pad + "│ ")
+    return Group(*out)
+
+
+def _message_lines(d, gutter: str) -> list[Text]:
+    style = SEVERITY_STYLE.get(d.severity, "bold")
+    msg = Text(gutter, "dim")
+    msg.append(f"{d.severity}[{d.code}]: {d.message}", style)
+    out = [msg]
+    if d.hint:
+        hint = Text(gutter, "dim")
+        hint.append(f"hint: {d.hint}", "italic")
+        out.append(hint)
+    return out

@@ -81,7 +81,11 @@ async def test_workloads_lists_files_with_validation_state_and_inline_diagnostic
         await pilot.pause()
         src = text_of(app, "#wl-source")
         assert "max_new_token = 8 tokens" in src
-        assert "^^^^^^^^^^^^^ error[E202]: unknown key 'max_new_token' in task generate" in src
+        # the caret under the key, the message on a line of its own (it wraps at the panel's width)
+        lines = src.splitlines()
+        at = next(i for i, ln in enumerate(lines) if "max_new_token = 8 tokens" in ln)
+        assert lines[at + 1].rstrip().endswith("^^^^^^^^^^^^^")
+        assert "error[E202]: unknown key 'max_new_token' in task generate" in lines[at + 2]
         assert "hint: did you mean 'max_new_tokens'?" in src
         assert "error[E203]: unknown precision 'bf61'" in src
         assert app.screen.query_one("#wl-source-box").border_title == "broken.wl · 3 error(s)"

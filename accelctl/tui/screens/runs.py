@@ -17,7 +17,8 @@ from accelctl.tui.messages import OpenRun
 from accelctl.tui.screens.base import AppScreen
 from accelctl.tui.widgets.stats import status_style
 
-COLUMNS = ("", "started", "workload", "target", "status", "median step", "throughput")
+#: the id is the short one every command takes (``accelctl report 0001``), as ``accelctl runs`` shows it
+COLUMNS = ("", "id", "started", "workload", "target", "status", "median step", "throughput")
 
 
 def _started(record) -> str:
@@ -70,9 +71,12 @@ class RunsScreen(AppScreen):
         table = self.query_one(DataTable)
         row = table.cursor_row
         table.clear()
+        from accelctl.report.fit import short_ids
+
+        short = short_ids([r.id for r in self.records])
         for r in self.records:
             thr = throughput.text(r.throughput, r.throughput_unit)
-            table.add_row(self._mark(r.id), _started(r), r.workload, r.target,
+            table.add_row(self._mark(r.id), short.get(r.id, r.id), _started(r), r.workload, r.target,
                           Text(r.status, style=status_style(r.status)), fmt.ms(r.median_step_time_s),
                           thr, key=r.id)
         table.border_title = f"run store · {len(self.records)} run(s) in {fmt.path(self.app.runs_root)}"

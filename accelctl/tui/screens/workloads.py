@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from accelctl.tui.highlight import source_with_diagnostics
+from accelctl.tui.highlight import source_with_diagnostics_wrapped
 from accelctl.tui.messages import SelectionChanged
 from accelctl.tui.screens.base import AppScreen
 
@@ -80,7 +80,7 @@ class WorkloadsScreen(AppScreen):
     def _show(self, idx: int) -> None:
         wf = self.app.workload_files()[idx]
         src = self.query_one("#wl-source", Static)
-        src.update(source_with_diagnostics(wf.text, wf.diags))
+        src.update(source_with_diagnostics_wrapped(wf.text, wf.diags))
         box = self.query_one("#wl-source-box")
         state = (f"{wf.errors} error(s)" if wf.errors else f"{wf.warnings} warning(s)" if wf.warnings else "valid")
         box.border_title = f"{wf.path.name} · {state}"
