@@ -236,7 +236,8 @@ def reference_tables(user: list[Entry] | None = None) -> list[Table]:
     user = user or []
     tables: list[Table] = []
     for t in ref["tables"]:
-        source = f"{ref['seeds'][t['seed']]['file']}, {t['section']}"
+        # the publication's title, not the file it was filed under (issue 27: "source: 000_4682....txt")
+        source = f"{ref['seeds'][t['seed']]['title']}, {t['section']}"
         notes = [f"source: {source}", *t.get("notes", [])]
         mine = [e for e in user if e.workload in (t.get("workloads") or [])]
         if t["kind"] == "scaling":
