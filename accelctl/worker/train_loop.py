@@ -42,6 +42,7 @@ def run(ctx: RunContext) -> tuple[int, dict]:
         model = float8.convert(model, job, DEVICE_FAMILIES[job.device.adapter].host, ctx.log)
     model = optimize.apply(model, job, ctx.log)  # channels-last, torch.compile (in place, before DDP)
     model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
+    fp8_after_step = float8.after_optimizer_step(job)  # FSDP2 with FP8 all-gather: the next weight scales
     optimizer = adapter.make_optimizer(job.optimizer, model.parameters())
     read = data.training_batches(job, built, ctx.data_rank, ctx.data_parallel, ctx.log)
     batches = CountedBatches(adapter.wrap_batches(read, job))  # counted: the data position of a checkpoint
@@ -112,6 +113,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             scaler.update()
         else:
             adapter.optimizer_step(optimizer)
+        if fp8_after_step is not None:
+            fp8_after_step(model)
         adapter.mark_step()
         return loss_value
 
