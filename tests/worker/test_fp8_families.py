@@ -15,17 +15,7 @@ import torch
 from accelctl.contract.job import DeviceJob, WorkerJob
 from accelctl.spec import fp8_layers
 from accelctl.spec.models import FAMILIES
-from accelctl.spec.types import (
-    BatchSpec,
-    DatasetSpec,
-    Fp8Recipe,
-    MeasureSpec,
-    ModelSpec,
-    OptimizerSpec,
-    ParallelSpec,
-    PrecisionSpec,
-    TaskSpec,
-)
+from accelctl.spec import types as T
 
 pytest.importorskip("torchao")
 
@@ -42,12 +32,12 @@ def job_for(family: str, shape: dict, recipe: str = "tensorwise", parallel: str 
     fmt = "e4m3" if recipe == "rowwise" else "hybrid"
     return WorkerJob(
         run_id="fp8", workload="fp8", target="cpu", backend="cpu", device=DeviceJob(),
-        task=TaskSpec(kind="pretrain", objective=OBJECTIVE.get(family, "causal_lm")),
-        model=ModelSpec(family=family, source="arch", stand_in=shape, weights="random"), architecture=shape,
-        scale="stand_in", data=DatasetSpec(seq_len=16, target_len=8, image_size=32, classes=10),
-        precision=PrecisionSpec(dtype="fp8", fp8=Fp8Recipe(library="torchao", recipe=recipe, format=fmt)),
-        optimizer=OptimizerSpec(name="sgd", lr=0.05, momentum=0.9), measure=MeasureSpec(warmup=1, steps=2),
-        batch=BatchSpec(micro=2), parallel=ParallelSpec(strategy=parallel), threads=1, events_dir="")
+        task=T.TaskSpec(kind="pretrain", objective=OBJECTIVE.get(family, "causal_lm")),
+        model=T.ModelSpec(family=family, source="arch", stand_in=shape, weights="random"), architecture=shape,
+        scale="stand_in", data=T.DatasetSpec(seq_len=16, target_len=8, image_size=32, classes=10),
+        precision=T.PrecisionSpec(dtype="fp8", fp8=T.Fp8Recipe(library="torchao", recipe=recipe, format=fmt)),
+        optimizer=T.OptimizerSpec(name="sgd", lr=0.05, momentum=0.9), measure=T.MeasureSpec(warmup=1, steps=2),
+        batch=T.BatchSpec(micro=2), parallel=T.ParallelSpec(strategy=parallel), threads=1, events_dir="")
 
 
 def expand(split: fp8_layers.Split) -> tuple[set[str], set[str]]:
