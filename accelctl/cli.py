@@ -152,21 +152,35 @@ def cmd_plan(args) -> int:
         return exitcodes.OK
     failed = not_run = 0
     plans = reply.result.setdefault("plans", []) if reply else []
+    chosen = []
     for spec in load_selected(args.file, args.workload):
         targets = [named_target(spec, args.target)] if args.target else list(spec.targets)
         if args.fp8 and not args.target:
             targets = [t for t in targets if t.precision.dtype == "fp8"]
-        for t in targets:
+        chosen += [(spec, t) for t in targets]
+    # several plans, as text, nothing asked of each: one row each (the full plans: --full or -t)
+    summary = None if (reply or args.full or args.check or args.format != "text" or len(chosen) < 2) else []
+    if summary is not None:
+        from accelctl import cli_plan_summary
+    for spec, t in chosen:
+        if True:  # noqa: SIM108 - one level as before: the loop over (workload, target) pairs
             try:
                 p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse)
             except AccelctlError as exc:
                 failed += 1
+                if summary is not None:
+                    summary.append(cli_plan_summary.refused(spec, t, exc))
+                    _print_error(exc)
+                    continue
                 if reply:  # the refusal in the document, its diagnostics beside it
                     plans.append({"workload": spec.name, "target": t.name, "refused": True,
                                   "error": str(exc), "diagnostics": reply.add(exc.diagnostics)})
                     continue
                 print(refusal_header(spec.name, t.name), flush=True)
                 _print_error(exc)
+                continue
+            if summary is not None:
+                summary.append(cli_plan_summary.planned(spec, t, p))
                 continue
             if reply:
                 from accelctl.plan.render import printed
@@ -192,6 +206,8 @@ def cmd_plan(args) -> int:
                           file=sys.stderr if args.format != "text" else sys.stdout)
                 failed += any(r.ok is False for r in results)
                 not_run += sum(r.ok is None for r in results)
+    if summary:
+        print(cli_plan_summary.render(summary, None if args.wide else _width(sys.stdout)))
     if failed:
         return exitcodes.FAILED
     if not_run and not args.allow_unavailable:
@@ -591,25 +607,21 @@ def cmd_doctor(args) -> int:
             ok &= _preflight(spec, make_plan(spec, target, args.engine), args.runs_dir, args.preflight_timeout,
                              reply=_reply(args))
         return exitcodes.OK if ok else exitcodes.FAILED
-    from accelctl.doctor import describe_calibration, doctor, stored_calibrations
+    from accelctl.doctor import describe_calibration, extras_installed, host_facts, run_probes, stored_calibrations
+    from accelctl.doctor import targets_here
 
     if args.calibrate:
         return cmd_calibrate(args)
-    host, probes = doctor()
+    for path in args.files:
+        _no_such_file_is_usage(path)
     if reply := _reply(args):
-        reply.result = {"host": host, "probes": [p.__dict__ for p in probes],
+        reply.result = {"host": host_facts(), "probes": [p.__dict__ for p in run_probes()],
+                        "extras": extras_installed(), "targets": targets_here(args.files),
                         "calibrations": [c.__dict__ for c in stored_calibrations()]}
         return exitcodes.OK
-    print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}"
-          + (f" ({', '.join(host['bf16_flags'])})" if host["bf16_flags"] else ""))
-    print(f"precision: {host['bf16_advice']}")
-    print("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
-    print("C++ compiler (optimize { compile = on } on the CPU): "
-          + (host["cxx_compiler"] or "none: torch.compile cannot build CPU kernels here (install g++)"))
-    for p in probes:
-        state = _color("ok", "32", sys.stdout) if p.ok else _color("absent", "33", sys.stdout)
-        detail = ", ".join(f"{k}={v}" for k, v in p.facts.items()) if p.ok else p.error
-        print(f"  {p.name:<20} {state:<6} {detail}")
+    from accelctl.cli_doctor import print_doctor
+
+    print_doctor(host_facts(), run_probes, extras_installed(), targets_here(args.files), _color)
     ceilings = stored_calibrations()
     print("matmul ceiling for MFU: " + ("stored by accelctl doctor --calibrate" if ceilings else
                                         "not calibrated (accelctl doctor --calibrate); runs probe a best-of per run"))
@@ -667,6 +679,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_const", dest="format", const="json", help=JSON_HELP)
     p.add_argument("--wide", action="store_true", help="text: lines unfolded (default: comments and launch "
                    "commands folded to the terminal or $COLUMNS; whole in a pipe)")
+    p.add_argument("--full", action="store_true", help="every target's whole plan (default for several targets "
+                   "in text: one summary row each; -t T, -f json/sh and --check always print whole plans)")
     p.add_argument("--diff", nargs=2, metavar=("T1", "T2"), help="show what changes between two targets' plans")
     p.add_argument("--rehearse", action="store_true",
                    help="the plan of a CPU rehearsal of the target (this CPU, the stand-in, random weights)")
@@ -750,7 +764,10 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name != mod:
                 raise
 
-    d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE)")
+    d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE), "
+                       "which extras are installed, and which targets of FILEs run here")
+    d.add_argument("files", nargs="*", metavar="FILE", help="workload files: what this machine can do with each "
+                   "target (runs here, rehearse here, through its engine, refused)")
     d.add_argument("--json", action="store_true", help=JSON_HELP)
     d.add_argument("--plan", metavar="FILE", help="instead: the preflight of a target of FILE (a seconds-long "
                    "all-reduce over its planned world through its launches and engine); exit 1 if it fails")
@@ -766,6 +783,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seconds", type=float, default=2.0, help="with --calibrate: seconds of timed matmuls per dtype")
     d.set_defaults(fn=cmd_doctor)
 
+    from accelctl.cli_init import add_parser as add_init
+
+    add_init(sub).set_defaults(fn=_cmd_init)
+
     co = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish): "
                         "eval \"$(accelctl completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh", "fish"))
@@ -775,6 +796,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain(ap)  # help for every option, examples for every verb
     return ap
+
+
+def _cmd_init(args) -> int:
+    from accelctl.cli_init import cmd_init
+
+    return cmd_init(args, _reply(args))
 
 
 def cmd_completion(args) -> int:

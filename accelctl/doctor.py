@@ -86,14 +86,26 @@ def cxx_compiler() -> str:
     return ""
 
 
-def doctor(names: list[str] | None = None) -> tuple[dict, list[Probe]]:
-    from concurrent.futures import ThreadPoolExecutor
+def doctor(names: list[str] | None = None, progress=None) -> tuple[dict, list[Probe]]:
+    """The host's facts and every probe's result (in the probes' order); ``progress(done,
+    total, probe)`` is called as each probe finishes (they run at once, each in its own
+    interpreter: the slowest, torch's import, takes seconds)."""
+    return host_facts(), run_probes(names, progress)
+
+
+def run_probes(names: list[str] | None = None, progress=None) -> list[Probe]:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     table = all_probes()
     names = names or list(table)
+    found: dict[str, Probe] = {}
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
-        probes = list(pool.map(lambda n: run_probe(n, table[n]), names))
-    return host_facts(), probes
+        futures = {pool.submit(run_probe, n, table[n]): n for n in names}
+        for fut in as_completed(futures):
+            found[futures[fut]] = fut.result()
+            if progress is not None:
+                progress(len(found), len(names), found[futures[fut]])
+    return [found[n] for n in names]
 
 
 def calibrate(threads: list[int], seconds: float = 2.0, n: int = 2048, timeout: float = 300.0):
@@ -129,3 +141,87 @@ def describe_calibration(c) -> str:
     if fp32 and bf16:
         parts.append(f"bf16/fp32 {bf16 / fp32:.2f}x")
     return f"threads={c.threads}: " + ", ".join(parts) + f"  (measured {c.date}; {c.method})"
+
+
+# ------------------------------------------------------------------ extras and targets
+
+def extras_installed() -> list[dict]:
+    """accelctl's optional extras (its package metadata) and, for each, which of its pinned
+    packages this environment has: ``{"extra", "installed": [[name, version]], "missing":
+    [[name, wanted]], "elsewhere"}`` -- ``elsewhere`` names the side environment of an extra
+    whose pins clash with this one (torch-xla, optimum-habana) and whether it is there.
+    [] when accelctl runs from a checkout without being installed (no metadata to read)."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    try:
+        dist = md.distribution("accelctl")
+    except md.PackageNotFoundError:
+        return []
+    out: dict[str, dict] = {e: {"extra": e, "installed": [], "missing": [], "elsewhere": ""}
+                            for e in dist.metadata.get_all("Provides-Extra") or []}
+    for line in dist.requires or []:
+        req = Requirement(line)
+        extra = next((e for e in out if req.marker and req.marker.evaluate({"extra": e})), None)
+        if extra is None:
+            continue
+        try:
+            out[extra]["installed"].append([req.name, md.version(req.name)])
+        except md.PackageNotFoundError:
+            out[extra]["missing"].append([req.name, str(req.specifier)])
+    for extra, where in _side_environments().items():
+        if extra in out and out[extra]["missing"]:
+            out[extra]["elsewhere"] = where
+    return list(out.values())
+
+
+def _side_environments() -> dict[str, str]:
+    """extra -> where its packages live instead, and whether that environment is ready."""
+    from accelctl.backends.gaudi.check import habana_python
+    from accelctl.backends.xla_neuron.cpu_rehearsal import xla_python, xla_venv
+
+    habana = habana_python()
+    return {"xla": f"{xla_venv()}: " + ("ready" if xla_python() else "absent (scripts/setup-xla.sh)"),
+            "gaudi": f"{habana.parent.parent}: " + ("ready" if habana.exists() else "absent (scripts/setup-habana.sh)")}
+
+
+def targets_here(paths: list[str]) -> list[dict]:
+    """Each workload x target of the files, and what this machine can do with it: ``runs here``,
+    ``rehearse here`` (its devices are elsewhere: the command that rehearses it on this CPU),
+    ``through ENGINE`` (a scheduler places it), or ``refused`` with plan's code and words."""
+    from accelctl.api import load, plan, start_blocker
+    from accelctl.errors import AccelctlError
+    from accelctl.plan.select import ENGINES_HERE, missing_here
+
+    present = present_adapters()
+    out = []
+    for path in paths:
+        try:
+            specs = load(path)
+        except AccelctlError as exc:
+            d = exc.diagnostics[0] if exc.diagnostics else None
+            out.append({"file": path, "workload": None, "target": None, "verdict": "invalid",
+                        "detail": f"{d.code}: {d.message}" if d else str(exc)})
+            continue
+        for spec in specs:
+            for t in spec.targets:
+                row = {"file": path, "workload": spec.name, "target": t.name}
+                try:
+                    p = plan(spec, t)
+                except AccelctlError as exc:
+                    d = exc.diagnostics[0] if exc.diagnostics else None
+                    out.append({**row, "verdict": "refused", "detail": f"{d.code}: {d.message}" if d else str(exc)})
+                    continue
+                if p.engine not in ENGINES_HERE:
+                    blocked = start_blocker(p)
+                    out.append({**row, "verdict": f"through {p.engine}", "detail": (
+                        f"engine {p.engine} cannot start it from here: {blocked}" if blocked else
+                        f"engine {p.engine} places it: accelctl run {path} -w {spec.name} -t {t.name} submits it")})
+                elif missing_here(spec, t, p.engine, present) is None:
+                    out.append({**row, "verdict": "runs here", "detail": f"accelctl run {path} -w {spec.name} "
+                                f"-t {t.name}"})
+                else:
+                    out.append({**row, "verdict": "rehearse here", "detail": f"needs {t.world_size} x {t.device}; "
+                                f"accelctl run {path} -w {spec.name} -t {t.name} --rehearse"})
+    return out

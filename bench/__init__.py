@@ -2,5 +2,5 @@
 
 ``harness`` runs A/B pairs and their statistics, ``comparisons`` holds one module per
 comparison, ``baselines`` the independent bare scripts, ``workloads`` the workload files
-written for the suite, ``readme`` the README table.  See ``bench/__main__.py``.
+written for the suite, ``readme`` the table of docs/bench.md.  See ``bench/__main__.py``.
 """

@@ -3,10 +3,10 @@
     .venv/bin/python -m bench --pin                 # the full suite, single-process pairs pinned
     .venv/bin/python -m bench --quick               # tiny sizes, few pairs: a smoke test, not a measurement
     .venv/bin/python -m bench --only bert_step --pin --json out.json
-    .venv/bin/python -m bench --write-readme        # run, then rewrite README.md's bench table
+    .venv/bin/python -m bench --write-readme        # run, then rewrite docs/bench.md's bench table
     .venv/bin/python -m bench --readme-only         # rewrite the table from bench/last_run.json
 
-A run of the whole suite (no ``--only``) is saved as ``bench/last_run.json``; the README's
+A run of the whole suite (no ``--only``) is saved as ``bench/last_run.json``; docs/bench.md's
 table is generated from it.
 
 Each comparison runs as A/B pairs (``bench.harness``): accelctl (a) against a baseline (b),
@@ -41,6 +41,7 @@ from bench.harness import ROOT, median_parts, run_pairs, summarize, usable_cores
 from bench.hostfacts import host
 
 LAST_RUN = Path(__file__).resolve().parent / "last_run.json"
+BENCH_DOC = ROOT / "docs" / "bench.md"
 
 
 def run_one(comp, args, workdir: Path) -> dict:
@@ -97,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pin", action="store_true",
                     help="single-process comparisons: both arms at once, one core each, cores swapped each pair")
     ap.add_argument("--json", type=Path, metavar="OUT", help="also write the report here")
-    ap.add_argument("--write-readme", action="store_true", help="after the run, rewrite README.md's bench table")
-    ap.add_argument("--readme-only", action="store_true", help="rewrite README.md's table from bench/last_run.json")
+    ap.add_argument("--write-readme", action="store_true", help="after the run, rewrite docs/bench.md's table")
+    ap.add_argument("--readme-only", action="store_true", help="rewrite docs/bench.md's table from bench/last_run.json")
     args = ap.parse_args(argv)
 
     if args.readme_only:
-        readme.write(ROOT / "README.md", json.loads(LAST_RUN.read_text()))
-        print(f"README.md: bench table rewritten from {LAST_RUN.relative_to(ROOT)}")
+        readme.write(BENCH_DOC, json.loads(LAST_RUN.read_text()))
+        print(f"docs/bench.md: bench table rewritten from {LAST_RUN.relative_to(ROOT)}")
         return 0
     chosen = [BY_NAME[n] for n in args.only] if args.only else ALL
     report = {"command": " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
@@ -124,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(text)
     if args.write_readme:
-        readme.write(ROOT / "README.md", report)
-        print("README.md: bench table rewritten")
+        readme.write(BENCH_DOC, report)
+        print("docs/bench.md: bench table rewritten")
     print(f"bench: {len(chosen)} comparison(s) in {report['wall_s']:.0f} s; load average now "
           f"{os.getloadavg()[0]:.2f}", flush=True)
     return 0 if all(not c["status"].startswith("failed") for c in report["comparisons"]) else 1

@@ -1,4 +1,4 @@
-"""The README's bench table, generated from the suite's last run (``bench/last_run.json``).
+"""docs/bench.md's bench table, generated from the suite's last run (``bench/last_run.json``).
 
 ``write(readme, report)`` replaces what lies between the ``<!-- bench:begin -->`` and
 ``<!-- bench:end -->`` markers with a table of ratios only (accelctl / baseline: median,

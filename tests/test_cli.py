@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from accelctl import exitcodes
+
 from accelctl.cli import EXIT_CHECK_NOT_RUN, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,12 +53,33 @@ def test_plan_diff_unknown_target_is_an_error(capsys):
     assert "no target 'p6'" in capsys.readouterr().err
 
 
-def test_plan_of_a_file_prints_plans_and_refusals_and_exits_1(capsys):
-    rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl")])
+def test_plan_full_of_a_file_prints_plans_and_refusals_and_exits_1(capsys):
+    rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl"), "--full"])
     cap = capsys.readouterr()
     assert rc == 1
     assert "# plan: workload t5_3b_summarization -> target gaudi2\n" in cap.out
     assert "target gaudi1: cannot be planned" in cap.out and "error[E530]" in cap.err
+
+
+def test_plan_of_several_targets_is_a_summary_row_each_and_exits_1_on_a_refusal(capsys):
+    """issue 27: `plan FILE` printed 1,154 lines for bert_large_pretrain.wl; now a row per
+    workload x target (backend, engine, devices, memory) with its launch command or refusal."""
+    rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl")])
+    cap = capsys.readouterr()
+    assert rc == 1 and "error[E530]" in cap.err  # the refusal's positioned diagnostic, as before
+    lines = cap.out.splitlines()
+    assert lines[0] == "workload t5_3b_summarization" and lines[1].split() == [
+        "target", "backend", "engine", "devices", "memory", "per", "device"]
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("a100 "))
+    assert lines[row].split()[:5] == ["a100", "torchrun", "local", "8", "x"] and "80.00 GB fits" in lines[row]
+    assert lines[row + 1].startswith("    $ ") and "torchrun" in lines[row + 1]
+    refused = next(i for i, ln in enumerate(lines) if ln.startswith("gaudi1 "))
+    assert lines[refused + 1].startswith("    refused E530: t5_3b_summarization does not fit on target gaudi1")
+    assert "# plan:" not in cap.out and len(lines) < 20
+    # several workloads: the workload is a column
+    assert main(["plan", str(ROOT / "workloads" / "bert_large_pretrain.wl")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["workload", "target"] and sum(ln.startswith("bert_large_phase1_bs") for ln in out) == 8
 
 
 @pytest.mark.parametrize("args,code,message", [
@@ -94,6 +117,35 @@ def test_doctor_reports_this_machine_without_crashing():
     assert d["host"]["cxx_compiler"].endswith("++")
     # absent stacks are reported, not raised
     assert not probes["habana"]["ok"] and "habana_frameworks" in probes["habana"]["error"]
+
+
+def test_doctor_names_the_extras_installed_and_what_each_target_of_a_file_does_here(tmp_path):
+    """issue 27: doctor said nothing of extras or of which targets could run here."""
+    import importlib.metadata as md
+
+    cp = _accelctl("doctor", "workloads/llama2_7b.wl", "workloads/ddp_cpu.wl", "--json")
+    assert cp.returncode == 0, cp.stderr
+    d = json.loads(cp.stdout)["result"]
+    extras = {e["extra"]: e for e in d["extras"]}
+    assert set(extras) >= {"run", "tui", "report", "deepspeed", "xla", "gaudi", "bench", "dev"}
+    assert ["torch", md.version("torch")] in extras["run"]["installed"] and not extras["run"]["missing"]
+    # accelerate is the bench extra's, which scripts/setup.sh does not install
+    assert extras["bench"]["missing"] == [["accelerate", "==1.15.0"]]
+    assert not extras["xla"]["installed"] and ".venv-xla" in extras["xla"]["elsewhere"]
+    verdicts = {(t["workload"], t["target"]): (t["verdict"], t["detail"]) for t in d["targets"]}
+    assert verdicts[("ddp_cpu", "cpu")] == ("runs here", "accelctl run workloads/ddp_cpu.wl -w ddp_cpu -t cpu")
+    verdict, detail = verdicts[("llama2_7b_zero3", "gaudi2")]  # no HPU on this machine
+    assert verdict == "rehearse here" and detail.endswith("-t gaudi2 --rehearse") and "8 x gaudi2" in detail
+    assert verdicts[("llama2_7b_zero3", "h100")][0] == "through slurm"
+    # a file that does not load says so; a missing one is a usage error
+    bad = tmp_path / "bad.wl"
+    bad.write_text("workload w {\n  precision bf61\n}\n")
+    cp = _accelctl("doctor", str(bad), "--json")
+    assert json.loads(cp.stdout)["result"]["targets"][0]["verdict"] == "invalid"
+    assert _accelctl("doctor", str(tmp_path / "none.wl")).returncode == exitcodes.USAGE
+    # the text: the host first, the extras and the targets after the probes
+    out = _accelctl("doctor", "workloads/ddp_cpu.wl").stdout
+    assert out.index("cpu: ") < out.index("extras") < out.index("ddp_cpu / cpu: runs here")
 
 
 def test_runs_lists_the_store_newest_first(capsys):

@@ -97,7 +97,7 @@ def test_estimate_imports_no_heavy_module_and_is_fast():
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
                        "accelctl.exitcodes", "accelctl.reply",
                        "accelctl.dsl", "accelctl.spec", "accelctl.report", "accelctl.report.cli", "accelctl.tui",
-                       "accelctl.tui.cli", "accelctl.cli_runs", "accelctl.cli_help")
+                       "accelctl.tui.cli", "accelctl.cli_runs", "accelctl.cli_help", "accelctl.cli_init")
 
 def _modules_after(code: str) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],

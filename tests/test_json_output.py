@@ -98,6 +98,8 @@ CASES = [
     ("doctor-calibrate-usage", ["doctor", "--calibrate", "--seconds", "0", "--json"], exitcodes.USAGE,
      {"error": "AccelctlError"}),
     ("completion-good", ["completion", "bash", "--json"], exitcodes.OK, {}),
+    ("init-good", ["init", "bert", "-o", "-", "--json"], exitcodes.OK, {}),
+    ("init-usage", ["init", "org/mystery", "--json"], exitcodes.USAGE, {"error": "AccelctlError"}),
     ("completion-usage", ["completion", "tcsh", "--json"], exitcodes.USAGE, {"error": "UsageError"}),
     ("tui-has-no-json", ["tui", "--json"], exitcodes.USAGE, {"error": "UsageError"}),
     ("no-verb", ["--json"], exitcodes.USAGE, {"error": "UsageError"}),

@@ -381,8 +381,10 @@ def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:
     t_pre = max(pre * b / split / peak, weight_bytes / bw)
     t_compute = pre * b / split / peak
     t_mem = weight_bytes / bw
-    overhead_per_layer = (fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else
-                          fx.fused_layer_overhead_s if p.kernel_inject else fx.eager_layer_overhead_s).value
+    per_layer = (fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else
+                 fx.fused_layer_overhead_s if p.kernel_inject else fx.eager_layer_overhead_s)
+    overhead_per_layer = per_layer.value
+    est.sources["layer_overhead"] = f"{per_layer.value * 1e6:.3g} us per decoder layer and token: {per_layer.source}"
     tp_coll = T.tensor_parallel_per_token(p.tp, layers, h, b, e)
     t_tp_tok = _link_time(tp_coll, sheet, target.instance, fx, target.devices) if tp_coll else 0.0
     total = t_pre

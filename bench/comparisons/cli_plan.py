@@ -2,7 +2,7 @@
 
 Measured 2026-11-23 (load 3.8-4.5 on 2 cores, 12 interleaved pairs, two sessions each,
 alternating): 1.513 / 1.511 before the plug-in tables loaded lazily, 1.280 / 1.249 after
-(README, "Cold plan / validate / estimate").  The rest of the gap is mostly dataclass
+(docs/bench.md, "Cold plan / validate / estimate").  The rest of the gap is mostly dataclass
 creation in our own modules (``spec.types``, ``contract.job``, ``contract.plan``).
 """
 

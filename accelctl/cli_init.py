@@ -1,0 +1,350 @@
+"""``accelctl init [MODEL] [-t TARGET ...]``: a commented workload that validates, to start from.
+
+MODEL is a family (``llama``: its tiny architecture, which runs anywhere), a Hub id the
+catalog knows (``bigscience/bloomz-7b1``: its real shape), or any other Hub id or local model
+folder, whose shape comes from its ``config.json`` (``--config PATH``, the folder, or the HF
+cache) -- else the family named with ``--family`` or read from the id, and the file says that
+plan and estimate use the stand-in's sizes until a config is given.
+
+Every target is planned before the file is written: one that does not fit as first written
+gets the sharding that makes it fit (ZeRO-3 over the instance's devices to train,
+DeepSpeed-inference tensor parallel to generate or score, gradient checkpointing), and one
+that still cannot run says why in a comment above it, in ``plan``'s words.  A ``cpu`` target
+is always there, so ``accelctl run FILE -t cpu`` works on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelctl import exitcodes
+from accelctl.errors import AccelctlError
+
+#: the training tasks (an optimizer and a batch)
+TRAINING = ("pretrain", "finetune")
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("init", help="write a commented workload that validates, to start from")
+    p.add_argument("model", nargs="?", default="gpt2",
+                   help="a family (llama, bert, vit, ...), a Hub id or a local model folder (default: gpt2, tiny)")
+    p.add_argument("-t", "--target", action="append", default=[], metavar="DEVICE|INSTANCE",
+                   help="a device kind (h100, gaudi2, trn1, ...) or an instance (p5.48xlarge, ...); repeatable; "
+                        "a cpu target is always added")
+    p.add_argument("--task", help="pretrain, finetune, generate or infer (default: the model's usual one)")
+    p.add_argument("--family", help="the architecture family of a Hub model the catalog does not know")
+    p.add_argument("--config", metavar="PATH", help="the model's config.json (or its folder) for its real shape")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: NAME.wl here; - for stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout: the file written, its "
+                   "workload and each target's verdict (with -o -: the text too)")
+    return p
+
+
+def usage(message: str) -> AccelctlError:
+    return AccelctlError(f"init: {message}", exit_code=exitcodes.USAGE)
+
+
+# ------------------------------------------------------------------ what the file says
+
+@dataclass
+class Model:
+    family: str
+    #: the model line and its block's lines
+    line: str
+    block: list[str] = field(default_factory=list)
+    comment: str = ""
+    hub: bool = False
+    #: context length the real model takes (tokens) where known
+    context: int = 0
+    #: the real architecture is known (a family's own tiny one, the catalog's, a config.json)
+    shape_known: bool = True
+    shape: dict = field(default_factory=dict)
+
+
+def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Path) -> Model:
+    from accelctl.spec.models import FAMILIES, KNOWN_MODELS
+
+    if ref in FAMILIES and not config:
+        fam = FAMILIES[ref]
+        # the sizes a reader changes first; a family without them (stable_diffusion) takes its defaults
+        shape = ", ".join(f"{k} = {_value(v)}" for k, v in fam.shape.items() if k in ("layers", "hidden", "heads")
+                          and "layers" in fam.shape)
+        return Model(ref, f"model {ref}({shape})", comment=f"a tiny {ref} (random weights): write its real sizes "
+                     "here, or name a Hub id: model hf(\"org/name\") { family = " + ref + " }",
+                     shape=dict(fam.shape))
+    known = KNOWN_MODELS.get(ref)
+    if known is not None:
+        return Model(known.family, f'model hf("{ref}")', hub=True, context=known.seq_len, shape=dict(known.shape),
+                     comment=f"the catalog's {ref}: its real shape plans and estimates; the cpu target runs a "
+                             "tiny stand-in of it")
+    cfg_path = _config_for(ref, config, out_dir)
+    if cfg_path is not None:
+        from accelctl.spec import hf_config
+
+        try:
+            fam, shape = hf_config.shape_of(hf_config.read(cfg_path))
+        except hf_config.ConfigError as exc:
+            raise usage(f"{cfg_path}: {exc}") from None
+        if family and family != fam:
+            raise usage(f"--family {family}: {cfg_path} says model_type {fam}")
+        rel = _relative(cfg_path, out_dir)
+        return Model(fam, f'model hf("{ref}")', [f"family = {fam}", f'config = "{rel}"'], hub=True,
+                     context=int(shape.get("max_positions") or 0), shape=shape,
+                     comment=f"shape from {rel}: plan and estimate use the real model")
+    fam = family or _family_in_name(ref)
+    if fam is None:
+        raise usage(f"{ref!r}: no config.json here (--config PATH, the model's folder, or the HF cache) and no "
+                    f"family in its name; name it with --family ({', '.join(FAMILIES)})")
+    if fam not in FAMILIES:
+        raise usage(f"--family {fam}: not a family accelctl builds ({', '.join(FAMILIES)})")
+    return Model(fam, f'model hf("{ref}")', [f"family = {fam}"], hub=True, shape=dict(FAMILIES[fam].shape),
+                 shape_known=False, comment="no config.json here: an accelerator target needs the real shape "
+                 "(config = \"PATH/config.json\", or the HF cache); the cpu target runs a tiny stand-in")
+
+
+def _config_for(ref: str, config: str | None, out_dir: Path) -> Path | None:
+    if config:
+        p = Path(config).expanduser()
+        p = p / "config.json" if p.is_dir() else p
+        if not p.is_file():
+            raise usage(f"--config {config}: no such file")
+        return p.resolve()
+    local = Path(ref).expanduser()
+    if (local / "config.json").is_file():
+        return (local / "config.json").resolve()
+    from accelctl.spec import hf_config
+
+    try:
+        return hf_config.find(ref, "hub", out_dir, online=False)
+    except (hf_config.ConfigError, ImportError):
+        return None
+
+
+def _relative(path: Path, out_dir: Path) -> str:
+    try:
+        return path.relative_to(out_dir.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _family_in_name(ref: str) -> str | None:
+    from accelctl.spec.models import FAMILIES
+
+    low = ref.lower().replace("-", "_")
+    for name in sorted(FAMILIES, key=len, reverse=True):  # mixtral before mistral's prefix, gpt_neox before gpt2
+        if name in low:
+            return name
+    return None
+
+
+def _value(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", text.rsplit("/", 1)[-1]).strip("_").lower()
+    return name if name and not name[0].isdigit() else f"m_{name}"
+
+
+def task_lines(family: str, task: str, model: Model) -> tuple[list[str], list[str]]:
+    """(task and dataset lines, optimizer/batch lines) of the workload."""
+    from accelctl.spec.models import FAMILIES
+
+    fam = FAMILIES[family]
+    seq = min(512, model.context) if model.context else 128
+    if family == "stable_diffusion" or fam.library == "diffusers":
+        return ([f"task {task} {{ batch_size = 1  inference_steps = 25 steps }}", "dataset synthetic"], [])
+    if task == "generate":
+        return (["task generate {",
+                 '  prompt         = "Accelerators compared:"',
+                 "  max_new_tokens = 32 tokens",
+                 "  decoding       = greedy",
+                 "  kv_cache       = on",
+                 "  batch_size     = 1",
+                 "}"], [])
+    if fam.image_input:
+        data = (f"dataset synthetic(image_size = {int(model.shape.get('image_size', 32))}, channels = 3, "
+                f"classes = {int(model.shape.get('classes', 10))})")
+        task_line = f"task {task} {{ objective = classification }}" if task in TRAINING else \
+            f"task {task} {{ batch_size = 8 }}"
+    else:
+        data = f"dataset synthetic(seq_len = {seq} tokens)       # or hf(\"org/dataset\") / files(\"data.jsonl\")"
+        task_line = f"task {task}" + (" { batch_size = 8 }" if task == "infer" else "")
+    training = ["optimizer adamw(lr = " + ("0.0001" if model.hub else "0.001") + ", weight_decay = 0.01, "
+                "grad_clip = 1.0)", "batch { micro = 8 }"] if task in TRAINING else []
+    return [task_line, data], training
+
+
+# ------------------------------------------------------------------ targets
+
+@dataclass
+class Target:
+    name: str
+    lines: list[str]
+    comment: str = ""
+
+
+def base_target(value: str) -> Target:
+    from accelctl.spec.catalog import DEVICES, INSTANCES
+
+    if value in INSTANCES:
+        inst = INSTANCES[value]
+        return Target(_identifier(value), [f"instance = {value}"],
+                      f"{inst.devices} x {inst.device}" + (f", {inst.price_per_hour:g} usd/h" if inst.price_per_hour
+                                                          else ""))
+    if value in DEVICES:
+        dev = DEVICES[value]
+        if dev.host:
+            return Target(_identifier(value), ["devices = 1", "precision = fp32"], "this machine: the stand-in")
+        return Target(_identifier(value), [f"device = {value}", "devices = 1"], f"1 x {value}")
+    raise usage(f"-t {value}: not a device kind or an instance of the catalog (devices: {', '.join(DEVICES)}; "
+                f"instances: {', '.join(INSTANCES)})")
+
+
+def _described(target: Target) -> str:
+    """The comment of a target whose lines changed: its devices as now written."""
+    n = next((ln.split("= ", 1)[1] for ln in target.lines if ln.startswith("devices = ")), None)
+    dev = next((ln.split("= ", 1)[1] for ln in target.lines if ln.startswith("device = ")), None)
+    return f"{n} x {dev}" if n and dev else target.comment
+
+
+def escalations(target: Target, task: str) -> list[list[str]]:
+    """What to add, in order, to a target that does not fit as first written."""
+    from accelctl.spec.catalog import INSTANCES
+
+    inst = next((INSTANCES[ln.split("= ", 1)[1]] for ln in target.lines if ln.startswith("instance = ")), None)
+    n = inst.devices if inst else 8
+    devices = [] if inst else [f"devices = {n}"]
+    if task in TRAINING:
+        return [devices + ["parallel = zero(stage = 3)"],
+                devices + ["parallel = zero(stage = 3)", "gradient_checkpointing = on"],
+                devices + ["parallel = zero(stage = 3)", "gradient_checkpointing = on", "batch { micro = 1 }"]]
+    return [devices + [f"parallel = deepspeed_inference(tp = {n})"]]
+
+
+def render(name: str, description: str, model: Model, body: list[str], training: list[str],
+           targets: list[Target]) -> str:
+    out = [f"# {description}", "# Written by `accelctl init`; the language: docs/language.md.  Next:",
+           f"#   accelctl validate {{file}}  ·  accelctl plan {{file}}  ·  accelctl run {{file}} -t cpu", "",
+           f"workload {name} {{", f'  description = "{description}"']
+    out += [f"  {ln}" for ln in body]
+    if model.comment:
+        out.append(f"  # {model.comment}")
+    if model.block:
+        out.append(f"  {model.line} {{")
+        out += [f"    {ln}" for ln in model.block]
+        out.append("  }")
+    else:
+        out.append(f"  {model.line}")
+    out += [f"  {ln}" for ln in training]
+    out += ["  precision bf16", "  measure { warmup = 3 steps  steps = 10 steps }   # warm-up excluded from the figures"]
+    for t in targets:
+        out.append("")
+        if t.comment:
+            out += [f"  # {ln}" for ln in _wrap(t.comment)]
+        out.append(f"  target {t.name} {{")
+        out += [f"    {ln}" for ln in t.lines]
+        out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _wrap(text: str, width: int = 92) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
+
+
+def refusal(text: str, path: Path, target: str) -> str:
+    """plan's words for ``target`` of the file's one workload, or "" where it plans."""
+    from accelctl.api import plan, validate_text
+    from accelctl.errors import PlanError
+
+    specs, diags = validate_text(text, path)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        return f"{errors[0].code}: {errors[0].message}"
+    try:
+        plan(specs[0], target)
+    except PlanError as exc:
+        d = exc.diagnostics[0]
+        return f"{d.code}: {d.message}"
+    return ""
+
+
+def scaffold(args, out_dir: Path) -> tuple[str, str, list[str]]:
+    """(the workload's name, the file's text, each target's verdict: plans, or plan's refusal)."""
+    from accelctl.spec.models import FAMILIES
+
+    model = resolve_model(args.model, args.family, args.config, out_dir)
+    tasks = FAMILIES[model.family].tasks
+    task = args.task or next((t for t in (("finetune", "pretrain") if model.hub else ("pretrain",)) if t in tasks),
+                             tasks[0])
+    if task not in tasks:
+        raise usage(f"--task {task}: family {model.family} does {', '.join(tasks)}")
+    name = _identifier(f"{args.model}_{task}")
+    description = f"{args.model}: {task}" + ("" if args.model == model.family else f" ({model.family})")
+    body, training = task_lines(model.family, task, model)
+    wanted = list(dict.fromkeys(args.target))
+    targets = [base_target(v) for v in wanted]
+    if not model.shape_known and any(t.lines != base_target("cpu").lines for t in targets):
+        raise usage(f"the real shape of {args.model} is unknown here (no config.json: not in the HF cache, no "
+                    f"--config): an accelerator target would be planned as the tiny stand-in (E425); give "
+                    f"--config PATH (its config.json) or leave the accelerator targets out")
+    if not any(t.lines == base_target("cpu").lines for t in targets):
+        targets.append(base_target("cpu"))
+    if len({t.name for t in targets}) != len(targets):
+        raise usage("two targets would have the same name: " + ", ".join(t.name for t in targets))
+    path = out_dir / f"{name}.wl"
+    verdicts = []
+    for t in targets:
+        why = refusal(render(name, description, model, body, training, targets), path, t.name)
+        first = why
+        for extra in escalations(t, task) if why else ():
+            keys = {ln.split(" ", 1)[0] for ln in extra}
+            trial = [ln for ln in t.lines if ln.split(" ", 1)[0] not in keys] + extra
+            saved, t.lines = t.lines, trial
+            why = refusal(render(name, description, model, body, training, targets), path, t.name)
+            if not why:
+                t.comment = _described(t) + f"; sharded to fit ({first.split(': ', 1)[0]} as first written)"
+                break
+            t.lines, why = saved, first
+        if why:
+            t.comment += f"; accelctl plan refuses it: {why}"
+        verdicts.append({"target": t.name, "plans": not why, "refusal": why or None})
+    return name, render(name, description, model, body, training, targets), verdicts
+
+
+def cmd_init(args, reply=None) -> int:
+    out = args.output
+    out_dir = Path.cwd() if out in (None, "-") else Path(out).expanduser().resolve().parent
+    name, text, verdicts = scaffold(args, out_dir)
+    if reply is not None:
+        reply.result = {"workload": name, "targets": verdicts, "path": None}
+    if out == "-":
+        text = text.replace("{file}", "FILE")
+        if reply is not None:
+            reply.result["text"] = text
+        else:
+            sys.stdout.write(text)
+        return exitcodes.OK
+    path = Path(out).expanduser() if out else Path(f"{name}.wl")
+    if path.exists() and not args.force:
+        raise usage(f"{path} exists: --force overwrites it, -o names another file")
+    try:
+        path.write_text(text.replace("{file}", str(path)), encoding="utf-8")
+    except OSError as exc:
+        raise usage(f"cannot write {path}: {exc.strerror or exc}") from None
+    if reply is not None:
+        reply.result["path"] = str(path)
+        return exitcodes.OK
+    print(f"wrote {path} (workload {name})")
+    for v in verdicts:
+        print(f"  target {v['target']}: " + ("plans" if v["plans"] else f"refused -- {v['refusal']}"))
+    print(f"next: accelctl validate {path}  ·  accelctl plan {path}  ·  accelctl run {path} -t cpu")
+    return exitcodes.OK

@@ -1,0 +1,63 @@
+"""``accelctl plan FILE``: a summary when the file plans more than one target -- one row per
+workload x target: backend, engine, devices, memory per device and whether it fits, and the
+first launch command (a refused target: its code and words) -- and the full plans with
+``--full`` or ``-t`` (issue 27: ``plan`` dumped 1,154 lines for ``bert_large_pretrain.wl``).
+
+On a terminal the table fits its width (the launch command is cut with ``…``); in a pipe every
+row is whole, as every other text output of accelctl.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FIT = re.compile(r"^memory per device[^:]*:.*= (.+) of (.+): (.+)$")
+
+
+@dataclass
+class Row:
+    workload: str
+    target: str
+    backend: str = "—"
+    engine: str = "—"
+    devices: str = "—"
+    memory: str = "—"
+    launch: str = ""
+
+
+def planned(spec, target, plan) -> Row:
+    fit = next((f"{m.group(1)} / {m.group(2)} {m.group(3)}" for n in plan.notes if (m := _FIT.match(n))), "—")
+    first = plan.launches[0].shell() if plan.launches else ""
+    more = f"  (+{len(plan.launches) - 1} more)" if len(plan.launches) > 1 else ""
+    return Row(spec.name, target.name, plan.backend, plan.engine, f"{target.world_size} x {plan.device}", fit,
+               "$ " + first + more)
+
+
+def refused(spec, target, exc) -> Row:
+    d = exc.diagnostics[0] if getattr(exc, "diagnostics", None) else None
+    why = f"refused {d.code}: {d.message}" if d else f"refused: {exc}"
+    return Row(spec.name, target.name, launch=why)
+
+
+def render(rows: list[Row], width: int | None) -> str:
+    """One line of columns per plan and, under it, its first launch command (or its refusal)
+    indented; on a terminal each line is cut to ``width`` with ``…``, in a pipe whole."""
+    one = len({r.workload for r in rows}) == 1  # one workload: named once, above the table
+    heads = ("workload", "target", "backend", "engine", "devices", "memory per device")[one:]
+    cells = [(r.workload, r.target, r.backend, r.engine, r.devices, r.memory)[one:] for r in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+
+    def cut(text: str) -> str:
+        text = text.rstrip()
+        return text[:max(width - 1, 0)] + "…" if width is not None and len(text) > width else text
+
+    def line(values) -> str:
+        return cut("  ".join(v.ljust(w) for v, w in zip(values, widths)))
+
+    out = [f"workload {rows[0].workload}"] if one else []
+    out += [line(heads), line(tuple("-" * len(h) for h in heads))]
+    for r, c in zip(rows, cells):
+        out += [line(c), cut(f"    {r.launch}")]
+    out += ["", cut("whole plans: -t TARGET (one), --full (all); -f json / sh are always whole")]
+    return "\n".join(out)

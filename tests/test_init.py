@@ -1,0 +1,114 @@
+"""``accelctl init``: every file it writes validates, its targets plan (sharded where they must be)
+or say in plan's words why not, and it refuses what it cannot know (accelctl.cli_init)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelctl import exitcodes
+from accelctl.api import plan, validate
+from accelctl.cli import build_parser
+from accelctl.errors import AccelctlError, PlanError
+from accelctl.spec.models import FAMILIES
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA_CONFIG = ROOT / "workloads" / "configs" / "Llama-2-7b-hf.json"
+
+
+def init(tmp_path: Path, *argv: str) -> Path:
+    out = tmp_path / "w.wl"
+    args = build_parser().parse_args(["init", *argv, "-o", str(out), "--force"])
+    assert args.fn(args) == exitcodes.OK
+    return out
+
+
+def errors_of(path: Path) -> list:
+    specs, diags = validate(path)
+    assert specs, diags
+    return [d for d in diags if d.severity == "error"]
+
+
+@pytest.mark.parametrize("family,task", [(f, t) for f, fam in FAMILIES.items() for t in fam.tasks])
+def test_every_family_and_task_validates_and_its_cpu_target_plans(tmp_path, family, task):
+    path = init(tmp_path, family, "--task", task, "-t", "h100", "-t", "gaudi2")
+    assert not errors_of(path), path.read_text()
+    (spec,) = validate(path)[0]
+    assert {t.name for t in spec.targets} == {"h100", "gaudi2", "cpu"}
+    assert plan(spec, "cpu").launches  # runs here
+    text = path.read_text()
+    assert f"task {task}" in text and "# " in text and f"accelctl run {path} -t cpu" in text
+
+
+def test_a_hub_model_with_its_config_plans_its_real_shape_sharded_to_fit(tmp_path):
+    path = init(tmp_path, "meta-llama/Llama-2-7b-hf", "--config", str(LLAMA_CONFIG), "-t", "p5.48xlarge",
+                "-t", "gaudi2")
+    text = path.read_text()
+    assert f'config = "{LLAMA_CONFIG}"' in text and "family = llama" in text
+    assert not errors_of(path)
+    (spec,) = validate(path)[0]
+    h100 = plan(spec, "p5_48xlarge")
+    # the real 6.74 B parameters: 13.48 GB of bf16 weights, ZeRO-3 over 8 GPUs -> 1.68 GB each
+    assert any("memory per device (real model): weights 1.68 GB" in n for n in h100.notes), h100.notes
+    # 6.74 B parameters with Adam states do not fit one H100 unsharded: ZeRO-3 over the instance's 8
+    assert "parallel = zero(stage = 3)" in text and "sharded to fit (E530 as first written)" in text
+    assert spec.target("gaudi2").world_size == 8
+
+
+def test_a_target_that_cannot_run_says_why_in_plans_words(tmp_path):
+    path = init(tmp_path, "timm/vit_huge_patch14_224", "-t", "trn1")
+    (spec,) = validate(path)[0]
+    with pytest.raises(PlanError) as refused:
+        plan(spec, "trn1")
+    code = refused.value.diagnostics[0].code
+    assert f"accelctl plan refuses it: {code}" in path.read_text()
+    assert not errors_of(path)  # a refusal is validate's warning, at the target's line
+
+
+def test_a_config_next_to_the_file_is_named_relative_to_it(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text(LLAMA_CONFIG.read_text())
+    path = init(tmp_path, "someone/my-llama", "--config", str(tmp_path / "cfg"), "-t", "h100")
+    assert 'config = "cfg/config.json"' in path.read_text() and not errors_of(path)
+
+
+def test_what_it_cannot_know_is_a_usage_error_naming_the_way_out(tmp_path):
+    parser = build_parser()
+    for argv, words in ((["org/mystery"], "--family"),
+                        (["org/some-llama-model", "-t", "h100"], "--config"),
+                        (["llama", "-t", "h200x"], "not a device kind or an instance"),
+                        (["vit", "--task", "generate"], "family vit does")):
+        args = parser.parse_args(["init", *argv, "-o", str(tmp_path / "x.wl")])
+        with pytest.raises(AccelctlError) as exc:
+            args.fn(args)
+        assert exc.value.exit_code == exitcodes.USAGE and words in str(exc.value), (argv, str(exc.value))
+    assert not (tmp_path / "x.wl").exists()
+    # a Hub id whose family its name gives, with the cpu target only: the stand-in runs here
+    path = init(tmp_path, "org/some-llama-model")
+    assert "family = llama" in path.read_text() and not errors_of(path)
+
+
+def test_an_existing_file_is_kept_and_dash_prints_the_file(tmp_path):
+    target = tmp_path / "keep.wl"
+    target.write_text("mine")
+    run = [sys.executable, "-m", "accelctl.cli", "init", "bert", "-o", str(target)]
+    proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == exitcodes.USAGE and "--force" in proc.stderr and "Traceback" not in proc.stderr
+    assert target.read_text() == "mine"
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "init", "bert", "-o", "-"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin"})
+    assert proc.returncode == 0 and proc.stdout.startswith("# bert: pretrain") and "workload bert_pretrain" in proc.stdout
+    assert not list(tmp_path.glob("*.wl")) or [p.name for p in tmp_path.glob("*.wl")] == ["keep.wl"]
+
+
+@pytest.mark.slow
+def test_the_written_workload_runs_here(tmp_path):
+    path = init(tmp_path, "gpt2", "-t", "h100")
+    proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(path), "-t", "cpu", "--headless",
+                           "--runs-dir", str(tmp_path / "runs")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "status: ok" in proc.stdout
