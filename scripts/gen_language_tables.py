@@ -82,7 +82,9 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "amax_algo": ("how the scale is computed from the history", None),
         "margin": ("scaling margin (powers of 2)", None),
         "library": ("transformer_engine: TE layers and FP8 autocast (delayed scaling); torchao: "
-                    "`convert_to_float8_training` (Float8Linear, dynamic tensorwise scaling; training only)", None),
+                    "`convert_to_float8_training` (Float8Linear, dynamic scaling; training only)", None),
+        "recipe": ("torchao only: tensorwise (one scale per tensor; FSDP2 all-gathers the weights in FP8) or "
+                   "rowwise (one scale per row, E4M3 throughout, power-of-2 scales; more accurate, slower)", None),
     },
     "batch": {
         "micro": ("samples per device per micro-step", None),

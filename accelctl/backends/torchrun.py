@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from accelctl.backends import float8_plan
 from accelctl.backends.base import WORKER, Backend, Built, process_env, refusal
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.job import WorkerJob
@@ -66,6 +67,8 @@ class TorchrunBackend(Backend):
             if target.optimize.compile:
                 out.append(refusal(spec, target, f"torch.compile before the {strategy} split is not built; "
                                    "set optimize { compile = off }", "optimize.compile"))
+        if self.fp8_library == "torchao":
+            out += float8_plan.unsupported(spec, target)
         return out
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
@@ -80,9 +83,7 @@ class TorchrunBackend(Backend):
                          "over the rank's batches, in their order)"
                          + (", pinned host memory" if job.device.pin_memory else ""))
         if target.precision.dtype == "fp8" and self.fp8_library == "torchao":
-            notes.append(f"fp8 through torchao: convert_to_float8_training (Float8Linear, dynamic tensorwise "
-                         f"scaling, {target.precision.fp8.format}) on the nn.Linear layers whose dims divide by "
-                         "16, inside bf16 autocast")
+            notes += float8_plan.notes(spec, target)
         if job.checkpoint.every and target.parallel.strategy in SHARDED:
             notes.append(f"checkpoints every {job.checkpoint.every} steps: torch.distributed.checkpoint (DCP), "
                          "sharded -- every rank writes its own shards of the model and optimizer (a pipeline "

@@ -75,6 +75,7 @@ FP8_KEYS: dict[str, V.VType] = {
     "amax_algo": V.choice("max", "most_recent"),
     "margin": V.integer(0, 64),
     "library": V.choice("transformer_engine", "torchao"),
+    "recipe": V.choice("tensorwise", "rowwise"),
 }
 #: the fp8 keys of Transformer Engine's delayed scaling, which torchao's float8 (dynamic scaling) has not
 FP8_DELAYED_SCALING_KEYS = ("amax_history", "amax_algo", "margin")

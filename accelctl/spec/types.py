@@ -104,8 +104,10 @@ class Fp8Recipe:
     amax_algo: str = "max"
     margin: int = 0
     #: transformer_engine (TE layers and fp8 autocast, delayed scaling) or torchao
-    #: (``convert_to_float8_training``: Float8Linear, dynamic tensorwise scaling)
+    #: (``convert_to_float8_training``: Float8Linear, dynamic scaling)
     library: str = "transformer_engine"
+    #: torchao's recipe: tensorwise (one scale per tensor) or rowwise (one per row, E4M3 throughout)
+    recipe: str = "tensorwise"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ import torch
 
 from accelctl.spec.parallel_plans import PLANS
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+#: the all-gathered width (fp8: torchao's Float8Linear runs under bf16; its FP8 all-gather, where
+#: on, gathers the converted weights in FP8 and the rest in bf16)
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
 
 
 def apply(model, family: str, dp_mesh, parallel, precision: str):

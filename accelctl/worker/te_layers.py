@@ -1,4 +1,5 @@
-"""Transformer Engine in the worker: the timm block swap and the FP8 forward context (seed 002).
+"""Transformer Engine in the worker: the timm block swap (seed 002), the llama-class linear swap,
+and the FP8 forward context.
 
 Everything TE-specific comes from the plan's ``te_recipe.json`` (``accelctl.backends.te_fp8.backend``),
 whose path the launch puts in ``ACCELCTL_TE_CONFIG``: the layer settings, whether FP8 is on,
@@ -9,7 +10,8 @@ anywhere; ``accelctl.backends.te_fp8.check`` reads this file with ``ast`` and ch
 
 Use:
     cfg = te_layers.load()                      # None unless the plan is a te_fp8 plan
-    VisionTransformer(..., block_fn=te_layers.block_fn(cfg))
+    VisionTransformer(..., block_fn=te_layers.block_fn(cfg))   # layer.class TransformerLayer (vit)
+    te_layers.swap_linears(model, cfg, log)      # layer.class Linear (llama and its kin)
     fp8 = te_layers.forward_context(cfg)        # once; builds the recipe once
     with torch.autocast("cuda", dtype=torch.bfloat16), fp8():
         loss = loss_fn(model(x), y)
@@ -79,6 +81,39 @@ def block_fn(cfg: dict[str, Any]) -> type:
 
     TEBlock.__name__ = TEBlock.__qualname__ = "TEBlock"
     return TEBlock
+
+
+def module_names(model, patterns: list[str]) -> list[str]:
+    """The modules of ``model`` named by ``patterns`` (``*`` = a layer index)."""
+    import re
+
+    wanted = [re.compile("^" + re.escape(p).replace(r"\*", r"\d+") + "$") for p in patterns]
+    return [name for name, _ in model.named_modules() if any(w.match(name) for w in wanted)]
+
+
+def swap_linears(model, cfg: dict[str, Any], log: Callable[[str, str], None]):
+    """A llama-class model with the linears the plan names (``layer.modules``: q/k/v/o and
+    gate/up/down) as ``te.Linear`` of the same shape and weights, in place; attention (rotary,
+    grouped-query, SDPA), RMSNorm and the LM head stay transformers'."""
+    import torch
+
+    te = _te()
+    names = module_names(model, cfg["layer"]["modules"])
+    if not names:
+        raise RuntimeError(f"te_fp8: no module of this model matches {cfg['layer']['modules']}")
+    for name in names:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name)
+        old = getattr(parent, child)
+        new = te.Linear(old.in_features, old.out_features, bias=old.bias is not None, params_dtype=old.weight.dtype,
+                        device="cuda")  # TE's layers live on the GPU; copy_ below moves the weights there
+        with torch.no_grad():
+            new.weight.copy_(old.weight)
+            if old.bias is not None:
+                new.bias.copy_(old.bias)
+        setattr(parent, child, new)
+    log("info", f"Transformer Engine: {len(names)} linear layer(s) as te.Linear ({', '.join(cfg['layer']['modules'])})")
+    return model
 
 
 def recipe(cfg: dict[str, Any]):

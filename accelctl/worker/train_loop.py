@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
-from accelctl.worker import data, float8, models, optimize
+from accelctl.worker import data, float8, models, optimize, te_layers
 from accelctl.worker.checkpoint import Checkpointer, CountedBatches
 from accelctl.worker.context import NonFiniteLoss, RunContext
 
@@ -37,11 +37,15 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:  # timm
             model.set_grad_checkpointing(True)
+    te = te_layers.load()
+    if te is not None and te["layer"]["class"] == "Linear":  # te_fp8 on llama-class: te.Linear projections
+        model = te_layers.swap_linears(model, te, ctx.log)
     model = adapter.prepare_training(model.to(adapter.device).train())
     if float8.wanted(job):  # precision fp8 { library = torchao }: Float8Linear, before compile and DDP
         model = float8.convert(model, job, DEVICE_FAMILIES[job.device.adapter].host, ctx.log)
     model = optimize.apply(model, job, ctx.log)  # channels-last, torch.compile (in place, before DDP)
     model = ctx.strategy.prepare_training(model, ctx)  # DDP for several plain ranks
+    fp8_after_step = float8.after_optimizer_step(job)  # FSDP2 with FP8 all-gather: the next weight scales
     optimizer = adapter.make_optimizer(job.optimizer, model.parameters())
     read = data.training_batches(job, built, ctx.data_rank, ctx.data_parallel, ctx.log)
     batches = CountedBatches(adapter.wrap_batches(read, job))  # counted: the data position of a checkpoint
@@ -112,6 +116,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
             scaler.update()
         else:
             adapter.optimizer_step(optimizer)
+        if fp8_after_step is not None:
+            fp8_after_step(model)
         adapter.mark_step()
         return loss_value
 

@@ -293,9 +293,17 @@ def fake_te(monkeypatch, te_source):
         calls["autocast"].append(kwargs)
         return contextlib.nullcontext()
 
+    linear_sig = te_source.export_signature("Linear")
+
+    class Linear(torch.nn.Linear):
+        def __init__(self, in_features, out_features, **kwargs):
+            enforce(linear_sig, {"in_features": in_features, "out_features": out_features, **kwargs})
+            calls.setdefault("linear", []).append(kwargs)
+            super().__init__(in_features, out_features, bias=kwargs.get("bias", True))  # (on the CPU here)
+
     pkg = types.ModuleType("transformer_engine")
     pytorch = types.ModuleType("transformer_engine.pytorch")
-    pytorch.TransformerLayer, pytorch.autocast = TransformerLayer, autocast
+    pytorch.TransformerLayer, pytorch.autocast, pytorch.Linear = TransformerLayer, autocast, Linear
     common = types.ModuleType("transformer_engine.common")
     common.recipe = te_source.recipe_module
     pkg.pytorch, pkg.common = pytorch, common
@@ -339,3 +347,55 @@ def test_te_layers_without_fp8_or_plan_is_a_no_op(spec, tmp_path, monkeypatch):
     assert te_layers.forward_context(None) is contextlib.nullcontext
     cfg = recipe_of(plan_with(TeFp8Backend(), spec, "p4d_te"))
     assert te_layers.forward_context(cfg) is contextlib.nullcontext  # TE not imported for bf16 + TE blocks
+
+
+LLAMA_WL = """workload w {{
+  task pretrain {{ objective = causal_lm }}
+  model llama(layers = 2, hidden = 64, heads = 4, ffn = {ffn}, vocab = 256)
+  dataset synthetic(seq_len = 16 tokens)
+  precision fp8 {{ format = hybrid }}
+  batch {{ micro = 8 }}
+  target h100 {{ device = h100  devices = 1 }}
+}}
+"""
+
+
+def llama_plan(ffn: int):
+    from accelctl.api import plan
+    from accelctl.dsl.parser import parse
+    from accelctl.spec.check import check
+
+    (s,) = check(parse(LLAMA_WL.format(ffn=ffn), "w.wl"))
+    return plan(s, "h100")
+
+
+def test_llama_plans_te_linear_for_its_projections_and_passes_the_real_te_checks(te_source):
+    from accelctl.backends.te_fp8.check import check_config
+
+    p = llama_plan(172)
+    cfg = recipe_of(p)
+    assert p.backend == "te_fp8" and cfg["layer"]["class"] == "Linear" and cfg["fp8"]
+    # ffn 172 is not a multiple of 16: the MLP stays transformers' nn.Linear, and the plan says why
+    assert cfg["layer"]["modules"] == [f"model.layers.*.self_attn.{x}_proj" for x in "qkvo"]
+    assert any("172 not a multiple of 16" in n and "lm_head" in n for n in p.notes)
+    assert [str(f) for f in check_config(cfg, te_source)] == []
+
+
+def test_te_layers_swaps_the_llama_projections_for_te_linear(fake_te, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    from accelctl.worker import te_layers
+
+    cfg = recipe_of(llama_plan(128))
+    assert len(cfg["layer"]["modules"]) == 7  # q, k, v, o, gate, up, down
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4))
+    ids = torch.randint(0, 256, (2, 16))
+    before = model(input_ids=ids).logits
+    te_layers.swap_linears(model, cfg, lambda *_: None)
+    swapped = sorted(n for n, m in model.named_modules() if type(m).__name__ == "Linear" and m.__module__ != "torch.nn.modules.linear")
+    assert len(swapped) == 14 and "lm_head" not in swapped
+    assert all(kw["params_dtype"] == torch.float32 and "bias" in kw for kw in fake_te["linear"])
+    # the same weights: the same logits
+    assert torch.allclose(model(input_ids=ids).logits, before, atol=1e-5)

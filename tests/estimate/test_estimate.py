@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import estimate_targets, load
+from accelctl.dsl.parser import parse
+from accelctl.estimate import flops as F
 from accelctl.estimate import traffic
 from accelctl.estimate.roofline import estimate
+from accelctl.spec.check import check
+from accelctl.spec.models import real_architecture
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = sorted(str(p) for p in (ROOT / "workloads").glob("*.wl"))
@@ -252,3 +256,36 @@ def test_trn1_and_inf2_name_the_fact_that_would_separate_them():
     (row,) = [r for r in claims_table().rows if r["id"] == "004-39pct"]
     assert "accelctl estimate: inf2_xlarge at 1.000x trn1_2xlarge's throughput" in row["note"]
     assert "missing fact: the host time per step of torch-xla's tracing and the data loader" in row["note"]
+
+
+def _fp8_llama(ffn: int) -> tuple:
+    text = f"""workload w {{
+  task pretrain {{ objective = causal_lm }}
+  model llama(layers = 32, hidden = 4096, heads = 32, ffn = {ffn}, vocab = 32000)
+  dataset synthetic(seq_len = 2048 tokens)
+  precision fp8 {{ library = torchao }}
+  gradient_checkpointing = on
+  target h100 {{ instance = p5.48xlarge  parallel = fsdp }}
+}}
+"""
+    (spec,) = check(parse(text, "w.wl"))
+    return spec, spec.targets[0]
+
+
+def test_the_fp8_gain_comes_from_the_share_of_flops_fp8_covers():
+    from accelctl.estimate.roofline import fp8_coverage
+
+    spec, t = _fp8_llama(11008)
+    bf16 = estimate(spec, dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="bf16", fp8=None)))
+    fp8 = estimate(spec, t)
+    share, said = fp8_coverage(spec, real_architecture("llama", spec.model.real_shape), F.Sizes(seq=2048))
+    # Llama-7B at 2048 tokens: the 7 projections of 32 layers; lm_head and attention's products stay bf16
+    assert 0.85 < share < 0.95 and "224 linear layers" in said and "lm_head" in said
+    # the covered FLOPs at the FP8 peak (1979 TFLOP/s, 2.001 x bf16's 989), the rest at bf16's
+    assert fp8.compute_s == pytest.approx(bf16.compute_s * (share * 989 / 1979 + (1 - share)), rel=1e-6)
+    assert "bf16 -> fp8: x" in fp8.why and "FP8 covers" in fp8.why
+    # an MLP width torch._scaled_mm cannot take (11000 is not a multiple of 16) keeps the MLP in bf16
+    odd_spec, odd_t = _fp8_llama(11000)
+    odd = estimate(odd_spec, odd_t)
+    odd_share = fp8_coverage(odd_spec, real_architecture("llama", odd_spec.model.real_shape), F.Sizes(seq=2048))[0]
+    assert odd_share < 0.4 and odd.compute_s > 1.5 * fp8.compute_s

@@ -9,7 +9,7 @@ import pytest
 from accelctl.api import plan
 from accelctl.dsl.parser import parse
 from accelctl.errors import PlanError, WorkloadError
-from accelctl.spec.check import check
+from accelctl.spec.check import check, check_all
 
 WL = """workload w {{
   task {task}
@@ -69,3 +69,55 @@ def test_torchao_fp8_on_gaudi_is_refused_at_the_precision():
     with pytest.raises(PlanError) as err:
         plan(spec_of("fp8 { library = torchao }", "device = gaudi2  devices = 1"), "t")
     assert any(d.code == "E520" and "not torchao" in (d.hint or "") for d in err.value.diagnostics)
+
+
+def test_the_plan_lists_the_linears_that_go_fp8_and_those_kept_with_the_reason():
+    p = plan(spec_of("fp8 { library = torchao }", model="llama(layers = 2, hidden = 64, heads = 4, ffn = 172)"), "t")
+    notes = "\n".join(p.notes)
+    assert "recipe tensorwise" in notes
+    assert "FP8 (Float8Linear): 8 linear layer(s): model.layers.*.self_attn.q_proj (64x64 x2)" in notes
+    assert "model.layers.*.mlp.gate_proj (64x172 x2): 172 not a multiple of 16" in notes
+    assert "lm_head (64x32000): output head" in notes
+
+
+def test_rowwise_is_torchao_s_rowwise_recipe_in_e4m3():
+    p = plan(spec_of("fp8 { library = torchao  recipe = rowwise }"), "t")
+    assert p.job.precision.fp8.recipe == "rowwise" and p.job.precision.fp8.format == "e4m3"
+    assert any("recipe rowwise: dynamic rowwise scaling" in n for n in p.notes)
+
+
+@pytest.mark.parametrize("precision,words", [
+    ("fp8 { recipe = rowwise }", "torchao float8 recipe"),
+    ("fp8 { library = torchao  recipe = rowwise  format = hybrid }", "casts input, weight and gradient to E4M3"),
+])
+def test_recipe_is_refused_with_transformer_engine_and_rowwise_with_hybrid(precision, words):
+    with pytest.raises(WorkloadError) as err:
+        spec_of(precision)
+    (d,) = err.value.diagnostics
+    assert d.code == "E202" and words in d.message and d.span.line == 4
+
+
+def test_uncompiled_torchao_fp8_on_a_gpu_is_a_warning_at_the_precision():
+    def warnings(target):
+        text = WL.format(task="pretrain { }", model="vit(layers = 2, hidden = 64, heads = 4)",
+                         precision="fp8 { library = torchao }", target=target)
+        return [d for d in check_all(parse(text, "w.wl"))[1] if d.code == "W602"]
+
+    (w,) = warnings("device = h100  devices = 1")
+    assert w.severity == "warning" and w.span.line == 4 and "0.32x" in w.message
+    assert warnings("device = h100  devices = 1  optimize { compile = on }") == []
+
+
+def test_fsdp2_all_gathers_tensorwise_weights_in_fp8_and_rowwise_in_bf16():
+    tw = plan(spec_of("fp8 { library = torchao }", "device = h100  devices = 2  parallel = fsdp"), "t")
+    assert any("all-gathered in FP8 (enable_fsdp_float8_all_gather)" in n for n in tw.notes)
+    rw = plan(spec_of("fp8 { library = torchao  recipe = rowwise }", "device = h100  devices = 2  parallel = fsdp"),
+              "t")
+    assert any("all-gathered in bf16" in n for n in rw.notes)
+
+
+def test_torchao_fp8_under_tensor_parallel_is_refused_at_the_parallel_line():
+    with pytest.raises(PlanError) as err:
+        plan(spec_of("fp8 { library = torchao }", "device = h100  devices = 2  parallel = tensor(tp = 2)"), "t")
+    (d,) = [d for d in err.value.diagnostics if "Float8ColwiseParallel" in (d.hint or "")]
+    assert d.code == "E520" and d.span.line == 5

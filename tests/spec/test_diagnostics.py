@@ -192,6 +192,8 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
              ("unknown-engine-block", wl("engine ‸lsf { }"), ())],
     # ---------------------------------------------------------------- warnings
     "W601": [("bf16-on-cpu", wl("‸precision bf16"), ())],
+    "W602": [("torchao-fp8-uncompiled-on-a-gpu", wl("‸precision fp8 { library = torchao }", "target g { device = h100 }"),
+              ())],
 }
 
 #: codes whose diagnostics carry no hint (the message says it all)

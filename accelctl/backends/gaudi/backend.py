@@ -49,7 +49,7 @@ from accelctl.backends.gaudi.fsdp import fsdp_file, fsdp_limits, fsdp_notes, spl
 from accelctl.backends.gaudi.examples import (EXAMPLES, GAUDI_CONFIG_FILE, SD_GAUDI_CONFIG, example_args,
                                               example_diffusion_notes, example_key, example_limits, example_train_file,
                                               example_training_notes, flags_data, lazy_mode, max_grad_norm,
-                                              script_mode)
+                                              script_mode, GAUDI_FP8_REFUSAL)
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
@@ -158,11 +158,9 @@ class GaudiBackend(Backend):
         if dtype == "fp8" and not dev.fp8:
             no(f"fp8 needs Gaudi2 or Gaudi3, not {target.device}", "precision")
         elif dtype == "fp8" and script_mode(target) == "worker":
-            # the worker's fp8 is Transformer Engine's (backend te_fp8: CUDA, the vit family); it
-            # raised "fp8 is implemented for the vit family" on the Gaudi2 itself (issue 23)
-            no(f"fp8 on Gaudi is not built: accelctl's worker runs fp8 through Transformer Engine only (CUDA, the "
-               f"vit family), and Habana's FP8 (Intel Neural Compressor's measure/quantize passes) is not planned; "
-               f"set precision = bf16 for this target", "precision")
+            # the worker's fp8 is CUDA's (te_fp8: vit, llama-class; torchao on torchrun); it raised
+            # "fp8 is implemented for the vit family" on the Gaudi2 itself (issue 23)
+            no(GAUDI_FP8_REFUSAL, "precision")
         if target.nodes > 1:
             # DistributedRunner.create_multi_node_setup: `deepspeed --hostfile H --master_addr A ...` from one
             # node, DeepSpeed's pdsh runner reaching the others over ssh; there is no per-node form

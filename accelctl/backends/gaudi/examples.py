@@ -38,6 +38,18 @@ FLAGS_FILE = Path(__file__).with_name("data") / "optimum_habana_flags.json"
 GAUDI_CONFIG_FILE = "gaudi_config.json"
 
 
+#: fp8 on Gaudi, in validate, plan and --rehearse alike (read from optimum-habana 1.21.2's source):
+#: training FP8 is ``GaudiTrainingArguments(fp8=True)`` -> accelerate's TERecipeKwargs (recipe
+#: from ACCELERATE_FP8_* variables) -> every nn.Linear swapped for Intel Gaudi's own
+#: ``habana_frameworks...transformer_engine.Linear`` (``accelerate/utils/transformer_engine.py``);
+#: inference FP8 is Intel Neural Compressor's measure/quantize passes (QUANT_CONFIG)
+GAUDI_FP8_REFUSAL = (
+    "fp8 on Gaudi is not built: optimum-habana trains FP8 through Intel Gaudi's own Transformer Engine "
+    "(GaudiTrainingArguments fp8 = True swaps every nn.Linear for habana_frameworks' te.Linear), whose signatures "
+    "and recipe accelctl cannot check without the Gaudi software stack, and serves FP8 through Intel Neural "
+    "Compressor's measure/quantize passes (QUANT_CONFIG); neither is planned: set precision = bf16 for this target")
+
+
 @lru_cache(maxsize=1)
 def flags_data() -> dict[str, Any]:
     """The recorded argument tables of optimum-habana's scripts (see scripts/extract_habana_flags.py)."""
@@ -307,8 +319,7 @@ def example_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., Non
             no(f"the example script takes this text on its command line, where {held} is the plan's placeholder "
                "and would be filled in; use script = worker (its job takes the text as written)", setting, "script")
     if target.precision.dtype == "fp8":
-        no("fp8 with the example scripts needs Intel Neural Compressor's measure/quantize passes "
-           "(QUANT_CONFIG), which are not planned; use precision = bf16", "precision")
+        no(GAUDI_FP8_REFUSAL, "precision")
     if key == "generate":
         if target.world_size > 1 and p.strategy not in ("deepspeed_inference", "tensor"):
             no("run_generation.py on several cards shards the model with DeepSpeed-inference or its own tensor "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from accelctl.backends import float8_plan
 from accelctl.backends.base import Built, refusal
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.backends.torchrun import TorchrunBackend
@@ -29,6 +30,7 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec import fp8_layers
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.te_versions import AUTOCAST_API
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -100,9 +102,12 @@ def te_version(target: TargetSpec) -> str:
 def te_config(spec: WorkloadSpec, target: TargetSpec) -> dict:
     """The content of ``te_recipe.json``: the layer, and the FP8 recipe and autocast."""
     version = te_version(target)
+    layer = {"class": "TransformerLayer", "kwargs": dict(VIT_LAYER_KWARGS)}
+    if spec.model.family in LINEAR_SWAP_FAMILIES:
+        layer = {"class": "Linear", "kwargs": {}, "modules": linear_swap(spec, target)[0]}
     cfg: dict = {
         "transformer_engine": version,
-        "layer": {"class": "TransformerLayer", "kwargs": dict(VIT_LAYER_KWARGS)},
+        "layer": layer,
         "outer_autocast": "bf16" if target.precision.dtype == "fp8" else target.precision.dtype,
         "fp8": target.precision.dtype == "fp8",
         "autocast": None,
@@ -116,6 +121,19 @@ def te_config(spec: WorkloadSpec, target: TargetSpec) -> dict:
             "fp8_format": FP8_FORMATS[r.format], "amax_history_len": r.amax_history,
             "amax_compute_algo": r.amax_algo, "margin": r.margin}}
     return cfg
+
+
+#: llama-class families: their attention and MLP projections become ``te.Linear`` (attention,
+#: rotary embeddings, RMSNorm and the LM head stay transformers')
+LINEAR_SWAP_FAMILIES = ("llama", "mistral", "qwen2", "gemma")
+
+
+def linear_swap(spec: WorkloadSpec, target: TargetSpec) -> tuple[list[str], list[str]]:
+    """The module patterns a llama-class plan swaps for ``te.Linear`` and the linears it keeps
+    (with the reason): ``fp8_layers``' rule, the one TE's FP8 GEMM needs too."""
+    shape, label = float8_plan.run_shape(spec, target)
+    s = fp8_layers.split(spec.model.family, shape, spec.dataset.seq_len, spec.dataset.target_len)
+    return [x.name for x in s.fp8], [f"{x.label()}: {why}" for x, why in s.kept]
 
 
 def vit_shapes(spec: WorkloadSpec, target: TargetSpec) -> list[tuple[str, dict, bool]]:
@@ -164,9 +182,13 @@ class TeFp8Backend(TorchrunBackend):
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
-        if spec.model.family != "vit":
-            out.append(refusal(spec, target, f"backend te_fp8 swaps the blocks of timm ViTs; family "
-                               f"{spec.model.family} has no TE block swap", "model"))
+        if spec.model.family not in ("vit", *LINEAR_SWAP_FAMILIES):
+            out.append(refusal(spec, target, f"backend te_fp8 swaps the blocks of timm ViTs and the projections of "
+                               f"{', '.join(LINEAR_SWAP_FAMILIES)}; family {spec.model.family} has no TE block swap "
+                               "(precision fp8 { library = torchao } runs any family built of linears)", "model"))
+        elif spec.model.family in LINEAR_SWAP_FAMILIES and not linear_swap(spec, target)[0]:
+            out.append(refusal(spec, target, "te_fp8: no projection of this model has dims that are multiples of "
+                               f"{fp8_layers.FP8_DIM}: " + "; ".join(linear_swap(spec, target)[1]), "model"))
         dev = DEVICES[target.device]
         if target.precision.dtype == "fp8":
             if not dev.fp8:
@@ -189,10 +211,17 @@ class TeFp8Backend(TorchrunBackend):
         files = [*built.files, GeneratedFile(CONFIG_FILE, json.dumps(cfg, indent=2, sort_keys=True) + "\n",
                                              role="Transformer Engine layer, FP8 recipe and autocast API")]
         layer = ", ".join(f"{k}={v!r}" for k, v in cfg["layer"]["kwargs"].items())
-        notes = [*built.notes,
-                 f"Transformer Engine {cfg['transformer_engine']}: timm blocks -> te.TransformerLayer(hidden_size=dim, "
-                 f"ffn_hidden_size=dim*mlp_ratio, num_attention_heads=heads, hidden_dropout, attention_dropout, "
-                 f"{layer}) via VisionTransformer(block_fn=...)", VIT_LAYER_DEVIATION]
+        if cfg["layer"]["class"] == "Linear":
+            swapped, kept = linear_swap(spec, target)
+            notes = [*built.notes,
+                     f"Transformer Engine {cfg['transformer_engine']}: te.Linear(in_features, out_features, bias, "
+                     f"params_dtype) in place of {', '.join(swapped)} (weights copied); attention (rotary, SDPA), "
+                     f"RMSNorm, embeddings and lm_head stay transformers'; kept: {'; '.join(kept) or 'none'}"]
+        else:
+            notes = [*built.notes,
+                     f"Transformer Engine {cfg['transformer_engine']}: timm blocks -> te.TransformerLayer(hidden_size="
+                     f"dim, ffn_hidden_size=dim*mlp_ratio, num_attention_heads=heads, hidden_dropout, "
+                     f"attention_dropout, {layer}) via VisionTransformer(block_fn=...)", VIT_LAYER_DEVIATION]
         warnings = list(built.warnings)
         if cfg["fp8"]:
             a, r = cfg["autocast"], cfg["recipe"]
