@@ -11,3 +11,12 @@ import signal
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_configure(config):
+    """The one golden-update rule (tests/golden_files.py) for the TUI's SVG snapshots too:
+    ``ACCELCTL_UPDATE_GOLDEN=1`` turns on syrupy's ``--snapshot-update``."""
+    from golden_files import updating
+
+    if updating() and hasattr(config.option, "update_snapshots"):
+        config.option.update_snapshots = True
