@@ -249,6 +249,7 @@ def _check_lines(text: str, tools: tuple[str, ...]) -> str:
     return "\n".join(out) + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [80, 120])
 def test_plan_diff_check_and_estimate_fit_the_terminal(width):
     """``plan --diff`` (the plans rendered a column narrower for the diff's marker, a longer line
@@ -277,6 +278,7 @@ def test_plan_diff_check_and_estimate_fit_the_terminal(width):
     assert "github:pytorch/xla@v2.9.0" in checks.replace("\n#     ", " ")
 
 
+@pytest.mark.slow
 def test_diff_check_and_estimate_stay_whole_in_a_pipe(capsys, monkeypatch):
     """Not a terminal: the diff, the check lines and the estimate print every line whole, every
     column of the estimate's table included, whatever $COLUMNS says."""
