@@ -8,6 +8,53 @@ started as ``(cmd &)`` failed three such tests, which pass with SIGINT at its de
 pytest's own process gets Python's handler back, and its children start with the default."""
 
 import signal
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_configure(config):
+    """The one golden-update rule (tests/golden_files.py) for the TUI's SVG snapshots too:
+    ``ACCELCTL_UPDATE_GOLDEN=1`` turns on syrupy's ``--snapshot-update``."""
+    from golden_files import updating
+
+    if updating() and hasattr(config.option, "update_snapshots"):
+        config.option.update_snapshots = True
+
+
+def _shared_fixture_group(item) -> str | None:
+    """The xdist group of a test that uses one of the suite's own shared fixtures: a
+    session-scoped one (the Slurm cluster) by the fixture's name, else a module- or
+    class-scoped one (a module's shared real runs) by the module."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    scopes = {}
+    for name in info.names_closure:
+        for fixturedef in info.name2fixturedefs.get(name, ()):
+            if Path(fixturedef.func.__code__.co_filename).is_relative_to(TESTS):  # ours, not a plug-in's
+                scopes.setdefault(fixturedef.scope, name)
+    if "session" in scopes:
+        return scopes["session"]
+    if "module" in scopes or "class" in scopes:
+        return item.nodeid.split("::")[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``-n N --dist loadgroup`` (pytest-xdist), the tests that share an expensive fixture
+    run on one worker, so it is set up once: a worker has its own session and modules, and a
+    second worker would start its own Slurm cluster or repeat a module's real runs.  Without
+    xdist (not installed) no mark is added."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        group = _shared_fixture_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -18,6 +18,7 @@ from bench.accelctl_arm import sized_workload  # noqa: E402
 from bench.harness import PairLog, Setup, bootstrap_interval, run_pairs, summarize, verdict  # noqa: E402
 
 
+@pytest.mark.slow
 def test_quick_cli_comparison_reports_every_field(tmp_path):
     out = tmp_path / "report.json"
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
@@ -162,6 +163,7 @@ def _python(code: str) -> str:
     return cp.stdout.strip()
 
 
+@pytest.mark.slow
 def test_the_fused_comparison_differs_from_bert_step_in_the_optimizer_only(tmp_path):
     """``bert_step_fused`` reuses ``bert_step``'s setup; its baseline adds the flags that build
     accelctl's CPU optimizer, which the baseline turns into a fused AdamW without weight decay."""
@@ -201,6 +203,7 @@ def test_the_ddp_baseline_runs_two_gloo_ranks_under_the_comparisons_launch():
     assert cp.returncode != 0 and "1 process(es) (DistributedType.NO), expected 2" in cp.stdout + cp.stderr
 
 
+@pytest.mark.slow
 def test_bert_step_fused_baseline_builds_the_optimizer_accelctls_worker_builds():
     """What ``bert_step_fused`` assumes of the worker: for bench/workloads/bert_mlm.wl's job
     (as ``accelctl plan`` renders it) the CPU worker builds a fused AdamW without weight
@@ -231,6 +234,7 @@ def _events_of(run: Path) -> list[dict]:
     return [json.loads(x) for x in (run / "rank0.jsonl").read_text().splitlines() if x.strip()]
 
 
+@pytest.mark.slow
 def test_the_worker_arm_runs_the_planned_job_alone_in_its_own_run_folder(tmp_path):
     """``bert_worker_fused``'s accelctl arm: the worker process only (no CLI, no runner, no runs
     folder), on bert_mlm.wl's planned job sized for ``--quick``, writing its events into a run
@@ -253,6 +257,7 @@ def test_the_worker_arm_runs_the_planned_job_alone_in_its_own_run_folder(tmp_pat
     assert min(first["wall_s"], second["wall_s"]) > max(medians)
 
 
+@pytest.mark.slow
 def test_the_gpt2_baseline_builds_the_model_accelctls_worker_builds(tmp_path):
     """``gpt2_step``'s two arms train one model: the bare loop's ``GPT2LMHeadModel`` has as many
     parameters as the one the worker builds for bench/workloads/gpt2_clm.wl's job (a feed-forward,

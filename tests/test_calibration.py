@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from accelctl.contract import calibration
 from accelctl.contract.calibration import Calibration
 from accelctl.contract.envnames import CALIBRATION_FILE
@@ -59,6 +61,7 @@ def test_path_follows_the_environment(monkeypatch, tmp_path):
     assert calibration.path() == tmp_path / "cache" / "accelctl" / "calibration.json"
 
 
+@pytest.mark.slow
 def test_doctor_calibrate_measures_and_stores(tmp_path):
     file = tmp_path / "calibration.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), CALIBRATION_FILE: str(file)}

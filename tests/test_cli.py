@@ -105,6 +105,7 @@ def test_run_of_an_invalid_workload_or_missing_dataset_launches_nothing(tmp_path
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 def test_doctor_reports_this_machine_without_crashing():
     cp = _accelctl("doctor", "--json")
     assert cp.returncode == 0, cp.stderr

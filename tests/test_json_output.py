@@ -260,6 +260,7 @@ def test_what_a_library_or_a_child_writes_to_descriptor_1_goes_to_stderr():
         assert noise in cp.stderr and noise not in cp.stdout
 
 
+@pytest.mark.slow
 def test_doctor_json_is_one_document():
     cp = _accelctl("doctor", "--json")
     doc = check_document(cp.stdout, cp.returncode, exitcodes.OK, {})

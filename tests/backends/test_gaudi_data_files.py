@@ -98,6 +98,7 @@ def test_summarization_reads_csv_or_json_only_so_a_text_folder_is_refused(tmp_pa
     assert "run_summarization.py reads one csv or json file" in exc.value.diagnostics[0].hint
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HABANA_PY.exists(), reason="no .venv-habana: the optimum-habana check cannot run")
 def test_optimum_habanas_own_argument_and_data_checks_accept_the_converted_file_and_reject_a_folder(tmp_path):
     import dataclasses

@@ -84,6 +84,7 @@ def test_rehearsal_keeps_the_neuron_device_path_and_env():
     assert job.rehearsal_of == TARGET and job.model == stand_in.job.model
 
 
+@pytest.mark.slow
 @needs_xla
 def test_shipped_workload_trains_on_xla_cpu_and_compiles_only_in_warmup(shipped):
     proc, events, job = shipped
@@ -110,6 +111,7 @@ def test_shipped_workload_trains_on_xla_cpu_and_compiles_only_in_warmup(shipped)
     assert "measured phase 0 recompilation(s)" in out.getvalue()
 
 
+@pytest.mark.slow
 @needs_xla
 def test_ragged_last_batch_recompiles_in_the_measured_phase_with_a_warning(ragged):
     proc, events, job = ragged
@@ -129,6 +131,7 @@ def test_ragged_last_batch_recompiles_in_the_measured_phase_with_a_warning(ragge
     assert f"measured phase {results['recompiles']} recompilation(s)" in out.getvalue()
 
 
+@pytest.mark.slow
 @needs_xla
 def test_check_imports_the_workers_names_in_the_installed_torch_xla():
     neuron, _ = plans()

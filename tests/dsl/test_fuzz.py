@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lark.exceptions import UnexpectedCharacters
@@ -282,6 +283,7 @@ def _fuzz(generated: str, seed: int, tmp: Path) -> None:
         run_one(text)
 
 
+@pytest.mark.slow
 def test_fuzz_the_front_end(tmp_path):
     had_torch = "torch" in sys.modules
     t0, c0 = time.perf_counter(), time.process_time()

@@ -27,6 +27,7 @@ needs_xla = pytest.mark.skipif(xla_python() is None, reason=f"no complete {xla_v
                                "makes it (scripts/setup.sh --test runs it; CI does)")
 
 
+@pytest.mark.slow
 @needs_xla
 def test_run_rehearse_of_an_inf2_target_trains_on_the_xla_cpu_device(tmp_path):
     cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(WORKLOAD), "-t", TARGET, "--rehearse",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -35,10 +36,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from accelctl.engines.kubernetes import expand
-
 JOBS = "/apis/kubeflow.org/v1/namespaces/"
 PODS = "/api/v1/namespaces/"
+
+
+#: the kubelet's ``$(VAR)`` syntax, as k8s.io/kubernetes third_party/forked/golang/expansion/expand.go
+#: reads it: ``$$`` an escaped ``$``; ``$(`` up to the first ``)`` a reference; ``$(`` with no ``)``
+#: and ``$`` before any other character kept as written.  Written here from that source, not
+#: imported from accelctl.engines.kubernetes: the stand-in must not share the code it checks.
+_KUBELET_REF = re.compile(r"\$(\$|\(([^)]*)\))", re.S)
+
+
+def kubelet_expand(text: str, defined: dict[str, str]) -> str:
+    """``text`` with each ``$(NAME)`` of a defined NAME replaced (an undefined one kept as written)."""
+    def one(m: re.Match) -> str:
+        if m.group(1) == "$":
+            return "$"
+        return defined.get(m.group(2), m.group(0))
+
+    return _KUBELET_REF.sub(one, text)
 
 
 def _free_port() -> int:
@@ -100,12 +116,12 @@ class Job:
                 env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
                 defined: dict[str, str] = {}
                 for e in container.get("env", []):  # each value may refer to the ones before it
-                    defined[e["name"]] = expand(e.get("value", ""), defined)
+                    defined[e["name"]] = kubelet_expand(e.get("value", ""), defined)
                 operator = {"PYTHONUNBUFFERED": "0", "MASTER_PORT": str(master_port), "MASTER_ADDR": "127.0.0.1",
                             "WORLD_SIZE": str(total * nproc), "RANK": str(rank), "PET_NPROC_PER_NODE": str(nproc),
                             "PET_NODE_RANK": str(rank), "PET_NNODES": str(total)}
                 defined.update(operator)
-                argv = [expand(a, defined) for a in [*container["command"], *container.get("args", [])]]
+                argv = [kubelet_expand(a, defined) for a in [*container["command"], *container.get("args", [])]]
                 if argv[0] == "python":
                     argv[0] = sys.executable
                 name = f"{self.name}-{rtype.lower()}-{i}"

@@ -25,7 +25,7 @@ from accelctl.run import store
 
 pytest.importorskip("kubernetes")
 
-from k8s_loopback import LoopbackCluster  # noqa: E402  (tests/engines is on sys.path: rootdir conftest)
+from k8s_loopback import LoopbackCluster, kubelet_expand  # noqa: E402  (tests/engines is on sys.path: rootdir conftest)
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = """
@@ -58,6 +58,21 @@ def make_plan(volume: Path, steps: int):
     specs, diags = validate_text(text)
     assert not diags, diags
     return specs[0], plan(specs[0], "t")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("--node-rank=$(RANK) --nnodes=$(NNODES)", "--node-rank=3 --nnodes=$(NNODES)"),  # an undefined name: as written
+    ("$(RANK)$(RANK)", "33"),
+    ("$$(RANK)", "$(RANK)"),        # an escaped $ before a reference
+    ("$$$(RANK)", "$3"),
+    ("cost $5 and $", "cost $5 and $"),  # $ before anything else, and at the end: kept
+    ("$(RANK", "$(RANK"),           # no closing parenthesis: kept
+    ("$()", "$()"),
+    ("$(A$(RANK))", "$(A$(RANK))"),  # the name runs to the first ')': "A$(RANK", undefined
+])
+def test_the_stand_in_expands_as_the_kubelet_does(text, expected):
+    """The loopback's own expansion, against the kubelet's (expansion/expand.go) by hand."""
+    assert kubelet_expand(text, {"RANK": "3"}) == expected
 
 
 def test_api_start_blocker_passes_against_a_cluster_that_answers(cluster, tmp_path):

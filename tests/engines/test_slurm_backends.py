@@ -92,6 +92,7 @@ def test_the_node_plan_is_what_deepspeeds_own_parser_accepts():
     assert any(d.code == "E542" for d in check_launch(ln, wrong, spec, spec.targets[0]))
 
 
+@pytest.mark.slow
 def test_gaudi_spawn_runs_in_its_folder_on_one_node_with_the_jobs_port():
     from accelctl.api import check_plan
 

@@ -1,17 +1,18 @@
 """Every workload × target of workloads/ plans, or refuses with a positioned diagnostic.
 
 Golden files under tests/golden/plan/ hold the rendered plan (or the diagnostic) of each
-pair; ``ACCELCTL_UPDATE_GOLDEN=1`` rewrites them.  Host-dependent facts (the host's free
-memory under a cpu target's memory note) are masked.
+pair; ``ACCELCTL_UPDATE_GOLDEN=1`` rewrites them and removes stale ones (the one rule:
+tests/golden_files.py).  Host-dependent facts (the host's free memory under a cpu target's
+memory note) are masked.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
+from golden_files import check_golden, check_no_stale
 
 from accelctl.api import load, plan, render_plan_text
 from accelctl.errors import AccelctlError
@@ -36,13 +37,16 @@ def _render(file: str, workload: str, target: str, engine: str | None = None) ->
 
 @pytest.mark.parametrize("file,workload,target", PAIRS, ids=[f"{a}:{b}:{c}" for a, b, c in PAIRS])
 def test_plan_matches_golden(file, workload, target):
-    got = _render(file, workload, target)
-    path = GOLDEN / f"{file[:-3]}.{workload}.{target}.txt"
-    if os.environ.get("ACCELCTL_UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(got + "\n", encoding="utf-8")
-    assert path.exists(), f"no golden plan {path.name}; run with ACCELCTL_UPDATE_GOLDEN=1"
-    assert got + "\n" == path.read_text(encoding="utf-8")
+    check_golden(GOLDEN / _golden_name(file, workload, target), _render(file, workload, target) + "\n")
+
+
+def _golden_name(file: str, workload: str, target: str) -> str:
+    return f"{file[:-3]}.{workload}.{target}.txt"
+
+
+def test_no_stale_golden_plans():
+    """A golden plan of a pair that no longer exists (a renamed target, a removed workload) fails."""
+    check_no_stale(GOLDEN, "*.txt", {_golden_name(*pair) for pair in PAIRS})
 
 
 def test_matrix_covers_every_backend_and_expected_refusals():

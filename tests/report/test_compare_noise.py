@@ -4,8 +4,13 @@ interval crosses 1 or the runs are too few, and refuses incomplete runs and runs
 different workloads unless ``--force``.
 
 Synthetic series are written with make_fixtures' event builder into a temporary store
-(series.json as ``accelctl run`` writes it); the last test runs a real tiny CPU workload
-2 x 3 times and asserts that the same configuration is not called a change.
+(series.json as ``accelctl run`` writes it).  That the same configuration is seldom called a
+change is a property of the interval, checked on seeded draws from one distribution against
+the rate a 95 % interval allows (a binomial bound, deterministic by its seed); the real run of
+a tiny CPU workload 2 x 3 times checks the pipeline (independent processes, series, a verdict
+that agrees with its interval), not the verdict itself -- real timings on a shared machine
+are called a change in about 1 comparison of 20 by design, so asserting "no change" there
+failed by design.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +27,7 @@ import pytest
 from make_fixtures import TRAIN_SPEC, train_events, write_run
 
 from accelctl.analysis.ci import welch
-from accelctl.analysis.compare import INCONCLUSIVE, IMPROVEMENT, MIN_RUNS, REFUSED, REGRESSION, SAME, compare
+from accelctl.analysis.compare import INCONCLUSIVE, IMPROVEMENT, MIN_RUNS, REGRESSION, SAME, TOLERANCE, compare
 from accelctl.cli import main
 from accelctl.report.entry import entry_from_run, entry_from_series
 from accelctl.run.store import list_runs, load_run, series_runs, write_series
@@ -78,6 +84,37 @@ def test_clearly_different_run_to_run_distributions_get_a_verdict(tmp_path):
     c = compare(side(tmp_path, a[1]), side(tmp_path, fast[2]))  # any run of a series stands for it
     assert c.verdict == IMPROVEMENT and c.speedup_ci.low > 1.15
     assert c.speedup == pytest.approx(sum(x for x in (0.100, 0.103, 0.098)) / sum((0.080, 0.082, 0.079)), rel=0.01)
+
+
+class _Side:
+    """A measured side: ``run_values`` only (compare's Measured protocol)."""
+
+    workload, source, status, configuration = "w", "seeded", "ok", "c"
+    throughput = latency_s = step_time_s = price_per_hour = None
+    unit = ""
+
+    def __init__(self, run_values):
+        self.run_values = run_values
+
+
+def test_the_same_configuration_is_seldom_called_a_change():
+    """500 comparisons of 3 runs against 3 runs, every run drawn from ONE distribution (per-run
+    times scattered 5 % lognormal, a shared machine's run-to-run spread; seed fixed, so the
+    counts are deterministic).  A 95 % interval of a true ratio of 1 excludes 1 in 5 % of them:
+    the strict interval must do so at most 8 % of the time (5 % + 3 binomial standard
+    deviations of 500 draws, 0.97 %) and not almost never (>= 1 %: an interval too wide to
+    be one); the verdict, with its 5 % tolerance, calls a change at most 5 % of the time."""
+    rng = random.Random(28)
+    n, outside, called = 500, 0, 0
+    for _ in range(n):
+        a, b = ([0.1 * rng.lognormvariate(0.0, 0.05) for _ in range(3)] for _ in range(2))
+        c = compare(_Side(a), _Side(b))
+        outside += not c.speedup_ci.low < 1 < c.speedup_ci.high
+        called += c.verdict != SAME
+    assert 0.01 * n <= outside <= 0.08 * n, outside
+    print(f"\nsame configuration, {n} seeded 3 x 3 comparisons: interval excludes 1 in {outside}, "
+          f"called a change in {called}")
+    assert called <= 0.05 * n, called
 
 
 def test_single_runs_are_too_few_for_a_verdict(tmp_path):
@@ -168,8 +205,10 @@ workload tiny_repeat {
 @pytest.mark.slow
 def test_the_same_workload_2_x_3_times_is_no_change(tmp_path, capsys):
     """Two `accelctl run`s of one tiny CPU workload with repeat = 3, side by side (so both
-    series see the same machine load), each 3 independent processes; compare calls
-    neither an improvement nor a regression."""
+    series see the same machine load), each 3 independent processes; compare gives a
+    verdict over the 3 + 3 runs that agrees with its interval, and the gate's exit code with
+    the verdict.  Which verdict is not asserted: real timings of the same configuration are
+    called a change now and then by design (how often: the seeded test above)."""
     wl = tmp_path / "tiny.wl"
     wl.write_text(TINY)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -192,10 +231,12 @@ def test_the_same_workload_2_x_3_times_is_no_change(tmp_path, capsys):
                          "--fail-on-regression")
     data = json.loads(out)["result"]
     print("same workload 2 x 3:", data["speedup"], data["speedup_ci"], data["verdict"], file=sys.stderr)
-    assert code == 0, err
     assert data["runs"] == [3, 3] and data["reason"] == ""
-    assert data["verdict"] == SAME and data["speedup_ci"][0] < 1 < data["speedup_ci"][1]
-    assert data["verdict"] not in (IMPROVEMENT, REGRESSION, REFUSED)
+    low, high = data["speedup_ci"]
+    assert low < data["speedup"] < high
+    expected = REGRESSION if high < 1 - TOLERANCE else IMPROVEMENT if low > 1 + TOLERANCE else SAME
+    assert data["verdict"] == expected
+    assert code == (3 if expected == REGRESSION else 0), err
 
 
 # ------------------------------------------------------------------ measure { repeat = N }

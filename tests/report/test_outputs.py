@@ -2,7 +2,8 @@
 plots, TensorBoard export, and the CLI's light imports.
 
 The run store is tests/report/fixtures/store (written by make_fixtures.py).  Refresh the
-golden files after an intended change with ``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/report``.
+golden files after an intended change with ``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/report``
+(the one rule: tests/golden_files.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from golden_files import check_golden, check_no_stale
 
 from accelctl import exitcodes
 from accelctl.cli import main
@@ -29,7 +31,8 @@ HERE = Path(__file__).parent
 RUNS = HERE / "fixtures" / "store"
 GOLDEN = HERE / "golden"
 ROOT = HERE.parents[1]
-UPDATE = os.environ.get("ACCELCTL_UPDATE_GOLDEN") == "1"
+#: the golden files of this module (tests/report/golden/*; width/ is test_width.py's)
+GOLDEN_NAMES = {"report.md", "report.csv", "report.json", "compare.md", "reference.md"}
 
 
 def cli(capsys, *argv) -> tuple[int, str]:
@@ -39,11 +42,12 @@ def cli(capsys, *argv) -> tuple[int, str]:
 
 
 def golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs (ACCELCTL_UPDATE_GOLDEN=1 to refresh)"
+    assert name in GOLDEN_NAMES, f"{name}: add it to GOLDEN_NAMES (the stale-file check's list)"
+    check_golden(GOLDEN / name, text)
+
+
+def test_no_stale_golden_files():
+    check_no_stale(GOLDEN, "*", GOLDEN_NAMES)
 
 
 @pytest.mark.parametrize("fmt", ["md", "csv", "json"])

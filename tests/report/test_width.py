@@ -4,7 +4,8 @@ line longer than the terminal, the key figures present at 80; short run ids that
 store resolves; ``--wide``; the pipe rules (accelctl.report.fit).
 
 Refresh the snapshots after an intended change with
-``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/report/test_width.py``.
+``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/report/test_width.py`` (the one rule:
+tests/golden_files.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from cli_pty import in_pty
+from golden_files import check_golden, check_no_stale
 
 from accelctl.errors import Diagnostic, Span
 from accelctl.report.fit import short_ids
@@ -26,7 +28,9 @@ HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 STORE = HERE / "fixtures" / "store"
 GOLDEN = HERE / "golden" / "width"
-UPDATE = os.environ.get("ACCELCTL_UPDATE_GOLDEN") == "1"
+#: every snapshot of this module: each command at 80 and 120 columns
+GOLDEN_NAMES = {f"{name}.{width}.txt" for width in (80, 120)
+                for name in ("runs", "report", "compare", "plan", "validate", "plan_diff", "estimate", "plan_check")}
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
 #: a workload line much longer than 80 columns, its error in the middle
 LONG_LINE = ('  target cpu { devices = 1  precision = "fp32"  engine = local  '
@@ -43,11 +47,12 @@ def in_terminal(columns: int, *argv: str, rows: int = 24, cwd: Path = ROOT) -> t
 
 
 def golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs (ACCELCTL_UPDATE_GOLDEN=1 to refresh)"
+    assert name in GOLDEN_NAMES, f"{name}: add it to GOLDEN_NAMES (the stale-file check's list)"
+    check_golden(GOLDEN / name, text)
+
+
+def test_no_stale_snapshots():
+    check_no_stale(GOLDEN, "*", GOLDEN_NAMES)
 
 
 def fits(text: str, width: int) -> None:
@@ -244,6 +249,7 @@ def _check_lines(text: str, tools: tuple[str, ...]) -> str:
     return "\n".join(out) + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [80, 120])
 def test_plan_diff_check_and_estimate_fit_the_terminal(width):
     """``plan --diff`` (the plans rendered a column narrower for the diff's marker, a longer line
@@ -272,6 +278,7 @@ def test_plan_diff_check_and_estimate_fit_the_terminal(width):
     assert "github:pytorch/xla@v2.9.0" in checks.replace("\n#     ", " ")
 
 
+@pytest.mark.slow
 def test_diff_check_and_estimate_stay_whole_in_a_pipe(capsys, monkeypatch):
     """Not a terminal: the diff, the check lines and the estimate print every line whole, every
     column of the estimate's table included, whatever $COLUMNS says."""

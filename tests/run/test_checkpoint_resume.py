@@ -153,6 +153,7 @@ def assert_resumed_exactly(run_dir: Path, runs: Path, killed_at: int, reference:
     return summary
 
 
+@pytest.mark.slow
 def test_cpu_run_killed_after_a_checkpoint_resumes_with_identical_losses(tmp_path):
     workload = tmp_path / "ck.wl"
     workload.write_text(CPU_WORKLOAD)
@@ -175,6 +176,7 @@ def test_cpu_run_killed_after_a_checkpoint_resumes_with_identical_losses(tmp_pat
     assert cp.returncode == 1 and "it completed (status ok)" in cp.stderr, cp.stderr
 
 
+@pytest.mark.slow
 def test_torchrun_two_ranks_killed_after_a_checkpoint_resume_with_identical_losses(tmp_path):
     workload = tmp_path / "ck_ddp.wl"
     workload.write_text(DDP_WORKLOAD)
@@ -206,6 +208,7 @@ def test_deepspeed_zero2_checkpoint_save_and_resume_with_identical_losses(tmp_pa
 
 # -- atomicity: a save cut short leaves the previous checkpoint the one to resume from ------
 
+@pytest.mark.slow
 def test_a_worker_killed_in_the_middle_of_a_save_resumes_from_the_checkpoint_before(tmp_path):
     from dataclasses import replace
 

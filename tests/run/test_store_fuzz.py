@@ -192,6 +192,7 @@ def every_command(root: Path, runs: list[tuple[str, bool]], resume_and_compare: 
     return {"processes": len(took), "slowest_s": max(took)}
 
 
+@pytest.mark.slow
 def test_every_special_file_through_every_store_command(make_plan, tmp_path, tmp_path_factory):
     """The fast tier: each special kind in place of a different store file of the lost run."""
     templates = _templates(make_plan, tmp_path_factory)

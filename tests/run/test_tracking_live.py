@@ -45,6 +45,7 @@ def _mlflow_run(uri: str, run_id: str):
     return client, found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, status, mlflow_status", [("ok", "ok", "FINISHED"), ("exception", "failed", "FAILED"),
                                                         ("hang", "stopped", "KILLED")])
 def test_the_run_status_becomes_the_mlflow_status(mode, status, mlflow_status, runs, make_plan, tmp_path):

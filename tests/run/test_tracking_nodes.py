@@ -98,6 +98,7 @@ def _fake_two_nodes(make_plan, fake_worker, uri: str):
     return dataclasses.replace(make_plan("ok", launches=launches), tracking=TrackSpec(mlflow=uri, experiment="nodes"))
 
 
+@pytest.mark.slow
 def test_of_two_node_runners_only_node0s_logs_a_run(runs, make_plan, fake_worker, tmp_path):
     from mlflow.tracking import MlflowClient
 

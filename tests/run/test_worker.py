@@ -124,6 +124,7 @@ def runs(request, tmp_path_factory):
 
 # -- the tests --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bloom_generate_100_tokens(runs):
     rc, events = runs["bloom_generate_100_tokens"]()
     finished = assert_ok(rc, events[0])
@@ -143,6 +144,7 @@ def test_bloom_generate_100_tokens(runs):
     assert finished.results["new_tokens"] == 100
 
 
+@pytest.mark.slow
 def test_bert_pretrain_loss_decreases(runs):
     rc, events = runs["bert_pretrain_loss_decreases"]()
     assert_ok(rc, events[0])
@@ -154,6 +156,7 @@ def test_bert_pretrain_loss_decreases(runs):
     assert all(s.samples == 8 and s.tokens == 8 * 64 and s.mfu > 0 for s in measured)
 
 
+@pytest.mark.slow
 def test_t5_finetune_gradient_checkpointing(runs):
     rc, events = runs["t5_finetune_gradient_checkpointing"]()
     finished = assert_ok(rc, events[0])
@@ -165,6 +168,7 @@ def test_t5_finetune_gradient_checkpointing(runs):
     assert finished.results["flops_per_step"] > 0
 
 
+@pytest.mark.slow
 def test_vit_pretrain(runs):
     rc, events = runs["vit_pretrain"]()
     assert_ok(rc, events[0])
@@ -184,6 +188,7 @@ def test_stable_diffusion_infer(runs):
     assert finished.results["image_shape"] == [2, 3, 64, 64]
 
 
+@pytest.mark.slow
 def test_nan_loss_exits_3(runs):
     rc, events = runs["nan_loss_exits_3"]()
     assert rc == 3

@@ -22,6 +22,7 @@ def train_job(tmp_path):
                     measure=MeasureSpec(warmup=1, steps=3))
 
 
+@pytest.mark.slow
 def test_training_mfu_is_against_the_stored_calibration(tmp_path, monkeypatch):
     file = tmp_path / "calibration.json"
     monkeypatch.setenv(CALIBRATION_FILE, str(file))
@@ -43,6 +44,7 @@ def test_training_mfu_is_against_the_stored_calibration(tmp_path, monkeypatch):
     assert 1e6 < implied[0] < 1e8
 
 
+@pytest.mark.slow
 def test_without_calibration_the_worker_probes_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv(CALIBRATION_FILE, str(tmp_path / "absent.json"))
     rc, events = run_worker(train_job(tmp_path))

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from test_worker import ROOT, assert_ok, make_job
 
 from accelctl.contract.events import read_events
@@ -27,6 +28,7 @@ _RUN_WITH_ATEXIT_MARKER = (
 )
 
 
+@pytest.mark.slow
 def test_single_process_worker_exits_without_interpreter_shutdown(tmp_path):
     job = make_job(tmp_path, "gpt2", TaskSpec(kind="generate", prompt="hi", max_new_tokens=2), config=GPT2,
                    measure=MeasureSpec(warmup=0, steps=1))

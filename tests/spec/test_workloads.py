@@ -4,6 +4,8 @@ the facts of the seed it reproduces survive parse -> AST -> spec.
 Regenerate the golden specs after an intended change with::
 
     ACCELCTL_UPDATE_GOLDEN=1 PYTHONPATH=. .venv/bin/python -m pytest tests/spec/test_workloads.py
+
+(the one rule for goldens: tests/golden_files.py)
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
+from golden_files import check_golden, check_no_stale
 
 from accelctl.dsl.parser import parse_file
 from accelctl.spec.check import check_all
@@ -21,7 +24,6 @@ from accelctl.spec.types import WorkloadSpec
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 GOLDEN = ROOT / "tests" / "golden" / "spec"
-UPDATE = os.environ.get("ACCELCTL_UPDATE_GOLDEN", "") not in ("", "0")
 
 FILES = sorted(WORKLOADS.glob("*.wl"))
 EXPECTED_FILES = {
@@ -78,24 +80,15 @@ def test_golden_spec(path):
     """parse -> AST -> spec, compared with tests/golden/spec/<file>.<workload>.json."""
     specs = check_all(parse_file(path))[0]
     for spec in specs:
-        golden = golden_path(path, spec.name)
-        text = spec_json(spec)
-        if UPDATE:
-            golden.parent.mkdir(parents=True, exist_ok=True)
-            golden.write_text(text, encoding="utf-8")
-            continue
-        assert golden.is_file(), f"missing {golden.relative_to(ROOT)}; run with ACCELCTL_UPDATE_GOLDEN=1"
-        assert json.loads(text) == json.loads(golden.read_text(encoding="utf-8")), (
-            f"{golden.relative_to(ROOT)} differs; if the change is intended, rerun with ACCELCTL_UPDATE_GOLDEN=1")
+        check_golden(golden_path(path, spec.name), spec_json(spec), same=_same_json)
+
+
+def _same_json(new: str, old: str) -> bool:
+    return json.loads(new) == json.loads(old)
 
 
 def test_no_stale_golden_files():
-    if UPDATE:
-        live = {golden_path(p, s.name) for p in FILES for s in check_all(parse_file(p))[0]}
-        for stale in set(GOLDEN.glob("*.json")) - live:
-            stale.unlink()
-    live = {golden_path(p, s.name).name for p in FILES for s in check_all(parse_file(p))[0]}
-    assert {g.name for g in GOLDEN.glob("*.json")} == live
+    check_no_stale(GOLDEN, "*.json", {golden_path(p, s.name).name for p in FILES for s in check_all(parse_file(p))[0]})
 
 
 def test_batch_arithmetic_holds_wherever_a_global_batch_is_given():

@@ -7,7 +7,7 @@ Each run folder keeps only what the TUI reads (events.jsonl, summary.json, spec.
 plan.json, worker.log, workload.wl), with machine-specific paths replaced: the runs
 folder becomes ``/runs`` and the interpreter ``python``.  Snapshots depend on these
 files: re-recording changes the numbers, so update the snapshots afterwards
-(``pytest tests/tui --snapshot-update``).
+(``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/tui``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Deterministic by construction: the screens show only the fixture files (recorded
 fixture workloads with a fixed ``memory``), times come from the recorded events, no
 clock is shown.  The Plan screen shows the plans recorded with the runs (``plan.json``),
 not freshly planned ones, so a change to a backend does not move these snapshots (the
-backends have their own golden plans).  Update after an intended change with ``pytest tests/tui --snapshot-update``
-and look at the SVGs in ``tests/tui/__snapshots__``.
+backends have their own golden plans).  Update after an intended change with
+``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/tui`` (the suite's one rule, tests/golden_files.py: it turns on
+syrupy's ``--snapshot-update``) and look at the SVGs in ``tests/tui/__snapshots__``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import pytest
 pytest.importorskip("pytest_textual_snapshot")
 
 import json  # noqa: E402
+from pathlib import Path  # noqa: E402
 
+from golden_files import check_no_stale  # noqa: E402
 from tui_fixtures import STORE, WORKLOADS, recorded  # noqa: E402
 from tui_screen import wait_for  # noqa: E402
 
@@ -78,3 +81,9 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_screen_snapshot(snap_compare, case, size):
     assert snap_compare(app(), terminal_size=size, **CASES[case])
+
+
+def test_no_stale_snapshots():
+    """syrupy's own unused-snapshot check is off under pytest-xdist (and with -k): this one is not."""
+    live = {f"test_screen_snapshot[{case}-{w}x{h}].svg" for case in CASES for w, h in SIZES}
+    check_no_stale(Path(__file__).parent / "__snapshots__" / "test_snapshots", "*.svg", live)

@@ -62,6 +62,7 @@ def _run(python: str) -> tuple[int, int, int]:
     return counted, during, after
 
 
+@pytest.mark.slow
 def test_the_counted_step_is_eager_and_the_next_one_compiles():
     counted, during, after = _run(sys.executable)
     assert counted == EXPECTED_FLOPS
@@ -69,6 +70,7 @@ def test_the_counted_step_is_eager_and_the_next_one_compiles():
     assert after == 1  # Dynamo compiled the model on the next call
 
 
+@pytest.mark.slow
 def test_with_torch_2_9_where_a_counted_first_call_used_to_stop_compilation():
     python = xla_python()
     if python is None:
