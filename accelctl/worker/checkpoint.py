@@ -224,10 +224,10 @@ class Checkpointer:
     def _save(self, step: int, where: Path, measurement: dict[str, Any]) -> None:
         ctx = self.ctx
         t0 = time.perf_counter()
-        if not ctx.job.checkpoint.dir and not Path(ctx.job.events_dir).is_dir():  # never recreate a removed run
-            raise RuntimeError(f"the run folder {ctx.job.events_dir} was removed mid-run: checkpoint of step {step} "
-                               "not written")
-        where.mkdir(parents=True, exist_ok=True)
+        if not ctx.job.checkpoint.dir:  # in the run folder: never recreate a removed run
+            _mkdir_below(Path(ctx.job.events_dir), where, step)
+        else:
+            where.mkdir(parents=True, exist_ok=True)
         if self.engine is not None:  # every rank: DeepSpeed writes its own files (ZeRO shards)
             self.engine.save_checkpoint(str(self.folder), tag=where.name, client_state={"accelctl_step": step},
                                         save_latest=False)
@@ -263,3 +263,22 @@ class Checkpointer:
         for cut in layout.incomplete(self.folder):
             if int(cut.name.split("-")[1]) < newest:
                 shutil.rmtree(cut, ignore_errors=True)
+
+
+def _mkdir_below(run_dir: Path, where: Path, step: int) -> None:
+    """``where`` made one level at a time below ``run_dir``, never ``run_dir`` itself: a run folder
+    removed mid-run (even between a check and the save, ``rm -rf`` racing it) fails the save
+    instead of being recreated by ``mkdir(parents=True)``."""
+    try:
+        rel = where.relative_to(run_dir)
+    except ValueError:
+        where.mkdir(parents=True, exist_ok=True)
+        return
+    cur = run_dir
+    try:
+        for part in rel.parts:
+            cur = cur / part
+            cur.mkdir(exist_ok=True)
+    except FileNotFoundError:
+        raise RuntimeError(f"the run folder {run_dir} was removed mid-run: checkpoint of step {step} "
+                           "not written") from None
