@@ -648,10 +648,12 @@ def cmd_doctor(args) -> int:
 
     print_doctor(host_facts(), run_probes, extras_installed(), targets_here(args.files), _color)
     ceilings = stored_calibrations()
-    print("matmul ceiling for MFU: " + ("stored by accelctl doctor --calibrate" if ceilings else
-                                        "not calibrated (accelctl doctor --calibrate); runs probe a best-of per run"))
+    from accelctl.cli_doctor import out
+
+    out("matmul ceiling for MFU: " + ("stored by accelctl doctor --calibrate" if ceilings else
+                                      "not calibrated (accelctl doctor --calibrate); runs probe a best-of per run"))
     for c in ceilings:
-        print(f"  {describe_calibration(c)}")
+        out(f"  {describe_calibration(c)}")
     return 0
 
 

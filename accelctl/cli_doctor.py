@@ -5,16 +5,30 @@ then did not say which targets could run here or which extras were installed).""
 
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
+
+
+def out(line: str) -> None:
+    """A line of the report, folded at spaces to the terminal's width under its own indent (issue
+    27: doctor's lines ran past 80 columns); whole in a pipe."""
+    if not sys.stdout.isatty():
+        print(line)
+        return
+    width = shutil.get_terminal_size((100, 24)).columns
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    print("\n".join(textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)) or line)
 
 
 def print_doctor(host: dict, run_probes, extras: list[dict], targets: list[dict], color) -> None:
-    print(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}"
+    out(f"cpu: {host['cpu']} ({host['cores']} cores), native bf16: {'yes' if host['native_bf16'] else 'no'}"
           + (f" ({', '.join(host['bf16_flags'])})" if host["bf16_flags"] else ""))
-    print(f"precision: {host['bf16_advice']}")
-    print("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
-    print("C++ compiler (optimize { compile = on } on the CPU): "
-          + (host["cxx_compiler"] or "none: torch.compile cannot build CPU kernels here (install g++)"), flush=True)
+    out(f"precision: {host['bf16_advice']}")
+    out("device adapters present: " + ", ".join(f"{k} ({v})" for k, v in host["adapters_present"].items()))
+    out("C++ compiler (optimize { compile = on } on the CPU): "
+          + (host["cxx_compiler"] or "none: torch.compile cannot build CPU kernels here (install g++)"))
+    sys.stdout.flush()  # the host at once: the probes take seconds
     live = sys.stderr.isatty()
 
     def progress(done: int, total: int, probe) -> None:
@@ -30,8 +44,8 @@ def print_doctor(host: dict, run_probes, extras: list[dict], targets: list[dict]
     for p in run_probes(progress=progress):
         state = color("ok", "32", sys.stdout) if p.ok else color("absent", "33", sys.stdout)
         detail = ", ".join(f"{k}={v}" for k, v in p.facts.items()) if p.ok else p.error
-        print(f"  {p.name:<20} {state:<6} {detail}")
-    print("extras (pip install 'accelctl[EXTRA]'; scripts/setup.sh installs them):" if extras else
+        out(f"  {p.name:<20} {state:<6} {detail}")
+    out("extras (pip install 'accelctl[EXTRA]'; scripts/setup.sh installs them):" if extras else
           "extras: unknown (accelctl runs from a checkout, not installed: scripts/setup.sh installs it)")
     for e in extras:
         if not e["missing"]:
@@ -42,9 +56,9 @@ def print_doctor(host: dict, run_probes, extras: list[dict], targets: list[dict]
             detail = "missing " + ", ".join(f"{n}{w}" for n, w in e["missing"])
             if e["elsewhere"]:
                 detail += f"; its own environment: {e['elsewhere']}"
-        print(f"  {e['extra']:<12} {state:<9} {detail}")
+        out(f"  {e['extra']:<12} {state:<9} {detail}")
     if targets:
-        print("targets of the files named:")
+        out("targets of the files named:")
     for t in targets:
         where = f"{t['workload']} / {t['target']}" if t["workload"] else t["file"]
-        print(f"  {where}: {t['verdict']} -- {t['detail']}")
+        out(f"  {where}: {t['verdict']} -- {t['detail']}")
