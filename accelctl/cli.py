@@ -172,7 +172,8 @@ def cmd_plan(args) -> int:
             targets = [t for t in targets if t.precision.dtype == "fp8"]
         chosen += [(spec, t) for t in targets]
     # several plans, as text, nothing asked of each: one row each (the full plans: --full or -t)
-    summary = None if (reply or args.full or args.check or args.format != "text" or len(chosen) < 2) else []
+    summary = None if (reply or args.full or args.check or args.rehearse or args.format != "text"
+                       or len(chosen) < 2) else []
     if summary is not None:
         from accelctl import cli_plan_summary
     for spec, t in chosen:

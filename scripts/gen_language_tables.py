@@ -408,6 +408,10 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      "line"),
     ("E508", "unknown engine", "target g { device = a100  engine = lsf }", "line"),
     ("W601", "warning: bf16/fp16 on a CPU target (slow without native bf16)", "precision bf16", "line"),
+    ("W602", "warning: torchao float8 on a GPU target without `optimize { compile = on }` (eager, its casts and "
+             "amax reductions made ViT-H/14 0.32x of bf16 on an H100: docs/device-runs.md)",
+     "workload w { task pretrain model gpt2() dataset synthetic(seq_len = 16 tokens) optimizer adamw(lr = 0.001)\n"
+     "  precision fp8 { library = torchao }\n  target g { device = h100 } }", "file"),
 ]
 
 

@@ -98,22 +98,25 @@ class _Edits:
         return "".join(out)
 
 
-def _written(key: str, rest: tuple[str, ...], value: ast.Value) -> str:
+def _written(key: str, rest: tuple[str, ...], value: ast.Value, top: bool = False) -> str:
+    """``key = value`` (a nested path as its blocks); a workload-level statement (``top``) as
+    the language writes it there: ``precision bf16``; inside a target: ``precision = bf16``."""
     if rest:
         return f"{key} {{ {_written(rest[0], rest[1:], value)} }}"
-    sep = " " if key in STATEMENTS else " = "
+    sep = " " if top and key in STATEMENTS else " = "
     return f"{key}{sep}{ast.value_text(value)}"
 
 
-def _edit_items(ed: _Edits, items, container_span: Span, path: tuple[str, ...], value: ast.Value) -> None:
+def _edit_items(ed: _Edits, items, container_span: Span, path: tuple[str, ...], value: ast.Value,
+                top: bool = False) -> None:
     key, rest = path[0], path[1:]
     found = next((it for it in items if it[0] == key), None)
     if found is None:
-        ed.before_close(container_span, _written(key, rest, value))
+        ed.before_close(container_span, _written(key, rest, value, top))
         return
     if not rest:
         ed.replace(found.value.span if type(found) is not ast.Block else found.span,
-                   ast.value_text(value) if type(found) is not ast.Block else _written(key, (), value))
+                   ast.value_text(value) if type(found) is not ast.Block else _written(key, (), value, top))
         return
     if type(found) is ast.Block and any(i[0] == rest[0] for i in found.items):
         _edit_items(ed, found.items, found.span, rest, value)
@@ -191,7 +194,7 @@ def write(text: str, file: ast.File, sets: list[O.Over]) -> str:
                         items = t.items
                     _edit_items(ed, items, t.span, path, value)
             else:
-                _edit_items(ed, w.items, w.span, path, value)
+                _edit_items(ed, w.items, w.span, path, value, top=True)
             if reshapes(o):
                 for block in [w, *_targets(w)]:
                     for b in (it for it in block.items if type(it) is ast.Block and it.kind == "batch"):

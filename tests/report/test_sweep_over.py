@@ -43,10 +43,13 @@ def test_grid_points_equal_the_file_edit(tmp_path, capsys):
     assert [(r["over.precision"], r["over.batch.micro"]) for r in rows] == [
         ("bf16", "64"), ("bf16", "128"), ("fp8", "64"), ("fp8", "128")]
     text = Path(VIT).read_text()
-    # the file edit: p5_te's own batch and precision written in its block
-    edited = text.replace("    te_layers = on\n    batch { micro = 128  global = 1024 }\n  }\n  target p5_fp8",
-                          "    te_layers = on\n    precision = fp8\n    batch { micro = 64 }\n  }\n  target p5_fp8", 1)
-    assert edited != text
+    # the file edit, made by the other writer of settings (--set: spans of the text, accelctl.spec.settings):
+    # p5_te's own precision and batch written in its block
+    from accelctl.spec import settings
+
+    edited = settings.applied(VIT, text, settings.parse_sets(["target.p5_te.precision=fp8",
+                                                              "target.p5_te.batch.micro=64"]))
+    assert edited != text and "precision = fp8" in edited
     want = _estimate_of(edited, tmp_path, "p5_te")
     got = next(r for r in rows if (r["over.precision"], r["over.batch.micro"]) == ("fp8", "64"))
     assert float(got["step_time_s"]) == pytest.approx(want["step_time_s"], rel=1e-9)
