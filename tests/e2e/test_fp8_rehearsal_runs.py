@@ -34,10 +34,14 @@ workload tiny_gpt2_fp8 {
 
 def _vit_fp8_small() -> str:
     """vit_fp8.wl as written (model, stand-in, recipe), with a CI-sized batch and step count."""
-    text = (ROOT / "workloads" / "vit_fp8.wl").read_text(encoding="utf-8")
-    small = text.replace("micro = 128  global = 1024", "micro = 16  global = 128").replace(
-        "measure { warmup = 10 steps  steps = 40 steps }", "measure { warmup = 2 steps  steps = 8 steps }")
-    assert small.count("micro = 16") == 3 and "warmup = 2 steps  steps = 8 steps" in small
+    from accelctl.spec import settings
+
+    path = ROOT / "workloads" / "vit_fp8.wl"
+    text = path.read_text(encoding="utf-8")
+    # as `--set` writes them into the file (every target; a written global batch dropped)
+    small = settings.applied(str(path), text, settings.parse_sets(
+        ["batch.micro=16", "measure.warmup=2 steps", "measure.steps=8 steps"]))
+    assert "micro = 16" in small and "warmup = 2 steps" in small and "steps = 8 steps" in small
     return small
 
 
