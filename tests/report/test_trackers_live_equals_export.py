@@ -150,8 +150,11 @@ def test_tensorboard_live_and_exported_event_files_are_the_same(both):
     assert (hp["lr"].number_value, hp["optimizer"].string_value, hp["model.hidden"].number_value) == (0.003, "adamw", 32)
 
 
-def test_every_surface_shows_the_same_throughput(both, capsys):
+def test_every_surface_shows_the_same_throughput(both, capsys, monkeypatch):
     from rich.console import Console
+
+    # the tables' width in a pipe is $COLUMNS when set: an xdist worker's (80) wrapped the figure
+    monkeypatch.setenv("COLUMNS", "200")
 
     from accelctl.tui.app import AccelctlApp
     from accelctl.tui.screens.compare import CompareScreen
