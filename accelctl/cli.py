@@ -177,49 +177,48 @@ def cmd_plan(args) -> int:
     if summary is not None:
         from accelctl import cli_plan_summary
     for spec, t in chosen:
-        if True:  # noqa: SIM108 - one level as before: the loop over (workload, target) pairs
-            try:
-                p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse)
-            except AccelctlError as exc:
-                failed += 1
-                if summary is not None:
-                    summary.append(cli_plan_summary.refused(spec, t, exc))
-                    _print_error(exc)
-                    continue
-                if reply:  # the refusal in the document, its diagnostics beside it
-                    plans.append({"workload": spec.name, "target": t.name, "refused": True,
-                                  "error": str(exc), "diagnostics": reply.add(exc.diagnostics)})
-                    continue
-                print(refusal_header(spec.name, t.name), flush=True)
+        try:
+            p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse)
+        except AccelctlError as exc:
+            failed += 1
+            if summary is not None:
+                summary.append(cli_plan_summary.refused(spec, t, exc))
                 _print_error(exc)
                 continue
-            if summary is not None:
-                summary.append(cli_plan_summary.planned(spec, t, p))
+            if reply:  # the refusal in the document, its diagnostics beside it
+                plans.append({"workload": spec.name, "target": t.name, "refused": True,
+                              "error": str(exc), "diagnostics": reply.add(exc.diagnostics)})
                 continue
+            print(refusal_header(spec.name, t.name), flush=True)
+            _print_error(exc)
+            continue
+        if summary is not None:
+            summary.append(cli_plan_summary.planned(spec, t, p))
+            continue
+        if reply:
+            from accelctl.plan.render import printed
+
+            plans.append({"workload": spec.name, "target": t.name, "refused": False,
+                          "plan": printed(p).to_dict()})
+        else:
+            print(render_plan(p, args.format, _width(sys.stdout) if args.format == "text" else None))
+        if args.format == "text":
+            print()
+        if args.check:
+            from accelctl.api import check_plan
+
+            results = check_plan(p, spec)
             if reply:
-                from accelctl.plan.render import printed
-
-                plans.append({"workload": spec.name, "target": t.name, "refused": False,
-                              "plan": printed(p).to_dict()})
-            else:
-                print(render_plan(p, args.format, _width(sys.stdout) if args.format == "text" else None))
-            if args.format == "text":
-                print()
-            if args.check:
-                from accelctl.api import check_plan
-
-                results = check_plan(p, spec)
-                if reply:
-                    plans[-1]["checks"] = [{"tool": r.tool, "ok": r.ok, "messages": list(r.messages)}
-                                           for r in results]
-                for r in results:
-                    stream = sys.stderr if args.format != "text" else sys.stdout
-                    print(r.render(_width(stream)), file=stream)
-                if not results:
-                    print(f"# check: backend {p.backend} has no external tool to check against",
-                          file=sys.stderr if args.format != "text" else sys.stdout)
-                failed += any(r.ok is False for r in results)
-                not_run += sum(r.ok is None for r in results)
+                plans[-1]["checks"] = [{"tool": r.tool, "ok": r.ok, "messages": list(r.messages)}
+                                       for r in results]
+            for r in results:
+                stream = sys.stderr if args.format != "text" else sys.stdout
+                print(r.render(_width(stream)), file=stream)
+            if not results:
+                print(f"# check: backend {p.backend} has no external tool to check against",
+                      file=sys.stderr if args.format != "text" else sys.stdout)
+            failed += any(r.ok is False for r in results)
+            not_run += sum(r.ok is None for r in results)
     if summary:
         print(cli_plan_summary.render(summary, None if args.wide else _width(sys.stdout)))
     if failed:

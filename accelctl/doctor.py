@@ -86,13 +86,6 @@ def cxx_compiler() -> str:
     return ""
 
 
-def doctor(names: list[str] | None = None, progress=None) -> tuple[dict, list[Probe]]:
-    """The host's facts and every probe's result (in the probes' order); ``progress(done,
-    total, probe)`` is called as each probe finishes (they run at once, each in its own
-    interpreter: the slowest, torch's import, takes seconds)."""
-    return host_facts(), run_probes(names, progress)
-
-
 def run_probes(names: list[str] | None = None, progress=None) -> list[Probe]:
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
