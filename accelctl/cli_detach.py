@@ -202,9 +202,14 @@ def cmd_runs_gc(args) -> int:
 
     if not args.failed and args.older_than is None:
         raise AccelctlError("runs gc needs --failed or --older-than AGE (or both)", exit_code=exitcodes.USAGE)
-    chosen = housekeeping.gc_candidates(list_runs(args.runs_dir), failed=args.failed, started_before=args.older_than,
+    every = list_runs(args.runs_dir)
+    chosen = housekeeping.gc_candidates(every, failed=args.failed, started_before=args.older_than,
                                         started_unix_s=started_unix_s)
     done = housekeeping.remove(chosen, args.dry_run)
+    lost = housekeeping.keep_lost([r for r in every if r.id not in done.removed], args.dry_run)
+    if lost:
+        print(f"{'would write' if args.dry_run else 'wrote'} the result of {len(lost)} lost run(s) into its folder",
+              file=sys.stderr)
     consoles = housekeeping.remove_consoles(args.runs_dir, args.dry_run)
     if consoles:
         print(f"{'would remove' if args.dry_run else 'removed'} the console file(s) of {len(consoles)} ended "
@@ -212,6 +217,7 @@ def cmd_runs_gc(args) -> int:
     code = _removed(args, done)
     if reply := _reply(args):
         reply.result["consoles"] = consoles
+        reply.result["lost_written"] = lost
     return code
 
 

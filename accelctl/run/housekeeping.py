@@ -90,6 +90,29 @@ def gc_candidates(records: Iterable[store.RunRecord], *, failed: bool, started_b
     return [r for r in records if wanted(r)]
 
 
+def keep_lost(records: Iterable[store.RunRecord], dry_run: bool = False) -> list[str]:
+    """``runs gc``: write the result of each lost run among ``records`` into its folder
+    (``lostrun.keep``), each under its claim, taken without waiting (a folder in use is left
+    to its owner); the ids written (``dry_run``: that would be).  Reading never writes it."""
+    from accelctl.run import lostrun
+
+    kept = []
+    for record in records:
+        if "runner lost" not in record.status or record.unreadable or record.path.is_symlink():
+            continue
+        if dry_run:
+            kept.append(record.id)
+            continue
+        try:
+            owned = claim(record.path, wait_s=0.0)
+        except RunError:  # RunBusy among them: its owner is at it
+            continue
+        with owned:
+            if lostrun.keep(record.path):
+                kept.append(record.id)
+    return kept
+
+
 def remove_consoles(root, dry_run: bool = False) -> list[str]:
     """Remove the console files of detached supervisors that have ended (``runs gc``, whatever
     its criterion: a run's own stream is its ``events.jsonl``); their paths."""

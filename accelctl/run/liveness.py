@@ -3,10 +3,9 @@
 
 A run is *in progress* while a process owns its folder (``owner.lock``, held by the runner from
 the folder's creation to its summary, and by ``run --resume``: ``accelctl.run.ownership``) or
-while it has no ``summary.json`` and is not lost (``store.read_run`` finishes a run whose runner
+while it has no ``summary.json`` and is not lost (``store.read_run`` shows a run whose runner
 is gone as ``failed (runner lost)``; a run recorded on another machine cannot be judged from
-here and counts as in progress).  Nothing here blocks or writes, except what ``read_run``
-itself keeps of a lost run.
+here and counts as in progress).  Nothing here blocks or writes.
 """
 
 from __future__ import annotations

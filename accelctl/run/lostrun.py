@@ -4,7 +4,7 @@
 its launches' process groups.  A run with no summary whose runner is gone, and none of whose
 processes still run, is *lost*: ``gone`` says so.
 
-Reading never waits and never needs to write (issue 22, #2):
+Reading never waits and never writes (issue 22, #2; issue 28):
 
 * ``finish`` computes the lost run's summary in memory from what the ranks wrote (bounded,
   typed reads: ``accelctl.run.storefiles``) -- status ``failed``, reason ``runner_lost``
@@ -12,12 +12,15 @@ Reading never waits and never needs to write (issue 22, #2):
   over the steps that completed; ``not_started`` when the run's job never began (a queued job of
   a shared worker whose runner was killed before it got there: nothing ran).  Any file that
   cannot be read makes the run unreadable, with its reason, and nothing is written.
-* ``record`` then TRIES to keep that result in the folder (the rank lines the runner never
-  merged appended to ``events.jsonl``, then ``summary.json``), so that later readers and
-  ``run --resume`` see it: under a NON-blocking exclusive lock on ``runner.json``.  A lock held
-  by another reader means that reader is recording the same result: this one goes on with its
-  in-memory summary at once.  A store that cannot be written is shown lost all the same.
-  Files are opened without following links, and only regular files are written.
+  ``store.read_run`` shows that result and leaves the folder as it is (a store that may not be
+  written, one being read by others, reads the same).
+* ``keep`` is the explicit step that writes it (the rank lines the runner never merged
+  appended to ``events.jsonl``, then ``summary.json``), taken by the folder's next owner under
+  its claim: ``run --resume`` before it archives the attempt, ``runs gc`` for the lost runs it
+  leaves.  ``record`` writes under a NON-blocking exclusive lock on ``runner.json``: a lock held
+  by another means that one is keeping the same result.  A store that cannot be written is
+  shown lost all the same.  Files are opened without following links, and only regular files
+  are written.
 """
 
 from __future__ import annotations
@@ -162,3 +165,17 @@ def record(path: Path, summary: Mapping[str, Any], lines: list[bytes]) -> bool:
         return False  # a store we may not write: shown as lost all the same
     finally:
         os.close(lock)
+
+
+def keep(path: Path) -> bool:
+    """Write the result of ``path``'s run into its folder if it is a lost run (readable, no
+    ``summary.json``, its runner gone); True when this call wrote it.  The caller owns the
+    folder (``ownership.claim``): ``run --resume``, ``runs gc``."""
+    found = store.read_run(path)
+    if found.unreadable or not found.summary or boundedfile.problem(path / store.SUMMARY_FILE) != "":
+        return False
+    info, why = storefiles.read_object(path / store.RUNNER_FILE)
+    if why or not info or not gone(path, info):
+        return False
+    summary, lines, why = finish(path, info)
+    return not why and bool(summary) and record(path, summary, lines)

@@ -155,6 +155,9 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
         raise RunError(f"cannot resume: {exc}") from None
     owner = claim(found.path)
     try:
+        from accelctl.run import lostrun
+
+        lostrun.keep(found.path)  # the next owner writes a lost attempt's result before archiving it
         return _prepare_owned(store.read_run(found.path), owner, workload_file)
     except BaseException:
         owner.release()

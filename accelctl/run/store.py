@@ -18,15 +18,16 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
                        engine's submit helper (``accelctl.contract.scheduler``)
       series.json      only for one of ``measure { repeat = N }``'s N runs: {id, index, of}
       runner.json      who supervises the run (``<pid>:<start ticks>``, host) and its launches'
-                       process groups: a run whose runner is gone is finished by the next reader
-                       (``failed``, reason ``runner_lost``, with the partial summary;
+                       process groups: a run whose runner is gone is shown finished by its
+                       readers (``failed``, reason ``runner_lost``, with the partial summary;
                        ``not_started`` when its job never began: ``accelctl.run.lostrun``)
+                       and written so by its next owner (``run --resume``, ``runs gc``)
 
 Reading never blocks, never waits for another reader and never trusts a file's shape: every file
 is opened only when it is a regular file within its cap (no link followed, no FIFO opened) and
 checked against its shape in one place, ``accelctl.run.storefiles``; what fails either is the
-run's ``unreadable: <reason>``.  A lost run's result is computed on read and written only under
-a non-blocking lock (``accelctl.run.lostrun``).
+run's ``unreadable: <reason>``.  Reading never writes: a lost run's result is computed on read,
+and written only by an explicit step of the folder's owner (``accelctl.run.lostrun.keep``).
 
 Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
 characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
@@ -377,8 +378,8 @@ def read_run(path: Path) -> RunRecord:
     waits for another reader: a missing summary is ``incomplete``, an unreadable folder or
     file ``unreadable: <reason>`` (``accelctl.run.storefiles``).  A run whose runner vanished
     shows as ``failed (runner lost)`` -- ``not started (runner lost)`` when its job never
-    began -- computed here and kept in the folder when no other reader is at it
-    (``accelctl.run.lostrun``)."""
+    began -- computed here in memory; reading writes nothing (``accelctl.run.lostrun.keep``, taken
+    by the folder's next owner, writes it)."""
     from accelctl.run import storefiles
 
     problem = storefiles.folder_problem(path)
@@ -395,10 +396,8 @@ def read_run(path: Path) -> RunRecord:
         if info:
             from accelctl.run import lostrun
 
-            if lostrun.gone(path, info):
-                summary, lines, problem = lostrun.finish(path, info)
-                if summary:
-                    lostrun.record(path, summary, lines)
+            if lostrun.gone(path, info):  # shown, never written here: ``lostrun.keep`` writes it
+                summary, _, problem = lostrun.finish(path, info)
     m = _ID_RE.match(path.name)
     # the run id names the workload and the target (safe names hold no "-")
     named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}

@@ -3,8 +3,9 @@
 * #2: a lost run (no summary, its runner dead: what SIGKILL leaves) whose ``events.jsonl``,
   ``rank0.jsonl``, ``runner.json``, ``plan.json``, ``job.json`` or ``workload.wl`` is a FIFO or a
   link to ``/dev/zero`` is ``unreadable: <reason>`` at once -- nothing opened that blocks, nothing
-  read without limit, nothing written; and a reader never waits for another one's lock on
-  ``runner.json`` (the run is still shown lost, from memory).
+  read without limit, nothing written; a reader never writes a lost run's result (``lostrun.keep``,
+  the next owner's step, does), and the keeper never waits for another one's lock on
+  ``runner.json``.
 * #3: store files of the wrong shape (a ``failure`` that is a string, ``pgids`` of ``["x"]``,
   ``[1e999]``, NaN, huge integers, missing keys ...) are ``unreadable: <the field>`` in ``runs``,
   ``report``, ``compare`` and ``run --resume``, never exit 70.
@@ -34,7 +35,7 @@ import pytest
 from test_store_faults import BROKEN, FIXTURES, GOOD, cli
 
 from accelctl.contract import supervision
-from accelctl.run import procgroup, runner, store
+from accelctl.run import lostrun, procgroup, runner, store
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_S = 10.0
@@ -88,15 +89,21 @@ def listed(root: Path, timeout_s: float = HANG_S) -> dict[str, store.RunRecord]:
     return out
 
 
-def test_a_lost_run_is_finished_by_its_reader(lost):
+def test_a_lost_run_is_shown_finished_by_its_reader_and_written_only_by_keep(lost):
     before = (lost / store.EVENTS_FILE).read_bytes()
     (rec,) = listed(lost.parent).values()
     assert rec.status == "failed (runner lost)" and rec.median_step_time_s > 0
+    assert rec.summary["failure"]["reason"] == "runner_lost" and rec.summary["stats"]["step_time"]["count"] == 8
+    assert not (lost / store.SUMMARY_FILE).exists() and (lost / store.EVENTS_FILE).read_bytes() == before
+    assert lostrun.keep(lost)  # the explicit step (the folder's next owner: run --resume, runs gc)
     kept = json.loads((lost / store.SUMMARY_FILE).read_text())
     assert kept["failure"]["reason"] == "runner_lost" and kept["stats"]["step_time"]["count"] == 8
     after = (lost / store.EVENTS_FILE).read_bytes()
     assert after.startswith(before) and len(after) > len(before)
     assert json.loads(after.splitlines()[-1])["reason"] == "runner_lost"
+    assert not lostrun.keep(lost)  # kept already
+    (rec,) = listed(lost.parent).values()
+    assert rec.status == "failed (runner lost)" and rec.summary == kept
 
 
 SPECIAL = {
@@ -117,17 +124,17 @@ def test_a_lost_run_with_a_special_file_is_unreadable_at_once(lost, name, kind):
     assert name == "summary.json" or not (lost / store.SUMMARY_FILE).exists(), "a reader wrote an unreadable run"
 
 
-def test_a_reader_never_waits_for_another_readers_lock(lost):
+def test_keeping_never_waits_for_another_keepers_lock(lost):
     fd = os.open(lost / store.RUNNER_FILE, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # another reader keeping the lost run's result
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another owner keeping the lost run's result
+        assert not lostrun.keep(lost)
         (rec,) = listed(lost.parent).values()
         assert rec.status == "failed (runner lost)" and rec.summary["stats"]["step_time"]["count"] == 8
-        assert not (lost / store.SUMMARY_FILE).exists(), "written under another reader's lock"
+        assert not (lost / store.SUMMARY_FILE).exists(), "written under another's lock"
     finally:
         os.close(fd)
-    (rec,) = listed(lost.parent).values()
-    assert rec.status == "failed (runner lost)" and (lost / store.SUMMARY_FILE).is_file()
+    assert lostrun.keep(lost) and (lost / store.SUMMARY_FILE).is_file()
 
 
 def test_a_lost_runners_job_that_never_began_is_not_started(lost):

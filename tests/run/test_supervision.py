@@ -124,8 +124,8 @@ def rank_pid(run_dir: Path, rank: int) -> int:
 @pytest.mark.parametrize("kind, processes", [("solo", 1), ("ddp_cpu", 3), ("zero2_cpu", 4)])
 def test_sigkill_of_the_runner_leaves_no_process_and_the_run_is_found_lost(kind, processes, tmp_path):
     """SIGKILL cannot be handled by ``accelctl run``: its launches must end by themselves, and
-    the next ``accelctl runs`` must record the run ``failed (runner lost)`` with its partial
-    figures instead of ``incomplete`` forever."""
+    the next ``accelctl runs`` must show the run ``failed (runner lost)`` with its partial
+    figures instead of ``incomplete`` forever, writing nothing; ``runs gc`` writes it."""
     wl, workload = _workload(tmp_path, kind)
     runs = tmp_path / "runs"
     proc = start_cli(wl, workload, runs)
@@ -148,7 +148,11 @@ def test_sigkill_of_the_runner_leaves_no_process_and_the_run_is_found_lost(kind,
                         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert cp.returncode == 0, cp.stderr
     (listed,) = json.loads(cp.stdout)["result"]["runs"]
-    assert listed["status"] == "failed (runner lost)"
+    assert listed["status"] == "failed (runner lost)" and not (run_dir / store.SUMMARY_FILE).exists()
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "runs", "gc", "--older-than", "1d", "--runs-dir",
+                         str(runs)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert cp.returncode == 0 and "wrote the result of 1 lost run(s)" in cp.stderr, cp.stderr
     summary = json.loads((run_dir / store.SUMMARY_FILE).read_text())
     assert summary["status"] == "failed" and summary["failure"]["reason"] == "runner_lost"
     assert summary["stats"]["step_time"]["count"] >= 1 and summary["stats"]["step_time"]["median"] > 0
