@@ -115,14 +115,15 @@ def load_selected_source(path: str | Path, workload: str | None = None, sets=())
 
 
 def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None, rehearse: bool = False,
-         fp8: bool = False, device_path: bool = False):
+         fp8: bool = False, device_path: bool = False, host=None):
     """Compile one target of a spec into an inert ``Plan`` (``rehearse``: its CPU rehearsal;
     ``fp8`` too: its FP8 rehearsal; ``device_path`` too: through the target backend's own
     device code path on this CPU where it has one and it is installed, e.g. a Neuron target on
-    torch-xla's XLA CPU device)."""
+    torch-xla's XLA CPU device), for the machine ``host`` describes
+    (``accelctl.contract.hostfacts.HostFacts``; None: this one)."""
     from accelctl.plan.compile import compile_plan
 
-    return compile_plan(spec, target, engine, rehearse, fp8, device_path)
+    return compile_plan(spec, target, engine, rehearse, fp8, device_path, host=host)
 
 
 def one_process(spec: WorkloadSpec, target: TargetSpec) -> tuple[WorkloadSpec, TargetSpec, int]:

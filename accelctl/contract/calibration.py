@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -73,13 +74,14 @@ def lookup(device: str, threads: int, file: Path | None = None) -> Calibration |
 DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
-def speed_vs_fp32(dtype: str, device: str, threads: int, file: Path | None = None) -> tuple[float, str] | None:
+def speed_vs_fp32(dtype: str, device: str, threads: int, file: Path | None = None,
+                  entries: Iterable[Calibration] | None = None) -> tuple[float, str] | None:
     """(``dtype``'s measured matmul FLOP/s over fp32's, where from) on ``device``: the stored
-    calibration at ``threads``, else the one at the nearest thread count; None where none
-    measured both dtypes (the caller then goes by the CPU's flags)."""
+    calibration (``entries``, else the file's) at ``threads``, else the one at the nearest thread
+    count; None where none measured both dtypes (the caller then goes by the CPU's flags)."""
     name = DTYPE_NAMES.get(dtype, dtype)
-    entries = [c for c in load_all(file).values()
-               if c.device == device and c.flops.get(name) and c.flops.get("float32")]
+    pool = load_all(file).values() if entries is None else entries
+    entries = [c for c in pool if c.device == device and c.flops.get(name) and c.flops.get("float32")]
     if not entries:
         return None
     best = min(entries, key=lambda c: (abs(c.threads - threads), c.threads))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from accelctl.contract import hostfacts
+from accelctl.contract.hostfacts import HostFacts
 from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.plan import parallel_layout
@@ -24,12 +26,21 @@ def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint:
 
 
 def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None,
-                 rehearse: bool = False, fp8: bool = False, device_path: bool = False) -> Plan:
-    """The plan of ``target``; with ``rehearse``, a CPU rehearsal of it (``plan.rehearse``);
+                 rehearse: bool = False, fp8: bool = False, device_path: bool = False,
+                 host: HostFacts | None = None) -> Plan:
+    """The plan of ``target`` compiled for the machine ``host`` describes (its cores, CPU flags,
+    memory and calibration: ``accelctl.contract.hostfacts``; None: this machine's, read now):
+    the same input gives the same plan anywhere.  With ``rehearse``, a CPU rehearsal of it (``plan.rehearse``);
     with ``fp8`` too, its FP8 rehearsal (the recipe emulated beside a baseline); with
     ``device_path`` (``accelctl run/plan --rehearse``), the rehearsal the target's backend makes
     of its own device path on this CPU (``Backend.device_rehearsal``: a Neuron target on the
     XLA CPU device), or the plain one with that backend's word on why not."""
+    with hostfacts.using(host or hostfacts.current()):  # a nested plan: the one being compiled's
+        return _compile(spec, target, engine, rehearse, fp8, device_path)
+
+
+def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, rehearse: bool, fp8: bool,
+             device_path: bool) -> Plan:
     if isinstance(target, str):
         target = named_target(spec, target)
     if rehearse and device_path and not fp8 and not DEVICES[target.device].host:
@@ -93,13 +104,8 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     warnings += [f"track: {m} cannot be imported here: `accelctl run` refuses to start (E594)"
                  for m in missing_trackers(tracking)]
     if DEVICES[target.device].host:
-        from accelctl.contract.calibration import speed_vs_fp32
-        from accelctl.hostinfo import cpu_model, cpu_precision_warning
-
-        # the stored measurement of this CPU decides where there is one, else its flags
-        dtype = target.precision.dtype
-        measured = speed_vs_fp32(dtype, cpu_model(), job.threads) if dtype in ("bf16", "fp16") else None
-        slow = cpu_precision_warning(dtype, measured=measured)
+        # the stored measurement of the host's CPU decides where there is one, else its flags
+        slow = hostfacts.current().precision_warning(target.precision.dtype, job.threads)
         if slow is not None:
             warnings.append(slow)
     plan = Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
@@ -111,3 +117,4 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
                                            "a value that reaches a command line or a generated file is "
                                            "one word without control characters")])
     return plan
+

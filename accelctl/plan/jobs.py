@@ -8,7 +8,7 @@ from typing import Any
 
 from accelctl.contract.devices import FAMILIES
 from accelctl.contract.job import DeviceJob, WorkerJob
-from accelctl.hostinfo import cpu_count
+from accelctl.contract import hostfacts
 from accelctl.plan.activations import hpu_lazy
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.models import objective_for
@@ -27,7 +27,7 @@ def threads_per_process(target: TargetSpec, processes: int) -> int:
         return int(target.options["threads"])
     inst = INSTANCES.get(target.instance)
     if DEVICES[target.device].host:
-        cores = cpu_count()
+        cores = hostfacts.current().cores
     elif inst is not None and inst.vcpus:
         cores = inst.vcpus
     else:

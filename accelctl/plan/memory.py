@@ -213,11 +213,7 @@ def in_flight(p, accumulation: int) -> int:
 
 
 def host_memory_bytes() -> int:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    """The memory available on the machine the plan is compiled for (``hostfacts.current()``)."""
+    from accelctl.contract import hostfacts
+
+    return hostfacts.current().memory_bytes

@@ -7,7 +7,7 @@ accumulated micro-batches, 1024-token sequences, 490 measured steps, 100 generat
 in the rehearsal's changes (the plan's REHEARSAL note, the console, ``summary.json``), so a
 rehearsal states what it ran.  The caps (``SIZE``) scale with this machine's cores where the
 work does (the micro-batch); bf16 -> fp32 where the CPU lacks native bf16 is
-``rehearse.rehearsal_target``'s (``accelctl.hostinfo.cpu_has_native``).
+``rehearse.rehearsal_target``'s (``accelctl.contract.hostfacts``: the plan's host facts).
 
 Measured (2 shared cores, AVX-512 with native bf16, load ~3): every target of workloads/
 rehearses in under 60 s with these caps (tests/e2e/test_rehearse_all.py, slow).
@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from accelctl.contract.plan import Rehearsal
-from accelctl.hostinfo import cpu_count
+from accelctl.contract import hostfacts
 from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
 
 #: samples per process of a rehearsal's micro-batch, per core of this machine
@@ -38,7 +38,7 @@ SIZE = {
 
 def micro_cap(cores: int | None = None) -> int:
     """The largest micro-batch a rehearsal process gets on a machine of ``cores`` cores."""
-    return MICRO_PER_CORE * max(1, cores if cores is not None else cpu_count())
+    return MICRO_PER_CORE * max(1, cores if cores is not None else hostfacts.current().cores)
 
 
 def _capped(what: str, value: int, cap: int, changes: list[str], unit: str = "") -> int:
@@ -70,7 +70,7 @@ def sized_for_this_cpu(spec: WorkloadSpec, target: TargetSpec, rehearsal: Rehear
     measure = _measure(spec.measure, changes) if own is None else spec.measure
     if not changes:
         return spec, target, rehearsal
-    line = f"sized for this CPU ({cores if cores is not None else cpu_count()} cores): " + ", ".join(changes)
+    line = f"sized for this CPU ({cores if cores is not None else hostfacts.current().cores} cores): " + ", ".join(changes)
     return (dataclasses.replace(spec, dataset=data, task=task, measure=measure),
             dataclasses.replace(target, batch=batch, measure=own),
             dataclasses.replace(rehearsal, changes=(*rehearsal.changes, line)))

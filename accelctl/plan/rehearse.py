@@ -19,7 +19,7 @@ import dataclasses
 
 from accelctl.contract.plan import Rehearsal
 from accelctl.errors import Diagnostic, PlanError
-from accelctl.hostinfo import cpu_count, cpu_has_native
+from accelctl.contract import hostfacts
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.schema import INFERENCE_STRATEGIES, TARGET_OPTIONS
 from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
@@ -37,7 +37,7 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
     if fp8:
         return _fp8_rehearsal_target(spec, target)
     changes: list[str] = []
-    world = min(target.world_size, max(1, cpu_count()))
+    world = min(target.world_size, max(1, hostfacts.current().cores))
     if target.parallel.strategy in INFERENCE_STRATEGIES and target.parallel.tp > 1:
         world = 1  # tensor-parallel inference: one process per shard, and the stand-in is one shard
     if world != target.world_size:
@@ -84,6 +84,11 @@ def _parallel_here(p: ParallelSpec, world: int, changes: list[str]) -> ParallelS
         changes.append("NVMe offload -> none")
         p = dataclasses.replace(p, offload_optimizer="none", offload_param="none")
     return p
+
+
+def cpu_has_native(dtype: str) -> bool:
+    """Whether the CPU the plan is compiled for computes ``dtype`` natively (its host facts)."""
+    return hostfacts.current().has_native(dtype)
 
 
 def fp8_baseline() -> str:

@@ -6,6 +6,7 @@ import json
 import shlex
 
 import pytest
+from reference_hosts import AVX512_BF16, REFERENCE
 
 from accelctl.api import check, parse, plan, render_plan_sh, render_plan_text
 from accelctl.contract.plan import Plan
@@ -64,21 +65,17 @@ def test_threads_override():
     assert plan(_spec(), "big").job.threads == 3
 
 
-def test_bf16_on_cpu_warns_loudly(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACCELCTL_CALIBRATION_FILE", str(tmp_path / "none.json"))  # the flags decide
-    p = plan(_spec(), "bf")
-    from accelctl.hostinfo import cpu_has_native_bf16
-
-    if cpu_has_native_bf16():
-        pytest.skip("this CPU has native bf16")
+def test_bf16_on_cpu_warns_loudly():
+    """On a CPU without native bf16 (the host facts given: no skip on an AVX-512 machine)."""
+    p = plan(_spec(), "bf", host=REFERENCE)
     assert any("slower than fp32" in w for w in p.warnings)
 
 
-def test_16bit_on_cpu_warning_is_one_rule(tmp_path, monkeypatch):
-    """hostinfo.cpu_precision_warning is the rule; the plan applies it with this host's
-    flags (no calibration stored: tests/test_precision_advice.py has the measured case),
-    fp16 by the fp16 instructions (a CPU may have AVX512-BF16 and no AVX512-FP16)."""
-    monkeypatch.setenv("ACCELCTL_CALIBRATION_FILE", str(tmp_path / "none.json"))
+@pytest.mark.parametrize("host", [REFERENCE, AVX512_BF16], ids=["avx2", "avx512_bf16_fp16"])
+def test_16bit_on_cpu_warning_is_one_rule(host):
+    """hostinfo.cpu_precision_warning is the rule; the plan applies it with its host's flags
+    (no calibration: tests/plan/test_host_facts.py has the measured case), fp16 by the fp16
+    instructions (a CPU may have AVX512-BF16 and no AVX512-FP16); both kinds of CPU, on any."""
     from accelctl.hostinfo import cpu_has_native, cpu_precision_warning
 
     for dtype in ("bf16", "fp16"):
@@ -87,11 +84,11 @@ def test_16bit_on_cpu_warning_is_one_rule(tmp_path, monkeypatch):
         assert cpu_precision_warning(dtype, native=True) is None
     assert cpu_precision_warning("fp32", native=False) is None and cpu_has_native("fp32")
     for target, dtype in (("bf", "bf16"), ("hf", "fp16")):
-        warnings = plan(_spec(), target).warnings
-        if cpu_has_native(dtype):
+        warnings = plan(_spec(), target, host=host).warnings
+        if host.has_native(dtype):
             assert not any("slower than fp32" in w for w in warnings)
         else:
-            assert cpu_precision_warning(dtype) in warnings
+            assert cpu_precision_warning(dtype, native=False) in warnings
 
 
 def test_unknown_target_is_a_plan_error():

@@ -134,12 +134,12 @@ def _major_minor(version: str) -> tuple[int, int]:
 
 def _cpu_lacks_fp16(target: TargetSpec) -> bool:
     """DeepSpeed's CPU accelerator offers fp16 only with native fp16 (mkldnn AVX512-FP16/AMX): a
-    fact of this machine, so asked for the host CPU only."""
+    fact of the machine planned for (its host facts), so asked for the host CPU only."""
     if not DEVICES[target.device].host or target.precision.dtype != "fp16":
         return False
-    from accelctl.hostinfo import cpu_has_native_fp16
+    from accelctl.contract import hostfacts
 
-    return not cpu_has_native_fp16()
+    return not hostfacts.current().has_native("fp16")
 
 
 # ----------------------------------------------------------------------------- config files
