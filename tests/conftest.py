@@ -58,3 +58,37 @@ def pytest_collection_modifyitems(config, items):
         group = _shared_fixture_group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+    items[:] = _long_first(items)
+
+
+#: the longest tests that share no fixture (each its own unit of work under ``--dist
+#: loadgroup``), longest first, as measured in CI (``--durations``): started first, so that the
+#: last minutes of a run are short tests on both workers, not one long test on one
+LONGEST = (
+    "tests/spec/test_schema_walk.py::test_every_workload_the_walk_plans_runs_without_failing",
+    "tests/estimate/test_flops.py::test_vit_training_step",
+    "tests/dsl/test_fuzz.py::test_fuzz_the_front_end",
+    "tests/backends/test_xla_rehearsal.py::test_check_imports_the_workers_names_in_the_installed_torch_xla",
+    "tests/backends/test_gaudi_data_files.py::",
+    "tests/engines/test_kubernetes.py::test_targets_render_a_pytorchjob_the_sdk_accepts",
+    "tests/run/test_store_fuzz.py::",
+    "tests/run/test_checkpoint_resume.py::",
+    "tests/e2e/test_cpu_targets.py::",
+    "tests/dsl/test_parse_memory.py::",
+    "tests/e2e/test_rehearse_all.py::",
+)
+
+
+def _long_first(items: list) -> list:
+    """``items`` with the tests xdist schedules one by one (no xdist group: groups go first,
+    largest first, by xdist's own order) ordered longest first: ``LONGEST``, then the other
+    slow ones, then the rest, each in collection order.  Grouped tests keep their places."""
+    def rank(item) -> int:
+        if item.get_closest_marker("xdist_group") is not None:
+            return 0
+        known = next((i for i, prefix in enumerate(LONGEST) if item.nodeid.startswith(prefix)), None)
+        if known is not None:
+            return 1 + known
+        return 1 + len(LONGEST) + (item.get_closest_marker("slow") is None)
+
+    return sorted(items, key=rank)

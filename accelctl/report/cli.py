@@ -181,6 +181,16 @@ def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | Non
     A folder wandb cannot write is E596 (an ``AccelctlError``), never a traceback."""
     from accelctl.run.store import runs_root
 
+    def unwritable(exc: Exception) -> AccelctlError:
+        return AccelctlError(diagnostics=[Diagnostic(
+            "E596", f"wandb could not log the runs offline: {str(exc).splitlines()[0]}",
+            path="accelctl report --wandb", hint="--wandb-dir DIR: a writable folder")])
+
+    out = Path(out_dir or runs_root(runs_dir)).expanduser().absolute()
+    try:  # before wandb's import (~1 s of CPU): a folder that cannot be made is refused at once
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unwritable(exc) from None
     try:
         import wandb
 
@@ -188,11 +198,9 @@ def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | Non
     except ModuleNotFoundError as exc:
         raise AccelctlError(f"--wandb needs wandb ({exc}); pip install 'accelctl[track]'") from None
     try:
-        done = export_runs(records, project or None, out_dir or runs_root(runs_dir))
+        done = export_runs(records, project or None, out)
     except (wandb.Error, OSError) as exc:
-        raise AccelctlError(diagnostics=[Diagnostic(
-            "E596", f"wandb could not log the runs offline: {str(exc).splitlines()[0]}",
-            path="accelctl report --wandb", hint="--wandb-dir DIR: a writable folder")]) from None
+        raise unwritable(exc) from None
     for record, folder in done:
         print(f"wandb: logged {record.id} offline -> {folder}", file=sys.stderr)
     if done:

@@ -2,19 +2,23 @@
 walked from the schema's own tables (``schema_walk``): the fast part gives every key and value
 its verdict before launch (no torch: validate, plan, the rehearsal's plan) -- a refusal is
 positioned, and validate and plan agree on it; the slow part runs every workload whose verdict
-is "runs" for real, the cpu ones in one shared worker process and the rehearsals in another,
-and none fails at run time."""
+is "runs" for real, one per distinct plan (cases whose runner and worker get the same plan run
+once), the cpu ones in one shared worker process and the rehearsals in another, and none fails
+at run time."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from schema_walk import Case, cases, verdict
+
+from accelctl import api
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = cases()
@@ -56,15 +60,58 @@ def _one_file(cases_: list[Case], path: Path) -> Path:
     return path
 
 
+def _same_plan_key(case: Case, path: Path, rehearse: bool) -> str:
+    """What the runner and the worker are given for ``case`` (its plan: launches, files, job,
+    tracking; not the notes and warnings printed beside it), with the workload's name taken
+    out: two cases with one key run the same job, so one run of it proves both."""
+    (spec,) = api.load(path)
+    plan_ = api.plan(spec, spec.targets[0], rehearse=rehearse, device_path=rehearse)
+    d = plan_.to_dict()
+    for shown in ("notes", "warnings", "workload"):
+        d.pop(shown, None)
+    return re.sub(rf"\b{re.escape(spec.name)}\b", "<workload>", json.dumps(d, sort_keys=True))
+
+
+def distinct_plans(walked, tmp_path: Path, rehearse: bool) -> dict[str, list[Case]]:
+    """The cases that run (``rehearse``: as rehearsals of their accelerator target, else on
+    this CPU), grouped by the plan they run: each group's first case stands for the group."""
+    groups: dict[str, list[Case]] = {}
+    for i, (case, v) in enumerate(walked):
+        if not v.refused and v.rehearse == rehearse:
+            groups.setdefault(_same_plan_key(case, tmp_path / f"{i}.wl", rehearse), []).append(case)
+    return groups
+
+
+def test_cases_with_one_plan_share_it_and_different_plans_differ(tmp_path):
+    """The slow walk runs one case per distinct plan: the grouping must join only equal plans
+    (a case's own key is stable) and keep apart what runs differently."""
+    walked = _walk(tmp_path)
+    by_id = {c.id: i for i, (c, _) in enumerate(walked)}
+    groups = distinct_plans(walked, tmp_path, rehearse=False)
+    group_of = {c.id: key for key, cs in groups.items() for c in cs}
+    # spellings of one job: the workload-level and the target-level switch; the default and its value
+    assert group_of["workload.gradient_checkpointing=on@cpu/pretrain"] == \
+        group_of["target.gradient_checkpointing=on@cpu/pretrain"]
+    assert group_of["parallel.strategy=zero@cpu/pretrain"] == group_of["parallel.zero.stage=0@cpu/pretrain"]
+    # jobs that differ are run apart
+    for a, b in (("workload.gradient_checkpointing=on@cpu/pretrain", "workload.gradient_checkpointing=off@cpu/pretrain"),
+                 ("parallel.strategy=zero@cpu/pretrain", "parallel.strategy=fsdp@cpu/pretrain"),
+                 ("optimize.compile=on@cpu/pretrain", "optimize.compile=off@cpu/pretrain")):
+        assert group_of[a] != group_of[b], (a, b)
+    case = walked[by_id["parallel.strategy=fsdp@cpu/pretrain"]][0]
+    assert _same_plan_key(case, tmp_path / f"{by_id[case.id]}.wl", False) == group_of[case.id]
+    assert len(groups) < len(group_of)  # the cut the slow walk makes
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("rehearse", [False, True], ids=["cpu_targets", "rehearsals"])
 def test_every_workload_the_walk_plans_runs_without_failing(tmp_path, rehearse):
+    """One real run per distinct plan (``distinct_plans``): every case that runs is covered by
+    the run of a case whose runner and worker get exactly its plan."""
     walked = _walk(tmp_path)
-    chosen = [c for c, v in walked if not v.refused and v.rehearse == rehearse]
-    if rehearse and os.environ.get("ACCELCTL_TEST_EXHAUSTIVE") != "1":
-        # every third rehearsal in CI (~20 of ~60, each a DeepSpeed, Gaudi, XLA or TE plan moved
-        # onto this CPU); ACCELCTL_TEST_EXHAUSTIVE=1 rehearses them all (~17 min here)
-        chosen = chosen[::3]
+    groups = distinct_plans(walked, tmp_path, rehearse)
+    chosen = [cs[0] for cs in groups.values()]
+    same = {cs[0].id: [c.id for c in cs] for cs in groups.values()}
     wl = _one_file(chosen, tmp_path / "walk.wl")
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "accelctl.cli", "run", str(wl), "--headless", "--runs-dir", str(runs)]
@@ -78,7 +125,7 @@ def test_every_workload_the_walk_plans_runs_without_failing(tmp_path, rehearse):
             s = json.loads((run_dir / "summary.json").read_text())
             statuses[s["workload"]] = (s["status"], (s.get("failure") or {}).get("message", ""))
     names = {c.text.split()[1]: c for c in chosen}
-    failed = {names[w].id: why for w, (st, why) in statuses.items() if st != "ok"}
+    failed = {names[w].id: (why, same[names[w].id]) for w, (st, why) in statuses.items() if st != "ok"}
     assert not failed, failed
     assert set(statuses) == set(names), (sorted(set(names) - set(statuses)), cp.stderr[-3000:])
     assert cp.returncode == 0, cp.stderr[-3000:]

@@ -424,6 +424,29 @@ print(json.dumps(out))
 """
 
 
+#: (python, the names) -> what ``_imported`` found: ``plan --check`` of several Neuron targets
+#: imports torch-xla once (~4 s of CPU each time), not once per target
+_IMPORTED: dict[tuple[str, tuple[str, ...]], dict] = {}
+
+
+def _imported(python: Path, names: tuple[str, ...]) -> dict | str:
+    """``IMPORT_SCRIPT``'s answer from ``python`` for ``names``, or why there is none."""
+    key = (str(python), names)
+    if key not in _IMPORTED:
+        env = {**os.environ, "PJRT_DEVICE": "CPU", "TF_CPP_MIN_LOG_LEVEL": "2"}
+        try:
+            proc = subprocess.run([str(python), "-c", IMPORT_SCRIPT], input=json.dumps(list(names)), env=env,
+                                  capture_output=True, text=True, timeout=300)
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            return f"{python} could not run: {exc}"  # not kept: the next call tries again
+        try:
+            _IMPORTED[key] = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return f"{python} could not import torch_xla (exit {proc.returncode}): {last}"
+    return _IMPORTED[key]
+
+
 def installed_result(used: set[str], version: str, python: Path | None = None):
     """The worker's torch-xla names (``used``, as ``check_worker_source`` found them) imported
     by the installed torch-xla of ``.venv-xla`` in a subprocess; NOT RUN without that venv."""
@@ -435,17 +458,9 @@ def installed_result(used: set[str], version: str, python: Path | None = None):
     tool = "installed torch-xla (.venv-xla): the worker's names imported"
     if python is None or not python.exists():
         return not_run(tool, f"no complete {xla_venv()}; scripts/setup-xla.sh makes it")
-    env = {**os.environ, "PJRT_DEVICE": "CPU", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    try:
-        proc = subprocess.run([str(python), "-c", IMPORT_SCRIPT], input=json.dumps(sorted(used)), env=env,
-                              capture_output=True, text=True, timeout=300)
-    except (subprocess.TimeoutExpired, OSError) as exc:
-        return CheckResult(tool, False, [f"{python} could not run: {exc}"])
-    try:
-        got = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return CheckResult(tool, False, [f"{python} could not import torch_xla (exit {proc.returncode}): {last}"])
+    got = _imported(python, tuple(sorted(used)))
+    if isinstance(got, str):
+        return CheckResult(tool, False, [got])
     problems = [f"{name} is not in the installed torch-xla {got['torch_xla']}" for name in got["missing"]]
     if not got["torch_xla"].startswith(version + "."):
         problems.append(f"installed torch-xla is {got['torch_xla']}; the plan is written for {version}")
