@@ -9,30 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_store_hostile import _make_lost
+from test_store_hostile import lost  # noqa: F401  (the fixture: one real lost run, copied per test)
 
 from accelctl.run import store
 
 ROOT = Path(__file__).resolve().parents[2]
-_TEMPLATE: dict[str, Path] = {}
-
-
-@pytest.fixture
-def lost(make_plan, tmp_path, tmp_path_factory) -> Path:
-    if "lost" not in _TEMPLATE:  # one real run for the module
-        _TEMPLATE["lost"] = _make_lost(make_plan, tmp_path_factory.mktemp("lost"))
-    run_dir = tmp_path / "runs" / _TEMPLATE["lost"].name
-    shutil.copytree(_TEMPLATE["lost"], run_dir, symlinks=True)
-    return run_dir
-
-
 def snapshot(folder: Path) -> dict[str, tuple]:
     """Every entry under ``folder`` (itself included): its kind, mode, size, mtime and bytes' hash."""
     out = {}
