@@ -62,12 +62,13 @@ def _one_file(cases_: list[Case], path: Path) -> Path:
 
 def _same_plan_key(case: Case, path: Path, rehearse: bool) -> str:
     """What the runner and the worker are given for ``case`` (its plan: launches, files, job,
-    tracking; not the notes and warnings printed beside it), with the workload's name taken
-    out: two cases with one key run the same job, so one run of it proves both."""
+    tracking; not what is only printed and stored beside them: the notes, the warnings, a
+    rehearsal's label -- the device it stands for), with the workload's name taken out: two
+    cases with one key run the same job, so one run of it proves both."""
     (spec,) = api.load(path)
     plan_ = api.plan(spec, spec.targets[0], rehearse=rehearse, device_path=rehearse)
     d = plan_.to_dict()
-    for shown in ("notes", "warnings", "workload"):
+    for shown in ("notes", "warnings", "workload", "rehearsal"):
         d.pop(shown, None)
     return re.sub(rf"\b{re.escape(spec.name)}\b", "<workload>", json.dumps(d, sort_keys=True))
 
@@ -101,6 +102,11 @@ def test_cases_with_one_plan_share_it_and_different_plans_differ(tmp_path):
     case = walked[by_id["parallel.strategy=fsdp@cpu/pretrain"]][0]
     assert _same_plan_key(case, tmp_path / f"{by_id[case.id]}.wl", False) == group_of[case.id]
     assert len(groups) < len(group_of)  # the cut the slow walk makes
+    # a rehearsal of an a100 and of a gaudi2 target with one job on this CPU runs once
+    rehearsals = distinct_plans(walked, tmp_path, rehearse=True)
+    group_of = {c.id: key for key, cs in rehearsals.items() for c in cs}
+    assert group_of["parallel.zero.stage=1@a100/pretrain"] == group_of["parallel.zero.stage=1@gaudi2/pretrain"]
+    assert group_of["parallel.zero.stage=1@a100/pretrain"] != group_of["parallel.zero.stage=2@a100/pretrain"]
 
 
 @pytest.mark.slow
