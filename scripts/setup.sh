@@ -40,10 +40,16 @@ if [ "$test_mode" = 1 ]; then
     # Transformer Engine's meta package is pure Python: its source is what te_fp8 plans are
     # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
     .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2
-    ./scripts/setup-habana.sh
     # torch-xla 2.9.0 on exactly torch 2.9.0 in .venv-xla: Neuron plans rehearsed on the XLA
-    # CPU device and checked against the installed torch-xla (~4 GB download, ~7 GB disk)
-    ./scripts/setup-xla.sh
+    # CPU device and checked against the installed torch-xla (~4 GB download, ~7 GB disk).
+    # The two side venvs share nothing: installed side by side (a fresh CI clone at load 11-16:
+    # 223 s and 258 s one after the other); a failure of either fails the set-up, after both end
+    ./scripts/setup-habana.sh &
+    habana=$!
+    xla=0
+    ./scripts/setup-xla.sh || xla=$?
+    wait "$habana"
+    [ "$xla" = 0 ] || exit "$xla"
     # tmux drives the TUI's end-to-end test in a real terminal; Slurm (munged, slurmctld, two
     # slurmd on this host, started by tests/engines/conftest.py) runs the slurm engine's jobs;
     # zsh and fish run the shell-completion tests (tests/test_completion.py) in those shells
