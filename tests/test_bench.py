@@ -65,6 +65,19 @@ def test_too_few_pairs_give_no_interval_and_no_verdict():
     assert s["n"] == 2 and s["ci95"] is None and s["verdict"] is None and s["ratio_median"] == 0.75
 
 
+def test_same_model_compares_what_both_arms_report():
+    from bench.harness import same_model
+
+    log = PairLog(a=[{"params": 10, "first_loss": 6.9}, {"params": 10, "first_loss": 6.9}],
+                  b=[{"params": 10, "first_loss": 6.9 + 1e-7}, {"params": 10, "first_loss": 6.9}])
+    assert same_model(log) == {"params": True, "first_loss": True}
+    log.b[1]["first_loss"] = 6.8
+    assert same_model(log) == {"params": True, "first_loss": False}
+    log.b[0]["params"] = 11
+    assert same_model(log)["params"] is False
+    assert same_model(PairLog(a=[{"params": 10}], b=[{"step_s": 1.0}])) is None
+
+
 def test_pairs_alternate_order_and_swap_cores_when_pinned():
     import os
 
