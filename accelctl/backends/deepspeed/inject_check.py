@@ -85,8 +85,9 @@ def find_env(pins: dict[str, str]) -> tuple[Path | None, str]:
         if all(held.get(n, installed(n)) == v for n, v in wanted.items()):
             return env, ""
     pinned = ", ".join(f"{n}=={v}" for n, v in wanted.items())
-    return None, (f"no side environment here holds {pinned} ({', '.join(str(e) for e in side_envs())}; "
-                  "scripts/setup.sh --test makes .venv-ds-legacy with transformers 4.43.4)")
+    looked = ", ".join(str(e) for e in side_envs()) or "none listed"
+    return None, (f"no side environment here holds {pinned} (looked in: {looked}; scripts/setup.sh --test makes "
+                  ".venv-ds-legacy with transformers 4.43.4)")
 
 
 def check_results(plan, spec) -> list[CheckResult]:
