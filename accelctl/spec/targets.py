@@ -279,7 +279,7 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         if t.options.get(opt) and dev.adapter != adapter:
             ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
                       f"remove {opt} from target {t.name}")
-    if t.options.get("xla_use_bf16") and dev.adapter == "xla" and t.precision.dtype != "bf16":
+    if t.options.get("xla_use_bf16") and t.precision.dtype != "bf16":
         ctx.error("E243", f"xla_use_bf16 = on is bf16 throughout; target {t.name} runs {t.precision.dtype}",
                   items["xla_use_bf16"].span, f"set precision = bf16 for target {t.name}, or remove xla_use_bf16")
     if (task is not None and model is not None and task.training and not dev.trains_convolutions
