@@ -163,3 +163,30 @@ def test_xla_use_bf16_sets_the_variable_and_says_torch_xla_deprecates_it():
     plan = compile_plan(bare, "trn1_2xlarge")
     assert not any("XLA_USE_BF16" in launch.env for launch in plan.launches)
     assert any("torch.autocast('xla'" in n for n in plan.notes)
+
+
+def test_the_kubernetes_pods_run_the_stacks_image_and_slurm_says_it_does_not_pass_it():
+    text = """workload w {
+  task pretrain { }
+  model bert()
+  stack { image = "nvcr.io/nvidia/pytorch:24.05-py3"  sdk = cuda("12.4") }
+  engine kubernetes { volume_claim = "runs"  volume_path = "/runs" }
+  engine slurm { partition = "gpu" }
+  target k { device = h100  devices = 2  parallel = ddp  engine = kubernetes }
+  target s { device = h100  devices = 2  parallel = ddp  engine = slurm }
+}
+"""
+    (spec,) = check(parse(text, "w.wl"))
+    k = compile_plan(spec, "k")
+    assert any('"image": "nvcr.io/nvidia/pytorch:24.05-py3"' in f.content for f in k.files)
+    assert "stack: image nvcr.io/nvidia/pytorch:24.05-py3: the kubernetes job runs in it" in "\n".join(k.notes)
+    s = compile_plan(spec, "s")
+    assert any("engine slurm does not pass it" in n for n in s.notes)
+    # without the stack, engine kubernetes has no image to run (refused, E549)
+    from accelctl.errors import PlanError
+
+    (bare,) = check(parse(text.replace('  stack { image = "nvcr.io/nvidia/pytorch:24.05-py3"  sdk = cuda("12.4") }\n',
+                                       ""), "w.wl"))
+    with pytest.raises(PlanError) as exc:
+        compile_plan(bare, "k")
+    assert exc.value.diagnostics[0].code == "E549"
