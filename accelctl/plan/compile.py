@@ -12,6 +12,7 @@ from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.rehearsal_size import sized_for_this_cpu
 from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
+from accelctl.plan.stack import engine_settings, with_stack
 from accelctl.plan.tracking import missing_trackers, resolve_tracking, tracking_notes
 from accelctl.plan.weights import unreachable_weights, weights_note
 from accelctl.spec.catalog import DEVICES
@@ -80,7 +81,8 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
     if missing is not None:
         raise PlanError(diagnostics=[missing])
     built = backend.build(spec, target, job)
-    built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
+    settings = engine_settings(target, engine_name, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
+    built = with_stack(spec, target, engine_name, settings, eng.wrap(spec, target, built, job, settings))
     warnings = [*built.warnings, *checkpoint_warnings(target, job)]
     notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe()]
     if job.strategy == parallel_layout.WORKER_STRATEGY:  # the worker's DeviceMesh (a vendor stack says its own)

@@ -230,6 +230,8 @@ TARGET_KEYS: dict[str, V.VType] = {
     "threads": V.integer(1, 1024),
     "weights": V.choice("auto", "real", "random", "stand_in"),
     "neuron_parallel_compile": V.boolean(),
+    # Neuron: torch-xla's XLA_USE_BF16=1 (seed 004): every fp32 tensor held and computed in bf16
+    "xla_use_bf16": V.boolean(),
     # what the launcher starts: accelctl's own loop (worker), or the backend's documented
     # vendor example script (example: optimum-habana's run_generation.py / run_clm.py ...)
     "script": V.choice("worker", "example"),
@@ -239,10 +241,10 @@ TARGET_KEYS: dict[str, V.VType] = {
     "hub": V.choice("online", "offline"),
 }
 #: target keys handled by the check pass itself (not plain typed values)
-TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer", "optimize")
+TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer", "optimize", "stack")
 #: target keys that become backend options
 TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "pin_memory", "threads", "weights",
-                  "neuron_parallel_compile", "script", "te_version", "hub")
+                  "neuron_parallel_compile", "script", "te_version", "hub", "xla_use_bf16")
 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "none": (),
@@ -271,7 +273,7 @@ PARALLEL_ARGS: dict[str, V.VType] = {
 }
 
 WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "optimize",
-                   "track",
+                   "track", "stack",
                    "engine", "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
     "description": V.string(),

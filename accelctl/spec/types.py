@@ -234,6 +234,25 @@ class EngineSpec:
 
 
 @dataclass(frozen=True)
+class StackSpec:
+    """``stack { ... }``: what the target's machine must run (``accelctl.spec.stack``)."""
+
+    #: container image to run in ("" = none named)
+    image: str = ""
+    #: AMI the instances boot, id or name ("" = none named)
+    ami: str = ""
+    #: synapseai, neuron or cuda ("" = none named), and its version
+    sdk: str = ""
+    sdk_version: str = ""
+    #: pinned Python packages: normalised PyPI name -> release
+    packages: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.image or self.ami or self.sdk or self.packages)
+
+
+@dataclass(frozen=True)
 class TargetSpec:
     name: str
     #: device kind from the catalog
@@ -264,6 +283,8 @@ class TargetSpec:
     optimizer: OptimizerSpec | None = None
     #: effective ``optimize`` settings: the workload's with this target's keys over them
     optimize: OptimizeSpec = field(default_factory=OptimizeSpec)
+    #: the software stack its machine runs: the workload's ``stack`` with the target's over it
+    stack: StackSpec = field(default_factory=StackSpec)
 
     @property
     def world_size(self) -> int:
@@ -322,6 +343,9 @@ class WorkloadSpec:
         d.pop("origins")
         if not self.track.enabled:  # written only where the workload has a track block
             d.pop("track")
+        for t, target in zip(d["targets"], self.targets):  # written only where a stack applies
+            if target.stack.empty:
+                t.pop("stack")
         return d
 
     def to_json(self) -> str:

@@ -154,6 +154,12 @@ CASES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     # ---------------------------------------------------------------- checkpoints
     "E235": [("checkpoint-on-generate", wl("‸checkpoint { every = 5 steps }", base=GEN), ())],
     "E236": [("checkpoint-without-every", wl("‸checkpoint { keep = 3 }"), ())],
+    "E240": [("unknown-sdk", wl('target g { device = gaudi2  stack { sdk = ‸synapse("1.8.0") } }'), ()),
+             ("sdk-of-another-device", wl('target a { device = a100  stack { sdk = ‸synapseai("1.8.0") } }'), ())],
+    "E241": [("unknown-package", wl('stack { packages { ‸transformer = "4.43.4" } }'), ()),
+             ("two-deepspeeds", wl('stack { packages { deepspeed = "0.8.2"  ‸habana-deepspeed = "1.8.0" } }'), ())],
+    "E242": [("version-range", wl('stack { packages { transformers = ‸">=4.43" } }'), ())],
+    "E243": [("xla-use-bf16-in-fp32", wl("target t { device = trn1  ‸xla_use_bf16 = on }"), ())],
     # ---------------------------------------------------------------- optimize { }
     "E222": [("channels-last-on-text-model", wl("optimize { compile = on  ‸channels_last = on }"), ()),
              ("channels-last-in-a-target", wl("target cpu { devices = 1  optimize { ‸channels_last = on } }"), ())],
