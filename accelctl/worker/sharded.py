@@ -62,7 +62,8 @@ class Sharded(Plain):
             model = pipeline.build_stage(model, family, g.mesh, g.coords["pp"])
             self.tied = tied if tied is not None and any(p is tied for p in model.parameters()) else None
         if g.mesh.tp > 1:
-            model = tensor_parallel.apply(model, family, g.device_mesh["tp"])
+            model = tensor_parallel.apply(model, family, g.device_mesh["tp"], job.parallel.sequence_parallel,
+                                           ctx.log)
         if job.parallel.strategy == "fsdp":
             model = fsdp.apply(model, family, g.device_mesh["dp"], job.parallel, job.precision.dtype)
         return model

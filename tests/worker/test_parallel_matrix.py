@@ -4,6 +4,9 @@ in one process (``parallel_jobs.reference``: the same seed, the global batch of 
 shards, torch's own optimizer and clipping) within 1e-5 in fp32: SGD with momentum and
 clipping, and AdamW (over DTensors and plain tensors together) in two cases.
 
+Sequence parallel (tp 2 for llama, gpt2 and bert, and llama's FSDP × TP) also says, on every
+rank, that its norms ran on half of the sequence.
+
 Slow: each case starts a torchrun with 2-4 workers; all 18 cases took 958 s on the shared
 2-core machine under the other engineers' load (~50 s a case).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import pytest
 from parallel_jobs import ADAMW, SGD, SHAPES, job, reference, run_ranks
 
+from accelctl.contract.events import LogMessage, read_events
 from accelctl.contract.mesh import Mesh
 from accelctl.spec.types import ParallelSpec
 
@@ -32,7 +36,12 @@ EXTRA = [
     ("llama", "tp_adamw", ParallelSpec(strategy="tensor", tp=2), 2, ADAMW),
     ("bert", "fsdp_x_tp_adamw", ParallelSpec(strategy="fsdp", tp=2), 4, ADAMW),
 ]
-CASES = [(f, name, *LAYOUTS[name], SGD) for f in SHAPES for name in LAYOUTS] + EXTRA
+#: sequence parallel: tp 2 for each family, and inside FSDP × TP
+SEQUENCE_PARALLEL = [
+    *[(f, "tp_sp", ParallelSpec(strategy="tensor", tp=2, sequence_parallel=True), 2, SGD) for f in SHAPES],
+    ("llama", "fsdp_x_tp_sp", ParallelSpec(strategy="fsdp", tp=2, sequence_parallel=True), 4, SGD),
+]
+CASES = [(f, name, *LAYOUTS[name], SGD) for f in SHAPES for name in LAYOUTS] + EXTRA + SEQUENCE_PARALLEL
 
 
 @pytest.mark.slow
@@ -47,3 +56,7 @@ def test_parallel_loss_curve_equals_the_single_process(family, name, parallel, r
     # the weights moved (a curve equal to the one-process loop's is the training check: 4 SGD
     # steps on random batches need not lower BERT's masked-LM loss)
     assert len(set(got)) > 1
+    if parallel.sequence_parallel:  # the norms ran on half the sequence (16 positions), on every rank
+        said = [e.message for r in range(ranks) for e in read_events(tmp_path / name / "events" / f"rank{r}.jsonl")
+                if isinstance(e, LogMessage) and e.message.startswith("sequence parallel:")]
+        assert len(said) == ranks and all("ran on 8 positions of 16" in m for m in said), said
