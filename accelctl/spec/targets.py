@@ -292,8 +292,8 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         where = items["precision"].span if "precision" in items else origins.get("precision", span)
         ctx.warn("W602", f"target {t.name} runs torchao float8 uncompiled: eager, its casts and amax reductions "
                  "are separate kernels (an H100 measured ViT-H/14 at 0.32x of bf16, 623 ms vs 199 ms)", where,
-                 "set optimize { compile = on } (under parallel = fsdp, where accelctl does not compile yet, "
-                 "use bf16 or parallel = ddp)")
+                 "set optimize { compile = on } (under fsdp(tp = N), where accelctl does not compile yet, "
+                 "use bf16, or fsdp without tp)")
 
 
 def check_sequence_split(targets, model: ModelSpec | None, dataset, ctx: Ctx, origins: Origins) -> None:

@@ -157,3 +157,21 @@ def test_sequence_parallel_plan_states_each_ranks_positions_and_divides_what_tp_
     assert "sequence parallel over tp 8: input_layernorm, post_attention_layernorm run on 256 of 2048 positions" in notes
     assert "tensor(tp = 8, sequence_parallel = on) " in notes
     assert "sequence" not in "\n".join(compile_plan(spec, "t").notes)
+
+
+def test_compile_plans_under_fsdp_per_block_and_is_refused_at_its_line_with_tp_or_pp():
+    spec = _spec("  target f { device = h100  devices = 8  parallel = fsdp }\n"
+                 "  target ft { device = h100  devices = 8  parallel = fsdp(tp = 2) }\n"
+                 "  target t { device = h100  devices = 8  parallel = tensor(tp = 2) }\n"
+                 "  target p { device = h100  devices = 8  parallel = pipeline(pp = 2) }",
+                 extra="precision bf16\n  optimize { compile = on }\n  measure { warmup = 2 steps  steps = 4 steps }")
+    plan = compile_plan(spec, "f")
+    assert plan.job.optimize.compile and plan.job.strategy == "sharded"
+    assert any(n.startswith("torch.compile(mode=default) of each transformer block, before FSDP2's fully_shard")
+               for n in plan.notes)
+    for name, strategy in (("ft", "fsdp split (tp > 1)"), ("t", "tensor split"), ("p", "pipeline split")):
+        with pytest.raises(PlanError) as err:
+            compile_plan(spec, name)
+        d = err.value.diagnostics[0]
+        assert d.code == "E520" and f"torch.compile with the {strategy} is not built" in d.hint
+        assert d.span.line == 6  # optimize { compile = on }
