@@ -60,3 +60,23 @@ def test_parallel_loss_curve_equals_the_single_process(family, name, parallel, r
         said = [e.message for r in range(ranks) for e in read_events(tmp_path / name / "events" / f"rank{r}.jsonl")
                 if isinstance(e, LogMessage) and e.message.startswith("sequence parallel:")]
         assert len(said) == ranks and all("ran on 8 positions of 16" in m for m in said), said
+
+
+@pytest.mark.slow
+def test_vit_sequence_parallel_where_its_tokens_divide_by_tp(tmp_path):
+    """A ViT's sequence is its patches and the class token (197 at 224/16: refused, E416); at
+    24 px in 8 px patches it is 9 + 1 = 10 positions, which tp 2 splits: timm's blocks run
+    sequence parallel with the single process's loss curve."""
+    import dataclasses
+
+    import parallel_jobs
+
+    shape = {**parallel_jobs.SHAPES_PLANNED_ONLY["vit"], "image_size": 24}
+    j = job("vit", ParallelSpec(strategy="tensor", tp=2, sequence_parallel=True), tmp_path / "vit")
+    j = dataclasses.replace(j, model=dataclasses.replace(j.model, stand_in=shape), architecture=shape,
+                            data=dataclasses.replace(j.data, image_size=24))
+    got = run_ranks(j, tmp_path / "vit", 2)
+    assert got == pytest.approx(reference(j, 1), abs=1e-5) and len(set(got)) > 1
+    said = [e.message for r in range(2) for e in read_events(tmp_path / "vit" / "events" / f"rank{r}.jsonl")
+            if isinstance(e, LogMessage) and e.message.startswith("sequence parallel:")]
+    assert len(said) == 2 and all("norm1 of block 0 ran on 5 positions of 10" in m for m in said), said
