@@ -80,3 +80,15 @@ def test_vit_sequence_parallel_where_its_tokens_divide_by_tp(tmp_path):
     said = [e.message for r in range(2) for e in read_events(tmp_path / "vit" / "events" / f"rank{r}.jsonl")
             if isinstance(e, LogMessage) and e.message.startswith("sequence parallel:")]
     assert len(said) == 2 and all("norm1 of block 0 ran on 5 positions of 10" in m for m in said), said
+
+
+@pytest.mark.slow
+def test_fsdp_x_tp_sequence_parallel_under_gradient_checkpointing(tmp_path):
+    """The 70B layout's combination: FSDP × TP × sequence parallel with each block recomputed in
+    backward (its sequence slicing and gathering run again inside the recomputation)."""
+    import dataclasses
+
+    j = job("llama", ParallelSpec(strategy="fsdp", tp=2, sequence_parallel=True), tmp_path / "gc")
+    j = dataclasses.replace(j, gradient_checkpointing=True)
+    got = run_ranks(j, tmp_path / "gc", 4)
+    assert got == pytest.approx(reference(j, 2), abs=1e-5) and len(set(got)) > 1
