@@ -24,6 +24,7 @@ from accelctl.hostinfo import cpu_count, cpu_has_native
 from accelctl.plan.rehearsal_size import SIZE
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.parallel_plans import PLANS
+from accelctl.spec.parallel_rules import positions
 from accelctl.spec.schema import INFERENCE_STRATEGIES, TARGET_OPTIONS
 from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
 
@@ -107,9 +108,10 @@ def _tensor_here(spec: WorkloadSpec, p: ParallelSpec, world: int, changes: list[
         changes.append(f"{world} processes -> {world - world % tp} (whole tp groups of {tp})")
         world -= world % tp
     sp = p.sequence_parallel
-    if sp and min(spec.dataset.seq_len, SIZE["seq_len"]) % tp:
-        changes.append(f"sequence parallel off: the rehearsal's {min(spec.dataset.seq_len, SIZE['seq_len'])} "
-                       f"positions do not divide by tp {tp}")
+    n, made_of = positions(spec.model.family, spec.model.stand_in, min(spec.dataset.seq_len, SIZE["seq_len"]),
+                           spec.dataset.image_size)
+    if sp and n % tp:
+        changes.append(f"sequence parallel off: the rehearsal's {n} positions ({made_of}) do not divide by tp {tp}")
         sp = False
     return dataclasses.replace(p, tp=tp, sequence_parallel=sp), world, True
 

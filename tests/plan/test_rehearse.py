@@ -134,3 +134,22 @@ def test_tensor_parallel_rehearses_on_gloo_ranks_at_a_tp_the_stand_in_and_the_co
     assert api.plan(spec, "pp", rehearse=True).job.parallel.pp == 1
     if cores >= 2:
         assert api.plan(spec, "tp", rehearse=True).job.parallel.tp == 2
+
+
+def test_a_vit_rehearsal_drops_sequence_parallel_where_the_stand_in_s_tokens_do_not_divide(monkeypatch):
+    """The target's ViT has 9 patches + the class token (tp 2 divides 10: valid); its stand-in,
+    16 + 1 = 17: the rehearsal keeps tensor parallel and turns sequence parallel off, saying why."""
+    (spec,) = api.check(api.parse(
+        "workload v {\n  task pretrain { objective = classification }\n"
+        "  model vit(layers = 2, hidden = 64, heads = 4, image_size = 24, patch = 8) {\n"
+        "    stand_in = vit(layers = 2, hidden = 64, heads = 4, image_size = 32, patch = 8) }\n"
+        "  dataset synthetic(image_size = 24, classes = 10)\n"
+        "  target h { device = h100  devices = 2  parallel = tensor(tp = 2, sequence_parallel = on) }\n}\n", "v.wl"))
+    from accelctl.plan import rehearse, rehearsal_size
+
+    for module in (rehearse, rehearsal_size):
+        monkeypatch.setattr(module, "cpu_count", lambda: 2)
+    p = api.plan(spec, "h", rehearse=True)
+    assert p.job.parallel.tp == 2 and not p.job.parallel.sequence_parallel
+    assert ("sequence parallel off: the rehearsal's 17 positions (16 patches + the class token) do not divide by "
+            "tp 2") in p.notes[0]
