@@ -170,6 +170,9 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "offload": ("FSDP: parameter shards, gradients and the optimizer step on the host", None),
         "schedule": ("pipeline schedule (`torch.distributed.pipelining`): gpipe, one_f_one_b (1F1B; needs accumulation "
                      "≥ pp)", None),
+        "sequence_parallel": ("tensor parallel's sequence parallel: norms, residuals and dropouts on 1/tp of the "
+                              "sequence (all-gather before, reduce-scatter after each split region); tp > 1, tp "
+                              "dividing the sequence", None),
     },
 }
 
@@ -383,11 +386,13 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'workload w { task pretrain { } model hf("bert-large-uncased") { stand_in = gpt2() } }', "file"),
     ("E410", "ZeRO offload needs a higher stage",
      "target g { device = a100  parallel = zero(stage = 0, offload_optimizer = cpu) }", "line"),
-    ("E411", "parallel strategy does not fit the task (inference TP for training, ZeRO for inference)",
+    ("E411", "parallel strategy does not fit the task (inference TP for training, ZeRO or sequence parallel for "
+             "inference)",
      "target g { device = a100  parallel = deepspeed_inference(tp = 1) }", "line"),
     ("E416", "parallel layout the model cannot take: tp not dividing its heads or key/value heads (Trainium/"
      "Inferentia: neuronx-distributed replicates key/value heads, and pads query heads outside training), pp over its "
-     "layers, a family without a tensor-parallel or pipeline plan, one_f_one_b with fewer micro-batches than stages",
+     "layers, a family without a tensor-parallel or pipeline plan, one_f_one_b with fewer micro-batches than stages, "
+     "sequence parallel without tp > 1 or over a sequence tp does not divide",
      "target g { device = a100  devices = 8  parallel = tensor(tp = 8) }", "line"),
     ("E412", "dataset path does not exist", 'dataset files("no/such/dir")', "line"),
     ("E413", "model path does not exist (and no stand_in)",

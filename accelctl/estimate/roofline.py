@@ -173,8 +173,11 @@ def fp8_coverage(spec: WorkloadSpec, s: dict[str, Any], z: F.Sizes) -> tuple[flo
     total = F.forward(fam, s, z)
     share = min(1.0, split.fp8_flops() / total) if total else 0.0
     kept = ", ".join(x.name for x, _ in split.kept)
+    experts = (f"; the experts alone are {split.experts.flops() / total:.1%} of the FLOPs, in bf16 (torchao's FP8 "
+               "grouped GEMM for them is CUDA sm90+ and Triton only, not planned)"
+               if split.experts is not None and total else "")
     return share, (f"FP8 covers {share:.1%} of the FLOPs ({split.modules()} linear layers; not FP8: "
-                   f"{kept + ', ' if kept else ''}{split.not_linear})")
+                   f"{kept + ', ' if kept else ''}{split.not_linear}){experts}")
 
 
 def _gain_over_bf16(spec: WorkloadSpec, target: TargetSpec, fx: Factors, fp8: Estimate) -> str:

@@ -15,7 +15,9 @@ not ``h`` and ``4h`` (d_model 1024, 32 heads x d_kv 128 = 4096, d_ff 16384)::
     each norm        e·s·b·h
 
 With ``e = 2``, ``d = h``, ``f = 4h`` a layer is the paper's ``s·b·h·(34 + 5·a·s/h)``.  Tensor
-parallelism splits ``d``, ``f`` and the heads (the paper's ``10 + 24/t + 5as/(ht)``).
+parallelism splits ``d``, ``f`` and the heads (the paper's ``10 + 24/t + 5as/(ht)``); sequence
+parallel divides the rest by t as well -- the norms, the residual stream, the dropout masks and
+the inputs of the split regions each hold ``s/t`` positions (section 4.2.2: ``34/t + 5as/(ht)``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ def cross_attention(t: float, s: float, b: int, L: Block, e: int) -> float:
 
 def mlp(s: float, b: int, L: Block, e: int) -> float:
     return s * b * (e * L.hidden + 2 * e * L.ffn + L.hidden)
+
+
+def replicated_in_layer(s: float, b: int, L: Block, e: int) -> float:
+    """What tensor parallel leaves whole in one layer: the inputs of attention and MLP, their
+    output dropout masks and the 2 norms (the paper's ``10·s·b·h`` at e = 2); sequence
+    parallel divides it by tp."""
+    return s * b * (2 * e * L.hidden + 2 * L.hidden) + 2 * e * s * b * L.hidden
 
 
 def encoder_layer(s: float, b: int, L: Block, e: int) -> float:
@@ -151,7 +160,10 @@ def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> 
     else:
         n = sh.layers / p.pp
         layer = encoder_layer(s, b, L, e)
-        full, kept = n * layer, n * e * s * b * h + layer
+        # sequence parallel: what TP left whole, and the layer inputs checkpointing keeps, on s/tp positions
+        sp = p.tp if p.sequence_parallel and p.tp > 1 else 1
+        layer -= replicated_in_layer(s, b, L, e) * (1 - 1 / sp)
+        full, kept = n * layer, n * e * s * b * h / sp + layer
         head = lm_head(s, b, sh.vocab, e, loss=True)  # vit: vocab 0 (the class head is negligible)
     if hpu_lazy(target):
         return 2 * full + head

@@ -447,6 +447,9 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     targets = check_targets(items.get("target", []), wl_batch, bs, precision, gc, task, model,
                             engines, ctx, origins, w.span, optimize, measure, stack)
     CS.refuse_unshaped(model, targets, items.get("model"), ctx)
+    from accelctl.spec.targets import check_sequence_split  # with the targets pass, imported late as it is
+
+    check_sequence_split(targets, model, dataset, ctx, origins)
     if task is None or model is None:
         return None
     return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,

@@ -249,10 +249,10 @@ TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "none": (),
     "data": (),
-    "fsdp": ("tp", "reshard_after_forward", "offload"),
+    "fsdp": ("tp", "reshard_after_forward", "offload", "sequence_parallel"),
     "zero": ("stage", "tp", "pp", "offload_optimizer", "offload_param"),
     "deepspeed_inference": ("tp", "kernel_inject"),
-    "tensor": ("tp",),
+    "tensor": ("tp", "sequence_parallel"),
     "pipeline": ("pp", "schedule"),
 }
 PARALLEL_ALIASES = {"ddp": "data"}
@@ -270,6 +270,7 @@ PARALLEL_ARGS: dict[str, V.VType] = {
     "reshard_after_forward": V.boolean(),
     "offload": V.choice("none", "cpu"),
     "schedule": V.choice("gpipe", "one_f_one_b"),
+    "sequence_parallel": V.boolean(),
 }
 
 WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "optimize",

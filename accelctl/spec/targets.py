@@ -269,6 +269,9 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         if not task.training and p.strategy in S.TRAINING_STRATEGIES:
             ctx.error("E411", f"{p.strategy} shards training state; this is a {task.kind} task", at,
                       "use deepspeed_inference(tp = N)")
+        if not task.training and p.sequence_parallel:
+            ctx.error("E411", f"sequence_parallel splits the activations training keeps for backward; this is a "
+                      f"{task.kind} task", at, "remove sequence_parallel")
     if t.precision.dtype == "fp8" and not dev.fp8:
         ctx.error("E501", f"fp8 is not available on {t.device}", items.get("precision", items.get(
             "device", ast.Word(t.name, span))).span,
@@ -296,8 +299,21 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         where = items["precision"].span if "precision" in items else origins.get("precision", span)
         ctx.warn("W602", f"target {t.name} runs torchao float8 uncompiled: eager, its casts and amax reductions "
                  "are separate kernels (an H100 measured ViT-H/14 at 0.32x of bf16, 623 ms vs 199 ms)", where,
-                 "set optimize { compile = on } (under parallel = fsdp, where accelctl does not compile yet, "
-                 "use bf16 or parallel = ddp)")
+                 "set optimize { compile = on } (under fsdp(tp = N), where accelctl does not compile yet, "
+                 "use bf16, or fsdp without tp)")
+
+
+def check_sequence_split(targets, model: ModelSpec | None, dataset, ctx: Ctx, origins: Origins) -> None:
+    """E416 where sequence parallel cannot split the sequence a target runs evenly over tp
+    (after the dataset is known: its seq_len, or a ViT's patches and class token)."""
+    if model is None or dataset is None or not model.family:
+        return
+    for t in targets:
+        shape = model.stand_in if DEVICES[t.device].host or not model.real_shape else model.real_shape
+        problem = parallel_rules.sequence_problem(t.parallel, model.family, shape, dataset.seq_len, dataset.image_size)
+        if problem is not None:
+            where = origins.get(f"targets.{t.name}.parallel") or origins.get(f"targets.{t.name}")
+            ctx.error(parallel_rules.CODE, f"target {t.name}: {problem[0]}", where, problem[1])
 
 
 def _optimize_rules(t: TargetSpec, task: TaskSpec | None, measure: MeasureSpec, ctx: Ctx, origins: Origins) -> None:

@@ -223,6 +223,8 @@ class ParallelSpec:
     offload: str = "none"
     #: pipeline schedule: gpipe, one_f_one_b (1F1B)
     schedule: str = "gpipe"
+    #: tensor parallel's sequence parallel: norms, residuals and dropouts on 1/tp of the sequence
+    sequence_parallel: bool = False
 
 
 @dataclass(frozen=True)

@@ -93,3 +93,63 @@ def test_real_weights_that_cannot_be_had_here_are_an_error_before_launch(tmp_pat
     assert any("bert-large-uncased from the Hugging Face Hub" in n for n in p.notes)
     # a rehearsal never loads real weights
     assert api.plan(spec, "a100", rehearse=True).rehearsal is not None
+
+
+TENSOR = """
+workload tpr {
+  task pretrain { }
+  model llama(layers = 2, hidden = 64, heads = 4, ffn = 96, vocab = 256)
+  dataset synthetic { seq_len = 64 }
+  target fsdp_tp { device = h100  devices = 8  parallel = fsdp(tp = 4, sequence_parallel = on) }
+  target tp     { device = h100  devices = 2  parallel = tensor(tp = 2) }
+  target pp     { device = h100  devices = 2  parallel = pipeline(pp = 2) }
+}
+"""
+
+
+@pytest.mark.parametrize("cores,tp,world,change", [
+    (8, 4, 8, None),
+    (3, 2, 2, "tensor parallel tp 4 -> 2 (the stand-in's 4 heads over this machine's 3 processes); "
+              "3 processes -> 2 (whole tp groups of 2)"),
+    (1, 1, 1, "tensor parallel (tp 4) -> 1: no tp of 2 or more divides the stand-in's 4 heads and 4 key/value "
+              "heads and fits this machine's 1 processes"),
+])
+def test_tensor_parallel_rehearses_on_gloo_ranks_at_a_tp_the_stand_in_and_the_cores_take(cores, tp, world, change,
+                                                                                      monkeypatch):
+    from accelctl.plan import rehearse, rehearsal_size
+
+    for module in (rehearse, rehearsal_size):
+        monkeypatch.setattr(module, "cpu_count", lambda: cores)
+    (spec,) = api.check(api.parse(TENSOR, "tpr.wl"))
+    p = api.plan(spec, "fsdp_tp", rehearse=True)
+    assert p.rehearsal.of == "fsdp_tp" and p.notes[0].startswith("REHEARSAL of target fsdp_tp")
+    assert (p.job.parallel.strategy, p.job.parallel.tp, p.job.strategy) == ("fsdp", tp, "sharded")
+    assert p.job.parallel.sequence_parallel == (tp > 1)
+    assert sum(launch.processes for launch in p.launches) == world
+    if change:
+        assert change in p.notes[0]
+    if tp > 1:
+        assert f"mesh pp 1 × dp {world // tp} × tp {tp} = {world} ranks" in "\n".join(p.notes)
+    # the pipeline is still flattened, as it was
+    assert api.plan(spec, "pp", rehearse=True).job.parallel.pp == 1
+    if cores >= 2:
+        assert api.plan(spec, "tp", rehearse=True).job.parallel.tp == 2
+
+
+def test_a_vit_rehearsal_drops_sequence_parallel_where_the_stand_in_s_tokens_do_not_divide(monkeypatch):
+    """The target's ViT has 9 patches + the class token (tp 2 divides 10: valid); its stand-in,
+    16 + 1 = 17: the rehearsal keeps tensor parallel and turns sequence parallel off, saying why."""
+    (spec,) = api.check(api.parse(
+        "workload v {\n  task pretrain { objective = classification }\n"
+        "  model vit(layers = 2, hidden = 64, heads = 4, image_size = 24, patch = 8) {\n"
+        "    stand_in = vit(layers = 2, hidden = 64, heads = 4, image_size = 32, patch = 8) }\n"
+        "  dataset synthetic(image_size = 24, classes = 10)\n"
+        "  target h { device = h100  devices = 2  parallel = tensor(tp = 2, sequence_parallel = on) }\n}\n", "v.wl"))
+    from accelctl.plan import rehearse, rehearsal_size
+
+    for module in (rehearse, rehearsal_size):
+        monkeypatch.setattr(module, "cpu_count", lambda: 2)
+    p = api.plan(spec, "h", rehearse=True)
+    assert p.job.parallel.tp == 2 and not p.job.parallel.sequence_parallel
+    assert ("sequence parallel off: the rehearsal's 17 positions (16 patches + the class token) do not divide by "
+            "tp 2") in p.notes[0]

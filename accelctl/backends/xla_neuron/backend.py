@@ -130,10 +130,11 @@ class XlaNeuronBackend(Backend):
 
         if any(OPTIMUM_NEURON in " ".join(launch.argv) for launch in real.launches):
             # optimum-neuron's programs need the Neuron SDK: the stand-in rehearses the step, not them
+            split = (f"its tensor parallel as accelctl's own plan, tp {stand_in.job.parallel.tp} over gloo ranks"
+                     if stand_in.job.parallel.tp > 1 else "the model split undone")
             return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, (
                 f"target {real.target} runs optimum-neuron's programs ({', '.join(x.name for x in real.launches)}), "
-                "which need the Neuron SDK: this rehearsal runs accelctl's loop with the stand-in instead, the model "
-                "split undone")))
+                f"which need the Neuron SDK: this rehearsal runs accelctl's loop with the stand-in instead, {split}")))
         return rehearsal_plan(real, stand_in)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
