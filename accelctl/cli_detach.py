@@ -19,10 +19,8 @@ import signal
 import sys
 
 from accelctl import exitcodes
+from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
 from accelctl.errors import AccelctlError
-
-JSON_HELP = "one JSON document on stdout in every outcome, errors and diagnostics inside (docs/cli.md)"
-RUNS_DIR_HELP = "run store (default $ACCELCTL_RUNS_DIR or ./runs)"
 #: ``run`` options passed on to a detached supervisor as they were given
 _PASSED = ("workload", "target", "engine", "preflight_timeout", "resume")
 _FLAGS = ("rehearse", "fp8", "preflight")
@@ -33,10 +31,10 @@ def _reply(args):
 
 
 def _record(args, run_id: str):
-    from accelctl.cli import _unknown_run_is_usage
+    from accelctl.cli_common import unknown_run_is_usage
     from accelctl.run.store import load_run
 
-    return _unknown_run_is_usage(load_run, run_id, args.runs_dir)
+    return unknown_run_is_usage(load_run, run_id, args.runs_dir)
 
 
 # ------------------------------------------------------------------ run --detach
@@ -149,8 +147,8 @@ def cmd_logs(args) -> int:
 
 
 def cmd_attach(args) -> int:
-    from accelctl.cli import run_exit_code
     from accelctl.run import follow
+    from accelctl.run.orchestrate import exit_code
     from accelctl.run.console import ConsoleSink
 
     record = _record(args, args.run)
@@ -164,7 +162,7 @@ def cmd_attach(args) -> int:
         reply.result = {"run_id": record.id, "status": ended.status, "summary": ended.summary}
         if ended.status != "ok":
             reply.fail("RunStopped" if ended.status == "stopped" else "RunFailed", f"run {record.id} {ended.status}")
-    return run_exit_code(ended.status)
+    return exit_code(ended.status)
 
 
 def cmd_cancel(args) -> int:
