@@ -225,9 +225,9 @@ class Series:
                 handle.fail_store(exc, "series.json")
         return handle
 
-    def ended(self, result) -> None:
-        """A repeat's result: the series goes on only after an ok one."""
-        self.status = result.status
+    def ended(self, status: str) -> None:
+        """A repeat's status: the series goes on only after an ok one."""
+        self.status = status
 
     def run(self, make_sinks: Callable[[], Sequence[Any]], say: Callable[..., None]) -> Iterator[tuple[Any, Any]]:
         """Run every repeat, waiting for each; yields (result, its sinks) as each ends."""
@@ -237,7 +237,7 @@ class Series:
                 say(f"repeat {self.index + 1} of {n} (an independent process; measure {{ repeat = {n} }})")
             sinks = make_sinks()
             result = wait(self.start(sinks))
-            self.ended(result)
+            self.ended(result.status)
             yield result, sinks
             if result.status != "ok" and n > 1:
                 say(f"repeat {self.index} of series {self.series_id} {result.status}: the series stops there",
