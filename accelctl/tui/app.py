@@ -54,8 +54,10 @@ class AccelctlApp(App):
 
     def __init__(self, path: str | Path | None = None, *, runs_root: str | Path | None = None, live_handle=None,
                  selection: Selection | None = None, auto_exit: bool = False, start: str = "workloads",
-                 queue: tuple[int, int] | None = None, preflight: bool = False):
+                 queue: tuple[int, int] | None = None, preflight: bool = False, attach: Path | None = None):
         super().__init__()
+        #: ``accelctl attach RUN`` on a terminal: that run's folder, shown (and followed while it goes on)
+        self.attach = attach
         #: ``accelctl tui --preflight``: each run started here is preflighted first, as ``run --preflight``
         self.preflight = preflight
         #: the repeat series of the run started with ``r`` (``accelctl.run.orchestrate.Series``)
@@ -97,6 +99,8 @@ class AccelctlApp(App):
             await self.start_live(self._live_handle)
         else:
             await self.switch_mode(self.start)
+        if self.attach is not None:  # another process runs it: the TUI reads its folder, never stops it
+            self.post_message(OpenRun(self.attach))
 
     # -- shared state, handed down ------------------------------------------------------
 

@@ -68,6 +68,19 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
     return exit_code(result.status)
 
 
+def attach_live(run_dir: Path, runs_root, *, headless: bool = False, size: tuple[int, int] | None = None) -> None:
+    """``accelctl attach RUN`` on a terminal: the run's view in the TUI, replayed from its folder and
+    followed while its own supervisor still writes it.  Leaving (``q``, Ctrl-C, a hang-up) only
+    detaches: the TUI never stops a run it did not start."""
+    from accelctl.tui.app import AccelctlApp
+
+    app = AccelctlApp(None, runs_root=runs_root, start="runs", attach=Path(run_dir))
+    try:
+        app.run(headless=headless, size=size)
+    except KeyboardInterrupt:
+        pass
+
+
 def _follow_on_console(handle, plan, why: str) -> int:
     """The TUI is gone but the run is not: print it like ``accelctl run --headless``."""
     from accelctl.run.console import ConsoleSink

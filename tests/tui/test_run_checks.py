@@ -99,3 +99,47 @@ async def test_a_tui_run_is_preflighted_and_runs_every_repeat_of_its_series(tmp_
     assert len({m["id"] for m in marks}) == 1
     assert all(json.loads((p / "summary.json").read_text())["status"] == "ok" for p in folders)
     assert app.return_code == 0
+
+
+@pytest.mark.asyncio
+async def test_attach_shows_a_run_another_process_supervises_and_leaving_never_stops_it(runs_dir):
+    """``accelctl attach RUN`` on a terminal: the run's view, followed from its folder while it goes
+    on; ``q`` leaves the viewer and the run still ends by itself, ok."""
+    from tui_fixtures import WORKLOADS, fake_plan, spec_json
+
+    from accelctl.api import launch
+    from accelctl.tui.screens.run import RunScreen
+
+    handle = launch(fake_plan("tui_train-cpu-", delay_s=0.4), source_text=None, spec_json=spec_json("tui_train-cpu-"),
+                    runs_root=runs_dir)
+    app = AccelctlApp(WORKLOADS, runs_root=runs_dir, start="runs", attach=handle.run_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), what="the attached run's view")
+        screen = app.screen
+        await wait_for(pilot, lambda: 0 < len(screen.model.rank0) < 10, timeout=20, what="its first steps, live")
+        assert not handle.done and app.live is None  # the viewer started nothing and owns nothing
+        await pilot.press("q")
+        await pilot.pause()
+    assert not handle.done  # leaving the viewer left the run going
+    assert handle.wait(timeout=60).status == "ok"
+
+
+@pytest.mark.slow
+def test_accelctl_attach_on_a_terminal_opens_the_tui_and_in_a_pipe_streams(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from cli_pty import ROOT, in_pty
+    from tui_fixtures import recorded
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    run = shutil.copytree(recorded("tui_train-cpu-"), runs / recorded("tui_train-cpu-").name)
+    code, out = in_pty(["attach", run.name, "--runs-dir", str(runs)], columns=100, rows=30, keys=b"q",
+                       after=b"tui_train", timeout=90)
+    assert b"\x1b[?1049h" in out and code == 0, out[-2000:]  # the alternate screen: the TUI; the run's ok status
+    piped = subprocess.run([sys.executable, "-m", "accelctl.cli", "attach", run.name, "--runs-dir", str(runs)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=90)
+    assert piped.returncode == 0 and "\x1b[" not in piped.stdout + piped.stderr  # the console stream, plain
+    assert "tui_train" in piped.stdout, piped.stdout[-500:]
