@@ -59,7 +59,7 @@ def _run(args, overs, emit) -> int:
     from accelctl.report.entry import entry_from_run
     from accelctl.report.sweep import run_point
     from accelctl.report.tables import report_tables
-    from accelctl.run.orchestrate import Chosen, Request
+    from accelctl.run.orchestrate import Chosen, Request, refusal_text
     from accelctl.spec.catalog import DEVICES
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)
@@ -81,8 +81,12 @@ def _run(args, overs, emit) -> int:
         p = plan(one, t1, args.engine, rehearse=not host, device_path=not host)
         print(f"sweep: {label} / {r.target} ({p.backend}){f' ({n} repeats)' if n > 1 else ''} ...",
               file=sys.stderr, flush=True)
-        done = run_point(Chosen(r.spec, p, f"{label} / {r.target}", n), source, req,
-                         lambda text: print(text, file=sys.stderr, flush=True))
+        try:
+            done = run_point(Chosen(r.spec, p, f"{label} / {r.target}", n), source, req,
+                             lambda text: print(text, file=sys.stderr, flush=True))
+        except AccelctlError as exc:  # what `accelctl run` refuses before starting: this point is not run
+            not_run.append(f"{label} / {r.target}: NOT RUN: {refusal_text(exc)}")
+            continue
         records += done
         if any(rec.status != "ok" for rec in done):
             status = exitcodes.FAILED
