@@ -7,6 +7,8 @@
 * ``crashed_rank``: which rank ended a launch without saying why, read from the events and the
   launchers' reports in ``worker.log`` (torchrun's "Root Cause", the DeepSpeed launcher's
   "exits with return code");
+* ``run_failure``: which of the failures reported so far is the run's (the cause, not its
+  consequences);
 * ``run_status``: ok / failed / stopped of the whole run (``accelctl.run.summary``).
 
 Everything here is a pure function of its arguments: tests/run/test_outcome.py calls them with
@@ -131,3 +133,18 @@ def launch_failed(name: str, returncode: int, events: Sequence[Event], failure: 
     head = "\n".join(x for x in (death, explain()) if x)
     crash = RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg, rank=rank if rank is not None else 0)
     return LaunchEnded(crash, bool(killed))
+
+
+def run_failure(current: RunFailed | None, event: RunFailed) -> RunFailed | None:
+    """The run's failure once ``event`` is reported, ``current`` being the one so far: a store
+    error is the cause of whatever the ranks report after it; a save on a full disk
+    (``disk_full``) comes before what its peers then report (at the barrier, or in its folder);
+    otherwise the first failure stands, except that a "stopped" nobody asked for gives way to
+    the failure that caused it."""
+    if event.reason == "store_error":
+        return event
+    if event.reason == "disk_full" and (current is None or current.reason != "store_error"):
+        return event
+    if current is None or (current.reason == "stopped" and event.reason != "stopped"):
+        return event
+    return current

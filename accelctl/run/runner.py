@@ -71,7 +71,7 @@ from accelctl.run.rankwatch import RankWatch
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
 from accelctl.run import procgroup, store
-from accelctl.run.outcome import Crash, crashed_rank, launch_failed  # noqa: F401 - Crash, crashed_rank: as before
+from accelctl.run.outcome import Crash, crashed_rank, launch_failed, run_failure  # noqa: F401 - Crash, crashed_rank: as before
 from accelctl.run.ownership import Ownership, claim
 from accelctl.run.commands import (
     EVENTS_DIR_ENV,
@@ -495,12 +495,7 @@ class RunHandle:
         if event is None:
             return
         if isinstance(event, RunFailed):
-            if event.reason == "store_error":
-                self._failure = event  # the cause of whatever the ranks report after it
-            elif event.reason == "disk_full" and (self._failure is None or self._failure.reason != "store_error"):
-                self._failure = event  # a save on a full disk: its peers fail at the barrier, or in its folder
-            elif self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped"):
-                self._failure = event
+            self._failure = run_failure(self._failure, event)
             if event.reason != "stopped" and self._failed_at is None:
                 self._failed_at = time.monotonic()
         if isinstance(event, RunFinished) and isinstance(event.rank, int):

@@ -9,7 +9,7 @@ import pytest
 from accelctl import exitcodes
 from accelctl.contract.events import RunFailed, RunFinished, StepMetrics
 from accelctl.run.orchestrate import exit_code
-from accelctl.run.outcome import launch_failed, run_status
+from accelctl.run.outcome import launch_failed, run_failure, run_status
 
 #: torchrun's report when rank 1 died of SIGSEGV and rank 0 was ended by it (torch 2.x)
 TORCHRUN_REPORT = """\
@@ -76,3 +76,17 @@ def test_two_silent_ranks_and_no_report_is_a_crash_of_unknown_rank():
 def test_the_status_and_its_exit_code(stop_kind, failure, codes, status, code):
     assert run_status(stop_kind, failure, codes) == status
     assert exit_code(status) == code
+
+
+def test_the_runs_failure_is_the_cause_not_its_consequences():
+    def failed(reason, rank=0):
+        return RunFailed(reason=reason, message=reason, rank=rank)
+
+    stopped, crash, exc = failed("stopped"), failed("crashed", 1), failed("exception")
+    store, disk = failed("store_error"), failed("disk_full", 1)
+    assert run_failure(None, exc) is exc
+    assert run_failure(exc, crash) is exc  # the first failure stands
+    assert run_failure(stopped, crash) is crash  # a stop nobody asked for gives way to its cause
+    assert run_failure(crash, stopped) is crash
+    assert run_failure(exc, disk) is disk  # a save on a full disk: its peers' errors follow from it
+    assert run_failure(store, disk) is store and run_failure(disk, store) is store
