@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from pathlib import Path
 
 import pytest
 
@@ -15,15 +16,8 @@ from accelctl.cli import main
 from accelctl.errors import AccelctlError
 from accelctl.run import orchestrate
 
-K8S = """
-workload w {
-  task pretrain
-  model bert(layers = 2, hidden = 64, heads = 4)
-  dataset synthetic(seq_len = 32)
-  engine kubernetes { image = "reg.example/accelctl:1"  volume_claim = "runs"  volume_path = "/shared" }
-  target cpu { device = cpu  devices = 2  nodes = 3  engine = kubernetes }
-}
-"""
+#: a cpu target its Kubernetes engine refuses to start with a runs folder off the pods' volume
+K8S = Path(__file__).parents[1] / "data" / "workloads" / "k8s_cpu.wl"
 
 TWO = """
 workload a {
@@ -52,8 +46,7 @@ def _specs(text: str):
 
 
 def test_sweep_run_refuses_a_point_its_engine_cannot_start_as_run_does(tmp_path):
-    wl = tmp_path / "k.wl"
-    wl.write_text(K8S)
+    wl = K8S
     runs = tmp_path / "elsewhere"
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
 
 import pytest
 from tui_screen import wait_for
@@ -16,17 +17,8 @@ from tui_screen import wait_for
 from accelctl.cli import main
 from accelctl.tui.app import AccelctlApp, Selection
 
-#: a cpu target under the Kubernetes engine: its pods mount the run store at /shared, so a runs
-#: folder elsewhere is refused by the engine's start_blocker (no cluster is asked first)
-K8S = """
-workload w {
-  task pretrain
-  model bert(layers = 2, hidden = 64, heads = 4)
-  dataset synthetic(seq_len = 32)
-  engine kubernetes { image = "reg.example/accelctl:1"  volume_claim = "runs"  volume_path = "/shared" }
-  target cpu { device = cpu  devices = 2  nodes = 3  engine = kubernetes }
-}
-"""
+#: a cpu target its Kubernetes engine refuses to start with a runs folder off the pods' volume
+K8S = Path(__file__).parents[1] / "data" / "workloads" / "k8s_cpu.wl"
 
 #: two independent processes of a tiny run (measure { repeat = 2 })
 REPEATED = """
@@ -58,7 +50,7 @@ def _cli_stderr(*argv: str) -> tuple[int, str]:
 
 @pytest.mark.asyncio
 async def test_r_on_a_target_its_engine_cannot_start_is_refused_as_the_cli_refuses_it(tmp_path):
-    path = _file(tmp_path, K8S)
+    path = _file(tmp_path, K8S.read_text(encoding="utf-8"))
     runs = tmp_path / "runs"
     code, err = _cli_stderr("run", str(path), "-t", "cpu", "--headless", "--runs-dir", str(runs))
     assert code == 1 and "is not on the shared volume the pods mount at /shared" in err
