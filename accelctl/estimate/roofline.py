@@ -14,6 +14,7 @@ per-layer overhead (eager or graphs) and tensor-parallel all-reduces.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,8 +168,17 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
 def fp8_coverage(spec: WorkloadSpec, s: dict[str, Any], z: F.Sizes) -> tuple[float, str]:
     """The share of a forward pass's FLOPs that FP8 runs (the linears ``fp8_layers`` converts;
     not the output head, linears whose dims are not multiples of 16, attention's products,
-    convolutions) and a sentence saying so."""
-    fam = spec.model.family
+    convolutions) and a sentence saying so.  The same shape and sizes give the same answer:
+    remembered (a sweep asks it three times a point for thousands of points)."""
+    try:
+        return _coverage(spec.model.family, tuple(sorted(s.items())), z)
+    except TypeError:  # a shape value that cannot be a key (a list): counted afresh
+        return _coverage.__wrapped__(spec.model.family, tuple(sorted(s.items())), z)
+
+
+@functools.lru_cache(maxsize=256)
+def _coverage(fam: str, shape: tuple, z: F.Sizes) -> tuple[float, str]:
+    s = dict(shape)
     split = fp8_layers.split(fam, s, z.seq, z.target)
     total = F.forward(fam, s, z)
     share = min(1.0, split.fp8_flops() / total) if total else 0.0
