@@ -228,6 +228,10 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     t_elem = _elementwise_s(spec, target, s, z, bw) * micro * accum
     est.elementwise_s = t_elem
     t_core = max(t_compute, t_mem) + t_elem + t_opt   # separate kernels: they do not overlap the GEMMs
+    # a pipeline's stages wait for each other: pp - 1 of the accumulation + pp - 1 slots idle
+    # in every step, GPipe and 1F1B alike (Narayanan et al., 2021: bubble (p - 1) / m)
+    t_bubble = (max(t_compute, t_mem) + t_elem) * (p.pp - 1) / accum if p.pp > 1 else 0.0
+    t_core += t_bubble
     # DDP under torch.autocast keeps fp32 weights, so it all-reduces fp32 gradients; DeepSpeed's
     # bf16 / fp16 modes (ZeRO) keep 16-bit weights and reduce 16-bit gradients
     half = target.precision.dtype in ("bf16", "fp16", "fp8")
@@ -278,6 +282,9 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     _bound(est, t_compute, t_mem + t_elem + t_opt, exposed, t_host)
     if est.bound_by == "communication":
         est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
+    if t_bubble:
+        est.why += (f"; pipeline bubble {t_bubble * 1e3:.3g} ms ((pp - 1) / micro-batches = {p.pp - 1}/{accum} "
+                    f"of the stage's work)")
 
 
 #: runtimes that compile the whole step into fused graphs (the Neuron compiler through XLA);
