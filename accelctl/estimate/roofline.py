@@ -108,7 +108,10 @@ def _link_time(c: T.Collective, sheet: Datasheet, instance: str, fx: Factors, lo
     return c.count * fx.collective_latency_s.value + intra + inter
 
 
-def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> Estimate:
+def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT, explain: bool = True) -> Estimate:
+    """The estimate of ``target``; ``explain`` False leaves out what only the why text and the
+    memory line say (the memory breakdown's words, an FP8 step's gain over the same step in
+    bf16, a second estimate): a sweep of thousands of points prints neither."""
     samples, basis = work.job_samples(spec)
     spec = spec.for_target(target)
     task = spec.task
@@ -133,7 +136,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     z = _sizes(spec, s)
     fam = spec.model.family
     fit = memory.estimate(spec, target, real=est.basis == "real")
-    est.memory_fit, est.fits = fit.describe(), fit.fits
+    est.memory_fit, est.fits = fit.describe() if explain else "", fit.fits
     e = 4 if target.precision.dtype == "fp32" else 2
     peak = peak_fig.value * fx.mfu.value
     bw = sheet.memory_bandwidth.value * fx.bandwidth.value
@@ -158,7 +161,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     if est.bytes_per_step:
         est.why += (f"; arithmetic intensity {est.flops_per_step / est.bytes_per_step:,.0f} FLOP/byte against the "
                     f"device's ridge point of {peak / bw:,.0f}")
-    if dtype == "fp8" and task.training and est.why:
+    if dtype == "fp8" and task.training and est.why and explain:
         est.why += "; " + fp8_coverage(spec, s, z)[1] + _gain_over_bf16(spec, target, fx, est)
     est.why += neuron.missing_fact(target)
     _cost(est)
