@@ -188,3 +188,17 @@ def test_pick_candidates_include_tensor_and_pipeline_layouts():
     layouts = [c for c in candidates(spec) if c.startswith("parallel=")][0]
     for want in ("tensor(tp = 8)", "pipeline(pp = 4)", "fsdp(tp = 8)", "fsdp"):
         assert want in layouts
+
+
+def test_the_probe_measures_the_data_segment_its_cap_counts():
+    """The probe's cap is RLIMIT_DATA (each process's data segment), so the runtime it adds to the
+    cap is measured the same way: the largest VmData of any process under it, caught while it
+    runs (a 300 MB buffer held for a moment), never the resident memory left at the end."""
+    import subprocess
+    import sys
+
+    from accelctl.report.fit_probe import DataSegmentWatch
+
+    with DataSegmentWatch() as watch:
+        subprocess.run([sys.executable, "-c", "import time; b = bytearray(300 * 2**20); time.sleep(0.5)"], check=True)
+    assert watch.peak >= 300 * 2**20
