@@ -19,36 +19,20 @@ from measured_memory import measure, slopes  # noqa: E402  (tests/plan is on sys
 
 TOLERANCE = 0.10
 
-VIT = """workload m {
-  task pretrain { objective = classification }
-  model vit(layers = 2, hidden = 128, heads = 4, image_size = 64, patch = 8, classes = 10)
-  dataset synthetic(image_size = 64, channels = 3, classes = 10)
-  optimizer sgd(lr = 0.01, momentum = 0.9)
-  precision fp32
-  batch { micro = 4 }
-  target cpu { devices = 1  threads = 1 }
-}
-"""
-BERT = """workload m {
-  task pretrain { objective = mlm }
-  model bert(layers = 2, hidden = 128, heads = 4, ffn = 512, vocab = 1000, max_positions = 128)
-  dataset synthetic(seq_len = 128 tokens, mlm_probability = 0.15)
-  optimizer adamw(lr = 0.0001)
-  precision fp32
-  batch { micro = 4 }
-  target cpu { devices = 1  threads = 1 }
-}
-"""
-GPT2 = """workload m {
-  task pretrain { objective = causal_lm }
-  model gpt2(layers = 2, hidden = 128, heads = 4, vocab = 1000, max_positions = 128)
-  dataset synthetic(seq_len = 128 tokens)
-  optimizer adamw(lr = 0.001)
-  precision fp32
-  batch { micro = 4 }
-  target cpu { devices = 1  threads = 1 }
-}
-"""
+def _workload(objective: str, model: str, dataset: str, optimizer: str) -> str:
+    """One small fp32 training workload on one CPU thread."""
+    return "\n".join([
+        "workload m {", f"  task pretrain {{ objective = {objective} }}", f"  model {model}",
+        f"  dataset synthetic({dataset})", f"  optimizer {optimizer}", "  precision fp32",
+        "  batch { micro = 4 }", "  target cpu { devices = 1  threads = 1 }", "}", ""])
+
+
+VIT = _workload("classification", "vit(layers = 2, hidden = 128, heads = 4, image_size = 64, patch = 8, classes = 10)",
+                "image_size = 64, channels = 3, classes = 10", "sgd(lr = 0.01, momentum = 0.9)")
+BERT = _workload("mlm", "bert(layers = 2, hidden = 128, heads = 4, ffn = 512, vocab = 1000, max_positions = 128)",
+                 "seq_len = 128 tokens, mlm_probability = 0.15", "adamw(lr = 0.0001)")
+GPT2 = _workload("causal_lm", "gpt2(layers = 2, hidden = 128, heads = 4, vocab = 1000, max_positions = 128)",
+                 "seq_len = 128 tokens", "adamw(lr = 0.001)")
 
 
 @pytest.mark.slow
