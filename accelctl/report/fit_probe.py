@@ -59,6 +59,11 @@ class Probe:
                f"memory + {self.runtime / 1e9:.2f} GB of data segment the worker held at micro-batch 1 beyond the "
                f"model's count):"]
         out += [f"    micro-batch {m}: {r}" for m, r in sorted(self.results.items())]
+        ran = [m for m, r in self.results.items() if r == "ok"]
+        oom = [m for m, r in self.results.items() if r.startswith("out of memory")]
+        if ran and oom and min(oom) > max(ran):
+            out.append(f"  probe: here the largest that ran is {max(ran)}, the smallest that ran out of memory "
+                       f"{min(oom)} (the model's answer: {self.micro})")
         out.append(f"  probe: micro-batch {self.micro} " + ("CONFIRMED" if self.confirmed else "NOT confirmed"))
         return out
 
@@ -71,7 +76,7 @@ def probe_fit(path: str, spec, target, micro: int, runs_root=None) -> Probe:
     """The probes: micro-batch 1 uncapped (what the process holds besides the model's count:
     the interpreter, torch, allocator slack -- the part the model's 2 GB reserve stands for on
     an accelerator), then ``micro`` and ``micro + 1`` capped at the target's memory plus that
-    runtime; where ``micro`` runs out of memory, halved until a micro-batch runs."""
+    runtime; where ``micro`` runs out of memory, the boundary bisected (``boundary``)."""
     from accelctl.report.batch_fit import _at
     from accelctl.spec.catalog import DEVICES
 
@@ -90,15 +95,36 @@ def probe_fit(path: str, spec, target, micro: int, runs_root=None) -> Probe:
         return p
     p.runtime = max(0, held - int(_at(spec, target, 1)[1].total))
     p.limit = capacity + p.runtime
-    m = micro
-    while True:
-        p.results[m] = one_step(path, spec.name, target.name, m, p.limit, runs_root)[0]
-        if p.results[m] == "ok" or m == 1 or not p.results[m].startswith("out of memory") or len(p.results) > 4:
-            break
-        m = max(1, m // 2)
-    if p.results[micro] == "ok":
-        p.results[micro + 1] = one_step(path, spec.name, target.name, micro + 1, p.limit, runs_root)[0]
+    p.results = boundary(lambda m: one_step(path, spec.name, target.name, m, p.limit, runs_root)[0], micro)
     return p
+
+
+#: probes after the first out-of-memory failure: halving to a micro-batch that runs, then bisecting
+MOST_PROBES = 8
+
+
+def boundary(step, micro: int) -> dict[int, str]:
+    """{micro-batch: result} of the probes ``step(m)`` ran: ``micro`` and ``micro + 1`` where
+    ``micro`` runs; where it runs out of memory, halved until one runs, then bisected between
+    the two until they are one sixteenth of ``micro`` apart (or ``MOST_PROBES`` probes): the
+    largest micro-batch that runs here within that step.  Any other failure stops it."""
+    out = {micro: step(micro)}
+    if out[micro] == "ok":
+        out[micro + 1] = step(micro + 1)
+        return out
+    lo, hi = 0, micro
+    while out[hi].startswith("out of memory") and hi > 1 and len(out) <= MOST_PROBES:
+        m = max(1, hi // 2) if not lo else (lo + hi) // 2
+        out[m] = step(m)
+        if out[m] == "ok":
+            lo = m
+            if hi - lo <= max(1, micro // 16):
+                break
+        elif out[m].startswith("out of memory"):
+            hi = m
+        else:
+            break
+    return out
 
 
 def one_step(path: str, workload: str, target: str, micro: int, limit: int, runs_root) -> tuple[str, int | None]:

@@ -202,3 +202,25 @@ def test_the_probe_measures_the_data_segment_its_cap_counts():
     with DataSegmentWatch() as watch:
         subprocess.run([sys.executable, "-c", "import time; b = bytearray(300 * 2**20); time.sleep(0.5)"], check=True)
     assert watch.peak >= 300 * 2**20
+
+
+@pytest.mark.parametrize("largest,micro", [(487, 611), (611, 611), (1, 40), (900, 611)])
+def test_the_probe_bisects_to_the_largest_micro_batch_that_runs(largest, micro):
+    """``boundary`` against a step that runs out of memory above ``largest``: it brackets the
+    largest that runs within a sixteenth of the model's answer, or confirms the answer."""
+    from accelctl.report.fit_probe import MOST_PROBES, boundary
+
+    calls = []
+
+    def step(m: int) -> str:
+        calls.append(m)
+        return "ok" if m <= largest else "out of memory: MemoryError"
+
+    out = boundary(step, micro)
+    assert len(calls) == len(set(calls)) <= MOST_PROBES + 1
+    if largest >= micro:  # confirmed, and the next size tried
+        assert out[micro] == "ok" and set(out) == {micro, micro + 1}
+    else:
+        ran = max(m for m, r in out.items() if r == "ok")
+        oom = min(m for m, r in out.items() if r != "ok")
+        assert ran <= largest < oom and oom - ran <= max(1, micro // 16)
