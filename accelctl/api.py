@@ -193,16 +193,17 @@ def list_runs(runs_root: str | Path | None = None):
     return _list_runs(runs_root)
 
 
-def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=None):
+def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=None, explain: bool = True):
     """``accelctl estimate``: one ``accelctl.estimate.roofline.Estimate`` per target, with
     ``factors`` for all, else the stored calibration of the target's device and precision
-    (``calibrations``: ``accelctl.estimate.calibrate.load()``), else the catalog's."""
+    (``calibrations``: ``accelctl.estimate.calibrate.load()``), else the catalog's; ``explain``
+    False: without what only the why text and the memory line say (``roofline.estimate``)."""
     from accelctl.estimate.calibrate import target_key
     from accelctl.estimate.factors import DEFAULT
     from accelctl.estimate.roofline import estimate
 
     cal = calibrations or {}
-    return [estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT) for t in targets]
+    return [estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT, explain) for t in targets]
 
 
 def estimate_factors(run_ids, runs_root=None):

@@ -35,7 +35,7 @@ def requirement(name: str, version: str) -> str:
 
 
 def requirements_text(spec: WorkloadSpec, target: TargetSpec) -> str:
-    head = f"# the stack of target {target.name} (workload {spec.name}): pip install -r {REQUIREMENTS}\n"
+    head = f"# the stack of target {target.name} (workload {spec.name})\n# pip install -r {REQUIREMENTS}\n"
     return head + "".join(requirement(n, v) + "\n" for n, v in target.stack.packages.items())
 
 

@@ -43,7 +43,7 @@ def cmd_sweep_over(args, emit) -> int:
     from accelctl.api import estimate_calibrations
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target,
-                        work=args.work, calibrations=estimate_calibrations(args.runs_dir))
+                        work=args.work, calibrations=estimate_calibrations(args.runs_dir), explain=False)
     reply = getattr(args, "reply", None)
     emit([SO.table(sweep)], args.format, args.output, reply, wide=args.wide,
          points=[r.record() for r in sweep.rows])

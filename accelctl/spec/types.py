@@ -336,7 +336,10 @@ class WorkloadSpec:
         return None
 
     def for_target(self, target: TargetSpec) -> "WorkloadSpec":
-        """This spec with the target's own measure/optimizer in place of the workload's."""
+        """This spec with the target's own measure/optimizer in place of the workload's (itself
+        where the target has neither: a sweep asks this twice a point)."""
+        if target.measure is None and target.optimizer is None:
+            return self
         return dataclasses.replace(self, measure=target.measure or self.measure,
                                    optimizer=target.optimizer or self.optimizer)
 

@@ -93,7 +93,7 @@ def test_pins_that_inject_plan_with_their_requirements_and_stack_notes():
     (spec,) = specs(WL)
     plan = compile_plan(spec, "a100")
     files = {f.path: f.content for f in plan.files}
-    assert files["requirements.txt"].splitlines()[1:] == ["deepspeed==0.19.8", "huggingface-hub==0.36.2",
+    assert files["requirements.txt"].splitlines()[2:] == ["deepspeed==0.19.8", "huggingface-hub==0.36.2",
                                                           "transformers==4.43.3"]
     notes = "\n".join(plan.notes)
     assert "stack: SDK CUDA 12.1" in notes and "docker pull nvcr.io/nvidia/pytorch:24.05-py3" in notes
