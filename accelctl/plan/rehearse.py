@@ -3,7 +3,8 @@
 A rehearsal is never what the target runs; it is a cheap dress rehearsal of the same
 workload: the same task, data, measure and batch arithmetic, the same parallel strategy
 where it runs on a CPU (DDP over gloo, DeepSpeed ZeRO, FSDP2, tensor parallel and FSDP ×
-tensor on the stand-in, at a tp its heads and this machine's cores take), scaled down to this machine's
+tensor on the stand-in, at a tp its heads and this machine's cores take, pipeline parallel at
+a pp its layers and the cores take, the schedule kept), scaled down to this machine's
 cores, with the stand-in model and random weights.  Every run record, console line, TUI
 screen and report marks it as a rehearsal of the target it stands for.
 
@@ -23,7 +24,7 @@ from accelctl.errors import Diagnostic, PlanError
 from accelctl.hostinfo import cpu_count, cpu_has_native
 from accelctl.plan.rehearsal_size import SIZE
 from accelctl.spec.catalog import DEVICES
-from accelctl.spec.parallel_plans import PLANS
+from accelctl.spec.parallel_plans import PIPELINE_FAMILIES, PLANS
 from accelctl.spec.parallel_rules import positions
 from accelctl.spec.schema import INFERENCE_STRATEGIES, TARGET_OPTIONS
 from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
@@ -59,7 +60,8 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
         changes.append(f"{precision.dtype} -> fp32 (this CPU has no native {precision.dtype})")
         precision = PrecisionSpec(dtype="fp32")
     parallel, world, kept = _tensor_here(spec, target.parallel, world, changes)
-    parallel = _parallel_here(parallel, world, changes, keep_tp=kept)
+    parallel, world, staged = _pipeline_here(spec, parallel, world, target.batch.accumulation, changes)
+    parallel = _parallel_here(parallel, world, changes, keep_tp=kept, keep_pp=staged)
     dropped = sorted(k for k in target.options if k in TARGET_OPTIONS and k not in KEPT_OPTIONS)
     if dropped:
         changes.append("device options not rehearsed: " + ", ".join(dropped))
@@ -116,8 +118,56 @@ def _tensor_here(spec: WorkloadSpec, p: ParallelSpec, world: int, changes: list[
     return dataclasses.replace(p, tp=tp, sequence_parallel=sp), world, True
 
 
-def _parallel_here(p: ParallelSpec, world: int, changes: list[str], keep_tp: bool = False) -> ParallelSpec:
-    if p.pp > 1 or (p.tp > 1 and not keep_tp):
+def _stage_limits(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation: int) -> dict[str, int]:
+    """What caps a rehearsal's pipeline stages, each with its cap: the target's pp, the
+    processes here, the stand-in's layers (a block per stage at least), and for 1F1B the
+    rehearsal's micro-batches (one per stage in flight)."""
+    layers = int(spec.model.stand_in.get("layers", 1) or 1)
+    limits = {f"the target's pp {p.pp}": p.pp, f"this machine's {world} processes": world,
+              f"the stand-in's {layers} layers": layers}
+    if p.schedule == "one_f_one_b":
+        acc = min(accumulation, SIZE["accumulation"])
+        limits[f"one_f_one_b's micro-batch per stage in flight (the rehearsal's accumulation {acc})"] = acc
+    return limits
+
+
+def _staged(spec: WorkloadSpec, p: ParallelSpec) -> bool:
+    """Whether ``p`` is the worker's pipeline (not DeepSpeed's ``zero(pp)``) of a training
+    task whose family has a stage split."""
+    return (p.pp > 1 and p.strategy == "pipeline" and spec.task.training
+            and spec.model.family in PIPELINE_FAMILIES)
+
+
+def rehearsal_pp(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation: int) -> int:
+    """The pipeline size a rehearsal of ``p`` runs with ``world`` processes: the most stages,
+    up to the target's pp, that the processes hold and the stand-in's layers fill (split as
+    ``mesh.stage_layers`` splits the target's), for 1F1B no more than the micro-batches in
+    flight; 1 where ``p`` is not ``_staged``."""
+    return max(1, min(_stage_limits(spec, p, world, accumulation).values())) if _staged(spec, p) else 1
+
+
+def _pipeline_here(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation: int, changes: list[str]
+                   ) -> tuple[ParallelSpec, int, bool]:
+    """Pipeline parallel kept on gloo ranks with the stand-in, at the ``rehearsal_pp`` it takes
+    here, its schedule as written, and the processes a whole number of pipelines; whether kept."""
+    if not _staged(spec, p):
+        return p, world, False  # flattened by _parallel_here where pp > 1 (DeepSpeed's zero(pp))
+    pp = rehearsal_pp(spec, p, world, accumulation)
+    why = " and ".join(k for k, v in _stage_limits(spec, p, world, accumulation).items() if v == pp)
+    if pp == 1:
+        changes.append(f"pipeline parallel (pp {p.pp}) -> 1: no 2 stages fit {why}; schedule {p.schedule} dropped")
+        return dataclasses.replace(p, pp=1, strategy="data" if world > 1 else "none"), world, False
+    if pp != p.pp:
+        changes.append(f"pipeline parallel pp {p.pp} -> {pp} ({why}; schedule {p.schedule} kept)")
+    if world % pp:
+        changes.append(f"{world} processes -> {world - world % pp} (whole pipelines of {pp} stages)")
+        world -= world % pp
+    return dataclasses.replace(p, pp=pp), world, True
+
+
+def _parallel_here(p: ParallelSpec, world: int, changes: list[str], keep_tp: bool = False,
+                   keep_pp: bool = False) -> ParallelSpec:
+    if (p.pp > 1 and not keep_pp) or (p.tp > 1 and not keep_tp):
         changes.append(f"tensor/pipeline parallel (tp {p.tp}, pp {p.pp}) -> 1: each process holds the whole stand-in")
         p = dataclasses.replace(p, tp=1, pp=1, sequence_parallel=False)
         if p.strategy in ("tensor", "pipeline"):

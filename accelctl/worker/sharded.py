@@ -62,6 +62,9 @@ class Sharded(Plain):
             tied = pipeline.tied_weight(model)
             model = pipeline.build_stage(model, family, g.mesh, g.coords["pp"])
             self.tied = tied if tied is not None and any(p is tied for p in model.parameters()) else None
+            ends = ["embeddings"] * model.first + ["head"] * model.last
+            ctx.log("info", f"pipeline: stage {g.coords['pp']} of {g.mesh.pp} ({job.parallel.schedule}) holds blocks "
+                            f"{', '.join(model.blocks)}" + "".join(f" + {e}" for e in ends))
         if g.mesh.tp > 1:
             model = tensor_parallel.apply(model, family, g.device_mesh["tp"], job.parallel.sequence_parallel,
                                            ctx.log)

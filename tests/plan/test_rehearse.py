@@ -130,8 +130,8 @@ def test_tensor_parallel_rehearses_on_gloo_ranks_at_a_tp_the_stand_in_and_the_co
         assert change in p.notes[0]
     if tp > 1:
         assert f"mesh pp 1 × dp {world // tp} × tp {tp} = {world} ranks" in "\n".join(p.notes)
-    # the pipeline is still flattened, as it was
-    assert api.plan(spec, "pp", rehearse=True).job.parallel.pp == 1
+    # the pipeline target keeps its 2 stages where 2 processes run (test_pipeline_... below)
+    assert api.plan(spec, "pp", rehearse=True).job.parallel.pp == (2 if cores >= 2 else 1)
     if cores >= 2:
         assert api.plan(spec, "tp", rehearse=True).job.parallel.tp == 2
 
@@ -153,3 +153,48 @@ def test_a_vit_rehearsal_drops_sequence_parallel_where_the_stand_in_s_tokens_do_
     assert p.job.parallel.tp == 2 and not p.job.parallel.sequence_parallel
     assert ("sequence parallel off: the rehearsal's 17 positions (16 patches + the class token) do not divide by "
             "tp 2") in p.notes[0]
+
+
+PIPELINE = """
+workload ppr {
+  task pretrain { }
+  model llama(layers = 8, hidden = 64, heads = 4, ffn = 96, vocab = 256) {
+    stand_in = llama(layers = 3, hidden = 64, heads = 4, ffn = 96, vocab = 256)
+  }
+  dataset synthetic { seq_len = 64 }
+  batch { micro = 2  accumulation = 4 }
+  target gpipe { device = h100  devices = 8  parallel = pipeline(pp = 4) }
+  target ofob  { device = h100  devices = 8  parallel = pipeline(pp = 4, schedule = one_f_one_b) }
+}
+"""
+SCHEDULES = {"gpipe": "gpipe", "ofob": "one_f_one_b"}
+
+
+@pytest.mark.parametrize("target,cores,pp,world,change", [
+    ("gpipe", 8, 3, 6, "pipeline parallel pp 4 -> 3 (the stand-in's 3 layers; schedule gpipe kept); "
+                       "8 processes -> 6 (whole pipelines of 3 stages)"),
+    ("gpipe", 3, 3, 3, "pipeline parallel pp 4 -> 3 (this machine's 3 processes and the stand-in's 3 layers; "
+                       "schedule gpipe kept)"),
+    ("gpipe", 2, 2, 2, "pipeline parallel pp 4 -> 2 (this machine's 2 processes; schedule gpipe kept)"),
+    ("gpipe", 1, 1, 1, "pipeline parallel (pp 4) -> 1: no 2 stages fit this machine's 1 processes; "
+                       "schedule gpipe dropped"),
+    ("ofob", 8, 2, 8, "pipeline parallel pp 4 -> 2 (one_f_one_b's micro-batch per stage in flight (the "
+                      "rehearsal's accumulation 2); schedule one_f_one_b kept)"),
+])
+def test_pipeline_parallel_rehearses_on_gloo_ranks_at_a_pp_the_stand_in_and_the_cores_take(
+        target, cores, pp, world, change, monkeypatch):
+    from accelctl.plan import rehearse, rehearsal_size
+
+    for module in (rehearse, rehearsal_size):
+        monkeypatch.setattr(module, "cpu_count", lambda: cores)
+    (spec,) = api.check(api.parse(PIPELINE, "ppr.wl"))
+    p = api.plan(spec, target, rehearse=True)
+    assert p.rehearsal.of == target and change in p.notes[0], p.notes[0]
+    assert p.job.parallel.pp == pp and sum(launch.processes for launch in p.launches) == world
+    if pp > 1:  # the target's schedule, on a mesh of whole pipelines
+        assert (p.job.parallel.strategy, p.job.parallel.schedule) == ("pipeline", SCHEDULES[target])
+        notes = "\n".join(p.notes)
+        assert f"mesh pp {pp} × dp {world // pp} × tp 1 = {world} ranks" in notes
+        assert f"rank {world // pp * (pp - 1)}: pp {pp - 1}: layers 2-2 + head" in notes  # 3 layers: the last alone
+    else:
+        assert p.job.parallel.strategy == "none" and p.job.parallel.pp == 1
