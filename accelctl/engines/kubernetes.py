@@ -57,7 +57,7 @@ from pathlib import Path
 
 from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
-from accelctl.contract import envnames
+from accelctl.contract import envnames, launchers
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.aws_batch import efa_adapters
@@ -83,9 +83,8 @@ SHM_VOLUME = "dshm"
 #: device family (catalog adapter) -> the extended resource its device plugin registers
 RESOURCES = {"cuda": "nvidia.com/gpu", "hpu": "habana.ai/gaudi", "xla": "aws.amazon.com/neuroncore"}
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-#: symbolic launch heads -> the container command (python -m, no console script needed)
-HEADS = {"torchrun": ("python", "-m", "torch.distributed.run"),
-         "deepspeed": ("python", "-m", "deepspeed.launcher.runner")}
+#: the launch heads a pod runs -> the container command (the image's python, ``accelctl.contract.launchers``)
+HEADS = {head: launchers.command(head, "python") for head in ("torchrun", "deepspeed")}
 #: the heads whose per-node command is a torchrun agent (the others: DeepSpeed's runner)
 TORCHRUN_HEADS = ("torchrun",)
 RESTART_POLICIES = {"never": "Never", "on_failure": "OnFailure", "always": "Always", "exit_code": "ExitCode"}

@@ -42,6 +42,7 @@ import shlex
 from dataclasses import dataclass
 
 from accelctl.backends.deepspeed.launch import ENV_FILE, HOSTFILE
+from accelctl.contract import launchers
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 
 #: placeholder -> the script's shell expression (what it stands for on the node)
@@ -175,14 +176,19 @@ class CommandAgent(Agent):
         return Launch("node0", ("python", *args), env, processes=devices, cwd=cwd), []
 
 
+def _exec(head: str, flags: str = "") -> str:
+    """The ``bash -c`` program of an agent: exec the node's interpreter (``$1``, the script's
+    ``$py``) as ``head`` runs (``accelctl.contract.launchers``), with ``flags`` and the rest."""
+    words = " ".join(launchers.command(head, '"$py"'))
+    return f'py=$1; shift; exec {words} {flags}"$@"'
+
+
 #: backend name -> its agent; the backends the slurm engine places
 AGENTS: dict[str, Agent] = {
-    "torchrun": TorchrunAgent("torchrun", 'py=$1; shift; exec "$py" -m torch.distributed.run '
-                              '--node_rank="$SLURM_NODEID" "$@"'),
-    "deepspeed": DeepSpeedAgent("deepspeed --no_ssh", 'py=$1; shift; exec "$py" -m deepspeed.launcher.runner '
-                                '--node_rank="$SLURM_NODEID" "$@"',
+    "torchrun": TorchrunAgent("torchrun", _exec("torchrun", '--node_rank="$SLURM_NODEID" ')),
+    "deepspeed": DeepSpeedAgent("deepspeed --no_ssh", _exec("deepspeed", '--node_rank="$SLURM_NODEID" '),
                                 drops_files=(HOSTFILE, ENV_FILE), drops_env=("DS_ENV_FILE",),
                                 overridden=("deepspeed", ("hosts", "hostfile", "master_addr", "master_port", "ssh",
                                                           "launcher"))),
-    "gaudi": CommandAgent("optimum-habana's command", 'py=$1; shift; exec "$py" "$@"'),
+    "gaudi": CommandAgent("optimum-habana's command", _exec("python")),
 }
