@@ -31,8 +31,9 @@ that task runs is the backend's own launcher, told where the rest of the job is:
     plans one node only; multi-node Gaudi training is backend deepspeed on hpu.
 
 Every word that comes from the plan reaches the script through ``word`` (``shlex.quote``
-with the placeholders turned into the script's variables); ``node_launch`` reads the script
-back into the one-node launch that the backend's own check understands.
+with the placeholders turned into the script's variables); ``node_launch`` turns the agent's
+arguments (kept in the plan's request, never read back from the script) into the one-node
+launch that the backend's own check understands.
 """
 
 from __future__ import annotations
@@ -58,13 +59,6 @@ _PLACEHOLDERS = re.compile("(" + "|".join(map(re.escape, SHELL_VALUES)) + ")")
 def word(text: str) -> str:
     """One shell word: each placeholder becomes its shell variable, the rest is quoted."""
     return "".join(SHELL_VALUES.get(p) or shlex.quote(p) for p in _PLACEHOLDERS.split(text) if p) or "''"
-
-
-def unword(text: str) -> str:
-    """A word read back from the script (after ``shlex.split``) with its placeholders restored."""
-    for placeholder, shell in SHELL_VALUES.items():
-        text = text.replace(shell.strip('"'), placeholder)
-    return text
 
 
 def _without(args: list[str], flags: tuple[str, ...], valued: tuple[str, ...]) -> list[str]:

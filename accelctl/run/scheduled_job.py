@@ -1,0 +1,52 @@
+"""A run's job on a cluster, as any process finds it: from the handle in ``scheduler.json``.
+
+``accelctl status`` asks the scheduler for the job's state now (``describe``), and ``accelctl
+cancel`` cancels a job whose supervisor is gone (``cancel_and_wait``) -- neither needs the
+process that submitted it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from accelctl.contract import scheduler as scheduler_file
+from accelctl.engines.scheduler import AppHandle, Described, Scheduler, cancel_and_wait, record, scheduler_for
+
+
+def handle_of(run_dir: Path) -> AppHandle | None:
+    job = scheduler_file.read(run_dir)
+    try:
+        return AppHandle.parse(job.handle) if job is not None and job.handle else None
+    except ValueError:
+        return None
+
+
+def describe(run_dir: Path) -> tuple[AppHandle, Described | None, str] | None:
+    """(handle, the scheduler's description now or None when it forgot the job, why it could not
+    be asked: "" when it was); None for a run without a scheduler's job."""
+    handle = handle_of(run_dir)
+    if handle is None:
+        return None
+    try:
+        return handle, scheduler_for(handle.scheduler).describe(handle), ""
+    except Exception as exc:  # noqa: BLE001 - no client, no credentials, no cluster: said, not raised
+        return handle, None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+
+
+def live(run_dir: Path) -> tuple[Scheduler, AppHandle] | None:
+    """The run's job when the scheduler says it still runs (or could not be asked)."""
+    found = describe(run_dir)
+    if found is None:
+        return None
+    handle, now, why = found
+    if now is None and not why or now is not None and now.state.terminal:
+        return None
+    return scheduler_for(handle.scheduler), handle
+
+
+def cancel(run_dir: Path, sched: Scheduler, handle: AppHandle) -> Described | None:
+    """Cancel the job, wait until it runs nothing, record its state in ``scheduler.json``."""
+    done = cancel_and_wait(sched, handle)
+    if done is not None:
+        record(run_dir, handle, done)
+    return done
