@@ -27,6 +27,7 @@ supervisor follows a submitted job with ``accelctl.run.scheduled``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import importlib
 import re
@@ -97,6 +98,8 @@ class Scheduler:
     poll_s: float = 1.0
     #: seconds ``cancel_and_wait`` waits for the job to run nothing any more
     cancel_timeout_s: float = 120.0
+    #: what is recorded of a job the scheduler no longer knows
+    gone: Described = Described(AppState.UNKNOWN, "gone")
 
     def state_of(self, raw: str) -> AppState:
         return self.STATES.get(raw, AppState.UNKNOWN)
@@ -145,9 +148,10 @@ def record(run_dir: Path, handle: AppHandle, described: Described | None, fallba
 
 
 def cancel_and_wait(sched: Scheduler, handle: AppHandle, timeout_s: float | None = None,
-                    say: Callable[[str], None] = lambda line: None) -> Described | None:
+                    say: Callable[[str], None] = lambda line: None) -> Described:
     """Cancel the job and wait until it runs nothing any more (``describe`` terminal, or the
-    job forgotten: None); the last description, also when ``timeout_s`` ran out first."""
+    job forgotten: the scheduler's ``gone``, cancelled); the last description, also when
+    ``timeout_s`` ran out first (UNKNOWN when there was none)."""
     sched.cancel(handle)
     deadline = time.monotonic() + (sched.cancel_timeout_s if timeout_s is None else timeout_s)
     last = None
@@ -158,9 +162,10 @@ def cancel_and_wait(sched: Scheduler, handle: AppHandle, timeout_s: float | None
             say(f"accelctl: describing {handle}: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}")
         else:
             if last is None or last.state.terminal:
-                say(f"accelctl: {handle} cancelled ({last.raw if last else 'gone'})")
-                return last
+                done = last or dataclasses.replace(sched.gone, state=AppState.CANCELLED)
+                say(f"accelctl: {handle} cancelled ({done.raw})")
+                return done
         if time.monotonic() > deadline:
             say(f"accelctl: {handle} still {last.raw if last else '?'} after the cancel and its wait")
-            return last
+            return last or Described(AppState.UNKNOWN, "?")
         time.sleep(sched.poll_s)

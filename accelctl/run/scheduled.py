@@ -109,7 +109,7 @@ class ScheduledJob:
                 continue
             if now is None:  # forgotten before we saw it end (or deleted by someone else)
                 say(f"accelctl: {self.handle} is gone ({time.time() - t0:.2f} s)")
-                record(self.run_dir, self.handle, Described(AppState.UNKNOWN, "gone"))
+                record(self.run_dir, self.handle, self.sched.gone)
                 return 0 if last is not None and last.state is AppState.SUCCEEDED else 1
             if last is None or now.raw != last.raw:
                 why = f": {now.message}" if now.message and now.state.terminal else ""
@@ -130,7 +130,7 @@ class ScheduledJob:
         assert self.handle is not None
         done = cancel_and_wait(self.sched, self.handle, say=say)
         self._ended.set()
-        record(self.run_dir, self.handle, done or Described(AppState.CANCELLED, "CANCELLED"))
+        record(self.run_dir, self.handle, done)
 
     def _copy_log(self, write) -> None:
         try:

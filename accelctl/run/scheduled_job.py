@@ -44,9 +44,8 @@ def live(run_dir: Path) -> tuple[Scheduler, AppHandle] | None:
     return scheduler_for(handle.scheduler), handle
 
 
-def cancel(run_dir: Path, sched: Scheduler, handle: AppHandle) -> Described | None:
+def cancel(run_dir: Path, sched: Scheduler, handle: AppHandle) -> Described:
     """Cancel the job, wait until it runs nothing, record its state in ``scheduler.json``."""
     done = cancel_and_wait(sched, handle)
-    if done is not None:
-        record(run_dir, handle, done)
+    record(run_dir, handle, done)
     return done

@@ -115,3 +115,14 @@ def test_a_local_plan_has_no_request_and_plan_json_does_not_name_one():
                              "target cpu { device = cpu  devices = 1  precision = fp32 } }")
     p = plan(specs[0], "cpu")
     assert p.request is None and "request" not in json.loads(p.to_json())
+
+
+def test_every_condition_the_training_operators_sdk_names_is_mapped():
+    constants = pytest.importorskip("kubeflow.training.constants.constants")
+    from accelctl.engines.kubernetes_scheduler import STATES
+
+    assert constants.JOB_CONDITIONS and sorted(set(constants.JOB_CONDITIONS) - set(STATES)) == []
+    assert STATES[constants.JOB_CONDITION_SUCCEEDED] is AppState.SUCCEEDED
+    assert STATES[constants.JOB_CONDITION_FAILED] is AppState.FAILED
+    assert not any(STATES[c].terminal for c in constants.JOB_CONDITIONS
+                   if c not in (constants.JOB_CONDITION_SUCCEEDED, constants.JOB_CONDITION_FAILED))
