@@ -75,6 +75,7 @@ from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.placeholders import data_json
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.engines import batch_settings
 from accelctl.engines.base import Engine
 from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
 from accelctl.errors import Diagnostic, PlanError
@@ -134,6 +135,7 @@ def accelerator(target: TargetSpec) -> tuple[list[dict], list[dict]]:
 class AwsBatchEngine(Engine):
     name = "aws_batch"
     summary = "AWS Batch multi-node parallel job (job definition + SubmitJob, DeepSpeed per node)"
+    settings = batch_settings.SETTINGS
     backends = ("deepspeed",)
 
     def wrap(self, spec, target, built, job, settings):

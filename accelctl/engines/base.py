@@ -11,7 +11,8 @@ plus one method, and they never run anything themselves.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Built
 from accelctl.contract.job import WorkerJob
@@ -28,6 +29,9 @@ class Engine:
     summary: str = ""
     #: backends whose per-node command this engine knows how to place
     backends: tuple[str, ...] = ()
+    #: ``engine <name> { ... }`` settings -> value type, declared in the engine's small
+    #: ``<engine>_settings`` module (``accelctl.engines.settings``), which the schema reads
+    settings: Mapping[str, Any] = {}
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec, backend: str) -> list[str]:
         if self.backends and backend not in self.backends:

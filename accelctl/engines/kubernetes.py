@@ -66,6 +66,7 @@ from accelctl.contract import envnames, launchers
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.aws_batch import efa_adapters
+from accelctl.engines import kubernetes_settings
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -265,6 +266,7 @@ def render(job: dict) -> str:
 class KubernetesEngine(Engine):
     name = "kubernetes"
     summary = "Kubeflow Training Operator v1 PyTorchJob (master + workers), run folder on a shared volume"
+    settings = kubernetes_settings.SETTINGS
     backends = ("torchrun", "xla_neuron", "deepspeed")
 
     def wrap(self, spec, target, built, job, settings):

@@ -40,9 +40,9 @@ from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine, engine_refusal
+from accelctl.engines import slurm_settings
 from accelctl.engines.slurm_agents import AGENTS, Agent, word
 from accelctl.spec.catalog import DEVICES
-from accelctl.spec.schema import SLURM_CONSTRAINT_PATTERN, SLURM_GRES_PATTERN, SLURM_NAME_PATTERN
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 SCRIPT = "job.sbatch"
@@ -50,10 +50,10 @@ SUBMIT = ("sbatch", "--parsable", f"{RUN_DIR}/{SCRIPT}")
 #: the code of an engine slurm setting that cannot reach the batch script
 CODE = "E547"
 #: what a Slurm name (partition, account, QOS), a constraint expression (features joined by
-#: & | , with [] () * counts) and a gres may hold: the schema's patterns (one statement of them)
-NAME_RE = re.compile(SLURM_NAME_PATTERN)
-CONSTRAINT_RE = re.compile(SLURM_CONSTRAINT_PATTERN)
-GRES_RE = re.compile(SLURM_GRES_PATTERN)
+#: & | , with [] () * counts) and a gres may hold: the engine's declared patterns (``slurm_settings``)
+NAME_RE = re.compile(slurm_settings.NAME_PATTERN)
+CONSTRAINT_RE = re.compile(slurm_settings.CONSTRAINT_PATTERN)
+GRES_RE = re.compile(slurm_settings.GRES_PATTERN)
 PATTERNS = {"partition": NAME_RE, "account": NAME_RE, "qos": NAME_RE, "constraint": CONSTRAINT_RE,
             "gres": GRES_RE}
 #: what sbatch says when it cannot ask a controller (not a verdict on the script)
@@ -114,6 +114,7 @@ def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settin
 class SlurmEngine(Engine):
     name = "slurm"
     summary = "Slurm batch job (sbatch), one launcher agent per node (torchrun c10d, deepspeed --no_ssh)"
+    settings = slurm_settings.SETTINGS
     backends = tuple(AGENTS)
 
     def wrap(self, spec, target, built, job, settings):
