@@ -11,18 +11,18 @@ submits and again at every state change, so it holds the scheduler's own words:
 ``aws_batch``      ``jobId`` from SubmitJob              DescribeJobs' ``status``: SUBMITTED,
                                                          PENDING, RUNNABLE, STARTING, RUNNING,
                                                          SUCCEEDED, FAILED
-``kubernetes``     ``namespace/name`` of the PyTorchJob  the latest True condition: Created,
+``kubernetes``     the PyTorchJob's name                 the latest True condition: Created,
                                                          Running, Restarting, Succeeded, Failed
                                                          (``Submitted`` before the operator saw it,
                                                          ``Deleted`` after a stop)
 =================  ====================================  ==========================================
 
 ``exit_code`` is the job's (Batch: the main node's container; Kubernetes: the master pod's
-container), or ``null`` while it runs or when the scheduler gave none.  ``ref`` (optional,
-left out when empty) is the scheduler's unique handle where ``job_id`` is not one: the
-PyTorchJob's ``metadata.uid`` (a name can be reused), the Batch job's ARN.  ``handle`` is the
-job's ``<scheduler>://<where>/<id>`` and ``app_state`` its state in the one enum
-(``accelctl.engines.scheduler``); both left out when empty.  The run store
+container), or ``null`` while it runs or when the scheduler gave none.  ``handle`` is the
+job's ``<scheduler>://<where>/<id>`` (``accelctl.engines.scheduler.AppHandle``: what ``accelctl
+status`` and ``cancel`` ask the scheduler about, from any process) and ``app_state`` its state
+in the one enum; ``ref`` is what runs of earlier versions recorded in place of a handle (the
+PyTorchJob's uid, the Batch job's ARN); each is left out when empty.  The run store
 copies the record into ``summary.json`` (key ``scheduler``) and ``accelctl runs`` shows it;
 a run of the local engine has none.  Written atomically: a reader never sees half a record.
 """

@@ -29,20 +29,10 @@ from accelctl.run.scheduled import ScheduledJob
 
 botocore_session = pytest.importorskip("botocore.session")
 from botocore.stub import Stubber  # noqa: E402
+from test_batch_loopback import TWO_NODES  # noqa: E402
 
-WORKLOAD = """
-workload tiny_batch {
-  task pretrain
-  model gpt2(layers = 2, hidden = 64, heads = 4)
-  dataset synthetic(seq_len = 32)
-  batch { micro = 4  accumulation = 1 }
-  optimizer adamw { lr = 0.001 }
-  measure { warmup = 1  steps = 4 }
-  engine aws_batch { job_queue = "q"  image = "img"  vcpus = 2  memory = 4 GB }
-  target two { device = cpu  devices = 1  nodes = 2  threads = 1  precision = fp32
-               parallel = zero(stage = 1)  engine = aws_batch }
-}
-"""
+#: the loopback test's two-node ZeRO-1 workload (its requests are what the scheduler submits)
+WORKLOAD = TWO_NODES.replace("PORT", "29500")
 JOB_ID = "4c9e5a1e-6f0b-4b8e-9a57-0d3c1f2b7e11"
 JOB_ARN = f"arn:aws:batch:us-east-1:123456789012:job/{JOB_ID}"
 DEF_ARN = "arn:aws:batch:us-east-1:123456789012:job-definition/tiny_batch-two:7"

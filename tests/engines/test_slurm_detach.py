@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_slurm import TEMPLATE, _processes_of
 
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.envnames import EVENTS_DIR
@@ -23,18 +24,8 @@ from accelctl.run import procgroup, store
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-WORKLOAD = """
-workload tiny_slurm {
-  task pretrain
-  model gpt2(layers = 2, hidden = 64, heads = 4)
-  dataset synthetic(seq_len = 32)
-  batch { micro = 4  accumulation = 1 }
-  optimizer adamw { lr = 0.001 }
-  measure { warmup = 1  steps = 100000 }
-  engine slurm { partition = "debug" }
-  target t { device = cpu  devices = 1  nodes = 2  threads = 1  precision = fp32  engine = slurm }
-}
-"""
+#: test_slurm's two-node CPU workload, long enough to be cancelled
+WORKLOAD = TEMPLATE.replace("BLOCK", 'partition = "debug"').replace("STEPS", "100000")
 
 
 def env() -> dict[str, str]:  # after the fixture: SLURM_CONF names the test cluster
@@ -54,22 +45,14 @@ def status(run_id: str, runs: Path) -> dict:
 def processes(run_dir: Path) -> list[int]:
     """Every live process carrying the run's events folder (the job's ranks and agents get it
     through sbatch's --export=ALL) or naming the run folder on its command line."""
-    found = set(procgroup.carrying(EVENTS_DIR, str(run_dir)))
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and int(d.name) != os.getpid():
-            try:
-                if str(run_dir) in (d / "cmdline").read_bytes().decode(errors="replace"):
-                    found.add(int(d.name))
-            except OSError:
-                continue
-    return sorted(found)
+    return sorted(set(procgroup.carrying(EVENTS_DIR, str(run_dir))) | set(_processes_of(run_dir)))
 
 
 def start_detached(wl: Path, runs: Path) -> str:
     """``accelctl run --detach`` as the leader of a session of its own, hung up (SIGHUP to its
     whole group) as soon as it printed the run id."""
-    starter = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-t", "t", "--detach",
-                                "--runs-dir", str(runs)], cwd=ROOT, env=env(), stdout=subprocess.PIPE,
+    starter = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", "tiny_slurm", "-t", "t",
+                                "--detach", "--runs-dir", str(runs)], cwd=ROOT, env=env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     run_id = starter.stdout.readline().strip()  # type: ignore[union-attr]
     try:
