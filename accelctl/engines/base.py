@@ -5,7 +5,9 @@ A backend builds the command one node runs (``torchrun ...``, ``deepspeed ...``,
 machine wrap it into what their scheduler takes -- a Slurm batch script, a Kubernetes
 PyTorchJob manifest, an AWS Batch multi-node job definition, a torchrun rendezvous per
 node -- as generated files plus the submit command.  Like backends, engines are data
-plus one method, and they never run anything themselves.
+plus one method, and they never run anything themselves: an engine with a cluster scheduler
+keeps what it submits in the plan (``Plan.request``) and its scheduler
+(``accelctl.engines.scheduler``) submits, follows and cancels the job for the run's supervisor.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ per-node launcher for deepspeed, optimum-habana's command on one node for gaudi;
 workload is quoted with ``shlex.quote``; the settings that reach ``#SBATCH`` lines are
 checked against a safe character set (E547 at the setting otherwise).
 
-The plan's launch is the submission, ``sbatch --parsable {run_dir}/job.sbatch``, made by the
+The plan's launch is the submission, ``sbatch --parsable job.sbatch`` in the run folder, made by the
 run's supervisor in its own process (``accelctl.engines.slurm_scheduler``, followed by
 ``accelctl.run.scheduled``): ``sbatch`` in the run folder, the job followed with ``scontrol
 show job`` / ``squeue`` until it ends, ``scancel`` and a wait on a stop, and ``accelctl cancel``
@@ -46,7 +46,8 @@ from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 SCRIPT = "job.sbatch"
-SUBMIT = ("sbatch", "--parsable", f"{RUN_DIR}/{SCRIPT}")
+#: the submission, in the run folder (the job's $SLURM_SUBMIT_DIR, where it reads job.json)
+SUBMIT = ("sbatch", "--parsable", SCRIPT)
 #: the code of an engine slurm setting that cannot reach the batch script
 CODE = "E547"
 #: what a Slurm name (partition, account, QOS), a constraint expression (features joined by
@@ -139,7 +140,7 @@ class SlurmEngine(Engine):
         script = render_script(spec, target, launch, s, job.threads, agent)
         request = {"script": SCRIPT, "backend": job.backend, "nodes": target.nodes, "devices": target.devices,
                    "env": env, "cwd": launch.cwd, "args": agent.args(launch.argv)}
-        submit = Launch("sbatch", SUBMIT, {}, processes=0)
+        submit = Launch("sbatch", SUBMIT, {}, processes=0, cwd=RUN_DIR)
         files = [f for f in built.files if f.path not in agent.drops_files]
         warnings = [w for w in built.warnings if not any(f"{RUN_DIR}/{d}" in w for d in agent.drops_files)]
         ignored = agent.ignored(spec)
@@ -149,8 +150,8 @@ class SlurmEngine(Engine):
         notes = [*built.notes,
                  (f"Slurm: {target.nodes} node(s) x 1 {agent.what} agent ({target.devices} process(es) each), "
                   "rendezvous on the allocation's first host; the run folder must be shared by the nodes"),
-                 (f"submit: {' '.join(SUBMIT)} by the run's supervisor, which follows the job and scancels it "
-                  "on stop; accelctl cancel RUN from anywhere")]
+                 (f"submit: {' '.join(SUBMIT)} in the run folder by the run's supervisor, which follows the job "
+                  "and scancels it on stop; accelctl cancel RUN from anywhere")]
         return Built([submit], [*files, GeneratedFile(SCRIPT, script, role="Slurm batch script", executable=True)],
                      notes, warnings, request)
 

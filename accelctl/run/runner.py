@@ -395,8 +395,7 @@ class RunHandle:
                         return  # the store is full: the run ends store_error, this launch never starts
                     env = {**r.env, envnames.RUNNER: self._runner_identity}
                     if self.plan.request is not None:  # submitted and followed here, run by the cluster
-                        self._procs[i] = scheduled.start(self.plan.engine, self.plan.request, self.run_dir, r.env,
-                                                         self.run_dir / store.LOG_FILE)
+                        self._procs[i] = scheduled.start(self.plan, self.run_dir, r.env, self.run_dir / store.LOG_FILE)
                     else:
                         self._procs[i] = _FORKER.popen(
                             with_exec_prologue(r.argv, env),

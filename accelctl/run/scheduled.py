@@ -144,8 +144,10 @@ def log_writer(say):
     return lambda line: say(line.rstrip("\n"))
 
 
-def start(engine: str, request: dict, run_dir: Path, env: Mapping[str, str], log_path: Path) -> ScheduledJob:
-    return ScheduledJob(scheduler_for(engine), request, run_dir, env, log_path)
+def start(plan, run_dir: Path, env: Mapping[str, str], log_path: Path) -> ScheduledJob:
+    """Submit ``plan``'s request (its engine's scheduler's ``dryrun``) and follow the job."""
+    sched = scheduler_for(plan.engine)
+    return ScheduledJob(sched, sched.dryrun(plan), run_dir, env, log_path)
 
 
 def signal_launch(proc, sig: int) -> None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from accelctl import exitcodes
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.engines.scheduler import AppHandle, Described, Scheduler, cancel_and_wait, record, scheduler_for
+from accelctl.errors import RunError
 
 
 def handle_of(run_dir: Path) -> AppHandle | None:
@@ -45,7 +47,13 @@ def live(run_dir: Path) -> tuple[Scheduler, AppHandle] | None:
 
 
 def cancel(run_dir: Path, sched: Scheduler, handle: AppHandle) -> Described:
-    """Cancel the job, wait until it runs nothing, record its state in ``scheduler.json``."""
-    done = cancel_and_wait(sched, handle)
+    """Cancel the job, wait until it runs nothing, record its state in ``scheduler.json``.  A
+    scheduler that cannot be asked from here (no client, no credentials, no cluster): RunError."""
+    try:
+        done = cancel_and_wait(sched, handle)
+    except Exception as exc:  # noqa: BLE001 - said in one line, the job named: never a traceback
+        why = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise RunError(f"{handle} could not be cancelled from here: {type(exc).__name__}: {why}; cancel it with "
+                       f"{sched.name}'s own tools", exit_code=exitcodes.FAILED) from None
     record(run_dir, handle, done)
     return done

@@ -220,3 +220,22 @@ def test_the_stored_handle_alone_cancels_the_job(run_dir, client):
     # the first supervisor's follow (were it still there) sees the job end
     expect_describe(client, job("FAILED", definition, container={"exitCode": 143}))
     assert running.wait(timeout=30) == 143
+
+
+def test_a_scheduler_that_cannot_be_asked_is_one_error_naming_the_job(run_dir, monkeypatch):
+    """No AWS credentials here (a real client finds none): the cancel by handle fails in one
+    line that names the job, as a RunError (exit 1), never a traceback."""
+    from accelctl.errors import RunError
+
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(run_dir / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(run_dir / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    bare = botocore_session.get_session().create_client("batch", region_name="us-east-1")
+    handle = scheduled_job.AppHandle("aws_batch", "q", JOB_ID)
+    with pytest.raises(RunError) as exc:
+        scheduled_job.cancel(run_dir, BatchScheduler(bare), handle)
+    assert exc.value.exit_code == 1 and f"aws_batch://q/{JOB_ID} could not be cancelled" in str(exc.value)
+    assert "NoCredentialsError" in str(exc.value) and len(str(exc.value).splitlines()) == 1
+    assert scheduler.read(run_dir) is None  # nothing recorded as cancelled
