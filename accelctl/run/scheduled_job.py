@@ -11,16 +11,19 @@ from pathlib import Path
 
 from accelctl import exitcodes
 from accelctl.contract import scheduler as scheduler_file
-from accelctl.engines.scheduler import AppHandle, Described, Scheduler, cancel_and_wait, record, scheduler_for
+from accelctl.engines.scheduler import SCHEDULERS, AppHandle, Described, Scheduler, cancel_and_wait, record, \
+    scheduler_for
 from accelctl.errors import RunError
 
 
 def handle_of(run_dir: Path) -> AppHandle | None:
+    """The handle ``scheduler.json`` holds, or None (none, not a handle, a scheduler accelctl lacks)."""
     job = scheduler_file.read(run_dir)
     try:
-        return AppHandle.parse(job.handle) if job is not None and job.handle else None
+        handle = AppHandle.parse(job.handle) if job is not None and job.handle else None
     except ValueError:
         return None
+    return handle if handle is not None and handle.scheduler in SCHEDULERS else None
 
 
 def describe(run_dir: Path) -> tuple[AppHandle, Described | None, str] | None:
