@@ -106,7 +106,8 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
             warnings.append(slow)
     plan = Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
-                notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking)
+                notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking,
+                request=built.request)
     bad = plan.unwritable()
     if bad is not None:  # the check pass refuses every such value at its line: this is the second line
         raise PlanError(diagnostics=[_diag(spec, target, "E218", f"target {target.name}: {bad}",

@@ -70,7 +70,7 @@ from accelctl.contract.events import Event, RunFailed, RunFinished
 from accelctl.run.rankwatch import RankWatch
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
-from accelctl.run import procgroup, store
+from accelctl.run import procgroup, scheduled, store
 from accelctl.run.outcome import Crash, crashed_rank, launch_failed, run_failure  # noqa: F401 - Crash, crashed_rank: as before
 from accelctl.run.ownership import Ownership, claim
 from accelctl.run.commands import (
@@ -299,7 +299,7 @@ class RunHandle:
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self._procs if p is not None]
+        return [p.pid for p in self._procs if p is not None and p.pid is not None]  # (a scheduler's job has none)
 
     @property
     def done(self) -> bool:
@@ -394,15 +394,18 @@ class RunHandle:
                     if not self._log_line(logf, f"# accelctl: launch {launch.name}: {shown}"):
                         return  # the store is full: the run ends store_error, this launch never starts
                     env = {**r.env, envnames.RUNNER: self._runner_identity}
-                    self._procs[i] = _FORKER.popen(
-                        with_exec_prologue(r.argv, env),
-                        env=env,
-                        cwd=r.cwd,
-                        stdin=subprocess.DEVNULL,
-                        stdout=logf,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
+                    if self.plan.request is not None:  # submitted and followed here, run by the cluster
+                        self._procs[i] = scheduled.start(self.plan, self.run_dir, r.env, self.run_dir / store.LOG_FILE)
+                    else:
+                        self._procs[i] = _FORKER.popen(
+                            with_exec_prologue(r.argv, env),
+                            env=env,
+                            cwd=r.cwd,
+                            stdin=subprocess.DEVNULL,
+                            stdout=logf,
+                            stderr=subprocess.STDOUT,
+                            start_new_session=True,
+                        )
                     self._times[i] = [time.time()]
                     if self.shared is not None:
                         self.shared.proc = self._procs[i]
@@ -609,7 +612,7 @@ class RunHandle:
 
     def _signal_alive(self, sig: int) -> None:
         for i in self._running():
-            procgroup.signal_group(self._procs[i].pid, sig)  # type: ignore[union-attr]
+            scheduled.signal_launch(self._procs[i], sig)
 
     def _ranks_done(self, i: int) -> bool:
         """Every rank of launch ``i`` (the run's last, the only one left) reported
@@ -642,7 +645,7 @@ class RunHandle:
     def _kill_all(self, sig: int) -> None:
         for proc in self._procs:
             if proc is not None:
-                procgroup.signal_group(proc.pid, sig)
+                scheduled.signal_launch(proc, sig)
 
     def _finish(self) -> None:
         """Reap, write ``summary.json`` where the store allows, and hand out the result --
