@@ -14,5 +14,5 @@ from __future__ import annotations
 
 from accelctl.spec import values as V
 
-#: a container image reference (registry/name:tag or name@sha256:digest)
-IMAGE = V.token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")
+#: a container image reference, the pattern the stack's ``image`` also reads
+IMAGE = V.IMAGE

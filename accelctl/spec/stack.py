@@ -26,7 +26,6 @@ from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
-from accelctl.spec.schema import IMAGE  # the engines' image pattern, stated once
 from accelctl.spec.types import StackSpec
 
 #: SDK -> (how a plan names it, the device adapter that runs it)
@@ -122,7 +121,7 @@ def check_stack(it: ast.Item, ctx: V.Ctx, origins, prefix: str) -> dict[str, Any
             if got:
                 out["sdk"] = got
         else:
-            got = (AMI if key == "ami" else IMAGE).fn(item.value, ctx, key)
+            got = (AMI if key == "ami" else V.IMAGE).fn(item.value, ctx, key)
             if got is not V.BAD:
                 out[key] = got
         if key in out:
