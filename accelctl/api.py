@@ -12,7 +12,6 @@ imports the parser and the checker only.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from accelctl.dsl.ast import File
@@ -127,21 +126,11 @@ def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None
 
 
 def one_process(spec: WorkloadSpec, target: TargetSpec) -> tuple[WorkloadSpec, TargetSpec, int]:
-    """``(spec, target)`` as one process of ``measure { repeat = N }`` runs them — with one
-    measured round (``repeat = 1``, in the workload's and the target's own measure) — and N.
-    ``accelctl run`` starts that plan N times: repeats are independent processes, so
-    their spread is the run-to-run noise that ``accelctl compare`` draws its interval from."""
-    n = spec.for_target(target).measure.repeat
-    if n == 1:
-        return spec, target, 1
-    import dataclasses
+    """``(spec, target)`` as one process of ``measure { repeat = N }`` runs them, and N
+    (``accelctl.run.orchestrate.one_process``)."""
+    from accelctl.run.orchestrate import one_process as _one_process
 
-    def once(m):
-        return dataclasses.replace(m, repeat=1) if m is not None else None
-
-    targets = tuple(dataclasses.replace(t, measure=once(t.measure)) for t in spec.targets)
-    one = dataclasses.replace(spec, measure=once(spec.measure), targets=targets)
-    return one, one.target(target.name), n
+    return _one_process(spec, target)
 
 
 def launch(plan_, **kwargs):
@@ -152,30 +141,19 @@ def launch(plan_, **kwargs):
 
 
 def start_blocker(plan_, runs_root: str | Path | None = None) -> str | None:
-    """Why ``plan_``'s engine cannot start it from this machine (``Engine.start_blocker``: no
-    cluster configured, a run folder the pods cannot reach), in one line; None: go ahead."""
-    from accelctl.plan.registry import ENGINES
-    from accelctl.run.store import runs_root as _runs_root
+    """Why ``plan_``'s engine cannot start it from this machine, in one line; None: go ahead
+    (``accelctl.run.orchestrate.start_blocker``)."""
+    from accelctl.run.orchestrate import start_blocker as _start_blocker
 
-    engine = ENGINES.get(plan_.engine)
-    return engine.start_blocker(plan_, _runs_root(runs_root)) if engine is not None else None
+    return _start_blocker(plan_, runs_root)
 
 
 def tracking_blocker(spec: WorkloadSpec, plan_, only=None) -> Diagnostic | None:
-    """E594 at the workload's ``track`` setting when the plan logs to a tracker whose library this
-    Python cannot import (``importlib.util.find_spec``: nothing imported); None: go ahead, or a
-    runner of launches ``only`` that does not log the run (``accelctl.plan.tracking.tracks_here``)."""
-    from accelctl.plan.tracking import install_hint, missing_trackers, tracks_here
+    """E594 when the plan logs to a tracker this Python cannot import; None: go ahead
+    (``accelctl.run.orchestrate.tracking_blocker``)."""
+    from accelctl.run.orchestrate import tracking_blocker as _tracking_blocker
 
-    if not tracks_here(plan_, only):
-        return None
-
-    missing = missing_trackers(plan_.tracking)
-    if not missing:
-        return None
-    span = spec.origins.get(f"track.{missing[0]}") or spec.origins.get("track")
-    return Diagnostic("E594", f"track: {', '.join(missing)} cannot be imported by this Python ({sys.executable}): "
-                      "the run would not be logged there", span, spec.path, install_hint(missing))
+    return _tracking_blocker(spec, plan_, only)
 
 
 def prepare_resume(run_id: str, runs_root: str | Path | None = None, workload_file: str | Path | None = None):
@@ -216,16 +194,17 @@ def list_runs(runs_root: str | Path | None = None):
     return _list_runs(runs_root)
 
 
-def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=None):
+def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=None, explain: bool = True):
     """``accelctl estimate``: one ``accelctl.estimate.roofline.Estimate`` per target, with
     ``factors`` for all, else the stored calibration of the target's device and precision
-    (``calibrations``: ``accelctl.estimate.calibrate.load()``), else the catalog's."""
+    (``calibrations``: ``accelctl.estimate.calibrate.load()``), else the catalog's; ``explain``
+    False: without what only the why text and the memory line say (``roofline.estimate``)."""
     from accelctl.estimate.calibrate import target_key
     from accelctl.estimate.factors import DEFAULT
     from accelctl.estimate.roofline import estimate
 
     cal = calibrations or {}
-    return [estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT) for t in targets]
+    return [estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT, explain) for t in targets]
 
 
 def estimate_factors(run_ids, runs_root=None):

@@ -19,10 +19,8 @@ import signal
 import sys
 
 from accelctl import exitcodes
+from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
 from accelctl.errors import AccelctlError
-
-JSON_HELP = "one JSON document on stdout in every outcome, errors and diagnostics inside (docs/cli.md)"
-RUNS_DIR_HELP = "run store (default $ACCELCTL_RUNS_DIR or ./runs)"
 #: ``run`` options passed on to a detached supervisor as they were given
 _PASSED = ("workload", "target", "engine", "preflight_timeout", "resume")
 _FLAGS = ("rehearse", "fp8", "preflight")
@@ -33,10 +31,10 @@ def _reply(args):
 
 
 def _record(args, run_id: str):
-    from accelctl.cli import _unknown_run_is_usage
+    from accelctl.cli_common import unknown_run_is_usage
     from accelctl.run.store import load_run
 
-    return _unknown_run_is_usage(load_run, run_id, args.runs_dir)
+    return unknown_run_is_usage(load_run, run_id, args.runs_dir)
 
 
 # ------------------------------------------------------------------ run --detach
@@ -149,22 +147,44 @@ def cmd_logs(args) -> int:
 
 
 def cmd_attach(args) -> int:
-    from accelctl.cli import run_exit_code
     from accelctl.run import follow
+    from accelctl.run.orchestrate import exit_code
     from accelctl.run.console import ConsoleSink
 
     record = _record(args, args.run)
+    reply = _reply(args)
+    if reply is None and not args.headless:  # on a terminal: the live TUI (a pipe: the console stream)
+        from accelctl.cli_run import use_tui
+
+        if use_tui(args):
+            return _attach_tui(record, args.runs_dir)
     plan = record.plan()
     sink = ConsoleSink(follow._job(record.path), headless=True, rehearsal=plan.rehearsal if plan else None)
     stopped = _Detach()
     ended = follow.attach(record, sink, stopped)
     if ended is None:
         return _detached_note(record.id)
-    if reply := _reply(args):
+    if reply is not None:
         reply.result = {"run_id": record.id, "status": ended.status, "summary": ended.summary}
         if ended.status != "ok":
             reply.fail("RunStopped" if ended.status == "stopped" else "RunFailed", f"run {record.id} {ended.status}")
-    return run_exit_code(ended.status)
+    return exit_code(ended.status)
+
+
+def _attach_tui(record, runs_dir) -> int:
+    """The run's view in the TUI until the viewer leaves; the run's exit status if it has ended by
+    then, else the detached note (130): leaving never stops the run."""
+    from accelctl.run import liveness
+    from accelctl.run.orchestrate import exit_code
+    from accelctl.run.store import read_run
+    from accelctl.tui.live import attach_live
+
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # a hung-up viewer just ends; the run is another process's
+    attach_live(record.path, runs_dir)
+    again = read_run(record.path)
+    if liveness.in_progress(again):
+        return _detached_note(record.id)
+    return exit_code(again.status)
 
 
 def cmd_cancel(args) -> int:
@@ -262,9 +282,10 @@ def register(sub) -> None:
                     help="go on printing what is written until the run ends (Ctrl-C: stop following; the run goes on)")
     lg.add_argument("--rank", type=int, metavar="N", help="only rank N's lines (torch's [rankN]: tag)")
     lg.set_defaults(fn=cmd_logs)
-    a = sub.add_parser("attach", help="the console stream of a running or finished run, until it ends "
-                                      "(Ctrl-C or a hang-up detaches; the run goes on)")
+    a = sub.add_parser("attach", help="a running or finished run: the live TUI on a terminal, the console stream "
+                                      "in a pipe (q, Ctrl-C or a hang-up detaches; the run goes on)")
     _run_arg(a)
+    a.add_argument("--headless", action="store_true", help="the console stream even on a terminal (no TUI)")
     a.set_defaults(fn=cmd_attach)
     c = sub.add_parser("cancel", help="stop a run from any terminal: its supervisor stops it as Ctrl-C does; "
                                       "waits until no process of it is left")

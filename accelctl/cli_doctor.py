@@ -9,6 +9,89 @@ import shutil
 import sys
 import textwrap
 
+from accelctl import exitcodes
+from accelctl.cli_common import JSON_HELP, color, no_such_file_is_usage, reply_of
+from accelctl.errors import AccelctlError
+
+
+def add_parser(sub) -> None:
+    """``accelctl doctor``."""
+    d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE), "
+                       "which extras are installed, and which targets of FILEs run here")
+    d.add_argument("files", nargs="*", metavar="FILE", help="workload files: what this machine can do with each "
+                   "target (runs here, rehearse here, through its engine, refused)")
+    d.add_argument("--json", action="store_true", help=JSON_HELP)
+    d.add_argument("--plan", metavar="FILE", help="instead: the preflight of a target of FILE (a seconds-long "
+                   "all-reduce over its planned world through its launches and engine); exit 1 if it fails")
+    d.add_argument("--target", "-t")
+    d.add_argument("--workload", "-w")
+    d.add_argument("--engine", "-e")
+    d.add_argument("--runs-dir", default=None, help="run store; the preflight runs go under its preflight/")
+    d.add_argument("--preflight-timeout", type=float, default=300.0, metavar="S")
+    d.add_argument("--calibrate", action="store_true",
+                   help="measure and store this CPU's matmul ceiling (the MFU denominator) per thread count")
+    d.add_argument("--threads", type=int, action="append", metavar="N",
+                   help="with --calibrate: thread count to calibrate (repeatable; default 1 and all cores)")
+    d.add_argument("--seconds", type=float, default=2.0, help="with --calibrate: seconds of timed matmuls per dtype")
+    d.set_defaults(fn=cmd_doctor)
+
+
+def cmd_doctor(args) -> int:
+    if args.plan:  # the preflight of one target: can its planned world form, with its engine?
+        no_such_file_is_usage(args.plan)
+        from accelctl.api import load_selected
+        from accelctl.cli_run import preflight
+        from accelctl.run.orchestrate import Chosen, Request, choose
+
+        req = Request(target=args.target, engine=args.engine, runs_dir=args.runs_dir,
+                      preflight_timeout=args.preflight_timeout)
+        ok = True
+        for c in choose(load_selected(args.plan, args.workload), req):
+            ok &= preflight(Chosen(c.spec, c.plan, c.why, 1), req, reply=reply_of(args))
+        return exitcodes.OK if ok else exitcodes.FAILED
+    from accelctl.doctor import describe_calibration, extras_installed, host_facts, run_probes, stored_calibrations
+    from accelctl.doctor import targets_here
+
+    if args.calibrate:
+        return cmd_calibrate(args)
+    for path in args.files:
+        no_such_file_is_usage(path)
+    if reply := reply_of(args):
+        reply.result = {"host": host_facts(), "probes": [p.__dict__ for p in run_probes()],
+                        "extras": extras_installed(), "targets": targets_here(args.files),
+                        "calibrations": [c.__dict__ for c in stored_calibrations()]}
+        return exitcodes.OK
+    print_doctor(host_facts(), run_probes, extras_installed(), targets_here(args.files), color)
+    ceilings = stored_calibrations()
+    out("matmul ceiling for MFU: " + ("stored by accelctl doctor --calibrate" if ceilings else
+                                      "not calibrated (accelctl doctor --calibrate); runs probe a best-of per run"))
+    for c in ceilings:
+        out(f"  {describe_calibration(c)}")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    import subprocess
+
+    from accelctl.contract import calibration
+    from accelctl.doctor import calibrate, describe_calibration
+    from accelctl.hostinfo import cpu_count
+
+    threads = args.threads or sorted({1, cpu_count()})
+    if any(n < 1 for n in threads) or args.seconds <= 0:
+        raise AccelctlError("doctor --calibrate: --threads and --seconds must be positive", exit_code=exitcodes.USAGE)
+    print(f"measuring the matmul ceiling ({args.seconds:g} s per dtype) for threads {threads} ...", flush=True)
+    try:
+        entries = calibrate(threads, seconds=args.seconds)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        raise AccelctlError(f"doctor --calibrate: {exc}", exit_code=exitcodes.FAILED) from None
+    for c in entries:
+        print(f"  {describe_calibration(c)}")
+    print(f"stored in {calibration.path()}")
+    if reply := reply_of(args):
+        reply.result = {"calibrations": [c.__dict__ for c in entries], "stored_in": str(calibration.path())}
+    return exitcodes.OK
+
 
 def out(line: str) -> None:
     """A line of the report, folded at spaces to the terminal's width under its own indent (issue

@@ -67,7 +67,7 @@ EXAMPLES = {
     "cancel": [("accelctl cancel 4f2a", "stop it from any terminal; nothing of it left running")],
     "report": [("accelctl report", "every ok run's step time, throughput and cost"),
                ("accelctl report 4f2a 9c1e -f md", "two runs as a Markdown table"),
-               ("accelctl report --reference", "the seeds' published figures")],
+               ("accelctl report --reference", "the published figures accelctl reproduces")],
     "compare": [("accelctl compare 4f2a 9c1e", "speed-up of 9c1e over 4f2a with 95% intervals"),
                 ("accelctl compare 4f2a 9c1e --fail-on-regression", "exit 3 on a significant regression (CI)")],
     "sweep": [("accelctl sweep workloads/ddp_cpu.wl -t cpu -d 1,2", "scaling efficiency at 1 and 2 devices"),

@@ -112,3 +112,49 @@ def empty_message(runs_dir: str | None, filtered_out: int) -> str:
         return f"no runs match the filters ({filtered_out} stored run(s) do not)"
     where = runs_dir or os.environ.get(RUNS_DIR_ENV) or "./runs"
     return f"no runs yet in {where} (accelctl run FILE stores them there)"
+
+
+def add_parser(sub) -> None:
+    """``accelctl runs`` (and ``runs rm``, ``runs gc``: ``accelctl.cli_detach``)."""
+    from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
+
+    ls = sub.add_parser("runs", help="list stored runs")
+    ls.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    add_filters(ls)
+    ls.add_argument("--json", action="store_true", help=JSON_HELP)
+    ls.add_argument("--wide", action="store_true", help="every column and full run ids, however wide "
+                    "(default: fitted to the terminal or $COLUMNS, short ids)")
+    ls.set_defaults(fn=cmd_runs)
+    from accelctl.cli_detach import add_runs_verbs
+
+    add_runs_verbs(ls)  # runs rm, runs gc
+
+
+def cmd_runs(args) -> int:
+    import sys
+
+    from accelctl import exitcodes
+    from accelctl.api import list_runs
+    from accelctl.cli_common import reply_of
+    from accelctl.errors import AccelctlError
+    from accelctl.run.store import RunStoreError
+
+    if missing := missing_store(args.runs_dir):
+        raise AccelctlError(missing, exit_code=exitcodes.USAGE)
+    try:
+        stored = list_runs(args.runs_dir)
+    except RunStoreError as exc:
+        raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+    runs = filtered(stored, args)
+    if reply := reply_of(args):
+        reply.result = {"runs": [r.__dict__ if hasattr(r, "__dict__") else r for r in runs]}
+        return exitcodes.OK
+    if not runs:
+        print(empty_message(args.runs_dir, len(stored)))
+        return 0
+    from accelctl.report.fit import output_width
+    from accelctl.report.render import print_runs
+
+    # fitted to the terminal or $COLUMNS (80 where stdout is not a terminal, as rich did)
+    print_runs(runs, None if args.wide else output_width(sys.stdout, 80), [r.id for r in stored])
+    return 0

@@ -16,7 +16,9 @@ The accelctl arms also report where the time to their first measured step went.
 
 Duration: the whole suite (16 comparisons) ran in 816 s with ``--pin`` on the quiet 2-core lab
 machine (2026-11-23); interleaved, the single-process pairs take about twice as long.  The
-interleaved two-rank pairs (ZeRO-2 ~36 s, DDP vs Accelerate ~25 s each) dominate.
+interleaved two-rank pairs (ZeRO-2 ~36 s, DDP vs Accelerate ~25 s each) dominate.  FSDP2 and
+tensor parallel on 2 ranks (``llama_fsdp``, ``llama_tp``) came after that run; their ``--quick``
+run took 579 s together at load 8-14 (docs/bench.md).
 
 The Accelerate comparisons (1 and 2 ranks) need the ``bench`` extra, which the test setup
 does not install:
@@ -37,7 +39,7 @@ from pathlib import Path
 
 from bench import readme
 from bench.comparisons import ALL, BY_NAME
-from bench.harness import ROOT, median_parts, run_pairs, summarize, usable_cores
+from bench.harness import ROOT, median_parts, run_pairs, same_model, summarize, usable_cores
 from bench.hostfacts import host
 
 LAST_RUN = Path(__file__).resolve().parent / "last_run.json"
@@ -73,7 +75,7 @@ def run_one(comp, args, workdir: Path) -> dict:
                metrics={m: summarize(log, m) for m in setup.metrics}, metric_help=setup.metrics,
                accelctl_startup_s=median_parts(log.a, "start_"),
                accelctl_last_step_to_exit_s=median_parts(log.a, "end_").get("last_step_to_exit"),
-               raw={"a": log.a, "b": log.b, "order": log.order, "cores": log.cores})
+               same_model=same_model(log), raw={"a": log.a, "b": log.b, "order": log.order, "cores": log.cores})
     for m, s in out["metrics"].items():
         if s is None:
             continue
@@ -81,6 +83,9 @@ def run_one(comp, args, workdir: Path) -> dict:
         print(f"   {m}: ratio {s['ratio_median']:.3f} ({s['ratio_min']:.3f}–{s['ratio_max']:.3f}, n={s['n']}), {ci}"
               f"{' -> ' + s['verdict'] if s['verdict'] else ''}   [a {s['a_median']:.4g} s, b {s['b_median']:.4g} s]",
               flush=True)
+    if out["same_model"]:
+        print("   same model, every pair: " + ", ".join(f"{k.replace('_', ' ')} {'yes' if v else 'NO'}"
+                                                    for k, v in out["same_model"].items()), flush=True)
     if out["accelctl_startup_s"]:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in out["accelctl_startup_s"].items())
         print(f"   accelctl run -> first measured step (s, median): {parts}; last step -> exit "

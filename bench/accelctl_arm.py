@@ -14,7 +14,9 @@ for it, and reads each new run folder's ``rank0.jsonl`` events.  Metrics:
   ``setup_s.build_s``), ``start_setup_other`` (the rest of the worker's setup), then
   ``start_first_step`` (warm-up step 1) and ``start_warmup_rest``;
 * ``end_last_step_to_exit``: from the last step event (of the file's last workload) to the
-  command's exit (summary, interpreter shutdown).
+  command's exit (summary, interpreter shutdown);
+* ``params``, ``first_loss``, ``final_loss``: the model's parameter count and the first and
+  last step's loss (warm-up included), to hold against a baseline that reports them.
 
 ``run_worker`` is the worker alone, as the runner starts it but without CLI or runner:
 ``python -m accelctl.worker job.json`` of a job ``planned_job`` took from ``accelctl plan``
@@ -61,11 +63,16 @@ def run_metrics(run: Path, started_unix: float, ended_unix: float) -> dict[str, 
     measured = [e["step_time_s"] for e in events if e["kind"] == "step" and e.get("phase") == "measure"]
     if measured:
         out["step_s"] = statistics.median(measured)
+    losses = [e["loss"] for e in events if e["kind"] == "step" and e.get("loss") is not None]
+    if losses:
+        out["first_loss"], out["final_loss"] = losses[0], losses[-1]
     setup = next((e for e in events if e["kind"] == "phase" and e.get("phase") == "setup"), None)
     begun = next((e for e in events if e["kind"] == "run_started"), None)
     steps = [e for e in events if e["kind"] == "step"]
     if setup:
         out["start_to_worker_code"] = setup["time_unix_s"] - started_unix
+    if begun and begun.get("details", {}).get("params"):
+        out["params"] = begun["details"]["params"]
     if setup and begun:
         parts = begun.get("details", {}).get("setup_s", {})
         out["start_peak_probe"] = parts.get("peak_probe_s", 0.0)

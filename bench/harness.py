@@ -179,6 +179,18 @@ def summarize(log: PairLog, metric: str) -> dict | None:
     }
 
 
+def same_model(log: PairLog, tolerance: float = 1e-5) -> dict[str, bool] | None:
+    """Whether both arms of every pair reported the same parameter count and first loss (warm-up
+    step 1, before any update), for what both report: they trained one model on the same
+    batches.  None when no pair's arms both report either."""
+    out = {}
+    for key, equal in (("params", lambda a, b: a == b), ("first_loss", lambda a, b: abs(a - b) <= tolerance)):
+        pairs = [(a[key], b[key]) for a, b in zip(log.a, log.b) if key in a and key in b]
+        if pairs:
+            out[key] = all(equal(a, b) for a, b in pairs)
+    return out or None
+
+
 def median_parts(runs: list[dict[str, float]], prefix: str) -> dict[str, float]:
     """Median over runs of every metric whose name starts with ``prefix`` (the start-up split)."""
     keys = sorted({k for r in runs for k in r if k.startswith(prefix)})

@@ -151,6 +151,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
                 "and the HF cache respected) or offline (HF_HUB_OFFLINE=1: cache and local paths only)",
                 "online on accelerators, offline on cpu"),
         "neuron_parallel_compile": ("Neuron: pre-compile graphs in parallel (neuron_parallel_compile)", "off"),
+        "xla_use_bf16": ("Neuron: XLA_USE_BF16=1, every fp32 tensor held and computed in bf16 (seed 004), no "
+                         "autocast; needs precision bf16 (E243); deprecated by torch-xla after 2.6", "off"),
         "script": ("what the launcher starts: accelctl's own loop (worker) or the backend's documented example "
                    "script (example, e.g. optimum-habana's run_generation.py)", "worker"),
         "te_version": ("Transformer Engine version the plan targets (its autocast API changed in 2.9)",
@@ -168,6 +170,9 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "offload": ("FSDP: parameter shards, gradients and the optimizer step on the host", None),
         "schedule": ("pipeline schedule (`torch.distributed.pipelining`): gpipe, one_f_one_b (1F1B; needs accumulation "
                      "≥ pp)", None),
+        "sequence_parallel": ("tensor parallel's sequence parallel: norms, residuals and dropouts on 1/tp of the "
+                              "sequence (all-gather before, reduce-scatter after each split region); tp > 1, tp "
+                              "dividing the sequence", None),
     },
 }
 
@@ -340,6 +345,15 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E235", "`checkpoint` on a generate/infer task", "workload w { task generate { max_new_tokens = 5 } "
                                                       "model bloom()\n  checkpoint { every = 5 steps } }", "file"),
     ("E236", "`checkpoint` without `every`", "checkpoint { keep = 3 }", "line"),
+    ("E240", "`stack`: an SDK accelctl does not know (synapseai, neuron, cuda), not written as `name(\"VERSION\")`, "
+             "or one the target's device does not run", 'target a { device = a100  stack { sdk = synapseai("1.8.0") } }',
+     "line"),
+    ("E241", "`stack`: a package accelctl does not know in `packages { }`, or both `deepspeed` and `habana-deepspeed`",
+     'stack { packages { transformer = "4.43.4" } }', "line"),
+    ("E242", "`stack`: a version that is not one release (a range, a wildcard)",
+     'stack { packages { transformers = ">=4.43" } }', "line"),
+    ("E243", "`xla_use_bf16 = on` on a target that does not run bf16", "target t { device = trn1  xla_use_bf16 = on }",
+     "line"),
     ("E592", "`track`: an MLflow URI whose scheme is not `sqlite:///`, `file:`, `http://` or `https://` (or "
              "without a host), or a block that names no tracker", 'track { mlflow = "ftp://host/mlruns" }', "line"),
     ("E593", "`track`: not a W&B project name", 'track { wandb = "team/project" }', "line"),
@@ -372,11 +386,13 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'workload w { task pretrain { } model hf("bert-large-uncased") { stand_in = gpt2() } }', "file"),
     ("E410", "ZeRO offload needs a higher stage",
      "target g { device = a100  parallel = zero(stage = 0, offload_optimizer = cpu) }", "line"),
-    ("E411", "parallel strategy does not fit the task (inference TP for training, ZeRO for inference)",
+    ("E411", "parallel strategy does not fit the task (inference TP for training, ZeRO or sequence parallel for "
+             "inference)",
      "target g { device = a100  parallel = deepspeed_inference(tp = 1) }", "line"),
     ("E416", "parallel layout the model cannot take: tp not dividing its heads or key/value heads (Trainium/"
      "Inferentia: neuronx-distributed replicates key/value heads, and pads query heads outside training), pp over its "
-     "layers, a family without a tensor-parallel or pipeline plan, one_f_one_b with fewer micro-batches than stages",
+     "layers, a family without a tensor-parallel or pipeline plan, one_f_one_b with fewer micro-batches than stages, "
+     "sequence parallel without tp > 1 or over a sequence tp does not divide",
      "target g { device = a100  devices = 8  parallel = tensor(tp = 8) }", "line"),
     ("E412", "dataset path does not exist", 'dataset files("no/such/dir")', "line"),
     ("E413", "model path does not exist (and no stand_in)",
@@ -555,8 +571,22 @@ def sections() -> dict[str, str]:
     out["devices"] = devices_table()
     out["instances"] = instances_table()
     out["parallel"] = parallel_table()
+    out["stack"] = stack_table()
     out["diagnostics"] = diagnostics_table()
     return out
+
+
+def stack_table() -> str:
+    """The SDKs and packages a ``stack { }`` may name (accelctl.spec.stack)."""
+    from accelctl.plan.stack import requirement
+    from accelctl.spec import stack
+
+    rows = ["| written | what | in the plan |", "|---|---|---|"]
+    rows += [f'| `sdk = {k}("VERSION")` | {name} | note; on {adapter} devices only (E240) |'
+             for k, (name, adapter) in stack.SDKS.items()]
+    rows += [f'| `{k} = "VERSION"` | {_cell(what)} | `{_cell(requirement(k, "VERSION"))}` in requirements.txt |'
+             for k, what in stack.PACKAGES.items()]
+    return "\n".join(rows)
 
 
 def render(doc: str) -> str:

@@ -8,7 +8,8 @@
 #   scripts/setup.sh --test   also what the whole test suite needs: pytest, mlflow-skinny
 #                             and wandb (report --mlflow/--wandb), Transformer
 #                             Engine's pure-Python package and optimum-habana in its own
-#                             venv (.venv-habana) to check plans against, torch-xla in
+#                             venv (.venv-habana) to check plans against, transformers 4.43.4
+#                             over .venv (.venv-ds-legacy, scripts/setup-ds-legacy.sh), torch-xla in
 #                             its own venv (.venv-xla, scripts/setup-xla.sh), tmux for the
 #                             TUI's terminal test, Slurm + munge (as root, apt-get) for the
 #                             slurm engine's local two-node cluster
@@ -40,6 +41,9 @@ if [ "$test_mode" = 1 ]; then
     # Transformer Engine's meta package is pure Python: its source is what te_fp8 plans are
     # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
     .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2
+    # transformers 4.43.4 over .venv's torch and DeepSpeed (.venv-ds-legacy, a PYTHONPATH
+    # overlay): plan --check of BLOOM kernel-injection targets pinned to it (~20 s, ~110 MB)
+    ./scripts/setup-ds-legacy.sh
     # torch-xla 2.9.0 on exactly torch 2.9.0 in .venv-xla: Neuron plans rehearsed on the XLA
     # CPU device and checked against the installed torch-xla (~4 GB download, ~7 GB disk).
     # The two side venvs share nothing: installed side by side (a fresh CI clone at load 11-16:

@@ -65,6 +65,19 @@ def test_too_few_pairs_give_no_interval_and_no_verdict():
     assert s["n"] == 2 and s["ci95"] is None and s["verdict"] is None and s["ratio_median"] == 0.75
 
 
+def test_same_model_compares_what_both_arms_report():
+    from bench.harness import same_model
+
+    log = PairLog(a=[{"params": 10, "first_loss": 6.9}, {"params": 10, "first_loss": 6.9}],
+                  b=[{"params": 10, "first_loss": 6.9 + 1e-7}, {"params": 10, "first_loss": 6.9}])
+    assert same_model(log) == {"params": True, "first_loss": True}
+    log.b[1]["first_loss"] = 6.8
+    assert same_model(log) == {"params": True, "first_loss": False}
+    log.b[0]["params"] = 11
+    assert same_model(log)["params"] is False
+    assert same_model(PairLog(a=[{"params": 10}], b=[{"step_s": 1.0}])) is None
+
+
 def test_pairs_alternate_order_and_swap_cores_when_pinned():
     import os
 
@@ -225,7 +238,7 @@ def test_every_comparison_is_named_once_and_runs_full_and_quick_pairs():
 
     names = [c.name for c in ALL]
     assert len(names) == len(set(names)) == len(BY_NAME)
-    assert {"bert_step", "bert_step_fused", "bert_worker_fused", "gpt2_step"} <= set(names)
+    assert {"bert_step", "bert_step_fused", "bert_worker_fused", "gpt2_step", "llama_fsdp", "llama_tp"} <= set(names)
     for c in ALL:
         assert c.pairs >= 3 and 1 <= c.quick_pairs <= c.pairs, c.name
 
@@ -279,3 +292,47 @@ def test_the_gpt2_baseline_builds_the_model_accelctls_worker_builds(tmp_path):
     bare = json.loads(out.strip().splitlines()[-1])
     assert len(bare["step_times"]) == 1
     assert bare["params"] == started["details"]["params"] > 0
+
+
+@pytest.mark.parametrize("name,target", [("llama_fsdp", "fsdp"), ("llama_tp", "tp")])
+def test_the_parallel_comparisons_run_their_target_against_the_baselines_layout(tmp_path, name, target):
+    """``llama_fsdp`` / ``llama_tp``: accelctl runs the workload's target of that layout, the
+    bare script the same layout, under a 2-rank torchrun, with the shape the job is checked
+    against (every ``--key value`` of the baseline's shape is the job architecture's key)."""
+    import inspect
+
+    from bench.comparisons import BY_NAME, llama_fsdp
+
+    setup = BY_NAME[name].setup(True, tmp_path)
+    assert not setup.pinnable and set(setup.metrics) == {"step_s", "wall_s"}
+    arms = inspect.getclosurevars(setup.a).nonlocals
+    assert arms["extra"] == ("-t", target) and arms["arch"] == llama_fsdp.ARCH
+    args, launcher = (inspect.getclosurevars(setup.b).nonlocals[k] for k in ("args", "launcher"))
+    assert args[args.index("--parallel") + 1] == target
+    assert launcher[launcher.index("--nproc-per-node") + 1] == "2"
+    shape = dict(zip(llama_fsdp.SHAPE[::2], llama_fsdp.SHAPE[1::2]))
+    arch = {k.removeprefix("--").replace("-", "_"): int(v) for k, v in shape.items()
+            if k.removeprefix("--").replace("-", "_") in llama_fsdp.ARCH}
+    assert arch == {k: v for k, v in llama_fsdp.ARCH.items() if k != "tied"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,strategy", [("llama_fsdp", "fsdp"), ("llama_tp", "tensor")])
+def test_the_parallel_baseline_trains_the_model_accelctl_trains(tmp_path, name, strategy):
+    """The two arms of ``llama_fsdp`` / ``llama_tp`` as ``python -m bench --quick`` runs them
+    (1 warm-up + 3 steps, 2 gloo ranks each): the bare script's model has the parameter count
+    of the one accelctl's worker builds, and the first loss (the same weights on the same
+    batches) and the last (after 3 AdamW steps: the same optimizer) are equal."""
+    from bench.comparisons import BY_NAME
+
+    setup = BY_NAME[name].setup(True, tmp_path)
+    a, b = setup.a(None), setup.b(None)
+    (run,) = tmp_path.glob("runs-*/*-bench_llama_2ranks-*")
+    job = json.loads((run / "job.json").read_text())
+    assert job["parallel"]["strategy"] == strategy and job["strategy"] == "sharded"
+    assert {json.loads(x)["rank"] for x in (run / "rank1.jsonl").read_text().splitlines() if x.strip()} == {1}
+    assert a["params"] == b["params"] > 0
+    assert a["first_loss"] == pytest.approx(b["first_loss"], abs=1e-5)
+    assert a["final_loss"] == pytest.approx(b["final_loss"], abs=1e-5)
+    assert a["final_loss"] < a["first_loss"]
+    assert a["step_s"] > 0 and b["step_s"] > 0

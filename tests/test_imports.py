@@ -124,7 +124,8 @@ VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.err
                        "accelctl.dsl", "accelctl.spec", "accelctl.report", "accelctl.report.cli", "accelctl.tui",
                        "accelctl.tui.cli", "accelctl.cli_runs", "accelctl.cli_help", "accelctl.cli_init",
                        "accelctl.cli_detach", "accelctl.report.decide_cli", "accelctl.report.sweep_cli",
-                       "accelctl.cli_track")
+                       "accelctl.cli_track", "accelctl.cli_common", "accelctl.cli_check", "accelctl.cli_run",
+                       "accelctl.cli_doctor")
 
 def _modules_after(code: str) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],

@@ -59,7 +59,9 @@ def test_a_hub_model_with_its_config_plans_its_real_shape_sharded_to_fit(tmp_pat
 
 
 def test_a_target_that_cannot_run_says_why_in_plans_words(tmp_path):
-    path = init(tmp_path, "timm/vit_huge_patch14_224", "-t", "trn1")
+    # T5-3B's Adam states alone (~48 GB) are three times a NeuronCore's 16 GB (ViT-H at micro-batch
+    # 8 was refused by 0.3 GB until the memory model stopped counting dropout masks timm's ViT has not)
+    path = init(tmp_path, "t5-3b", "-t", "trn1")
     (spec,) = validate(path)[0]
     with pytest.raises(PlanError) as refused:
         plan(spec, "trn1")

@@ -12,10 +12,15 @@
 #   python ../gaudi_spawn.py --use_deepspeed --world_size 8 run_generation.py \
 #     --model_name_or_path bigscience/bloomz --use_hpu_graphs --use_kv_cache --max_new_tokens 100
 # Software (003:55, 003:61): Transformers 4.27.1, SynapseAI 1.8.0, optimum-habana from
-# source, HabanaAI/DeepSpeed@1.8.0 -- not expressible in a workload yet (issue 29 item 2).
+# source, HabanaAI/DeepSpeed@1.8.0.  The Gaudi targets are planned for optimum-habana 1.21.2
+# (which needs transformers 4.5x), so they pin nothing: a stack of 4.27.1 would contradict it.
 # The A100 figures come from the GPU scripts the seed links (003:62): fp16 with DeepSpeed's
 # injected kernels (the a100 targets below); the seed does not say whether the 7B rows
-# injected them too -- the same script, so they do here.
+# injected them too -- the same script, so they do here.  Their stack pins transformers
+# 4.43.4: DeepSpeed's BLOOM container refuses anything newer (module_inject/containers/bloom.py),
+# and it is the newest release that injects; the seed's own (4.27.1 with DeepSpeed 0.8.2,
+# 003:18) needs a torch of its time.  `plan --check` checks these targets in .venv-ds-legacy
+# (transformers 4.43.4 over .venv's DeepSpeed 0.19.8: scripts/setup-ds-legacy.sh).
 #
 # Latency per generate() call, seconds (003:21-25):
 #   BLOOMZ-176B, 8 devices:  Gaudi2 3.717   A100 4.402   (SynapseAI 1.9 preview: Gaudi2 3.5, 003:28)
@@ -67,17 +72,17 @@ workload bloomz_176b {
   }
   # The A100 run as it was (003:62: the GPU scripts of huggingface/transformers-bloom-inference,
   # whose bloom-ds-inference.py calls deepspeed.init_inference(..., dtype=torch.float16,
-  # replace_with_kernel_inject=True)): fp16 and DeepSpeed's injected BLOOM kernels.  plan
-  # refuses it today (DeepSpeed 0.19.8 injects BLOOM kernels only with transformers <= 4.43.4;
-  # a per-target software stack is issue 29 item 2); estimate and report --reference use it.
+  # replace_with_kernel_inject=True)): fp16 and DeepSpeed's injected BLOOM kernels, on a stack
+  # that injects them (DeepSpeed 0.19.8 does with transformers <= 4.43.4, see above).
   target a100 {                        # 003:23: 4.402 s
     device    = a100                   # A100 80GB
     devices   = 8
     precision = fp16
     parallel  = deepspeed_inference(tp = 8, kernel_inject = on)
+    stack { packages { transformers = "4.43.4"  tokenizers = "0.19.1"  deepspeed = "0.19.8" } }
   }
-  # What today's stack runs instead: DeepSpeed's automatic tensor parallelism (no injected
-  # kernels), fp16.  Not the seed's experiment.
+  # What the current stack (transformers 5.23) runs instead: DeepSpeed's automatic tensor
+  # parallelism (no injected kernels), fp16.  Not the seed's experiment.
   target a100_autotp {
     device    = a100
     devices   = 8
@@ -128,8 +133,9 @@ workload bloomz_7b {
     devices   = 8
     precision = fp16
     parallel  = deepspeed_inference(tp = 8, kernel_inject = on)
+    stack { packages { transformers = "4.43.4"  tokenizers = "0.19.1"  deepspeed = "0.19.8" } }
   }
-  target a100_8x_autotp {              # what today's stack runs (not the seed's experiment)
+  target a100_8x_autotp {              # what the current stack runs (not the seed's experiment)
     device    = a100
     devices   = 8
     precision = fp16
@@ -153,8 +159,9 @@ workload bloomz_7b {
     devices   = 1
     precision = fp16
     parallel  = deepspeed_inference(tp = 1, kernel_inject = on)
+    stack { packages { transformers = "4.43.4"  tokenizers = "0.19.1"  deepspeed = "0.19.8" } }
   }
-  target a100_1x_plain {               # what today's stack runs: plain transformers, fp16
+  target a100_1x_plain {               # what the current stack runs: plain transformers, fp16
     device    = a100
     devices   = 1
     precision = fp16

@@ -17,9 +17,10 @@
 # as written): read here as the step counter, the only reading that runs.
 # Compilation is excluded from the timing (004:41; it can take >10 min for this toy
 # model; neuron_parallel_compile and offline compilation reduce it).
-# Software (004:20): "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720" --
-# not expressible in a workload yet (issue 29 item 2, a stack block).  The plan runs
-# bf16 as torch.autocast on torch-xla 2.9 instead of XLA_USE_BF16 and says why in its notes.
+# Software (004:20): "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720":
+# each Neuron target's stack names that AMI and pins timm 0.9.5 (004:25).  bf16 is the seed's
+# XLA_USE_BF16=1 (004:29: os.environ['XLA_USE_BF16'] = '1' in __main__): xla_use_bf16 = on in
+# each Neuron target (the plan sets it and says that torch-xla 2.9 deprecates it).
 #
 # Results (004:37): Trainium is faster in absolute terms; Inferentia gives ~39% better
 # price-performance on the 2-core instance types and more on the larger ones.  The
@@ -38,7 +39,7 @@ workload vit_neuron {
   }
   dataset synthetic(image_size = 224, channels = 3, classes = 1000)
   optimizer adam(lr = 0.001)           # 004:29: torch.optim.Adam(model.parameters()), PyTorch's defaults
-  precision bf16                       # XLA_USE_BF16=1
+  precision bf16                       # 004:29: XLA_USE_BF16=1 (xla_use_bf16 = on below)
   batch { micro = 16 }                 # 004:29: train(batch_size=16), per process (NeuronCore)
   measure { warmup = 10 steps  steps = 491 steps }          # 004:29: steps 1-10 skipped, 11-501 counted
 
@@ -46,31 +47,43 @@ workload vit_neuron {
     instance           = trn1.2xlarge
     parallel           = ddp
     dataloader_workers = 4
+    xla_use_bf16       = on             # 004:29: os.environ['XLA_USE_BF16'] = '1'
+    stack { ami = "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720"  packages { timm = "0.9.5" } }   # 004:20, 004:25
   }
   target trn1_32xlarge {               # 32 NeuronCores, 128 vCPU
     instance           = trn1.32xlarge
     parallel           = ddp
     dataloader_workers = 4
+    xla_use_bf16       = on             # 004:29: os.environ['XLA_USE_BF16'] = '1'
+    stack { ami = "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720"  packages { timm = "0.9.5" } }   # 004:20, 004:25
   }
   target inf2_xlarge {                 # 2 NeuronCores, 4 vCPU: ~39% better price-performance than trn1.2xlarge
     instance           = inf2.xlarge
     parallel           = ddp
     dataloader_workers = 2
+    xla_use_bf16       = on             # 004:29: os.environ['XLA_USE_BF16'] = '1'
+    stack { ami = "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720"  packages { timm = "0.9.5" } }   # 004:20, 004:25
   }
   target inf2_8xlarge {                # 2 NeuronCores, 32 vCPU
     instance           = inf2.8xlarge
     parallel           = ddp
     dataloader_workers = 8
+    xla_use_bf16       = on             # 004:29: os.environ['XLA_USE_BF16'] = '1'
+    stack { ami = "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720"  packages { timm = "0.9.5" } }   # 004:20, 004:25
   }
   target inf2_24xlarge {               # 12 NeuronCores, 96 vCPU
     instance           = inf2.24xlarge
     parallel           = ddp
     dataloader_workers = 8
+    xla_use_bf16       = on             # 004:29: os.environ['XLA_USE_BF16'] = '1'
+    stack { ami = "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720"  packages { timm = "0.9.5" } }   # 004:20, 004:25
   }
   target inf2_48xlarge {               # 24 NeuronCores, 192 vCPU
     instance           = inf2.48xlarge
     parallel           = ddp
     dataloader_workers = 8
+    xla_use_bf16       = on             # 004:29: os.environ['XLA_USE_BF16'] = '1'
+    stack { ami = "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720"  packages { timm = "0.9.5" } }   # 004:20, 004:25
   }
   target cpu {
     devices            = 1

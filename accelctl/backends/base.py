@@ -78,6 +78,8 @@ class Built:
     files: list[GeneratedFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: what an engine's scheduler submits, as data (``Plan.request``); None for a backend's own
+    request: dict | None = None
 
 
 class Backend:

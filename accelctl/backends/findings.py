@@ -26,6 +26,8 @@ class CheckResult:
     #: True passed, False rejected, None the check did not run (the tool is not available here)
     ok: bool | None
     messages: list[str] = field(default_factory=list)
+    #: the target's stack pins (package names) this check ran against, in a side environment
+    pins: tuple[str, ...] = ()
 
     def render(self, width: int | None = None) -> str:
         """``# check: TOOL: ok|REJECTED|NOT RUN``, then one ``#   `` line per message; with

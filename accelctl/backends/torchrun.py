@@ -64,9 +64,11 @@ class TorchrunBackend(Backend):
                 out.append(refusal(spec, target, "fsdp(offload = cpu) moves the shards off a GPU into host memory "
                                    "(torch's CPUOffloadPolicy needs CUDA); on a cpu target they are already there: "
                                    "remove offload", "parallel"))
-            if target.optimize.compile:
-                out.append(refusal(spec, target, f"torch.compile before the {strategy} split is not built; "
-                                   "set optimize { compile = off }", "optimize.compile"))
+            if target.optimize.compile and (strategy != "fsdp" or target.parallel.tp > 1):
+                out.append(refusal(spec, target, f"torch.compile with the {strategy} split"
+                                   + (" (tp > 1)" if strategy == "fsdp" else "") + " is not built (it is under "
+                                   "fsdp without tp: each block compiled before fully_shard); set optimize "
+                                   "{ compile = off }", "optimize.compile"))
         if self.fp8_library == "torchao":
             out += float8_plan.unsupported(spec, target)
         return out

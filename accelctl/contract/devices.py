@@ -56,6 +56,9 @@ class DeviceFamily:
     host: bool = False
     #: OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``)
     idle_threads_sleep: bool = False
+    #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
+    #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
+    fused_sdpa: bool = False
 
 
 WORKER_DEVICES = "accelctl.worker.devices"
@@ -67,9 +70,10 @@ FAMILIES: dict[str, DeviceFamily] = {
         # median generate() went from 391 to 223 ms with it, p90 1147 to 236 ms (one run each;
         # `accelctl run` of bloomz_176b's cpu target with threads = 2)
         DeviceFamily("cpu", "gloo", "PyTorch", f"{WORKER_DEVICES}:CpuAdapter", Detection(always=True),
-                     probes=("torch",), host=True, idle_threads_sleep=True),
+                     probes=("torch",), host=True, idle_threads_sleep=True, fused_sdpa=True),
         DeviceFamily("cuda", "nccl", "PyTorch with CUDA", f"{WORKER_DEVICES}:CudaAdapter",
-                     Detection(device_files=("/dev/nvidia0",), tools=("nvidia-smi",)), probes=("torch",)),
+                     Detection(device_files=("/dev/nvidia0",), tools=("nvidia-smi",)), probes=("torch",),
+                     fused_sdpa=True),
         DeviceFamily("hpu", "hccl", "Habana SynapseAI's PyTorch bridge (habana_frameworks.torch)",
                      f"{WORKER_DEVICES}:HpuAdapter",
                      Detection(device_files=("/dev/accel/accel*",), tools=("hl-smi",)), probes=("habana",)),

@@ -104,6 +104,10 @@ class Plan:
     rehearsal: Rehearsal | None = None
     #: live logging by the runner (``track { ... }``, paths made absolute); None: none
     tracking: TrackSpec | None = None
+    #: what the engine's scheduler submits (``accelctl.engines.scheduler``), as data: the batch
+    #: script and each node's launch, the PyTorchJob, the Batch requests; None: the launches
+    #: run from here.  The rendered files are made from it, never read back into it.
+    request: dict[str, Any] | None = None
 
     def unwritable(self, nul_only: bool = False) -> str | None:
         """Where a launch word, environment value, folder or generated file holds a NUL or
@@ -126,6 +130,8 @@ class Plan:
         d["job"] = self.job.to_dict()
         if self.tracking is None:  # written only where the workload has a track block
             d.pop("tracking")
+        if self.request is None:  # written only for an engine with a scheduler
+            d.pop("request")
         return d
 
     def to_json(self) -> str:

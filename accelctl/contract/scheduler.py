@@ -1,6 +1,6 @@
-"""``scheduler.json``: the scheduler's job behind a run, as the engine's submit helper saw it.
+"""``scheduler.json``: the scheduler's job behind a run, as the run's supervisor saw it.
 
-An engine that hands the run to a scheduler writes this file into the run folder when it
+The supervisor of a run handed to a scheduler writes this file into the run folder when it
 submits and again at every state change, so it holds the scheduler's own words:
 
 =================  ====================================  ==========================================
@@ -11,16 +11,18 @@ submits and again at every state change, so it holds the scheduler's own words:
 ``aws_batch``      ``jobId`` from SubmitJob              DescribeJobs' ``status``: SUBMITTED,
                                                          PENDING, RUNNABLE, STARTING, RUNNING,
                                                          SUCCEEDED, FAILED
-``kubernetes``     ``namespace/name`` of the PyTorchJob  the latest True condition: Created,
+``kubernetes``     the PyTorchJob's name                 the latest True condition: Created,
                                                          Running, Restarting, Succeeded, Failed
                                                          (``Submitted`` before the operator saw it,
                                                          ``Deleted`` after a stop)
 =================  ====================================  ==========================================
 
 ``exit_code`` is the job's (Batch: the main node's container; Kubernetes: the master pod's
-container), or ``null`` while it runs or when the scheduler gave none.  ``ref`` (optional,
-left out when empty) is the scheduler's unique handle where ``job_id`` is not one: the
-PyTorchJob's ``metadata.uid`` (a name can be reused), the Batch job's ARN.  The run store
+container), or ``null`` while it runs or when the scheduler gave none.  ``handle`` is the
+job's ``<scheduler>://<where>/<id>`` (``accelctl.engines.scheduler.AppHandle``: what ``accelctl
+status`` and ``cancel`` ask the scheduler about, from any process) and ``app_state`` its state
+in the one enum; ``ref`` is what runs of earlier versions recorded in place of a handle (the
+PyTorchJob's uid, the Batch job's ARN); each is left out when empty.  The run store
 copies the record into ``summary.json`` (key ``scheduler``) and ``accelctl runs`` shows it;
 a run of the local engine has none.  Written atomically: a reader never sees half a record.
 """
@@ -43,11 +45,17 @@ class SchedulerJob:
     state: str = ""
     exit_code: int | None = None
     ref: str = ""
+    #: ``<scheduler>://<where>/<job id>`` (``accelctl.engines.scheduler.AppHandle``): what
+    #: ``accelctl cancel`` and ``status`` ask the scheduler about, from any process
+    handle: str = ""
+    #: the one state mapped from ``state`` (``AppState``: PENDING, RUNNING, SUCCEEDED...)
+    app_state: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        if not self.ref:
-            del data["ref"]
+        for key in ("ref", "handle", "app_state"):
+            if not data[key]:
+                del data[key]
         return data
 
     def short(self) -> str:
@@ -81,4 +89,5 @@ def from_dict(data: Any) -> SchedulerJob | None:
     code = data.get("exit_code")
     return SchedulerJob(str(data["scheduler"]), str(data["job_id"]), str(data.get("state") or ""),
                         code if isinstance(code, int) and not isinstance(code, bool) else None,
-                        str(data.get("ref") or ""))
+                        str(data.get("ref") or ""), str(data.get("handle") or ""),
+                        str(data.get("app_state") or ""))

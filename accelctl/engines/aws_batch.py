@@ -2,11 +2,13 @@
 
 ``wrap`` renders two request bodies as generated files -- RegisterJobDefinition (type
 ``multinode``: ``nodeProperties`` with one node range ``0:`` running the container
-entrypoint) and SubmitJob -- and the launch becomes the submission:
-``python -m accelctl.engines.batch_submit`` registers the definition and submits the
+entrypoint) and SubmitJob -- and keeps them, with each node's launch, as data in the plan
+(``Plan.request``).  The launch is the submission, made by the run's supervisor in its own
+process (``accelctl.engines.batch_scheduler``): it registers the definition and submits the
 revision it got back, with botocore (the library that validates the requests offline in
 ``check``, so one dependency both checks and submits, and the submitted revision is exactly
-the registered one, not "the latest of that name").
+the registered one, not "the latest of that name"), follows the job and terminates it on a
+stop, or on ``accelctl cancel`` from any process by its handle ``aws_batch://<queue>/<job id>``.
 
 In the container every node runs ``python -m accelctl.engines.batch_entrypoint``: it reads
 ``AWS_BATCH_JOB_*``, the nodes meet over TCP at the main node, and each starts DeepSpeed's
@@ -73,6 +75,7 @@ from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.placeholders import data_json
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
+from accelctl.engines import batch_settings
 from accelctl.engines.base import Engine
 from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
 from accelctl.errors import Diagnostic, PlanError
@@ -82,7 +85,8 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 JOB_DEFINITION_FILE = "batch_job_definition.json"
 SUBMIT_FILE = "batch_submit_job.json"
 ENTRYPOINT = ("python", "-m", "accelctl.engines.batch_entrypoint")
-SUBMITTER = ("python", "-m", "accelctl.engines.batch_submit")
+#: what the supervisor's submission amounts to (after RegisterJobDefinition), as the AWS CLI would
+SUBMIT = ("aws", "batch", "submit-job", "--cli-input-json", f"file://{RUN_DIR}/{SUBMIT_FILE}")
 #: the code of an aws_batch engine setting that is missing or cannot work
 CODE = "E546"
 #: instance memory in GiB (AWS instance type pages); Batch reserves some for its agent, so a
@@ -131,6 +135,7 @@ def accelerator(target: TargetSpec) -> tuple[list[dict], list[dict]]:
 class AwsBatchEngine(Engine):
     name = "aws_batch"
     summary = "AWS Batch multi-node parallel job (job definition + SubmitJob, DeepSpeed per node)"
+    settings = batch_settings.SETTINGS
     backends = ("deepspeed",)
 
     def wrap(self, spec, target, built, job, settings):
@@ -200,8 +205,8 @@ class AwsBatchEngine(Engine):
             GeneratedFile(SUBMIT_FILE, json.dumps(submit, indent=2, sort_keys=True) + "\n",
                           role="AWS Batch SubmitJob request (jobDefinition: the registered revision)"),
         ]
-        submit_launch = Launch("submit", (*SUBMITTER, f"{RUN_DIR}/{JOB_DEFINITION_FILE}", f"{RUN_DIR}/{SUBMIT_FILE}"),
-                               {}, processes=0, wait=True)
+        submit_launch = Launch("submit", SUBMIT, {}, processes=0)
+        request = {"definition": definition, "submit": submit, "node": {**node, "env": dict(launch.env)}}
         notes = [*built.notes,
                  f"AWS Batch: {target.nodes} node(s) of {target.instance or 'any instance'} ({vcpus} vCPUs, "
                  f"{memory_mib} MiB, /dev/shm {memory_mib // 4} MiB), queue {s['job_queue']}; each node runs "
@@ -215,18 +220,18 @@ class AwsBatchEngine(Engine):
         if efa:
             notes.append(f"EFA: {adapters} adapter(s) mapped (/dev/infiniband/uverbs0..{adapters - 1}), memlock "
                          "unlimited")
-        return Built([submit_launch], [*files, *out_files], notes, warnings)
+        notes.append("submit: the run's supervisor registers the definition, submits the job against that "
+                     "revision, follows it and terminates it on stop; accelctl cancel RUN from anywhere")
+        return Built([submit_launch], [*files, *out_files], notes, warnings, request)
 
     def node_plan(self, plan: Plan) -> Plan:
         """The launch each node runs (rank by rank, as the entrypoint rewrites it) beside a
-        hostfile of stand-in hosts ``node0..``: what the deepspeed backend's check reads."""
-        files = {f.path: f for f in plan.files}
-        definition = json.loads(files[JOB_DEFINITION_FILE].content)
-        nodes = definition["nodeProperties"]["numNodes"]
-        container = definition["nodeProperties"]["nodeRangeProperties"][0]["container"]
-        env = {e["name"]: e["value"] for e in container["environment"]}
-        node = json.loads(env.pop(NODE_ENV))
-        argv, extra = node["argv"], []
+        hostfile of stand-in hosts ``node0..``: what the deepspeed backend's check reads.
+        Built from the plan's request (the node's launch), never read back from the definition."""
+        request = plan.request or {}
+        nodes = request["definition"]["nodeProperties"]["numNodes"]
+        node = request["node"]
+        argv, env, extra = node["argv"], dict(node["env"]), []
         if nodes > 1:
             hosts = "".join(f"node{i} slots={node['slots']}\n" for i in range(nodes))
             extra = [GeneratedFile(HOSTFILE, hosts, role="stand-in hostfile (written by the main node at run time)")]
@@ -235,7 +240,7 @@ class AwsBatchEngine(Engine):
         else:
             launches = (Launch("deepspeed", tuple(argv), env, processes=node["slots"]),)
         kept = [f for f in plan.files if f.path not in (JOB_DEFINITION_FILE, SUBMIT_FILE)]
-        return dataclasses.replace(plan, launches=launches, files=(*kept, *extra))
+        return dataclasses.replace(plan, launches=launches, files=(*kept, *extra), request=None)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """Both requests validated by botocore's own Batch service model (offline)."""

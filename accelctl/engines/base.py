@@ -5,13 +5,16 @@ A backend builds the command one node runs (``torchrun ...``, ``deepspeed ...``,
 machine wrap it into what their scheduler takes -- a Slurm batch script, a Kubernetes
 PyTorchJob manifest, an AWS Batch multi-node job definition, a torchrun rendezvous per
 node -- as generated files plus the submit command.  Like backends, engines are data
-plus one method, and they never run anything themselves.
+plus one method, and they never run anything themselves: an engine with a cluster scheduler
+keeps what it submits in the plan (``Plan.request``) and its scheduler
+(``accelctl.engines.scheduler``) submits, follows and cancels the job for the run's supervisor.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Built
 from accelctl.contract.job import WorkerJob
@@ -28,6 +31,9 @@ class Engine:
     summary: str = ""
     #: backends whose per-node command this engine knows how to place
     backends: tuple[str, ...] = ()
+    #: ``engine <name> { ... }`` settings -> value type, declared in the engine's small
+    #: ``<engine>_settings`` module (``accelctl.engines.settings``), which the schema reads
+    settings: Mapping[str, Any] = {}
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec, backend: str) -> list[str]:
         if self.backends and backend not in self.backends:

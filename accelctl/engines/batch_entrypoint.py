@@ -43,12 +43,12 @@ import sys
 import time
 from pathlib import Path, PurePosixPath
 
+from accelctl.contract import launchers
+
 RUN_DIR = "{run_dir}"
 NODE_ENV = "ACCELCTL_BATCH_NODE"
 DEFAULT_COORD_PORT = 29400
 DEFAULT_JOIN_TIMEOUT = 600.0
-#: the plan's symbolic launcher head -> this interpreter's module (as accelctl.run.commands)
-HEADS = {"deepspeed": ("-m", "deepspeed.launcher.runner"), "python": ()}
 
 
 class NodeError(RuntimeError):
@@ -222,8 +222,8 @@ def run_node(env) -> int:
         argv = node_argv(argv, master=master, rank=ranks.index(index))
         print(f"batch_entrypoint: node {index}/{num}, rank {ranks.index(index)}, hosts {hosts}", flush=True)
     argv = [a.replace(RUN_DIR, str(run_dir)) for a in argv]
-    if argv[0] in HEADS:
-        argv[:1] = [sys.executable, *HEADS[argv[0]]]
+    if argv[0] in launchers.HEADS:
+        argv[:1] = launchers.command(argv[0], sys.executable)
     child_env = {k: v.replace(RUN_DIR, str(run_dir)) for k, v in env.items() if k != NODE_ENV}
     child_env.setdefault("ACCELCTL_EVENTS_DIR", str(run_dir))
     child = subprocess.Popen(argv, env=child_env)  # an argv list: no shell

@@ -42,8 +42,12 @@ submitter fills ``ACCELCTL_RUN_DIR`` with the run folder, the ranks append ``ran
 there, and accelctl's runner tails them as for a local run.  Without a volume there is no
 way back, so the plan is refused (E549).
 
-The plan's launch is ``python -m accelctl.engines.kubernetes_submit
-{run_dir}/pytorchjob.json``: it creates the job, follows it and deletes it on a stop.
+The plan's launch is the submission (``kubectl create -f {run_dir}/pytorchjob.json`` in
+effect), made by the run's supervisor in its own process through the kubernetes client
+(``accelctl.engines.kubernetes_scheduler``): the job gets a name of its own for the run, is
+followed to its end and deleted on a stop, or by ``accelctl cancel`` from any process by its
+handle ``kubernetes://<namespace>/<name>``.  The plan keeps the backend's launch and the job
+as data (``Plan.request``): ``node_plan`` never reads the manifest back.
 """
 
 from __future__ import annotations
@@ -53,20 +57,23 @@ import functools
 import json
 import posixpath
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
-from accelctl.contract import envnames
+from accelctl.contract import envnames, launchers
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.aws_batch import efa_adapters
+from accelctl.engines import kubernetes_settings
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 MANIFEST = "pytorchjob.json"
-SUBMITTER = ("python", "-m", "accelctl.engines.kubernetes_submit")
+#: what the supervisor's submission amounts to (the API call it makes, as kubectl would)
+SUBMIT = ("kubectl", "create", "-f", f"{RUN_DIR}/{MANIFEST}")
 API_VERSION = "kubeflow.org/v1"
 KIND = "PyTorchJob"
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
@@ -83,9 +90,8 @@ SHM_VOLUME = "dshm"
 #: device family (catalog adapter) -> the extended resource its device plugin registers
 RESOURCES = {"cuda": "nvidia.com/gpu", "hpu": "habana.ai/gaudi", "xla": "aws.amazon.com/neuroncore"}
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-#: symbolic launch heads -> the container command (python -m, no console script needed)
-HEADS = {"torchrun": ("python", "-m", "torch.distributed.run"),
-         "deepspeed": ("python", "-m", "deepspeed.launcher.runner")}
+#: the launch heads a pod runs -> the container command (the image's python, ``accelctl.contract.launchers``)
+HEADS = {head: launchers.command(head, "python") for head in ("torchrun", "deepspeed")}
 #: the heads whose per-node command is a torchrun agent (the others: DeepSpeed's runner)
 TORCHRUN_HEADS = ("torchrun",)
 RESTART_POLICIES = {"never": "Never", "on_failure": "OnFailure", "always": "Always", "exit_code": "ExitCode"}
@@ -125,18 +131,22 @@ def job_name(spec: WorkloadSpec, target: TargetSpec) -> str:
     return name if name[:1].isalpha() else f"j-{name}"[:40].rstrip("-")
 
 
-def node_command(spec: WorkloadSpec, target: TargetSpec, launch: Launch) -> list[str]:
-    """The per-node argv of the backend's launch, with the operator's variables in place of
-    what a rendezvous on one machine had."""
-    argv = list(launch.argv)
+def node_command(argv: tuple[str, ...] | list[str], nodes: int, devices: int,
+                 ref: Callable[[str], str] = lambda name: f"$({name})",
+                 word: Callable[[str], str] = lambda text: placed(text)) -> list[str]:
+    """The per-node argv of the backend's launch ``argv``, with the operator's variables in
+    place of what a rendezvous on one machine had: ``ref(NAME)`` for each (``$(NAME)`` in the
+    manifest, a node's stand-in value in ``node_plan``) and ``word`` for the plan's own words
+    (escaped for the manifest, as they are for ``node_plan``)."""
+    argv = list(argv)
     head = argv[0]
     if head in TORCHRUN_HEADS:
         kept = [a for a in argv[1:] if a != "--standalone" and not a.startswith((
             "--nnodes", "--node_rank", "--node-rank", "--rdzv", "--master_addr", "--master-addr", "--master_port",
             "--master-port", "--nproc_per_node", "--nproc-per-node"))]
-        return [*HEADS[head], f"--nnodes={target.nodes}", f"--nproc-per-node={target.devices}",
-                "--node-rank=$(RANK)", "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)",
-                *(placed(a) for a in kept)]
+        return [*HEADS[head], f"--nnodes={nodes}", f"--nproc-per-node={devices}",
+                f"--node-rank={ref('RANK')}", f"--master-addr={ref('MASTER_ADDR')}",
+                f"--master-port={ref('MASTER_PORT')}", *(word(a) for a in kept)]
     # deepspeed: --master_addr/--master_port/--no_ssh/--node_rank from the operator
     out, skip = [], False
     for a in argv[1:]:
@@ -145,9 +155,9 @@ def node_command(spec: WorkloadSpec, target: TargetSpec, launch: Launch) -> list
         elif a in ("--master_addr", "--master_port", "--node_rank"):
             skip = True
         elif a != "--no_ssh" and not a.startswith(("--master_addr=", "--master_port=", "--node_rank=")):
-            out.append(placed(a))
-    return [*HEADS[head], "--master_addr", "$(MASTER_ADDR)", "--no_ssh", "--node_rank", "$(RANK)",
-            "--master_port", "$(MASTER_PORT)", *out]
+            out.append(word(a))
+    return [*HEADS[head], "--master_addr", ref("MASTER_ADDR"), "--no_ssh", "--node_rank", ref("RANK"),
+            "--master_port", ref("MASTER_PORT"), *out]
 
 
 def _settings(spec: WorkloadSpec, target: TargetSpec, s: dict) -> None:
@@ -214,7 +224,7 @@ def manifest(spec: WorkloadSpec, target: TargetSpec, launch: Launch, s: dict) ->
     shm: dict = {"medium": "Memory"}
     if s.get("shm_size"):
         shm["sizeLimit"] = f"{max(1, int(s['shm_size']) // 2**20)}Mi"
-    command = node_command(spec, target, launch)
+    command = node_command(launch.argv, target.nodes, target.devices)
     container = {"name": CONTAINER, "image": s["image"], "command": command[:3], "args": command[3:], "env": env,
                  "ports": [{"name": PORT_NAME, "containerPort": MASTER_PORT, "protocol": "TCP"}],
                  "resources": {"limits": limits, "requests": dict(limits)}, "volumeMounts": mounts}
@@ -256,6 +266,7 @@ def render(job: dict) -> str:
 class KubernetesEngine(Engine):
     name = "kubernetes"
     summary = "Kubeflow Training Operator v1 PyTorchJob (master + workers), run folder on a shared volume"
+    settings = kubernetes_settings.SETTINGS
     backends = ("torchrun", "xla_neuron", "deepspeed")
 
     def wrap(self, spec, target, built, job, settings):
@@ -274,7 +285,10 @@ class KubernetesEngine(Engine):
             raise _refuse(spec, target, "image", "the backend's launch uses a value picked on this machine "
                           "({free_port} or {optimum_habana}), which a pod cannot know", "")
         job_dict = manifest(spec, target, launch, s)
-        submit = Launch("submit", (*SUBMITTER, f"{RUN_DIR}/{MANIFEST}"), {}, processes=0)
+        submit = Launch("submit", SUBMIT, {}, processes=0)
+        # what the scheduler submits, and each pod's launch before the manifest's escaping
+        request = {"manifest": job_dict, "node": {"argv": list(launch.argv), "env": dict(launch.env),
+                                                  "nodes": target.nodes, "devices": target.devices}}
         limits = job_dict["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0].get(
             "resources", {}).get("limits", {})
         notes = [*built.notes,
@@ -284,27 +298,27 @@ class KubernetesEngine(Engine):
                   + (", ".join(f"{k}={v}" for k, v in limits.items()) or "none")),
                  (f"run folder on PVC {s['volume_claim']} at {s['volume_path']} (mounted at the same path here: "
                   f"run with --runs-dir under {s['volume_path']}); the ranks' events come back through it"),
-                 (f"submit: {' '.join(SUBMITTER)} {RUN_DIR}/{MANIFEST} (creates the job, follows its conditions and "
-                  "the master's log, deletes it on stop)")]
+                 ("submit: the run's supervisor creates the job (named for the run, ACCELCTL_RUN_DIR filled in), "
+                  "follows its conditions and the master's log, deletes it on stop; accelctl cancel RUN from "
+                  "anywhere")]
         out = GeneratedFile(MANIFEST, render(job_dict), role=f"Kubeflow {KIND} ({API_VERSION})")
-        return Built([submit], [*built.files, out], notes, list(built.warnings))
+        return Built([submit], [*built.files, out], notes, list(built.warnings), request)
 
     def node_plan(self, plan: Plan) -> Plan:
         """Each pod's launch with the operator's variables at stand-in values (``RANK`` = the
-        node, ``MASTER_ADDR`` = ``master-0``): what the backend's check reads."""
-        job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
-        replicas = job["spec"]["pytorchReplicaSpecs"]
-        nodes = sum(r["replicas"] for r in replicas.values())
-        container = replicas["Master"]["template"]["spec"]["containers"][0]
-        argv = [*container["command"], *container["args"]]
-        head = next(h for h, cmd in HEADS.items() if tuple(argv[:3]) == cmd)
-        env = {e["name"]: expand(e["value"], {RUN_DIR_ENV: RUN_DIR}) for e in container["env"]
-               if e["name"] != RUN_DIR_ENV}
-        launches = tuple(
-            Launch(f"node{r}", (head, *(expand(a, {**OPERATOR_VARS, "RANK": str(r), RUN_DIR_ENV: RUN_DIR})
-                                        for a in argv[3:])), env, processes=int(job["spec"]["nprocPerNode"]))
-            for r in range(nodes))
-        return dataclasses.replace(plan, launches=launches, files=tuple(f for f in plan.files if f.path != MANIFEST))
+        node, ``MASTER_ADDR`` = ``master-0``), built from the plan's request (the backend's
+        launch), never read back from the manifest: what the backend's check reads."""
+        node = (plan.request or {})["node"]
+        head = node["argv"][0]
+        env = {envnames.EVENTS_DIR: RUN_DIR, **{k: v for k, v in node["env"].items() if k != envnames.EVENTS_DIR}}
+
+        def launch(rank: int) -> Launch:
+            values = {**OPERATOR_VARS, "RANK": str(rank)}
+            argv = node_command(node["argv"], node["nodes"], node["devices"], values.__getitem__, str)
+            return Launch(f"node{rank}", (head, *argv[3:]), env, processes=node["devices"])
+
+        return dataclasses.replace(plan, launches=tuple(launch(r) for r in range(node["nodes"])), request=None,
+                                   files=tuple(f for f in plan.files if f.path != MANIFEST))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """The manifest against the training operator's own SDK models (offline), then a
@@ -326,33 +340,3 @@ class KubernetesEngine(Engine):
                     f"PVC at {mount} here too and run with --runs-dir {mount}/runs")
         return kubernetes_check.cluster_missing()
 
-
-def expand(text: str, values: dict[str, str]) -> str:
-    """Kubernetes' expansion of ``$(NAME)`` in a container's command, args and env values
-    (k8s.io/kubernetes third_party/forked/golang/expansion): ``$$`` -> ``$``, ``$(NAME)`` -> its
-    value when ``NAME`` is known (else left as written), any other ``$`` kept."""
-    out, i = [], 0
-    while i < len(text):
-        c = text[i]
-        if c == "$" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "$":
-                out.append("$")
-                i += 2
-                continue
-            if nxt == "(":
-                end = text.find(")", i + 2)
-                if end != -1:
-                    name = text[i + 2:end]
-                    out.append(values.get(name, f"$({name})"))
-                    i = end + 1
-                    continue
-                out.append("$(")
-                i += 2
-                continue
-            out.append("$" + nxt)
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)

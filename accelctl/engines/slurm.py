@@ -13,16 +13,19 @@ per-node launcher for deepspeed, optimum-habana's command on one node for gaudi;
 workload is quoted with ``shlex.quote``; the settings that reach ``#SBATCH`` lines are
 checked against a safe character set (E547 at the setting otherwise).
 
-The plan's launch is the submission, ``python -m accelctl.engines.slurm_submit
-{run_dir}/job.sbatch``: it runs ``sbatch --parsable`` in the run folder, follows the job with
-``scontrol show job`` / ``squeue`` until it ends and exits with the job's exit code; on
-SIGINT/SIGTERM it runs ``scancel`` and waits until the job is gone.  So the ordinary runner
-follows a Slurm job (its ranks append ``rank<N>.jsonl`` to the run folder) and stops it.
+The plan's launch is the submission, ``sbatch --parsable job.sbatch`` in the run folder, made by the
+run's supervisor in its own process (``accelctl.engines.slurm_scheduler``, followed by
+``accelctl.run.scheduled``): ``sbatch`` in the run folder, the job followed with ``scontrol
+show job`` / ``squeue`` until it ends, ``scancel`` and a wait on a stop, and ``accelctl cancel``
+from any process by the job's handle ``slurm://<cluster>/<job id>``.  The ranks append
+``rank<N>.jsonl`` to the run folder as for a local run.  What the script runs on each node is
+also kept as data in the plan (``Plan.request``: the agent's arguments, exports, folder), so
+``node_plan`` never reads the script back.
 
 The run folder must be on a filesystem every node of the allocation sees (the script reads
 ``$SLURM_SUBMIT_DIR/job.json``, the ranks write their events there): true on one host, and on
 clusters whose home or scratch is shared.  The nodes need the same Python environment as the
-submitter: the submit helper exports ``ACCELCTL_PYTHON`` (its interpreter) and ``sbatch``
+submitter: the supervisor exports ``ACCELCTL_PYTHON`` (its interpreter) and ``sbatch``
 passes the submitting environment on (``--export=ALL``, Slurm's default).
 """
 
@@ -32,34 +35,32 @@ import dataclasses
 import functools
 import math
 import re
-import shlex
 
 from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine, engine_refusal
-from accelctl.engines.slurm_agents import AGENTS, Agent, unword, word
+from accelctl.engines import slurm_settings
+from accelctl.engines.slurm_agents import AGENTS, Agent, word
 from accelctl.spec.catalog import DEVICES
-from accelctl.spec.schema import SLURM_CONSTRAINT_PATTERN, SLURM_GRES_PATTERN, SLURM_NAME_PATTERN
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 SCRIPT = "job.sbatch"
-SUBMITTER = ("python", "-m", "accelctl.engines.slurm_submit")
+#: the submission, in the run folder (the job's $SLURM_SUBMIT_DIR, where it reads job.json)
+SUBMIT = ("sbatch", "--parsable", SCRIPT)
 #: the code of an engine slurm setting that cannot reach the batch script
 CODE = "E547"
 #: what a Slurm name (partition, account, QOS), a constraint expression (features joined by
-#: & | , with [] () * counts) and a gres may hold: the schema's patterns (one statement of them)
-NAME_RE = re.compile(SLURM_NAME_PATTERN)
-CONSTRAINT_RE = re.compile(SLURM_CONSTRAINT_PATTERN)
-GRES_RE = re.compile(SLURM_GRES_PATTERN)
+#: & | , with [] () * counts) and a gres may hold: the engine's declared patterns (``slurm_settings``)
+NAME_RE = re.compile(slurm_settings.NAME_PATTERN)
+CONSTRAINT_RE = re.compile(slurm_settings.CONSTRAINT_PATTERN)
+GRES_RE = re.compile(slurm_settings.GRES_PATTERN)
 PATTERNS = {"partition": NAME_RE, "account": NAME_RE, "qos": NAME_RE, "constraint": CONSTRAINT_RE,
             "gres": GRES_RE}
 #: what sbatch says when it cannot ask a controller (not a verdict on the script)
 UNREACHABLE = ("Unable to contact slurm controller", "Could not establish a configuration source",
                "Could not open configuration file", "Communication connection failure", "Munge")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: the words of the script's ``cd`` into a launch's folder, found again by ``node_plan``
-CD = "cd "
 
 
 _refuse = functools.partial(engine_refusal, CODE, "slurm")
@@ -106,7 +107,7 @@ def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settin
     if launch.cwd:
         if "{optimum_habana}" in launch.cwd:
             lines.append(': "${OPTIMUM_HABANA_DIR:?set OPTIMUM_HABANA_DIR to the optimum-habana checkout}"')
-        lines.append(CD + word(launch.cwd))
+        lines.append("cd " + word(launch.cwd))
     lines += [*agent.lines(launch.argv, target.devices), ""]
     return "\n".join(lines)
 
@@ -114,6 +115,7 @@ def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settin
 class SlurmEngine(Engine):
     name = "slurm"
     summary = "Slurm batch job (sbatch), one launcher agent per node (torchrun c10d, deepspeed --no_ssh)"
+    settings = slurm_settings.SETTINGS
     backends = tuple(AGENTS)
 
     def wrap(self, spec, target, built, job, settings):
@@ -136,7 +138,9 @@ class SlurmEngine(Engine):
             raise _refuse(spec, target, "partition", f"environment name {bad[0]!r} cannot be exported", "")
         launch = dataclasses.replace(launch, env=env)
         script = render_script(spec, target, launch, s, job.threads, agent)
-        submit = Launch("sbatch", (*SUBMITTER, f"{RUN_DIR}/{SCRIPT}"), {}, processes=0)
+        request = {"script": SCRIPT, "backend": job.backend, "nodes": target.nodes, "devices": target.devices,
+                   "env": env, "cwd": launch.cwd, "args": agent.args(launch.argv)}
+        submit = Launch("sbatch", SUBMIT, {}, processes=0, cwd=RUN_DIR)
         files = [f for f in built.files if f.path not in agent.drops_files]
         warnings = [w for w in built.warnings if not any(f"{RUN_DIR}/{d}" in w for d in agent.drops_files)]
         ignored = agent.ignored(spec)
@@ -146,26 +150,18 @@ class SlurmEngine(Engine):
         notes = [*built.notes,
                  (f"Slurm: {target.nodes} node(s) x 1 {agent.what} agent ({target.devices} process(es) each), "
                   "rendezvous on the allocation's first host; the run folder must be shared by the nodes"),
-                 (f"submit: {' '.join(SUBMITTER)} {RUN_DIR}/{SCRIPT} (sbatch --parsable, follows the job, "
-                  "scancel on stop)")]
+                 (f"submit: {' '.join(SUBMIT)} in the run folder by the run's supervisor, which follows the job "
+                  "and scancels it on stop; accelctl cancel RUN from anywhere")]
         return Built([submit], [*files, GeneratedFile(SCRIPT, script, role="Slurm batch script", executable=True)],
-                     notes, warnings)
+                     notes, warnings, request)
 
     def node_plan(self, plan: Plan) -> Plan:
-        """Node 0's launch as the backend check reads it (stand-in address and port), read back
-        from the batch script: its exports, its ``cd`` and the agent's last line."""
-        script = next(f.content for f in plan.files if f.path == SCRIPT)
-        lines = script.splitlines()
-        nodes = int(re.search(r"--nodes=(\d+)", script).group(1))  # type: ignore[union-attr]
-        slots = re.search(r"slots=(\d+)", script)
-        devices = int(slots.group(1)) if slots else 1
-        env = dict(shlex.split(ln.removeprefix("export "))[0].split("=", 1) for ln in lines
-                   if ln.startswith("export "))
-        env = {k: unword(v) for k, v in env.items()}
-        cwd = next((unword(shlex.split(ln[len(CD):])[0]) for ln in lines if ln.startswith(CD)), "")
-        args = [unword(a) for a in shlex.split(next(ln for ln in reversed(lines) if ln.strip()))]
-        launch, extra = AGENTS[plan.backend].node_launch(args, nodes, devices, env, cwd)
-        return dataclasses.replace(plan, launches=(launch,),
+        """Node 0's launch as the backend check reads it (stand-in address and port), from the
+        plan's request: the agent's arguments, the exports and the folder the script was made of."""
+        r = plan.request or {}
+        launch, extra = AGENTS[r["backend"]].node_launch(list(r["args"]), r["nodes"], r["devices"], dict(r["env"]),
+                                                         r["cwd"])
+        return dataclasses.replace(plan, launches=(launch,), request=None,
                                    files=tuple(f for f in plan.files if f.path != SCRIPT) + tuple(extra))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:

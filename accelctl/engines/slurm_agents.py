@@ -31,8 +31,9 @@ that task runs is the backend's own launcher, told where the rest of the job is:
     plans one node only; multi-node Gaudi training is backend deepspeed on hpu.
 
 Every word that comes from the plan reaches the script through ``word`` (``shlex.quote``
-with the placeholders turned into the script's variables); ``node_launch`` reads the script
-back into the one-node launch that the backend's own check understands.
+with the placeholders turned into the script's variables); ``node_launch`` turns the agent's
+arguments (kept in the plan's request, never read back from the script) into the one-node
+launch that the backend's own check understands.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import shlex
 from dataclasses import dataclass
 
 from accelctl.backends.deepspeed.launch import ENV_FILE, HOSTFILE
+from accelctl.contract import launchers
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 
 #: placeholder -> the script's shell expression (what it stands for on the node)
@@ -57,13 +59,6 @@ _PLACEHOLDERS = re.compile("(" + "|".join(map(re.escape, SHELL_VALUES)) + ")")
 def word(text: str) -> str:
     """One shell word: each placeholder becomes its shell variable, the rest is quoted."""
     return "".join(SHELL_VALUES.get(p) or shlex.quote(p) for p in _PLACEHOLDERS.split(text) if p) or "''"
-
-
-def unword(text: str) -> str:
-    """A word read back from the script (after ``shlex.split``) with its placeholders restored."""
-    for placeholder, shell in SHELL_VALUES.items():
-        text = text.replace(shell.strip('"'), placeholder)
-    return text
 
 
 def _without(args: list[str], flags: tuple[str, ...], valued: tuple[str, ...]) -> list[str]:
@@ -175,14 +170,19 @@ class CommandAgent(Agent):
         return Launch("node0", ("python", *args), env, processes=devices, cwd=cwd), []
 
 
+def _exec(head: str, flags: str = "") -> str:
+    """The ``bash -c`` program of an agent: exec the node's interpreter (``$1``, the script's
+    ``$py``) as ``head`` runs (``accelctl.contract.launchers``), with ``flags`` and the rest."""
+    words = " ".join(launchers.command(head, '"$py"'))
+    return f'py=$1; shift; exec {words} {flags}"$@"'
+
+
 #: backend name -> its agent; the backends the slurm engine places
 AGENTS: dict[str, Agent] = {
-    "torchrun": TorchrunAgent("torchrun", 'py=$1; shift; exec "$py" -m torch.distributed.run '
-                              '--node_rank="$SLURM_NODEID" "$@"'),
-    "deepspeed": DeepSpeedAgent("deepspeed --no_ssh", 'py=$1; shift; exec "$py" -m deepspeed.launcher.runner '
-                                '--node_rank="$SLURM_NODEID" "$@"',
+    "torchrun": TorchrunAgent("torchrun", _exec("torchrun", '--node_rank="$SLURM_NODEID" ')),
+    "deepspeed": DeepSpeedAgent("deepspeed --no_ssh", _exec("deepspeed", '--node_rank="$SLURM_NODEID" '),
                                 drops_files=(HOSTFILE, ENV_FILE), drops_env=("DS_ENV_FILE",),
                                 overridden=("deepspeed", ("hosts", "hostfile", "master_addr", "master_port", "ssh",
                                                           "launcher"))),
-    "gaudi": CommandAgent("optimum-habana's command", 'py=$1; shift; exec "$py" "$@"'),
+    "gaudi": CommandAgent("optimum-habana's command", _exec("python")),
 }

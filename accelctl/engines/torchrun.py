@@ -29,6 +29,7 @@ import re
 
 from accelctl.backends.base import WORKER
 from accelctl.contract.plan import FREE_PORT, Launch, Plan
+from accelctl.engines import torchrun_settings
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -65,6 +66,7 @@ def endpoint(spec: WorkloadSpec, target: TargetSpec, settings: dict) -> tuple[st
 class TorchrunEngine(Engine):
     name = "torchrun"
     summary = "one torchrun agent per node, c10d rendezvous (run launch nodeI on node I)"
+    settings = torchrun_settings.SETTINGS
     backends = ("torchrun",)
 
     def wrap(self, spec, target, built, job, settings):

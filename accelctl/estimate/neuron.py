@@ -24,7 +24,7 @@ NEURON_DEVICES = frozenset({"trn1", "inf2"})
 #: the fact no source gives, in the words of the reference report
 MISSING = ("missing fact: the host time per step of torch-xla's tracing and the data loader, which the host's "
            "vCPUs per NeuronCore bound (trn1.2xlarge 4, inf2.xlarge 2); per core both chips have the NeuronCore-v2's "
-           "published peak and HBM, so the estimate cannot show seed 004's faster Trainium")
+           "published peak and HBM, so the estimate cannot show the inf2/trn1 post's faster Trainium")
 
 
 def vcpus_per_core(target: TargetSpec) -> float | None:
@@ -48,6 +48,6 @@ def missing_fact(target: TargetSpec) -> str:
     loader = f"; {workers} loader workers per process" if workers is not None else ""
     return (f"; not modelled: the host time per step of torch-xla's tracing and the data loader "
             f"({host}{loader}): no published figure gives it, and it is the missing fact that would separate trn1 "
-            f"from inf2 (seed 004 measured trn1 faster); per core both have the NeuronCore-v2's published "
+            f"from inf2 (the inf2/trn1 post measured trn1 faster); per core both have the NeuronCore-v2's published "
             f"{dev.peak_flops['bf16'] / 1e12:g} TFLOPS bf16 and HBM, so the estimate tells them apart only by "
             f"NeuronLink ({dev.interconnect}) and the network")

@@ -14,6 +14,7 @@ per-layer overhead (eager or graphs) and tensor-parallel all-reduces.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +108,10 @@ def _link_time(c: T.Collective, sheet: Datasheet, instance: str, fx: Factors, lo
     return c.count * fx.collective_latency_s.value + intra + inter
 
 
-def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> Estimate:
+def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT, explain: bool = True) -> Estimate:
+    """The estimate of ``target``; ``explain`` False leaves out what only the why text and the
+    memory line say (the memory breakdown's words, an FP8 step's gain over the same step in
+    bf16, a second estimate): a sweep of thousands of points prints neither."""
     samples, basis = work.job_samples(spec)
     spec = spec.for_target(target)
     task = spec.task
@@ -132,7 +136,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     z = _sizes(spec, s)
     fam = spec.model.family
     fit = memory.estimate(spec, target, real=est.basis == "real")
-    est.memory_fit, est.fits = fit.describe(), fit.fits
+    est.memory_fit, est.fits = fit.describe() if explain else "", fit.fits
     e = 4 if target.precision.dtype == "fp32" else 2
     peak = peak_fig.value * fx.mfu.value
     bw = sheet.memory_bandwidth.value * fx.bandwidth.value
@@ -157,7 +161,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
     if est.bytes_per_step:
         est.why += (f"; arithmetic intensity {est.flops_per_step / est.bytes_per_step:,.0f} FLOP/byte against the "
                     f"device's ridge point of {peak / bw:,.0f}")
-    if dtype == "fp8" and task.training and est.why:
+    if dtype == "fp8" and task.training and est.why and explain:
         est.why += "; " + fp8_coverage(spec, s, z)[1] + _gain_over_bf16(spec, target, fx, est)
     est.why += neuron.missing_fact(target)
     _cost(est)
@@ -167,14 +171,26 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT) -> E
 def fp8_coverage(spec: WorkloadSpec, s: dict[str, Any], z: F.Sizes) -> tuple[float, str]:
     """The share of a forward pass's FLOPs that FP8 runs (the linears ``fp8_layers`` converts;
     not the output head, linears whose dims are not multiples of 16, attention's products,
-    convolutions) and a sentence saying so."""
-    fam = spec.model.family
+    convolutions) and a sentence saying so.  The same shape and sizes give the same answer:
+    remembered (a sweep asks it three times a point for thousands of points)."""
+    try:
+        return _coverage(spec.model.family, tuple(sorted(s.items())), z)
+    except TypeError:  # a shape value that cannot be a key (a list): counted afresh
+        return _coverage.__wrapped__(spec.model.family, tuple(sorted(s.items())), z)
+
+
+@functools.lru_cache(maxsize=256)
+def _coverage(fam: str, shape: tuple, z: F.Sizes) -> tuple[float, str]:
+    s = dict(shape)
     split = fp8_layers.split(fam, s, z.seq, z.target)
     total = F.forward(fam, s, z)
     share = min(1.0, split.fp8_flops() / total) if total else 0.0
     kept = ", ".join(x.name for x, _ in split.kept)
+    experts = (f"; the experts alone are {split.experts.flops() / total:.1%} of the FLOPs, in bf16 (torchao's FP8 "
+               "grouped GEMM for them is CUDA sm90+ and Triton only, not planned)"
+               if split.experts is not None and total else "")
     return share, (f"FP8 covers {share:.1%} of the FLOPs ({split.modules()} linear layers; not FP8: "
-                   f"{kept + ', ' if kept else ''}{split.not_linear})")
+                   f"{kept + ', ' if kept else ''}{split.not_linear}){experts}")
 
 
 def _gain_over_bf16(spec: WorkloadSpec, target: TargetSpec, fx: Factors, fp8: Estimate) -> str:
@@ -218,6 +234,10 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     t_elem = _elementwise_s(spec, target, s, z, bw) * micro * accum
     est.elementwise_s = t_elem
     t_core = max(t_compute, t_mem) + t_elem + t_opt   # separate kernels: they do not overlap the GEMMs
+    # a pipeline's stages wait for each other: pp - 1 of the accumulation + pp - 1 slots idle
+    # in every step, GPipe and 1F1B alike (Narayanan et al., 2021: bubble (p - 1) / m)
+    t_bubble = (max(t_compute, t_mem) + t_elem) * (p.pp - 1) / accum if p.pp > 1 else 0.0
+    t_core += t_bubble
     # DDP under torch.autocast keeps fp32 weights, so it all-reduces fp32 gradients; DeepSpeed's
     # bf16 / fp16 modes (ZeRO) keep 16-bit weights and reduce 16-bit gradients
     half = target.precision.dtype in ("bf16", "fp16", "fp8")
@@ -268,6 +288,9 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     _bound(est, t_compute, t_mem + t_elem + t_opt, exposed, t_host)
     if est.bound_by == "communication":
         est.why += f"; {t_comm * 1e3:.3g} ms of collectives, {window * 1e3:.3g} ms of backward to hide them in"
+    if t_bubble:
+        est.why += (f"; pipeline bubble {t_bubble * 1e3:.3g} ms ((pp - 1) / micro-batches = {p.pp - 1}/{accum} "
+                    f"of the stage's work)")
 
 
 #: runtimes that compile the whole step into fused graphs (the Neuron compiler through XLA);

@@ -15,13 +15,16 @@ not ``h`` and ``4h`` (d_model 1024, 32 heads x d_kv 128 = 4096, d_ff 16384)::
     each norm        e·s·b·h
 
 With ``e = 2``, ``d = h``, ``f = 4h`` a layer is the paper's ``s·b·h·(34 + 5·a·s/h)``.  Tensor
-parallelism splits ``d``, ``f`` and the heads (the paper's ``10 + 24/t + 5as/(ht)``).
+parallelism splits ``d``, ``f`` and the heads (the paper's ``10 + 24/t + 5as/(ht)``); sequence
+parallel divides the rest by t as well -- the norms, the residual stream, the dropout masks and
+the inputs of the split regions each hold ``s/t`` positions (section 4.2.2: ``34/t + 5as/(ht)``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec import param_count as P
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -48,30 +51,74 @@ class Block:
 
     def split(self, tp: int) -> "Block":
         """This rank's share under tensor parallelism (Megatron-style: d, f and heads split)."""
+        if tp == 1:
+            return self
         return replace(self, attn=self.attn // tp, ffn=self.ffn // tp, heads=max(self.heads // tp, 1),
                        kv=max(self.kv // tp, 1) if self.kv else 0)
 
 
-def self_attention(s: float, b: int, L: Block, e: int) -> float:
-    return s * b * (e * L.hidden + 4 * e * L.attn + L.hidden) + (2 * e + 1) * L.heads * s * s * b
+@dataclass(frozen=True)
+class Kept:
+    """What the layers' kernels keep for backward beyond the paper's fused-kernel count
+    (``kept_for``: measured on this CPU by ``tests/plan/measured_memory.py``).
+
+    * ``mask``: bytes per element of a dropout mask: 1 (a fused kernel's byte mask, the
+      paper's), the compute width ``e`` on the host CPU (``at::dropout`` there multiplies by a
+      noise tensor of the input's dtype and keeps it), 0 for a model without dropout;
+    * ``scores``: the attention's scores and probabilities are kept (eager attention, or SDPA
+      falling back to its math path for dropout), else a fused kernel keeps its output and a
+      4-byte log-sum-exp per head and query;
+    * ``gelu``: tensors of the MLP's width the activation function keeps: 1 (``nn.GELU``, a
+      fused kernel: its input), 4 for GPT-2's ``gelu_new`` (HF's ``NewGELUActivation``,
+      written as Python operators: its input, ``tanh``'s output, ``0.5 x`` and ``1 + tanh``)."""
+
+    mask: float = 1
+    scores: bool = True
+    gelu: int = 1
 
 
-def cross_attention(t: float, s: float, b: int, L: Block, e: int) -> float:
-    return t * b * (e * L.hidden + 2 * e * L.attn + L.hidden) + 2 * e * s * b * L.attn + (2 * e + 1) * L.heads * t * s * b
+#: Korthikanti et al.'s count: fused kernels, byte masks, materialized scores
+PAPER = Kept()
 
 
-def mlp(s: float, b: int, L: Block, e: int) -> float:
-    return s * b * (e * L.hidden + 2 * e * L.ffn + L.hidden)
+def self_attention(s: float, b: int, L: Block, e: int, k: Kept = PAPER) -> float:
+    scores = (2 * e + k.mask) * L.heads * s * s * b if k.scores else 4 * L.heads * s * b
+    return s * b * (e * L.hidden + 4 * e * L.attn + k.mask * L.hidden) + scores
 
 
-def encoder_layer(s: float, b: int, L: Block, e: int) -> float:
+def cross_attention(t: float, s: float, b: int, L: Block, e: int, k: Kept = PAPER) -> float:
+    return (t * b * (e * L.hidden + 2 * e * L.attn + k.mask * L.hidden) + 2 * e * s * b * L.attn
+            + (2 * e + k.mask) * L.heads * t * s * b)
+
+
+def mlp(s: float, b: int, L: Block, e: int, k: Kept = PAPER) -> float:
+    return s * b * (e * L.hidden + (1 + k.gelu) * e * L.ffn + k.mask * L.hidden)
+
+
+def replicated_in_layer(s: float, b: int, L: Block, e: int, k: Kept = PAPER) -> float:
+    """What tensor parallel leaves whole in one layer: the inputs of attention and MLP, their
+    output dropout masks and the 2 norms (the paper's ``10·s·b·h`` at e = 2 with byte masks);
+    sequence parallel divides it by tp."""
+    return s * b * (2 * e * L.hidden + 2 * k.mask * L.hidden) + 2 * e * s * b * L.hidden
+
+
+def encoder_layer(s: float, b: int, L: Block, e: int, k: Kept = PAPER) -> float:
     """Stored for backward by one encoder (or decoder-only) layer: attention, MLP, 2 norms."""
-    return self_attention(s, b, L, e) + mlp(s, b, L, e) + 2 * e * s * b * L.hidden
+    return self_attention(s, b, L, e, k) + mlp(s, b, L, e, k) + 2 * e * s * b * L.hidden
 
 
-def decoder_layer(t: float, s: float, b: int, L: Block, e: int) -> float:
+def decoder_layer(t: float, s: float, b: int, L: Block, e: int, k: Kept = PAPER) -> float:
     """One encoder-decoder decoder layer: self-attention over t, cross-attention to s, MLP, 3 norms."""
-    return self_attention(t, b, L, e) + cross_attention(t, s, b, L, e) + mlp(t, b, L, e) + 3 * e * t * b * L.hidden
+    return (self_attention(t, b, L, e, k) + cross_attention(t, s, b, L, e, k) + mlp(t, b, L, e, k)
+            + 3 * e * t * b * L.hidden)
+
+
+def backward_working_set(s: float, positions: float, b: int, L: Block, vocab: int, e: int) -> float:
+    """Gradients alive beside the kept activations while backward runs (measured: the tensors'
+    peak above what forward kept): the head's, the logits' gradient and the log-softmax's
+    (``2e`` per position and vocabulary entry), or, larger without a vocabulary (ViT), one
+    layer's MLP backward: the gradient of its wide intermediate and of the residual stream."""
+    return max(2 * e * positions * b * vocab, e * s * b * (L.ffn + L.hidden))
 
 
 def inference_layer(s: float, b: int, L: Block, e: int) -> float:
@@ -120,7 +167,29 @@ def hpu_lazy(target: TargetSpec) -> bool:
                                                                            target.parallel.strategy != "fsdp"))
 
 
-def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> float:
+#: families whose worker model has no dropout (timm's VisionTransformer: drop rates 0)
+NO_DROPOUT = ("vit",)
+#: families whose attention the worker runs as ``F.scaled_dot_product_attention`` without
+#: dropout, which dispatches a fused kernel on the host CPU and CUDA (timm's ``fused_attn``)
+FUSED_ATTENTION = ("vit",)
+#: tensors of the MLP's width the family's activation function keeps (see ``Kept.gelu``)
+GELU_KEPT = {"gpt2": 4}
+
+
+def kept_for(spec: WorkloadSpec, target: TargetSpec, real: bool, e: int) -> Kept:
+    """What ``target``'s kernels keep for backward (``Kept``): the host CPU's eager dropout
+    keeps its mask in the compute width; a fused attention kernel keeps no scores where it
+    runs (the device family's ``fused_sdpa``: the host CPU, measured, and CUDA's FlashAttention)."""
+    fam = spec.model.family
+    src = spec.model.real_shape if (real and spec.model.real_shape) else spec.model.stand_in
+    dev = DEVICES[target.device]
+    dropout = fam not in NO_DROPOUT and float(src.get("dropout", 0.1)) > 0
+    mask = (e if dev.host else 1) if dropout else 0
+    fused = fam in FUSED_ATTENTION and not dropout and DEVICE_FAMILIES[dev.adapter].fused_sdpa
+    return Kept(mask=mask, scores=not fused, gelu=GELU_KEPT.get(fam, 1))
+
+
+def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int, real: bool = True) -> float:
     """Activations kept for backward on one device.
 
     * without gradient checkpointing: every layer's activations;
@@ -140,22 +209,28 @@ def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> 
     p, b = target.parallel, target.batch.micro
     L = arch.block.split(p.tp)
     s, h = sh.seq_len, L.hidden
+    k = kept_for(spec, target, real, e)
     if arch.decoder_layers:
         t = spec.dataset.target_len
         enc_n, dec_n = sh.layers / p.pp, arch.decoder_layers / p.pp
-        enc, dec = encoder_layer(s, b, L, e), decoder_layer(t, s, b, L, e)
+        enc, dec = encoder_layer(s, b, L, e, k), decoder_layer(t, s, b, L, e, k)
         full = enc_n * enc + dec_n * dec
         # layer inputs, the encoder output every cross-attention reads, one layer recomputed
         kept = enc_n * e * s * b * h + dec_n * e * t * b * h + e * s * b * h + max(enc, dec)
         head = lm_head(t, b, sh.vocab, e, loss=True)
+        working = backward_working_set(s, t, b, L, sh.vocab, e)
     else:
         n = sh.layers / p.pp
-        layer = encoder_layer(s, b, L, e)
-        full, kept = n * layer, n * e * s * b * h + layer
+        layer = encoder_layer(s, b, L, e, k)
+        # sequence parallel: what TP left whole, and the layer inputs checkpointing keeps, on s/tp positions
+        sp = p.tp if p.sequence_parallel and p.tp > 1 else 1
+        layer -= replicated_in_layer(s, b, L, e, k) * (1 - 1 / sp)
+        full, kept = n * layer, n * e * s * b * h / sp + layer
         head = lm_head(s, b, sh.vocab, e, loss=True)  # vit: vocab 0 (the class head is negligible)
-    if hpu_lazy(target):
+        working = backward_working_set(s, s, b, L, sh.vocab, e)
+    if hpu_lazy(target):  # the graph's 2x holds the gradients already
         return 2 * full + head
-    return (kept if target.gradient_checkpointing else full) + head
+    return (kept if target.gradient_checkpointing else full) + head + working
 
 
 # --------------------------------------------------------------------------- inference

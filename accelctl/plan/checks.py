@@ -14,6 +14,7 @@ from __future__ import annotations
 from accelctl.backends.findings import CheckResult
 from accelctl.contract.plan import Plan
 from accelctl.plan.registry import BACKENDS, ENGINES
+from accelctl.plan.stack import unchecked
 from accelctl.spec.types import WorkloadSpec
 
 __all__ = ["CheckResult", "check_plan"]
@@ -24,4 +25,5 @@ def check_plan(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
     backend, engine = BACKENDS.get(plan.backend), ENGINES.get(plan.engine)
     spec = spec.for_target(spec.target(plan.target))
     node = engine.node_plan(plan) if engine else plan
-    return [*(backend.check(node, spec) if backend else []), *(engine.check(plan, spec) if engine else [])]
+    results = [*(backend.check(node, spec) if backend else []), *(engine.check(plan, spec) if engine else [])]
+    return results + unchecked(spec.target(plan.target), results)

@@ -14,6 +14,7 @@ from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.rehearsal_size import sized_for_this_cpu
 from accelctl.plan.rehearse import rehearsal_target
 from accelctl.plan.select import named_target
+from accelctl.plan.stack import engine_settings, with_stack
 from accelctl.plan.tracking import missing_trackers, resolve_tracking, tracking_notes
 from accelctl.plan.weights import unreachable_weights, weights_note
 from accelctl.spec.catalog import DEVICES
@@ -91,7 +92,8 @@ def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, r
     if missing is not None:
         raise PlanError(diagnostics=[missing])
     built = backend.build(spec, target, job)
-    built = eng.wrap(spec, target, built, job, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
+    settings = engine_settings(target, engine_name, spec.engines.get(engine_name) or EngineSpec(kind=engine_name))
+    built = with_stack(spec, target, engine_name, settings, eng.wrap(spec, target, built, job, settings))
     warnings = [*built.warnings, *checkpoint_warnings(target, job)]
     notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe()]
     if job.strategy == parallel_layout.WORKER_STRATEGY:  # the worker's DeviceMesh (a vendor stack says its own)
@@ -110,7 +112,8 @@ def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, r
             warnings.append(slow)
     plan = Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
-                notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking)
+                notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking,
+                request=built.request)
     bad = plan.unwritable()
     if bad is not None:  # the check pass refuses every such value at its line: this is the second line
         raise PlanError(diagnostics=[_diag(spec, target, "E218", f"target {target.name}: {bad}",

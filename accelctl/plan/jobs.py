@@ -116,7 +116,9 @@ def optimize_notes(job: WorkerJob) -> list[str]:
     """One plan note per ``optimize`` setting and static KV cache the worker will apply."""
     notes = []
     if job.optimize.compile:
-        notes.append(f"torch.compile(mode={job.optimize.compile_mode}) of the model: compiled in the warm-up "
+        what = ("each transformer block, before FSDP2's fully_shard (torchtitan's order: the per-block all-gathers "
+                "and reduce-scatters stay outside the graphs)" if job.strategy == "sharded" else "the model")
+        notes.append(f"torch.compile(mode={job.optimize.compile_mode}) of {what}: compiled in the warm-up "
                      "steps (time reported as compile_s, apart from the measured steps; recompilations after "
                      "warm-up counted and warned)")
     if job.optimize.channels_last:

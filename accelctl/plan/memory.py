@@ -16,6 +16,8 @@ Accounting (bytes per parameter Ψ, per device):
   (encoder, decoder-only and encoder-decoder with cross-attention and the target length),
   gradient checkpointing, HPU lazy mode's first-iteration graph, generation (prefill and
   KV cache) and latent diffusion (UNet per image at its resolutions, VAE decode);
+* on the host CPU, the synthetic images the worker generates up front (``data_pool``): they
+  live in the same memory as the tensors;
 * a fixed runtime reserve (CUDA context, HPU/Neuron runtime, allocator slack).
 
 docs/language.md ("Memory fit") states the model, its assumptions and sources, and the
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelctl.contract.job import DebugJob
 from accelctl.plan import activations as act
 from accelctl.spec import param_count as P
 from accelctl.spec.catalog import DEVICES
@@ -58,10 +61,13 @@ class MemoryFit:
     basis: str
     #: why the activations are what they are, when it is not the plain layer count
     activations_note: str = ""
+    #: the host CPU's synthetic data pool (``data_pool``)
+    data: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + self.reserve
+        return (self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + self.reserve
+                + self.data)
 
     @property
     def fits(self) -> bool:
@@ -69,7 +75,8 @@ class MemoryFit:
 
     def describe(self) -> str:
         parts = [("weights", self.weights), ("gradients", self.gradients), ("optimizer", self.optimizer),
-                 ("activations", self.activations), ("kv cache", self.kv_cache), ("reserve", self.reserve)]
+                 ("activations", self.activations), ("kv cache", self.kv_cache), ("reserve", self.reserve),
+                 ("data", self.data)]
         body = " + ".join(f"{n} {fmt_bytes(v)}" + (f" ({self.activations_note})" if n == "activations"
                                                     and self.activations_note else "") for n, v in parts if v)
         cap = fmt_bytes(self.capacity) if self.capacity > 0 else "host memory"
@@ -178,7 +185,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
             weights = 0.0
         if p.strategy == "fsdp":
             weights, grads, optim = fsdp_states(weights, grads, optim, dp, sh, p)
-        acts = act.training(spec, target, sh, arch, wbytes) * in_flight(p, target.batch.accumulation)
+        acts = act.training(spec, target, sh, arch, wbytes, real) * in_flight(p, target.batch.accumulation)
         if act.hpu_lazy(target):
             note = "2x: HPU lazy mode's first-iteration graph"
     elif spec.model.family == "stable_diffusion":
@@ -189,7 +196,22 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
         acts = act.inference(spec, target, sh, arch, wbytes)
     reserve = 0 if host else RESERVE_BYTES
     capacity = float(target.memory_bytes or host_memory_bytes())
-    return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note)
+    data = data_pool(spec, target) if host and spec.task.training else 0.0
+    return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note, data)
+
+
+def data_pool(spec: WorkloadSpec, target: TargetSpec) -> float:
+    """Synthetic images the worker makes before the first step and cycles through
+    (``worker.data._synthetic_images``: ``DebugJob.synthetic_pool`` batches of ``micro`` fp32
+    images and int64 labels); on an accelerator they stay in host memory, outside the device's.
+    Synthetic tokens (a pool of int64 ids) are left out: 8 bytes a token, under a percent of a
+    layer's activations."""
+    d = spec.dataset
+    if spec.model.family != "vit" or d.kind != "synthetic":
+        return 0.0
+    src = spec.model.stand_in or spec.model.real_shape
+    size = int(src.get("image_size", d.image_size))
+    return float(DebugJob().synthetic_pool * target.batch.micro * (4 * d.channels * size * size + 8))
 
 
 def fsdp_states(weights: float, grads: float, optim: float, dp: int, sh: Shape, p) -> tuple[float, float, float]:

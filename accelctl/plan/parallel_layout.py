@@ -14,6 +14,7 @@ from accelctl.contract.mesh import Mesh, stage_layers
 from accelctl.plan.memory import estimate, fmt_bytes
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.parallel_plans import PLANS, describe_split
+from accelctl.spec.parallel_rules import positions
 from accelctl.spec.types import ParallelSpec, TargetSpec, WorkloadSpec
 
 SHARDED = ("fsdp", "tensor", "pipeline")
@@ -39,7 +40,12 @@ def _ffn(shape: dict) -> int:
     return int(shape.get("ffn") or hidden * float(shape.get("mlp_ratio", 4)))
 
 
-def rank_line(mesh: Mesh, rank: int, shape: dict, family: str, p: ParallelSpec) -> str:
+def _sequence(spec: WorkloadSpec, shape: dict) -> int:
+    """The positions a block runs on (``parallel_rules.positions``)."""
+    return positions(spec.model.family, shape, spec.dataset.seq_len, spec.dataset.image_size)[0]
+
+
+def rank_line(mesh: Mesh, rank: int, shape: dict, family: str, p: ParallelSpec, sequence: int = 0) -> str:
     c = mesh.coords(rank)
     parts = []
     if mesh.pp > 1:
@@ -58,6 +64,8 @@ def rank_line(mesh: Mesh, rank: int, shape: dict, family: str, p: ParallelSpec) 
         ffn = _ffn(shape)
         if ffn:
             tp_part.append(f"MLP columns {_slice(ffn, mesh.tp, c['tp'])}")
+        if p.sequence_parallel and sequence:
+            tp_part.append(f"sequence positions {_slice(sequence, mesh.tp, c['tp'])} between the split regions")
         parts.append(f"tp {c['tp']}: " + ", ".join(tp_part))
     return f"rank {rank}: " + "; ".join(parts)
 
@@ -79,6 +87,14 @@ def strategy_lines(spec: WorkloadSpec, target: TargetSpec, mesh: Mesh) -> list[s
         out.append(f"TP plan ({family}, {PLANS[family].blocks}.N): {describe_split(family)}; embeddings, norms and "
                    f"head replicated; 2 all-reduces of {fmt_bytes(act)} (micro × seq × hidden) per block in "
                    f"forward and 2 in backward: {4 * blocks * target.batch.accumulation} per step over tp {mesh.tp}")
+        if p.sequence_parallel:
+            plan = PLANS[family]
+            out.append(f"sequence parallel over tp {mesh.tp}: {', '.join(plan.norms)} run on {_sequence(spec, shape) // mesh.tp} "
+                       f"of {_sequence(spec, shape)} positions per rank (SequenceParallel), {', '.join(plan.gathers)} "
+                       "all-gather the sequence before their column-wise projections and the row-wise ones "
+                       "reduce-scatter onto it (Shard(1)): each all-reduce above becomes an all-gather plus a "
+                       "reduce-scatter, the same bytes; the norms', residuals' and dropouts' activations (the "
+                       f"10·s·b·h TP leaves whole) and the checkpointed layer inputs divided by tp {mesh.tp}")
     if mesh.pp > 1:
         m = target.batch.accumulation
         bubble = (mesh.pp - 1) / (m + mesh.pp - 1)
@@ -98,6 +114,9 @@ def memory_line(spec: WorkloadSpec, target: TargetSpec) -> str:
     if world % tp == 0 and tp > 1:
         layouts += [(f"tensor(tp = {tp})", ParallelSpec(strategy="tensor", tp=tp)),
                     (f"fsdp(tp = {tp})", ParallelSpec(strategy="fsdp", tp=tp))]
+        if p.sequence_parallel:
+            sp = ParallelSpec(strategy=p.strategy, tp=tp, sequence_parallel=True)
+            layouts.append((f"{p.strategy}(tp = {tp}, sequence_parallel = on)", sp))
     if world % pp == 0 and pp > 1:
         layouts.append((f"pipeline(pp = {pp})", ParallelSpec(strategy="pipeline", pp=pp, schedule=p.schedule)))
     shown = []
@@ -116,7 +135,8 @@ def notes(spec: WorkloadSpec, target: TargetSpec) -> list[str]:
     mesh = Mesh.of(target.world_size, p.tp, p.pp)
     out = [mesh.describe() + " (tp innermost: rank = (pp_i·dp + dp_i)·tp + tp_i)"]
     shape = _shape(spec, target)
-    out += [rank_line(mesh, r, shape, spec.model.family, p) for r in range(min(mesh.world, RANKS_SHOWN))]
+    sequence = _sequence(spec, shape)
+    out += [rank_line(mesh, r, shape, spec.model.family, p, sequence) for r in range(min(mesh.world, RANKS_SHOWN))]
     if mesh.world > RANKS_SHOWN:
         out.append(f"ranks {RANKS_SHOWN}-{mesh.world - 1}: the same rule")
     return out + strategy_lines(spec, target, mesh) + [memory_line(spec, target)]

@@ -2,7 +2,9 @@
 
 A rehearsal is never what the target runs; it is a cheap dress rehearsal of the same
 workload: the same task, data, measure and batch arithmetic, the same parallel strategy
-where it runs on a CPU (DDP over gloo, DeepSpeed ZeRO), scaled down to this machine's
+where it runs on a CPU (DDP over gloo, DeepSpeed ZeRO, FSDP2, tensor parallel and FSDP ×
+tensor on the stand-in, at a tp its heads and this machine's cores take, pipeline parallel at
+a pp its layers and the cores take, the schedule kept), scaled down to this machine's
 cores, with the stand-in model and random weights.  Every run record, console line, TUI
 screen and report marks it as a rehearsal of the target it stands for.
 
@@ -20,12 +22,17 @@ import dataclasses
 from accelctl.contract.plan import Rehearsal
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.contract import hostfacts
+from accelctl.plan.rehearsal_size import SIZE
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.parallel_plans import PIPELINE_FAMILIES, PLANS
+from accelctl.spec.parallel_rules import positions
 from accelctl.spec.schema import INFERENCE_STRATEGIES, TARGET_OPTIONS
 from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
 
 #: the catalog's host device (the CPU accelctl runs on)
 HOST = next(name for name, d in DEVICES.items() if d.host)
+#: layouts whose tensor parallel a rehearsal keeps (the worker's, on gloo ranks): tensor, fsdp × tensor
+TENSOR_REHEARSED = ("tensor", "fsdp")
 #: target options that still mean something on the host
 KEPT_OPTIONS = ("threads",)
 
@@ -52,7 +59,9 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
     elif precision.dtype in ("bf16", "fp16") and not cpu_has_native(precision.dtype):
         changes.append(f"{precision.dtype} -> fp32 (this CPU has no native {precision.dtype})")
         precision = PrecisionSpec(dtype="fp32")
-    parallel = _parallel_here(target.parallel, world, changes)
+    parallel, world, kept = _tensor_here(spec, target.parallel, world, changes)
+    parallel, world, staged = _pipeline_here(spec, parallel, world, target.batch.accumulation, changes)
+    parallel = _parallel_here(parallel, world, changes, keep_tp=kept, keep_pp=staged)
     dropped = sorted(k for k in target.options if k in TARGET_OPTIONS and k not in KEPT_OPTIONS)
     if dropped:
         changes.append("device options not rehearsed: " + ", ".join(dropped))
@@ -67,10 +76,100 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
                             changes=tuple(changes))
 
 
-def _parallel_here(p: ParallelSpec, world: int, changes: list[str]) -> ParallelSpec:
-    if p.tp * p.pp > 1:
+def rehearsal_tp(spec: WorkloadSpec, p: ParallelSpec, world: int) -> int:
+    """The tensor-parallel size a rehearsal of ``p`` runs with ``world`` processes: the largest
+    divisor of the target's tp that fits them and the stand-in's heads (and key/value heads);
+    1 where none does, or where the layout is not the worker's tensor parallel (DeepSpeed's
+    ``zero(tp)``, generation)."""
+    shape = spec.model.stand_in
+    if p.tp <= 1 or p.strategy not in TENSOR_REHEARSED or not spec.task.training or spec.model.family not in PLANS:
+        return 1
+    heads = int(shape.get("heads", 1) or 1)
+    kv = int(shape.get("kv_heads", heads) or heads)
+    return max(d for d in range(1, min(p.tp, world) + 1) if p.tp % d == 0 and heads % d == 0 and kv % d == 0)
+
+
+def _tensor_here(spec: WorkloadSpec, p: ParallelSpec, world: int, changes: list[str]
+                 ) -> tuple[ParallelSpec, int, bool]:
+    """Tensor parallel (``tensor``, ``fsdp(tp)``) kept on gloo ranks with the stand-in, at the
+    ``rehearsal_tp`` it takes here, and the processes a whole number of tp groups; whether kept."""
+    tp = rehearsal_tp(spec, p, world)
+    if tp == 1:
+        if p.tp > 1 and p.strategy in TENSOR_REHEARSED and spec.task.training and spec.model.family in PLANS:
+            shape = spec.model.stand_in
+            changes.append(f"tensor parallel (tp {p.tp}) -> 1: no tp of 2 or more divides the stand-in's "
+                           f"{shape.get('heads')} heads and {shape.get('kv_heads', shape.get('heads'))} key/value "
+                           f"heads and fits this machine's {world} processes")
+            p = dataclasses.replace(p, tp=1, sequence_parallel=False,
+                                    strategy="fsdp" if p.strategy == "fsdp" else "data" if world > 1 else "none")
+        return p, world, False
+    if tp != p.tp:
+        changes.append(f"tensor parallel tp {p.tp} -> {tp} (the stand-in's {spec.model.stand_in.get('heads')} heads "
+                       f"over this machine's {world} processes)")
+    if world % tp:
+        changes.append(f"{world} processes -> {world - world % tp} (whole tp groups of {tp})")
+        world -= world % tp
+    sp = p.sequence_parallel
+    n, made_of = positions(spec.model.family, spec.model.stand_in, min(spec.dataset.seq_len, SIZE["seq_len"]),
+                           spec.dataset.image_size)
+    if sp and n % tp:
+        changes.append(f"sequence parallel off: the rehearsal's {n} positions ({made_of}) do not divide by tp {tp}")
+        sp = False
+    return dataclasses.replace(p, tp=tp, sequence_parallel=sp), world, True
+
+
+def _stage_limits(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation: int) -> dict[str, int]:
+    """What caps a rehearsal's pipeline stages, each with its cap: the target's pp, the
+    processes here, the stand-in's layers (a block per stage at least), and for 1F1B the
+    rehearsal's micro-batches (one per stage in flight)."""
+    layers = int(spec.model.stand_in.get("layers", 1) or 1)
+    limits = {f"the target's pp {p.pp}": p.pp, f"this machine's {world} processes": world,
+              f"the stand-in's {layers} layers": layers}
+    if p.schedule == "one_f_one_b":
+        acc = min(accumulation, SIZE["accumulation"])
+        limits[f"one_f_one_b's micro-batch per stage in flight (the rehearsal's accumulation {acc})"] = acc
+    return limits
+
+
+def _staged(spec: WorkloadSpec, p: ParallelSpec) -> bool:
+    """Whether ``p`` is the worker's pipeline (not DeepSpeed's ``zero(pp)``) of a training
+    task whose family has a stage split."""
+    return (p.pp > 1 and p.strategy == "pipeline" and spec.task.training
+            and spec.model.family in PIPELINE_FAMILIES)
+
+
+def rehearsal_pp(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation: int) -> int:
+    """The pipeline size a rehearsal of ``p`` runs with ``world`` processes: the most stages,
+    up to the target's pp, that the processes hold and the stand-in's layers fill (split as
+    ``mesh.stage_layers`` splits the target's), for 1F1B no more than the micro-batches in
+    flight; 1 where ``p`` is not ``_staged``."""
+    return max(1, min(_stage_limits(spec, p, world, accumulation).values())) if _staged(spec, p) else 1
+
+
+def _pipeline_here(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation: int, changes: list[str]
+                   ) -> tuple[ParallelSpec, int, bool]:
+    """Pipeline parallel kept on gloo ranks with the stand-in, at the ``rehearsal_pp`` it takes
+    here, its schedule as written, and the processes a whole number of pipelines; whether kept."""
+    if not _staged(spec, p):
+        return p, world, False  # flattened by _parallel_here where pp > 1 (DeepSpeed's zero(pp))
+    pp = rehearsal_pp(spec, p, world, accumulation)
+    why = " and ".join(k for k, v in _stage_limits(spec, p, world, accumulation).items() if v == pp)
+    if pp == 1:
+        changes.append(f"pipeline parallel (pp {p.pp}) -> 1: no 2 stages fit {why}; schedule {p.schedule} dropped")
+        return dataclasses.replace(p, pp=1, strategy="data" if world > 1 else "none"), world, False
+    if pp != p.pp:
+        changes.append(f"pipeline parallel pp {p.pp} -> {pp} ({why}; schedule {p.schedule} kept)")
+    if world % pp:
+        changes.append(f"{world} processes -> {world - world % pp} (whole pipelines of {pp} stages)")
+        world -= world % pp
+    return dataclasses.replace(p, pp=pp), world, True
+
+
+def _parallel_here(p: ParallelSpec, world: int, changes: list[str], keep_tp: bool = False,
+                   keep_pp: bool = False) -> ParallelSpec:
+    if (p.pp > 1 and not keep_pp) or (p.tp > 1 and not keep_tp):
         changes.append(f"tensor/pipeline parallel (tp {p.tp}, pp {p.pp}) -> 1: each process holds the whole stand-in")
-        p = dataclasses.replace(p, tp=1, pp=1)
+        p = dataclasses.replace(p, tp=1, pp=1, sequence_parallel=False)
         if p.strategy in ("tensor", "pipeline"):
             p = dataclasses.replace(p, strategy="data" if world > 1 else "none")
     if p.kernel_inject:

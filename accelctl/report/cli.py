@@ -106,9 +106,9 @@ def _plot(entries: list, path: str, title: str, runs: list, reference: bool = Fa
 
     curves = [(f"{w} ({d})", rows) for w, d, _, rows in scaling_groups(runs)]
     if reference:
-        from accelctl.report.reference import load_reference, table_scaling
+        from accelctl.report.reference import load_reference, publication, table_scaling
 
-        curves += [(f"seed {t['seed']}: {t['id'][4:]}", list(table_scaling(t).values()))
+        curves += [(f"{publication(t['seed'])}: {t['id'][4:]}", list(table_scaling(t).values()))
                    for t in load_reference()["tables"] if t["kind"] == "scaling"]
     try:
         out = plot_report(entries, path, curves, title=title)
@@ -133,7 +133,7 @@ def cmd_report(args) -> int:
     reply = getattr(args, "reply", None)
     if not entries and not args.reference:
         message = ("no runs to report (accelctl run FILE stores them under ./runs); "
-                   "accelctl report --reference prints the seeds' published tables")
+                   "accelctl report --reference prints the published tables accelctl reproduces")
         print(message, file=sys.stderr)
         if reply is not None:
             reply.result = {"tables": []}
@@ -320,9 +320,9 @@ def _guarded(fn):
 
 
 def register(sub) -> None:
-    r = sub.add_parser("report", help="tables of stored runs: step time, throughput, cost; --reference: the seeds'")
+    r = sub.add_parser("report", help="tables of stored runs: step time, throughput, cost; --reference: the published ones")
     r.add_argument("runs", nargs="*", metavar="RUN", help="run ids or folders (default: every ok run)")
-    r.add_argument("--reference", action="store_true", help="the seeds' published tables (with RUN: next to them)")
+    r.add_argument("--reference", action="store_true", help="the published tables accelctl reproduces (with RUN: next to them)")
     r.add_argument("--all", action="store_true", help="include failed, stopped and incomplete runs")
     r.add_argument("--workload", "-w", help="only runs of this workload")
     r.add_argument("--plot", metavar="FILE.png", help="also draw step time, throughput and scaling to a PNG")

@@ -35,13 +35,19 @@ from accelctl.analysis.stats import StepStats, measured_step_times, per_device, 
 from accelctl.run.store import SPEC_FILE, read_object
 
 
+#: the run column of a publication's figure (its name is ``Entry.publication``)
+PUBLISHED = "published"
+
+
 @dataclass(frozen=True)
 class Entry:
     workload: str
     target: str
-    #: a run id, or "seed 001" for a published figure
+    #: a run id, or ``PUBLISHED`` for a publication's figure
     source: str
     label: str = ""
+    #: the publication's short name ("AWS DL1 blog") for a published figure, else ""
+    publication: str = ""
     device: str = ""
     instance: str = ""
     #: accelerators (processes) in total

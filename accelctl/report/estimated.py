@@ -57,8 +57,8 @@ ROWS: dict[str, dict[str, tuple[str, str, str]]] = {
 }
 
 
-_SD_PER_IMAGE = ("huggingface/blog habana-gaudi-2-benchmark.md (R. Pierrard, 2022-12-14), the table seed 000 "
-                 "quotes: 'Latency (s/img)', Gaudi at BS=4/8 ('returned equal latencies for both'), A100 at BS=1")
+_SD_PER_IMAGE = ("huggingface/blog habana-gaudi-2-benchmark.md (R. Pierrard, 2022-12-14), the table the HF Gaudi2 "
+                 "blog quotes: 'Latency (s/img)', Gaudi at BS=4/8 ('returned equal latencies for both'), A100 at BS=1")
 #: table -> rows whose published figure is seconds per image: a call's latency over its batch
 PER_IMAGE: dict[str, tuple[str, ...]] = {"000-sd": ("gaudi1", "gaudi2", "a100")}
 
@@ -90,11 +90,12 @@ class Estimated:
 
 
 _SW000 = ("the run is BERT-base at 512 tokens (the workload, as run), Hugging Face's BertForMaskedLM through "
-          "an early Optimum Habana release; seed 001 runs Habana's own BERT on the same Gaudi1 at 45 TFLOP/s per "
-          "device: no single achievable fraction fits both, and the model's datasheet one fits 001.  The published "
-          "time is the Trainer's wall time over 65,000 steps, checkpoint saves and Hub pushes included (not modelled)")
+          "an early Optimum Habana release; the AWS DL1 blog runs Habana's own BERT on the same Gaudi1 at 45 TFLOP/s "
+          "per device: no single achievable fraction fits both, and the model's datasheet one fits the DL1 blog's.  "
+          "The published time is the Trainer's wall time over 65,000 steps, checkpoint saves and Hub pushes included "
+          "(not modelled)")
 _SD = ("the published latencies are seconds per image (" + _SD_PER_IMAGE + "): 50 denoising steps with guidance (the "
-       "pipeline's default; the seed does not say), the UNet's products at the MFU plus its unfused attention's "
+       "pipeline's default; the blog does not say), the UNet's products at the MFU plus its unfused attention's "
        "score matrices (heads x 4,096^2 at the top level) streamed 4 times at memory speed")
 _DS_TP = ("the time beyond the weights is per-collective latency inside DeepSpeed-inference's tensor parallelism "
           "(2 all-reduces of one token's activations per layer); the model charges nccl-tests' 20 us each and has "
@@ -104,7 +105,7 @@ _SUM = ("decode adds host dispatch to the device time (no overlap inside a token
 _7B_A100 = ("with kernel injection the model reads 14 GB of weights in 8.8 ms per token and dispatches 30 x 16 "
             "launches; the published 21 ms per token on one A100 (24 ms on 8) is what Hugging Face's eager "
             "BloomBlock costs instead (45 operators per layer: the previous model's +5% and -35%), as if the 7B runs "
-            "did not inject kernels; the seed does not say, and neither is fitted")
+            "did not inject kernels; the blog does not say, and neither is fitted")
 _SD_GAUDI = ("lazy mode's graph compiler fuses the UNet's element-wise chains (GroupNorm, SiLU, residual adds) into "
              "its kernels and HPU graphs replay the launches: no element-wise or launch term, as for transformers")
 _SD_A100 = ("one image per call on the A100 (the UNet at batch 2 with guidance) in eager diffusers: the element-wise "
@@ -120,20 +121,20 @@ _SD_A100 = ("one image per call on the A100 (the UNet at batch 2 with guidance) 
 #: table -> row -> what the model does not know about that row
 NOTES: dict[str, dict[str, str]] = {
     "000-bert": {"gaudi1_bs32": _SW000 + "; Gaudi1's peak is itself an ASSUMPTION (1/4 of Gaudi2's)",
-                 "gaudi2_bs32": _SW000 + "; the seed's own bs 32 -> 64 gain (x1.16) implies ~45 ms of fixed time per "
+                 "gaudi2_bs32": _SW000 + "; the blog's own bs 32 -> 64 gain (x1.16) implies ~45 ms of fixed time per "
                                          "step on top of 3.7 ms per sample",
                  "gaudi2_bs64": _SW000},
     "000-sd": {"gaudi1": _SD + "; " + _SD_GAUDI + "; Gaudi1's peak is an ASSUMPTION", "gaudi2": _SD + "; " + _SD_GAUDI,
                "a100": _SD + "; " + _SD_A100},
-    "001-bert-large": {n: "the seed gives no batch for this baseline (64 per device assumed); DeepSpeed ZeRO-1 reduces "
+    "001-bert-large": {n: "the blog gives no batch for this baseline (64 per device assumed); DeepSpeed ZeRO-1 reduces "
                           "the gradients after the backward pass (overlap_comm off), over the hierarchical ring with "
-                          "the node's 400 Gbps EFA: the model's scaling 98 / 95 / 92% against the seed's 98 / 96 / 90%"
+                          "the node's 400 Gbps EFA: the model's scaling 98 / 95 / 92% against the blog's 98 / 96 / 90%"
                        for n in ("1n", "2n", "4n", "8n")},
     "001-bert-1.5b": {"1n": "the 1-node row is the achievable fraction alone on Gaudi1's ASSUMED peak (1/4 of "
                             "Gaudi2's): no collective leaves the node",
                       "8n": "Habana's deepspeed_config_bert_1.5b.json: ZeRO-1, bf16, no overlap_comm, so the gradient "
                             "reduce-scatter and the weight all-gather run after the backward pass, exposed: ~0.1 s of an "
-                            "~11 s step over 400 Gbps EFA, ~99% scaling.  The seed's 85% needs ~1.7 s more per step, as "
+                            "~11 s step over 400 Gbps EFA, ~99% scaling.  The blog's 85% needs ~1.7 s more per step, as "
                             "if the ~5 GB a node sends crossed at ~3 GB/s: on DL1 HCCL's scale-out goes through host "
                             "memory (Habana's 'Scale-out via Host NIC': Gaudi1's own RoCE scale-out ports are not "
                             "cabled), whose throughput no source publishes; not modelled, and not fitted",
@@ -141,7 +142,7 @@ NOTES: dict[str, dict[str, str]] = {
                              "per-step cost of crossing nodes at a rate far below EFA's would be"},
     "002-vit": {"p4d": "eager timm blocks under autocast: LayerNorm, casts, GELU and residual adds are kernels of "
                        "their own at memory speed",
-                "p5": "the seed's toy-model code says batch 64 per GPU, its results table doubles p5's batch "
+                "p5": "the post's toy-model code says batch 64 per GPU, its results table doubles p5's batch "
                       "(the reference table keeps 64); at 128 per GPU the estimate is ~2x this",
                 "p4d_te": "Transformer Engine's fused layers move fewer element-wise bytes; its own kernels' "
                           "speed is not modelled",
@@ -157,7 +158,7 @@ NOTES: dict[str, dict[str, str]] = {
                                  "it; no CUDA graphs under its tensor parallelism): " + _SUM,
                    "7b8_gaudi2": _DS_TP,
                    "7b8_a100": _DS_TP + "; " + _SUM + "; " + _7B_A100,
-                   "7b8_gaudi1": _DS_TP + "; the seed's 8-device run is slower than its 1-device run (3.03 vs "
+                   "7b8_gaudi1": _DS_TP + "; the blog's 8-device run is slower than its 1-device run (3.03 vs "
                                           "2.87 s): each of its 6,000 collectives costs ~0.5 ms",
                    "7b1_gaudi2": "HPU graphs, one device: the weights' read plus 10 us per layer of graph replay",
                    "7b1_a100": _7B_A100 + "; " + _SUM,

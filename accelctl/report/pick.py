@@ -22,7 +22,11 @@ from accelctl.report import sweep_over as SO
 from accelctl.spec.catalog import DATASHEETS, DEVICES, INSTANCES
 
 NODES = (1, 2, 4, 8, 16)
-TRAINING_LAYOUTS = ("ddp", "zero(stage = 1)", "zero(stage = 2)", "zero(stage = 3)", "fsdp")
+#: data-parallel layouts, then tensor and pipeline parallel and FSDP x TP (a node's 8 devices, or
+#: half of them): the check pass and the plan refuse those a backend or the model cannot take
+TRAINING_LAYOUTS = ("ddp", "zero(stage = 1)", "zero(stage = 2)", "zero(stage = 3)", "fsdp",
+                    "tensor(tp = 4)", "tensor(tp = 8)", "pipeline(pp = 4)", "pipeline(pp = 8)",
+                    "fsdp(tp = 4)", "fsdp(tp = 8)")
 
 
 @dataclass

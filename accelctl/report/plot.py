@@ -4,7 +4,7 @@ matplotlib (the ``report`` extra) is imported here only, with the Agg backend.
 Each bar is labelled with its workload, target (and device count) and run (``bar_labels``).
 Panels: mean step time per entry with its 95 % CI as error bars; throughput per entry,
 one panel per unit; when the entries measure a workload at two or more device counts
-(or a seed's scaling table is given), scaling efficiency against devices (ideal = 100 %).
+(or a publication's scaling table is given), scaling efficiency against devices (ideal = 100 %).
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ def _clip(text: str, most: int = 18) -> str:
 
 def bar_labels(entries: Sequence[Entry]) -> list[str]:
     """Each bar's label: the workload, the target with its device count, and the run (its
-    short id, unique among the bars; a seed's figure keeps its seed name), one per line:
+    short id, unique among the bars; a published figure its publication's name), one per line:
     ``fixture_train`` / ``small · 1 dev`` / ``run 0001``."""
     from accelctl.report.fit import short_ids
 
-    runs = [e.source for e in entries if e.source and not e.source.startswith("seed")]
+    runs = [e.source for e in entries if e.source and not e.publication]
     ids = short_ids([r.split(" ")[0] for r in runs])
     out = []
     for e in entries:
-        if e.source and e.source.startswith("seed"):
-            run = e.source
+        if e.publication:
+            run = e.publication
         elif e.source:
             run = "run " + ids.get(e.source.split(" ")[0], e.source)
         else:

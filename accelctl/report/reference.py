@@ -27,7 +27,7 @@ from typing import Any
 
 from accelctl.analysis import cost
 from accelctl.analysis.compare import compare
-from accelctl.report.entry import Entry
+from accelctl.report.entry import PUBLISHED, Entry
 from accelctl.report.scaling import ScalePoint, ScaleRow, scaling_table
 from accelctl.report.tables import Column, Table, report_table, scale_table
 
@@ -71,11 +71,22 @@ def _complete(row: dict[str, Any], done: dict[str, dict[str, Any]]) -> dict[str,
     return r
 
 
+def publication(seed: str) -> str:
+    """The short name a report shows for a seed's publication ("HF Gaudi2 blog"): never "seed
+    000", which reads as the workload's random ``seed`` (issue 27)."""
+    return load_reference()["seeds"][seed]["name"]
+
+
+def table_title(table: dict[str, Any]) -> str:
+    """A seed table's title as printed: its publication's name, then what the table holds."""
+    return f"{publication(table['seed'])}: {table['title']}"
+
+
 def _entry(table: dict[str, Any], r: dict[str, Any]) -> Entry:
     workloads = table.get("workloads") or [table["id"]]
     return Entry(
-        workload=workloads[0], target=r.get("target", r["id"]), source=f"seed {table['seed']}",
-        label=r.get("label", ""),
+        workload=workloads[0], target=r.get("target", r["id"]), source=PUBLISHED,
+        publication=publication(table["seed"]), label=r.get("label", ""),
         device=r.get("device", ""), instance=r.get("instance", ""), devices=r.get("devices"), nodes=r.get("nodes"),
         batch=r.get("batch"), precision=r.get("precision", ""), unit=r.get("unit", "samples/s"),
         step_time_s=r.get("step_time_s"), throughput=r.get("throughput"), latency_s=r.get("latency_s"),
@@ -94,7 +105,8 @@ def table_entries(table: dict[str, Any]) -> dict[str, Entry]:
 def table_scaling(table: dict[str, Any]) -> dict[str, ScaleRow]:
     """Row id -> ScaleRow of a ``scaling`` table (baseline: fewest accelerators)."""
     points = {r["id"]: ScalePoint(label=r["label"], accelerators=r["devices"], nodes=r.get("nodes", 1),
-                                  throughput=r["throughput"], source=f"seed {table['seed']}") for r in table["rows"]}
+                                  throughput=r["throughput"], source=PUBLISHED,
+                                  publication=publication(table["seed"])) for r in table["rows"]}
     rows = scaling_table(list(points.values()))
     by_point = {id(r.point): r for r in rows}
     return {rid: by_point[id(p)] for rid, p in points.items()}
@@ -185,7 +197,7 @@ def claims() -> list[Claim]:
 
 
 CLAIM_COLUMNS = [
-    Column("seed", "seed"),
+    Column("publication", "publication"),
     Column("claim", "claim"),
     Column("published", "published", "num"),
     Column("recomputed", "recomputed", "num"),
@@ -197,10 +209,11 @@ CLAIM_COLUMNS = [
 def claims_table() -> Table:
     from accelctl.report.estimated import claim_estimate
 
-    rows = [{"seed": c.seed, "claim": c.text, "published": c.published, "recomputed": c.recomputed,
-             "status": c.status, "note": "; ".join(x for x in (c.note, claim_estimate(c.id)) if x), "id": c.id}
+    rows = [{"publication": publication(c.seed), "claim": c.text, "published": c.published,
+             "recomputed": c.recomputed, "status": c.status,
+             "note": "; ".join(x for x in (c.note, claim_estimate(c.id)) if x), "id": c.id}
             for c in claims()]
-    return Table("reference-claims", "the seeds' derived figures, recomputed from their raw numbers",
+    return Table("reference-claims", "the publications' derived figures, recomputed from their raw numbers",
                  list(CLAIM_COLUMNS), rows,
                  ["recomputed with accelctl's own formulas (analysis/cost.py, report/scaling.py, analysis/compare.py)"])
 
@@ -225,7 +238,7 @@ def _add_estimates(table: Table, t: dict[str, Any], rows: list, kind: str, unit:
                       Column("estimate_bound", "bound by (estimate)"), Column("estimate_why", "why (estimate)")]
     table.notes.append("estimated: accelctl estimate of the shipped workload target that reproduces the row, unchanged; "
                        "factors from "
-                       "datasheets and papers only, none fitted to a seed (accelctl/estimate/factors.py); "
+                       "datasheets and papers only, none fitted to a published figure (accelctl/estimate/factors.py); "
                        "error = (estimated - published) / published")
 
 
@@ -243,7 +256,7 @@ def reference_tables(user: list[Entry] | None = None) -> list[Table]:
         if t["kind"] == "scaling":
             rows = list(table_scaling(t).values())
             published = {r["label"]: r.get("published", {}) for r in t["rows"]}
-            table = scale_table(f"reference-{t['id']}", t["title"], rows, t["unit"], published, notes)
+            table = scale_table(f"reference-{t['id']}", table_title(t), rows, t["unit"], published, notes)
             by_label = {r["label"]: r for r in t["rows"]}
             _add_estimates(table, t, [(by_label[r["label"]], "throughput", r["throughput"]) if r["label"] in by_label
                                       else None for r in table.rows], "rate", t["unit"])
@@ -251,7 +264,7 @@ def reference_tables(user: list[Entry] | None = None) -> list[Table]:
             continue
         seed_entries = table_entries(t)
         entries = list(seed_entries.values()) + mine
-        table = report_table(t["workloads"][0], entries, title=t["title"])
+        table = report_table(t["workloads"][0], entries, title=table_title(t))
         table.id, table.notes = f"reference-{t['id']}", notes + table.notes
         raw = {r["id"]: r for r in t["rows"]}
         targets = []

@@ -190,7 +190,7 @@ def to_json(tables: Sequence[Table], **extra: Any) -> str:
 #: which columns stay longest when a table is narrower than its content (0 first; see
 #: ``accelctl.report.fit``): who and what ran, its step time and throughput, then the rest
 PRIORITY = {
-    "target": 0, "label": 0, "metric": 0, "seed": 0, "claim": 1,
+    "target": 0, "label": 0, "metric": 0, "publication": 0, "claim": 1,
     "step_time": 1, "throughput": 2, "a": 1, "b": 1, "ratio": 2, "efficiency": 1, "published": 2,
     "recomputed": 2, "status": 2, "source": 3, "devices": 3, "accelerators": 3, "per_device": 6,
     "per_accelerator": 4, "speedup": 5, "precision": 5, "batch": 6, "mfu": 7, "mem_bytes": 7, "latency_s": 3,

@@ -23,8 +23,10 @@ class ScalePoint:
     accelerators: int
     throughput: float
     nodes: int = 1
-    #: where the figure comes from (a run id, or a seed)
+    #: where the figure comes from (a run id, or "published")
     source: str = ""
+    #: the publication's short name for a published figure, else ""
+    publication: str = ""
 
 
 @dataclass(frozen=True)

@@ -54,25 +54,28 @@ def sweep_targets(target: Any, devices: Sequence[int], nodes: Sequence[int] = (1
     return out
 
 
-def wait_run(handle) -> tuple[Any, Any]:
-    """Wait for a launched run (Ctrl-C stops it, then goes on up); its result and stored record."""
+def run_point(c, source: str | None, req, progress: Callable[[str], None]) -> list[Any]:
+    """One point of a sweep (``c``: an ``accelctl.run.orchestrate.Chosen``, its ``why`` the point's
+    label), as ``accelctl run`` runs it: refused before anything starts when it cannot start
+    here, and ``measure { repeat = N }`` as N independent processes of one series; the stored
+    runs (``RunRecord``), in order."""
+    from accelctl.run import orchestrate
     from accelctl.run.store import load_run
 
-    try:
-        result = handle.wait()
-    except KeyboardInterrupt:
-        handle.stop()
-        handle.wait()
-        raise
-    return result, load_run(result.run_dir)
+    orchestrate.refuse_unstartable([c], source, req)
+    series = orchestrate.Series(c, source, req)
+    return [load_run(result.run_dir) for result, _ in series.run(lambda: [], lambda text, error=False: progress(
+        f"sweep: {c.why}: {text}"))]
 
 
 def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Sequence[int] = (1,),
               workload: str | None = None, engine: str | None = None, backend: str = "",
               runs_root: str | None = None, progress: Callable[[str], None] = print) -> list[Any]:
-    """Run every point; returns the stored runs (``RunRecord``) in run order."""
-    from accelctl.api import launch, load_selected_source, named_target, plan
+    """Run every point; returns the stored runs (``RunRecord``) in run order.  A stopped point
+    (Ctrl-C) ends the sweep."""
+    from accelctl.api import load_selected_source, named_target, plan
     from accelctl.report.entry import entry_from_run
+    from accelctl.run.orchestrate import Chosen, Request, one_process
 
     source, specs = load_selected_source(path, workload)  # read once: the runs store what was checked
     spec = specs[0]
@@ -81,16 +84,21 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
     if not backend and max(nodes) > 1:
         largest = sweep_targets(base, [max(devices)], [max(nodes)])[0]
         backend = plan(spec, largest, engine).backend
+    req = Request(engine=engine, runs_dir=runs_root)
     records = []
     for t in sweep_targets(base, devices, nodes, backend):
         point = dataclasses.replace(spec, targets=tuple(t if x.name == base.name else x for x in spec.targets))
-        p = plan(point, t, engine)
-        progress(f"sweep: {spec.name} / {t.name}: nodes {t.nodes} x devices {t.devices} ({p.backend}) ...")
+        one, t1, n = one_process(point, t)
+        p = plan(one, t1, engine)
+        label = f"{spec.name} / {t.name}: nodes {t.nodes} x devices {t.devices}"
+        progress(f"sweep: {label} ({p.backend}) ...")
         t0 = time.perf_counter()
-        handle = launch(p, source_text=source, spec_json=point.to_json(), runs_root=runs_root)
-        result, rec = wait_run(handle)
-        entry = entry_from_run(rec)
-        thr = f", {entry.throughput:,.2f} {entry.unit}" if entry.throughput else ""
-        progress(f"  -> {rec.id}: {result.status}{thr} ({time.perf_counter() - t0:.1f} s)")
-        records.append(rec)
+        done = run_point(Chosen(point, p, label, n), source, req, progress)
+        for rec in done:
+            entry = entry_from_run(rec)
+            thr = f", {entry.throughput:,.2f} {entry.unit}" if entry.throughput else ""
+            progress(f"  -> {rec.id}: {rec.status}{thr} ({time.perf_counter() - t0:.1f} s)")
+        records += done
+        if any(rec.status == "stopped" for rec in done):
+            break
     return records

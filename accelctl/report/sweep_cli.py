@@ -43,7 +43,7 @@ def cmd_sweep_over(args, emit) -> int:
     from accelctl.api import estimate_calibrations
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target,
-                        work=args.work, calibrations=estimate_calibrations(args.runs_dir))
+                        work=args.work, calibrations=estimate_calibrations(args.runs_dir), explain=False)
     reply = getattr(args, "reply", None)
     emit([SO.table(sweep)], args.format, args.output, reply, wide=args.wide,
          points=[r.record() for r in sweep.rows])
@@ -54,16 +54,17 @@ def cmd_sweep_over(args, emit) -> int:
 
 def _run(args, overs, emit) -> int:
     """Each point x target that runs here, for real, one after the other."""
-    from accelctl.api import launch, one_process, plan, read_source
+    from accelctl.api import one_process, plan, read_source
     from accelctl.report import sweep_over as SO
     from accelctl.report.entry import entry_from_run
+    from accelctl.report.sweep import run_point
     from accelctl.report.tables import report_tables
-    from accelctl.report.sweep import wait_run
-    from accelctl.run.store import write_series
+    from accelctl.run.orchestrate import Chosen, Request, refusal_text
     from accelctl.spec.catalog import DEVICES
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)
     source = read_source(args.file)
+    req = Request(engine=args.engine, runs_dir=args.runs_dir)
     records, not_run, status = [], [], exitcodes.OK
     for r in sweep.rows:
         label = ", ".join(f"{k}={v}" for k, v in r.point.items())
@@ -78,19 +79,19 @@ def _run(args, overs, emit) -> int:
             continue
         one, t1, n = one_process(r.spec, t)
         p = plan(one, t1, args.engine, rehearse=not host, device_path=not host)
-        series = None
-        for index in range(1, n + 1):
-            print(f"sweep: {label} / {r.target} ({p.backend}){f' repeat {index} of {n}' if n > 1 else ''} ...",
-                  file=sys.stderr, flush=True)
-            handle = launch(p, source_text=source, spec_json=r.spec.to_json(), runs_root=args.runs_dir)
-            if n > 1:
-                series = series or handle.run_id
-                write_series(handle.run_dir, series, index, n)
-            result, rec = wait_run(handle)
-            records.append(rec)
-            if result.status != "ok":
-                status = exitcodes.FAILED
-                break
+        print(f"sweep: {label} / {r.target} ({p.backend}){f' ({n} repeats)' if n > 1 else ''} ...",
+              file=sys.stderr, flush=True)
+        try:
+            done = run_point(Chosen(r.spec, p, f"{label} / {r.target}", n), source, req,
+                             lambda text: print(text, file=sys.stderr, flush=True))
+        except AccelctlError as exc:  # what `accelctl run` refuses before starting: this point is not run
+            not_run.append(f"{label} / {r.target}: NOT RUN: {refusal_text(exc)}")
+            continue
+        records += done
+        if any(rec.status != "ok" for rec in done):
+            status = exitcodes.FAILED
+        if any(rec.status == "stopped" for rec in done):
+            break
     entries = [entry_from_run(rec) for rec in records]
     tables = report_tables(entries) if entries else []
     for line in not_run:

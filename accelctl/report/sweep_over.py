@@ -127,8 +127,10 @@ def _unknown_target(o: O.Over, v: ast.Value, names) -> Diagnostic:
 
 
 def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: str | None = None,
-             target: str | None = None, work: str | None = None, calibrations=None, estimate: bool = True) -> Sweep:
-    """Check every point (and estimate it, unless ``estimate`` is False: --run plans them)."""
+             target: str | None = None, work: str | None = None, calibrations=None, estimate: bool = True,
+             explain: bool = True) -> Sweep:
+    """Check every point (and estimate it, unless ``estimate`` is False: --run plans them);
+    ``explain`` False: estimates without their why text's extras (the sweep's table shows none)."""
     from accelctl.api import estimate_targets, parse, read_source
     from accelctl.estimate import work as W
     from accelctl.spec.check import check_all
@@ -173,7 +175,7 @@ def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: 
         for t in targets:
             row = Row(label, t.name, spec=spec)
             if estimate:
-                row.est = estimate_targets(spec, [t], calibrations=calibrations)[0]
+                row.est = estimate_targets(spec, [t], calibrations=calibrations, explain=explain)[0]
             rows.append(row)
     sweep = Sweep(base.name, overs, rows, "")
     if estimate:

@@ -82,6 +82,7 @@ def entry_row(e: Entry) -> dict[str, Any]:
         "per_dollar": e.per_dollar, "per_dollar_unit": e.unit.split("/")[0],
         "cost_per_million": e.cost_per_million, "cost_per_million_unit": e.unit.split("/")[0],
         "projected_hours": e.projected_hours, "projected_cost": e.projected_cost,
+        **({"publication": e.publication} if e.publication else {}),
     }
 
 
@@ -96,11 +97,11 @@ def _methods(entries: Sequence[Entry]) -> list[str]:
     if methods:
         notes.append("step time: steady-state mean, its 95% CI -below/+above it in % (on the log scale: never "
                      "below zero; " + "; ".join(methods) + ")")
-    if any(e.throughput is not None and not e.source.startswith("seed") for e in entries):
+    if any(e.throughput is not None and not e.publication for e in entries):
         notes.append(f"throughput: the {throughput.STATISTIC}' rates (per device: that / devices)")
     if any(e.per_dollar is not None for e in entries):
         notes.append("per USD = throughput x 3600 / price per hour; USD per 1M = price / 3600 / throughput x 1e6")
-    elif entries and not any(e.source.startswith("seed") for e in entries):
+    elif entries and not any(e.publication for e in entries):
         notes.append("no price per hour for these targets: cost columns left out "
                      "(give the target 'price = ... usd/h' or a catalogued instance)")
     if any(e.projected_hours is not None and e.work_samples for e in entries):
@@ -163,6 +164,7 @@ def scale_table(id_: str, title: str, rows: Sequence[ScaleRow], unit: str,
             "ideal_speedup": r.ideal_speedup, "efficiency": r.efficiency,
             "published_per_device": pub.get("per_device"),
             "published_efficiency": None if eff is None else eff / 100.0,
+            **({"publication": r.point.publication} if r.point.publication else {}),
         })
     base = rows[0].point if rows else None
     head = [f"efficiency = per-device throughput / per-device throughput at the baseline, {base.label}"] if base else []

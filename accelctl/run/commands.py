@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelctl.contract import envnames, placeholders
+from accelctl.contract import envnames, launchers, placeholders
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Launch, Plan
 
 EVENTS_DIR_ENV = envnames.EVENTS_DIR
@@ -108,12 +108,8 @@ def fill(text: str, subs: Mapping[str, str | None]) -> str:
 
 
 #: symbolic argv heads of plans -> what runs them with accelctl's own interpreter, so every
-#: process of a run uses the same environment
-HEADS: dict[str, tuple[str, ...]] = {
-    "python": (),
-    "torchrun": ("-m", "torch.distributed.run"),
-    "deepspeed": ("-m", "deepspeed.launcher.runner"),
-}
+#: process of a run uses the same environment (``accelctl.contract.launchers``, stated once)
+HEADS = launchers.HEADS
 
 
 def resolve_argv(argv: Iterable[str], run_dir: Path, env: Mapping[str, str] | None = None,
@@ -122,7 +118,7 @@ def resolve_argv(argv: Iterable[str], run_dir: Path, env: Mapping[str, str] | No
     subs = substitutions(run_dir, os.environ if env is None else env, run_values)
     args = [fill(a, subs) for a in argv]
     if args and args[0] in HEADS:
-        args[:1] = [sys.executable, *HEADS[args[0]]]
+        args[:1] = launchers.command(args[0], sys.executable)
     return args
 
 

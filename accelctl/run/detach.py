@@ -18,7 +18,9 @@ workload: its output and exit code are the command's).  The environment variable
 ``cancel`` stops a run from any process: SIGTERM to its supervisor (which stops the run as
 Ctrl-C does: SIGINT, SIGTERM, SIGKILL to every process group, the run recorded ``stopped``),
 then waits until the run has ended and no process of it is left, killing what is left of a run
-whose supervisor is gone.
+whose supervisor is gone.  A run's job on a cluster (``scheduler.json`` holds its handle) that
+is still going once its supervisor is gone -- SIGKILLed, its machine lost -- is cancelled by
+that handle from this process (``accelctl.run.scheduled_job``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pathlib import Path
 from accelctl import exitcodes
 from accelctl.contract import envnames, supervision
 from accelctl.errors import RunError
-from accelctl.run import liveness, procgroup, store
+from accelctl.run import liveness, procgroup, scheduled_job, store
 
 #: set in the environment of a detached supervisor (and taken out of it before its launches start)
 DETACHED_ENV = "ACCELCTL_DETACHED"
@@ -165,7 +167,8 @@ def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
     """Stop ``record``'s run from any process and wait (up to ``timeout_s``) for it to end with
     nothing left running; what is left then is killed (SIGKILL)."""
     path = record.path
-    if not liveness.in_progress(record) and not run_processes(path):
+    job = scheduled_job.live(path)  # a cluster's job goes on without its supervisor: cancelled by its handle
+    if not liveness.in_progress(record) and not run_processes(path) and job is None:
         return Cancelled(record.status, False, [])
     pid = liveness.supervisor(path)
     host = (store.read_json(path / store.RUNNER_FILE).get("host") or {}).get("name")
@@ -180,10 +183,14 @@ def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
             os.kill(pid, signal.SIGTERM)  # its runner stops the run as on Ctrl-C, and records it
         except (ProcessLookupError, PermissionError):
             pid = None
+    if job is not None and pid is None:
+        scheduled_job.cancel(path, *job)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         again = store.read_run(path)
         if not liveness.in_progress(again) and not run_processes(path):
+            if job is not None and scheduled_job.live(path) is not None:  # its supervisor ended, the job not
+                scheduled_job.cancel(path, *job)
             return Cancelled(again.status, True, [])
         if pid is None or liveness.supervisor(path) is None:  # no supervisor to stop it: end what is left
             _kill(run_processes(path))

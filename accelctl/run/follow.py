@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import boundedfile
+from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.events import PhaseChanged, StepMetrics
 from accelctl.contract.job import WorkerJob
-from accelctl.run import eta, liveness, store, storefiles
+from accelctl.run import eta, liveness, scheduled_job, store, storefiles
 from accelctl.run.tail import JsonlTail, parse_line
 
 POLL_S = 0.2
@@ -44,6 +45,8 @@ class RunState:
     supervisor_pid: int | None
     #: why it counts as running ("" once ended)
     why: str = ""
+    #: a cluster's job: ``<handle> <the scheduler's word> (<the one state>)``, asked now ("" for none)
+    scheduler: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -54,6 +57,7 @@ class RunState:
         parts += [self.phase] if self.phase else []
         parts += [f"eta {eta.duration(self.eta_s)}"] if self.eta_s is not None else []
         parts += [f"supervisor pid {self.supervisor_pid}"] if self.supervisor_pid else []
+        parts += [self.scheduler] if self.scheduler else []
         return "  ".join(parts)
 
 
@@ -81,7 +85,22 @@ def state_of(record: store.RunRecord) -> RunState:
     left = (total - len(times)) if total is not None else 0
     eta_s = left * eta.median(times) if why and times and left > 0 else None
     return RunState(record.id, record.workload, record.target, "running" if why else record.status, len(times),
-                    total, phases[-1] if phases else "", eta_s, liveness.supervisor(record.path) if why else None, why)
+                    total, phases[-1] if phases else "", eta_s, liveness.supervisor(record.path) if why else None, why,
+                    scheduler_state(record.path))
+
+
+def scheduler_state(run_dir: Path) -> str:
+    """The run's cluster job as its scheduler describes it now (the stored word when it cannot be asked)."""
+    found = scheduled_job.describe(run_dir)
+    if found is None:
+        return ""
+    handle, now, why = found
+    if now is not None:
+        return f"{handle} {now.raw} ({now.state.value})"
+    stored = scheduler_file.read(run_dir)
+    last = f"{stored.state} ({stored.app_state or '?'})" if stored is not None else "?"
+    return f"{handle} {last}, stored: " + (f"the scheduler could not be asked: {why}" if why else
+                                            "the scheduler no longer knows the job")
 
 
 def _regular(path: Path) -> bool:

@@ -2,7 +2,9 @@
 
 Nothing here starts a process.  A launch is started with ``start_new_session=True``, so
 its pid is also its process-group id and a signal to the group reaches torchrun and
-every worker below it, including their own children.
+every worker below it, including their own children.  The process table is read with psutil
+(issue 25: it was read from /proc by hand); a process that is gone, or not ours to read, is
+skipped.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import os
 import signal
 import time
 from collections.abc import Iterable
-from pathlib import Path
+
+import psutil
 
 log = logging.getLogger("accelctl.run")
+#: a process that has ended but is not reaped yet: it runs nothing
+_ENDED = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -37,18 +42,15 @@ def group_alive(pgid: int) -> bool:
 
 
 def members(pgid: int) -> list[int]:
-    """The pids whose process group is ``pgid`` (read from /proc; [] where there is none):
-    what is left of a launch, counted."""
+    """The pids whose process group is ``pgid`` ([] where there is none): what is left of a
+    launch, counted."""
     out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            # the command name in parentheses may hold spaces: the fields after its ")" are fixed
-            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
-                out.append(int(d.name))
+    for pid in psutil.pids():
+        try:
+            if os.getpgid(pid) == pgid:
+                out.append(pid)
+        except (ProcessLookupError, PermissionError):
+            continue
     return out
 
 
@@ -62,18 +64,16 @@ def carrying(name: str, value: str) -> list[int]:
     """The live processes (zombies apart) whose environment holds ``name=value`` -- every
     process of a run carries its events folder, including the ones a launcher put in sessions
     of their own (torchrun starts each rank with ``start_new_session``, out of the launch's
-    process group) and the ones orphaned by a dead parent.  [] where /proc is absent."""
-    needle = f"{name}={value}".encode()
+    process group) and the ones orphaned by a dead parent.  [] where none can be read."""
     out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and int(d.name) != os.getpid():
-            try:
-                if needle not in (d / "environ").read_bytes().split(b"\0"):
-                    continue
-            except OSError:
-                continue
-            if int(d.name) in live_members_of([int(d.name)]):
-                out.append(int(d.name))
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get(name) == value and proc.status() not in _ENDED:
+                out.append(proc.pid)
+        except (psutil.Error, OSError):
+            continue
     return out
 
 
@@ -82,21 +82,20 @@ def live_members_of(pids: Iterable[int]) -> list[int]:
     out = []
     for pid in pids:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            if psutil.Process(pid).status() not in _ENDED:
+                out.append(pid)
+        except psutil.Error:
             continue
-        if state not in ("Z", "X"):
-            out.append(pid)
     return out
 
 
-def _stat_fields(pid: int) -> list[str]:
-    """/proc/PID/stat's fields after the command name: [state, ppid, pgrp, ...]; [] when gone."""
+def _parent_and_status(pid: int) -> tuple[int, str] | None:
+    """(parent pid, status) of ``pid``; None when it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return []
-    return stat.rsplit(")", 1)[1].split()
+        proc = psutil.Process(pid)
+        return proc.ppid(), proc.status()
+    except psutil.Error:
+        return None
 
 
 def end_leaves_first(leader: int, timeout_s: float = 2.0, poll_s: float = 0.02) -> None:
@@ -108,13 +107,13 @@ def end_leaves_first(leader: int, timeout_s: float = 2.0, poll_s: float = 0.02) 
     polls its ranks once a second).  After ``timeout_s`` the rest of the group is killed at once."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        stats = {p: _stat_fields(p) for p in members(leader) if p != leader}
+        stats = {p: _parent_and_status(p) for p in members(leader) if p != leader}
         stats = {p: f for p, f in stats.items() if f}
         if not stats:
             break
-        parents = {int(f[1]) for f in stats.values()}
-        for pid, fields in stats.items():
-            if pid not in parents and fields[0] not in ("Z", "X"):
+        parents = {ppid for ppid, _ in stats.values()}
+        for pid, (_, status) in stats.items():
+            if pid not in parents and status not in _ENDED:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):

@@ -54,24 +54,24 @@ import errno
 import logging
 import os
 import queue
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from accelctl.contract import diskspace, envnames, supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished
 from accelctl.run.rankwatch import RankWatch
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
-from accelctl.run import procgroup, store
+from accelctl.run import procgroup, scheduled, store
+from accelctl.run.outcome import Crash, crashed_rank, launch_failed, run_failure  # noqa: F401 - Crash, crashed_rank: as before
 from accelctl.run.ownership import Ownership, claim
 from accelctl.run.commands import (
     EVENTS_DIR_ENV,
@@ -299,7 +299,7 @@ class RunHandle:
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self._procs if p is not None]
+        return [p.pid for p in self._procs if p is not None and p.pid is not None]  # (a scheduler's job has none)
 
     @property
     def done(self) -> bool:
@@ -394,15 +394,18 @@ class RunHandle:
                     if not self._log_line(logf, f"# accelctl: launch {launch.name}: {shown}"):
                         return  # the store is full: the run ends store_error, this launch never starts
                     env = {**r.env, envnames.RUNNER: self._runner_identity}
-                    self._procs[i] = _FORKER.popen(
-                        with_exec_prologue(r.argv, env),
-                        env=env,
-                        cwd=r.cwd,
-                        stdin=subprocess.DEVNULL,
-                        stdout=logf,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
+                    if self.plan.request is not None:  # submitted and followed here, run by the cluster
+                        self._procs[i] = scheduled.start(self.plan, self.run_dir, r.env, self.run_dir / store.LOG_FILE)
+                    else:
+                        self._procs[i] = _FORKER.popen(
+                            with_exec_prologue(r.argv, env),
+                            env=env,
+                            cwd=r.cwd,
+                            stdin=subprocess.DEVNULL,
+                            stdout=logf,
+                            stderr=subprocess.STDOUT,
+                            start_new_session=True,
+                        )
                     self._times[i] = [time.time()]
                     if self.shared is not None:
                         self.shared.proc = self._procs[i]
@@ -495,12 +498,7 @@ class RunHandle:
         if event is None:
             return
         if isinstance(event, RunFailed):
-            if event.reason == "store_error":
-                self._failure = event  # the cause of whatever the ranks report after it
-            elif event.reason == "disk_full" and (self._failure is None or self._failure.reason != "store_error"):
-                self._failure = event  # a save on a full disk: its peers fail at the barrier, or in its folder
-            elif self._failure is None or (self._failure.reason == "stopped" and event.reason != "stopped"):
-                self._failure = event
+            self._failure = run_failure(self._failure, event)
             if event.reason != "stopped" and self._failed_at is None:
                 self._failed_at = time.monotonic()
         if isinstance(event, RunFinished) and isinstance(event.rank, int):
@@ -552,35 +550,22 @@ class RunHandle:
                     self._start_more()
                 continue
             self._drain()  # its last words may have landed since the previous tick
-            name = self.plan.launches[i].name
-            how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
             if self._store_error is not None:
                 pass  # the ranks fail because the store does: that is the run's reason already
             elif self._failure is None and diskspace.nearly_full(self.run_dir):
                 # a rank that met the full store before it could say so (its rank file takes nothing
                 # more), while events.jsonl still had room in its last block
                 self._store_failed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "the ranks' events")
-            elif self._stop_kind == "user":
-                if self._failure is None:
-                    self._emit(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
-            else:
-                rank, death, cause = crashed_rank(self._events, rc, store.log_tail(self.run_dir, 400),
-                                                  self._ranks.first_gone())
-                # a rank killed by a signal is the cause of what its peers then report (gloo's
-                # "Connection reset by peer" on rank 0 when rank 1 is SIGKILLed)
-                killed = cause and (self._failure is None or self._failure.rank != rank)
-                if self._failure is None or self._failure.reason == "stopped" or killed:
-                    # nothing reported, or only "stopped" by ranks nobody asked to stop (torchrun
-                    # ending the others after one died): a crash, named by rank and signal
-                    tail = store.log_tail(self.run_dir, LOG_TAIL_LINES)
-                    msg = f"{name!r} exited with {how} without reporting a failure; last lines of worker.log:\n{tail}"
-                    why = self._explain(i)
-                    head = "\n".join(x for x in (death, why) if x)
-                    crash = RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg,
-                                      rank=rank if rank is not None else 0)
-                    self._emit(crash)
-                    if killed and self._store_error is None:
-                        self._failure = crash
+            else:  # what the exit adds to the run's outcome (accelctl.run.outcome, no process needed)
+                user = self._stop_kind == "user"
+                ended = launch_failed(self.plan.launches[i].name, rc, self._events, self._failure,
+                                      "" if user else store.log_tail(self.run_dir, 400),
+                                      "" if user else store.log_tail(self.run_dir, LOG_TAIL_LINES),
+                                      self._ranks.first_gone(), lambda: self._explain(i), stopped_by_user=user)
+                if ended.event is not None:
+                    self._emit(ended.event)
+                    if ended.cause and self._store_error is None:
+                        self._failure = ended.event
             self._begin_stop("failure")
 
     def _explain(self, failed: int) -> str | None:
@@ -627,7 +612,7 @@ class RunHandle:
 
     def _signal_alive(self, sig: int) -> None:
         for i in self._running():
-            procgroup.signal_group(self._procs[i].pid, sig)  # type: ignore[union-attr]
+            scheduled.signal_launch(self._procs[i], sig)
 
     def _ranks_done(self, i: int) -> bool:
         """Every rank of launch ``i`` (the run's last, the only one left) reported
@@ -660,7 +645,7 @@ class RunHandle:
     def _kill_all(self, sig: int) -> None:
         for proc in self._procs:
             if proc is not None:
-                procgroup.signal_group(proc.pid, sig)
+                scheduled.signal_launch(proc, sig)
 
     def _finish(self) -> None:
         """Reap, write ``summary.json`` where the store allows, and hand out the result --
@@ -783,82 +768,6 @@ class RunHandle:
             finished_unix_s=time.time(),
         )
         return self._tracker.annotate(summary) if self._tracker is not None else summary
-
-
-# --------------------------------------------------------------------------- crashes
-
-#: a failed child in torchrun's ChildFailedError report ("rank : 1 (local_rank: 1)" then
-#: "exitcode : -9 (pid: 8212)"); the first one after "Root Cause" is the one that died first
-_RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
-#: the DeepSpeed launcher's (``deepspeed.launcher.launch``) line when one of its ranks ends
-#: non-zero, before it kills the others: that rank's exit code, but not its rank
-#: ("[ERROR] [launch.py:259:sigkill_handler] [...] exits with return code = -9")
-_LAUNCHER_EXIT = re.compile(r"\] exits with return code = (-?\d+)\s*$", re.M)
-
-
-class Crash(NamedTuple):
-    """Which rank ended a launch without saying why, and how (``crashed_rank``)."""
-
-    #: None when it cannot be told
-    rank: int | None
-    #: "rank 1 killed by SIGKILL"; "" when the rank cannot be told
-    how: str = ""
-    #: the rank is the cause of what its peers then report: killed by a signal, or seen gone
-    #: first without a word (gloo's "Connection reset by peer" on rank 0 is its consequence)
-    cause: bool = False
-
-
-_UNKNOWN = Crash(None)
-
-
-def _how(rank: int, code: int | None) -> Crash:
-    if code is None:
-        return Crash(rank, f"rank {rank} ended without reporting why")
-    if code < 0:
-        try:
-            return Crash(rank, f"rank {rank} killed by {signal.Signals(-code).name}", cause=True)
-        except ValueError:
-            return Crash(rank, f"rank {rank} killed by signal {-code}", cause=True)
-    return Crash(rank, f"rank {rank} exited with code {code} without reporting why")
-
-
-def crashed_rank(events: list[Event], returncode: int, log_text: str,
-                 first_gone: Mapping[int, int | None] | Collection[int] = ()) -> Crash:
-    """``Crash(1, "rank 1 killed by SIGKILL", cause=True)`` for a launch that ended without a rank saying
-    why: the rank whose worker process was seen gone first without a word (among
-    ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll),
-    else the rank a launcher's failure report names first
-    (torchrun's "Root Cause"), else the one rank that went silent; with the code the launcher
-    reported for it (torchrun's per-rank exitcode, the DeepSpeed launcher's "exits with return
-    code = -9", which names no rank) or else the launch's own signal (a launch that is the
-    worker itself); ``Crash(None)`` when that cannot be told.  ``cause``: the rank was killed
-    by a signal or seen gone first, so its peers' reports are its consequences."""
-    seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
-    ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
-    silent = sorted(seen - ended)
-    first_silent = [r for r in first_gone if r in silent]
-    if len(first_silent) == 1:
-        # among the first seen gone, the one without a word: the cause of what its peers then
-        # report (gloo's "Read error" on rank 0 when rank 1 is SIGKILLed, which torchrun may
-        # list as the root cause when both end within one of its polls)
-        (rank,) = first_silent
-        codes = {int(m.group(1)): int(m.group(2)) for m in _RANK_EXIT.finditer(log_text)}
-        reported = [int(c) for c in _LAUNCHER_EXIT.findall(log_text) if int(c) < 0]
-        seen_code = first_gone.get(rank) if isinstance(first_gone, Mapping) else None
-        code = codes.get(rank, seen_code if seen_code is not None else
-                         reported[0] if reported else (returncode if returncode < 0 else None))
-        if code is None:
-            return Crash(rank, f"rank {rank} went first, without reporting why", cause=True)
-        return _how(rank, code)
-    root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
-    found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
-    if found is not None:
-        return _how(int(found.group(1)), int(found.group(2)))
-    if len(silent) == 1:
-        reported = _LAUNCHER_EXIT.findall(log_text)
-        code = int(reported[0]) if reported else (returncode if returncode < 0 else None)
-        return _how(silent[0], code)
-    return _UNKNOWN
 
 
 # --------------------------------------------------------------------------- entry point

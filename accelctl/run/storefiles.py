@@ -259,7 +259,8 @@ STATS = obj({
     "step_time_ci": _INTERVAL,
 })
 FAILURE = obj({"reason": text, "message": text, "rank": integer(0), "step": integer(0)}, required=("reason",))
-SCHEDULER = obj({"scheduler": text, "job_id": text, "state": text, "exit_code": integer(-MAX_INT), "ref": text})
+SCHEDULER = obj({"scheduler": text, "job_id": text, "state": text, "exit_code": integer(-MAX_INT), "ref": text,
+                 "handle": text, "app_state": text})
 #: a summary's statuses (``not_started``: a run whose runner was lost before its job began)
 STATUSES = ("ok", "failed", "stopped", "not_started")
 #: ``summary.json`` (``accelctl.run.summary.build_summary``): what the store and its readers use

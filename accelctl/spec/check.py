@@ -19,6 +19,7 @@ from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec import check_shape as CS
+from accelctl.spec.stack import check_stack
 from accelctl.spec.models import FAMILIES, KNOWN_MODELS, OPTIONAL, real_architecture, stand_in_for
 from accelctl.spec.types import (
     CheckpointSpec,
@@ -435,6 +436,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     track = check_track(items.get("track"), ctx, origins)
     precision = check_precision(items.get("precision"), ctx, origins, "precision")
     engines = check_engines(items.get("engine", []), ctx, origins)
+    stack = check_stack(items["stack"], ctx, origins, "stack") if "stack" in items else {}
     gc = top.get("gradient_checkpointing", False)
     if model is not None and model.gradient_checkpointing is not None:  # the model block's wins
         gc = model.gradient_checkpointing
@@ -443,8 +445,11 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     if bs is not None and "micro" in wl_batch:
         ctx.error("E204", "batch size set twice: task batch_size and batch micro", bs[1], "keep one of them")
     targets = check_targets(items.get("target", []), wl_batch, bs, precision, gc, task, model,
-                            engines, ctx, origins, w.span, optimize, measure)
+                            engines, ctx, origins, w.span, optimize, measure, stack)
     CS.refuse_unshaped(model, targets, items.get("model"), ctx)
+    from accelctl.spec.targets import check_sequence_split  # with the targets pass, imported late as it is
+
+    check_sequence_split(targets, model, dataset, ctx, origins)
     if task is None or model is None:
         return None
     return WorkloadSpec(name=w.name, path=ctx.path, task=task, model=model, dataset=dataset, measure=measure,

@@ -10,8 +10,18 @@ torchao's float8 training (``convert_to_float8_training``) swaps ``nn.Linear`` m
     and a vocabulary-wide GEMM in E4M3 costs accuracy for a few percent of the FLOPs.
 
 Not linears, so never FP8: embeddings, convolutions (ViT's patch embedding), attention's
-Q·Kᵀ and A·V products, norms, and Mixtral's experts (transformers 5 holds them as fused
-expert tensors, not ``nn.Linear``).  GPT-2's ``Conv1D`` projections are linears with the
+Q·Kᵀ and A·V products, norms, and Mixtral's experts and router.  transformers 5.23 holds the
+experts as fused 3-D parameters (``MixtralExperts.gate_up_proj`` E × 2f × h, ``down_proj``
+E × h × f) multiplied by ``torch.nn.functional.grouped_mm`` (its default
+``experts_implementation``); ``convert_to_float8_training`` skips them.  torchao 0.18 does
+have an FP8 path for them, ``torchao.prototype.moe_training``'s ``Float8TrainingOpConfig``
+(``quantize_`` swaps the parameters' data for ``Float8TrainingWeightWrapperTensor``, whose
+``_grouped_mm`` override ``F.grouped_mm`` reaches: checked here with the installed torch
+2.14.1), but its rowwise casts are Triton kernels (``triton_fp8_rowwise_2d_scale_and_cast``:
+"requires triton installed" on this CPU) and its GEMM ``torch._scaled_grouped_mm`` is CUDA
+sm90+, with no emulated mode: nothing of it can run or be rehearsed on a CPU, so accelctl does
+not plan it.  The plan states the experts' share of the weight FLOPs this leaves in bf16
+(``EXPERTS_KEPT``), and the estimate times it at the bf16 peak (it is not in ``fp8_flops``).  GPT-2's ``Conv1D`` projections are linears with the
 weight transposed: the worker makes them ``nn.Linear`` before converting.
 
 ``linears(family, shape, seq, target)`` lists a model's linear layers by module name (``*``
@@ -33,6 +43,10 @@ FP8_DIM = 16
 #: the output heads kept in bf16 (full module names)
 HEADS = ("lm_head", "head", "classifier", "cls.predictions.decoder")
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "gemma", "mixtral")
+#: why Mixtral's experts stay in bf16 (the module docstring has the whole finding)
+EXPERTS_KEPT = ("fused 3-D expert tensors, not nn.Linear; torchao 0.18's FP8 grouped GEMM for them "
+                "(prototype.moe_training Float8TrainingOpConfig) needs Triton and torch._scaled_grouped_mm on "
+                "CUDA sm90+, with no emulation to rehearse or check it on a CPU: not planned")
 
 
 @dataclass(frozen=True)
@@ -144,6 +158,8 @@ class Split:
     kept: tuple[tuple[Linear, str], ...]
     #: what is never a linear here (said in the plan)
     not_linear: str
+    #: Mixtral's routed experts (their active top-k per token), kept in bf16 (``EXPERTS_KEPT``)
+    experts: Linear | None = None
 
     def fp8_flops(self) -> float:
         return sum(x.flops() for x in self.fp8)
@@ -156,7 +172,17 @@ class Split:
         out = [f"FP8 (Float8Linear): {self.modules()} linear layer(s): " + ", ".join(x.label() for x in self.fp8)]
         kept = ", ".join(f"{x.label()}: {why}" for x, why in self.kept)
         out.append(f"kept in bf16: {kept or 'no linear layer'}; never FP8 (not nn.Linear): {self.not_linear}")
+        if self.experts is not None:
+            out.append(f"experts kept in bf16: {self.experts.label()}, {self.experts_share():.1%} of the weight "
+                       f"GEMM FLOPs: {EXPERTS_KEPT}")
         return out
+
+    def experts_share(self) -> float:
+        """The experts' share of the FLOPs of every weight GEMM (linears and experts)."""
+        if self.experts is None:
+            return 0.0
+        total = self.experts.flops() + self.fp8_flops() + sum(x.flops() for x, _ in self.kept)
+        return self.experts.flops() / total if total else 0.0
 
 
 def split(family: str, s: dict[str, Any], seq: int = 128, target: int = 32) -> Split:
@@ -167,6 +193,18 @@ def split(family: str, s: dict[str, Any], seq: int = 128, target: int = 32) -> S
     not_linear = "embeddings, attention's Q·Kᵀ and A·V, norms"
     if family == "vit":
         not_linear = "the patch embedding (Conv2d), " + not_linear
+    experts = None
     if family == "mixtral":
         not_linear = "the experts and router (fused tensors in transformers 5), " + not_linear
-    return Split(tuple(fp8), tuple(kept), not_linear)
+        experts = _experts({**FAMILIES[family].shape, **s}, seq)
+    return Split(tuple(fp8), tuple(kept), not_linear, experts)
+
+
+def _experts(s: dict[str, Any], seq: int) -> Linear:
+    """Mixtral's routed experts as the GEMMs one token runs: its top-k experts' gate, up and
+    down projections (``count`` = layers × top-k × 3 matrices of h × f)."""
+    from accelctl.spec import param_count as P
+
+    g = P.dims("mixtral", s)
+    return Linear(f"model.layers.*.mlp.experts (gate_up_proj, down_proj; top-{g.active_experts} of {g.experts})",
+                  int(s["layers"]) * g.active_experts * 3, g.hidden, g.ffn, seq)

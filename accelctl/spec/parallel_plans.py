@@ -20,6 +20,16 @@ widths; each rank's copy is divided by tp (its local heads).  Embeddings, norms 
 LM head stay replicated: their gradients are equal on every TP rank because their inputs
 are (the all-reduced activations).
 
+Sequence parallel (``sequence_parallel = on``; Korthikanti et al., 2022, as torchtitan's llama
+plan): between the column- and row-wise regions each rank keeps only its 1/tp of the sequence.
+``norms`` run on the local sequence slice (``SequenceParallel``: their weights replicated,
+their gradients summed over tp); each module of ``gathers`` all-gathers the sequence before
+its column-wise projections run on all of it; the row-wise projections reduce-scatter onto the
+sequence (``Shard(1)``) instead of all-reducing.  The first block splits the sequence it gets
+from the (replicated) embeddings, the last gathers it for the (replicated) final norm and
+head.  Same bytes on the wire as the all-reduce (an all-gather plus a reduce-scatter), and
+the norms', residuals' and dropouts' activations divided by tp.
+
 Pipeline parallel splits ``blocks`` into contiguous stages (``mesh.stage_layers``).
 """
 
@@ -40,6 +50,11 @@ class FamilyPlan:
     heads: tuple[tuple[str, str], ...] = ()
     #: config attributes (the family's names) of attention heads and key/value heads
     head_keys: tuple[str, ...] = ("heads",)
+    #: sequence parallel: the norms inside each block (run on the rank's slice of the sequence)
+    norms: tuple[str, ...] = ()
+    #: sequence parallel: the modules inside each block whose input (the normed hidden states)
+    #: is all-gathered over the sequence before their column-wise projections
+    gathers: tuple[str, ...] = ()
 
 
 PLANS: dict[str, FamilyPlan] = {
@@ -48,21 +63,26 @@ PLANS: dict[str, FamilyPlan] = {
         split=(("self_attn.q_proj", COLWISE), ("self_attn.k_proj", COLWISE), ("self_attn.v_proj", COLWISE),
                ("self_attn.o_proj", ROWWISE),
                ("mlp.gate_proj", COLWISE), ("mlp.up_proj", COLWISE), ("mlp.down_proj", ROWWISE)),
-        head_keys=("heads", "kv_heads")),
+        head_keys=("heads", "kv_heads"),
+        norms=("input_layernorm", "post_attention_layernorm"), gathers=("self_attn", "mlp")),
     "gpt2": FamilyPlan(
         blocks="transformer.h",
         split=(("attn.c_attn", FUSED_QKV), ("attn.c_proj", ROWWISE), ("mlp.c_fc", COLWISE), ("mlp.c_proj", ROWWISE)),
-        heads=(("attn", "num_heads"), ("attn", "split_size"))),
+        heads=(("attn", "num_heads"), ("attn", "split_size")),
+        norms=("ln_1", "ln_2"), gathers=("attn", "mlp")),
     "bert": FamilyPlan(
         blocks="bert.encoder.layer",
         split=(("attention.self.query", COLWISE), ("attention.self.key", COLWISE),
                ("attention.self.value", COLWISE), ("attention.output.dense", ROWWISE),
                ("intermediate.dense", COLWISE), ("output.dense", ROWWISE)),
-        heads=(("attention.self", "num_attention_heads"), ("attention.self", "all_head_size"))),
+        heads=(("attention.self", "num_attention_heads"), ("attention.self", "all_head_size")),
+        # post-norm: each LayerNorm takes the row-wise output plus the residual, both sequence slices
+        norms=("attention.output.LayerNorm", "output.LayerNorm"), gathers=("attention.self", "intermediate")),
     "vit": FamilyPlan(
         blocks="blocks",
         split=(("attn.qkv", FUSED_QKV), ("attn.proj", ROWWISE), ("mlp.fc1", COLWISE), ("mlp.fc2", ROWWISE)),
-        heads=(("attn", "num_heads"), ("attn", "attn_dim"))),
+        heads=(("attn", "num_heads"), ("attn", "attn_dim")),
+        norms=("norm1", "norm2"), gathers=("attn", "mlp")),
 }
 #: llama's kin share its module names (transformers' MistralForCausalLM, Qwen2ForCausalLM:
 #: q/k/v/o_proj, gate/up/down_proj under model.layers), so they share its plan

@@ -4,7 +4,8 @@ need of the model the target runs -- the stand-in on the host, the real shape el
 Tensor parallel splits attention by heads (each rank a whole number of query heads and of
 key/value heads) and needs the family's parallelize plan (``parallel_plans.PLANS``);
 pipeline parallel needs a block per stage at least, the family's stage split, and for 1F1B
-a micro-batch per stage in flight (``accumulation ≥ pp``).
+a micro-batch per stage in flight (``accumulation ≥ pp``).  Sequence parallel needs tensor
+parallel (tp > 1) and a sequence tp divides: each rank's norms run on an equal slice of it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def problems(parallel, family: str, shape: dict[str, Any], accumulation: int, nx
                     what = "key/value heads" if key == "kv_heads" else "heads"
                     out.append((f"tp = {tp} does not divide the model's {heads} {what}",
                                 f"use a tp that divides {heads}"))
+    if parallel.sequence_parallel and tp == 1:
+        out.append(("sequence_parallel = on splits the sequence over the tensor-parallel ranks; tp is 1",
+                    "set tp = 2 or more, or remove sequence_parallel"))
     if pp > 1:
         layers = shape.get("layers", 0)
         if family not in PIPELINE_FAMILIES:
@@ -53,3 +57,26 @@ def problems(parallel, family: str, shape: dict[str, Any], accumulation: int, nx
             out.append((f"one_f_one_b keeps pp = {pp} micro-batches in flight; accumulation is {accumulation}",
                         f"set batch accumulation ≥ {pp}, or schedule = gpipe"))
     return out
+
+
+def positions(family: str, shape: dict[str, Any], seq_len: int, image_size: int) -> tuple[int, str]:
+    """The sequence a block runs on, and what it is made of: a ViT's patches and its class
+    token, else the dataset's sequence length."""
+    if family == "vit":
+        patches = (int(shape.get("image_size", image_size)) // int(shape.get("patch", 16))) ** 2
+        return patches + 1, f"{patches} patches + the class token"
+    return seq_len, "the dataset's seq_len"
+
+
+def sequence_problem(parallel, family: str, shape: dict[str, Any], seq_len: int,
+                     image_size: int) -> tuple[str, str] | None:
+    """(message, hint) when sequence parallel cannot split this model's sequence evenly."""
+    if not parallel.sequence_parallel or parallel.tp <= 1 or family not in PLANS:
+        return None
+    n, made_of = positions(family, shape, seq_len, image_size)
+    if n % parallel.tp == 0:
+        return None
+    hint = ("a ViT's class token makes its sequence odd: use tensor parallel without sequence_parallel"
+            if family == "vit" else f"use a seq_len that tp = {parallel.tp} divides")
+    return (f"sequence_parallel splits the sequence evenly over tp = {parallel.tp} ranks; the model's {n} "
+            f"positions ({made_of}) do not divide by it", hint)

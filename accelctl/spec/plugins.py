@@ -29,3 +29,13 @@ ENGINES: dict[str, str] = {
     "torchrun": "accelctl.engines.torchrun:TorchrunEngine",
     "kubernetes": "accelctl.engines.kubernetes:KubernetesEngine",
 }
+
+#: engine name -> "module:TABLE" of the settings it declares (``engine <name> { ... }``): small
+#: modules beside each engine that import only the spec's value types, so the check pass reads
+#: an engine's settings without importing the engine (``accelctl.engines.settings``)
+ENGINE_SETTINGS: dict[str, str] = {
+    "torchrun": "accelctl.engines.torchrun_settings:SETTINGS",
+    "slurm": "accelctl.engines.slurm_settings:SETTINGS",
+    "kubernetes": "accelctl.engines.kubernetes_settings:SETTINGS",
+    "aws_batch": "accelctl.engines.batch_settings:SETTINGS",
+}

@@ -6,6 +6,8 @@ key to its value type (``accelctl.spec.values``).
 
 from __future__ import annotations
 
+import importlib
+
 from accelctl.dsl import ast
 from accelctl.spec import plugins, te_versions
 from accelctl.spec import values as V
@@ -124,30 +126,22 @@ TRACK_KEYS: dict[str, V.VType] = {
     "tensorboard": V.boolean(),
 }
 
-#: what an engine setting may hold where a pattern says it (checked where it is written, E216)
-#: what a Slurm name (partition, account, QOS), constraint expression and gres may hold: the
-#: schema's check and the slurm engine's (``accelctl.engines.slurm``) read these, stated once
-SLURM_NAME_PATTERN = r"[A-Za-z0-9_.-]+"
-SLURM_CONSTRAINT_PATTERN = r"[A-Za-z0-9_.,&|\[\]()*:-]+"
-SLURM_GRES_PATTERN = r"[A-Za-z0-9_.,:-]+"
-SLURM_NAME = V.token(SLURM_NAME_PATTERN, '"debug"', "Slurm name")
-IMAGE = V.token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")
-AWS_NAME = V.token(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}|arn:aws[A-Za-z0-9_:/.+=@-]{1,1600}", '"dl1-queue"',
-                   "AWS Batch name or ARN")
-K8S_NAME = V.token(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", '"default"', "Kubernetes name")
-
 #: engine blocks that configure a launcher rather than place runs: ``engine deepspeed { hosts = ... }``
 LAUNCHER_BLOCKS = ("deepspeed",)
+
+
+def _declared(name: str) -> dict[str, V.VType]:
+    """Engine ``name``'s settings as the engine declares them (``plugins.ENGINE_SETTINGS``: its
+    small ``<engine>_settings`` module, which imports only the value types; never the engine)."""
+    module, _, attr = plugins.ENGINE_SETTINGS[name].partition(":")
+    return dict(getattr(importlib.import_module(module), attr))
+
+
+#: ``engine <name> { ... }`` blocks -> their settings: each engine's own declaration, and the
+#: DeepSpeed launcher's block (backend deepspeed's, not an engine)
 ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
     "local": {},
-    "torchrun": {
-        "rdzv_backend": V.choice("c10d", "static"),
-        "rdzv_endpoint": V.endpoint(),
-        "rdzv_id": V.token(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "job7", "rendezvous id", bare=True),
-        "join_timeout": V.quantity("time"),
-        "max_restarts": V.integer(0, 100),
-        "master_port": V.integer(1, 65535),
-    },
+    "torchrun": _declared("torchrun"),
     "deepspeed": {
         "hosts": V.hostname_list(),
         "hostfile": V.path(),
@@ -156,48 +150,9 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "ssh": V.boolean(),
         "launcher": V.choice("pdsh", "openmpi", "mvapich", "slurm", "impi"),
     },
-    "slurm": {
-        "partition": SLURM_NAME,
-        "account": SLURM_NAME,
-        "qos": SLURM_NAME,
-        "constraint": V.token(SLURM_CONSTRAINT_PATTERN, '"a100&ib"', "Slurm constraint"),
-        "time_limit": V.quantity("time"),
-        "cpus_per_task": V.integer(1, 4096),
-        "mem": V.quantity("bytes"),
-        "gres": V.token(SLURM_GRES_PATTERN, '"gpu:1"', "Slurm gres"),
-        "container_image": IMAGE,
-    },
-    "kubernetes": {
-        "namespace": V.token(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", '"default"', "Kubernetes namespace"),
-        "image": IMAGE,
-        "service_account": K8S_NAME,
-        "priority_class": K8S_NAME,
-        "node_selector": V.string_list(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,316}=[A-Za-z0-9._-]{0,63}",
-                                       '"node.kubernetes.io/instance-type=p5.48xlarge"'),
-        "restart_policy": V.choice("never", "on_failure", "always", "exit_code"),
-        "backoff_limit": V.integer(0, 1000),
-        "clean_pod_policy": V.choice("none", "running", "all"),
-        "active_deadline": V.quantity("time"),
-        # the shared volume holding the run folder: a PVC, mounted at volume_path in the
-        # pods and at the same path on the machine running accelctl
-        "volume_claim": K8S_NAME,
-        "volume_path": V.string(lines=False),
-        "shm_size": V.quantity("bytes"),
-        "cpu": V.integer(1, 4096),
-        "memory": V.quantity("bytes"),
-        "efa": V.boolean(),
-    },
-    "aws_batch": {
-        "job_queue": AWS_NAME,
-        "job_definition": AWS_NAME,
-        "image": IMAGE,
-        "role_arn": V.token(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}",
-                            '"arn:aws:iam::123456789012:role/batch"', "IAM role ARN"),
-        "efa": V.boolean(),
-        "vcpus": V.integer(1, 4096),
-        "memory": V.quantity("bytes"),
-        "attempts": V.integer(1, 10),
-    },
+    "slurm": _declared("slurm"),
+    "kubernetes": _declared("kubernetes"),
+    "aws_batch": _declared("aws_batch"),
 }
 #: the engines a target may name (``engine = ...``): the plug-ins of accelctl.plan.registry.ENGINES
 ENGINES = tuple(k for k in ENGINE_KEYS if k not in LAUNCHER_BLOCKS)
@@ -230,6 +185,8 @@ TARGET_KEYS: dict[str, V.VType] = {
     "threads": V.integer(1, 1024),
     "weights": V.choice("auto", "real", "random", "stand_in"),
     "neuron_parallel_compile": V.boolean(),
+    # Neuron: torch-xla's XLA_USE_BF16=1 (seed 004): every fp32 tensor held and computed in bf16
+    "xla_use_bf16": V.boolean(),
     # what the launcher starts: accelctl's own loop (worker), or the backend's documented
     # vendor example script (example: optimum-habana's run_generation.py / run_clm.py ...)
     "script": V.choice("worker", "example"),
@@ -239,18 +196,18 @@ TARGET_KEYS: dict[str, V.VType] = {
     "hub": V.choice("online", "offline"),
 }
 #: target keys handled by the check pass itself (not plain typed values)
-TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer", "optimize")
+TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer", "optimize", "stack")
 #: target keys that become backend options
 TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "pin_memory", "threads", "weights",
-                  "neuron_parallel_compile", "script", "te_version", "hub")
+                  "neuron_parallel_compile", "script", "te_version", "hub", "xla_use_bf16")
 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "none": (),
     "data": (),
-    "fsdp": ("tp", "reshard_after_forward", "offload"),
+    "fsdp": ("tp", "reshard_after_forward", "offload", "sequence_parallel"),
     "zero": ("stage", "tp", "pp", "offload_optimizer", "offload_param"),
     "deepspeed_inference": ("tp", "kernel_inject"),
-    "tensor": ("tp",),
+    "tensor": ("tp", "sequence_parallel"),
     "pipeline": ("pp", "schedule"),
 }
 PARALLEL_ALIASES = {"ddp": "data"}
@@ -268,10 +225,11 @@ PARALLEL_ARGS: dict[str, V.VType] = {
     "reshard_after_forward": V.boolean(),
     "offload": V.choice("none", "cpu"),
     "schedule": V.choice("gpipe", "one_f_one_b"),
+    "sequence_parallel": V.boolean(),
 }
 
 WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "optimize",
-                   "track",
+                   "track", "stack",
                    "engine", "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
     "description": V.string(),

@@ -26,6 +26,8 @@ from accelctl.spec.check import (
     typed_entries,
 )
 from accelctl.spec.models import FAMILIES
+from accelctl.spec.stack import check_stack
+from accelctl.spec.stack import resolve as resolve_stack
 from accelctl.spec.types import (
     BatchSpec,
     EngineSpec,
@@ -152,8 +154,8 @@ def _resolve_device(name: str, vals: dict, items: dict, ctx: Ctx, span: Span) ->
 def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] | None,
                  precision: PrecisionSpec | None, gc: bool, task: TaskSpec | None, model: ModelSpec | None,
                  engines: dict[str, EngineSpec], ctx: Ctx, origins: Origins,
-                 wl_optimize: OptimizeSpec = OptimizeSpec(), wl_measure: MeasureSpec = MeasureSpec()
-                 ) -> TargetSpec | None:
+                 wl_optimize: OptimizeSpec = OptimizeSpec(), wl_measure: MeasureSpec = MeasureSpec(),
+                 wl_stack: dict[str, Any] | None = None) -> TargetSpec | None:
     header = it.header if isinstance(it, ast.Block) else it.value
     if not isinstance(header, ast.Word):
         ctx.error("E207", "target needs a name", it.span, "write target <name> { device = ... }")
@@ -197,11 +199,13 @@ def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] |
     options = {k: vals[k] for k in S.TARGET_OPTIONS if k in vals}
     optimize = check_optimize(optimize_values(items.get("optimize"), ctx, origins, f"{pre}.optimize"), wl_optimize,
                               model, ctx, origins, f"{pre}.optimize")
+    own_stack = check_stack(items["stack"], ctx, origins, f"{pre}.stack") if "stack" in items else {}
     t = TargetSpec(name=name, device=device, instance=vals.get("instance", ""), nodes=nodes, devices=devices,
                    price_per_hour=price, memory_bytes=vals.get("memory", dev.memory_bytes), parallel=parallel,
                    precision=prec, batch=batch, gradient_checkpointing=vals.get("gradient_checkpointing", gc),
                    engine=vals.get("engine", "local"), backend=vals.get("backend", ""), options=options,
-                   measure=measure, optimizer=optimizer, optimize=optimize)
+                   measure=measure, optimizer=optimizer, optimize=optimize,
+                   stack=resolve_stack(wl_stack or {}, own_stack, device, ctx, origins, name))
     _rules(t, items, task, model, ctx, it.span, origins)
     _optimize_rules(t, task, measure or wl_measure, ctx, origins)
     return t
@@ -265,16 +269,22 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         if not task.training and p.strategy in S.TRAINING_STRATEGIES:
             ctx.error("E411", f"{p.strategy} shards training state; this is a {task.kind} task", at,
                       "use deepspeed_inference(tp = N)")
+        if not task.training and p.sequence_parallel:
+            ctx.error("E411", f"sequence_parallel splits the activations training keeps for backward; this is a "
+                      f"{task.kind} task", at, "remove sequence_parallel")
     if t.precision.dtype == "fp8" and not dev.fp8:
         ctx.error("E501", f"fp8 is not available on {t.device}", items.get("precision", items.get(
             "device", ast.Word(t.name, span))).span,
                   f"fp8 needs Transformer Engine on Hopper/Ada ({', '.join(d for d in FP8_DEVICES if not d.startswith('gaudi'))})"
                   f" or Gaudi2/Gaudi3; set precision = bf16 for target {t.name}")
     for opt, adapter in (("hpu_graphs", "hpu"), ("lazy_mode", "hpu"), ("te_layers", "cuda"), ("te_version", "cuda"),
-                         ("neuron_parallel_compile", "xla"), ("pin_memory", "cuda")):
+                         ("neuron_parallel_compile", "xla"), ("pin_memory", "cuda"), ("xla_use_bf16", "xla")):
         if t.options.get(opt) and dev.adapter != adapter:
             ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
                       f"remove {opt} from target {t.name}")
+    if t.options.get("xla_use_bf16") and t.precision.dtype != "bf16":
+        ctx.error("E243", f"xla_use_bf16 = on is bf16 throughout; target {t.name} runs {t.precision.dtype}",
+                  items["xla_use_bf16"].span, f"set precision = bf16 for target {t.name}, or remove xla_use_bf16")
     if (task is not None and model is not None and task.training and not dev.trains_convolutions
             and FAMILIES[model.family].convolutional):
         ctx.error("E506", f"the Neuron SDK cannot train convolutional models ({model.family}) on {t.device}",
@@ -289,8 +299,21 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
         where = items["precision"].span if "precision" in items else origins.get("precision", span)
         ctx.warn("W602", f"target {t.name} runs torchao float8 uncompiled: eager, its casts and amax reductions "
                  "are separate kernels (an H100 measured ViT-H/14 at 0.32x of bf16, 623 ms vs 199 ms)", where,
-                 "set optimize { compile = on } (under parallel = fsdp, where accelctl does not compile yet, "
-                 "use bf16 or parallel = ddp)")
+                 "set optimize { compile = on } (under fsdp(tp = N), where accelctl does not compile yet, "
+                 "use bf16, or fsdp without tp)")
+
+
+def check_sequence_split(targets, model: ModelSpec | None, dataset, ctx: Ctx, origins: Origins) -> None:
+    """E416 where sequence parallel cannot split the sequence a target runs evenly over tp
+    (after the dataset is known: its seq_len, or a ViT's patches and class token)."""
+    if model is None or dataset is None or not model.family:
+        return
+    for t in targets:
+        shape = model.stand_in if DEVICES[t.device].host or not model.real_shape else model.real_shape
+        problem = parallel_rules.sequence_problem(t.parallel, model.family, shape, dataset.seq_len, dataset.image_size)
+        if problem is not None:
+            where = origins.get(f"targets.{t.name}.parallel") or origins.get(f"targets.{t.name}")
+            ctx.error(parallel_rules.CODE, f"target {t.name}: {problem[0]}", where, problem[1])
 
 
 def _optimize_rules(t: TargetSpec, task: TaskSpec | None, measure: MeasureSpec, ctx: Ctx, origins: Origins) -> None:
@@ -314,7 +337,7 @@ def _optimize_rules(t: TargetSpec, task: TaskSpec | None, measure: MeasureSpec, 
 
 def check_targets(items: list[ast.Item], wl_batch, bs, precision, gc, task, model, engines, ctx: Ctx,
                   origins: Origins, wspan: Span, optimize: OptimizeSpec = OptimizeSpec(),
-                  measure: MeasureSpec = MeasureSpec()) -> tuple[TargetSpec, ...]:
+                  measure: MeasureSpec = MeasureSpec(), stack: dict[str, Any] | None = None) -> tuple[TargetSpec, ...]:
     out: list[TargetSpec] = []
     seen: dict[str, ast.Item] = {}
     for it in items:
@@ -326,13 +349,13 @@ def check_targets(items: list[ast.Item], wl_batch, bs, precision, gc, task, mode
             continue
         if nm:
             seen[nm] = it
-        t = check_target(it, wl_batch, bs, precision, gc, task, model, engines, ctx, origins, optimize, measure)
+        t = check_target(it, wl_batch, bs, precision, gc, task, model, engines, ctx, origins, optimize, measure, stack)
         if t is not None:
             out.append(t)
     if not items:
         implicit = ast.Block("target", ast.Word("cpu", wspan), (), wspan, wspan)
         t = check_target(implicit, wl_batch, bs, precision, gc, task, model, engines, ctx, origins, optimize,
-                         measure)
+                         measure, stack)
         if t is not None:
             out.append(t)
     return tuple(out)

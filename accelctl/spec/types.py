@@ -223,6 +223,8 @@ class ParallelSpec:
     offload: str = "none"
     #: pipeline schedule: gpipe, one_f_one_b (1F1B)
     schedule: str = "gpipe"
+    #: tensor parallel's sequence parallel: norms, residuals and dropouts on 1/tp of the sequence
+    sequence_parallel: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,25 @@ class EngineSpec:
     kind: str = "local"
     #: engine settings, units resolved (seconds, bytes)
     settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """``stack { ... }``: what the target's machine must run (``accelctl.spec.stack``)."""
+
+    #: container image to run in ("" = none named)
+    image: str = ""
+    #: AMI the instances boot, id or name ("" = none named)
+    ami: str = ""
+    #: synapseai, neuron or cuda ("" = none named), and its version
+    sdk: str = ""
+    sdk_version: str = ""
+    #: pinned Python packages: normalised PyPI name -> release
+    packages: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.image or self.ami or self.sdk or self.packages)
 
 
 @dataclass(frozen=True)
@@ -264,6 +285,8 @@ class TargetSpec:
     optimizer: OptimizerSpec | None = None
     #: effective ``optimize`` settings: the workload's with this target's keys over them
     optimize: OptimizeSpec = field(default_factory=OptimizeSpec)
+    #: the software stack its machine runs: the workload's ``stack`` with the target's over it
+    stack: StackSpec = field(default_factory=StackSpec)
 
     @property
     def world_size(self) -> int:
@@ -313,7 +336,10 @@ class WorkloadSpec:
         return None
 
     def for_target(self, target: TargetSpec) -> "WorkloadSpec":
-        """This spec with the target's own measure/optimizer in place of the workload's."""
+        """This spec with the target's own measure/optimizer in place of the workload's (itself
+        where the target has neither: a sweep asks this twice a point)."""
+        if target.measure is None and target.optimizer is None:
+            return self
         return dataclasses.replace(self, measure=target.measure or self.measure,
                                    optimizer=target.optimizer or self.optimizer)
 
@@ -322,6 +348,9 @@ class WorkloadSpec:
         d.pop("origins")
         if not self.track.enabled:  # written only where the workload has a track block
             d.pop("track")
+        for t, target in zip(d["targets"], self.targets):  # written only where a stack applies
+            if target.stack.empty:
+                t.pop("stack")
         return d
 
     def to_json(self) -> str:

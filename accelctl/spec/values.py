@@ -455,3 +455,8 @@ def project_name() -> VType:
         return text
 
     return VType("project name", fn, f"W&B project name `{WANDB_PROJECT.pattern}`")
+
+
+#: a container image reference (registry/name:tag or name@sha256:digest): the engines'
+#: ``image`` settings and the stack's ``image`` read this one pattern
+IMAGE = token(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}", '"nvcr.io/nvidia/pytorch:24.05-py3"', "image reference")

@@ -26,9 +26,6 @@ from accelctl.tui.screens.run import RunScreen
 from accelctl.tui.screens.runs import RunsScreen
 from accelctl.tui.screens.workloads import WorkloadsScreen
 
-EXIT_CODES = {"ok": exitcodes.OK, "stopped": exitcodes.STOPPED}
-
-
 @dataclass(frozen=True)
 class Selection:
     path: Path | None = None
@@ -57,8 +54,14 @@ class AccelctlApp(App):
 
     def __init__(self, path: str | Path | None = None, *, runs_root: str | Path | None = None, live_handle=None,
                  selection: Selection | None = None, auto_exit: bool = False, start: str = "workloads",
-                 queue: tuple[int, int] | None = None):
+                 queue: tuple[int, int] | None = None, preflight: bool = False, attach: Path | None = None):
         super().__init__()
+        #: ``accelctl attach RUN`` on a terminal: that run's folder, shown (and followed while it goes on)
+        self.attach = attach
+        #: ``accelctl tui --preflight``: each run started here is preflighted first, as ``run --preflight``
+        self.preflight = preflight
+        #: the repeat series of the run started with ``r`` (``accelctl.run.orchestrate.Series``)
+        self.series = None
         #: (this run's place, how many) when ``accelctl run FILE`` runs several workloads in turn:
         #: the header says "1 of 2", the next starts when this one ends, ``n`` skips to it
         self.queue = queue
@@ -96,6 +99,8 @@ class AccelctlApp(App):
             await self.start_live(self._live_handle)
         else:
             await self.switch_mode(self.start)
+        if self.attach is not None:  # another process runs it: the TUI reads its folder, never stops it
+            self.post_message(OpenRun(self.attach))
 
     # -- shared state, handed down ------------------------------------------------------
 
@@ -157,6 +162,11 @@ class AccelctlApp(App):
     def on_run_ended(self, message: RunEnded) -> None:
         if self.live is None or message.run_dir is None or Path(message.run_dir) != self.live.run_dir:
             return
+        if self.series is not None and self.series.index and not (self._quit_after_stop or self.skipped):
+            self.series.ended(message.status)
+            if self.series.more:  # the next repeat of the series, as `accelctl run` starts it
+                self.call_later(self._start_repeat)
+                return
         if self.screen is not self.run_screen:  # on the run view the header and summary say it
             sev = "information" if message.status == "ok" else "warning" if message.status == "stopped" else "error"
             self.notify(f"run {self.live.handle.run_id}: {message.status}", severity=sev)
@@ -176,7 +186,9 @@ class AccelctlApp(App):
     def exit_code(self) -> int:
         if self.live is None or not self.live.handle.done:
             return 0
-        return EXIT_CODES.get(self.live.handle.wait().status, 1)
+        from accelctl.run.orchestrate import exit_code
+
+        return exit_code(self.live.handle.wait().status)
 
     def on_open_run(self, message: OpenRun) -> None:
         """A stored run, replayed from its events.jsonl (followed while still written)."""
@@ -192,6 +204,9 @@ class AccelctlApp(App):
         await self.switch_mode(mode)
 
     async def action_run(self) -> None:
+        """Start the selected workload › target as ``accelctl run`` would (``accelctl.run.orchestrate``):
+        the same pre-checks before any run folder exists, the preflight when asked, and every
+        repeat of ``measure { repeat = N }``, one process after the other."""
         if self.live_running:
             self.notify("a run is already going: x stops it", severity="warning")
             return
@@ -203,27 +218,39 @@ class AccelctlApp(App):
         if result.error:
             self.notify(result.error.splitlines()[0], title="cannot plan", severity="error", timeout=8)
             return
-        from accelctl.plan.select import missing_here
-
-        missing = missing_here(spec, spec.target(sel.target), result.plan.engine, self.present_devices)
-        if missing is not None:  # refused before a run folder exists, as `accelctl run` refuses it
-            self.notify(missing, title="not on this machine", severity="error", timeout=12)
-            return
         import asyncio
 
-        from accelctl.api import launch, one_process
+        from accelctl.errors import AccelctlError
+        from accelctl.run import orchestrate
 
-        one, _, repeats = one_process(spec, spec.target(sel.target))
-        if repeats > 1:  # measure { repeat = N }: N processes of one measured round each
-            from accelctl.tui.workspace import make_plan
-
-            result = make_plan(one, sel.target)
-            self.notify(f"measure {{ repeat = {repeats} }}: this starts one of the {repeats} independent runs; "
-                        "accelctl run FILE runs the whole series", severity="warning", timeout=8)
-
+        req = orchestrate.Request(target=sel.target, runs_dir=self.runs_root, preflight=self.preflight)
         try:
-            handle = await asyncio.wrap_future(self._launcher.submit(
-                launch, result.plan, source_text=wf.text, spec_json=spec.to_json(), runs_root=self.runs_root))
+            chosen = orchestrate.choose([spec], req, self.present_devices)
+            orchestrate.refuse_unstartable(chosen, wf.text, req, self.present_devices)
+        except AccelctlError as exc:  # refused before a run folder exists, as `accelctl run` refuses it
+            title = "not on this machine" if exc.exit_code == exitcodes.NO_DEVICE else "cannot start the run"
+            self.notify(orchestrate.refusal_text(exc), title=title, severity="error", timeout=12)
+            return
+        c = chosen[0]
+        if req.preflight:
+            self.notify(orchestrate.preflight_line(c))
+            pre = await asyncio.wrap_future(self._launcher.submit(orchestrate.run_preflight, c, req))
+            self.notify(pre.message, title="preflight", severity="information" if pre.ok else "error", timeout=12)
+            if not pre.ok:
+                return
+        self.series = orchestrate.Series(c, wf.text, req)
+        await self._start_repeat()
+
+    async def _start_repeat(self) -> None:
+        """The next run of the series (``measure { repeat = N }``: N of them, each its own process)."""
+        import asyncio
+
+        series = self.series
+        if series.chosen.repeats > 1:
+            self.notify(f"repeat {series.index + 1} of {series.chosen.repeats} (an independent process; "
+                        f"measure {{ repeat = {series.chosen.repeats} }})")
+        try:
+            handle = await asyncio.wrap_future(self._launcher.submit(series.start))
         except Exception as exc:  # noqa: BLE001 - show it; the TUI stays up
             self.notify(f"{type(exc).__name__}: {exc}", title="cannot start the run", severity="error", timeout=8)
             return

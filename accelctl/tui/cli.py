@@ -13,6 +13,9 @@ def register(sub) -> None:
     p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
     p.add_argument("--view", choices=("workloads", "plan", "run", "runs"), default="workloads",
                    help="the view to open first")
+    p.add_argument("--preflight", action="store_true",
+                   help="preflight each run started here first, as run --preflight: a seconds-long all-reduce over "
+                        "the planned world through the same launches and engine; the run starts only if it passes")
     p.set_defaults(fn=cmd_tui)
 
 
@@ -43,7 +46,7 @@ def cmd_tui(args) -> int:
     from accelctl.tui.app import AccelctlApp
     from accelctl.tui.priority import lower_this_thread
 
-    app = AccelctlApp(args.path, runs_root=args.runs_dir, start=args.view)
+    app = AccelctlApp(args.path, runs_root=args.runs_dir, start=args.view, preflight=args.preflight)
     lower_this_thread()  # the display yields to the runs it starts (they start at normal priority)
     app.run()
     # a quit is a quit: the exit code of `accelctl tui` is not the last run's (`accelctl run` is)

@@ -16,14 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from accelctl import exitcodes
-
-EXIT_CODES = {"ok": exitcodes.OK, "stopped": exitcodes.STOPPED}
-
-
-#: ``run_live``'s return when ``n`` skipped the run to go on with the next of the queue (the run
-#: itself is recorded ``stopped``)
-SKIPPED = -1
+from accelctl.run.orchestrate import SKIPPED, exit_code  # noqa: F401 - SKIPPED: run_live's return after ``n``
 
 
 def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto_exit: bool = False,
@@ -72,7 +65,20 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
     _print_summary(result)
     if getattr(app, "skipped", False) and result.status == "stopped":
         return SKIPPED
-    return EXIT_CODES.get(result.status, 1)
+    return exit_code(result.status)
+
+
+def attach_live(run_dir: Path, runs_root, *, headless: bool = False, size: tuple[int, int] | None = None) -> None:
+    """``accelctl attach RUN`` on a terminal: the run's view in the TUI, replayed from its folder and
+    followed while its own supervisor still writes it.  Leaving (``q``, Ctrl-C, a hang-up) only
+    detaches: the TUI never stops a run it did not start."""
+    from accelctl.tui.app import AccelctlApp
+
+    app = AccelctlApp(None, runs_root=runs_root, start="runs", attach=Path(run_dir))
+    try:
+        app.run(headless=headless, size=size)
+    except KeyboardInterrupt:
+        pass
 
 
 def _follow_on_console(handle, plan, why: str) -> int:
@@ -89,7 +95,7 @@ def _follow_on_console(handle, plan, why: str) -> int:
         handle.stop()
     result = handle.wait()  # a Ctrl-C here stops the run and still returns its result
     sink.close(result)
-    return EXIT_CODES.get(result.status, 1)
+    return exit_code(result.status)
 
 
 def _print_summary(result) -> None:
@@ -105,8 +111,8 @@ def _print_summary(result) -> None:
 def main(argv=None) -> int:
     import argparse
 
-    from accelctl.api import AccelctlError, load_source, one_process, pick_target, select_workloads
-    from accelctl.api import plan as make_plan
+    from accelctl.api import AccelctlError, load_source, select_workloads
+    from accelctl.run import orchestrate
 
     ap = argparse.ArgumentParser(prog="python -m accelctl.tui.live", description="accelctl run FILE, with the TUI")
     ap.add_argument("file")
@@ -122,21 +128,17 @@ def main(argv=None) -> int:
     except AccelctlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    target, _ = pick_target(spec, args.target)
-    one, target, repeats = one_process(spec, target)  # one run of a repeat series: `accelctl run` runs them all
-    if repeats > 1:
-        print(f"accelctl: measure {{ repeat = {repeats} }}: this runs one of the {repeats} independent runs "
+    req = orchestrate.Request(target=args.target, engine=args.engine, runs_dir=args.runs_dir)
+    c, = orchestrate.choose([spec], req)
+    if c.repeats > 1:  # one run of a repeat series: `accelctl run` runs them all
+        print(f"accelctl: measure {{ repeat = {c.repeats} }}: this runs one of the {c.repeats} independent runs "
               "(accelctl run FILE runs the whole series)", file=sys.stderr)
-    p = make_plan(one, target, args.engine)
-    from accelctl.plan.select import missing_here
-
-    missing = missing_here(spec, target, p.engine)
-    if missing is not None:  # as `accelctl run` refuses it: before a run folder exists
-        from accelctl import exitcodes
-
-        print(f"accelctl: error: {missing}", file=sys.stderr)
-        return exitcodes.NO_DEVICE
-    return run_live(p, spec, source, args.runs_dir, auto_exit=args.auto_exit)
+    try:  # as `accelctl run` refuses it: before a run folder exists
+        orchestrate.refuse_unstartable([c], source, req)
+    except AccelctlError as exc:
+        print(f"accelctl: error: {orchestrate.refusal_text(exc)}", file=sys.stderr)
+        return exc.exit_code
+    return run_live(c.plan, spec, source, args.runs_dir, auto_exit=args.auto_exit)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ applied to the model the worker built, before its loop runs (``WorkerJob.optimiz
   (``model.to(memory_format=torch.channels_last)``: 4-D conv weights only) and a forward
   pre-hook converts the 4-D image tensors the model is called with, so the loops feed
   batches as they always do.
-* ``compile``: ``nn.Module.compile(mode=...)``, in place: the module keeps its type, its
+* ``compile``: ``nn.Module.compile(mode=...)``, in place (under FSDP2 each transformer block
+  instead, before ``fully_shard``: ``compile_blocks``): the module keeps its type, its
   ``state_dict`` keys (checkpoints load either way) and its attributes; DDP then wraps it
   as it would wrap the eager model.  Inductor compiles on the first call that is not
   under ``FlopCounterMode`` (Dynamo leaves a frame alone while a dispatch mode is active),
@@ -42,15 +43,33 @@ def apply(model: torch.nn.Module, job, log: Callable[[str, str], None]) -> torch
     if opt.channels_last:
         model.to(memory_format=torch.channels_last)
         model.register_forward_pre_hook(_channels_last_inputs, with_kwargs=True)
-    if opt.compile and job.task.kind != "generate":  # generation: transformers compiles its decoding step
-        family = DEVICE_FAMILIES.get(job.device.adapter)
-        if family is not None and family.host:
-            import torch._inductor.config as inductor_config
-
-            inductor_config.fallback_random = True
-        model.compile(mode=None if opt.compile_mode == "default" else opt.compile_mode)
+    # generation: transformers compiles its decoding step; FSDP2: each block, before fully_shard
+    # (``compile_blocks``, from the sharded strategy)
+    if opt.compile and job.task.kind != "generate" and job.strategy != "sharded":
+        compile_module(model, job)
         log("info", f"torch.compile(mode={opt.compile_mode}) of {type(model).__name__}: compiled in warm-up")
     return model
+
+
+def compile_module(module: torch.nn.Module, job) -> None:
+    """``module.compile`` in place with the job's mode (inductor's aten random numbers on the host)."""
+    family = DEVICE_FAMILIES.get(job.device.adapter)
+    if family is not None and family.host:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.fallback_random = True
+    module.compile(mode=None if job.optimize.compile_mode == "default" else job.optimize.compile_mode)
+
+
+def compile_blocks(blocks, job, log: Callable[[str, str], None]) -> None:
+    """Each transformer block compiled on its own, in place, before FSDP2 wraps it (torchtitan's
+    order: FSDP's all-gather and reduce-scatter hooks stay outside the graphs).  Dynamo may
+    compile a graph per block where the blocks' attributes differ (transformers' ``layer_idx``:
+    4 graphs for 4 llama blocks, measured), all in the warm-up."""
+    for block in blocks:
+        compile_module(block, job)
+    log("info", f"torch.compile(mode={job.optimize.compile_mode}) of each of the {len(blocks)} blocks "
+                "before fully_shard: compiled in warm-up")
 
 
 def _channels_last_inputs(module, args, kwargs):

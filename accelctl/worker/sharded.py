@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch.distributed as dist
 
 from accelctl.contract.mesh import Mesh
+from accelctl.spec.parallel_plans import PLANS
 from accelctl.worker import mesh_grads
 from accelctl.worker.strategy import Plain
 
@@ -61,8 +62,21 @@ class Sharded(Plain):
             tied = pipeline.tied_weight(model)
             model = pipeline.build_stage(model, family, g.mesh, g.coords["pp"])
             self.tied = tied if tied is not None and any(p is tied for p in model.parameters()) else None
+            ends = ["embeddings"] * model.first + ["head"] * model.last
+            ctx.log("info", f"pipeline: stage {g.coords['pp']} of {g.mesh.pp} ({job.parallel.schedule}) holds blocks "
+                            f"{', '.join(model.blocks)}" + "".join(f" + {e}" for e in ends))
         if g.mesh.tp > 1:
-            model = tensor_parallel.apply(model, family, g.device_mesh["tp"])
+            model = tensor_parallel.apply(model, family, g.device_mesh["tp"], job.parallel.sequence_parallel,
+                                           ctx.log)
+        if job.optimize.compile and job.task.kind != "generate":  # before fully_shard (the plan: fsdp, no tp/pp)
+            from accelctl.worker import optimize
+
+            if family in PLANS:
+                optimize.compile_blocks(model.get_submodule(PLANS[family].blocks), job, ctx.log)
+            else:  # FSDP shards the root only: the model compiled whole
+                optimize.compile_module(model, job)
+                ctx.log("info", f"torch.compile(mode={job.optimize.compile_mode}) of {type(model).__name__} "
+                                "before fully_shard: compiled in warm-up")
         if job.parallel.strategy == "fsdp":
             model = fsdp.apply(model, family, g.device_mesh["dp"], job.parallel, job.precision.dtype)
         return model

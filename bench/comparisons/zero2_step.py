@@ -2,26 +2,15 @@
 ``deepspeed.initialize`` script under torchrun.  Both arms use both ranks' cores, so the
 pairs are interleaved, never pinned."""
 
-import socket
-import sys
-
-from bench.comparisons._train import train_setup
+from bench.comparisons._train import torchrun, train_setup
 from bench.comparisons.bert_step import ARCH, SHAPE
 from bench.harness import Comparison
 
 
-def _free_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
 def _setup(quick, workdir):
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                "--master-addr", "127.0.0.1", "--master-port", _free_port()]
     return train_setup(quick, workdir, "bert_zero2.wl", "ds_zero2.py", SHAPE,
                        "bare deepspeed.initialize ZeRO-2, 2 ranks (bench/baselines/ds_zero2.py)", ARCH,
-                       launcher=launcher, env_extra={"DS_ACCELERATOR": "cpu"}, pinnable=False)
+                       launcher=torchrun(2), env_extra={"DS_ACCELERATOR": "cpu"}, pinnable=False)
 
 
 COMPARISON = Comparison(name="zero2_step", title="BERT ZeRO-2, 2 ranks vs bare deepspeed.initialize",

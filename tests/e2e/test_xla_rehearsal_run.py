@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,7 @@ def test_run_rehearse_of_an_inf2_target_trains_on_the_xla_cpu_device(tmp_path):
     (launch,) = plan["launches"]
     assert launch["argv"][0] == str(xla_python()) and launch["argv"][1:3] == ["-m", "accelctl.worker"]
     assert launch["env"]["PJRT_DEVICE"] == "CPU"
+    assert launch["env"]["XLA_USE_BF16"] == "1"  # the target's xla_use_bf16 = on (seed 004), rehearsed
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["target"] == TARGET
     ran = summary["what_ran"]["rehearsal"]
@@ -53,9 +55,32 @@ def test_run_rehearse_of_an_inf2_target_trains_on_the_xla_cpu_device(tmp_path):
     # sized for this CPU (accelctl.plan.rehearsal_size): 2 warm-up + 5 measured steps, too few
     # for a learning curve to show through the noise of random batches; each step's loss is real
     assert len(losses) == 7 and all(math.isfinite(x) and 0 < x < 20 for x in losses), losses
+    # XLA_USE_BF16=1: torch-xla held and computed the fp32 tensors in bf16, so every loss is a bf16 value
+    assert all(bf16_exact(x) for x in losses), losses
     assert "measured steps" in " ".join(plan.get("rehearsal", {}).get("changes", [])), plan.get("rehearsal")
     entry = entry_from_run(load_run(run_dir.name, str(tmp_path)))  # reports say where it ran, too
     assert entry.ran.startswith(f"REHEARSAL of {TARGET} on the XLA CPU device (torch-xla 2.9.0), stand-in")
+
+
+def bf16_exact(x: float) -> bool:
+    """Whether ``x`` is a bfloat16 value (its float32 bits end in 16 zeros)."""
+    return struct.unpack("<I", struct.pack("<f", x))[0] & 0xFFFF == 0
+
+
+@pytest.mark.slow
+@needs_xla
+def test_without_xla_use_bf16_the_losses_are_float32(tmp_path):
+    """The contrast of the run above: the same rehearsal with ``xla_use_bf16 = off`` (the stand-in
+    rehearses in fp32) gives losses bf16 cannot hold."""
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(WORKLOAD), "-t", TARGET, "--rehearse",
+                         "--headless", "--runs-dir", str(tmp_path), "--set", f"target.{TARGET}.xla_use_bf16=off"],
+                        capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert "XLA_USE_BF16" not in json.loads((run_dir / "plan.json").read_text())["launches"][0]["env"]
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    losses = [e["loss"] for e in events if e["kind"] == "step" and e.get("rank", 0) == 0]
+    assert len(losses) == 7 and not all(bf16_exact(x) for x in losses), losses
 
 
 def test_plan_rehearse_says_where_it_rehearses_and_imports_no_torch():

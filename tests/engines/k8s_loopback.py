@@ -243,7 +243,11 @@ class LoopbackCluster:
             if method == "DELETE":
                 job.delete(lambda: self.jobs.pop((ns, job.name), None))
                 return self._json(h, 200, job.body)
-            return self._json(h, 200, {**job.body, "status": {"conditions": job.conditions()}})
+            body = {**job.body, "status": {"conditions": job.conditions()}}
+            if job.deleting:  # foreground deletion, as the API server shows it until the pods are gone
+                body["metadata"] = {**body["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z",
+                                    "finalizers": ["foregroundDeletion"]}
+            return self._json(h, 200, body)
         if url.path.startswith(PODS) and parts[-1] == "pods":
             selector = dict(kv.split("=", 1) for kv in query.get("labelSelector", [""])[0].split(",") if kv)
             items = [p.to_dict() for p in self.all_pods()

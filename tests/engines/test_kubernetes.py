@@ -87,7 +87,7 @@ def test_targets_render_a_pytorchjob_the_sdk_accepts(target, backend, nodes, res
         assert c["args"][:5] == [f"--nnodes={nodes}", f"--nproc-per-node={spec.target(target).devices}",
                                  "--node-rank=$(RANK)", "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)"]
         assert "--standalone" not in c["args"]
-    assert [ln.argv[:3] for ln in p.launches] == [("python", "-m", "accelctl.engines.kubernetes_submit")]
+    assert [ln.argv for ln in p.launches] == [k8s.SUBMIT] and p.request["manifest"] == job_of(p)
     results = {r.tool: r for r in check_plan(p, spec)}
     sdk = next(r for t, r in results.items() if t.startswith("kubeflow-training 1.9.4 SDK"))
     assert sdk.ok is True, sdk.render()
@@ -146,16 +146,38 @@ def test_hostile_strings_stay_data():
     assert c["command"] == ["python", "-m", "torch.distributed.run"]
     assert not any(a in ("sh", "bash", "-c") for a in c["command"] + c["args"])
     (launch,) = p.launches
-    assert launch.argv == ("python", "-m", "accelctl.engines.kubernetes_submit", "{run_dir}/pytorchjob.json")
+    assert launch.argv == ("kubectl", "create", "-f", "{run_dir}/pytorchjob.json")
 
 
 def test_kubernetes_expansion_gives_plan_strings_back_verbatim():
+    """Placed strings expanded as the kubelet does (the loopback stand-in's own expansion)."""
+    from k8s_loopback import kubelet_expand
+
     for text in (HOSTILE, "$(RANK)", "$$(RANK)", "a$", "$(", "{run_dir}/x $(HOME)"):
         placed = k8s.placed(text)
-        assert k8s.expand(placed, {"RANK": "7", "HOME": "/root", "ACCELCTL_RUN_DIR": "/shared/r"}) == \
+        assert kubelet_expand(placed, {"RANK": "7", "HOME": "/root", "ACCELCTL_RUN_DIR": "/shared/r"}) == \
             text.replace("{run_dir}", "/shared/r")
     # the operator's variables the per-node command does use are expanded
-    assert k8s.expand("--node-rank=$(RANK)", {"RANK": "3"}) == "--node-rank=3"
+    assert kubelet_expand("--node-rank=$(RANK)", {"RANK": "3"}) == "--node-rank=3"
+
+
+@pytest.mark.parametrize("target", ["gpu", "dl1"])
+def test_the_manifest_rendered_from_the_request_expands_to_each_pods_launch(target):
+    """The manifest (made from ``Plan.request``) read back as the kubelet would run it, at the
+    node plan's stand-ins, is the node plan's launch, which is built from the request alone."""
+    from k8s_loopback import kubelet_expand
+
+    from accelctl.plan.registry import ENGINES
+
+    _, p = make_plan(target)
+    c = container(job_of(p))
+    nodes = ENGINES["kubernetes"].node_plan(p)
+    for rank, launch in enumerate(nodes.launches):
+        values = {**k8s.OPERATOR_VARS, "RANK": str(rank), "ACCELCTL_RUN_DIR": "{run_dir}"}
+        assert [kubelet_expand(a, values) for a in c["args"]] == list(launch.argv[1:])
+        assert tuple(c["command"]) == k8s.HEADS[launch.argv[0]]
+    env = {e["name"]: kubelet_expand(e["value"], {"ACCELCTL_RUN_DIR": "{run_dir}"}) for e in c["env"]}
+    assert env.pop("ACCELCTL_RUN_DIR") == "" and env == nodes.launches[0].env
 
 
 def test_the_backends_env_is_escaped_for_kubernetes():
@@ -283,34 +305,31 @@ def test_accelctl_run_without_a_cluster_fails_before_launch_in_one_line(tmp_path
     assert r.returncode == 1 and "is not on the shared volume" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_the_submitter_fails_in_one_line_without_a_cluster(tmp_path):
+def test_the_scheduler_fails_in_one_line_without_a_cluster(tmp_path, monkeypatch):
     pytest.importorskip("kubernetes")
+    from accelctl.engines.kubernetes_scheduler import KubernetesScheduler
+
     _, p = make_plan("gpu")
     shared = tmp_path / "shared" / "runs" / "r1"
     shared.mkdir(parents=True)
     job = job_of(p)
     for replica in job["spec"]["pytorchReplicaSpecs"].values():
         replica["template"]["spec"]["containers"][0]["volumeMounts"][1]["mountPath"] = str(tmp_path / "shared")
-    manifest = shared / k8s.MANIFEST
-    manifest.write_text(json.dumps(job))
-    cmd = [sys.executable, "-m", "accelctl.engines.kubernetes_submit", str(manifest)]
-    r = subprocess.run(cmd, env=_env(tmp_path, None), capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "no Kubernetes cluster" in r.stderr
-    r = subprocess.run(cmd, env=_env(tmp_path, KUBECONFIG.format(server="https://127.0.0.1:1")), capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.strip().splitlines()[-1].startswith("accelctl: creating pytorchjob w-gpu-")
+    request = dict(p.request, manifest=job)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    for kubeconfig, words in ((None, "no Kubernetes cluster"), (KUBECONFIG.format(server="https://127.0.0.1:1"),
+                                                               "creating pytorchjob w-gpu-")):
+        monkeypatch.setenv("KUBECONFIG", _env(tmp_path, kubeconfig)["KUBECONFIG"])
+        with pytest.raises(RuntimeError) as exc:
+            KubernetesScheduler().submit(request, shared, {})
+        assert len(str(exc.value).splitlines()) == 1 and words in str(exc.value), exc.value
     # a run folder off the volume: refused before any cluster is asked
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / k8s.MANIFEST).write_text(json.dumps(job))
-    r = subprocess.run([*cmd[:-1], str(other / k8s.MANIFEST)], env=_env(tmp_path, None), capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 2 and "is not on the shared volume" in r.stderr
+    with pytest.raises(ValueError, match="is not on the shared volume"):
+        KubernetesScheduler().submit(request, tmp_path / "other", {})
 
 
 def test_prepare_names_the_run_and_fills_the_run_folder(tmp_path):
-    from accelctl.engines.kubernetes_submit import prepare, state_of
+    from accelctl.engines.kubernetes_scheduler import prepare, state_of
 
     _, p = make_plan("gpu", BLOCK.replace('"/shared"', json.dumps(str(tmp_path))))
     job = prepare(job_of(p), tmp_path / "runs" / "r1")

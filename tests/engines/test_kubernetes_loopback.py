@@ -1,7 +1,7 @@
 """A kubernetes plan run end to end against a loopback stand-in of the API server, the
 training operator and the kubelet (``k8s_loopback.py``: each replica a local process with
 the operator's variables; not Kubernetes).  Real: the rendered manifest, the kubernetes
-client, the submitter, accelctl's runner, two torchrun agents meeting at the master's
+client, the scheduler followed by accelctl's runner, two torchrun agents meeting at the master's
 address with the static rendezvous and training a real model, the events coming back
 through the run folder.  Stopping the run deletes the job and leaves no process.  The job
 (namespace/name, uid, condition, master's exit code) lands in ``scheduler.json`` and the run
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +19,9 @@ import pytest
 from accelctl.api import launch, plan, validate_text
 from accelctl.contract import scheduler
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
+from accelctl.engines.kubernetes_scheduler import KubernetesScheduler
 from accelctl.run import store
+from accelctl.run.scheduled import ScheduledJob
 
 pytest.importorskip("kubernetes")
 
@@ -104,10 +104,12 @@ def test_two_pods_train_together_and_events_come_back(cluster, tmp_path):
     assert all(p.proc.returncode == 0 for p in cluster.all_pods())
     # the job as the API server named it, its final condition and the master's exit code
     uid = cluster.jobs[(namespace, name)].body["metadata"]["uid"]
+    assert uid
     rec = store.read_run(handle.run_dir)
-    assert rec.summary["scheduler"] == {"scheduler": "kubernetes", "job_id": f"default/{name}",
-                                        "state": "Succeeded", "exit_code": 0, "ref": uid}, rec.summary
-    assert rec.scheduler.short() == f"kubernetes default/{name} Succeeded"
+    assert rec.summary["scheduler"] == {"scheduler": "kubernetes", "job_id": name, "state": "Succeeded",
+                                        "exit_code": 0, "handle": f"kubernetes://default/{name}",
+                                        "app_state": "SUCCEEDED"}, rec.summary
+    assert rec.scheduler.short() == f"kubernetes {name} Succeeded"
     events = list(read_events(handle.run_dir / "events.jsonl"))
     assert {e.rank for e in events if isinstance(e, StepMetrics)} == {0, 1}
     started = [e for e in events if isinstance(e, RunStarted)]
@@ -136,7 +138,7 @@ def test_stopping_the_run_deletes_the_job_and_leaves_nothing(cluster, tmp_path):
     assert all(p.proc.poll() is not None for p in pods)
     assert ("DELETE" in {m for m, _ in cluster.requests})
     log = (handle.run_dir / "worker.log").read_text(errors="replace")
-    assert "deleted, no pod left" in log, log[-2000:]
+    assert "cancelled (Deleted)" in log, log[-2000:]
     assert store.read_run(handle.run_dir).summary["scheduler"]["state"] == "Deleted"
     print(f"\nkubernetes (loopback) cancel: stop -> job deleted, pods gone, runner done in {stopped:.1f} s")
 
@@ -155,21 +157,22 @@ def test_a_failing_pod_fails_the_run_with_its_exit_code(cluster, tmp_path):
     args = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["args"]
     args[args.index("--nnodes=2")] = "--nnodes=1"
     manifest.write_text(json.dumps(job))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "accelctl.engines.kubernetes_submit", str(manifest)], env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert "Failed" in r.stdout, r.stdout + r.stderr
+    job_run = ScheduledJob(KubernetesScheduler(), dict(p.request, manifest=job), run_dir, os.environ,
+                           run_dir / "worker.log")
+    code = job_run.wait(timeout=300)
+    out = (run_dir / "worker.log").read_text(errors="replace")
+    assert "Failed (FAILED)" in out, out
     (master,) = [p for p in cluster.all_pods() if p.rtype == "master"]
-    assert master.proc.returncode not in (None, 0) and r.returncode == master.proc.returncode
-    assert "job.json" in r.stdout  # the master's log, streamed, names what was missing
+    assert master.proc.returncode not in (None, 0) and code == master.proc.returncode
+    assert "job.json" in out  # the master's log, streamed, names what was missing
     job_record = scheduler.read(run_dir)
     assert (job_record.state, job_record.exit_code) == ("Failed", master.proc.returncode), job_record
-    assert job_record.job_id.startswith("default/tiny-k8s-t-") and job_record.ref
+    assert job_record.handle.startswith("kubernetes://default/tiny-k8s-t-") and job_record.app_state == "FAILED"
 
 
-def test_a_job_deleted_elsewhere_ends_the_submitter(cluster, tmp_path):
-    """Someone deletes the job (kubectl delete): the submitter says so and exits 1 instead of
-    polling a job that no longer exists."""
+def test_a_job_deleted_elsewhere_ends_the_supervisors_follow(cluster, tmp_path):
+    """Someone deletes the job (kubectl delete): the follow loop says so and ends the launch with
+    1 instead of polling a job that no longer exists."""
     _, p = make_plan(tmp_path, 4)
     job = json.loads(next(f.content for f in p.files if f.path == "pytorchjob.json"))
     for replica in job["spec"]["pytorchReplicaSpecs"].values():
@@ -177,9 +180,8 @@ def test_a_job_deleted_elsewhere_ends_the_submitter(cluster, tmp_path):
         c["command"], c["args"] = ["python", "-c", "import time; time.sleep(120)"], []
     run_dir = tmp_path / "runs" / "manual"
     run_dir.mkdir(parents=True)
-    (run_dir / "pytorchjob.json").write_text(json.dumps(job))
-    cmd = [sys.executable, "-m", "accelctl.engines.kubernetes_submit", str(run_dir / "pytorchjob.json")]
-    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE, text=True)
+    job_run = ScheduledJob(KubernetesScheduler(), dict(p.request, manifest=job), run_dir, os.environ,
+                           run_dir / "worker.log")
     deadline = time.monotonic() + 60
     while not cluster.jobs and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -188,9 +190,51 @@ def test_a_job_deleted_elsewhere_ends_the_submitter(cluster, tmp_path):
     while (scheduler.read(run_dir) is None or scheduler.read(run_dir).state != "Running") \
             and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert scheduler.read(run_dir) == scheduler.SchedulerJob("kubernetes", f"{ns}/{name}", "Running", None,
-                                                             job_obj.body["metadata"]["uid"])
+    assert scheduler.read(run_dir) == scheduler.SchedulerJob("kubernetes", name, "Running", None, "",
+                                                             f"kubernetes://{ns}/{name}", "RUNNING")
     job_obj.delete(lambda: cluster.jobs.pop((ns, name), None))
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and f"pytorchjob {name} is gone" in out, out
+    assert job_run.wait(timeout=60) == 1
+    out = (run_dir / "worker.log").read_text(errors="replace")
+    assert f"kubernetes://{ns}/{name} is gone" in out, out
     assert scheduler.read(run_dir).state == "Deleted"
+
+
+@pytest.mark.slow
+def test_a_detached_runs_job_outlives_its_sigkilled_supervisor_and_is_cancelled_from_a_fresh_process(cluster, tmp_path):
+    """``run --detach``; the supervisor SIGKILLed while the pods train; ``status`` from another
+    process asks the API server (still Running); ``cancel`` from a fresh one deletes the job by
+    its handle: no job, no pod left."""
+    import signal
+    import subprocess
+    import sys
+
+    wl = tmp_path / "k8s.wl"
+    wl.write_text(TEMPLATE.replace("STEPS", "100000").replace("VOLUME", json.dumps(str(tmp_path))))
+    runs = tmp_path / "runs"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-m", "accelctl.cli", *argv, "--runs-dir", str(runs)], cwd=REPO,
+                              env=env, capture_output=True, text=True, timeout=180)
+
+    started = cli("run", str(wl), "-t", "t", "--detach")
+    run_id = started.stdout.strip()
+    assert store.is_run_id(run_id), started.stderr
+    run_dir = runs / run_id
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        now = json.loads(cli("status", run_id, "--json").stdout)["result"]["runs"][0]
+        if now["step"] >= 2:
+            break
+        time.sleep(0.5)
+    assert now["step"] >= 2 and " Running (RUNNING)" in now["scheduler"], now
+    os.kill(now["supervisor_pid"], signal.SIGKILL)
+    time.sleep(1)
+    pods = cluster.all_pods()
+    assert len(cluster.jobs) == 1 and all(p.proc.poll() is None for p in pods)  # the job goes on
+    assert " Running (RUNNING)" in json.loads(cli("status", run_id, "--json").stdout)["result"]["runs"][0]["scheduler"]
+    done = cli("cancel", run_id)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert cluster.jobs == {} and all(p.proc.poll() is not None for p in pods)
+    stored = scheduler.read(run_dir)
+    assert (stored.state, stored.app_state) == ("Deleted", "CANCELLED"), stored

@@ -53,7 +53,8 @@ def test_the_script_asks_for_what_the_target_and_block_say():
     assert '--rdzv_endpoint="$addr:$port" --rdzv_id="$SLURM_JOB_ID"' in s
     assert "--node_rank=\"$SLURM_NODEID\"" in s and "--nproc_per_node=4" in s
     (submit,) = p.launches
-    assert submit.argv == ("python", "-m", "accelctl.engines.slurm_submit", "{run_dir}/job.sbatch")
+    assert submit.argv == ("sbatch", "--parsable", SCRIPT) and submit.cwd == "{run_dir}"
+    assert p.request["script"] == SCRIPT
 
 
 def test_a_cpu_target_asks_for_no_gpu():

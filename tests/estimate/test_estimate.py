@@ -289,3 +289,23 @@ def test_the_fp8_gain_comes_from_the_share_of_flops_fp8_covers():
     odd = estimate(odd_spec, odd_t)
     odd_share = fp8_coverage(odd_spec, real_architecture("llama", odd_spec.model.real_shape), F.Sizes(seq=2048))[0]
     assert odd_share < 0.4 and odd.compute_s > 1.5 * fp8.compute_s
+
+
+def test_pipeline_bubble_is_pp_minus_1_over_the_micro_batches():
+    """A pipeline stage idles (pp - 1) / m of its work a step (GPipe and 1F1B alike): more
+    micro-batches a step shrink the bubble; the why text says how large it is."""
+    from accelctl.api import load_selected
+    from accelctl.spec.types import ParallelSpec
+
+    (spec,) = load_selected(str(ROOT / "workloads" / "llama2_7b.wl"), "llama2_7b_zero3")
+    h100 = dataclasses.replace(spec.target("h100"), nodes=1, parallel=ParallelSpec(strategy="pipeline", pp=4))
+
+    def at(accum: int):
+        t = dataclasses.replace(h100, batch=dataclasses.replace(h100.batch, accumulation=accum, global_size=None))
+        return estimate(spec, t)
+
+    one, sixteen = at(1), at(16)
+    assert "pipeline bubble" in one.why and "3/1" in one.why
+    # per micro-batch the step costs (m + pp - 1) / m of the stage's work: 4x at m = 1, 19/16 at 16
+    per_micro = [e.step_time_s - e.optimizer_s for e in (one, sixteen)]
+    assert per_micro[0] / (per_micro[1] / 16) == pytest.approx(4 / (19 / 16), rel=0.1)

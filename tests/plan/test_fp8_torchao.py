@@ -121,3 +121,26 @@ def test_torchao_fp8_under_tensor_parallel_is_refused_at_the_parallel_line():
         plan(spec_of("fp8 { library = torchao }", "device = h100  devices = 2  parallel = tensor(tp = 2)"), "t")
     (d,) = [d for d in err.value.diagnostics if "Float8ColwiseParallel" in (d.hint or "")]
     assert d.code == "E520" and d.span.line == 5
+
+
+def test_mixtral_s_experts_stay_bf16_with_the_reason_and_the_flops_they_leave():
+    """transformers 5.23 holds Mixtral's experts as fused 3-D tensors (not nn.Linear); torchao
+    0.18's FP8 grouped GEMM for them is CUDA sm90+ and Triton only (``fp8_layers``): the plan
+    says so with their share of the weight GEMMs, and the estimate's FP8 share leaves them out."""
+    from accelctl.estimate import flops as F
+    from accelctl.estimate.roofline import fp8_coverage
+    from accelctl.spec import fp8_layers
+
+    model = "mixtral(layers = 2, hidden = 64, heads = 4, kv_heads = 2, ffn = 128, experts = 4, experts_per_token = 2)"
+    spec = spec_of("fp8 { library = torchao }", model=model, target="device = h100  devices = 2  parallel = fsdp")
+    notes = "\n".join(plan(spec, "t").notes)
+    # per token and layer: attention 64·(64 + 32 + 32 + 64); the 2 active experts 2 · 3 · 64·128
+    share = 2 * 3 * 64 * 128 / (2 * 3 * 64 * 128 + 64 * (64 + 32 + 32 + 64) + 64 * 32000 / 2)
+    assert (f"experts kept in bf16: model.layers.*.mlp.experts (gate_up_proj, down_proj; top-2 of 4) (64x128 x12), "
+            f"{share:.1%} of the weight GEMM FLOPs: fused 3-D expert tensors, not nn.Linear; torchao 0.18's FP8 "
+            "grouped GEMM") in notes
+    s = fp8_layers.split("mixtral", spec.model.stand_in, spec.dataset.seq_len)
+    covered, said = fp8_coverage(spec, spec.model.stand_in, F.Sizes(seq=spec.dataset.seq_len))
+    total = F.forward("mixtral", spec.model.stand_in, F.Sizes(seq=spec.dataset.seq_len))
+    assert covered == pytest.approx(s.fp8_flops() / total) and covered + s.experts.flops() / total < 1
+    assert "the experts alone are" in said and "not planned" in said

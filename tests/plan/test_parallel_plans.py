@@ -134,3 +134,44 @@ def test_the_layout_checks_use_the_shape_the_target_runs():
     # the 64-head real shape takes tp = 8 on h100
     spec = _spec("  target h { device = h100  devices = 8  parallel = tensor(tp = 8) }", shape=LLAMA_70B)
     assert spec.targets[0].parallel.tp == 8
+
+
+def test_sequence_parallel_plan_states_each_ranks_positions_and_divides_what_tp_left_whole():
+    """Korthikanti et al. (2022), section 4.2.2: tensor parallel keeps 10·s·b·h per layer whole
+    (at 2 bytes an element); sequence parallel divides that by tp too, and the layer inputs
+    gradient checkpointing keeps."""
+    targets = ("  target t { device = h100  devices = 8  parallel = tensor(tp = 8) }\n"
+               "  target s { device = h100  devices = 8  parallel = tensor(tp = 8, sequence_parallel = on) }\n"
+               "  target c { device = h100  devices = 8  parallel = tensor(tp = 8, sequence_parallel = on)"
+               "  gradient_checkpointing = on }\n"
+               "  target n { device = h100  devices = 8  parallel = tensor(tp = 8)  gradient_checkpointing = on }")
+    shape = dict(layers=32, hidden=4096, heads=32, ffn=11008, seq=2048)
+    spec = _spec(targets, extra="precision bf16", shape=shape)
+    t, s, c, n = (estimate(spec, x) for x in spec.targets)
+    s_b_h = 2048 * 1 * 4096
+    assert t.activations - s.activations == pytest.approx(32 * 10 * s_b_h * 7 / 8)
+    assert n.activations - c.activations == pytest.approx(32 * 2 * s_b_h * 7 / 8 + 10 * s_b_h * 7 / 8)
+    assert s.weights == t.weights and s.optimizer == t.optimizer
+    notes = "\n".join(compile_plan(spec, "s").notes)
+    assert "tp 1: heads 4-7 of 32, MLP columns 1376-2751 of 11008, sequence positions 256-511 of 2048" in notes
+    assert "sequence parallel over tp 8: input_layernorm, post_attention_layernorm run on 256 of 2048 positions" in notes
+    assert "tensor(tp = 8, sequence_parallel = on) " in notes
+    assert "sequence" not in "\n".join(compile_plan(spec, "t").notes)
+
+
+def test_compile_plans_under_fsdp_per_block_and_is_refused_at_its_line_with_tp_or_pp():
+    spec = _spec("  target f { device = h100  devices = 8  parallel = fsdp }\n"
+                 "  target ft { device = h100  devices = 8  parallel = fsdp(tp = 2) }\n"
+                 "  target t { device = h100  devices = 8  parallel = tensor(tp = 2) }\n"
+                 "  target p { device = h100  devices = 8  parallel = pipeline(pp = 2) }",
+                 extra="precision bf16\n  optimize { compile = on }\n  measure { warmup = 2 steps  steps = 4 steps }")
+    plan = compile_plan(spec, "f")
+    assert plan.job.optimize.compile and plan.job.strategy == "sharded"
+    assert any(n.startswith("torch.compile(mode=default) of each transformer block, before FSDP2's fully_shard")
+               for n in plan.notes)
+    for name, strategy in (("ft", "fsdp split (tp > 1)"), ("t", "tensor split"), ("p", "pipeline split")):
+        with pytest.raises(PlanError) as err:
+            compile_plan(spec, name)
+        d = err.value.diagnostics[0]
+        assert d.code == "E520" and f"torch.compile with the {strategy} is not built" in d.hint
+        assert d.span.line == 6  # optimize { compile = on }

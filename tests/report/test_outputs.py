@@ -132,11 +132,11 @@ def test_reference_alone_and_next_to_runs(capsys):
     for printed in ("98.04%", "95.88%", "90.39%", "85.11%", "82.66%", "1,379.76", "| 2.84 | 2.843 | reproduced |"):
         assert printed in out
     _, out = cli(capsys, "report", "0001", "--reference", "--format", "md", "--runs-dir", str(RUNS))
-    assert "20260101-000000-fixture_train-small-0001" in out and "seed 001" in out
+    assert "20260101-000000-fixture_train-small-0001" in out and "### AWS DL1 blog: BERT-Large" in out
 
 
 def test_reference_places_runs_of_a_seed_workload_in_its_table(tmp_path, capsys):
-    """A run of workload vit_huge_fp8 lands in seed 002's table, after the seed's rows."""
+    """A run of workload vit_huge_fp8 lands in the H100 FP8 post's table, after its published rows."""
     import shutil
 
     src = RUNS / "20260101-000000-fixture_train-small-0001"
@@ -146,7 +146,7 @@ def test_reference_places_runs_of_a_seed_workload_in_its_table(tmp_path, capsys)
     summary.update(workload="vit_huge_fp8", target="cpu")
     (run / "summary.json").write_text(json.dumps(summary))
     _, out = cli(capsys, "report", str(run), "--reference", "--format", "md")
-    section = out.split("### seed 002")[1].split("###")[0]
+    section = out.split("### H100 FP8 post")[1].split("###")[0]
     assert section.index("| p4d bf16") < section.index("| cpu | 20260101-000000-vit_huge_fp8-cpu-abcd |")
     assert "### workload vit_huge_fp8" not in out
 

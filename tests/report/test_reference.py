@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from accelctl.analysis import cost
@@ -149,5 +151,34 @@ def test_reference_tables_render_and_place_user_runs():
                  devices=1, batch=8, step_time_s=0.5, throughput=16.0)
     tables = reference_tables([mine])
     vit = next(t for t in tables if t.id == "reference-002-vit")
-    assert vit.rows[-1]["source"] == mine.source and vit.rows[0]["source"] == "seed 002"
+    assert vit.rows[-1]["source"] == mine.source and "publication" not in vit.rows[-1]
+    assert vit.rows[0]["source"] == "published" and vit.rows[0]["publication"] == "H100 FP8 post"
+    assert vit.title.startswith("H100 FP8 post: ViT-Huge training step")
     assert tables[-1].id == "reference-claims"
+
+
+def test_publications_are_named_never_seed_numbers():
+    """Issue 27: "seed 000" read as the workload's random ``seed``.  Every published row, table
+    title, claim and scaling curve names its publication ("AWS DL1 blog"); the JSON key is
+    ``publication``, on published rows and claims, and the run column says "published"."""
+    ref = load_reference()
+    names = {k: v["name"] for k, v in ref["seeds"].items()}
+    assert len(set(names.values())) == len(names) and all(0 < len(n) <= 14 for n in names.values())
+    tables = reference_tables()
+    for t in tables:
+        assert not re.search(r"\bseeds?\b", t.title), t.title
+        for row in t.rows:
+            assert not any(re.search(r"\bseed \d{3}\b", str(v)) for v in row.values()), row
+            assert "seed" not in row
+        for note in t.notes:
+            assert not re.search(r"\bseed \d{3}\b", note), note
+    claims = tables[-1]
+    assert [c.key for c in claims.columns][0] == "publication"
+    assert {r["publication"] for r in claims.rows} == set(names.values())
+    scaling = next(t for t in tables if t.id == "reference-001-bert-large")
+    assert {(r["source"], r["publication"]) for r in scaling.rows} == {("published", "AWS DL1 blog")}
+    assert scaling.title.startswith("AWS DL1 blog: ")
+    from accelctl.report.plot import bar_labels
+
+    published = table_entries(_table("000-bert"))["gaudi1_bs32"]
+    assert bar_labels([published])[0].splitlines()[-1] == "HF Gaudi2 blog"

@@ -56,7 +56,7 @@ MODEL = {"pretrain": "bert(layers = 1, hidden = 32, heads = 2)", "finetune": "be
 PARALLEL_ARGS = {"stage": ["0", "1", "2", "3"], "tp": ["2"], "pp": ["2"], "offload_optimizer": ["none", "cpu", "nvme"],
                  "offload_param": ["none", "cpu", "nvme"], "kernel_inject": ["on", "off"],
                  "reshard_after_forward": ["on", "off"], "offload": ["none", "cpu"],
-                 "schedule": ["gpipe", "one_f_one_b"]}
+                 "schedule": ["gpipe", "one_f_one_b"], "sequence_parallel": ["on", "off"]}
 
 
 def values_of(key: str, vtype, samples: dict[str, list[str]] = SAMPLES) -> list[str]:

@@ -132,17 +132,17 @@ async def test_r_runs_the_selected_target_from_the_launcher_thread(runs_dir, mon
     the launcher thread, so the run never inherits the display's lowered priority."""
     import threading
 
-    import accelctl.api
+    import accelctl.run.runner
 
     calls = []
-    real_launch = accelctl.api.launch
+    real_launch = accelctl.run.runner.launch  # what the orchestrator's Series starts a run with
 
     def fake_launch(plan, **kwargs):
         calls.append((plan.workload, plan.target, threading.current_thread().name, kwargs["runs_root"]))
         return real_launch(fake_plan("tui_train-cpu-", delay_s=0.05), source_text=kwargs["source_text"],
                            spec_json=kwargs["spec_json"], runs_root=kwargs["runs_root"])
 
-    monkeypatch.setattr(accelctl.api, "launch", fake_launch)
+    monkeypatch.setattr(accelctl.run.runner, "launch", fake_launch)
     app = AccelctlApp(WORKLOADS, runs_root=runs_dir)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()

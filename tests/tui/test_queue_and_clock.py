@@ -131,6 +131,6 @@ def test_accelctl_tui_exits_0_after_a_quit_even_if_the_last_run_failed(monkeypat
     monkeypatch.setattr("accelctl.tui.priority.lower_this_thread", lambda: None)
 
     class Args:
-        path, runs_dir, view = None, None, "workloads"
+        path, runs_dir, view, preflight = None, None, "workloads", False
 
     assert cli.cmd_tui(Args()) == 0

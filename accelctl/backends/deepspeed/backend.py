@@ -121,9 +121,14 @@ def stack_versions(target: TargetSpec) -> tuple[str | None, str, str]:
     A plan is inert data: for a device on another machine it must not change with the machine
     that plans it, so it is written for the releases accelctl pins (``TRANSFORMERS_VERSION``,
     ``DEEPSPEED_VERSION``).  A plan for the host CPU runs on this machine and may read what is
-    installed here (transformers None: not installed)."""
+    installed here (transformers None: not installed).  A target whose ``stack`` pins them is
+    planned for its pins (``packages { transformers = "4.43.4" }``)."""
     if DEVICES[target.device].host:
         return installed_version("transformers"), installed_version("deepspeed") or DEEPSPEED_VERSION, "installed"
+    pins = target.stack.packages
+    if "transformers" in pins or "deepspeed" in pins:
+        return (pins.get("transformers", TRANSFORMERS_VERSION), pins.get("deepspeed", DEEPSPEED_VERSION),
+                "pinned by the target's stack")
     return TRANSFORMERS_VERSION, DEEPSPEED_VERSION, "the release plans for other machines target"
 
 
@@ -313,7 +318,9 @@ class DeepSpeedInferenceBackend(Backend):
                    and _major_minor(transformers) > BLOOM_LAST_TRANSFORMERS)
         if p.kernel_inject and too_new:
             no(f"DeepSpeed {deepspeed} injects BLOOM kernels only with transformers <= 4.43.4, and "
-               f"{transformers} is {source} ('BLOOM inference with DeepSpeed is no longer supported')", "parallel")
+               f"{transformers} is {source} ('BLOOM inference with DeepSpeed is no longer supported'); pin "
+               "transformers = \"4.43.4\" in the target's stack { packages { } }", "stack.packages.transformers",
+               "parallel")
         if p.tp > 1 and not p.kernel_inject:
             if not AUTOTP.get(family, True):
                 no(f"DeepSpeed AutoTP cannot shard {family} ('AutoTP not supported for model. Please use "

@@ -507,5 +507,7 @@ def check_results(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
     except ImportError as exc:
         return [not_run("deepspeed", f"{exc}; pip install 'accelctl[deepspeed]'")]
     errors = [d for d in diags if d.severity == "error"]
+    from accelctl.backends.deepspeed.inject_check import check_results as on_the_stack
+
     return [CheckResult("deepspeed (DeepSpeedConfig, launcher parser, hostfile)", not errors,
-                        [d.render().replace("\n", " | ") for d in diags])]
+                        [d.render().replace("\n", " | ") for d in diags]), *on_the_stack(plan, spec)]

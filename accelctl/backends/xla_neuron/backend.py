@@ -55,6 +55,15 @@ NEURON_ENV = {
 #: variables a plan for torch-xla >= 2.6 under torchrun must not set (see module doc)
 FORBIDDEN_ENV = ("XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_FP16", "XLA_DOWNCAST_FP16",
                  "NEURONCORE_NUM_DEVICES", "NEURON_RT_VISIBLE_CORES")
+#: ``xla_use_bf16 = on`` (seed 004): torch-xla 2.9.0 still reads it; its _XLAC library warns "XLA_USE_BF16
+#: will be deprecated after the 2.6 release, please convert your model to bf16 directly" (the string in
+#: .venv-xla's _XLAC.cpython-311-x86_64-linux-gnu.so)
+XLA_USE_BF16 = "XLA_USE_BF16"
+XLA_USE_BF16_NOTE = (
+    "bf16: XLA_USE_BF16=1 as seed 004 ran it (xla_use_bf16 = on): torch-xla holds every fp32 tensor -- weights, "
+    "gradients, optimizer states -- in bf16, no autocast (half the memory of mixed precision, other numerics); "
+    f"torch-xla {TORCH_XLA_VERSION} still reads it but warns \"XLA_USE_BF16 will be deprecated after the 2.6 release, "
+    "please convert your model to bf16 directly\", and Neuron drops it after 2.24")
 #: instances this small (vCPUs) precompile with one retry: "NEURON_PARALLEL_COMPILE_MAX_RETRIES=1
 #: when precompiling on trn1.2xlarge where there's limited host memory and CPU resources"
 SMALL_HOST_VCPUS = 8
@@ -121,10 +130,11 @@ class XlaNeuronBackend(Backend):
 
         if any(OPTIMUM_NEURON in " ".join(launch.argv) for launch in real.launches):
             # optimum-neuron's programs need the Neuron SDK: the stand-in rehearses the step, not them
+            split = (f"its tensor parallel as accelctl's own plan, tp {stand_in.job.parallel.tp} over gloo ranks"
+                     if stand_in.job.parallel.tp > 1 else "the model split undone")
             return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, (
                 f"target {real.target} runs optimum-neuron's programs ({', '.join(x.name for x in real.launches)}), "
-                "which need the Neuron SDK: this rehearsal runs accelctl's loop with the stand-in instead, the model "
-                "split undone")))
+                f"which need the Neuron SDK: this rehearsal runs accelctl's loop with the stand-in instead, {split}")))
         return rehearsal_plan(real, stand_in)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
@@ -135,7 +145,8 @@ class XlaNeuronBackend(Backend):
 
         if any(OPTIMUM_NEURON in " ".join(launch.argv) for launch in plan.launches):
             return [*check_torchrun_launches(plan), check_optimum_plan(plan)]
-        return [*check_torchrun_launches(plan), *check_results(plan, TORCH_XLA_VERSION, FORBIDDEN_ENV)]
+        asked = (XLA_USE_BF16,) if spec.target(plan.target).options.get("xla_use_bf16") else ()
+        return [*check_torchrun_launches(plan), *check_results(plan, TORCH_XLA_VERSION, FORBIDDEN_ENV, asked)]
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
         cores = target.devices
@@ -145,6 +156,8 @@ class XlaNeuronBackend(Backend):
             torchrun += ["--standalone", "--nnodes=1"]
         torchrun += [f"--nproc_per_node={cores}"]
         env = dict(process_env(job), **{WORKERS_ENV: str(workers)}, **NEURON_ENV)
+        if target.options.get("xla_use_bf16"):
+            env[XLA_USE_BF16] = "1"
         if through_optimum(spec, target):
             return self._build_optimum(spec, target, job, torchrun, env)
         torchrun += ["-m", WORKER_MODULE]
@@ -153,11 +166,12 @@ class XlaNeuronBackend(Backend):
             f"{cores} processes, one per NeuronCore, process group xla (init_method xla://), "
             f"MpDeviceLoader, xm.optimizer_step; torch-xla {TORCH_XLA_VERSION} (needs torch 2.9.0)",
             f"{workers} data-loader workers per process ({why})",
+            XLA_USE_BF16_NOTE if target.options.get("xla_use_bf16") else
             ("bf16: torch.autocast('xla', dtype=bfloat16) around the forward, compiler auto-cast off "
              "(NEURON_CC_FLAGS=--auto-cast=none); deliberately not seed 004's XLA_USE_BF16=1, which holds the "
              "weights, gradients and optimizer states in bf16 too (other numerics, half their memory): it is "
              f"deprecated after torch-xla 2.6 and dropped after Neuron 2.24, and the plan targets torch-xla "
-             f"{TORCH_XLA_VERSION}, so it is not set"
+             f"{TORCH_XLA_VERSION}, so it is not set (xla_use_bf16 = on sets it)"
              if target.precision.dtype == "bf16" else
              "fp32: compiler auto-cast off (NEURON_CC_FLAGS=--auto-cast=none), else neuronx-cc runs FP32 "
              "matmuls in BF16"),

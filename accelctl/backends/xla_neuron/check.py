@@ -382,9 +382,11 @@ def stored_table(version: str) -> dict[str, Any] | None:
     return None
 
 
-def check_results(plan, version: str, forbidden: tuple[str, ...]) -> list:
+def check_results(plan, version: str, forbidden: tuple[str, ...], asked: tuple[str, ...] = ()) -> list:
     """Each launch's environment and the worker's torch-xla code checked against the API table
-    of torch-xla ``version`` (built from its release tag), as ``accelctl plan --check`` reports it."""
+    of torch-xla ``version`` (built from its release tag), as ``accelctl plan --check`` reports it.
+    ``asked``: deprecated variables the workload sets on purpose (``xla_use_bf16 = on``): each must
+    still be one torch-xla reads, and its deprecation is said, not a rejection."""
     from accelctl.backends.findings import CheckResult, not_run
 
     table = stored_table(version)
@@ -392,11 +394,18 @@ def check_results(plan, version: str, forbidden: tuple[str, ...]) -> list:
         return [not_run(f"torch-xla {version} API table", f"no table for torch-xla {version} is shipped; build "
                         "one with python -m accelctl.backends.xla_neuron.check")]
     findings = [f for launch in plan.launches for f in check_env(launch.env, table, forbidden)]
+    said = [f for f in findings if any(f.message.startswith(f"{name} is deprecated") for name in asked)]
+    findings = [f for f in findings if f not in said]
+    findings += [Finding("env", f"{name} is set but torch-xla {table['torch_xla']} does not read it")
+                 for name in asked if any(name in launch.env for launch in plan.launches)
+                 and name not in table["env_vars"] and name not in table["deprecated_env"]]  # read where it warns
+    said = [f"{f} -- set because the workload asks for it" for f in _dedupe(said)]
     used: set[str] = set()
     for name in WORKER_XLA_FILES:
         findings += check_worker_source(WORKER_DIR / name, table, used)
     tool = f"torch-xla {table['torch_xla']} API table ({table['source']})"
-    return [CheckResult(tool, not findings, [str(f) for f in _dedupe(findings)]), installed_result(used, version)]
+    return [CheckResult(tool, not findings, [str(f) for f in _dedupe(findings)] + said),
+            installed_result(used, version)]
 
 
 WORKER_DIR = Path(__file__).resolve().parents[2] / "worker"

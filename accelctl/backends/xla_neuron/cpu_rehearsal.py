@@ -112,7 +112,7 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
 
 
 #: target options this path keeps (the plan's environment carries them), unlike the plain rehearsal
-KEPT_OPTIONS = ("dataloader_workers",)
+KEPT_OPTIONS = ("dataloader_workers", "xla_use_bf16")
 NOT_REHEARSED = "device options not rehearsed: "
 
 

@@ -148,7 +148,9 @@ def training_launches(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, to
         f"tp {tp} x pp {pp} x dp {dp} over {target.world_size} NeuronCores",
         f"tensor parallel {tp}: q/k/v, gate/up column-parallel, o/down row-parallel, embeddings and LM head "
         f"vocabulary-parallel: each core holds 1/{tp} of the weights, gradients and activations of its stage; "
-        "key/value heads replicated up to tp where fewer (kv_size_multiplier); sequence parallel between them",
+        "key/value heads replicated up to tp where fewer (kv_size_multiplier); sequence parallel between them "
+        "(neuronx-distributed's default, with or without sequence_parallel = on: accelctl does not pass "
+        "--disable_sequence_parallel)",
         ("ZeRO-1 (--zero_1 true): the optimizer state (fp32 master weights and Adam moments) sharded over the "
          f"{dp} data-parallel ranks" if zero_1 else
          f"--zero_1 false: the optimizer state replicated on the {dp} data-parallel ranks"),

@@ -1,0 +1,242 @@
+"""``accelctl run``: parse its options into an orchestrator ``Request`` and show the runs --
+on the console stream or in the live TUI.  The policy (target choice, the pre-checks, preflight,
+repeats, shared workers, exit codes) is ``accelctl.run.orchestrate``'s; this module prints.
+Imports nothing heavy at module level."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from accelctl import exitcodes
+from accelctl.cli_common import FP8_HELP, RUNS_DIR_HELP, add_set, color, reply_of, unknown_run_is_usage
+from accelctl.errors import AccelctlError
+
+
+def add_parser(sub):
+    """``accelctl run``."""
+    r = sub.add_parser("run", help="run a workload for real on one target")
+    add_set(r)
+    r.add_argument("file", nargs="?", help="the workload file (with --resume: checked unchanged since the run)")
+    r.add_argument("--workload", "-w")
+    r.add_argument("--target", "-t")
+    r.add_argument("--engine", "-e")
+    r.add_argument("--headless", action="store_true", help="plain console stream (no TUI)")
+    r.add_argument("--json", action="store_true", help="the finished runs (id, status, folder, summary.json) as "
+                   "one JSON document on stdout; the console stream on stderr")
+    r.add_argument("--rehearse", action="store_true",
+                   help="rehearse an accelerator target on this CPU: its plan with the stand-in, scaled to this "
+                        "machine, marked as a rehearsal everywhere (default: the first accelerator target)")
+    r.add_argument("--fp8", action="store_true", help=FP8_HELP)
+    r.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    r.add_argument("--preflight", action="store_true",
+                   help="first run a seconds-long all-reduce over the planned world through the same launches and "
+                        "engine; the run starts only if it passes (a broken rendezvous costs seconds)")
+    r.add_argument("--preflight-timeout", type=float, default=300.0, metavar="S",
+                   help="seconds the preflight may take, queue time included (default 300)")
+    r.add_argument("--launch", action="append", metavar="NAME",
+                   help="start only this launch of the plan (repeatable), e.g. --launch node1 on node 1 of a "
+                        "torchrun rendezvous; the others run elsewhere (default: all, here)")
+    r.add_argument("--resume", metavar="RUN_ID",
+                   help="continue a stopped or failed run from its newest checkpoint, into the same run record "
+                        "(its workload needs checkpoint { every = N steps }; refused when the workload file "
+                        "changed since)")
+    r.add_argument("--detach", "-d", action="store_true",
+                   help="start the run under its own supervisor (not this terminal's session), print its id and "
+                        "return; then: accelctl status|logs|attach|cancel RUN")
+    from accelctl.cli_track import add_arguments as add_tracker_flags
+
+    add_tracker_flags(r)
+    r.set_defaults(fn=cmd_run)
+    return r
+
+def use_tui(args) -> bool:
+    """The live TUI when both streams are a terminal (Textual draws on stderr), not
+    --headless, and Textual is installed; else the plain console stream."""
+    if args.headless or not (sys.stdout.isatty() and sys.stderr.isatty()):
+        return False
+    from accelctl.tui.cli import textual_missing
+
+    missing = textual_missing()
+    if missing:
+        print(f"accelctl: {missing}; streaming to the console instead", file=sys.stderr)
+    return missing is None
+
+
+def _stop_like_ctrl_c(signum, frame) -> None:
+    """SIGTERM / SIGHUP to ``accelctl run`` stop the run as Ctrl-C does (its launches get the
+    SIGINT -> SIGTERM -> SIGKILL sequence, the run is recorded ``stopped``), instead of
+    killing the runner and leaving its workers running."""
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def request_of(args):
+    """The orchestrator's ``Request`` of ``run``'s options."""
+    from accelctl.run.orchestrate import Request
+
+    return Request(target=args.target, engine=args.engine, rehearse=args.rehearse, fp8=args.fp8,
+                   runs_dir=args.runs_dir, only=tuple(args.launch) if args.launch else None,
+                   preflight=args.preflight, preflight_timeout=args.preflight_timeout)
+
+
+def cmd_run(args) -> int:
+    if args.detach:  # the run's own supervisor, in a session of its own (accelctl.cli_detach)
+        from accelctl.cli_detach import run_detached
+
+        return run_detached(args)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop_like_ctrl_c)
+    from accelctl.run.detach import detached
+
+    detached()  # a detached supervisor: a SIGHUP does not stop it
+    if args.resume:
+        return resume_run(args)
+    if not args.file:
+        raise AccelctlError("run needs a workload FILE (or --resume RUN_ID)", exit_code=exitcodes.USAGE)
+    from accelctl.cli_check import fp8_needs_rehearse
+
+    fp8_needs_rehearse(args)
+    if args.json:
+        args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
+    from accelctl.api import load_selected_source
+    from accelctl.cli_track import with_flags
+    from accelctl.run import orchestrate
+
+    req = request_of(args)
+    # read once: the run stores what was checked (with the --set settings written in)
+    source, specs = load_selected_source(args.file, args.workload, args.set)
+    # --mlflow / --wandb / --tensorboard: checked before anything starts
+    chosen = [orchestrate.Chosen(*c) for c in with_flags(args, orchestrate.choose(specs, req))]
+    orchestrate.refuse_unstartable(chosen, source, req)
+    face = ConsoleFace(args, live=use_tui(args) and req.only is None, source=source)
+    args.fast_exit = not face.live  # (set before the runs: a stop's exit code 130 ends the program as fast)
+    return orchestrate.run_all(chosen, source, req, face)
+
+
+class ConsoleFace:
+    """``accelctl run``'s face for the orchestrator: the console stream (``ConsoleSink``), or each
+    run in the live TUI on a terminal; ``run --json`` fills the document."""
+
+    def __init__(self, args, live: bool, source: str | None = None) -> None:
+        self.args, self.live, self.source = args, live, source
+
+    def say(self, text: str, error: bool = False) -> None:
+        print(f"accelctl: {text}", file=sys.stderr if error else sys.stdout, flush=True)
+
+    def announce(self, c, only) -> None:
+        announce(c.spec, c.plan, c.why, only)
+
+    def preflighted(self, c, result) -> None:
+        print_preflight(c, result, reply_of(self.args))
+
+    def sinks(self, c):
+        from accelctl.run.console import ConsoleSink
+
+        return [ConsoleSink(headless=self.args.headless, job=c.plan.job, rehearsal=c.plan.rehearsal)]
+
+    def ran(self, c, result, sinks, series_id) -> int | None:
+        record_run(self.args, c.plan, result, series_id)
+        if any(getattr(s, "reader_gone", False) for s in sinks):  # ``accelctl run | head``: stdout's reader left
+            return exitcodes.BROKEN_PIPE
+        return None
+
+    def run_live(self, c, place: int, count: int) -> int:
+        from accelctl.tui.live import run_live
+
+        return run_live(c.plan, c.spec, self.source, self.args.runs_dir,
+                        queue=(place, count) if count > 1 else None)
+
+    def not_run(self, names: list[str]) -> None:
+        for name in names:
+            print(f"accelctl: workload {name} not run: the run before it was stopped", file=sys.stderr, flush=True)
+        if reply := reply_of(self.args):  # run --json: the workloads a stop left out, named
+            reply.result.setdefault("not_run", []).extend(names)
+
+
+def record_run(args, p, result, series: str | None = None) -> None:
+    """``run --json``: a finished run in the document (its id, status, folder, summary.json)."""
+    if reply := reply_of(args):
+        reply.result.setdefault("runs", []).append({
+            "run_id": result.run_dir.name, "status": result.status, "run_dir": str(result.run_dir),
+            "workload": p.workload, "target": p.target, "backend": p.backend, "engine": p.engine,
+            "rehearsal": p.rehearsal is not None, "series": series, "summary": result.summary})
+        if result.status != "ok":
+            failure = (result.summary or {}).get("failure") or {}
+            why = failure.get("message") if isinstance(failure, dict) else None
+            reply.fail("RunStopped" if result.status == "stopped" else "RunFailed",
+                       f"run {result.run_dir.name} {result.status}" + (f": {why}" if why else ""))
+
+
+def announce(spec, p, why: str, only) -> None:
+    """The lines ``accelctl run`` prints before a workload's run: target, rehearsal, warnings."""
+    from accelctl.contract.plan import FREE_PORT
+
+    print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
+    if p.rehearsal is not None:
+        print(color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
+                     f"{p.rehearsal.on} with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
+                     "1;33", sys.stdout), flush=True)
+    for w in p.warnings:
+        print(color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
+    from accelctl.plan.tracking import logging_launch, tracks_here
+
+    if p.tracking is not None and p.tracking.enabled and not tracks_here(p, only):
+        print(f"accelctl: tracking: not from this runner: the runner of launch {logging_launch(p)} (rank 0) logs "
+              "the run", flush=True)
+    else:
+        for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
+            print(f"accelctl: {note}", flush=True)
+    if only is not None:
+        print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
+        if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
+            print(color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
+                         "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
+                         '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
+
+
+
+def resume_run(args) -> int:
+    """``accelctl run [FILE] --resume RUN_ID``: the run's own plan, from its newest checkpoint,
+    into its own folder (FILE, when given, is the workload file checked unchanged)."""
+    from accelctl.api import prepare_resume, resume
+    from accelctl.run.console import ConsoleSink
+    from accelctl.run.orchestrate import exit_code, wait
+
+    fixed = [f"--{name}" for name in ("workload", "target", "engine", "launch") if getattr(args, name)]
+    fixed += ["--rehearse"] if args.rehearse else []
+    if fixed:
+        raise AccelctlError(f"{', '.join(fixed)} cannot change a resumed run: it goes on with its own plan",
+                            exit_code=exitcodes.USAGE)
+    from accelctl.run.store import load_run
+
+    unknown_run_is_usage(load_run, args.resume, args.runs_dir)
+    point = prepare_resume(args.resume, args.runs_dir, args.file)
+    args.fast_exit = True
+    print(f"accelctl: resuming run {point.run_dir.name} after step {point.step} "
+          f"(checkpoint {point.checkpoint})", flush=True)
+    sink = ConsoleSink(headless=args.headless, job=point.job, rehearsal=point.plan.rehearsal)
+    result = wait(resume(point, sinks=[sink]))
+    record_run(args, point.plan, result)
+    return exit_code(result.status)
+
+
+def print_preflight(c, pre, reply=None) -> None:
+    """A preflight's one-line verdict (and into ``reply``)."""
+    from accelctl.run.orchestrate import preflight_world
+
+    world = preflight_world(c)
+    print(color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
+    if reply is not None:
+        reply.result.setdefault("preflights", []).append(
+            {"workload": c.spec.name, "target": c.plan.target, "engine": c.plan.engine, "world": world, "ok": pre.ok,
+             "message": pre.message})
+
+
+def preflight(c, req, reply=None) -> bool:
+    """Run ``c``'s preflight and print its verdict (``doctor --plan``); passed?"""
+    from accelctl.run.orchestrate import preflight_line, run_preflight
+
+    print(f"accelctl: {preflight_line(c)}", flush=True)
+    result = run_preflight(c, req)
+    print_preflight(c, result, reply)
+    return result.ok

@@ -1,0 +1,28 @@
+"""``engine slurm { ... }``: the settings of the slurm engine (``accelctl.engines.slurm``).
+
+What a Slurm name (partition, account, QOS), a constraint expression (features joined by
+``& | ,`` with ``[] () *`` counts) and a gres may hold: checked where the setting is written
+(E216) and again by the engine before a value reaches an ``#SBATCH`` line (E547), stated once here.
+"""
+
+from __future__ import annotations
+
+from accelctl.engines.settings import IMAGE
+from accelctl.spec import values as V
+
+NAME_PATTERN = r"[A-Za-z0-9_.-]+"
+CONSTRAINT_PATTERN = r"[A-Za-z0-9_.,&|\[\]()*:-]+"
+GRES_PATTERN = r"[A-Za-z0-9_.,:-]+"
+_NAME = V.token(NAME_PATTERN, '"debug"', "Slurm name")
+
+SETTINGS: dict[str, V.VType] = {
+    "partition": _NAME,
+    "account": _NAME,
+    "qos": _NAME,
+    "constraint": V.token(CONSTRAINT_PATTERN, '"a100&ib"', "Slurm constraint"),
+    "time_limit": V.quantity("time"),
+    "cpus_per_task": V.integer(1, 4096),
+    "mem": V.quantity("bytes"),
+    "gres": V.token(GRES_PATTERN, '"gpu:1"', "Slurm gres"),
+    "container_image": IMAGE,
+}

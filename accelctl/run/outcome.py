@@ -1,0 +1,150 @@
+"""How a run ends, decided from what it left -- events, exit codes, the log -- without a process
+(issue 25 item 3: ``RunHandle`` split into the process supervisor, the event pump and this).
+
+* ``launch_failed``: a launch exited non-zero; the failure event the run records for it (a
+  crash named by rank and signal, or "stopped" when a user stopped it) and whether it is the
+  cause of what its peers report;
+* ``crashed_rank``: which rank ended a launch without saying why, read from the events and the
+  launchers' reports in ``worker.log`` (torchrun's "Root Cause", the DeepSpeed launcher's
+  "exits with return code");
+* ``run_failure``: which of the failures reported so far is the run's (the cause, not its
+  consequences);
+* ``run_status``: ok / failed / stopped of the whole run (``accelctl.run.summary``).
+
+Everything here is a pure function of its arguments: tests/run/test_outcome.py calls them with
+recorded events and log text.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import NamedTuple
+
+from accelctl.contract.events import Event, RunFailed, RunFinished
+from accelctl.run.summary import run_status  # noqa: F401 - the run's status, stated once
+
+#: a failed child in torchrun's ChildFailedError report ("rank : 1 (local_rank: 1)" then
+#: "exitcode : -9 (pid: 8212)"); the first one after "Root Cause" is the one that died first
+_RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+#: the DeepSpeed launcher's (``deepspeed.launcher.launch``) line when one of its ranks ends
+#: non-zero, before it kills the others: that rank's exit code, but not its rank
+#: ("[ERROR] [launch.py:259:sigkill_handler] [...] exits with return code = -9")
+_LAUNCHER_EXIT = re.compile(r"\] exits with return code = (-?\d+)\s*$", re.M)
+
+
+class Crash(NamedTuple):
+    """Which rank ended a launch without saying why, and how (``crashed_rank``)."""
+
+    #: None when it cannot be told
+    rank: int | None
+    #: "rank 1 killed by SIGKILL"; "" when the rank cannot be told
+    how: str = ""
+    #: the rank is the cause of what its peers then report: killed by a signal, or seen gone
+    #: first without a word (gloo's "Connection reset by peer" on rank 0 is its consequence)
+    cause: bool = False
+
+
+_UNKNOWN = Crash(None)
+
+
+def _how(rank: int, code: int | None) -> Crash:
+    if code is None:
+        return Crash(rank, f"rank {rank} ended without reporting why")
+    if code < 0:
+        try:
+            return Crash(rank, f"rank {rank} killed by {signal.Signals(-code).name}", cause=True)
+        except ValueError:
+            return Crash(rank, f"rank {rank} killed by signal {-code}", cause=True)
+    return Crash(rank, f"rank {rank} exited with code {code} without reporting why")
+
+
+def crashed_rank(events: list[Event], returncode: int, log_text: str,
+                 first_gone: Mapping[int, int | None] | Collection[int] = ()) -> Crash:
+    """``Crash(1, "rank 1 killed by SIGKILL", cause=True)`` for a launch that ended without a rank saying
+    why: the rank whose worker process was seen gone first without a word (among
+    ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll),
+    else the rank a launcher's failure report names first
+    (torchrun's "Root Cause"), else the one rank that went silent; with the code the launcher
+    reported for it (torchrun's per-rank exitcode, the DeepSpeed launcher's "exits with return
+    code = -9", which names no rank) or else the launch's own signal (a launch that is the
+    worker itself); ``Crash(None)`` when that cannot be told.  ``cause``: the rank was killed
+    by a signal or seen gone first, so its peers' reports are its consequences."""
+    seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
+    ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
+    silent = sorted(seen - ended)
+    first_silent = [r for r in first_gone if r in silent]
+    if len(first_silent) == 1:
+        # among the first seen gone, the one without a word: the cause of what its peers then
+        # report (gloo's "Read error" on rank 0 when rank 1 is SIGKILLed, which torchrun may
+        # list as the root cause when both end within one of its polls)
+        (rank,) = first_silent
+        codes = {int(m.group(1)): int(m.group(2)) for m in _RANK_EXIT.finditer(log_text)}
+        reported = [int(c) for c in _LAUNCHER_EXIT.findall(log_text) if int(c) < 0]
+        seen_code = first_gone.get(rank) if isinstance(first_gone, Mapping) else None
+        code = codes.get(rank, seen_code if seen_code is not None else
+                         reported[0] if reported else (returncode if returncode < 0 else None))
+        if code is None:
+            return Crash(rank, f"rank {rank} went first, without reporting why", cause=True)
+        return _how(rank, code)
+    root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
+    found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
+    if found is not None:
+        return _how(int(found.group(1)), int(found.group(2)))
+    if len(silent) == 1:
+        reported = _LAUNCHER_EXIT.findall(log_text)
+        code = int(reported[0]) if reported else (returncode if returncode < 0 else None)
+        return _how(silent[0], code)
+    return _UNKNOWN
+
+
+class LaunchEnded(NamedTuple):
+    """What a launch's non-zero exit adds to the run: the failure event to record (None: nothing
+    new, a failure already reported says it), and whether that event is the run's cause."""
+
+    event: RunFailed | None
+    cause: bool = False
+
+
+def launch_failed(name: str, returncode: int, events: Sequence[Event], failure: RunFailed | None,
+                  log_text: str, log_tail: str, first_gone: Mapping[int, int | None] | Collection[int] = (),
+                  explain: Callable[[], str | None] = lambda: None, stopped_by_user: bool = False) -> LaunchEnded:
+    """Launch ``name`` exited with ``returncode`` (non-zero, negative: a signal).  ``failure``: the
+    failure the run has recorded so far; ``log_text``/``log_tail``: the end of ``worker.log`` to
+    read reports in / to quote; ``explain()``: the engine's reading of the log, asked only for a
+    crash; ``stopped_by_user``: the user stopped the run.
+
+    A user's stop is recorded ``stopped`` (once).  Otherwise, when nothing was reported, or only
+    "stopped" by ranks nobody asked to stop (torchrun ending the others after one died), or the
+    rank that crashed was killed by a signal (gloo's "Connection reset by peer" on rank 0 is the
+    consequence when rank 1 is SIGKILLed): a crash, named by rank and signal, with the log's last
+    lines."""
+    how = f"signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+    if stopped_by_user:
+        if failure is None:
+            return LaunchEnded(RunFailed(reason="stopped", message=f"{name!r} ended by stop ({how})"))
+        return LaunchEnded(None)
+    rank, death, cause = crashed_rank(list(events), returncode, log_text, first_gone)
+    killed = cause and (failure is None or failure.rank != rank)
+    if not (failure is None or failure.reason == "stopped" or killed):
+        return LaunchEnded(None)
+    msg = f"{name!r} exited with {how} without reporting a failure; last lines of worker.log:\n{log_tail}"
+    head = "\n".join(x for x in (death, explain()) if x)
+    crash = RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg, rank=rank if rank is not None else 0)
+    return LaunchEnded(crash, bool(killed))
+
+
+def run_failure(current: RunFailed | None, event: RunFailed) -> RunFailed | None:
+    """The run's failure once ``event`` is reported, ``current`` being the one so far: a store
+    error is the cause of whatever the ranks report after it; a save on a full disk
+    (``disk_full``) comes before what its peers then report (at the barrier, or in its folder);
+    otherwise the first failure stands, except that a "stopped" nobody asked for gives way to
+    the failure that caused it."""
+    if event.reason == "store_error":
+        return event
+    if event.reason == "disk_full" and (current is None or current.reason != "store_error"):
+        return event
+    if current is None or (current.reason == "stopped" and event.reason != "stopped"):
+        return event
+    return current

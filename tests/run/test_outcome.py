@@ -1,0 +1,92 @@
+"""How a run ends, decided without a process (``accelctl.run.outcome``, issue 25 item 3): the
+failure a launch's non-zero exit adds, from recorded events, exit codes and log text; and the
+run's status as the command's exit code (``accelctl.run.orchestrate.exit_code``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelctl import exitcodes
+from accelctl.contract.events import RunFailed, RunFinished, StepMetrics
+from accelctl.run.orchestrate import exit_code
+from accelctl.run.outcome import launch_failed, run_failure, run_status
+
+#: torchrun's report when rank 1 died of SIGSEGV and rank 0 was ended by it (torch 2.x)
+TORCHRUN_REPORT = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  rank      : 1 (local_rank: 1)
+  exitcode  : -11 (pid: 8212)  (SIGSEGV)
+"""
+
+
+def step(rank: int) -> StepMetrics:
+    return StepMetrics(step=0, phase="measure", step_time_s=0.1, rank=rank)
+
+
+def never(*_):
+    raise AssertionError("the engine is asked to explain only a crash")
+
+
+def test_a_users_stop_is_recorded_stopped_once_and_reads_no_log():
+    ended = launch_failed("node0", -2, [step(0)], None, "", "", explain=never, stopped_by_user=True)
+    assert ended.event == RunFailed(reason="stopped", message="'node0' ended by stop (signal 2)",
+                                    time_unix_s=ended.event.time_unix_s)
+    assert not ended.cause
+    already = RunFailed(reason="stopped", message="stopped", rank=0)
+    assert launch_failed("node0", 130, [step(0)], already, "", "", explain=never, stopped_by_user=True).event is None
+
+
+def test_a_rank_killed_without_a_word_is_the_crash_named_by_rank_and_signal():
+    events = [step(0), step(1), RunFinished(rank=0)]
+    ended = launch_failed("worker", -9, events, None, "", "last line", first_gone={1: -9},
+                          explain=lambda: "the engine's reading")
+    assert ended.event.reason == "crashed" and ended.event.rank == 1 and ended.cause
+    assert ended.event.message.splitlines()[:3] == [
+        "rank 1 killed by SIGKILL", "the engine's reading",
+        "'worker' exited with signal 9 without reporting a failure; last lines of worker.log:"]
+    assert ended.event.message.endswith("last line")
+
+
+def test_a_reported_failure_stands_unless_a_killed_rank_caused_it():
+    reported = RunFailed(reason="exception", message="ValueError", rank=0)
+    # rank 0 said why; the launch's exit 1 adds nothing
+    assert launch_failed("worker", 1, [step(0), reported], reported, "", "", explain=never).event is None
+    # "stopped" by ranks nobody asked to stop: torchrun ended rank 0 after rank 1 died of SIGSEGV
+    stopped = RunFailed(reason="stopped", message="stopped", rank=0)
+    ended = launch_failed("worker", 1, [step(0), step(1), stopped], stopped, TORCHRUN_REPORT, "tail")
+    assert ended.event.rank == 1 and ended.event.message.startswith("rank 1 killed by SIGSEGV") and ended.cause
+
+
+def test_two_silent_ranks_and_no_report_is_a_crash_of_unknown_rank():
+    ended = launch_failed("worker", 3, [step(0), step(1)], None, "", "tail")
+    assert ended.event.reason == "crashed" and ended.event.rank == 0 and not ended.cause
+    assert ended.event.message.startswith("'worker' exited with exit code 3 without reporting a failure")
+
+
+@pytest.mark.parametrize("stop_kind,failure,codes,status,code", [
+    (None, None, (0, 0), "ok", exitcodes.OK),
+    (None, None, (0, None), "ok", exitcodes.OK),  # a launch started elsewhere (--launch) is no failure
+    (None, None, (0, 1), "failed", exitcodes.FAILED),
+    (None, RunFailed(reason="nan_loss", message="nan"), (1,), "failed", exitcodes.FAILED),
+    ("user", None, (-2,), "stopped", exitcodes.STOPPED),
+    ("failure", RunFailed(reason="stopped", message="stopped"), (130,), "stopped", exitcodes.STOPPED),
+])
+def test_the_status_and_its_exit_code(stop_kind, failure, codes, status, code):
+    assert run_status(stop_kind, failure, codes) == status
+    assert exit_code(status) == code
+
+
+def test_the_runs_failure_is_the_cause_not_its_consequences():
+    def failed(reason, rank=0):
+        return RunFailed(reason=reason, message=reason, rank=rank)
+
+    stopped, crash, exc = failed("stopped"), failed("crashed", 1), failed("exception")
+    store, disk = failed("store_error"), failed("disk_full", 1)
+    assert run_failure(None, exc) is exc
+    assert run_failure(exc, crash) is exc  # the first failure stands
+    assert run_failure(stopped, crash) is crash  # a stop nobody asked for gives way to its cause
+    assert run_failure(crash, stopped) is crash
+    assert run_failure(exc, disk) is disk  # a save on a full disk: its peers' errors follow from it
+    assert run_failure(store, disk) is store and run_failure(disk, store) is store
