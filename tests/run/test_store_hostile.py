@@ -402,6 +402,9 @@ def test_sigkill_of_a_shared_worker_runner_leaves_the_job_never_started_as_not_s
     status = {r["workload"]: r["status"] for r in json.loads(out)["result"]["runs"]}
     assert status == {"long_one": "failed (runner lost)", "never": "not started (runner lost)"}, status
     never = next(d for d in dirs if "-never-" in d.name)
+    assert not (never / store.SUMMARY_FILE).exists(), "listing the runs wrote the lost run's result"
+    code, out, err = cli_any(["runs", "gc", "--older-than", "1d", "--runs-dir", str(runs)])
+    assert code == 0 and "wrote the result of 2 lost run(s)" in err, err
     summary = json.loads((never / store.SUMMARY_FILE).read_text())
     assert summary["status"] == "not_started" and summary["stats"]["step_time"] is None
     assert not run_processes(never)

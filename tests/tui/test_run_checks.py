@@ -78,8 +78,9 @@ async def test_a_tui_run_is_preflighted_and_runs_every_repeat_of_its_series(tmp_
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         await pilot.press("r")
-        await wait_for(pilot, lambda: app.series is not None and app.series.index == 2 and not app.live_running,
-                       timeout=600, what="both repeats of the series")
+        await wait_for(pilot, lambda: app.series is not None and app.series.index == 2 and not app.live_running
+                       and len([p for p in runs.glob("*/summary.json") if (p.parent / "series.json").exists()]) == 2,
+                       timeout=600, what="both repeats of the series, each with its summary")
     preflights = [p for p in (runs / "preflight").iterdir() if p.is_dir()]
     assert len(preflights) == 1, preflights  # the preflight, stored apart as `run --preflight` stores it
     assert shown[0] == "preflight of target cpu (world 1, engine local) ...", shown
