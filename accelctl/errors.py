@@ -152,6 +152,16 @@ class RunError(AccelctlError):
     """A run could not start, or failed."""
 
 
+def first_line(exc: BaseException, limit: int = 200, empty: str | None = "") -> str:
+    """The first line of ``exc``'s message, at most ``limit`` characters: how a library's
+    exception is quoted in one line.  ``empty``: what an exception without a message gives
+    (None: its repr)."""
+    text = str(exc)
+    if not text:
+        return repr(exc) if empty is None else empty
+    return text.splitlines()[0][:limit]
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A hint naming the closest choice, or listing the choices when none is close."""
     choices = sorted(set(choices))

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from accelctl.backends.findings import CheckResult, not_run
+from accelctl.errors import first_line
 
 SDK_TOOL = "kubeflow-training SDK (KubeflowOrgV1PyTorchJob)"
 DRY_RUN_TOOL = "Kubernetes API server dry run (dry_run=All)"
@@ -118,7 +119,7 @@ def cluster_missing() -> str | None:
         client.VersionApi().get_code(_request_timeout=CONNECT_TIMEOUT_S)
     except Exception as exc:  # urllib3 MaxRetryError, ApiException, OSError
         return f"the Kubernetes API server ({client.Configuration.get_default_copy().host}) does not answer: " \
-               f"{str(exc).splitlines()[0][:200]}"
+               f"{first_line(exc, 200)}"
     return None
 
 
@@ -141,7 +142,7 @@ def server_dry_run(job: dict) -> CheckResult:
             return not_run(DRY_RUN_TOOL, f"the API server did not judge the job (HTTP {exc.status}): {said}")
         return CheckResult(DRY_RUN_TOOL, False, [f"HTTP {exc.status}: {said}"])
     except Exception as exc:  # unreachable server
-        return not_run(DRY_RUN_TOOL, f"the API server does not answer: {str(exc).splitlines()[0][:200]}")
+        return not_run(DRY_RUN_TOOL, f"the API server does not answer: {first_line(exc, 200)}")
     return CheckResult(DRY_RUN_TOOL, True, [f"namespace {namespace}: accepted (nothing created)"])
 
 

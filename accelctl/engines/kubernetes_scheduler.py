@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from accelctl.engines.scheduler import AppHandle, AppState, Described, Scheduler
+from accelctl.errors import first_line
 
 #: the training operator's job conditions (kubeflow-training's ``JOB_CONDITIONS``, and
 #: ``Suspended`` since operator 1.7) and the words of our own -> the one state
@@ -90,7 +91,7 @@ class KubernetesScheduler(Scheduler):
         try:
             api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, job)
         except Exception as exc:  # ApiException, an unreachable server
-            raise RuntimeError(f"creating pytorchjob {name} failed: {str(exc).splitlines()[0][:300]}") from None
+            raise RuntimeError(f"creating pytorchjob {name} failed: {first_line(exc, 300)}") from None
         (run_dir / JOB_FILE).write_text(f"{namespace}/{name}\n", encoding="utf-8")
         return AppHandle(self.name, namespace, name)
 

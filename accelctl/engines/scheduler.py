@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import scheduler as scheduler_file
+from accelctl.errors import first_line
 
 
 class AppState(str, enum.Enum):
@@ -159,7 +160,7 @@ def cancel_and_wait(sched: Scheduler, handle: AppHandle, timeout_s: float | None
         try:
             last = sched.describe(handle)
         except Exception as exc:  # noqa: BLE001 - a blip (throttling, a network error): ask again
-            say(f"accelctl: describing {handle}: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}")
+            say(f"accelctl: describing {handle}: {first_line(exc, 200, None)}")
         else:
             if last is None or last.state.terminal:
                 done = last or dataclasses.replace(sched.gone, state=AppState.CANCELLED)

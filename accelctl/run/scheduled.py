@@ -29,6 +29,7 @@ from pathlib import Path
 from accelctl.contract import envnames
 from accelctl.engines.scheduler import AppHandle, AppState, Described, Scheduler, cancel_and_wait, record, \
     scheduler_for
+from accelctl.errors import first_line
 from accelctl.run import procgroup
 
 #: how long the end of a job waits for the rest of its output
@@ -104,7 +105,7 @@ class ScheduledJob:
             try:
                 now = self.sched.describe(self.handle)
             except Exception as exc:  # noqa: BLE001 - throttling, a network blip: ask again
-                say(f"accelctl: describing {self.handle}: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}")
+                say(f"accelctl: describing {self.handle}: {first_line(exc, 200, None)}")
                 self._wake.wait(self.sched.poll_s)
                 continue
             if now is None:  # forgotten before we saw it end (or deleted by someone else)
@@ -137,7 +138,7 @@ class ScheduledJob:
             for line in self.sched.log_iter(self.handle, self.run_dir, self._ended.is_set):  # type: ignore[arg-type]
                 write(line)
         except Exception as exc:  # noqa: BLE001 - the log is a courtesy; the job's state decides
-            write(f"accelctl: the log of {self.handle} ended: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}")
+            write(f"accelctl: the log of {self.handle} ended: {first_line(exc, 200, None)}")
 
 
 def log_writer(say):

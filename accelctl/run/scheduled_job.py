@@ -13,7 +13,7 @@ from accelctl import exitcodes
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.engines.scheduler import SCHEDULERS, AppHandle, Described, Scheduler, cancel_and_wait, record, \
     scheduler_for
-from accelctl.errors import RunError
+from accelctl.errors import RunError, first_line
 
 
 def handle_of(run_dir: Path) -> AppHandle | None:
@@ -35,7 +35,7 @@ def describe(run_dir: Path) -> tuple[AppHandle, Described | None, str] | None:
     try:
         return handle, scheduler_for(handle.scheduler).describe(handle), ""
     except Exception as exc:  # noqa: BLE001 - no client, no credentials, no cluster: said, not raised
-        return handle, None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+        return handle, None, f"{type(exc).__name__}: {first_line(exc, 160)}"
 
 
 def live(run_dir: Path) -> tuple[Scheduler, AppHandle] | None:
@@ -55,7 +55,7 @@ def cancel(run_dir: Path, sched: Scheduler, handle: AppHandle) -> Described:
     try:
         done = cancel_and_wait(sched, handle)
     except Exception as exc:  # noqa: BLE001 - said in one line, the job named: never a traceback
-        why = str(exc).splitlines()[0][:200] if str(exc) else ""
+        why = first_line(exc, 200)
         raise RunError(f"{handle} could not be cancelled from here: {type(exc).__name__}: {why}; cancel it with "
                        f"{sched.name}'s own tools", exit_code=exitcodes.FAILED) from None
     record(run_dir, handle, done)

@@ -135,3 +135,15 @@ def test_only_a_handle_of_a_known_scheduler_is_asked_about(tmp_path, text, kept)
 
     scheduler_file.write(tmp_path, scheduler_file.SchedulerJob("slurm", "12", "RUNNING", handle=text))
     assert (scheduled_job.handle_of(tmp_path) is not None) is kept
+
+
+def test_a_library_exception_is_quoted_in_one_line_even_without_a_message():
+    """``errors.first_line``, the one way schedulers and checks quote a client's exception: the
+    first line cut at its limit; an exception without a message gives "" or its repr, never an
+    IndexError (``str(exc).splitlines()[0]`` raised one on an empty message)."""
+    from accelctl.errors import first_line
+
+    assert first_line(RuntimeError("refused\nTraceback ...\n"), 5) == "refus"
+    assert first_line(RuntimeError("")) == ""
+    assert first_line(TimeoutError(), 200, None) == "TimeoutError()"
+    assert first_line(OSError("\nsecond"), 200) == ""
