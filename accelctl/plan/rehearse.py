@@ -76,14 +76,20 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
                             changes=tuple(changes))
 
 
+def _tensored(spec: WorkloadSpec, p: ParallelSpec) -> bool:
+    """Whether ``p`` is the worker's tensor parallel (not DeepSpeed's ``zero(tp)``, not
+    generation) of a training task whose family has a parallelize plan."""
+    return p.tp > 1 and p.strategy in TENSOR_REHEARSED and spec.task.training and spec.model.family in PLANS
+
+
 def rehearsal_tp(spec: WorkloadSpec, p: ParallelSpec, world: int) -> int:
     """The tensor-parallel size a rehearsal of ``p`` runs with ``world`` processes: the largest
     divisor of the target's tp that fits them and the stand-in's heads (and key/value heads);
     1 where none does, or where the layout is not the worker's tensor parallel (DeepSpeed's
     ``zero(tp)``, generation)."""
-    shape = spec.model.stand_in
-    if p.tp <= 1 or p.strategy not in TENSOR_REHEARSED or not spec.task.training or spec.model.family not in PLANS:
+    if not _tensored(spec, p):
         return 1
+    shape = spec.model.stand_in
     heads = int(shape.get("heads", 1) or 1)
     kv = int(shape.get("kv_heads", heads) or heads)
     return max(d for d in range(1, min(p.tp, world) + 1) if p.tp % d == 0 and heads % d == 0 and kv % d == 0)
@@ -95,7 +101,7 @@ def _tensor_here(spec: WorkloadSpec, p: ParallelSpec, world: int, changes: list[
     ``rehearsal_tp`` it takes here, and the processes a whole number of tp groups; whether kept."""
     tp = rehearsal_tp(spec, p, world)
     if tp == 1:
-        if p.tp > 1 and p.strategy in TENSOR_REHEARSED and spec.task.training and spec.model.family in PLANS:
+        if _tensored(spec, p):
             shape = spec.model.stand_in
             changes.append(f"tensor parallel (tp {p.tp}) -> 1: no tp of 2 or more divides the stand-in's "
                            f"{shape.get('heads')} heads and {shape.get('kv_heads', shape.get('heads'))} key/value "
