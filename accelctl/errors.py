@@ -12,7 +12,6 @@ span it points at, and a hint.  Passes collect diagnostics and report them all a
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
@@ -164,6 +163,8 @@ def first_line(exc: BaseException, limit: int = 200, empty: str | None = "") -> 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A hint naming the closest choice, or listing the choices when none is close."""
+    import difflib  # here: only a diagnostic with a misspelt name needs it
+
     choices = sorted(set(choices))
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     if close:

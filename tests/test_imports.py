@@ -204,3 +204,16 @@ def test_the_plug_in_tables_still_load_every_plug_in_on_demand():
                             "assert [b.name for b in BACKENDS.values()] == list(plugins.BACKENDS)\n"
                             "assert ENGINES['slurm'].name == 'slurm'")
     assert {"accelctl.backends.gaudi.backend", "accelctl.engines.slurm"} <= loaded
+
+
+#: what cold ``validate`` never uses, though the modules it plans with are imported: the AWS
+#: Batch node's sockets and child process (``engines.batch_entrypoint``: planning needs only its
+#: argv helpers), and difflib (a misspelt name's hint: ``errors.did_you_mean``); their imports
+#: cost ~10 % of the command's instructions past the ``import lark, rich`` floor (docs/bench.md)
+VALIDATE_MUST_NOT_IMPORT = ("socket", "subprocess", "selectors", "difflib")
+
+
+def test_cold_validate_leaves_sockets_child_processes_and_difflib_out():
+    loaded, _ = _cold_command_modules("validate")
+    assert "accelctl.engines.batch_entrypoint" in loaded  # it planned an AWS Batch target
+    assert not _forbidden(loaded, VALIDATE_MUST_NOT_IMPORT), _forbidden(loaded, VALIDATE_MUST_NOT_IMPORT)

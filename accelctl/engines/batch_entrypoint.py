@@ -32,13 +32,9 @@ addresses are IPs) and every command is an argv list: nothing reaches a shell.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path, PurePosixPath
@@ -67,6 +63,8 @@ def env_int(env, name: str, low: int = 0, high: int = 1 << 16, default: int | No
 def plain_ip(text) -> str:
     """``text`` as an IP address without a scope id (``ipaddress`` takes anything after '%', a
     newline and ``slots=1`` included: never a hostfile line); ValueError otherwise."""
+    import ipaddress
+
     ip = ipaddress.ip_address(text)
     if getattr(ip, "scope_id", None) is not None:
         raise ValueError(f"{text!r} has a scope id")
@@ -118,6 +116,9 @@ def _recv(conn: socket.socket, limit: int = 1 << 16) -> dict:
 
 def gather(index: int, num: int, port: int, timeout: float) -> tuple[list[str], str]:
     """Main node: wait for every other node; answer each with the hosts.  (hosts, own address)."""
+    import ipaddress
+    import socket  # here, not at the top: planning imports this module for node_argv, validate too
+
     peers: dict[int, tuple[str, socket.socket]] = {}
     own = ""
     deadline = time.monotonic() + timeout
@@ -154,6 +155,8 @@ def gather(index: int, num: int, port: int, timeout: float) -> tuple[list[str], 
 
 def report(index: int, main: str, port: int, timeout: float, bind: str | None) -> tuple[list[str], str]:
     """Other node: report to the main node (retrying until it listens); (hosts, master address)."""
+    import socket
+
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -226,6 +229,9 @@ def run_node(env) -> int:
         argv[:1] = launchers.command(argv[0], sys.executable)
     child_env = {k: v.replace(RUN_DIR, str(run_dir)) for k, v in env.items() if k != NODE_ENV}
     child_env.setdefault("ACCELCTL_EVENTS_DIR", str(run_dir))
+    import signal
+    import subprocess
+
     child = subprocess.Popen(argv, env=child_env)  # an argv list: no shell
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda s, _f: child.send_signal(s))

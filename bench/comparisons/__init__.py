@@ -12,8 +12,9 @@ from bench.comparisons import (bert_accelerate, bert_accelerate_ddp, bert_step, 
                                llama_fsdp, llama_tp, sweep_estimate, tui_attached, vit_compile, vit_compile_bare, vit_step,
                                zero2_step)
 
-ALL = [m.COMPARISON for m in (cli_validate, cli_plan, cli_estimate, vit_step, vit_compile, vit_compile_bare, bert_step,
-                              bert_step_fused, bert_worker_fused, gpt2_step, bert_accelerate, bert_accelerate_ddp,
-                              zero2_step, llama_fsdp, llama_tp, bloomz_e2e, gen_static_cache, tui_attached,
-                              sweep_estimate)]
+ALL = [cli_validate.COMPARISON, cli_validate.COMPARISON_IR,
+       *(m.COMPARISON for m in (cli_plan, cli_estimate, vit_step, vit_compile, vit_compile_bare, bert_step,
+                                bert_step_fused, bert_worker_fused, gpt2_step, bert_accelerate, bert_accelerate_ddp,
+                                zero2_step, llama_fsdp, llama_tp, bloomz_e2e, gen_static_cache, tui_attached,
+                                sweep_estimate))]
 BY_NAME = {c.name: c for c in ALL}
