@@ -12,30 +12,14 @@ is gone -- and each session gets SIGTERM, then SIGKILL after ``GRACE_S``; the cl
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import sys
 import time
 
+from accelctl.run.procgroup import group_alive, signal_group
+
 GRACE_S = 5.0
-
-
-def _alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def main() -> int:
@@ -47,12 +31,12 @@ def main() -> int:
         if word.isdigit():
             sessions.append(int(word))
     for pgid in reversed(sessions):  # the slurmds, the controller, then munged
-        _signal(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
-    while any(_alive(g) for g in sessions) and time.monotonic() < deadline:
+    while any(group_alive(g) for g in sessions) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pgid in sessions:
-        _signal(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
     if len(sys.argv) > 1:
         shutil.rmtree(sys.argv[1], ignore_errors=True)
     return 0
