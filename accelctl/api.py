@@ -60,17 +60,19 @@ def load_source(path: str | Path) -> tuple[str, tuple[WorkloadSpec, ...]]:
     return text, check(parse(text, str(path)))
 
 
-def validate(path: str | Path) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
+def validate(path: str | Path, host=None) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     """Parse and check a file, reporting rather than raising its problems: the workloads
-    checked and every diagnostic (``accelctl validate``)."""
+    checked and every diagnostic (``accelctl validate``); ``host``: as for ``plan`` (the
+    targets ``plan`` would refuse are planned for it)."""
     try:
         text = read_source(path)
     except WorkloadError as exc:
         return (), list(exc.diagnostics)
-    return validate_text(text, path)
+    return validate_text(text, path, host)
 
 
-def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
+def validate_text(text: str, path: str | Path = "<input>",
+                  host=None) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
     """``validate`` of text already read (the TUI shows the text beside its diagnostics)."""
     try:
         specs, diags = check_all(parse(text, str(path)))
@@ -87,7 +89,7 @@ def validate_text(text: str, path: str | Path = "<input>") -> tuple[tuple[Worklo
         # one verdict: what `plan` would refuse of a target, here at its line (accelctl.plan.verdict)
         from accelctl.plan.verdict import plan_refusals
 
-        refused = attach_source([r for s in specs for r in plan_refusals(s)], text)
+        refused = attach_source([r for s in specs for r in plan_refusals(s, host)], text)
         diags = sorted([*diags, *refused], key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
     return tuple(specs), list(diags)
 

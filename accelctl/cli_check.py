@@ -68,25 +68,28 @@ def add_parsers(sub) -> None:
     es.set_defaults(fn=cmd_estimate)
 
 
-def _validate_with_sets(path, sets):
-    """``api.validate`` of the file with the ``--set`` settings written in."""
+def _validate_with_sets(path, sets, host):
+    """``api.validate`` of the file with the ``--set`` settings written in, for ``host``."""
     from accelctl.api import validate, validate_text
 
     if not sets:
-        return validate(path)
+        return validate(path, host)
     from accelctl.dsl.parser import read_source
     from accelctl.spec import settings
 
     try:
-        return validate_text(settings.applied(str(path), read_source(path), settings.parse_sets(list(sets))), path)
+        return validate_text(settings.applied(str(path), read_source(path), settings.parse_sets(list(sets))), path, host)
     except AccelctlError as exc:
         return (), list(exc.diagnostics)
 
 
 def cmd_validate(args) -> int:
+    from accelctl.contract.hostfacts import HostFacts
+
     report, errors, workloads = [], 0, 0
+    host = HostFacts.here()  # what plan would refuse, planned for this machine: read once, passed
     for path in args.files:
-        specs, diags = _validate_with_sets(path, args.set)
+        specs, diags = _validate_with_sets(path, args.set, host)
         n_err = sum(d.severity == "error" for d in diags)
         errors += n_err
         workloads += len(specs) if not n_err else 0
@@ -116,14 +119,16 @@ def cmd_plan(args) -> int:
     ``--allow-unavailable``."""
     from accelctl.api import load_selected, named_target, plan_diff, refusal_header, render_plan
     from accelctl.api import plan as make_plan
+    from accelctl.contract.hostfacts import HostFacts
 
     fp8_needs_rehearse(args)
     reply = reply_of(args)
+    host = HostFacts.here()  # every plan below is this machine's: its facts read once, passed explicitly
     if args.diff:
         for spec in load_selected(args.file, args.workload, args.set):
             for name in args.diff:
                 named_target(spec, name)  # an unknown target is an error, not an empty diff
-            diff = plan_diff(spec, *args.diff, args.engine, None if reply else width(sys.stdout, wide_of(args)))
+            diff = plan_diff(spec, *args.diff, args.engine, None if reply else width(sys.stdout, wide_of(args)), host)
             if reply:
                 reply.result.setdefault("diffs", []).append({"workload": spec.name, "targets": args.diff, "diff": diff})
             else:
@@ -144,7 +149,8 @@ def cmd_plan(args) -> int:
         from accelctl import cli_plan_summary
     for spec, t in chosen:
         try:
-            p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse)
+            p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse,
+                          host=host)
         except AccelctlError as exc:
             failed += 1
             if summary is not None:

@@ -203,7 +203,7 @@ def test_a_bug_and_ctrl_c_are_json_too(monkeypatch, capsys):
     Ctrl-C: exit 130."""
     import accelctl.api
 
-    def boom(path):
+    def boom(path, host=None):
         raise RuntimeError("the validator broke")
 
     monkeypatch.setattr(accelctl.api, "validate", boom)
@@ -212,7 +212,7 @@ def test_a_bug_and_ctrl_c_are_json_too(monkeypatch, capsys):
     assert main(["validate", GOOD]) == exitcodes.INTERNAL  # the same status without --json
     assert "Traceback" in capsys.readouterr().err
 
-    def interrupted(path):
+    def interrupted(path, host=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(accelctl.api, "validate", interrupted)
@@ -246,11 +246,11 @@ def test_usage_error_of_a_real_process_is_json(tmp_path):
 
 def test_what_a_library_or_a_child_writes_to_descriptor_1_goes_to_stderr():
     code = ("import os, subprocess, sys\nimport accelctl.api as api\nreal = api.validate\n"
-            "def noisy(path):\n"
+            "def noisy(path, host=None):\n"
             "    os.write(1, b'noise on fd 1\\n')\n"
             "    subprocess.run([sys.executable, '-c', 'print(\"noise of a child\")'])\n"
             "    print('noise of print')\n"
-            "    return real(path)\n"
+            "    return real(path, host)\n"
             "api.validate = noisy\n"
             "from accelctl.cli import main\nsys.exit(main(['validate', '--json', sys.argv[1]]))\n")
     cp = subprocess.run([sys.executable, "-c", code, GOOD], capture_output=True, text=True, timeout=120, cwd=ROOT,

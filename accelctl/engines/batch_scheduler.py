@@ -12,16 +12,31 @@ no longer answers for (about a week after it ended) is None.  ``cancel`` is Term
 which cancels a job that has not started and stops one that runs; Batch has no cancelled
 status, so a terminated job ends FAILED with our reason.  ``ACCELCTL_BATCH_POLL_S`` (default 5)
 spaces the calls of a follow loop.  The ranks' events stay on the nodes (``ACCELCTL_RUN_DIR``
-in the containers); what comes back here is the job's status.
+in the containers); what comes back here is the job's status and its output.
+
+``log_iter`` follows the job's CloudWatch Logs streams as Batch's ``awslogs`` driver writes
+them: the log group is ``/aws/batch/job`` unless the job's ``logConfiguration`` names another
+(``awslogs-group``); the stream is the container's ``logStreamName`` (DescribeJobs), which
+"each container attempt receives ... when they reach the RUNNING status" -- for a multi-node
+job each node's (``JOBID#N``: its ``container``, else its last attempt's), each line then
+prefixed ``[node N]``.  GetLogEvents from the head, page by page (``nextForwardToken``) until
+the token comes back unchanged (the end, for now); a stream not created yet
+(ResourceNotFoundException) is asked again at the next poll; once the job has ended, one last
+read of every stream and the iterator ends.  A job that logs through another driver says so
+in one line.  The log side asks with clients of its own (``logs``, ``log_batch``: by default
+a CloudWatch Logs client of the Batch client's region, and the Batch client itself).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from accelctl.engines.scheduler import AppHandle, AppState, Described, Scheduler
+from accelctl.errors import first_line
 
 #: DescribeJobs' ``status`` (the service model's ``JobStatus``) -> the one state
 STATES: Mapping[str, AppState] = {
@@ -30,6 +45,8 @@ STATES: Mapping[str, AppState] = {
     "FAILED": AppState.FAILED,
 }
 DEFAULT_POLL_S = 5.0
+#: where the awslogs driver writes when the job definition names no group
+DEFAULT_LOG_GROUP = "/aws/batch/job"
 STOP_REASON = "accelctl: the run was stopped"
 
 
@@ -51,25 +68,69 @@ def _exit_code(job: dict) -> int | None:
     return None
 
 
+def _stream_name(detail: dict) -> str:
+    """The container's log stream (its last attempt's when the container names none); "" before
+    the container ran."""
+    name = (detail.get("container") or {}).get("logStreamName")
+    for attempt in reversed(detail.get("attempts") or []):
+        name = name or (attempt.get("container") or {}).get("logStreamName")
+    return name or ""
+
+
+def _node_range_config(parent: dict, node: int) -> dict:
+    """The ``logConfiguration`` of the node range (``targetNodes`` ``"a:b"``, ``"a:"``, ``"a"``)
+    holding ``node``."""
+    for rng in (parent.get("nodeProperties") or {}).get("nodeRangeProperties") or []:
+        first, colon, last = str(rng.get("targetNodes", "")).partition(":")
+        lo = int(first) if first.isdigit() else 0
+        hi = (int(last) if last.isdigit() else node) if colon else lo
+        if lo <= node <= hi:
+            return (rng.get("container") or {}).get("logConfiguration") or {}
+    return {}
+
+
+def _node_index(node: dict) -> int:
+    """A node job's index: its ``nodeDetails``, else the ``#N`` of its id."""
+    index = (node.get("nodeDetails") or {}).get("nodeIndex")
+    tail = str(node.get("jobId", "")).rpartition("#")[2]
+    return index if isinstance(index, int) else int(tail) if tail.isdigit() else 0
+
+
+@dataclass
+class _Stream:
+    group: str
+    name: str
+    prefix: str
+    token: str = ""
+
+
 class BatchScheduler(Scheduler):
     name = "aws_batch"
     STATES = STATES
     cancel_timeout_s = 600.0
 
-    def __init__(self, client=None) -> None:
+    def __init__(self, client=None, logs=None, log_batch=None) -> None:
         #: a botocore Batch client; None: one from the AWS configuration when first needed
         self._client = client
+        #: the log side's CloudWatch Logs and Batch clients (None: see ``logs``, ``log_batch``)
+        self._logs, self._log_batch = logs, log_batch
         self.poll_s = poll_interval()
 
     @property
     def client(self):
         if self._client is None:
-            try:
-                import botocore.session
-            except ImportError:
-                raise RuntimeError("botocore is not installed: pip install 'accelctl[aws]'") from None
-            self._client = botocore.session.get_session().create_client("batch")
+            self._client = _session().create_client("batch")
         return self._client
+
+    @property
+    def logs(self):
+        if self._logs is None:
+            self._logs = _session().create_client("logs", region_name=self.client.meta.region_name)
+        return self._logs
+
+    @property
+    def log_batch(self):
+        return self._log_batch or self.client
 
     def submit(self, request: dict, run_dir: Path, env: Mapping[str, str]) -> AppHandle:
         import botocore.exceptions
@@ -95,3 +156,82 @@ class BatchScheduler(Scheduler):
 
     def cancel(self, handle: AppHandle) -> None:
         self.client.terminate_job(jobId=handle.job_id, reason=STOP_REASON)  # an ended job: nothing happens
+
+    # -- the job's output -------------------------------------------------------------------
+
+    def log_iter(self, handle: AppHandle, run_dir: Path, done: Callable[[], bool]) -> Iterator[str]:
+        """The job's CloudWatch Logs lines, followed until ``done()`` and read to their end."""
+        import botocore.exceptions
+
+        streams: dict[int, _Stream] = {}
+        said: set[str] = set()
+        while True:
+            ended = done()
+            try:
+                refusal = self._find_streams(handle, streams)
+                if refusal:
+                    yield refusal
+                    return
+                for stream in list(streams.values()):
+                    yield from self._read(stream)
+            except botocore.exceptions.ClientError as exc:  # throttled, a blip: asked again at the next poll
+                why = f"accelctl: the log of {handle}: {first_line(exc, 200, None)}"
+                if why not in said:
+                    said.add(why)
+                    yield why
+            if ended:
+                return
+            time.sleep(self.poll_s)
+
+    def _find_streams(self, handle: AppHandle, streams: dict[int, _Stream]) -> str:
+        """Add the job's streams that exist by now to ``streams`` (node index -> stream; -1 for a
+        single-node job); a line saying why the job's output cannot be followed, or ""."""
+        (parent,) = self.log_batch.describe_jobs(jobs=[handle.job_id])["jobs"] or [{}]
+        nodes = int((parent.get("nodeProperties") or {}).get("numNodes") or 0)
+        if not nodes:
+            found = [(-1, parent, (parent.get("container") or {}).get("logConfiguration") or {})] \
+                if -1 not in streams else []
+        else:
+            wanted = [f"{handle.job_id}#{n}" for n in range(nodes) if n not in streams]
+            found = []
+            for i in range(0, len(wanted), 100):  # DescribeJobs takes 100 jobs at most
+                for node in self.log_batch.describe_jobs(jobs=wanted[i:i + 100])["jobs"]:
+                    index = _node_index(node)
+                    config = (node.get("container") or {}).get("logConfiguration") or _node_range_config(parent, index)
+                    found.append((index, node, config))
+        for index, detail, config in found:
+            driver = config.get("logDriver", "awslogs")
+            if driver != "awslogs":
+                return f"accelctl: {handle} logs through the {driver} driver, not CloudWatch Logs: no output here"
+            name = _stream_name(detail)
+            if name:
+                group = (config.get("options") or {}).get("awslogs-group") or DEFAULT_LOG_GROUP
+                streams[index] = _Stream(group, name, f"[node {index}] " if index >= 0 else "")
+        return ""
+
+    def _read(self, stream: _Stream) -> Iterator[str]:
+        """The stream's lines from where the last read ended, page by page, until the token
+        comes back unchanged; nothing while the stream does not exist yet."""
+        while True:
+            ask = {"logGroupName": stream.group, "logStreamName": stream.name, "startFromHead": True}
+            if stream.token:
+                ask["nextToken"] = stream.token
+            try:
+                page = self.logs.get_log_events(**ask)
+            except self.logs.exceptions.ResourceNotFoundException:
+                return  # the driver has not created it yet
+            for event in page.get("events") or ():
+                for line in str(event.get("message", "")).rstrip("\n").split("\n"):
+                    yield stream.prefix + line
+            token = page.get("nextForwardToken") or ""
+            if not token or token == stream.token:
+                return
+            stream.token = token
+
+
+def _session():
+    try:
+        import botocore.session
+    except ImportError:
+        raise RuntimeError("botocore is not installed: pip install 'accelctl[aws]'") from None
+    return botocore.session.get_session()

@@ -8,10 +8,21 @@ supervisor's environment (``--export=ALL``, Slurm's default).  ``--parsable`` pr
 once the controller has forgotten a job (``MinJobAge``), ``squeue``; ``cancel`` is
 ``scancel`` (a job that has ended already is no error).  ``sbatch --wait`` is not used: its
 client back-off adds seconds to every job.
+
+A handle names its cluster; where that is not the local controller's ``ClusterName`` (read
+once per scheduler), ``scontrol``, ``squeue`` and ``scancel`` get ``-M <cluster>``, so a
+login node whose default cluster differs still asks the job's own controller.  ``-M`` goes
+through the accounting database (slurmdbd) -- without one, Slurm answers "Problem talking to
+database ... can't be reached now" even for the local cluster's own name, which is why the
+local cluster is asked without it -- and that answer is turned into one error naming the job,
+its cluster and the missing database (``describe`` and ``cancel`` raise ``RuntimeError``:
+``accelctl status`` shows it, ``accelctl cancel`` exits 1 with it), never a silent answer of
+the wrong controller.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -33,6 +44,8 @@ STATES: Mapping[str, AppState] = {
 }
 #: what ``--parsable`` prints: ``<id>`` or ``<id>;<cluster>``
 _PARSABLE = re.compile(r"(\d+(?:_\d+)?)(?:;([A-Za-z0-9_.-]+))?")
+#: what the clients print when ``-M`` cannot reach a cluster (no slurmdbd, an unknown name)
+_UNREACHABLE = re.compile(r"Problem talking to database|can't be reached now|invalid entry for --cluster")
 
 
 def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
@@ -45,6 +58,30 @@ class SlurmScheduler(Scheduler):
     STATES = STATES
     poll_s = 0.25
 
+    def __init__(self) -> None:
+        self._local: str | None = None  # this host's controller's ClusterName, read when first needed
+
+    def _clusters(self, handle: AppHandle) -> list[str]:
+        """``-M <cluster>`` when the handle's cluster is not the local controller's, else nothing."""
+        if not handle.where:
+            return []
+        if self._local is None:
+            self._local = cluster_name(os.environ)
+        return [] if handle.where == self._local else ["-M", handle.where]
+
+    def _ask(self, handle: AppHandle, *argv: str) -> subprocess.CompletedProcess:
+        """A Slurm client asked about ``handle``'s job on its own cluster; RuntimeError when
+        that cluster cannot be reached from here (``-M`` without slurmdbd)."""
+        clusters = self._clusters(handle)
+        r = _run([argv[0], *clusters, *argv[1:]])
+        if clusters and r.returncode != 0 and _UNREACHABLE.search(r.stderr):
+            said = " ".join(line.strip() for line in r.stderr.splitlines() if line.strip())[:300]
+            raise RuntimeError(
+                f"Slurm cluster {handle.where!r} cannot be reached from here (this host's is "
+                f"{self._local or 'unknown: no controller answers'!r}): -M needs the accounting database "
+                f"(slurmdbd); run accelctl on a login node of {handle.where!r} ({said})")
+        return r
+
     def submit(self, request: dict, run_dir: Path, env: Mapping[str, str]) -> AppHandle:
         r = _run(["sbatch", "--parsable", request["script"]], cwd=run_dir, env=dict(env))
         m = _PARSABLE.fullmatch(r.stdout.strip()) if r.returncode == 0 else None
@@ -55,7 +92,7 @@ class SlurmScheduler(Scheduler):
         return AppHandle(self.name, m[2] or cluster_name(env), job_id)
 
     def describe(self, handle: AppHandle) -> Described | None:
-        r = _run(["scontrol", "show", "job", "-o", handle.job_id])
+        r = self._ask(handle, "scontrol", "show", "job", "-o", handle.job_id)
         if r.returncode == 0 and "JobState=" in r.stdout:
             raw = re.search(r"JobState=(\S+)", r.stdout).group(1)  # type: ignore[union-attr]
             m = re.search(r"\bExitCode=(\d+):(\d+)", r.stdout)
@@ -73,11 +110,13 @@ class SlurmScheduler(Scheduler):
 
     def _queued(self, handle: AppHandle) -> str:
         """The job's state as ``squeue`` lists it ("" once it has left the queue)."""
-        q = _run(["squeue", "-h", "-j", handle.job_id, "-o", "%T"])
-        return q.stdout.split()[0] if q.returncode == 0 and q.stdout.strip() else ""
+        q = self._ask(handle, "squeue", "-h", "-j", handle.job_id, "-o", "%T")
+        # with -M, squeue heads its answer "CLUSTER: <name>"
+        words = [w for line in q.stdout.splitlines() if not line.startswith("CLUSTER:") for w in line.split()]
+        return words[0] if q.returncode == 0 and words else ""
 
     def cancel(self, handle: AppHandle) -> None:
-        _run(["scancel", handle.job_id])  # an ended or unknown job: scancel says so; nothing to do
+        self._ask(handle, "scancel", handle.job_id)  # an ended or unknown job: scancel says so; nothing to do
 
     def log_iter(self, handle: AppHandle, run_dir: Path, done: Callable[[], bool]) -> Iterator[str]:
         """``slurm-<id>.out`` of the run folder (``#SBATCH --output``), followed until ``done()``."""

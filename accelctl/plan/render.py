@@ -197,20 +197,21 @@ def diff_texts(a_text: str, b_text: str, a_label: str, b_label: str, identical: 
     return "\n".join(lines) or identical
 
 
-def plan_diff(spec: WorkloadSpec, a: str, b: str, engine: str | None = None, width: int | None = None) -> str:
+def plan_diff(spec: WorkloadSpec, a: str, b: str, engine: str | None = None, width: int | None = None,
+              host=None) -> str:
     """What changes between two targets' plans; a target that cannot be planned counts
     as its refusal (the header and the diagnostics).  With ``width`` (a terminal's) the plans
     are rendered one column narrower (the diff's ``-``/``+``/space marker takes it): comments
     wrap, launches fold as in ``accelctl plan``, diagnostics wrap; a line still longer (a
     generated file's, printed byte for byte in the plan) folds at its spaces under its marker.
-    None: every line whole (a pipe)."""
+    None: every line whole (a pipe).  ``host``: the ``HostFacts`` both are planned for (None: this machine)."""
     from accelctl.plan.compile import compile_plan
 
     inner = None if width is None else max(20, width - 1)
     texts = []
     for name in (a, b):
         try:
-            texts.append(render_plan_text(compile_plan(spec, name, engine), inner))
+            texts.append(render_plan_text(compile_plan(spec, name, engine, host=host), inner))
         except AccelctlError as exc:
             why = "\n\n".join(d.render(inner) for d in exc.diagnostics) if exc.diagnostics else exc.render()
             texts.append(f"{refusal_header(spec.name, name)}\n{why}")

@@ -20,15 +20,16 @@ from accelctl.spec.types import WorkloadSpec
 SEVERITY = "warning"
 
 
-def plan_refusals(spec: WorkloadSpec) -> list[Diagnostic]:
-    """Every target of ``spec`` planned as ``accelctl plan`` plans it; the refusals, as warnings
-    (plan's code, message, span and hint), in target order."""
+def plan_refusals(spec: WorkloadSpec, host=None) -> list[Diagnostic]:
+    """Every target of ``spec`` planned as ``accelctl plan`` plans it (for ``host``, a
+    ``HostFacts``; None: this machine); the refusals, as warnings (plan's code, message, span
+    and hint), in target order."""
     from accelctl.plan.compile import compile_plan
 
     out: list[Diagnostic] = []
     for target in spec.targets:
         try:
-            compile_plan(spec, target)
+            compile_plan(spec, target, host=host)
         except PlanError as exc:
             out += [dataclasses.replace(d, severity=SEVERITY) for d in exc.diagnostics]
     return out

@@ -64,7 +64,7 @@ def variants(spec, target) -> list[tuple[str, object]]:
     return out
 
 
-def fit(spec, target) -> list[Variant]:
+def fit(spec, target, host=None) -> list[Variant]:
     from accelctl.api import plan
     from accelctl.errors import PlanError
 
@@ -80,7 +80,7 @@ def fit(spec, target) -> list[Variant]:
             v.target, v.at = _at(spec, t, m)
             v.above = _at(spec, t, m + 1)[1]
             try:
-                plan(spec, v.target)
+                plan(spec, v.target, host=host)
             except PlanError as exc:
                 d = exc.diagnostics[0] if exc.diagnostics else None
                 v.refused = f"{d.code}: {d.message}" if d else str(exc)

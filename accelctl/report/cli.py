@@ -273,6 +273,7 @@ def cmd_sweep(args) -> int:
         raise AccelctlError("sweep needs --target T (a device/node sweep) or --over KEY=V1,V2 --estimate|--run",
                             exit_code=exitcodes.USAGE)
     from accelctl.report.entry import entry_from_run
+    from accelctl.contract.hostfacts import HostFacts
     from accelctl.report.sweep import parse_counts, run_sweep
     from accelctl.report.tables import report_tables, scaling_tables
 
@@ -281,7 +282,7 @@ def cmd_sweep(args) -> int:
     except ValueError as exc:
         raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
     records = run_sweep(args.file, args.target, devices, nodes=nodes, workload=args.workload, engine=args.engine,
-                        backend=args.backend or "", runs_root=args.runs_dir,
+                        backend=args.backend or "", runs_root=args.runs_dir, host=HostFacts.here(),
                         progress=lambda m: print(m, file=sys.stderr, flush=True))
     entries = [entry_from_run(r) for r in records]
     reply = getattr(args, "reply", None)

@@ -15,6 +15,7 @@ from accelctl.errors import AccelctlError
 
 def cmd_pick(args) -> int:
     from accelctl.api import estimate_calibrations
+    from accelctl.contract.hostfacts import HostFacts
     from accelctl.estimate import work as W
     from accelctl.report.cli import _emit
     from accelctl.report.pick import NODES, pick, row_dict, table
@@ -24,7 +25,7 @@ def cmd_pick(args) -> int:
     budget = W.parse_usd(args.budget) if args.budget else None
     nodes = _counts(args.nodes) if args.nodes else NODES
     p = pick(args.file, args.work, deadline, budget, args.workload, nodes, args.top,
-             estimate_calibrations(args.runs_dir))
+             estimate_calibrations(args.runs_dir), host=HostFacts.here())
     reply = getattr(args, "reply", None)
     _emit([table(p)], args.format, args.output, reply, wide=args.wide,
           picks=[row_dict(i + 1, r) for i, r in enumerate(p.ranked)], left_out=p.counts, rule=p.rule,
@@ -75,11 +76,13 @@ def cmd_fit(args) -> int:
     import sys
 
     from accelctl.api import load_selected, named_target
+    from accelctl.contract.hostfacts import HostFacts
     from accelctl.report.batch_fit import fit, lines
 
     spec = load_selected(args.file, args.workload)[0]
     target = named_target(spec, args.target)
-    vs = fit(spec, target)
+    host = HostFacts.here()  # every plan of the verb is this machine's
+    vs = fit(spec, target, host)
     reply = getattr(args, "reply", None)
     probe = None
     if args.probe:

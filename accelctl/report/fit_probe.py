@@ -154,6 +154,7 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
     if limit:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     from accelctl.api import launch, load_selected_source, plan
+    from accelctl.contract.hostfacts import HostFacts
     from accelctl.run.store import load_run
     from accelctl.spec.types import MeasureSpec
 
@@ -166,7 +167,8 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
     t = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=micro, global_size=None), measure=None,
                             memory_bytes=0)
     spec = dataclasses.replace(spec, measure=once, targets=tuple(t if x.name == t.name else x for x in spec.targets))
-    handle = launch(plan(spec, t), source_text=source, spec_json=spec.to_json(), runs_root=runs_root or None)
+    # the probe's process plans for the machine it runs on (this one): its facts, read here
+    handle = launch(plan(spec, t, host=HostFacts.here()), source_text=source, spec_json=spec.to_json(), runs_root=runs_root or None)
     with DataSegmentWatch() as watch:
         result = handle.wait()
     record = load_run(result.run_dir)

@@ -60,7 +60,7 @@ def _key(r: SO.Row) -> tuple:
 
 
 def pick(path: str, work: str, deadline_h: float | None = None, budget_usd: float | None = None,
-         workload: str | None = None, nodes=NODES, top: int = 10, calibrations=None) -> Pick:
+         workload: str | None = None, nodes=NODES, top: int = 10, calibrations=None, host=None) -> Pick:
     from accelctl.api import load_selected
     from accelctl.api import plan as compile_plan
     from accelctl.errors import PlanError
@@ -100,7 +100,7 @@ def pick(path: str, work: str, deadline_h: float | None = None, budget_usd: floa
         if len(ranked) >= top:
             break
         try:
-            compile_plan(r.spec, r.spec.target(r.target))
+            compile_plan(r.spec, r.spec.target(r.target), host=host)
         except PlanError:
             counts["refused by plan"] += 1
             continue

@@ -70,9 +70,9 @@ def run_point(c, source: str | None, req, progress: Callable[[str], None]) -> li
 
 def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Sequence[int] = (1,),
               workload: str | None = None, engine: str | None = None, backend: str = "",
-              runs_root: str | None = None, progress: Callable[[str], None] = print) -> list[Any]:
+              runs_root: str | None = None, progress: Callable[[str], None] = print, host=None) -> list[Any]:
     """Run every point; returns the stored runs (``RunRecord``) in run order.  A stopped point
-    (Ctrl-C) ends the sweep."""
+    (Ctrl-C) ends the sweep.  ``host``: the ``HostFacts`` every point is planned for (None: this machine)."""
     from accelctl.api import load_selected_source, named_target, plan
     from accelctl.report.entry import entry_from_run
     from accelctl.run.orchestrate import Chosen, Request, one_process
@@ -83,13 +83,13 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
     devices = list(devices) or [base.devices]
     if not backend and max(nodes) > 1:
         largest = sweep_targets(base, [max(devices)], [max(nodes)])[0]
-        backend = plan(spec, largest, engine).backend
+        backend = plan(spec, largest, engine, host=host).backend
     req = Request(engine=engine, runs_dir=runs_root)
     records = []
     for t in sweep_targets(base, devices, nodes, backend):
         point = dataclasses.replace(spec, targets=tuple(t if x.name == base.name else x for x in spec.targets))
         one, t1, n = one_process(point, t)
-        p = plan(one, t1, engine)
+        p = plan(one, t1, engine, host=host)
         label = f"{spec.name} / {t.name}: nodes {t.nodes} x devices {t.devices}"
         progress(f"sweep: {label} ({p.backend}) ...")
         t0 = time.perf_counter()

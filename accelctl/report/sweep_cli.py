@@ -55,6 +55,7 @@ def cmd_sweep_over(args, emit) -> int:
 def _run(args, overs, emit) -> int:
     """Each point x target that runs here, for real, one after the other."""
     from accelctl.api import one_process, plan, read_source
+    from accelctl.contract.hostfacts import HostFacts
     from accelctl.report import sweep_over as SO
     from accelctl.report.entry import entry_from_run
     from accelctl.report.sweep import run_point
@@ -65,6 +66,7 @@ def _run(args, overs, emit) -> int:
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)
     source = read_source(args.file)
     req = Request(engine=args.engine, runs_dir=args.runs_dir)
+    facts = HostFacts.here()  # every point is planned for this machine: read once
     records, not_run, status = [], [], exitcodes.OK
     for r in sweep.rows:
         label = ", ".join(f"{k}={v}" for k, v in r.point.items())
@@ -78,7 +80,7 @@ def _run(args, overs, emit) -> int:
                            "rehearsal)")
             continue
         one, t1, n = one_process(r.spec, t)
-        p = plan(one, t1, args.engine, rehearse=not host, device_path=not host)
+        p = plan(one, t1, args.engine, rehearse=not host, device_path=not host, host=facts)
         print(f"sweep: {label} / {r.target} ({p.backend}){f' ({n} repeats)' if n > 1 else ''} ...",
               file=sys.stderr, flush=True)
         try:

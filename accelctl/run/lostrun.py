@@ -171,11 +171,7 @@ def keep(path: Path) -> bool:
     """Write the result of ``path``'s run into its folder if it is a lost run (readable, no
     ``summary.json``, its runner gone); True when this call wrote it.  The caller owns the
     folder (``ownership.claim``): ``run --resume``, ``runs gc``."""
-    found = store.read_run(path)
-    if found.unreadable or not found.summary or boundedfile.problem(path / store.SUMMARY_FILE) != "":
+    summary, _, _, _, why, lines = store.read_files(path)  # the folder read once, as a reader reads it
+    if why or not summary or lines is None:
         return False
-    info, why = storefiles.read_object(path / store.RUNNER_FILE)
-    if why or not info or not gone(path, info):
-        return False
-    summary, lines, why = finish(path, info)
-    return not why and bool(summary) and record(path, summary, lines)
+    return record(path, summary, lines)  # summary.json checked again, under the lock

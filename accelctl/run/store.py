@@ -373,13 +373,11 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def read_run(path: Path) -> RunRecord:
-    """A ``RunRecord`` for one run folder; never raises on a broken one, never blocks, never
-    waits for another reader: a missing summary is ``incomplete``, an unreadable folder or
-    file ``unreadable: <reason>`` (``accelctl.run.storefiles``).  A run whose runner vanished
-    shows as ``failed (runner lost)`` -- ``not started (runner lost)`` when its job never
-    began -- computed here in memory; reading writes nothing (``accelctl.run.lostrun.keep``, taken
-    by the folder's next owner, writes it)."""
+def read_files(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], str,
+                                    list[bytes] | None]:
+    """What ``read_run`` reads of a run folder: (summary, series, plan, job, why it is unreadable
+    or "", the rank lines a lost run's result appends to ``events.jsonl`` -- None unless the
+    summary is a lost run's, computed here by ``lostrun.finish``).  Writes nothing."""
     from accelctl.run import storefiles
 
     problem = storefiles.folder_problem(path)
@@ -391,13 +389,25 @@ def read_run(path: Path) -> RunRecord:
         inputs.append(data)
         problem = problem or why
     series, plan, job, _ = inputs
+    late = None
     if not summary and not problem:
         info, problem = read_object(path / RUNNER_FILE)
         if info:
             from accelctl.run import lostrun
 
             if lostrun.gone(path, info):  # shown, never written here: ``lostrun.keep`` writes it
-                summary, _, problem = lostrun.finish(path, info)
+                summary, late, problem = lostrun.finish(path, info)
+    return summary, series, plan, job, problem, late
+
+
+def read_run(path: Path) -> RunRecord:
+    """A ``RunRecord`` for one run folder; never raises on a broken one, never blocks, never
+    waits for another reader: a missing summary is ``incomplete``, an unreadable folder or
+    file ``unreadable: <reason>`` (``accelctl.run.storefiles``).  A run whose runner vanished
+    shows as ``failed (runner lost)`` -- ``not started (runner lost)`` when its job never
+    began -- computed here in memory; reading writes nothing (``accelctl.run.lostrun.keep``, taken
+    by the folder's next owner, writes it)."""
+    summary, series, plan, job, problem, _ = read_files(path)
     m = _ID_RE.match(path.name)
     # the run id names the workload and the target (safe names hold no "-")
     named = dict(zip(("workload", "target"), m.group(2).split("-", 1))) if m and "-" in m.group(2) else {}

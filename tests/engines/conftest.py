@@ -5,7 +5,8 @@ two-fake-nodes layout of Debian's ``MULTIPLE_SLURMD`` build: ``slurmd -N n1`` / 
 each with its own port), starts every daemon in the foreground as a child of this process
 (munged as the munge user), waits until ``sinfo`` shows two idle nodes and sets
 ``SLURM_CONF`` for the clients.  Teardown stops each daemon it started by its pid and
-asserts none is left.  Without the daemons (``apt-get install slurmctld slurmd
+asserts none is left; a pytest that ends without its teardown (SIGKILL, a CI timeout) leaves
+none either: ``slurm_watchdog.py`` ends their sessions when its pipe from this process closes.  Without the daemons (``apt-get install slurmctld slurmd
 slurm-client munge``, which ``scripts/setup.sh --test`` does as root) or without root the
 tests that use it skip, saying which.
 """
@@ -16,6 +17,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -119,10 +121,15 @@ def slurm_cluster():
     env = dict(os.environ, SLURM_CONF=str(conf), PATH=PATH)
     logs = open(root / "log" / "daemons.out", "ab")  # noqa: SIM115
     procs: list[subprocess.Popen] = []
+    # ends the daemons when this pytest ends without its teardown (SIGKILL, a CI timeout)
+    watchdog = subprocess.Popen([sys.executable, str(Path(__file__).with_name("slurm_watchdog.py")), str(root)],
+                                stdin=subprocess.PIPE, stdout=logs, stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(*argv: str) -> None:
         procs.append(subprocess.Popen(list(argv), env=env, stdout=logs, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True))
+        watchdog.stdin.write(f"{procs[-1].pid}\n".encode())  # its session's id: each leads its own
+        watchdog.stdin.flush()
 
     old = os.environ.get("SLURM_CONF")
     try:
@@ -163,6 +170,7 @@ def slurm_cluster():
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+        watchdog.communicate(b"forget\n", timeout=30)  # ended here: nothing for it to do
         logs.close()
         left = [p.args for p in procs if p.poll() is None]
         assert not left, f"daemons left running: {left}"

@@ -28,6 +28,7 @@ from accelctl.run import scheduled_job, store
 from accelctl.run.scheduled import ScheduledJob
 
 botocore_session = pytest.importorskip("botocore.session")
+import aws_answers  # noqa: E402
 from botocore.stub import Stubber  # noqa: E402
 from test_batch_loopback import TWO_NODES  # noqa: E402
 
@@ -91,8 +92,11 @@ def expect_describe(c, detail: dict | None, job_id: str = JOB_ID) -> None:
 
 
 def follow(client, run_dir: Path, poll_s: float = 0.0) -> ScheduledJob:
-    """The plan's request submitted and followed as the run's supervisor does."""
-    sched = BatchScheduler(client)
+    """The plan's request submitted and followed as the run's supervisor does; the log side
+    (``test_batch_logs.py``) asks clients of its own, here told of no job (no output to copy)."""
+    log_batch = aws_answers.client("batch")
+    aws_answers.answer(log_batch, "DescribeJobs", lambda request: {"jobs": []})
+    sched = BatchScheduler(client, logs=aws_answers.client("logs"), log_batch=log_batch)
     sched.poll_s = poll_s
     return ScheduledJob(sched, the_plan().request, run_dir, {}, run_dir / "worker.log")
 

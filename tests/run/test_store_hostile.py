@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 from test_store_faults import BROKEN, FIXTURES, GOOD, cli
 
-from accelctl.contract import supervision
+from accelctl.contract import boundedfile, supervision
 from accelctl.run import lostrun, procgroup, runner, store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +104,21 @@ def test_a_lost_run_is_shown_finished_by_its_reader_and_written_only_by_keep(los
     assert not lostrun.keep(lost)  # kept already
     (rec,) = listed(lost.parent).values()
     assert rec.status == "failed (runner lost)" and rec.summary == kept
+
+
+def test_keeping_a_lost_run_reads_each_of_its_event_files_once(lost, monkeypatch):
+    reads: list[str] = []
+    real = boundedfile.read_regular
+
+    def counted(path, *args, **kwargs):
+        reads.append(Path(path).name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(boundedfile, "read_regular", counted)
+    assert lostrun.keep(lost)
+    assert reads.count(store.EVENTS_FILE) == 1 and reads.count("rank0.jsonl") == 1, reads
+    kept = json.loads((lost / store.SUMMARY_FILE).read_text())
+    assert kept["failure"]["reason"] == "runner_lost" and kept["stats"]["step_time"]["count"] == 8
 
 
 SPECIAL = {
