@@ -18,6 +18,8 @@ fi
 start=$(date +%s)
 rm -rf "$DIR"
 # --no-deps: everything else (torch, DeepSpeed, numpy, safetensors, regex...) is .venv's
+. scripts/uv.sh
+uv_ensure
 # shellcheck disable=SC2086
-.venv/bin/python -m pip install -q --no-deps --target "$DIR" $pins
+uv_install .venv/bin/python --no-deps --target "$DIR" $pins
 echo "$DIR: $pins installed in $(( $(date +%s) - start )) s ($(du -sm "$DIR" | cut -f1) MB)"

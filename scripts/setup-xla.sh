@@ -28,7 +28,9 @@ rm -f "$VENV/$marker"
 "$PY" -m venv "$VENV"
 # every package pinned (scripts/xla-constraints.txt): no resolver backtracking, and torchvision
 # held at 0.24.0 (the torch 2.9.0 match) so nothing can lift torch off 2.9.0
-"$VENV/bin/python" -m pip install -q -c scripts/xla-constraints.txt \
+. scripts/uv.sh
+uv_ensure
+uv_install "$VENV/bin/python" -c scripts/xla-constraints.txt \
     "torch==$want" "torch-xla==$want" torchvision timm
 touch "$VENV/$marker"
 echo "$VENV: torch-xla $want installed in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1)"
