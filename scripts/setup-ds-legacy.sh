@@ -4,7 +4,8 @@
 # over .venv by PYTHONPATH: .venv's torch and DeepSpeed import it, no second torch.  What
 # `accelctl plan --check` runs kernel-injection plans in when a target's stack pins
 # transformers = "4.43.4" (accelctl/backends/deepspeed/inject_check.py).  ~15 MB download,
-# ~110 MB on disk, ~20 s.  Idempotent: a second run only checks the versions.
+# ~60 MB on disk (no bytecode compiled ahead: uv), ~25 s.  Idempotent: a second run only
+# checks the versions.
 #   scripts/setup-ds-legacy.sh        (DS_LEGACY=path to put it elsewhere; ACCELCTL_SIDE_ENVS finds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."

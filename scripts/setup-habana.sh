@@ -3,8 +3,9 @@
 # real software (tests/backends/test_gaudi.py; python -m accelctl.backends.gaudi.check).
 # Its own venv because optimum-habana pins transformers<4.56 (the main venv has 5.x).  No
 # Habana runtime is installed (it is not on PyPI); torch 2.13.0 is the small CPU wheel.
-# Installed with uv (scripts/uv.sh; needs .venv, scripts/setup.sh makes it): ~20 s, was 223 s
-# with pip.  Idempotent: a second run only checks the installed version.
+# Installed with uv (scripts/uv.sh; needs .venv, scripts/setup.sh makes it): 125 s beside
+# .venv-xla at load ~20 (402 s with pip); 38 s alone at load ~5.  Idempotent: a second run
+# only checks the installed version.
 #   scripts/setup-habana.sh          (HABANA_VENV=path to put it elsewhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
