@@ -18,9 +18,9 @@ if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c \
     exit 0
 fi
 start=$(date +%s)
-"$PY" -m venv "$VENV"
 . scripts/uv.sh
 uv_ensure
+"$PY" -m venv "$VENV"
 # every package pinned (scripts/habana-constraints.txt): no resolver backtracking; torch
 # 2.13.0+cpu from the local wheel store (pip's find-links, scripts/uv.sh)
 uv_install "$VENV/bin/python" -c scripts/habana-constraints.txt torch==2.13.0 "optimum-habana==$want"

@@ -25,11 +25,11 @@ if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c \
 fi
 start=$(date +%s)
 rm -f "$VENV/$marker"
+. scripts/uv.sh
+uv_ensure
 "$PY" -m venv "$VENV"
 # every package pinned (scripts/xla-constraints.txt): no resolver backtracking, and torchvision
 # held at 0.24.0 (the torch 2.9.0 match) so nothing can lift torch off 2.9.0
-. scripts/uv.sh
-uv_ensure
 uv_install "$VENV/bin/python" -c scripts/xla-constraints.txt \
     "torch==$want" "torch-xla==$want" torchvision timm
 touch "$VENV/$marker"
