@@ -65,7 +65,7 @@ fi
 uv_install .venv/bin/python --no-deps $nodeps
 if [ "$test_mode" = 1 ]; then
     # transformers 4.43.4 over .venv's torch and DeepSpeed (.venv-ds-legacy, a PYTHONPATH
-    # overlay): plan --check of BLOOM kernel-injection targets pinned to it (~110 MB)
+    # overlay): plan --check of BLOOM kernel-injection targets pinned to it (~60 MB)
     ./scripts/setup-ds-legacy.sh
     failed=""
     for job in "${jobs_started[@]}"; do

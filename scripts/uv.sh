@@ -1,7 +1,7 @@
 # Sourced by the set-up scripts (scripts/setup*.sh): every install goes through uv, pinned in
 # scripts/constraints.txt and installed into .venv by pip.  uv downloads and unpacks wheels in
-# parallel where pip does one at a time: .venv-habana took 223 s with pip and ~20 s with uv, the
-# ~4 GB of .venv-xla is fetched over parallel connections.
+# parallel where pip does one at a time: beside each other at load ~20, .venv-habana took 125 s
+# (402 s with pip) and the ~4 GB of .venv-xla 212 s (579 s).
 # uv reads neither pip.conf nor the PIP_* variables: pip's own settings (find-links,
 # index-url, extra-index-url, constraint, cert, timeout) are handed to it here, so both take
 # every wheel from the same place -- the machine's local wheel store where it has the pinned
@@ -27,6 +27,8 @@ uv_ensure() {
     # No --compile-bytecode (pip compiles every module at install): Python compiles what is
     # imported, on first import.  Compiling all of .venv took ~170 s of the first set-up's 383 s
     # (2 cores at load ~18).
+    # unsafe-best-match: like pip, the pinned version from whichever index has it (uv's default
+    # stops at the first index that knows the name)
     UV_FLAGS=(--index-strategy unsafe-best-match)
     local value
     # word splitting on purpose: pip splits these lists on whitespace too
