@@ -4,7 +4,8 @@
 # over .venv by PYTHONPATH: .venv's torch and DeepSpeed import it, no second torch.  What
 # `accelctl plan --check` runs kernel-injection plans in when a target's stack pins
 # transformers = "4.43.4" (accelctl/backends/deepspeed/inject_check.py).  ~15 MB download,
-# ~110 MB on disk, ~20 s.  Idempotent: a second run only checks the versions.
+# ~60 MB on disk (no bytecode compiled ahead: uv), ~25 s.  Idempotent: a second run only
+# checks the versions.
 #   scripts/setup-ds-legacy.sh        (DS_LEGACY=path to put it elsewhere; ACCELCTL_SIDE_ENVS finds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,8 @@ fi
 start=$(date +%s)
 rm -rf "$DIR"
 # --no-deps: everything else (torch, DeepSpeed, numpy, safetensors, regex...) is .venv's
+. scripts/uv.sh
+uv_ensure
 # shellcheck disable=SC2086
-.venv/bin/python -m pip install -q --no-deps --target "$DIR" $pins
+uv_install .venv/bin/python --no-deps --target "$DIR" $pins
 echo "$DIR: $pins installed in $(( $(date +%s) - start )) s ($(du -sm "$DIR" | cut -f1) MB)"

@@ -7,9 +7,9 @@
 # another torch fails at import with an undefined _XLAC symbol).  PyPI carries torch 2.9.0 only
 # as the CUDA 12.8 build, which pulls the nvidia-*-cu12 wheels (~4 GB download, ~7 GB venv;
 # libtorch_cuda.so links them, so --no-deps does not import); it runs on a CPU-only machine.
-# Measured here: 5 min 1 s wall for a fresh build, 7.2 GB (nvidia/ 4.3 GB, torch/ 1.7 GB);
-# pip's own cache kept none of the wheels (2 MB after the build), so only the venv itself
-# saves the download: a second run only checks the installed versions (0.2 s).
+# Measured here: 212 s wall for a fresh build with uv (scripts/uv.sh: parallel downloads; 579 s
+# with pip), 7.0 GB (nvidia/ 4.3 GB, torch/ 1.7 GB).  A second run only checks the installed
+# versions (0.2 s).
 #   scripts/setup-xla.sh          (XLA_VENV=path to put it elsewhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +25,12 @@ if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c \
 fi
 start=$(date +%s)
 rm -f "$VENV/$marker"
+. scripts/uv.sh
+uv_ensure
 "$PY" -m venv "$VENV"
 # every package pinned (scripts/xla-constraints.txt): no resolver backtracking, and torchvision
 # held at 0.24.0 (the torch 2.9.0 match) so nothing can lift torch off 2.9.0
-"$VENV/bin/python" -m pip install -q -c scripts/xla-constraints.txt \
+uv_install "$VENV/bin/python" -c scripts/xla-constraints.txt \
     "torch==$want" "torch-xla==$want" torchvision timm
 touch "$VENV/$marker"
 echo "$VENV: torch-xla $want installed in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1)"

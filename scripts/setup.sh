@@ -12,7 +12,11 @@
 #                             over .venv (.venv-ds-legacy, scripts/setup-ds-legacy.sh), torch-xla in
 #                             its own venv (.venv-xla, scripts/setup-xla.sh), tmux for the
 #                             TUI's terminal test, Slurm + munge (as root, apt-get) for the
-#                             slurm engine's local two-node cluster
+#                             slurm engine's local two-node cluster (scripts/setup-apt.sh);
+#                             the side venvs and apt in the background beside .venv's install
+# Every install through uv (scripts/uv.sh: pinned in scripts/constraints.txt, given pip's own
+# wheel store and indexes).  Fresh clone, empty caches, 2 cores at load 16-21: 142 s, then
+# --test 229 s more (pip: 245 s and 647 s); a second call only checks (34 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -26,51 +30,50 @@ start=$(date +%s)
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
+. scripts/uv.sh
+uv_ensure
+jobs_started=()
+if [ "$test_mode" = 1 ]; then
+    # The side environments share nothing with .venv's install: they are built beside it, in
+    # the background.  A failure of any fails the set-up, after all have ended.
+    trap 'wait' EXIT
+    # optimum-habana 1.21.2 in .venv-habana (it pins transformers<4.56)
+    ./scripts/setup-habana.sh & jobs_started+=("$!:setup-habana.sh")
+    # torch-xla 2.9.0 on exactly torch 2.9.0 in .venv-xla: Neuron plans rehearsed on the XLA
+    # CPU device and checked against the installed torch-xla (~4 GB download, ~7 GB disk)
+    ./scripts/setup-xla.sh & jobs_started+=("$!:setup-xla.sh")
+    # tmux, zsh, fish, g++, Slurm + munge from apt (scripts/setup-apt.sh)
+    ./scripts/setup-apt.sh & jobs_started+=("$!:setup-apt.sh")
+fi
+uv_install .venv/bin/python --upgrade pip
 # Every package pinned (scripts/constraints.txt): torch 2.14.1 + torchvision 0.29.1 come
 # from this machine kind's local wheel store; an unpinned torch could pull a multi-GB build.
-.venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[$extras]"
-# botocore (the aws extra): validates and submits AWS Batch requests.  --no-deps: it declares
+uv_install .venv/bin/python -c scripts/constraints.txt -e ".[$extras]"
+# --no-deps (each pinned here as in scripts/constraints.txt):
+# botocore (the aws extra): validates and submits AWS Batch requests.  It declares
 # python-dateutil<3 while the constraints pin 4.0.0 (pandas' choice); the parts accelctl uses
 # (service models, ParamValidator, the batch client) run with it (tests/engines/).
-.venv/bin/python -m pip install -q --no-deps botocore==1.44.5 jmespath==1.1.0
+nodeps="botocore==1.44.5 jmespath==1.1.0"
 if [ "$test_mode" = 1 ]; then
-    # mlflow-skinny (the track extra, report --mlflow): --no-deps because it declares
-    # importlib_metadata<10 while the constraints pin 10.2.0; its deps come with the extra.
-    .venv/bin/python -m pip install -q --no-deps mlflow-skinny==3.17.2
+    # mlflow-skinny (the track extra, report --mlflow): it declares importlib_metadata<10 while
+    # the constraints pin 10.2.0; its deps come with the extra.
     # Transformer Engine's meta package is pure Python: its source is what te_fp8 plans are
-    # checked against.  --no-deps: its CUDA extension cannot install on a CPU-only machine.
-    .venv/bin/python -m pip install -q --no-deps transformer-engine==2.20.2
+    # checked against.  Its CUDA extension cannot install on a CPU-only machine.
+    nodeps="$nodeps mlflow-skinny==3.17.2 transformer-engine==2.20.2"
+fi
+# shellcheck disable=SC2086
+uv_install .venv/bin/python --no-deps $nodeps
+if [ "$test_mode" = 1 ]; then
     # transformers 4.43.4 over .venv's torch and DeepSpeed (.venv-ds-legacy, a PYTHONPATH
-    # overlay): plan --check of BLOOM kernel-injection targets pinned to it (~20 s, ~110 MB)
+    # overlay): plan --check of BLOOM kernel-injection targets pinned to it (~60 MB)
     ./scripts/setup-ds-legacy.sh
-    # torch-xla 2.9.0 on exactly torch 2.9.0 in .venv-xla: Neuron plans rehearsed on the XLA
-    # CPU device and checked against the installed torch-xla (~4 GB download, ~7 GB disk).
-    # The two side venvs share nothing: installed side by side (a fresh CI clone at load 11-16:
-    # 223 s and 258 s one after the other); a failure of either fails the set-up, after both end
-    ./scripts/setup-habana.sh &
-    habana=$!
-    xla=0
-    ./scripts/setup-xla.sh || xla=$?
-    wait "$habana"
-    [ "$xla" = 0 ] || exit "$xla"
-    # tmux drives the TUI's end-to-end test in a real terminal; Slurm (munged, slurmctld, two
-    # slurmd on this host, started by tests/engines/conftest.py) runs the slurm engine's jobs;
-    # zsh and fish run the shell-completion tests (tests/test_completion.py) in those shells
-    pkgs=""
-    command -v tmux >/dev/null || pkgs="tmux"
-    command -v zsh >/dev/null || pkgs="$pkgs zsh"
-    command -v fish >/dev/null || pkgs="$pkgs fish"
-    # torch.compile's inductor builds its CPU kernels with a C++ compiler (optimize { compile = on })
-    command -v g++ >/dev/null || pkgs="$pkgs g++"
-    for tool in munged slurmctld slurmd sbatch; do  # the daemons are in sbin, which CI's PATH may lack
-        PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" command -v "$tool" >/dev/null \
-            || { pkgs="$pkgs slurmctld slurmd slurm-client munge"; break; }
+    failed=""
+    for job in "${jobs_started[@]}"; do
+        wait "${job%%:*}" || failed="$failed ${job#*:}"
     done
-    if [ -n "$pkgs" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq
-        # shellcheck disable=SC2086
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+    if [ -n "$failed" ]; then
+        echo "setup: failed:$failed" >&2
+        exit 1
     fi
 fi
 .venv/bin/accelctl --version
