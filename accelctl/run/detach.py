@@ -12,8 +12,8 @@ signal, so a supervisor killed with SIGKILL leaves no worker behind and the run 
 ``start`` returns once the first run folder whose ``runner.json`` names the supervisor exists
 (its id is what the user follows), or once the supervisor has ended before any run (a refused
 workload: its output and exit code are the command's).  The environment variable
-``DETACHED_ENV`` tells the supervisor that it is one: a SIGHUP then does nothing (a foreground
-``accelctl run`` stops on SIGHUP as on Ctrl-C).
+``DETACHED_ENV`` tells the supervisor that it is one: a SIGHUP then does nothing.  A foreground
+``accelctl run`` starts the same supervisor (``spawn``) and views it (``accelctl.run.foreground``).
 
 ``cancel`` stops a run from any process: SIGTERM to its supervisor (which stops the run as
 Ctrl-C does: SIGINT, SIGTERM, SIGKILL to every process group, the run recorded ``stopped``),
