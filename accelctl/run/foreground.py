@@ -108,16 +108,16 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
     argv = ["--json", *run_argv] if json_document else run_argv
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
-    spawned = detach.spawn(argv, root, split=True)
-    # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
-    out = _Copy(spawned.console, None if json_document else sys.stdout)
-    err = _Copy(spawned.errors, sys.stderr)
-    try:
-        with _Signals() as signals:
+    with _Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
+        spawned = detach.spawn(argv, root, split=True)
+        # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
+        out = _Copy(spawned.console, None if json_document else sys.stdout)
+        err = _Copy(spawned.errors, sys.stderr)
+        try:
             viewed = _view(spawned, out, err, signals)
-    finally:
-        out.close()
-        err.close()
+        finally:
+            out.close()
+            err.close()
     viewed.run_id = detach.first_run_of(spawned.proc.pid, base, before)
     if viewed.detached:
         return viewed
