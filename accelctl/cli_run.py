@@ -183,7 +183,7 @@ def _detached(viewed, reply) -> None:
         reader_gone()
     who = f"run {viewed.run_id}" if viewed.run_id else f"the run's supervisor (pid {viewed.pid})"
     how = (f"accelctl attach {viewed.run_id} follows it again, accelctl cancel {viewed.run_id} stops it"
-           if viewed.run_id else "accelctl status shows its run")
+           if viewed.run_id else f"its console: {viewed.console}")
     try:
         print(f"accelctl: {viewed.detached}: detached from {who}; it goes on ({how})", file=sys.stderr, flush=True)
     except OSError:  # the terminal itself is gone

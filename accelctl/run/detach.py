@@ -78,12 +78,15 @@ class Spawned:
     errors: Path | None = None
 
 
-def spawn(run_argv: list[str], root: Path, cwd: str | None = None, split: bool = False) -> Spawned:
+def spawn(run_argv: list[str], root: Path, cwd: str | None = None, split: bool = False,
+          folder: Path | None = None) -> Spawned:
     """Start ``accelctl run --headless *run_argv`` as a supervisor of its own session storing into
-    ``root`` and return at once; ``split``: its stderr in a file beside its console (``.stderr``)."""
+    ``root`` and return at once; ``split``: its stderr in a file beside its console (``.stderr``);
+    the console files in ``folder`` (default: the store's ``CONSOLE_DIR``)."""
     base = store.runs_root(root)
-    folder = base / CONSOLE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder is None:
+        folder = base / CONSOLE_DIR
+        folder.mkdir(parents=True, exist_ok=True)
     console = folder / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}.console"
     errors = console.with_suffix(".stderr") if split else None
     env = {**os.environ, DETACHED_ENV: "1"}

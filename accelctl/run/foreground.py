@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ class Viewed:
     document: dict[str, Any] = field(default_factory=dict)
     #: the signal that killed the supervisor (SIGKILL: the run is found lost), or None
     killed_by: str | None = None
+    #: the supervisor's console stream (left in place once the viewer has detached)
+    console: Path | None = None
 
 
 class _Signals:
@@ -109,7 +112,8 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
     with _Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
-        spawned = detach.spawn(argv, root, split=True)
+        # the console files out of the store: a full store must not stop the supervisor's prints
+        spawned = detach.spawn(argv, root, split=True, folder=Path(tempfile.mkdtemp(prefix="accelctl-run-")))
         # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
         out = _Copy(spawned.console, None if json_document else sys.stdout)
         err = _Copy(spawned.errors, sys.stderr)
@@ -119,6 +123,7 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
             out.close()
             err.close()
     viewed.run_id = detach.first_run_of(spawned.proc.pid, base, before)
+    viewed.console = spawned.console
     if viewed.detached:
         return viewed
     if json_document:
@@ -127,7 +132,7 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
         if path is not None:
             path.unlink(missing_ok=True)
     try:
-        spawned.console.parent.rmdir()  # the store keeps no empty folder of consoles (another's: kept)
+        spawned.console.parent.rmdir()
     except OSError:
         pass
     return viewed
