@@ -168,10 +168,13 @@ def run_foreground(args) -> int:
               + (f": accelctl status {viewed.run_id}" if viewed.run_id else ""), file=sys.stderr, flush=True)
     if viewed.detached:
         _detached(viewed, reply)
-    elif reply is not None and viewed.document:
+    elif reply is not None and viewed.document:  # the supervisor's document is the command's
         reply.result = viewed.document.get("result") or {}
         reply.diagnostics = viewed.document.get("diagnostics") or []
         reply.error = viewed.document.get("error")
+    elif reply is not None and viewed.code:
+        reply.fail("RunFailed", f"the run's supervisor (pid {viewed.pid}) ended with exit {viewed.code} and no "
+                                "document (its output is above, on stderr)")
     return viewed.code
 
 

@@ -151,6 +151,8 @@ def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: _Signals) ->
             err()
         except OSError:
             return Viewed(exitcodes.STOPPED, proc.pid, "stderr was closed")
+        if code is not None and code < 0 and asked and -code == signal.SIGTERM:
+            return Viewed(exitcodes.STOPPED, proc.pid)  # stopped while it started up, before its handler: no run yet
         if code is not None:
             return Viewed(code, proc.pid) if code >= 0 else Viewed(exitcodes.FAILED, proc.pid, killed_by=_name(-code))
         if signals.hangup:
