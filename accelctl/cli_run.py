@@ -180,10 +180,6 @@ def run_foreground(args) -> int:
 
 def _detached(viewed, reply) -> None:
     """The viewer went away (a hang-up, a closed pipe): the run goes on, and where to find it."""
-    if viewed.code == exitcodes.BROKEN_PIPE:
-        from accelctl.cli_pipes import reader_gone
-
-        reader_gone()
     who = f"run {viewed.run_id}" if viewed.run_id else f"the run's supervisor (pid {viewed.pid})"
     how = (f"accelctl attach {viewed.run_id} follows it again, accelctl cancel {viewed.run_id} stops it"
            if viewed.run_id else f"its console: {viewed.console}")
@@ -191,7 +187,11 @@ def _detached(viewed, reply) -> None:
         print(f"accelctl: {viewed.detached}: detached from {who}; it goes on ({how})", file=sys.stderr, flush=True)
     except OSError:  # the terminal itself is gone
         pass
-    if reply is not None:
+    if reply is None:  # a closed pipe, a hung-up terminal: nothing more to write there (the last flush must not fail)
+        from accelctl.cli_pipes import reader_gone
+
+        reader_gone()
+    else:
         reply.result = {"run_id": viewed.run_id, "supervisor_pid": viewed.pid}
         reply.fail("Detached", f"{viewed.detached}: detached from {who}; it goes on")
 

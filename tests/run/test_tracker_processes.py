@@ -94,7 +94,8 @@ def test_no_tracker_process_outlives_the_run(how, tmp_path):
     wl = tmp_path / "tiny_track.wl"
     wl.write_text(WORKLOAD, encoding="utf-8")
     runs = tmp_path / "runs"
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path / "wandb-dir")}
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path / "wandb-dir"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}  # this accelctl, from the run's tmp cwd
     (tmp_path / "wandb-dir").mkdir()
     # process_group=0: a group of its own, as a shell gives a foreground job
     runner = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "--headless", "--runs-dir",
