@@ -11,24 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_json_output import TINY_RUN  # the cheapest real run the suite makes
 
 from accelctl.cli import build_parser
 from accelctl.cli_run import supervisor_argv
 
 ROOT = Path(__file__).resolve().parents[2]
-
-TINY = """\
-workload tiny {
-  task pretrain { objective = classification }
-  model vit(layers = 1, hidden = 32, heads = 2, image_size = 16, patch = 8, classes = 10)
-  dataset synthetic(image_size = 16, channels = 3, classes = 10)
-  optimizer sgd(lr = 0.01)
-  precision fp32
-  batch { micro = 4 }
-  measure { warmup = 1 step  steps = 3 steps }
-  target cpu { devices = 1  threads = 1 }
-}
-"""
 
 
 def _parsed(argv: list[str]) -> dict:
@@ -58,7 +46,7 @@ def test_the_viewer_imports_no_torch_and_ends_with_the_run(tmp_path):
     is the command's, its console stream is this process's stdout, and torch was imported by
     the supervisor's worker, never here; no console file is left."""
     wl = tmp_path / "tiny.wl"
-    wl.write_text(TINY)
+    wl.write_text(TINY_RUN)
     runs = tmp_path / "runs"
     code = ("import sys\nfrom accelctl.cli import main\n"
             f"rc = main(['run', {str(wl)!r}, '--headless', '--runs-dir', {str(runs)!r}])\n"
@@ -66,6 +54,6 @@ def test_the_viewer_imports_no_torch_and_ends_with_the_run(tmp_path):
     cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert cp.stdout.splitlines()[-1] == "TORCH False RC 0", cp.stdout[-3000:] + cp.stderr[-3000:]
-    assert "status: ok" in cp.stdout and "accelctl: workload tiny -> target cpu" in cp.stdout
+    assert "status: ok" in cp.stdout and "accelctl: workload tiny_json -> target cpu" in cp.stdout
     (run_dir,) = runs.iterdir()  # the run's folder alone: the viewer removed the console files it copied
     assert not run_dir.name.startswith(".")
