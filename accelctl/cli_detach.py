@@ -21,9 +21,6 @@ import sys
 from accelctl import exitcodes
 from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
 from accelctl.errors import AccelctlError
-#: ``run`` options passed on to a detached supervisor as they were given
-_PASSED = ("workload", "target", "engine", "preflight_timeout", "resume")
-_FLAGS = ("rehearse", "fp8", "preflight")
 
 
 def _reply(args):
@@ -43,16 +40,10 @@ def run_detached(args) -> int:
     """``accelctl run ... --detach``: the run's supervisor started in a session of its own; the
     first run's id on stdout (the hints on stderr).  A workload refused before any run: the
     supervisor's output and exit code are this command's."""
+    from accelctl.cli_run import supervisor_argv
     from accelctl.run import detach, store
 
-    argv = []  # each value joined to its option, the file after "--": none is taken for an option
-    for name in _PASSED:
-        value = getattr(args, name, None)
-        if value is not None and not (name == "preflight_timeout" and not args.preflight):
-            argv.append(f"--{name.replace('_', '-')}={value}")
-    argv += [f"--{name}" for name in _FLAGS if getattr(args, name, False)]
-    argv += [f"--launch={launch}" for launch in args.launch or ()]
-    argv += ["--", args.file] if args.file else []
+    argv = supervisor_argv(args)  # each value joined to its option, the file after "--"
     try:
         started = detach.start(argv, store.runs_root(args.runs_dir))
     except KeyboardInterrupt as exc:

@@ -47,7 +47,7 @@ def add_parser(sub):
     from accelctl.cli_track import add_arguments as add_tracker_flags
 
     add_tracker_flags(r)
-    r.set_defaults(fn=cmd_run)
+    r.set_defaults(fn=cmd_run, run_parser=r)
     return r
 
 def use_tui(args) -> bool:
@@ -64,7 +64,7 @@ def use_tui(args) -> bool:
 
 
 def _stop_like_ctrl_c(signum, frame) -> None:
-    """SIGTERM / SIGHUP to ``accelctl run`` stop the run as Ctrl-C does (its launches get the
+    """SIGTERM / SIGHUP to a run's supervisor stop the run as Ctrl-C does (its launches get the
     SIGINT -> SIGTERM -> SIGKILL sequence, the run is recorded ``stopped``), instead of
     killing the runner and leaving its workers running."""
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
@@ -80,24 +80,41 @@ def request_of(args):
 
 
 def cmd_run(args) -> int:
+    """``accelctl run``: ``--detach`` starts the run's supervisor and returns; the supervisor
+    (``accelctl.run.detach``'s mark in its environment) runs it; a foreground run starts the same
+    supervisor and views it (``accelctl.run.foreground``); the live TUI still runs in-process."""
     if args.detach:  # the run's own supervisor, in a session of its own (accelctl.cli_detach)
         from accelctl.cli_detach import run_detached
 
         return run_detached(args)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _stop_like_ctrl_c)
     from accelctl.run.detach import detached
 
-    detached()  # a detached supervisor: a SIGHUP does not stop it
+    if args.json:
+        args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
+    supervisor = detached()  # this process is the run's supervisor: a SIGHUP does not stop it
+    live = not supervisor and use_tui(args) and not args.launch and not args.resume
+    if not (supervisor or live):
+        return run_foreground(args)
+    for sig in (signal.SIGTERM,) if supervisor else (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop_like_ctrl_c)
     if args.resume:
         return resume_run(args)
+    source, chosen, req = checked(args)
+    face = ConsoleFace(args, live=live, source=source)
+    args.fast_exit = not face.live  # (set before the runs: a stop's exit code 130 ends the program as fast)
+    from accelctl.run import orchestrate
+
+    return orchestrate.run_all(chosen, source, req, face)
+
+
+def checked(args):
+    """The workloads of ``run FILE`` read, their targets chosen and planned, and every refusal
+    made before anything starts (``orchestrate.refuse_unstartable``): (source, chosen, request)."""
     if not args.file:
         raise AccelctlError("run needs a workload FILE (or --resume RUN_ID)", exit_code=exitcodes.USAGE)
     from accelctl.cli_check import fp8_needs_rehearse
 
     fp8_needs_rehearse(args)
-    if args.json:
-        args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
     from accelctl.api import load_selected_source
     from accelctl.cli_track import with_flags
     from accelctl.run import orchestrate
@@ -108,9 +125,75 @@ def cmd_run(args) -> int:
     # --mlflow / --wandb / --tensorboard: checked before anything starts
     chosen = [orchestrate.Chosen(*c) for c in with_flags(args, orchestrate.choose(specs, req))]
     orchestrate.refuse_unstartable(chosen, source, req)
-    face = ConsoleFace(args, live=use_tui(args) and req.only is None, source=source)
-    args.fast_exit = not face.live  # (set before the runs: a stop's exit code 130 ends the program as fast)
-    return orchestrate.run_all(chosen, source, req, face)
+    return source, chosen, req
+
+
+#: ``run``'s options a supervisor is not given as they were: it is headless, stores where it is told
+_NOT_PASSED = {"file", "detach", "json", "headless", "runs_dir", "help"}
+
+
+def supervisor_argv(args) -> list[str]:
+    """``run``'s command line for the run's supervisor, rebuilt from ``args``: every option given
+    (each value joined to its option, ``--set`` and ``--launch`` repeated), then ``--`` and the
+    file, so that no value is ever taken for an option."""
+    argv = []
+    for action in args.run_parser._actions:
+        if action.dest in _NOT_PASSED or not action.option_strings:
+            continue
+        value, flag = getattr(args, action.dest, None), max(action.option_strings, key=len)
+        if value is None or value == action.default:
+            continue
+        if value is True or (action.const is not None and value == action.const):
+            argv.append(flag)
+        else:
+            argv += [f"{flag}={v}" for v in (value if isinstance(value, list) else [value])]
+    return argv + (["--", args.file] if args.file else [])
+
+
+def run_foreground(args) -> int:
+    """``accelctl run`` in the foreground: the same checks here first (a refusal is this command's,
+    positioned, and nothing starts), then the run's own supervisor started and viewed."""
+    if args.resume:
+        resume_checks(args)
+    else:
+        checked(args)
+    from accelctl.cli_common import reply_of
+    from accelctl.run import foreground
+
+    reply = reply_of(args)
+    viewed = foreground.run(supervisor_argv(args), args.runs_dir, json_document=reply is not None)
+    args.fast_exit = True
+    if viewed.killed_by:
+        print(f"accelctl: the run's supervisor (pid {viewed.pid}) was killed by {viewed.killed_by}"
+              + (f": accelctl status {viewed.run_id}" if viewed.run_id else ""), file=sys.stderr, flush=True)
+    if viewed.detached:
+        _detached(viewed, reply)
+    elif reply is not None and viewed.document:  # the supervisor's document is the command's
+        reply.result = viewed.document.get("result") or {}
+        reply.diagnostics = viewed.document.get("diagnostics") or []
+        reply.error = viewed.document.get("error")
+    elif reply is not None and viewed.code:
+        reply.fail("RunFailed", f"the run's supervisor (pid {viewed.pid}) ended with exit {viewed.code} and no "
+                                "document (its output is above, on stderr)")
+    return viewed.code
+
+
+def _detached(viewed, reply) -> None:
+    """The viewer went away (a hang-up, a closed pipe): the run goes on, and where to find it."""
+    who = f"run {viewed.run_id}" if viewed.run_id else f"the run's supervisor (pid {viewed.pid})"
+    how = (f"accelctl attach {viewed.run_id} follows it again, accelctl cancel {viewed.run_id} stops it"
+           if viewed.run_id else f"its console: {viewed.console}")
+    try:
+        print(f"accelctl: {viewed.detached}: detached from {who}; it goes on ({how})", file=sys.stderr, flush=True)
+    except OSError:  # the terminal itself is gone
+        pass
+    if reply is None:  # a closed pipe, a hung-up terminal: nothing more to write there (the last flush must not fail)
+        from accelctl.cli_pipes import reader_gone
+
+        reader_gone()
+    else:
+        reply.result = {"run_id": viewed.run_id, "supervisor_pid": viewed.pid}
+        reply.fail("Detached", f"{viewed.detached}: detached from {who}; it goes on")
 
 
 class ConsoleFace:
@@ -202,14 +285,7 @@ def resume_run(args) -> int:
     from accelctl.run.console import ConsoleSink
     from accelctl.run.orchestrate import exit_code, wait
 
-    fixed = [f"--{name}" for name in ("workload", "target", "engine", "launch") if getattr(args, name)]
-    fixed += ["--rehearse"] if args.rehearse else []
-    if fixed:
-        raise AccelctlError(f"{', '.join(fixed)} cannot change a resumed run: it goes on with its own plan",
-                            exit_code=exitcodes.USAGE)
-    from accelctl.run.store import load_run
-
-    unknown_run_is_usage(load_run, args.resume, args.runs_dir)
+    resume_checks(args)
     point = prepare_resume(args.resume, args.runs_dir, args.file)
     args.fast_exit = True
     print(f"accelctl: resuming run {point.run_dir.name} after step {point.step} "
@@ -218,6 +294,19 @@ def resume_run(args) -> int:
     result = wait(resume(point, sinks=[sink]))
     record_run(args, point.plan, result)
     return exit_code(result.status)
+
+
+def resume_checks(args) -> None:
+    """``run --resume``'s refusals made before anything starts: options that would change the
+    run's plan, an unknown run id."""
+    fixed = [f"--{name}" for name in ("workload", "target", "engine", "launch") if getattr(args, name)]
+    fixed += ["--rehearse"] if args.rehearse else []
+    if fixed:
+        raise AccelctlError(f"{', '.join(fixed)} cannot change a resumed run: it goes on with its own plan",
+                            exit_code=exitcodes.USAGE)
+    from accelctl.run.store import load_run
+
+    unknown_run_is_usage(load_run, args.resume, args.runs_dir)
 
 
 def print_preflight(c, pre, reply=None) -> None:

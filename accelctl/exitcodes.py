@@ -49,7 +49,8 @@ TABLE: tuple[tuple[int, str, str], ...] = (
                                    "gate neither passes nor fails"),
     (INTERNAL, "internal", "an unexpected error inside accelctl (a bug; EX_SOFTWARE): the traceback on stderr, "
                            "the error in the `--json` document"),
-    (STOPPED, "stopped", "stopped by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT); a run is recorded `stopped`"),
+    (STOPPED, "stopped", "stopped by Ctrl-C or SIGTERM (128 + SIGINT); a run is recorded `stopped`; a foreground "
+                         "`run`'s viewer detached by a hang-up (the run goes on)"),
     (BROKEN_PIPE, "broken_pipe", "the reader of stdout went away (`accelctl plan F | head`; 128 + SIGPIPE)"),
 )
 

@@ -12,8 +12,8 @@ signal, so a supervisor killed with SIGKILL leaves no worker behind and the run 
 ``start`` returns once the first run folder whose ``runner.json`` names the supervisor exists
 (its id is what the user follows), or once the supervisor has ended before any run (a refused
 workload: its output and exit code are the command's).  The environment variable
-``DETACHED_ENV`` tells the supervisor that it is one: a SIGHUP then does nothing (a foreground
-``accelctl run`` stops on SIGHUP as on Ctrl-C).
+``DETACHED_ENV`` tells the supervisor that it is one: a SIGHUP then does nothing.  A foreground
+``accelctl run`` starts the same supervisor (``spawn``) and views it (``accelctl.run.foreground``).
 
 ``cancel`` stops a run from any process: SIGTERM to its supervisor (which stops the run as
 Ctrl-C does: SIGINT, SIGTERM, SIGKILL to every process group, the run recorded ``stopped``),
@@ -46,7 +46,7 @@ DETACHED_ENV = "ACCELCTL_DETACHED"
 CONSOLE_DIR = ".detached"
 POLL_S = 0.05
 #: ``<utc time>-<hex>-<pid>_<start ticks>.console``: a supervisor's console, named by its identity
-_CONSOLE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]+-(\d+)_(\d+)\.console$")
+_CONSOLE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]+-(\d+)_(\d+)\.(console|stderr)$")
 
 
 @dataclass(frozen=True)
@@ -68,39 +68,65 @@ class Started:
             return ""
 
 
+@dataclass(frozen=True)
+class Spawned:
+    """A supervisor just started: its process, its console stream (stdout, and stderr unless
+    ``errors``) and, when asked, its stderr in a file of its own (``errors``)."""
+
+    proc: subprocess.Popen
+    console: Path
+    errors: Path | None = None
+
+
+def spawn(run_argv: list[str], root: Path, cwd: str | None = None, split: bool = False,
+          folder: Path | None = None) -> Spawned:
+    """Start ``accelctl run --headless *run_argv`` as a supervisor of its own session storing into
+    ``root`` and return at once; ``split``: its stderr in a file beside its console (``.stderr``);
+    the console files in ``folder`` (default: the store's ``CONSOLE_DIR``)."""
+    base = store.runs_root(root)
+    if folder is None:
+        folder = base / CONSOLE_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+    console = folder / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}.console"
+    errors = console.with_suffix(".stderr") if split else None
+    env = {**os.environ, DETACHED_ENV: "1"}
+    package_parent = str(Path(__file__).resolve().parents[2])  # this accelctl, whatever the cwd
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                                            if p and p != package_parent]])
+    with open(console, "ab") as out, open(errors or os.devnull, "ab") as err:
+        proc = subprocess.Popen(  # noqa: S603 - an argv list, never a shell
+            [sys.executable, "-m", "accelctl.cli", "run", "--headless", f"--runs-dir={base}", *run_argv],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err if split else subprocess.STDOUT, cwd=cwd, env=env,
+            start_new_session=True, close_fds=True)
+    ident = supervision.identity(proc.pid)
+    if ident:  # named by its supervisor, so that ``runs gc`` knows when it has ended
+        console, errors = (_named(p, ident) if p else None for p in (console, errors))
+    return Spawned(proc, console, errors)
+
+
+def _named(path: Path, ident: str) -> Path:
+    try:
+        return path.rename(path.with_name(f"{path.stem}-{ident.replace(':', '_')}{path.suffix}"))
+    except OSError:
+        return path
+
+
 def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
     """Start ``accelctl run *run_argv`` (given without ``--detach``, the workload file last) as a
     detached supervisor storing into ``root``; return when its first run folder exists or it
     has ended."""
     base = store.runs_root(root)
-    folder = base / CONSOLE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    console = folder / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}.console"
-    before = set(os.listdir(base))
-    env = {**os.environ, DETACHED_ENV: "1"}
-    package_parent = str(Path(__file__).resolve().parents[2])  # this accelctl, whatever the cwd
-    env["PYTHONPATH"] = os.pathsep.join([package_parent, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-                                                            if p and p != package_parent]])
-    with open(console, "ab") as out:
-        proc = subprocess.Popen(  # noqa: S603 - an argv list, never a shell
-            [sys.executable, "-m", "accelctl.cli", "run", "--headless", f"--runs-dir={base}", *run_argv],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-            start_new_session=True, close_fds=True)
-    ident = supervision.identity(proc.pid)
-    if ident:  # named by its supervisor, so that ``runs gc`` knows when it has ended
-        named = console.with_name(f"{console.stem}-{ident.replace(':', '_')}.console")
-        try:
-            console = console.rename(named)
-        except OSError:
-            pass
+    before = set(os.listdir(base)) if base.is_dir() else set()
+    spawned = spawn(run_argv, root, cwd)
+    proc, console = spawned.proc, spawned.console
     try:
         while True:
-            run_id = _first_run_of(proc.pid, base, before)
+            run_id = first_run_of(proc.pid, base, before)
             if run_id is not None:
                 return Started(run_id, proc.pid, console)
             code = proc.poll()
             if code is not None:
-                run_id = _first_run_of(proc.pid, base, before)  # one made in the last poll
+                run_id = first_run_of(proc.pid, base, before)  # one made in the last poll
                 return Started(run_id, proc.pid, console, None if run_id else code)
             time.sleep(POLL_S)
     except KeyboardInterrupt:  # Ctrl-C while it checks or preflights: it goes on, and says where
@@ -108,7 +134,7 @@ def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
 
 
 def ended_consoles(root: Path) -> list[Path]:
-    """The console files of detached supervisors that have ended (``runs gc`` removes them:
+    """The console (and ``.stderr``) files of detached supervisors that have ended (``runs gc`` removes them:
     each run's own stream is its ``events.jsonl``, replayed by ``attach``)."""
     try:
         entries = list(os.scandir(store.runs_root(root) / CONSOLE_DIR))
@@ -122,7 +148,7 @@ def ended_consoles(root: Path) -> list[Path]:
     return sorted(ended)
 
 
-def _first_run_of(pid: int, base: Path, before: set[str]) -> str | None:
+def first_run_of(pid: int, base: Path, before: set[str]) -> str | None:
     """The oldest new run folder of ``base`` whose ``runner.json`` names process ``pid``."""
     try:
         names = sorted(set(os.listdir(base)) - before)

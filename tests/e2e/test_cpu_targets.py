@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,27 +99,82 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_or_sighup_to_the_runner_stops_the_run_and_leaves_no_process(sig, tmp_path):
-    """Like Ctrl-C: the 2-rank run is stopped, recorded `stopped`, and torchrun and both ranks end."""
-    text = (ROOT / "workloads" / "ddp_cpu.wl").read_text().replace("steps = 10 steps", "steps = 5000 steps")
+def _long_ddp(tmp_path: Path, steps: int) -> tuple[Path, Path]:
+    text = (ROOT / "workloads" / "ddp_cpu.wl").read_text().replace("steps = 10 steps", f"steps = {steps} steps")
     wl = tmp_path / "long.wl"
     wl.write_text(text)
-    runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", "ddp_cpu", "--headless",
+    return wl, tmp_path / "runs"
+
+
+def _foreground(wl: Path, runs: Path) -> subprocess.Popen:
+    """``accelctl run`` as a terminal's foreground job: the leader of a session of its own."""
+    return subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", "ddp_cpu", "--headless",
                              "--runs-dir", str(runs)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, start_new_session=True)
+
+
+def _until_measure(proc: subprocess.Popen) -> None:
+    for line in proc.stdout:  # type: ignore[union-attr]
+        if "[measure]" in line:
+            return
+    raise AssertionError(f"the run ended before its first measured step: {proc.wait()}")
+
+
+def _wait_gone(runs: Path, timeout_s: float = 15) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (left := _processes_mentioning(str(runs))) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_to_the_foreground_run_stops_the_run_and_leaves_no_process(sig, tmp_path):
+    """The foreground ``run`` views the run's own supervisor: Ctrl-C (SIGINT to the terminal's
+    foreground group) or SIGTERM (a process manager, a CI timeout) stops the run at once -- the
+    2-rank run is recorded `stopped`, and the supervisor, torchrun and both ranks end."""
+    wl, runs = _long_ddp(tmp_path, 5000)
+    proc = _foreground(wl, runs)
     try:
-        for line in proc.stdout:
-            if "[measure]" in line:
-                break
-        assert len(_processes_mentioning(str(runs))) >= 3  # torchrun and two ranks, running
-        proc.send_signal(sig)
+        _until_measure(proc)
+        # the supervisor (its own session: the terminal's signals miss it), torchrun and two ranks
+        assert len(_processes_mentioning(str(runs))) >= 4
+        os.killpg(proc.pid, sig)
         rest = proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, rest[-2000:]
+    assert "status: stopped" in rest and "Traceback" not in rest, rest[-2000:]
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "stopped"
-    assert _processes_mentioning(str(runs)) == []
+    assert _wait_gone(runs) == []
+
+
+def test_a_hangup_of_the_foreground_run_only_detaches_it_and_the_run_ends_ok(tmp_path):
+    """SIGHUP to the terminal's session (an ssh connection that drops): the viewer detaches, the
+    run goes on under its supervisor -- `accelctl status RUN` shows it running -- and ends `ok`,
+    with nothing of it left."""
+    wl, runs = _long_ddp(tmp_path, 150)
+    proc = _foreground(wl, runs)
+    try:
+        _until_measure(proc)
+        os.killpg(proc.pid, signal.SIGHUP)
+        rest = proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    assert proc.returncode == 130 and f"a hang-up: detached from run {run_dir.name}; it goes on" in rest, rest
+    status = [sys.executable, "-m", "accelctl.cli", "status", run_dir.name, "--json", "--runs-dir", str(runs)]
+
+    def state() -> str:
+        done = subprocess.run(status, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        return json.loads(done.stdout)["result"]["runs"][0]["state"]
+
+    assert state() == "running"
+    deadline = time.monotonic() + 300
+    while (now := state()) == "running" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert now == "ok"
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
+    assert _wait_gone(runs) == []

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from viewed import supervisor_of
 
 from accelctl.contract import checkpoint as layout
 from accelctl.contract.events import CheckpointSaved, RunResumed, StepMetrics, read_events
@@ -110,7 +111,8 @@ def run_and_kill_after_checkpoint(workload: Path, runs: Path, kill_runner: bool)
         run_dir = dirs[0]
         groups = {os.getpgid(pid) for pid in live_processes(run_dir / "job.json")}
         assert groups, "no process of the run found"
-        for pgid in groups | ({runner.pid} if kill_runner else set()):
+        # the runner: the supervisor ``accelctl run`` views, the leader of a session (and group) of its own
+        for pgid in groups | ({runner.pid, supervisor_of(runner)} if kill_runner else set()):
             os.killpg(pgid, signal.SIGKILL)
         runner.wait(timeout=120)
     finally:

@@ -19,7 +19,7 @@ from test_supervision import _workload, read_until_measure, run_processes
 
 from accelctl import exitcodes
 from accelctl.contract import supervision
-from accelctl.run import store
+from accelctl.run import liveness, store
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -136,3 +136,32 @@ def test_a_detached_supervisor_killed_with_sigkill_leaves_no_worker_and_the_run_
     gc = accelctl("runs", "gc", "--failed", runs=runs)
     assert gc.stdout.strip() == f"removed {run_id}" and "console file(s) of 1 ended" in gc.stderr
     assert not run_dir.exists() and not console.exists()
+
+
+def test_a_foreground_run_is_its_supervisor_viewed_and_cancel_from_elsewhere_ends_both(tmp_path):
+    """``accelctl run`` (no --detach) starts the same supervisor, in a session of its own, and
+    views it: ``status`` from another process names that supervisor, not the viewer; ``cancel``
+    from a third ends the run, and the viewer ends with it (the run's end printed, exit 130)."""
+    wl, workload = _workload(tmp_path, "solo")
+    runs = tmp_path / "runs"
+    fg = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "-w", workload, "--headless",
+                           "--runs-dir", str(runs)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        read_until(fg, "· measure")
+        (run_dir,) = list(runs.iterdir())
+        now = wait_for_step(run_dir.name, runs)
+        supervisor, ident = now["supervisor_pid"], store.read_json(run_dir / store.RUNNER_FILE)["runner"]
+        assert supervisor != fg.pid and session_of(supervisor) == supervisor != session_of(fg.pid)
+        done = accelctl("cancel", run_dir.name, runs=runs)
+        assert done.returncode == 0 and "cancelled: stopped" in done.stdout, done.stderr
+        rest = fg.communicate(timeout=60)[0]
+    finally:
+        if fg.poll() is None:
+            os.killpg(fg.pid, signal.SIGTERM)  # the viewer stops the run
+            fg.wait(timeout=60)
+        for left in runs.iterdir() if runs.exists() else ():  # a viewer killed on the way: its run still
+            if (pid := liveness.supervisor(left)) is not None:
+                os.kill(pid, signal.SIGTERM)
+    assert fg.returncode == exitcodes.STOPPED and "status: stopped" in rest, rest[-2000:]
+    assert run_processes(run_dir) == [] and not supervision.alive(ident)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from test_checkpoint_resume import CPU_WORKLOAD, stored_run
+from viewed import supervisor_of
 
 from accelctl import exitcodes
 from accelctl.contract import checkpoint as layout
@@ -175,7 +176,7 @@ def test_one_owner_at_a_time_for_run_and_resume(tmp_path):
         out, err = early.communicate(timeout=120)
         assert early.returncode == exitcodes.USAGE, out + err
         (line,) = err.strip().splitlines()
-        assert run_dir.name in line and f"pid {original.pid}" in line, line
+        assert run_dir.name in line and f"pid {supervisor_of(original)}" in line, line
         assert not (run_dir / "attempts").exists() and not (run_dir / "summary.json").exists()
 
         os.killpg(original.pid, signal.SIGTERM)
@@ -191,7 +192,7 @@ def test_one_owner_at_a_time_for_run_and_resume(tmp_path):
         assert loser.returncode == exitcodes.USAGE, out + err
         assert "Traceback" not in err and "resuming run" not in out
         (line,) = err.strip().splitlines()
-        assert run_dir.name in line and f"pid {winner.pid}" in line, line
+        assert run_dir.name in line and f"pid {supervisor_of(winner)}" in line, line
         stopped_at, _ = layout.latest(run_dir / "checkpoints")
         # mid-run: the accepted resume has saved a checkpoint of its own
         wait_for(lambda: layout.latest(run_dir / "checkpoints")[0] > stopped_at, proc=winner)
@@ -200,7 +201,7 @@ def test_one_owner_at_a_time_for_run_and_resume(tmp_path):
         assert winner.poll() is None
 
         # 3. the owner SIGKILLed mid-run: its lock goes with it, a new resume is accepted and completes
-        os.kill(winner.pid, signal.SIGKILL)
+        os.kill(supervisor_of(winner), signal.SIGKILL)  # the owner: the supervisor ``accelctl run`` views
         winner.wait(timeout=60)
         wait_for(lambda: gone(run_dir), timeout=60)
         last = start("run", "--resume", run_dir.name)

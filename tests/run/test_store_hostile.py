@@ -25,6 +25,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import pytest
 from test_store_faults import BROKEN, FIXTURES, GOOD, cli
+from viewed import supervisor_of
 
 from accelctl.contract import boundedfile, supervision
 from accelctl.run import lostrun, procgroup, runner, store
@@ -406,7 +408,8 @@ def test_sigkill_of_a_shared_worker_runner_leaves_the_job_never_started_as_not_s
     proc, runs = start_long_then_never(tmp_path)
     try:
         read_until_measure(proc)
-        proc.kill()
+        os.kill(supervisor_of(proc), signal.SIGKILL)  # the runner: the supervisor ``accelctl run`` views
+        proc.wait(timeout=30)
     finally:
         _reap(proc)
     dirs = sorted(runs.iterdir())

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from viewed import supervisor_of
 
 from accelctl.contract.envnames import EVENTS_DIR
 from accelctl.run import procgroup, runner, store
@@ -135,7 +136,7 @@ def test_sigkill_of_the_runner_leaves_no_process_and_the_run_is_found_lost(kind,
         # the worker; torchrun and two ranks; deepspeed, its launch.py and two ranks
         assert len(run_processes(run_dir)) >= processes
         t0 = time.monotonic()
-        proc.kill()
+        os.kill(supervisor_of(proc), signal.SIGKILL)  # the runner: the supervisor ``accelctl run`` views
         proc.wait(timeout=30)
         left, took = wait_gone(run_dir, t0)
     finally:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from viewed import supervisor_of
 
 from accelctl.run.commands import WANDB_SERVICE_ENV, launch_env
 
@@ -93,15 +94,18 @@ def test_no_tracker_process_outlives_the_run(how, tmp_path):
     wl = tmp_path / "tiny_track.wl"
     wl.write_text(WORKLOAD, encoding="utf-8")
     runs = tmp_path / "runs"
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path / "wandb-dir")}
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path / "wandb-dir"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}  # this accelctl, from the run's tmp cwd
     (tmp_path / "wandb-dir").mkdir()
     # process_group=0: a group of its own, as a shell gives a foreground job
     runner = subprocess.Popen([sys.executable, "-m", "accelctl.cli", "run", str(wl), "--headless", "--runs-dir",
                                str(runs)], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               process_group=0)
     try:
+        supervisor = supervisor_of(runner)  # the run's own: ``accelctl run`` views it
+
         def started():
-            cores = [c for c in _children(runner.pid) if any(a.endswith("wandb-core") for a in _cmdline(c))]
+            cores = [c for c in _children(supervisor) if any(a.endswith("wandb-core") for a in _cmdline(c))]
             events = list(runs.glob("*/events.jsonl"))
             steps = events[0].read_text().count('"kind":"step"') if events else 0
             return (cores, events[0].parent) if cores and steps >= 20 else None
@@ -110,18 +114,20 @@ def test_no_tracker_process_outlives_the_run(how, tmp_path):
         assert found, f"no wandb-core / no steps: {runner.poll()} {runner.stdout.read1().decode()[-2000:]}"
         (core,), run_dir = found
         argv = _cmdline(core)
-        assert argv[argv.index("--pid") + 1] == str(runner.pid)  # it watches the runner
-        assert _stat(core)[3] != _stat(runner.pid)[3], "wandb-core shares the runner's session"
-        assert _stat(core)[2] != str(runner.pid)  # nor its process group: a terminal's Ctrl-C misses it
+        assert argv[argv.index("--pid") + 1] == str(supervisor)  # it watches the runner
+        assert _stat(core)[3] != _stat(supervisor)[3], "wandb-core shares the runner's session"
+        assert _stat(core)[2] != str(supervisor)  # nor its process group: a terminal's Ctrl-C misses it
         workers = _of_run(run_dir)
         assert workers
         assert all(WANDB_SERVICE_ENV.encode() + b"=" not in Path(f"/proc/{w}/environ").read_bytes() for w in workers)
         if how == "ctrl-c":
             os.killpg(runner.pid, signal.SIGINT)  # what a terminal does: the whole foreground group
-        else:
-            runner.send_signal({"sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}[how])
+        elif how == "sigterm":
+            runner.send_signal(signal.SIGTERM)
+        else:  # SIGKILL of the runner itself: the supervisor (the viewer then ends with exit 1)
+            os.kill(supervisor, signal.SIGKILL)
         out = runner.communicate(timeout=120)[0].decode()
-        assert runner.returncode == (-signal.SIGKILL if how == "sigkill" else 130), out[-3000:]
+        assert runner.returncode == (1 if how == "sigkill" else 130), out[-3000:]
         # nothing left: wandb-core ends with the run (torn down) or with the runner (its --pid watch)
         left = _wait_for(lambda: [p for p in [core, *workers, *_of_run(run_dir)] if _alive(p)] or None, 10)
         assert not left, f"left behind: {[(p, _cmdline(p)) for p in left]}"

@@ -1,0 +1,181 @@
+"""A foreground ``accelctl run FILE`` is start + attach (issue 25, item 1): the run's supervisor is
+the same one ``run --detach`` starts (``detach.spawn``: ``accelctl run --headless`` in a session
+of its own), and this process only views it -- it copies the supervisor's console stream to its
+own stdout and the supervisor's stderr to its own stderr, as they are written, until the
+supervisor ends, and ends with the supervisor's exit status.
+
+What the viewer does with a signal:
+
+* SIGINT (Ctrl-C) or SIGTERM (a process manager's or a CI timeout's kill): the run is stopped at
+  once, as ``accelctl cancel`` stops it (SIGTERM to its supervisor, which stops its launches and
+  records the run ``stopped``); the viewer goes on copying until the supervisor has ended, and
+  exits with its status (130);
+* SIGHUP (the terminal or the ssh connection went away): the viewer only detaches; the run goes
+  on (``accelctl status|logs|attach|cancel RUN`` from any terminal), exit 130;
+* a reader of stdout that went away (``accelctl run F | head -3``): the same as a hang-up --
+  the viewer detaches, the run goes on, exit 141.
+
+Imports nothing heavy (no torch): the viewer reads two files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from accelctl import exitcodes
+from accelctl.run import detach, store
+
+POLL_S = 0.05
+
+
+@dataclass
+class Viewed:
+    """How viewing ended: the exit status; ``detached`` (the run goes on without this viewer) and
+    why; the supervisor's pid, its first run's id, and with ``--json`` its document."""
+
+    code: int
+    pid: int
+    detached: str = ""
+    run_id: str | None = None
+    document: dict[str, Any] = field(default_factory=dict)
+    #: the signal that killed the supervisor (SIGKILL: the run is found lost), or None
+    killed_by: str | None = None
+    #: the supervisor's console stream (left in place once the viewer has detached)
+    console: Path | None = None
+
+
+class _Signals:
+    """SIGINT and SIGTERM ask for a stop, SIGHUP for a detach; the previous handlers come back
+    at the end (``accelctl.cli.main`` is also called in-process)."""
+
+    def __init__(self) -> None:
+        self.stop = self.hangup = False
+        self.saved: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._stop)
+            self.saved[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._hangup)
+        except ValueError:  # not the main thread: no handler of ours; a caller's Ctrl-C stays its own
+            pass
+        return self
+
+    def _stop(self, signum, frame) -> None:
+        self.stop = True
+
+    def _hangup(self, signum, frame) -> None:
+        self.hangup = True
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+class _Copy:
+    """The bytes written to ``path`` since the last call, onto ``stream`` (as they are: the
+    supervisor's own lines, partial ones included)."""
+
+    def __init__(self, path: Path | None, stream) -> None:
+        self.file: BinaryIO | None = open(path, "rb") if path is not None else None  # noqa: SIM115
+        self.stream = stream
+
+    def __call__(self) -> None:
+        data = self.file.read() if self.file is not None else b""
+        if data and self.stream is not None:
+            out = getattr(self.stream, "buffer", None)
+            self.stream.flush()
+            if out is not None:
+                out.write(data)
+                out.flush()
+            else:
+                self.stream.write(data.decode("utf-8", "replace"))
+                self.stream.flush()
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
+    """Start the supervisor of ``accelctl run *run_argv`` (with ``--json`` when
+    ``json_document``: its document is read back into ``Viewed.document``) and view it."""
+    argv = ["--json", *run_argv] if json_document else run_argv
+    base = store.runs_root(root)
+    before = set(os.listdir(base)) if base.is_dir() else set()
+    with _Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
+        # the console files out of the store: a full store must not stop the supervisor's prints
+        spawned = detach.spawn(argv, root, split=True, folder=Path(tempfile.mkdtemp(prefix="accelctl-run-")))
+        # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
+        out = _Copy(spawned.console, None if json_document else sys.stdout)
+        err = _Copy(spawned.errors, sys.stderr)
+        try:
+            viewed = _view(spawned, out, err, signals)
+        finally:
+            out.close()
+            err.close()
+    viewed.run_id = detach.first_run_of(spawned.proc.pid, base, before)
+    viewed.console = spawned.console
+    if viewed.detached:
+        return viewed
+    if json_document:
+        viewed.document = _document(spawned.console)
+    for path in (spawned.console, spawned.errors):  # everything of them was copied; the runs are in the store
+        if path is not None:
+            path.unlink(missing_ok=True)
+    try:
+        spawned.console.parent.rmdir()
+    except OSError:
+        pass
+    return viewed
+
+
+def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: _Signals) -> Viewed:
+    proc = spawned.proc
+    asked = False
+    while True:
+        code = proc.poll()  # before the copy: all it wrote before it ended is copied below
+        try:
+            out()
+        except (BrokenPipeError, OSError):
+            return Viewed(exitcodes.BROKEN_PIPE, proc.pid, "the reader of stdout went away")
+        try:
+            err()
+        except OSError:
+            return Viewed(exitcodes.STOPPED, proc.pid, "stderr was closed")
+        if code is not None and code < 0 and asked and -code == signal.SIGTERM:
+            return Viewed(exitcodes.STOPPED, proc.pid)  # stopped while it started up, before its handler: no run yet
+        if code is not None:
+            return Viewed(code, proc.pid) if code >= 0 else Viewed(exitcodes.FAILED, proc.pid, killed_by=_name(-code))
+        if signals.hangup:
+            return Viewed(exitcodes.STOPPED, proc.pid, "a hang-up")
+        if signals.stop and not asked:  # stopped at once, as ``accelctl cancel`` does
+            asked = True
+            try:
+                os.kill(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        time.sleep(POLL_S)
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _document(console: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(console.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
