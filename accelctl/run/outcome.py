@@ -64,8 +64,9 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str,
                  first_gone: Mapping[int, int | None] | Collection[int] = ()) -> Crash:
     """``Crash(1, "rank 1 killed by SIGKILL", cause=True)`` for a launch that ended without a rank saying
     why: the rank whose worker process was seen gone first without a word (among
-    ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll),
-    else the rank a launcher's failure report names first
+    ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll;
+    of several, the one a signal killed), else the one silent rank torchrun's report lists as
+    killed by a signal, else the rank a launcher's failure report names first
     (torchrun's "Root Cause"), else the one rank that went silent; with the code the launcher
     reported for it (torchrun's per-rank exitcode, the DeepSpeed launcher's "exits with return
     code = -9", which names no rank) or else the launch's own signal (a launch that is the
@@ -74,20 +75,34 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str,
     seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
     ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
     silent = sorted(seen - ended)
+    #: each rank's exit code as torchrun's report lists it (every rank that failed before it
+    #: stopped the others), else as the rank watch saw it (a zombie's wait status)
+    codes = {int(m.group(1)): int(m.group(2)) for m in _RANK_EXIT.finditer(log_text)}
+    seen_codes = dict(first_gone) if isinstance(first_gone, Mapping) else {}
     first_silent = [r for r in first_gone if r in silent]
+    if len(first_silent) > 1:
+        # seen gone in one poll and neither has said why (yet: a peer's report may be read only
+        # after the launch's exit): the one a signal killed, if only one was
+        first_silent = [r for r in first_silent if _signalled(codes.get(r, seen_codes.get(r)))]
     if len(first_silent) == 1:
         # among the first seen gone, the one without a word: the cause of what its peers then
         # report (gloo's "Read error" on rank 0 when rank 1 is SIGKILLed, which torchrun may
         # list as the root cause when both end within one of its polls)
         (rank,) = first_silent
-        codes = {int(m.group(1)): int(m.group(2)) for m in _RANK_EXIT.finditer(log_text)}
         reported = [int(c) for c in _LAUNCHER_EXIT.findall(log_text) if int(c) < 0]
-        seen_code = first_gone.get(rank) if isinstance(first_gone, Mapping) else None
+        seen_code = seen_codes.get(rank)
         code = codes.get(rank, seen_code if seen_code is not None else
                          reported[0] if reported else (returncode if returncode < 0 else None))
         if code is None:
             return Crash(rank, f"rank {rank} went first, without reporting why", cause=True)
         return _how(rank, code)
+    killed = [r for r in silent if _signalled(codes.get(r))]
+    if len(killed) == 1:
+        # torchrun's "Root Cause" is the failure with the earliest time in whole seconds, the
+        # lowest rank on a tie: a rank SIGKILLed and the peer that failed on it within one of its
+        # monitor passes are named rank 0 whatever their order.  The rank it lists as killed by a
+        # signal without a word of its own is the cause (it ended before torchrun stopped anyone)
+        return _how(killed[0], codes[killed[0]])
     root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
     found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
     if found is not None:
@@ -97,6 +112,11 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str,
         code = int(reported[0]) if reported else (returncode if returncode < 0 else None)
         return _how(silent[0], code)
     return _UNKNOWN
+
+
+def _signalled(code: int | None) -> bool:
+    """An exit code that says a signal ended the process (``subprocess``'s -N)."""
+    return code is not None and code < 0
 
 
 class LaunchEnded(NamedTuple):
@@ -133,6 +153,17 @@ def launch_failed(name: str, returncode: int, events: Sequence[Event], failure: 
     head = "\n".join(x for x in (death, explain()) if x)
     crash = RunFailed(reason="crashed", message=f"{head}\n{msg}" if head else msg, rank=rank if rank is not None else 0)
     return LaunchEnded(crash, bool(killed))
+
+
+def record_launch_end(failure: RunFailed | None, ended: LaunchEnded) -> RunFailed | None:
+    """The run's failure once a launch's non-zero exit is recorded (``launch_failed``): a crash
+    that caused what the ranks reported replaces it (a store error apart: the crash is then its
+    consequence); otherwise as any reported failure (``run_failure``)."""
+    if ended.event is None:
+        return failure
+    if ended.cause and (failure is None or failure.reason != "store_error"):
+        return ended.event
+    return run_failure(failure, ended.event)
 
 
 def run_failure(current: RunFailed | None, event: RunFailed) -> RunFailed | None:
