@@ -9,7 +9,11 @@
   "exits with return code");
 * ``run_failure``: which of the failures reported so far is the run's (the cause, not its
   consequences);
-* ``run_status``: ok / failed / stopped of the whole run (``accelctl.run.summary``).
+* ``run_status``: ok / failed / stopped of the whole run (``accelctl.run.summary``);
+* ``record_launch_end``: the run's failure once a launch's exit is recorded;
+* ``job_exit_code``, ``launch_exit``: when a run that shares its worker process ends, and with
+  which code; ``only_teardown_left``: a launcher whose ranks all finished and went is not waited
+  for; ``first_start``: when a run began, for its summary.
 
 Everything here is a pure function of its arguments: tests/run/test_outcome.py calls them with
 recorded events and log text.
@@ -23,6 +27,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from accelctl.contract.events import Event, RunFailed, RunFinished
+from accelctl.contract.ids import JOB_EXIT_CODES
 from accelctl.run.summary import run_status  # noqa: F401 - the run's status, stated once
 
 #: a failed child in torchrun's ChildFailedError report ("rank : 1 (local_rank: 1)" then
@@ -179,3 +184,40 @@ def run_failure(current: RunFailed | None, event: RunFailed) -> RunFailed | None
     if current is None or (current.reason == "stopped" and event.reason != "stopped"):
         return event
     return current
+
+
+def job_exit_code(event: Event | None) -> int | None:
+    """The exit code a worker of its own would return for the job ``event`` ends (RunFinished /
+    RunFailed of rank 0: ``accelctl.worker.main``'s codes); None for any other event."""
+    if isinstance(event, (RunFinished, RunFailed)) and event.rank == 0:
+        return 0 if isinstance(event, RunFinished) else JOB_EXIT_CODES.get(event.reason, 1)
+    return None
+
+
+def launch_exit(polled: int | None, job_code: int | None, stopping: bool) -> int | None:
+    """A launch's exit code as the run sees it: its process's (``polled``, None while it runs),
+    except that a shared worker whose job is over (``job_code``) ends its run then, whatever the
+    process does next (its next job) -- during a stop, once the process has ended."""
+    if job_code is not None and (polled is not None or not stopping):
+        return job_code
+    return polled
+
+
+def only_teardown_left(processes: int, finished_ranks: Collection[int], ranks_gone: Callable[[set[int]], bool],
+                       *, sole_survivor: bool, plain: bool) -> bool:
+    """A launcher of ``processes`` ranks still runs while each of them reported ``RunFinished``
+    and was seen gone (``ranks_gone``): what is left is its own teardown, not the run.  Only for
+    the run's last launch, the only one left (``sole_survivor``), and a ``plain`` run: its own
+    process (not a shared worker's), not a ``wait`` pass, neither stopping nor failed."""
+    if not (sole_survivor and plain) or processes < 2:
+        return False
+    ranks = set(range(processes))
+    return ranks <= set(finished_ranks) and ranks_gone(ranks)
+
+
+def first_start(started_unix_s: float, events: Sequence[Event], shared: bool) -> float:
+    """When the run began: when it was supervised, or -- a shared worker may begin its job
+    before -- the earliest event's time."""
+    if not shared:
+        return started_unix_s
+    return min([started_unix_s, *(e.time_unix_s for e in events if getattr(e, "time_unix_s", None))])

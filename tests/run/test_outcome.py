@@ -9,7 +9,8 @@ import pytest
 from accelctl import exitcodes
 from accelctl.contract.events import RunFailed, RunFinished, StepMetrics
 from accelctl.run.orchestrate import exit_code
-from accelctl.run.outcome import launch_failed, record_launch_end, run_failure, run_status
+from accelctl.run.outcome import (first_start, job_exit_code, launch_exit, launch_failed, only_teardown_left,
+                                  record_launch_end, run_failure, run_status)
 
 #: torchrun's report when rank 1 died of SIGSEGV and rank 0 was ended by it (torch 2.x)
 TORCHRUN_REPORT = """\
@@ -139,3 +140,40 @@ def test_a_killed_rank_is_named_whatever_the_order_its_peers_report_in(read_befo
         failure = run_failure(failure, READ_ERROR)
     assert failure.reason == "crashed" and failure.rank == 1, failure
     assert failure.message.startswith("rank 1 killed by SIGKILL"), failure.message
+
+
+def test_a_shared_workers_job_ends_its_run_with_the_code_a_worker_of_its_own_would_give():
+    """A run that shares its worker process ends when rank 0 reports its job's end, not when the
+    process (which goes on to the next job) ends; during a stop, once the process has ended."""
+    assert job_exit_code(RunFinished(rank=0)) == 0
+    assert job_exit_code(RunFailed(reason="nan_loss", message="nan", rank=0)) == 3
+    assert job_exit_code(RunFailed(reason="stopped", message="stopped", rank=0)) == 130
+    assert job_exit_code(RunFinished(rank=1)) is None and job_exit_code(step(0)) is None
+    assert job_exit_code(None) is None
+    assert launch_exit(None, None, stopping=False) is None  # still running, job not over
+    assert launch_exit(None, 0, stopping=False) == 0  # job over: the run ends, the process goes on
+    assert launch_exit(None, 0, stopping=True) is None  # a stop: the run waits for the process
+    assert launch_exit(-2, 130, stopping=True) == 130
+    assert launch_exit(-9, None, stopping=False) == -9
+
+
+def test_a_launcher_is_not_waited_for_once_its_ranks_finished_and_went():
+    gone = {0, 1}
+
+    def ranks_gone(ranks):
+        return ranks <= gone
+
+    assert only_teardown_left(2, {0, 1}, ranks_gone, sole_survivor=True, plain=True)
+    assert not only_teardown_left(2, {0}, ranks_gone, sole_survivor=True, plain=True)  # rank 1 said nothing yet
+    assert not only_teardown_left(3, {0, 1, 2}, ranks_gone, sole_survivor=True, plain=True)  # rank 2 still there
+    assert not only_teardown_left(2, {0, 1}, ranks_gone, sole_survivor=False, plain=True)  # another launch runs
+    assert not only_teardown_left(2, {0, 1}, ranks_gone, sole_survivor=True, plain=False)  # a stop, a failure...
+    assert not only_teardown_left(1, {0}, ranks_gone, sole_survivor=True, plain=True)  # the worker itself
+
+
+def test_a_shared_workers_run_began_with_its_first_event():
+    early = StepMetrics(step=0, phase="measure", step_time_s=0.1, rank=0, time_unix_s=90.0)
+    late = StepMetrics(step=1, phase="measure", step_time_s=0.1, rank=0, time_unix_s=110.0)
+    assert first_start(100.0, [early, late], shared=True) == 90.0
+    assert first_start(100.0, [late], shared=True) == 100.0
+    assert first_start(100.0, [early], shared=False) == 100.0
