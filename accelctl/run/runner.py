@@ -1,4 +1,5 @@
-"""The runner: the only module of accelctl that starts processes.
+"""The runner: where a run's processes are started (by ``accelctl.run.supervisor``, the only
+module of accelctl that starts a run's launches) and supervised.
 
 ``launch(plan, ...)`` materialises a plan into a run folder (``accelctl.run.store``),
 starts every ``Launch`` in its own session (so a signal reaches the whole process
