@@ -11,6 +11,14 @@ signal when the *thread* that forked this process ends (so the runner forks from
 long-lived thread), and it survives ``exec``.  Each level sets its own: the runner's exec
 prologue for the launch it starts (torchrun, deepspeed, a worker), the worker for itself
 (under torchrun its parent is torchrun).  Standard library only: the worker imports this.
+
+Why /proc and not psutil (which ``accelctl.run.procgroup`` and ``rankwatch`` use): the identity is
+the start time in clock ticks, as recorded in the run stores' ``runner.json`` and passed to
+running workers in ``ACCELCTL_RUNNER``; psutil gives only ``create_time()``, float seconds
+computed from those ticks and the boot time, from which the recorded ticks cannot be compared
+exactly.  And the modules that read a run's liveness from the store (``accelctl runs``,
+``status``, the worker) would import psutil for it: 51 ms of imports here (``python -X importtime
+-c "import psutil"``), for two reads of one /proc file.
 """
 
 from __future__ import annotations

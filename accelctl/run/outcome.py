@@ -9,7 +9,11 @@
   "exits with return code");
 * ``run_failure``: which of the failures reported so far is the run's (the cause, not its
   consequences);
-* ``run_status``: ok / failed / stopped of the whole run (``accelctl.run.summary``).
+* ``run_status``: ok / failed / stopped of the whole run (``accelctl.run.summary``);
+* ``record_launch_end``: the run's failure once a launch's exit is recorded;
+* ``job_exit_code``, ``launch_exit``: when a run that shares its worker process ends, and with
+  which code; ``only_teardown_left``: a launcher whose ranks all finished and went is not waited
+  for; ``first_start``: when a run began, for its summary.
 
 Everything here is a pure function of its arguments: tests/run/test_outcome.py calls them with
 recorded events and log text.
@@ -23,6 +27,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from accelctl.contract.events import Event, RunFailed, RunFinished
+from accelctl.contract.ids import JOB_EXIT_CODES
 from accelctl.run.summary import run_status  # noqa: F401 - the run's status, stated once
 
 #: a failed child in torchrun's ChildFailedError report ("rank : 1 (local_rank: 1)" then
@@ -64,8 +69,9 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str,
                  first_gone: Mapping[int, int | None] | Collection[int] = ()) -> Crash:
     """``Crash(1, "rank 1 killed by SIGKILL", cause=True)`` for a launch that ended without a rank saying
     why: the rank whose worker process was seen gone first without a word (among
-    ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll),
-    else the rank a launcher's failure report names first
+    ``first_gone``, the supervisor's ``RankWatch``: the ranks seen gone in its earliest poll;
+    of several, the one a signal killed), else the one silent rank torchrun's report lists as
+    killed by a signal, else the rank a launcher's failure report names first
     (torchrun's "Root Cause"), else the one rank that went silent; with the code the launcher
     reported for it (torchrun's per-rank exitcode, the DeepSpeed launcher's "exits with return
     code = -9", which names no rank) or else the launch's own signal (a launch that is the
@@ -74,20 +80,34 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str,
     seen = {e.rank for e in events if isinstance(getattr(e, "rank", None), int)}
     ended = {e.rank for e in events if isinstance(e, (RunFinished, RunFailed))}
     silent = sorted(seen - ended)
+    #: each rank's exit code as torchrun's report lists it (every rank that failed before it
+    #: stopped the others), else as the rank watch saw it (a zombie's wait status)
+    codes = {int(m.group(1)): int(m.group(2)) for m in _RANK_EXIT.finditer(log_text)}
+    seen_codes = dict(first_gone) if isinstance(first_gone, Mapping) else {}
     first_silent = [r for r in first_gone if r in silent]
+    if len(first_silent) > 1:
+        # seen gone in one poll and neither has said why (yet: a peer's report may be read only
+        # after the launch's exit): the one a signal killed, if only one was
+        first_silent = [r for r in first_silent if _signalled(codes.get(r, seen_codes.get(r)))]
     if len(first_silent) == 1:
         # among the first seen gone, the one without a word: the cause of what its peers then
         # report (gloo's "Read error" on rank 0 when rank 1 is SIGKILLed, which torchrun may
         # list as the root cause when both end within one of its polls)
         (rank,) = first_silent
-        codes = {int(m.group(1)): int(m.group(2)) for m in _RANK_EXIT.finditer(log_text)}
         reported = [int(c) for c in _LAUNCHER_EXIT.findall(log_text) if int(c) < 0]
-        seen_code = first_gone.get(rank) if isinstance(first_gone, Mapping) else None
+        seen_code = seen_codes.get(rank)
         code = codes.get(rank, seen_code if seen_code is not None else
                          reported[0] if reported else (returncode if returncode < 0 else None))
         if code is None:
             return Crash(rank, f"rank {rank} went first, without reporting why", cause=True)
         return _how(rank, code)
+    killed = [r for r in silent if _signalled(codes.get(r))]
+    if len(killed) == 1:
+        # torchrun's "Root Cause" is the failure with the earliest time in whole seconds, the
+        # lowest rank on a tie: a rank SIGKILLed and the peer that failed on it within one of its
+        # monitor passes are named rank 0 whatever their order.  The rank it lists as killed by a
+        # signal without a word of its own is the cause (it ended before torchrun stopped anyone)
+        return _how(killed[0], codes[killed[0]])
     root = log_text.rsplit("Root Cause", 1)[-1] if "Root Cause" in log_text else ""
     found = _RANK_EXIT.search(root) or next((m for m in _RANK_EXIT.finditer(log_text) if int(m.group(2)) < 0), None)
     if found is not None:
@@ -97,6 +117,11 @@ def crashed_rank(events: list[Event], returncode: int, log_text: str,
         code = int(reported[0]) if reported else (returncode if returncode < 0 else None)
         return _how(silent[0], code)
     return _UNKNOWN
+
+
+def _signalled(code: int | None) -> bool:
+    """An exit code that says a signal ended the process (``subprocess``'s -N)."""
+    return code is not None and code < 0
 
 
 class LaunchEnded(NamedTuple):
@@ -135,6 +160,17 @@ def launch_failed(name: str, returncode: int, events: Sequence[Event], failure: 
     return LaunchEnded(crash, bool(killed))
 
 
+def record_launch_end(failure: RunFailed | None, ended: LaunchEnded) -> RunFailed | None:
+    """The run's failure once a launch's non-zero exit is recorded (``launch_failed``): a crash
+    that caused what the ranks reported replaces it (a store error apart: the crash is then its
+    consequence); otherwise as any reported failure (``run_failure``)."""
+    if ended.event is None:
+        return failure
+    if ended.cause and (failure is None or failure.reason != "store_error"):
+        return ended.event
+    return run_failure(failure, ended.event)
+
+
 def run_failure(current: RunFailed | None, event: RunFailed) -> RunFailed | None:
     """The run's failure once ``event`` is reported, ``current`` being the one so far: a store
     error is the cause of whatever the ranks report after it; a save on a full disk
@@ -148,3 +184,40 @@ def run_failure(current: RunFailed | None, event: RunFailed) -> RunFailed | None
     if current is None or (current.reason == "stopped" and event.reason != "stopped"):
         return event
     return current
+
+
+def job_exit_code(event: Event | None) -> int | None:
+    """The exit code a worker of its own would return for the job ``event`` ends (RunFinished /
+    RunFailed of rank 0: ``accelctl.worker.main``'s codes); None for any other event."""
+    if isinstance(event, (RunFinished, RunFailed)) and event.rank == 0:
+        return 0 if isinstance(event, RunFinished) else JOB_EXIT_CODES.get(event.reason, 1)
+    return None
+
+
+def launch_exit(polled: int | None, job_code: int | None, stopping: bool) -> int | None:
+    """A launch's exit code as the run sees it: its process's (``polled``, None while it runs),
+    except that a shared worker whose job is over (``job_code``) ends its run then, whatever the
+    process does next (its next job) -- during a stop, once the process has ended."""
+    if job_code is not None and (polled is not None or not stopping):
+        return job_code
+    return polled
+
+
+def only_teardown_left(processes: int, finished_ranks: Collection[int], ranks_gone: Callable[[set[int]], bool],
+                       *, sole_survivor: bool, plain: bool) -> bool:
+    """A launcher of ``processes`` ranks still runs while each of them reported ``RunFinished``
+    and was seen gone (``ranks_gone``): what is left is its own teardown, not the run.  Only for
+    the run's last launch, the only one left (``sole_survivor``), and a ``plain`` run: its own
+    process (not a shared worker's), not a ``wait`` pass, neither stopping nor failed."""
+    if not (sole_survivor and plain) or processes < 2:
+        return False
+    ranks = set(range(processes))
+    return ranks <= set(finished_ranks) and ranks_gone(ranks)
+
+
+def first_start(started_unix_s: float, events: Sequence[Event], shared: bool) -> float:
+    """When the run began: when it was supervised, or -- a shared worker may begin its job
+    before -- the earliest event's time."""
+    if not shared:
+        return started_unix_s
+    return min([started_unix_s, *(e.time_unix_s for e in events if getattr(e, "time_unix_s", None))])
