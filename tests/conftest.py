@@ -66,6 +66,7 @@ def pytest_collection_modifyitems(config, items):
 #: last minutes of a run are short tests on both workers, not one long test on one
 LONGEST = (
     "tests/spec/test_schema_walk.py::test_every_workload_the_walk_plans_runs_without_failing",
+    "tests/run/test_sharded_resume.py::",
     "tests/estimate/test_flops.py::test_vit_training_step",
     "tests/dsl/test_fuzz.py::test_fuzz_the_front_end",
     "tests/backends/test_xla_rehearsal.py::test_check_imports_the_workers_names_in_the_installed_torch_xla",
@@ -73,6 +74,9 @@ LONGEST = (
     "tests/engines/test_kubernetes.py::test_targets_render_a_pytorchjob_the_sdk_accepts",
     "tests/run/test_store_fuzz.py::",
     "tests/run/test_checkpoint_resume.py::",
+    "tests/run/test_ports.py::test_two_deepspeed_runs_at_once_both_finish",
+    "tests/worker/test_fsdp_compile.py::",
+    "tests/run/test_disk_full.py::",
     "tests/e2e/test_cpu_targets.py::",
     "tests/dsl/test_parse_memory.py::",
     "tests/e2e/test_rehearse_all.py::",

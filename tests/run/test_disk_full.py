@@ -251,7 +251,7 @@ def test_a_ddp_checkpoint_save_on_a_full_disk_is_the_failure_over_its_peer_s_and
     rank 0's disk_full is the run's failure, and no rank leaves its part of the cut save."""
     runs = tmpfs("4m")
     workload = tmp_path / "ddp.wl"
-    workload.write_text(DDP_WORKLOAD.replace("steps = 60 steps", "steps = 12 steps"))
+    workload.write_text(DDP_WORKLOAD.replace("steps = 30 steps", "steps = 12 steps"))
     cp = cli("run", str(workload), "--headless", "--runs-dir", str(runs))
     assert cp.returncode == 1, (cp.stdout + cp.stderr)[-3000:]
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
