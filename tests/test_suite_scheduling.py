@@ -5,23 +5,22 @@ left), and the xdist groups join exactly the tests that share a fixture."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _conftest():
-    """tests/conftest.py, by its path (each test folder has a ``conftest``)."""
-    spec = importlib.util.spec_from_file_location("suite_conftest", ROOT / "tests" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def suite(pytestconfig):
+    """tests/conftest.py as pytest loaded it (each test folder has a ``conftest`` module)."""
+    return pytestconfig.pluginmanager.get_plugin(str(ROOT / "tests" / "conftest.py"))
 
 
-def test_every_longest_entry_names_an_existing_test():
-    for entry in _conftest().LONGEST:
+def test_every_longest_entry_names_an_existing_test(suite):
+    for entry in suite.LONGEST:
         file, _, name = entry.partition("::")
         path = ROOT / file
         assert path.is_file(), entry
@@ -29,9 +28,9 @@ def test_every_longest_entry_names_an_existing_test():
             assert re.search(rf"^def {re.escape(name)}\(", path.read_text(encoding="utf-8"), re.M), entry
 
 
-def test_tests_sharing_a_fixture_share_a_group_and_the_others_do_not():
+def test_tests_sharing_a_fixture_share_a_group_and_the_others_do_not(suite):
     m, n = "tests/a/test_m.py", "tests/a/test_n.py"
-    groups = _conftest().shared_groups({
+    groups = suite.shared_groups({
         f"{m}::t1": ("module", ("shipped",)), f"{m}::t2": ("module", ("ragged",)),
         f"{m}::t3": ("module", ("spec",)), f"{m}::t4": ("module", ("table", "spec")), f"{m}::t5": ("module", ("table",)),
         f"{n}::t1": ("module", ("shipped",)), f"{n}::t2": ("session", ("slurm_cluster",)),
