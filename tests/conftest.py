@@ -27,23 +27,51 @@ def pytest_configure(config):
         config.option.update_snapshots = True
 
 
-def _shared_fixture_group(item) -> str | None:
-    """The xdist group of a test that uses one of the suite's own shared fixtures: a
-    session-scoped one (the Slurm cluster) by the fixture's name, else a module- or
-    class-scoped one (a module's shared real runs) by the module."""
+def _shared_fixtures(item) -> tuple[str, tuple[str, ...]] | None:
+    """The suite's own shared fixtures that ``item`` uses: ``("session", (name,))`` for a
+    session-scoped one (the Slurm cluster), else ``("module", names)`` of its module- and
+    class-scoped ones (a module's shared real runs); None if it uses none."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return None
-    scopes = {}
+    scopes: dict[str, list[str]] = {}
     for name in info.names_closure:
         for fixturedef in info.name2fixturedefs.get(name, ()):
             if Path(fixturedef.func.__code__.co_filename).is_relative_to(TESTS):  # ours, not a plug-in's
-                scopes.setdefault(fixturedef.scope, name)
+                scopes.setdefault(fixturedef.scope, []).append(name)
     if "session" in scopes:
-        return scopes["session"]
-    if "module" in scopes or "class" in scopes:
-        return item.nodeid.split("::")[0]
-    return None
+        return "session", (scopes["session"][0],)
+    names = tuple(dict.fromkeys(scopes.get("module", []) + scopes.get("class", [])))
+    return ("module", names) if names else None
+
+
+def shared_groups(uses: dict[str, tuple[str, tuple[str, ...]] | None]) -> dict[str, str]:
+    """The xdist group of each test id that uses a shared fixture (``_shared_fixtures``): a
+    session-scoped fixture's name; in a module, the tests whose fixtures overlap, directly or
+    through another test, named by the module and those fixtures -- so tests of one module
+    that share no fixture (two separate real runs) can run on two workers."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def root(node):
+        while parent.setdefault(node, node) != node:
+            node = parent[node]
+        return node
+
+    for nodeid, use in uses.items():
+        if use is not None and use[0] == "module":
+            module = nodeid.split("::")[0]
+            for name in use[1]:
+                parent[root((module, name))] = root((module, use[1][0]))
+    members: dict[tuple[str, str], set[str]] = {}
+    for node in list(parent):
+        members.setdefault(root(node), set()).add(node[1])
+    out = {}
+    for nodeid, use in uses.items():
+        if use is not None:
+            module = nodeid.split("::")[0]
+            out[nodeid] = use[1][0] if use[0] == "session" else \
+                f"{module}::{'+'.join(sorted(members[root((module, use[1][0]))]))}"
+    return out
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -54,8 +82,9 @@ def pytest_collection_modifyitems(config, items):
     xdist (not installed) no mark is added."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
+    groups = shared_groups({item.nodeid: _shared_fixtures(item) for item in items})
     for item in items:
-        group = _shared_fixture_group(item)
+        group = groups.get(item.nodeid)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
     items[:] = _long_first(items)
@@ -66,6 +95,7 @@ def pytest_collection_modifyitems(config, items):
 #: last minutes of a run are short tests on both workers, not one long test on one
 LONGEST = (
     "tests/spec/test_schema_walk.py::test_every_workload_the_walk_plans_runs_without_failing",
+    "tests/run/test_sharded_resume.py::",
     "tests/estimate/test_flops.py::test_vit_training_step",
     "tests/dsl/test_fuzz.py::test_fuzz_the_front_end",
     "tests/backends/test_xla_rehearsal.py::test_check_imports_the_workers_names_in_the_installed_torch_xla",
@@ -73,6 +103,9 @@ LONGEST = (
     "tests/engines/test_kubernetes.py::test_targets_render_a_pytorchjob_the_sdk_accepts",
     "tests/run/test_store_fuzz.py::",
     "tests/run/test_checkpoint_resume.py::",
+    "tests/run/test_ports.py::test_two_deepspeed_runs_at_once_both_finish",
+    "tests/worker/test_fsdp_compile.py::",
+    "tests/run/test_disk_full.py::",
     "tests/e2e/test_cpu_targets.py::",
     "tests/dsl/test_parse_memory.py::",
     "tests/e2e/test_rehearse_all.py::",

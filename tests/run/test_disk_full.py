@@ -251,7 +251,7 @@ def test_a_ddp_checkpoint_save_on_a_full_disk_is_the_failure_over_its_peer_s_and
     rank 0's disk_full is the run's failure, and no rank leaves its part of the cut save."""
     runs = tmpfs("4m")
     workload = tmp_path / "ddp.wl"
-    workload.write_text(DDP_WORKLOAD.replace("steps = 60 steps", "steps = 12 steps"))
+    workload.write_text(DDP_WORKLOAD.replace("steps = 30 steps", "steps = 12 steps"))
     cp = cli("run", str(workload), "--headless", "--runs-dir", str(runs))
     assert cp.returncode == 1, (cp.stdout + cp.stderr)[-3000:]
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
@@ -269,11 +269,11 @@ def test_a_sharded_checkpoint_save_on_a_full_disk_is_named_and_the_run_resumes_f
     shard (3.6 MiB) and a MiB to spare fit what is free (~5.5 MiB), so the save starts and a
     rank's write meets ENOSPC.  DCP tells every rank (a CheckpointException, which is no
     Exception); the run fails disk_full, leaves no cut save and resumes from step 4."""
-    from test_sharded_resume import LLAMA, workload_text
+    from test_sharded_resume import LLAMA, STEPS, workload_text
 
     runs = tmpfs("13m")
     workload = tmp_path / "fsdp.wl"
-    workload.write_text(workload_text("fsdp").replace("steps = 40 steps", "steps = 11 steps")
+    workload.write_text(workload_text("fsdp").replace(f"steps = {STEPS} steps", "steps = 11 steps")
                         .replace("keep = 2", "keep = 1")
                         .replace(LLAMA, "llama(layers = 4, hidden = 128, heads = 4, ffn = 192, vocab = 256)"))
     cp = cli("run", str(workload), "--headless", "--runs-dir", str(runs))

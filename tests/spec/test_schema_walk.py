@@ -3,8 +3,9 @@ walked from the schema's own tables (``schema_walk``): the fast part gives every
 its verdict before launch (no torch: validate, plan, the rehearsal's plan) -- a refusal is
 positioned, and validate and plan agree on it; the slow part runs every workload whose verdict
 is "runs" for real, one per distinct plan (cases whose runner and worker get the same plan run
-once), the cpu ones in one shared worker process and the rehearsals in another, and none fails
-at run time."""
+once; a rehearsal whose worker job is a cpu case's but for its label runs once, as that case),
+in five parts that xdist spreads (``SHARDS``: one process, compiled, launched in two, the
+rehearsals), the one-process ones of a part in one shared worker, and none fails at run time."""
 
 from __future__ import annotations
 
@@ -109,15 +110,90 @@ def test_cases_with_one_plan_share_it_and_different_plans_differ(tmp_path):
     assert group_of["parallel.zero.stage=1@a100/pretrain"] != group_of["parallel.zero.stage=2@a100/pretrain"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("rehearse", [False, True], ids=["cpu_targets", "rehearsals"])
-def test_every_workload_the_walk_plans_runs_without_failing(tmp_path, rehearse):
-    """One real run per distinct plan (``distinct_plans``): every case that runs is covered by
-    the run of a case whose runner and worker get exactly its plan."""
+def _as_run_here(key: str) -> str | None:
+    """A rehearsal's plan key as the key of the same job run on this CPU: its job's label
+    (``rehearsal_of``, the target it stands for) blanked.  None where the worker branches on that
+    label (``accelctl/worker``: an FP8 target's rehearsal picks the FP8 loop, a rehearsal drops real
+    weights for random ones): such a rehearsal runs as itself."""
+    d = json.loads(key)
+    job = d["job"]
+    if job["precision"]["fp8"] is not None or job["model"]["weights"] not in ("random", "stand_in"):
+        return None
+    job["rehearsal_of"] = ""
+    return json.dumps(d, sort_keys=True)
+
+
+#: the slow walk's parts, each its own test (xdist runs them side by side), longest first as
+#: measured: the compiled plans (torch.compile in each mode), the plans launched as several
+#: processes (torchrun, DeepSpeed) in two halves, the one-process plans, the rehearsals
+LAUNCHED_PARTS = 2
+SHARDS = ("cpu_compiled", *(f"cpu_launched_{i + 1}" for i in range(LAUNCHED_PARTS)), "cpu_one_process",
+          "rehearsals")
+
+
+def _part(key: str) -> str:
+    d = json.loads(key)
+    if d["job"]["optimize"]["compile"]:
+        return "compiled"
+    return "one_process" if [(ln["name"], ln["processes"]) for ln in d["launches"]] == [("worker", 1)] else "launched"
+
+
+def shards(walked, tmp_path: Path) -> dict[str, list[list[Case]]]:
+    """The plans the slow walk runs, by part (``SHARDS``): each a group of cases with one plan,
+    its first case run for the group.  A rehearsal whose job, label aside, is a cpu group's
+    (``_as_run_here``) joins that group: the worker runs the same job, and the runner's own
+    rehearsal steps (the target it picks, no preflight world) are the other rehearsals'."""
+    here = distinct_plans(walked, tmp_path, rehearse=False)
+    out: dict[str, list[list[Case]]] = {s: [] for s in SHARDS}
+    for key, cs in distinct_plans(walked, tmp_path, rehearse=True).items():
+        same = _as_run_here(key)
+        if same in here:
+            here[same] = here[same] + cs
+        else:
+            out["rehearsals"].append(cs)
+    launched = 0
+    for key, cs in here.items():
+        part = _part(key)
+        if part == "launched":
+            launched += 1
+            part += f"_{(launched - 1) % LAUNCHED_PARTS + 1}"
+        out[f"cpu_{part}"].append(cs)
+    return out
+
+
+def test_the_slow_walks_parts_run_every_case_once_and_rehearse_what_the_worker_branches_on(tmp_path):
     walked = _walk(tmp_path)
-    groups = distinct_plans(walked, tmp_path, rehearse)
-    chosen = [cs[0] for cs in groups.values()]
-    same = {cs[0].id: [c.id for c in cs] for cs in groups.values()}
+    parts = shards(walked, tmp_path)
+    placed = [c.id for groups in parts.values() for cs in groups for c in cs]
+    assert sorted(placed) == sorted(c.id for c, v in walked if not v.refused)  # each case that runs, once
+    assert all(parts.values()), {s: len(g) for s, g in parts.items()}
+    part_of = {c.id: s for s, groups in parts.items() for cs in groups for c in cs}
+    group_of = {c.id: cs[0].id for groups in parts.values() for cs in groups for c in cs}
+    # the rehearsal of an FSDP a100 target runs the cpu FSDP job, label aside: one run
+    assert group_of["parallel.strategy=fsdp@a100/pretrain"] == group_of["parallel.strategy=fsdp@cpu/pretrain"]
+    assert part_of["parallel.strategy=fsdp@cpu/pretrain"].startswith("cpu_launched_")
+    assert part_of["optimize.compile=on@cpu/pretrain"] == "cpu_compiled"
+    assert part_of["workload.seed=3@cpu/pretrain"] == "cpu_one_process"
+    # an FP8 target's rehearsal runs the FP8 loop: rehearsed as itself
+    assert part_of["fp8.library=torchao@h100/pretrain"] == "rehearsals"
+    # _as_run_here's premise: the worker reads the label in these places only (the FP8 loop's
+    # choice, the random weights, the label it reports); a new reading must be weighed there
+    readers = {p.relative_to(ROOT).as_posix() for p in (ROOT / "accelctl" / "worker").rglob("*.py")
+               if "rehearsal_of" in p.read_text(encoding="utf-8")}
+    assert readers == {"accelctl/worker/main.py", "accelctl/worker/models.py", "accelctl/worker/context.py",
+                       "accelctl/worker/fp8_rehearsal.py"}, readers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shard", SHARDS)
+def test_every_workload_the_walk_plans_runs_without_failing(tmp_path, shard):
+    """One real run per distinct plan (``shards``): every case that runs is covered by the run
+    of a case whose runner and worker get exactly its plan (a rehearsal: its job, label aside)."""
+    walked = _walk(tmp_path)
+    groups = shards(walked, tmp_path)[shard]
+    rehearse = shard == "rehearsals"
+    chosen = [cs[0] for cs in groups]
+    same = {cs[0].id: [c.id for c in cs] for cs in groups}
     wl = _one_file(chosen, tmp_path / "walk.wl")
     runs = tmp_path / "runs"
     argv = [sys.executable, "-m", "accelctl.cli", "run", str(wl), "--headless", "--runs-dir", str(runs)]
