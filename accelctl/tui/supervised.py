@@ -74,12 +74,14 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
             sup.stop()
         except Exception as exc:  # noqa: BLE001 - the run must outlive a broken display
             sup.why = f"the TUI failed: {type(exc).__name__}: {exc}"
+        if app.return_code not in (0, exitcodes.STOPPED, None) and not sup.why:
+            sup.why = "the TUI failed (its error is above)"
         if signals.stop:
             sup.stop()
         if sup.stop_sent:  # a stop asked: shown to its end (the supervisor ends the batch)
             spawned.proc.wait()
     viewed = _outcome(sup, signals)
-    _print_summaries(sup.runs)
+    print_summaries(sup.runs)
     if not viewed.detached:
         if not sup.runs:  # it ended before any run: its refusal, its preflight, its crash are the command's
             _copy(spawned.console, sys.stdout)
@@ -100,7 +102,7 @@ def _outcome(sup: Supervisor, signals) -> foreground.Viewed:
     return viewed
 
 
-def _print_summaries(runs: list[Path]) -> None:
+def print_summaries(runs: list[Path]) -> None:
     """After the alternate screen is gone: each ended run's figures stay in the terminal."""
     from accelctl.run.console import summary_rows
 

@@ -104,3 +104,26 @@ def test_leaving_while_the_run_goes_on_only_detaches(tmp_path):
         time.sleep(0.2)
     assert store.read_run(run_dir).status == "ok"  # it went on to its end without the viewer
     assert detach.run_processes(run_dir) == []
+
+
+class Broken(Watched):
+    """A TUI that dies once the run's first steps are on screen."""
+
+    def on_run_events(self, message) -> None:
+        raise RuntimeError("the display broke")
+
+
+def test_a_tui_that_fails_only_detaches_and_the_run_goes_on(tmp_path, capsys):
+    wl = tmp_path / "w.wl"
+    wl.write_text(TINY.format(name="going", steps=150))
+    runs = tmp_path / "runs"
+    viewed = view(["--", str(wl)], runs, wl, Selection(wl, "going", "cpu"), 1, headless=True, size=(100, 30),
+                  app_factory=Broken)
+    assert viewed.detached.startswith("the TUI failed"), viewed
+    assert "RuntimeError: the display broke" in capsys.readouterr().err  # Textual's report of it
+    run_dir = runs / viewed.run_id
+    deadline = time.monotonic() + 120
+    while detach.liveness.in_progress(store.read_run(run_dir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert store.read_run(run_dir).status == "ok"
+    assert detach.run_processes(run_dir) == []
