@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_json_output import TINY_RUN  # the cheapest real run the suite makes
 
 from accelctl import exitcodes
 from accelctl.run import detach, store
@@ -19,18 +20,12 @@ from accelctl.tui.supervised import view
 
 pytestmark = pytest.mark.slow
 
-TINY = """\
-workload {name} {{
-  task pretrain {{ objective = classification }}
-  model vit(layers = 1, hidden = 32, heads = 2, image_size = 16, patch = 8, classes = 10)
-  dataset synthetic(image_size = 16, channels = 3, classes = 10)
-  optimizer sgd(lr = 0.01)
-  precision fp32
-  batch {{ micro = 4 }}
-  measure {{ warmup = 1 step  steps = {steps} steps }}
-  target cpu {{ devices = 1  threads = 1 }}
-}}
-"""
+
+
+def tiny(name: str, steps: int) -> str:
+    """The suite's cheapest real run (``test_json_output.TINY_RUN``) named ``name``, ``steps`` long."""
+    assert "workload tiny_json {" in TINY_RUN and "steps = 5 steps" in TINY_RUN
+    return TINY_RUN.replace("tiny_json", name).replace("steps = 5 steps", f"steps = {steps} steps")
 
 
 class Watched(AccelctlApp):
@@ -59,13 +54,22 @@ class Watched(AccelctlApp):
             self.exit()
 
 
-def _view(tmp_path: Path, *workloads: tuple[str, int]):
+def _view(tmp_path: Path, *workloads: tuple[str, int], app=None):
     wl = tmp_path / "w.wl"
-    wl.write_text("".join(TINY.format(name=n, steps=s) for n, s in workloads))
+    wl.write_text("".join(tiny(n, s) for n, s in workloads))
     runs = tmp_path / "runs"
     viewed = view(["--", str(wl)], runs, wl, Selection(wl, workloads[0][0], "cpu"), len(workloads), headless=True,
-                  size=(100, 30), app_factory=Watched)
+                  size=(100, 30), app_factory=app or Watched)
     return viewed, runs
+
+
+def _ends_ok(run_dir: Path) -> None:
+    """The detached run ends ok, nothing of it left."""
+    deadline = time.monotonic() + 120
+    while detach.liveness.in_progress(store.read_run(run_dir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert store.read_run(run_dir).status == "ok"
+    assert detach.run_processes(run_dir) == []
 
 
 def _statuses(runs: Path) -> list[str]:
@@ -98,12 +102,7 @@ def test_leaving_while_the_run_goes_on_only_detaches(tmp_path):
     Watched.act, Watched.seen = "quit", []
     viewed, runs = _view(tmp_path, ("going", 150))
     assert viewed.detached == "you left the view" and viewed.code == exitcodes.STOPPED
-    run_dir = runs / viewed.run_id
-    deadline = time.monotonic() + 120
-    while detach.liveness.in_progress(store.read_run(run_dir)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert store.read_run(run_dir).status == "ok"  # it went on to its end without the viewer
-    assert detach.run_processes(run_dir) == []
+    _ends_ok(runs / viewed.run_id)  # it goes on to its end without the viewer
 
 
 class Broken(Watched):
@@ -114,16 +113,7 @@ class Broken(Watched):
 
 
 def test_a_tui_that_fails_only_detaches_and_the_run_goes_on(tmp_path, capsys):
-    wl = tmp_path / "w.wl"
-    wl.write_text(TINY.format(name="going", steps=150))
-    runs = tmp_path / "runs"
-    viewed = view(["--", str(wl)], runs, wl, Selection(wl, "going", "cpu"), 1, headless=True, size=(100, 30),
-                  app_factory=Broken)
+    viewed, runs = _view(tmp_path, ("going", 150), app=Broken)
     assert viewed.detached.startswith("the TUI failed"), viewed
     assert "RuntimeError: the display broke" in capsys.readouterr().err  # Textual's report of it
-    run_dir = runs / viewed.run_id
-    deadline = time.monotonic() + 120
-    while detach.liveness.in_progress(store.read_run(run_dir)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert store.read_run(run_dir).status == "ok"
-    assert detach.run_processes(run_dir) == []
+    _ends_ok(runs / viewed.run_id)
