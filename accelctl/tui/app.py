@@ -5,7 +5,9 @@ The app holds the shared state (the workload folder, the selection, the live run
 hands it down; screens post ``SelectionChanged`` up and the run screen's feed posts run
 events up.  Only ``action_run`` starts a run, through ``accelctl.api.launch`` (the
 runner: own process group, events in the run store whatever happens to the TUI), and
-only ``action_stop`` / the quit dialog stop it, through ``RunHandle.stop()``.
+only ``action_stop`` / the quit dialog stop it, through ``RunHandle.stop()``.  Under
+``accelctl run FILE`` (``supervisor``) the runs are another process's: the app shows each in turn,
+and a stop is sent to that supervisor (``accelctl.tui.supervised``).
 """
 
 from __future__ import annotations

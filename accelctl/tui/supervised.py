@@ -81,7 +81,10 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
         if sup.stop_sent:  # a stop asked: shown to its end (the supervisor ends the batch)
             spawned.proc.wait()
     viewed = _outcome(sup, signals)
-    print_summaries(sup.runs)
+    try:
+        print_summaries(sup.runs)
+    except OSError:  # the terminal hung up: the runs' figures stay in their folders
+        pass
     if not viewed.detached:
         if not sup.runs:  # it ended before any run: its refusal, its preflight, its crash are the command's
             _copy(spawned.console, sys.stdout)
