@@ -82,7 +82,8 @@ def request_of(args):
 def cmd_run(args) -> int:
     """``accelctl run``: ``--detach`` starts the run's supervisor and returns; the supervisor
     (``accelctl.run.detach``'s mark in its environment) runs it; a foreground run starts the same
-    supervisor and views it (``accelctl.run.foreground``); the live TUI still runs in-process."""
+    supervisor and views it: on the console stream (``accelctl.run.foreground``) or, on a terminal,
+    in the live TUI (``accelctl.tui.supervised``)."""
     if args.detach:  # the run's own supervisor, in a session of its own (accelctl.cli_detach)
         from accelctl.cli_detach import run_detached
 
@@ -92,16 +93,16 @@ def cmd_run(args) -> int:
     if args.json:
         args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
     supervisor = detached()  # this process is the run's supervisor: a SIGHUP does not stop it
-    live = not supervisor and use_tui(args) and not args.launch and not args.resume
-    if not (supervisor or live):
+    if not supervisor and use_tui(args) and not args.launch and not args.resume:
+        return run_in_tui(args)
+    if not supervisor:
         return run_foreground(args)
-    for sig in (signal.SIGTERM,) if supervisor else (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _stop_like_ctrl_c)
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     if args.resume:
         return resume_run(args)
     source, chosen, req = checked(args)
-    face = ConsoleFace(args, live=live, source=source)
-    args.fast_exit = not face.live  # (set before the runs: a stop's exit code 130 ends the program as fast)
+    face = ConsoleFace(args, live=False, source=source)
+    args.fast_exit = True  # (set before the runs: a stop's exit code 130 ends the program as fast)
     from accelctl.run import orchestrate
 
     return orchestrate.run_all(chosen, source, req, face)
@@ -163,9 +164,7 @@ def run_foreground(args) -> int:
     reply = reply_of(args)
     viewed = foreground.run(supervisor_argv(args), args.runs_dir, json_document=reply is not None)
     args.fast_exit = True
-    if viewed.killed_by:
-        print(f"accelctl: the run's supervisor (pid {viewed.pid}) was killed by {viewed.killed_by}"
-              + (f": accelctl status {viewed.run_id}" if viewed.run_id else ""), file=sys.stderr, flush=True)
+    _say_killed(viewed)
     if viewed.detached:
         _detached(viewed, reply)
     elif reply is not None and viewed.document:  # the supervisor's document is the command's
@@ -176,6 +175,33 @@ def run_foreground(args) -> int:
         reply.fail("RunFailed", f"the run's supervisor (pid {viewed.pid}) ended with exit {viewed.code} and no "
                                 "document (its output is above, on stderr)")
     return viewed.code
+
+
+def run_in_tui(args) -> int:
+    """``accelctl run FILE`` on a terminal: the same checks here first, then the run's own
+    supervisor started and its runs shown in the live TUI, one after the other; leaving the TUI
+    while a run goes on (``q``, a hang-up) only detaches from it."""
+    _, chosen, _ = checked(args)
+    from pathlib import Path
+
+    from accelctl.tui.app import Selection
+    from accelctl.tui.supervised import view
+
+    spec = chosen[0].spec
+    path = Path(spec.path) if spec.path and spec.path != "<input>" else None
+    viewed = view(supervisor_argv(args), args.runs_dir, path, Selection(path, spec.name, chosen[0].plan.target),
+                  sum(c.repeats for c in chosen))
+    args.fast_exit = True
+    _say_killed(viewed)
+    if viewed.detached:
+        _detached(viewed, None)
+    return viewed.code
+
+
+def _say_killed(viewed) -> None:
+    if viewed.killed_by:
+        print(f"accelctl: the run's supervisor (pid {viewed.pid}) was killed by {viewed.killed_by}"
+              + (f": accelctl status {viewed.run_id}" if viewed.run_id else ""), file=sys.stderr, flush=True)
 
 
 def _detached(viewed, reply) -> None:
@@ -222,12 +248,6 @@ class ConsoleFace:
         if any(getattr(s, "reader_gone", False) for s in sinks):  # ``accelctl run | head``: stdout's reader left
             return exitcodes.BROKEN_PIPE
         return None
-
-    def run_live(self, c, place: int, count: int) -> int:
-        from accelctl.tui.live import run_live
-
-        return run_live(c.plan, c.spec, self.source, self.args.runs_dir,
-                        queue=(place, count) if count > 1 else None)
 
     def not_run(self, names: list[str]) -> None:
         for name in names:

@@ -151,19 +151,30 @@ def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: _Signals) ->
             err()
         except OSError:
             return Viewed(exitcodes.STOPPED, proc.pid, "stderr was closed")
-        if code is not None and code < 0 and asked and -code == signal.SIGTERM:
-            return Viewed(exitcodes.STOPPED, proc.pid)  # stopped while it started up, before its handler: no run yet
         if code is not None:
-            return Viewed(code, proc.pid) if code >= 0 else Viewed(exitcodes.FAILED, proc.pid, killed_by=_name(-code))
+            return ended(code, proc.pid, asked)
         if signals.hangup:
             return Viewed(exitcodes.STOPPED, proc.pid, "a hang-up")
         if signals.stop and not asked:  # stopped at once, as ``accelctl cancel`` does
             asked = True
-            try:
-                os.kill(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            ask_stop(proc.pid)
         time.sleep(POLL_S)
+
+
+def ask_stop(pid: int) -> None:
+    """Stop the run of supervisor ``pid`` as ``accelctl cancel`` does: SIGTERM to it (it stops its
+    launches as on Ctrl-C and records the run ``stopped``)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def ended(code: int, pid: int, asked: bool) -> Viewed:
+    """A supervisor that ended with ``code`` (``Popen.returncode``; ``asked``: a stop was sent)."""
+    if code < 0 and asked and -code == signal.SIGTERM:
+        return Viewed(exitcodes.STOPPED, pid)  # stopped while it started up, before its handler: no run yet
+    return Viewed(code, pid) if code >= 0 else Viewed(exitcodes.FAILED, pid, killed_by=_name(-code))
 
 
 def _name(signum: int) -> str:

@@ -5,7 +5,9 @@ The app holds the shared state (the workload folder, the selection, the live run
 hands it down; screens post ``SelectionChanged`` up and the run screen's feed posts run
 events up.  Only ``action_run`` starts a run, through ``accelctl.api.launch`` (the
 runner: own process group, events in the run store whatever happens to the TUI), and
-only ``action_stop`` / the quit dialog stop it, through ``RunHandle.stop()``.
+only ``action_stop`` / the quit dialog stop it, through ``RunHandle.stop()``.  Under
+``accelctl run FILE`` (``supervisor``) the runs are another process's: the app shows each in turn,
+and a stop is sent to that supervisor (``accelctl.tui.supervised``).
 """
 
 from __future__ import annotations
@@ -54,8 +56,12 @@ class AccelctlApp(App):
 
     def __init__(self, path: str | Path | None = None, *, runs_root: str | Path | None = None, live_handle=None,
                  selection: Selection | None = None, auto_exit: bool = False, start: str = "workloads",
-                 queue: tuple[int, int] | None = None, preflight: bool = False, attach: Path | None = None):
+                 queue: tuple[int, int] | None = None, preflight: bool = False, attach: Path | None = None,
+                 supervisor=None):
         super().__init__()
+        #: ``accelctl run FILE`` on a terminal: the run's own supervisor (``accelctl.tui.supervised``),
+        #: whose runs are shown in turn as it starts them; a stop is sent to it, leaving only detaches
+        self.supervisor = supervisor
         #: ``accelctl attach RUN`` on a terminal: that run's folder, shown (and followed while it goes on)
         self.attach = attach
         #: ``accelctl tui --preflight``: each run started here is preflighted first, as ``run --preflight``
@@ -79,6 +85,7 @@ class AccelctlApp(App):
         self.auto_exit = auto_exit
         self.start = start
         self.live = None  # LiveSource of the run started here
+        self._live_ended = False
         self.run_screen: RunScreen | None = None
         self._live_handle = live_handle
         self._files = None
@@ -97,6 +104,9 @@ class AccelctlApp(App):
     async def on_mount(self) -> None:
         if self._live_handle is not None:
             await self.start_live(self._live_handle)
+        elif self.supervisor is not None:
+            await self.switch_mode("run")
+            self.set_interval(0.1, self._follow_supervisor)
         else:
             await self.switch_mode(self.start)
         if self.attach is not None:  # another process runs it: the TUI reads its folder, never stops it
@@ -129,13 +139,13 @@ class AccelctlApp(App):
 
     @property
     def live_running(self) -> bool:
-        return self.live is not None and not self.live.handle.done
+        return self.live is not None and not self.live.done
 
     def context_text(self) -> str:
         sel = self.selection
         parts = [f"{self.queue[0]} of {self.queue[1]}"] if self.queue else []
         if self.live is not None:
-            parts.append(f"run {'live' if self.live_running else self.live.handle.run_id[-4:] + ' ended'}")
+            parts.append(f"run {'live' if self.live_running else self.live.run_id[-4:] + ' ended'}")
         if sel.workload and sel.target:
             parts.append(f"{sel.workload} › {sel.target}")
         return " · ".join(parts) + " "
@@ -154,7 +164,33 @@ class AccelctlApp(App):
     async def start_live(self, handle) -> None:
         from accelctl.tui.feed import LiveSource
 
-        self.live = LiveSource(handle)
+        await self._show_live(LiveSource(handle))
+
+    async def _follow_supervisor(self) -> None:
+        """``accelctl run FILE``: its supervisor's next run shown once the one before has ended
+        (and its end drawn); a hang-up detaches, a SIGTERM stops the run."""
+        sup = self.supervisor
+        if sup.signals.hangup:
+            self.exit(return_code=exitcodes.STOPPED)
+            return
+        if sup.signals.stop and not sup.stop_sent:
+            sup.stop()
+            self._quit_after_stop = True
+        if self.live is not None and not self._live_ended:
+            return
+        run_dir = sup.next_run()
+        if run_dir is not None:
+            from accelctl.tui.feed import SupervisedSource
+
+            if self.queue is not None and self.live is not None:
+                self.queue = (self.queue[0] + 1, max(self.queue[1], self.queue[0] + 1))
+            await self._show_live(SupervisedSource(run_dir, sup))
+        elif sup.ended() and (self.live is None or self._quit_after_stop):  # nothing (more) to show
+            self.exit(return_code=self.exit_code)
+
+    async def _show_live(self, source) -> None:
+        self.live = source
+        self._live_ended = False
         await self.switch_mode("run")
         self.run_screen.attach(self.live)
         self.refresh_bindings()
@@ -162,6 +198,7 @@ class AccelctlApp(App):
     def on_run_ended(self, message: RunEnded) -> None:
         if self.live is None or message.run_dir is None or Path(message.run_dir) != self.live.run_dir:
             return
+        self._live_ended = True
         if self.series is not None and self.series.index and not (self._quit_after_stop or self.skipped):
             self.series.ended(message.status)
             if self.series.more:  # the next repeat of the series, as `accelctl run` starts it
@@ -169,9 +206,11 @@ class AccelctlApp(App):
                 return
         if self.screen is not self.run_screen:  # on the run view the header and summary say it
             sev = "information" if message.status == "ok" else "warning" if message.status == "stopped" else "error"
-            self.notify(f"run {self.live.handle.run_id}: {message.status}", severity=sev)
+            self.notify(f"run {self.live.run_id}: {message.status}", severity=sev)
         self._refresh_context()
         self.refresh_bindings()
+        if self.supervisor is not None and self._quit_after_stop and not self.supervisor.ended():
+            return  # left once the supervisor has ended too (``_follow_supervisor``)
         if self._quit_after_stop or self.auto_exit or self.skipped:
             self.exit(return_code=self.exit_code)
 
@@ -184,11 +223,11 @@ class AccelctlApp(App):
 
     @property
     def exit_code(self) -> int:
-        if self.live is None or not self.live.handle.done:
+        if self.live is None or not self.live.done:
             return 0
         from accelctl.run.orchestrate import exit_code
 
-        return exit_code(self.live.handle.wait().status)
+        return exit_code(self.live.status())
 
     def on_open_run(self, message: OpenRun) -> None:
         """A stored run, replayed from its events.jsonl (followed while still written)."""
@@ -257,6 +296,10 @@ class AccelctlApp(App):
         await self.start_live(handle)
 
     def action_stop(self) -> None:
+        if self.supervisor is not None and not self.supervisor.ended():  # also before its first run: a preflight
+            self.supervisor.stop()
+            self.notify("stopping the run (SIGTERM to its supervisor, as accelctl cancel)…")
+            return
         if not self.live_running:
             self.notify("no live run to stop", severity="warning")
             return
@@ -320,22 +363,25 @@ class AccelctlApp(App):
             self.exit(return_code=self.exit_code)
             return
 
-        def answer(stop: bool | None) -> None:
-            if stop and self.live_running:
+        def answer(stop: bool | str | None) -> None:
+            if stop == "detach":  # the run goes on under its own supervisor
+                self.supervisor.why = "you left the view"
+                self.exit(return_code=exitcodes.STOPPED)
+            elif stop and self.live_running:
                 self._quit_after_stop = True
                 self.action_stop()
             elif stop:
                 self.exit(return_code=self.exit_code)
 
-        self.push_screen(QuitScreen(self.live.handle.run_id), answer)
+        self.push_screen(QuitScreen(self.live.run_id, detachable=self.supervisor is not None), answer)
 
     def check_action(self, action: str, parameters) -> bool | None:
         if isinstance(self.screen, ModalScreen) and action in ("run", "stop", "switch_target", "compare", "mode"):
             return False
         if action == "stop":
             return True if self.live_running else None  # None: shown dimmed
-        if action == "next":
-            return True if self._has_next() and not self.skipped else False  # False: not in the footer
+        if action == "next":  # a skip cannot be sent to a supervisor: not offered for ``accelctl run``
+            return True if self.supervisor is None and self._has_next() and not self.skipped else False  # False: not in the footer
         if action == "run":
             return None if self.live_running else True
         return True

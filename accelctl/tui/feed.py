@@ -90,6 +90,17 @@ class LiveSource:
     def stop(self) -> None:
         self.handle.stop()
 
+    @property
+    def run_id(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def done(self) -> bool:
+        return self.handle.done
+
+    def status(self) -> str:
+        return self.handle.wait().status
+
 
 class ReplaySource:
     """A stored run: ``events.jsonl`` replayed, then ``summary.json``.
@@ -214,3 +225,35 @@ def pump(source, post: Callable[[Any], Any], feed_id: int, cancelled: Callable[[
                 return
     except Exception as exc:  # noqa: BLE001 - report it on screen; a live run goes on regardless
         post(FeedFailed(feed_id, f"{type(exc).__name__}: {exc}"))
+
+
+class SupervisedSource(ReplaySource):
+    """A run that its own supervisor process writes (``accelctl run FILE`` on a terminal:
+    ``accelctl.tui.supervised``), followed from its folder as it is written; ``stop`` asks that
+    supervisor to stop the run, as ``accelctl cancel`` does."""
+
+    live = True
+
+    def __init__(self, run_dir: str | Path, supervisor):
+        super().__init__(run_dir, follow=True)
+        self.supervisor = supervisor
+        #: the wall clock the run's elapsed time counts from (its folder just appeared)
+        self.started_wall = time.time()
+
+    def _finished(self) -> bool:  # a supervisor killed before its summary: the run ends incomplete
+        return self._summary_there() or self.supervisor.ended()
+
+    @property
+    def run_id(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def done(self) -> bool:
+        return self._finished()
+
+    def status(self) -> str:
+        summary, why = read_object(self.run_dir / SUMMARY_FILE)
+        return str((summary or {}).get("status", "incomplete")) if not why else f"{UNREADABLE}: {why}"
+
+    def stop(self) -> None:
+        self.supervisor.stop()

@@ -1,14 +1,14 @@
-"""``run_live``: run a plan with the live run screen (``accelctl run`` on a terminal).
+"""``run_live``: run a plan inside this process with the live run screen (the TUI overhead
+benchmark, ``bench/tui_overhead.py``, and tests); ``attach_live``: ``accelctl attach RUN``.
 
-The run goes through the runner as always (its own process group; ``events.jsonl``,
-``worker.log`` and ``summary.json`` in the run store), and the TUI only reads it.  If the
-TUI ends while the run still goes (it crashed, or the terminal went away), the run is
-followed on the plain console until it ends, so nothing is lost and the exit code still
-says how the run went: 0 ok, 1 failed, 130 stopped.
+``accelctl run FILE`` on a terminal does not run here: the run has its own supervisor, which
+the TUI views (``accelctl.tui.supervised``).  Here the run goes through the runner in this
+process (its own process group; ``events.jsonl``, ``worker.log`` and ``summary.json`` in the
+run store) and the TUI only reads it; if the TUI ends while the run still goes (it crashed),
+the run is stopped and waited for -- nothing of it outlives this process -- and the exit code
+says how it went: 0 ok, 1 failed, 130 stopped.
 
     python -m accelctl.tui.live FILE [-w WORKLOAD] [-t TARGET] [--runs-dir DIR]
-
-does what ``accelctl run FILE`` does on a terminal (for the benchmark and tests).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from accelctl.run.orchestrate import SKIPPED, exit_code  # noqa: F401 - SKIPPED: run_live's return after ``n``
+from accelctl.tui.supervised import print_summaries
 
 
 def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto_exit: bool = False,
@@ -59,10 +60,12 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
         handle.stop()
     except Exception as exc:  # noqa: BLE001 - the run must outlive a broken display
         crashed = f"the TUI failed: {type(exc).__name__}: {exc}"
-    if not handle.done:
-        return _follow_on_console(handle, plan, crashed or "the TUI ended before the run")
+    if not handle.done:  # no viewer left: the run this process owns ends with it
+        print(f"accelctl: {crashed or 'the TUI ended before the run'}; stopping run {handle.run_dir.name}",
+              file=sys.stderr, flush=True)
+        handle.stop()
     result = handle.wait()
-    _print_summary(result)
+    print_summaries([result.run_dir])
     if getattr(app, "skipped", False) and result.status == "stopped":
         return SKIPPED
     return exit_code(result.status)
@@ -79,33 +82,6 @@ def attach_live(run_dir: Path, runs_root, *, headless: bool = False, size: tuple
         app.run(headless=headless, size=size)
     except KeyboardInterrupt:
         pass
-
-
-def _follow_on_console(handle, plan, why: str) -> int:
-    """The TUI is gone but the run is not: print it like ``accelctl run --headless``."""
-    from accelctl.run.console import ConsoleSink
-
-    print(f"accelctl: {why}; the run goes on ({handle.run_dir}) — following it here, Ctrl-C stops it",
-          file=sys.stderr, flush=True)
-    sink = ConsoleSink(job=plan.job, headless=True)
-    try:
-        for ev in handle.events():
-            sink.on_event(ev)
-    except KeyboardInterrupt:
-        handle.stop()
-    result = handle.wait()  # a Ctrl-C here stops the run and still returns its result
-    sink.close(result)
-    return exit_code(result.status)
-
-
-def _print_summary(result) -> None:
-    """After the alternate screen is gone: the run's figures stay in the terminal."""
-    from accelctl.run.console import summary_rows
-
-    print(f"run {result.run_dir.name}")
-    for label, value in summary_rows(result.summary, result.run_dir):
-        print(f"  {label}: {value}")
-    sys.stdout.flush()
 
 
 def main(argv=None) -> int:

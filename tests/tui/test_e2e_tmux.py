@@ -1,6 +1,8 @@
 """End to end in a real terminal: tmux runs `accelctl run` on a small workload; the pane
 shows the step-time panel advancing, then the final summary; `q` leaves and the summary
-stays printed.  Needs tmux (apt-get install -y tmux) and torch; a few tens of seconds.
+stays printed; a hang-up of the pane's shell only detaches the TUI from the run's own supervisor:
+the run goes on to ``ok`` (``accelctl status RUN``) and no process is left.  Needs tmux
+(apt-get install -y tmux) and torch; a few tens of seconds.
 """
 
 from __future__ import annotations
@@ -32,14 +34,19 @@ def _pane(session: str) -> str:
     return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
 
 
-def test_accelctl_run_in_a_terminal_shows_the_run_live(tmp_path):
-    pytest.importorskip("torch")
+def _start(runs_dir) -> str:
     session = f"accelctl-e2e-{uuid.uuid4().hex[:8]}"
-    runs_dir = tmp_path / "runs"
     cmd = " ".join(shlex.quote(a) for a in _command(runs_dir))
     script = f"cd {shlex.quote(str(ROOT))} && export PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color && " \
              f"{cmd}; echo EXIT=$?; sleep 120"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", script], check=True)
+    return session
+
+
+def test_accelctl_run_in_a_terminal_shows_the_run_live(tmp_path):
+    pytest.importorskip("torch")
+    runs_dir = tmp_path / "runs"
+    session = _start(runs_dir)
     try:
         progress: list[int] = []
         panes = []
@@ -73,3 +80,38 @@ def test_accelctl_run_in_a_terminal_shows_the_run_live(tmp_path):
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     (run,) = runs_dir.iterdir()
     assert json.loads((run / "summary.json").read_text())["status"] == "ok"
+
+
+def _status(run_id: str, runs_dir) -> dict:
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "status", run_id, "--json", "--runs-dir",
+                         str(runs_dir)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    (state,) = json.loads(cp.stdout)["result"]["runs"]
+    return state
+
+
+def test_a_hang_up_of_the_terminal_leaves_the_run_going_to_its_end(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    pytest.importorskip("torch")
+    runs_dir = tmp_path / "runs"
+    session = _start(runs_dir)
+    try:
+        deadline = time.monotonic() + 180
+        while not re.search(rf"[1-9]\d*/{TOTAL} steps", _pane(session)):  # the run is going, on screen
+            assert time.monotonic() < deadline, _pane(session)
+            time.sleep(0.1)
+        shell = psutil.Process(int(subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
+                                                  capture_output=True, text=True, check=True).stdout))
+        started = shell.children(recursive=True)  # the TUI, its supervisor, the run's worker
+        assert len(started) >= 3, started
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)  # the pane's shell: SIGHUP
+    (run,) = [p for p in runs_dir.iterdir() if not p.name.startswith(".")]
+    assert _status(run.name, runs_dir)["state"] == "running"  # the hang-up did not stop it
+    deadline = time.monotonic() + 240
+    while (state := _status(run.name, runs_dir))["state"] == "running":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    assert state["state"] == "ok", state
+    assert json.loads((run / "summary.json").read_text())["status"] == "ok"
+    gone, alive = psutil.wait_procs(started, timeout=30)
+    assert not alive, alive  # the viewer, the supervisor and the worker all ended

@@ -46,24 +46,31 @@ class PickScreen(ModalScreen):
 
 
 class QuitScreen(ModalScreen):
-    """Asked when quitting while a run is live; dismisses with True (stop and quit) or False."""
+    """Asked when quitting while a run is live; dismisses with True (stop and quit) or False;
+    ``detachable`` (the run has a supervisor of its own): also "detach" (leave, the run goes on)."""
 
     BINDINGS = [
         Binding("s,y", "answer(True)", "Stop & quit"),
         Binding("escape,n,c", "answer(False)", "Keep running"),
+        Binding("l,d", "leave", "Leave it running", show=False),
     ]
 
-    def __init__(self, run_id: str):
+    def __init__(self, run_id: str, detachable: bool = False):
         super().__init__()
         self.run_id = run_id
+        self.detachable = detachable
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-box", classes="dialog"):
             yield Static(Text.assemble(("A run is still going:\n", "bold"), (self.run_id, "cyan"),
-                                       "\n\nStop it (the whole process group; recorded as stopped) and quit?"),
+                                       "\n\nStop it (the whole process group; recorded as stopped) and quit?"
+                                       + ("\nOr leave it running (accelctl attach RUN follows it again)?"
+                                          if self.detachable else "")),
                          id="quit-text")
             with Horizontal(id="quit-buttons"):
                 yield Button("Stop & quit [s]", variant="error", id="quit-stop")
+                if self.detachable:
+                    yield Button("Leave [l]", id="quit-leave")
                 yield Button("Keep running [esc]", variant="primary", id="quit-keep")
 
     def on_mount(self) -> None:
@@ -72,7 +79,11 @@ class QuitScreen(ModalScreen):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id == "quit-stop")
+        self.dismiss("detach" if event.button.id == "quit-leave" else event.button.id == "quit-stop")
 
     def action_answer(self, stop: bool) -> None:
         self.dismiss(stop)
+
+    def action_leave(self) -> None:
+        if self.detachable:
+            self.dismiss("detach")

@@ -1,0 +1,128 @@
+"""``accelctl run FILE`` on a terminal: start + attach (issue 25, item 1).
+
+The run's supervisor is the one ``run --detach`` and the console stream start
+(``accelctl.run.detach.spawn``: ``accelctl run --headless`` in a session of its own); this
+process only shows its runs in the TUI, each in turn as the supervisor starts it (their
+folders name the supervisor in ``runner.json``), read from the run store as they are written.
+
+* ``x``, or ``q`` answered "stop", or a SIGTERM to this process: the stop is sent to the
+  supervisor (SIGTERM, as ``accelctl cancel``), the TUI shows the run ending ``stopped``;
+* ``q`` answered "leave", a hang-up (SIGHUP), or a TUI that fails: this process only
+  detaches; the run goes on (``accelctl attach RUN`` follows it again);
+* ``n`` (skip to the next workload) cannot be sent to a supervisor: it is not offered here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from accelctl import exitcodes
+from accelctl.run import detach, foreground, store
+
+
+class Supervisor:
+    """The supervisor process this TUI views: its runs as they appear, its end, the stop."""
+
+    def __init__(self, spawned: detach.Spawned, base: Path, before: set[str], signals) -> None:
+        self.spawned, self.base, self.signals = spawned, base, signals
+        self.pid = spawned.proc.pid
+        self._seen = set(before)
+        #: the folders of its runs seen so far, in order
+        self.runs: list[Path] = []
+        self.stop_sent = False
+        #: why the viewer left while the supervisor goes on ("" : it did not)
+        self.why = ""
+
+    def next_run(self) -> Path | None:
+        """The supervisor's next run folder, once it exists (None: not yet, or no more)."""
+        run_id = detach.first_run_of(self.pid, self.base, self._seen)
+        if run_id is None:
+            return None
+        self._seen.add(run_id)
+        self.runs.append(self.base / run_id)
+        return self.runs[-1]
+
+    def ended(self) -> bool:
+        return self.spawned.proc.poll() is not None
+
+    def stop(self) -> None:
+        if not self.stop_sent and not self.ended():
+            self.stop_sent = True
+            foreground.ask_stop(self.pid)
+
+
+def view(run_argv: list[str], root, path: Path | None, selection, count: int, *, headless: bool = False,
+         size: tuple[int, int] | None = None, app_factory=None) -> foreground.Viewed:
+    """Start the supervisor of ``accelctl run *run_argv`` and view its runs in the TUI (``count``
+    of them expected: "1 of N"); how viewing ended, the run's exit status when the supervisor ended."""
+    base = store.runs_root(root)
+    before = set(os.listdir(base)) if base.is_dir() else set()
+    with foreground._Signals() as signals:  # from before the start: a SIGTERM meanwhile stops the run it starts
+        spawned = detach.spawn(run_argv, root, split=True, folder=Path(tempfile.mkdtemp(prefix="accelctl-run-")))
+        sup = Supervisor(spawned, base, before, signals)
+        from accelctl.tui.app import AccelctlApp
+
+        app = (app_factory or AccelctlApp)(path, runs_root=root, supervisor=sup, selection=selection,
+                                           queue=(1, count) if count > 1 else None)
+        try:
+            app.run(headless=headless, size=size)
+        except KeyboardInterrupt:
+            sup.stop()
+        except Exception as exc:  # noqa: BLE001 - the run must outlive a broken display
+            sup.why = f"the TUI failed: {type(exc).__name__}: {exc}"
+        if app.return_code not in (0, exitcodes.STOPPED, None) and not sup.why:
+            sup.why = "the TUI failed (its error is above)"
+        if signals.stop:
+            sup.stop()
+        if sup.stop_sent:  # a stop asked: shown to its end (the supervisor ends the batch)
+            spawned.proc.wait()
+    viewed = _outcome(sup, signals)
+    try:
+        print_summaries(sup.runs)
+    except OSError:  # the terminal hung up: the runs' figures stay in their folders
+        pass
+    if not viewed.detached:
+        if not sup.runs:  # it ended before any run: its refusal, its preflight, its crash are the command's
+            _copy(spawned.console, sys.stdout)
+            _copy(spawned.errors, sys.stderr)
+        shutil.rmtree(spawned.console.parent, ignore_errors=True)
+    return viewed
+
+
+def _outcome(sup: Supervisor, signals) -> foreground.Viewed:
+    proc = sup.spawned.proc
+    if proc.poll() is not None:
+        viewed = foreground.ended(proc.returncode, sup.pid, sup.stop_sent)
+    else:
+        why = sup.why or ("a hang-up" if signals.hangup else "you left the view")
+        viewed = foreground.Viewed(exitcodes.STOPPED, sup.pid, why)
+    viewed.run_id = sup.runs[-1].name if sup.runs else None
+    viewed.console = sup.spawned.console
+    return viewed
+
+
+def print_summaries(runs: list[Path]) -> None:
+    """After the alternate screen is gone: each ended run's figures stay in the terminal."""
+    from accelctl.run.console import summary_rows
+
+    for run_dir in runs:
+        summary = store.read_json(run_dir / store.SUMMARY_FILE)
+        if summary:
+            print(f"run {run_dir.name}")
+            for label, value in summary_rows(summary, run_dir):
+                print(f"  {label}: {value}")
+    sys.stdout.flush()
+
+
+def _copy(path: Path | None, stream) -> None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
+    except OSError:
+        return
+    if text:
+        stream.write(text)
+        stream.flush()
