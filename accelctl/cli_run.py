@@ -101,7 +101,7 @@ def cmd_run(args) -> int:
     if args.resume:
         return resume_run(args)
     source, chosen, req = checked(args)
-    face = ConsoleFace(args, live=False, source=source)
+    face = ConsoleFace(args, source=source)
     args.fast_exit = True  # (set before the runs: a stop's exit code 130 ends the program as fast)
     from accelctl.run import orchestrate
 
@@ -223,11 +223,12 @@ def _detached(viewed, reply) -> None:
 
 
 class ConsoleFace:
-    """``accelctl run``'s face for the orchestrator: the console stream (``ConsoleSink``), or each
-    run in the live TUI on a terminal; ``run --json`` fills the document."""
+    """The run's supervisor's face for the orchestrator: the console stream (``ConsoleSink``), which
+    a viewer (``accelctl.run.foreground``, ``accelctl.tui.supervised``) shows; ``run --json`` fills
+    the document."""
 
-    def __init__(self, args, live: bool, source: str | None = None) -> None:
-        self.args, self.live, self.source = args, live, source
+    def __init__(self, args, source: str | None = None) -> None:
+        self.args, self.source = args, source
 
     def say(self, text: str, error: bool = False) -> None:
         print(f"accelctl: {text}", file=sys.stderr if error else sys.stdout, flush=True)

@@ -13,7 +13,7 @@
 * ``Series``: N independent processes of one plan, ``series.json`` in each run folder, a repeat
   that does not end ok ends the series;
 * ``plan_groups`` / ``run_all``: workloads whose stacks match share one worker process, unless
-  shown live, preflighted, or started one launch at a time;
+  preflighted, or started one launch at a time;
 * ``exit_code``: a run's status as the command's exit status.
 
 A face says how it shows things (``Face``); nothing here prints.
@@ -252,28 +252,21 @@ class Series:
 
 
 class Face(Protocol):
-    """How a face shows a batch of runs (``run_all``); ``live``: each run in the live TUI."""
-
-    live: bool
+    """How a face shows a batch of runs (``run_all``)."""
 
     def say(self, text: str, error: bool = False) -> None: ...
     def announce(self, c: Chosen, only) -> None: ...
     def preflighted(self, c: Chosen, result) -> None: ...
     def sinks(self, c: Chosen) -> Sequence[Any]: ...
     def ran(self, c: Chosen, result, sinks, series_id: str | None) -> int | None: ...
-    def run_live(self, c: Chosen, place: int, count: int) -> int: ...
     def not_run(self, names: list[str]) -> None: ...
 
 
-#: ``Face.run_live``'s return when ``n`` skipped the run to go on with the next (recorded stopped)
-SKIPPED = -1
-
-
-def plan_groups(chosen: Sequence[Chosen], req: Request, live: bool) -> list[list[int]]:
+def plan_groups(chosen: Sequence[Chosen], req: Request) -> list[list[int]]:
     """Indexes of ``chosen`` grouped into worker processes: workloads whose stacks match share one
-    (``accelctl.run.shared``); the live TUI, a preflight, ``--launch`` and repeats (independent
-    processes) keep one each."""
-    if live or req.only is not None or req.preflight:
+    (``accelctl.run.shared``); a preflight, ``--launch`` and repeats (independent processes) keep
+    one each."""
+    if req.only is not None or req.preflight:
         return [[i] for i in range(len(chosen))]
     from accelctl.run.shared import groups
 
@@ -284,14 +277,14 @@ def run_all(chosen: Sequence[Chosen], source: str | None, req: Request, face: Fa
     """Run every chosen workload in order, as ``accelctl run FILE`` does; the exit status: 0 all
     ok, 1 one failed, 130 stopped (a stop ends the batch), or what ``face.ran`` said."""
     code = exitcodes.OK
-    for group in plan_groups(chosen, req, face.live):
+    for group in plan_groups(chosen, req):
         if len(group) > 1:
             got = _run_shared([chosen[i] for i in group], source, req, face)
         else:
             got = _run_one(chosen[group[0]], group[0], len(chosen), source, req, face)
         if got == exitcodes.STOPPED:  # Ctrl-C, or ``x`` in the live TUI: the whole batch stops
             return got
-        code = code or (exitcodes.STOPPED if got == SKIPPED else got)
+        code = code or got
     return code
 
 
@@ -303,8 +296,6 @@ def _run_one(c: Chosen, index: int, count: int, source, req: Request, face: Face
         face.preflighted(c, result)
         if not result.ok:
             return exitcodes.FAILED
-    if face.live and c.repeats == 1 and req.only is None:
-        return face.run_live(c, index + 1, count)  # SKIPPED: ``n`` went on with the next
     series = Series(c, source, req)
     for result, sinks in series.run(lambda: face.sinks(c), face.say):
         override = face.ran(c, result, sinks, series.series_id)

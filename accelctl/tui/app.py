@@ -46,7 +46,6 @@ class AccelctlApp(App):
         Binding("4", "mode('runs')", "Runs", show=False),
         Binding("r", "run", "Run"),
         Binding("x", "stop", "Stop"),
-        Binding("n", "next", "Next"),
         Binding("t", "switch_target", "Target"),
         Binding("c", "compare", "Compare"),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -69,10 +68,8 @@ class AccelctlApp(App):
         #: the repeat series of the run started with ``r`` (``accelctl.run.orchestrate.Series``)
         self.series = None
         #: (this run's place, how many) when ``accelctl run FILE`` runs several workloads in turn:
-        #: the header says "1 of 2", the next starts when this one ends, ``n`` skips to it
+        #: the header says "1 of 2"; each is shown as its supervisor starts it
         self.queue = queue
-        #: ``n`` was pressed: the run was stopped to go on with the next of the queue
-        self.skipped = False
         from accelctl.run.store import runs_root as resolve_runs_root
 
         self.add_mode("run", self._make_run_screen)
@@ -199,7 +196,7 @@ class AccelctlApp(App):
         if self.live is None or message.run_dir is None or Path(message.run_dir) != self.live.run_dir:
             return
         self._live_ended = True
-        if self.series is not None and self.series.index and not (self._quit_after_stop or self.skipped):
+        if self.series is not None and self.series.index and not self._quit_after_stop:
             self.series.ended(message.status)
             if self.series.more:  # the next repeat of the series, as `accelctl run` starts it
                 self.call_later(self._start_repeat)
@@ -211,7 +208,7 @@ class AccelctlApp(App):
         self.refresh_bindings()
         if self.supervisor is not None and self._quit_after_stop and not self.supervisor.ended():
             return  # left once the supervisor has ended too (``_follow_supervisor``)
-        if self._quit_after_stop or self.auto_exit or self.skipped:
+        if self._quit_after_stop or self.auto_exit:
             self.exit(return_code=self.exit_code)
 
     @cached_property
@@ -306,20 +303,6 @@ class AccelctlApp(App):
         self.live.stop()
         self.notify("stopping the run (SIGINT to its process group, then SIGTERM, SIGKILL)…")
 
-    def action_next(self) -> None:
-        """Queue: stop this run (recorded stopped) and go on with the next workload."""
-        if not self._has_next():
-            return
-        self.skipped = True
-        if self.live_running:
-            self.live.stop()
-            self.notify("skipping: stopping this run, the next starts when it has ended…")
-        else:
-            self.exit(return_code=self.exit_code)
-
-    def _has_next(self) -> bool:
-        return self.queue is not None and self.queue[0] < self.queue[1]
-
     def action_switch_target(self) -> None:
         wf, spec = self.selected_file(), self.selected_spec()
         if spec is None:
@@ -380,8 +363,6 @@ class AccelctlApp(App):
             return False
         if action == "stop":
             return True if self.live_running else None  # None: shown dimmed
-        if action == "next":  # a skip cannot be sent to a supervisor: not offered for ``accelctl run``
-            return True if self.supervisor is None and self._has_next() and not self.skipped else False  # False: not in the footer
         if action == "run":
             return None if self.live_running else True
         return True

@@ -16,17 +16,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from accelctl.run.orchestrate import SKIPPED, exit_code  # noqa: F401 - SKIPPED: run_live's return after ``n``
+from accelctl.run.orchestrate import exit_code
 from accelctl.tui.supervised import print_summaries
 
 
 def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto_exit: bool = False,
-             size: tuple[int, int] | None = None, app_factory=None, lower_priority: bool | None = None,
-             queue: tuple[int, int] | None = None) -> int:
-    """Launch ``plan`` and show it live; returns 0 ok, 1 failed, 130 stopped (SKIPPED: ``n``).
-
-    ``queue`` (place, count): one of several workloads run in turn; the app leaves on its own
-    when the run ends unless it is the last, and ``n`` stops it to go on with the next.
+             size: tuple[int, int] | None = None, app_factory=None, lower_priority: bool | None = None) -> int:
+    """Launch ``plan`` and show it live; returns 0 ok, 1 failed, 130 stopped.
 
     ``headless``/``size``/``auto_exit`` (leave the app when the run ends) are for tests
     and the overhead benchmark; ``app_factory(**kwargs)`` replaces the app class.
@@ -45,10 +41,8 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
 
         factory = app_factory or AccelctlApp
         path = Path(spec.path) if spec is not None and spec.path and spec.path != "<input>" else None
-        more = queue is not None and queue[0] < queue[1]
-        kwargs = {"queue": queue} if queue is not None else {}
-        app = factory(path, runs_root=runs_root, live_handle=handle, auto_exit=auto_exit or more,
-                      selection=Selection(path, getattr(spec, "name", None), plan.target), **kwargs)
+        app = factory(path, runs_root=runs_root, live_handle=handle, auto_exit=auto_exit,
+                      selection=Selection(path, getattr(spec, "name", None), plan.target))
         if lower_priority:
             from accelctl.tui.priority import lower_this_thread
 
@@ -66,8 +60,6 @@ def run_live(plan, spec, source_text, runs_root, *, headless: bool = False, auto
         handle.stop()
     result = handle.wait()
     print_summaries([result.run_dir])
-    if getattr(app, "skipped", False) and result.status == "stopped":
-        return SKIPPED
     return exit_code(result.status)
 
 

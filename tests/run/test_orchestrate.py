@@ -69,9 +69,8 @@ def test_repeats_are_planned_one_round_per_process_and_never_share_a_worker():
     assert [c.repeats for c in chosen] == [1, 3, 1]
     assert chosen[1].plan.job.measure.repeat == 1  # each of the 3 processes measures one round
     # a, b, c: b is a series of independent processes, so a and c are not neighbours to share with
-    assert orchestrate.plan_groups(chosen, orchestrate.Request(), live=False) == [[0], [1], [2]]
-    for req, live in ((orchestrate.Request(preflight=True), False), (orchestrate.Request(), True)):
-        assert orchestrate.plan_groups(chosen, req, live) == [[0], [1], [2]]
+    assert orchestrate.plan_groups(chosen, orchestrate.Request()) == [[0], [1], [2]]
+    assert orchestrate.plan_groups(chosen, orchestrate.Request(preflight=True)) == [[0], [1], [2]]
     ac = [chosen[0], chosen[2]]
-    assert orchestrate.plan_groups(ac, orchestrate.Request(), live=False) == [[0, 1]]  # one stack, one worker
-    assert orchestrate.plan_groups(ac, orchestrate.Request(), live=True) == [[0], [1]]  # the live TUI: one each
+    assert orchestrate.plan_groups(ac, orchestrate.Request()) == [[0, 1]]  # one stack, one worker
+    assert orchestrate.plan_groups(ac, orchestrate.Request(preflight=True)) == [[0], [1]]  # preflighted: one each

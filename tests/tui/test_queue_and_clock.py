@@ -1,5 +1,5 @@
-"""Issue 27 item 4: a file of several workloads runs as a queue ("1 of 2", the next starts on its
-own, ``n`` skips to it); the clock ticks from the launch through the setup that sends no event;
+"""Issue 27 item 4 (the queue of several workloads, "1 of 2", is shown as the run's supervisor
+starts them: tests/tui/test_supervised.py): the clock ticks from the launch through the setup that sends no event;
 plot axes of non-negative series stay at or above zero; the log panel hides the libraries'
 warnings (``a`` shows them); ``accelctl tui`` exits 0 after a quit whatever the last run did.
 Real runner, real processes (``fake_worker.py`` replaying a recorded run)."""
@@ -15,7 +15,6 @@ from tui_screen import screen_text, wait_for
 
 from accelctl.api import launch
 from accelctl.tui.app import AccelctlApp
-from accelctl.tui.live import SKIPPED, run_live
 from accelctl.tui.model import RunModel
 from accelctl.tui.screens.run import RunScreen
 from accelctl.tui.widgets.logtail import LogTail
@@ -23,44 +22,6 @@ from accelctl.tui.widgets.logtail import LogTail
 
 def start(runs_dir, run="tui_train-cpu-", **options):
     return launch(fake_plan(run, **options), source_text=None, spec_json=spec_json(run), runs_root=runs_dir)
-
-
-class Watched(AccelctlApp):
-    """The app as ``accelctl run`` makes it, recording its top bar's context as the run ends
-    and pressing ``n`` once it has run ``press_n_after`` seconds (None: never)."""
-
-    seen: list[str] = []
-    press_n_after: float | None = None
-
-    async def start_live(self, handle) -> None:
-        await super().start_live(handle)
-        if self.press_n_after is not None:
-            self.set_timer(self.press_n_after, self.action_next)
-
-    def on_run_ended(self, message) -> None:
-        Watched.seen.append(self.context_text())
-        super().on_run_ended(message)
-
-
-def test_a_queued_run_says_its_place_and_leaves_on_its_own_when_it_ends(runs_dir):
-    Watched.seen, Watched.press_n_after = [], None
-    plan = fake_plan("tui_train-cpu-", delay_s=0.05)
-    # no q pressed: the app leaves when the run ends, as a queue's next one is waiting
-    assert run_live(plan, None, None, runs_dir, headless=True, size=(80, 24), app_factory=Watched,
-                    queue=(1, 2)) == 0
-    assert Watched.seen and Watched.seen[-1].startswith("1 of 2 · run ")
-
-
-def test_n_stops_the_run_and_goes_on_with_the_next(runs_dir):
-    Watched.seen, Watched.press_n_after = [], 1.0
-    plan = fake_plan("tui_train-cpu-", delay_s=0.5)
-    assert run_live(plan, None, None, runs_dir, headless=True, size=(80, 24), app_factory=Watched,
-                    queue=(1, 3)) == SKIPPED
-    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
-    assert json.loads((run_dir / "summary.json").read_text())["status"] == "stopped"
-    # the last of a queue has no next: n is not offered and does nothing
-    last = AccelctlApp(WORKLOADS, runs_root=runs_dir, queue=(2, 2))
-    assert not last._has_next()
 
 
 def test_the_clock_ticks_from_the_launch_before_any_event():

@@ -20,7 +20,6 @@ KEYS = (
         ("ctrl+p", "command palette"),
         ("?", "this help"),
         ("q", "quit (asks first while a run is live; under accelctl run: l leaves it running)"),
-        ("n", "accelctl run FILE: not offered (each workload is shown in turn; x stops them all)"),
     )),
     ("Workloads", (
         ("↑ ↓ / tab", "choose a file / a workload › target"),
