@@ -28,9 +28,11 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,9 @@ from accelctl.run import liveness, procgroup, scheduled_job, store
 DETACHED_ENV = "ACCELCTL_DETACHED"
 #: the folder of the store holding the detached supervisors' console streams
 CONSOLE_DIR = ".detached"
+#: the prefix of a viewed supervisor's console folder in ``$TMPDIR`` (``viewer_folder``)
+VIEWER_PREFIX = "accelctl-run-"
+_STORE_NOTE = "store"
 POLL_S = 0.05
 #: ``<utc time>-<hex>-<pid>_<start ticks>.console``: a supervisor's console, named by its identity
 _CONSOLE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]+-(\d+)_(\d+)\.(console|stderr)$")
@@ -133,19 +138,65 @@ def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
         raise KeyboardInterrupt(f"the detached supervisor (pid {proc.pid}) goes on; its console: {console}") from None
 
 
-def ended_consoles(root: Path) -> list[Path]:
-    """The console (and ``.stderr``) files of detached supervisors that have ended (``runs gc`` removes them:
-    each run's own stream is its ``events.jsonl``, replayed by ``attach``)."""
+def viewer_folder(root) -> Path:
+    """A folder of its own (under ``$TMPDIR``, out of the store: a full store must not stop the
+    supervisor's prints) for the console files of a supervisor a foreground ``run`` views; its
+    ``store`` file names the store, whose ``runs gc`` removes what a viewer left there."""
+    folder = Path(tempfile.mkdtemp(prefix=VIEWER_PREFIX))
     try:
-        entries = list(os.scandir(store.runs_root(root) / CONSOLE_DIR))
+        (folder / _STORE_NOTE).write_text(str(store.runs_root(root).resolve()), encoding="utf-8")
+    except OSError:
+        pass
+    return folder
+
+
+def _viewer_folders(base: Path) -> list[Path]:
+    """The viewers' console folders in ``$TMPDIR`` that name the store ``base``."""
+    try:
+        folders = sorted(Path(tempfile.gettempdir()).glob(VIEWER_PREFIX + "*"))
     except OSError:
         return []
+    mine = str(base.resolve())
+    found = []
+    for folder in folders:
+        try:
+            if (folder / _STORE_NOTE).read_text(encoding="utf-8") == mine:
+                found.append(folder)
+        except OSError:
+            continue
+    return found
+
+
+def ended_consoles(root: Path) -> list[Path]:
+    """The console (and ``.stderr``) files of supervisors that have ended, detached ones' in the store
+    and those a viewer left in ``$TMPDIR`` when it detached (``runs gc`` removes them: each run's own
+    stream is its ``events.jsonl``, replayed by ``attach``)."""
+    base = store.runs_root(root)
+    folders = [base / CONSOLE_DIR, *_viewer_folders(base)]
     ended = []
-    for entry in entries:
-        m = _CONSOLE.match(entry.name)
-        if m and entry.is_file(follow_symlinks=False) and not supervision.alive(f"{m[1]}:{m[2]}"):
-            ended.append(Path(entry.path))
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            m = _CONSOLE.match(entry.name)
+            if m and entry.is_file(follow_symlinks=False) and not supervision.alive(f"{m[1]}:{m[2]}"):
+                ended.append(Path(entry.path))
     return sorted(ended)
+
+
+def forget_if_empty(folder: Path) -> None:
+    """A viewer's console folder once no console file is left in it (its ``store`` note goes too)."""
+    if not any(_CONSOLE.match(p.name) for p in folder.iterdir()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def forget_console(console: Path | None) -> None:
+    """A viewer that detached from a run it can name: its supervisor's console folder goes now (the
+    supervisor writes on into the unlinked files, freed when it ends; the run is in the store)."""
+    if console is not None and console.parent.name.startswith(VIEWER_PREFIX):
+        shutil.rmtree(console.parent, ignore_errors=True)
 
 
 def first_run_of(pid: int, base: Path, before: set[str]) -> str | None:

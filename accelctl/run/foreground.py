@@ -24,7 +24,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,7 +112,7 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
     before = set(os.listdir(base)) if base.is_dir() else set()
     with _Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
         # the console files out of the store: a full store must not stop the supervisor's prints
-        spawned = detach.spawn(argv, root, split=True, folder=Path(tempfile.mkdtemp(prefix="accelctl-run-")))
+        spawned = detach.spawn(argv, root, split=True, folder=detach.viewer_folder(root))
         # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
         out = _Copy(spawned.console, None if json_document else sys.stdout)
         err = _Copy(spawned.errors, sys.stderr)
@@ -125,16 +124,12 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
     viewed.run_id = detach.first_run_of(spawned.proc.pid, base, before)
     viewed.console = spawned.console
     if viewed.detached:
+        if viewed.run_id:  # named: found by its id (the console is named when there is none yet)
+            detach.forget_console(spawned.console)
         return viewed
     if json_document:
         viewed.document = _document(spawned.console)
-    for path in (spawned.console, spawned.errors):  # everything of them was copied; the runs are in the store
-        if path is not None:
-            path.unlink(missing_ok=True)
-    try:
-        spawned.console.parent.rmdir()
-    except OSError:
-        pass
+    detach.forget_console(spawned.console)  # everything of it was copied; the runs are in the store
     return viewed
 
 

@@ -118,6 +118,8 @@ def remove_consoles(root, dry_run: bool = False) -> list[str]:
     its criterion: a run's own stream is its ``events.jsonl``); their paths."""
     from accelctl.run.detach import ended_consoles
 
+    from accelctl.run.detach import VIEWER_PREFIX, forget_if_empty
+
     gone = []
     for path in ended_consoles(root):
         try:
@@ -126,4 +128,6 @@ def remove_consoles(root, dry_run: bool = False) -> list[str]:
             gone.append(str(path))
         except OSError:
             continue
+        if not dry_run and path.parent.name.startswith(VIEWER_PREFIX):
+            forget_if_empty(path.parent)
     return gone

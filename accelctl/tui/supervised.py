@@ -15,9 +15,7 @@ folders name the supervisor in ``runner.json``), read from the run store as they
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from accelctl import exitcodes
@@ -62,7 +60,7 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
     with foreground._Signals() as signals:  # from before the start: a SIGTERM meanwhile stops the run it starts
-        spawned = detach.spawn(run_argv, root, split=True, folder=Path(tempfile.mkdtemp(prefix="accelctl-run-")))
+        spawned = detach.spawn(run_argv, root, split=True, folder=detach.viewer_folder(root))
         sup = Supervisor(spawned, base, before, signals)
         from accelctl.tui.app import AccelctlApp
 
@@ -89,7 +87,9 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
         if not sup.runs:  # it ended before any run: its refusal, its preflight, its crash are the command's
             _copy(spawned.console, sys.stdout)
             _copy(spawned.errors, sys.stderr)
-        shutil.rmtree(spawned.console.parent, ignore_errors=True)
+        detach.forget_console(spawned.console)
+    elif viewed.run_id:  # detached from a run it can name: the console is not needed to find it
+        detach.forget_console(spawned.console)
     return viewed
 
 

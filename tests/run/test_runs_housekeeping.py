@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -182,3 +183,34 @@ def test_gc_removes_the_consoles_of_ended_supervisors_only(tmp_path):
     code, doc = cli("runs", "gc", "--failed", runs=tmp_path / "runs")
     assert code == 0 and doc["result"]["consoles"] == [str(gone)]
     assert not gone.exists() and live.exists() and other.exists()
+
+
+def test_gc_removes_what_a_detached_viewer_left_of_an_ended_supervisor_for_this_store_only(tmp_path):
+    """A foreground run's viewer keeps its supervisor's console in a folder of ``$TMPDIR`` (out of the
+    store); a viewer SIGKILLed, or detached before any run could name it, leaves that folder behind:
+    ``runs gc`` of the store it names removes it once the supervisor has ended, and no other store's."""
+    from accelctl.contract import supervision
+    from accelctl.run import detach
+
+    ended = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    dead = supervision.identity(ended.pid).replace(":", "_")
+    ended.kill()
+    ended.wait()
+    mine, other = tmp_path / "runs", tmp_path / "other"
+    for root in (mine, other):
+        root.mkdir()
+    left = detach.viewer_folder(mine)
+    kept = detach.viewer_folder(other)
+    live = detach.viewer_folder(mine)
+    try:
+        for folder, ident in ((left, dead), (kept, dead), (live, supervision.identity().replace(":", "_"))):
+            for suffix in (".console", ".stderr"):
+                (folder / f"20261127-010000-abc123-{ident}{suffix}").write_text("x")
+        expected = sorted(str(p) for p in left.iterdir() if p.suffix in (".console", ".stderr"))
+        code, doc = cli("runs", "gc", "--failed", runs=mine)
+        assert code == 0 and sorted(doc["result"]["consoles"]) == expected and len(expected) == 2
+        assert not left.exists()  # the folder with its note, once its consoles are gone
+        assert kept.exists() and live.exists() and len(list(live.iterdir())) == 3
+    finally:
+        for folder in (left, kept, live):
+            shutil.rmtree(folder, ignore_errors=True)
