@@ -7,11 +7,14 @@ the TUI attached and compares the steady-state median step time (``summary.json`
 
 Modes, each a fresh process per run, so both pay the same start-up:
 
-* ``headless``: ``accelctl run FILE --headless`` (the plain console sink), output drained;
-* ``pty`` (default TUI): ``python -m accelctl.tui.live FILE --auto-exit`` in a pseudo
-  terminal of ``--size``, its output read and discarded as a terminal would — the real
-  rendering and terminal writes;
-* ``run_test``: the same ``run_live`` with a headless Textual app (no terminal).
+* ``headless``: ``accelctl run FILE --headless`` (its supervisor's plain console stream, copied
+  by the viewer), output drained;
+* ``pty`` (default TUI): ``accelctl run FILE`` in a pseudo terminal of ``--size``: the run's
+  supervisor and the TUI viewing it, as on a real terminal; its output read and discarded as a
+  terminal would -- the real rendering and terminal writes; ``q`` is typed once the run's
+  ``summary.json`` exists;
+* ``run_test``: the in-process ``run_live`` with a headless Textual app (no terminal, no
+  supervisor process: the app's own cost beside the run, for comparison).
 
 Rounds alternate the order (headless first, then TUI first) so a drift of the machine's
 speed does not favour one side.  Reports each run's median, the median over runs of
@@ -98,6 +101,11 @@ def run_headless(wl: Path, runs: Path, timeout: float) -> Path:
     return _finish(_only_run(runs, before), front)
 
 
+def _ended(runs: Path, before: set[str]) -> bool:
+    """The new run's ``summary.json`` is written (the supervisor writes it as the run ends)."""
+    return any((p / "summary.json").exists() for p in runs.iterdir() if p.name not in before) if runs.exists() else False
+
+
 def run_pty(wl: Path, runs: Path, timeout: float, size: tuple[int, int]) -> Path:
     import fcntl
     import termios
@@ -107,12 +115,13 @@ def run_pty(wl: Path, runs: Path, timeout: float, size: tuple[int, int]) -> Path
     cols, rows = size
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = _env() | {"TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)}
-    cmd = [sys.executable, "-m", "accelctl.tui.live", str(wl), "--runs-dir", str(runs), "--auto-exit"]
+    cmd = [sys.executable, "-m", "accelctl.cli", "run", str(wl), "--runs-dir", str(runs)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
     deadline = time.monotonic() + timeout
     written = 0
     front = None
+    next_q = 0.0
     try:
         while True:  # be the terminal: read everything the app draws
             front = cpu_s(proc.pid) or front
@@ -129,6 +138,9 @@ def run_pty(wl: Path, runs: Path, timeout: float, size: tuple[int, int]) -> Path
                     os.write(master, f"\x1b[{rows};1R".encode())
             elif proc.poll() is not None:
                 break
+            if _ended(runs, before) and time.monotonic() >= next_q:  # the run has ended: leave the TUI
+                os.write(master, b"q")
+                next_q = time.monotonic() + 0.5
             if time.monotonic() > deadline:
                 proc.kill()
                 raise TimeoutError("the TUI run did not end in time")
@@ -238,7 +250,7 @@ def main() -> None:
           f"{statistics.median(ratios):.4f}; target within 2 %")
     fc = out["front_end_cpu_s_median"]
     if fc["headless"] is not None and fc["tui"] is not None:
-        print(f"CPU of the accelctl process itself (runner + display, not the worker): headless {fc['headless']:.2f} s,"
+        print(f"CPU of the viewer process (the console copy or the TUI; not the supervisor, not the worker): headless {fc['headless']:.2f} s,"
               f" TUI {fc['tui']:.2f} s per run")
     print(f"({args.rounds} rounds x {args.steps} steps, {wall:.0f} s, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.2f})")
