@@ -7,6 +7,8 @@ every ``accelctl run`` the tests started ignored their Ctrl-C and ran to its end
 started as ``(cmd &)`` failed three such tests, which pass with SIGINT at its default).  Here
 pytest's own process gets Python's handler back, and its children start with the default."""
 
+import itertools
+import os
 import signal
 from pathlib import Path
 
@@ -16,6 +18,35 @@ TESTS = Path(__file__).resolve().parent
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_TOKENS = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_slow_test(request):
+    """A slow test's processes carry a token; what is left of them after it is ended and named
+    (``tests/leftovers.py``): a test that SIGKILLs a viewer must not leave the run going."""
+    if request.node.get_closest_marker("slow") is None:
+        yield
+        return
+    import leftovers
+
+    token = f"{os.getpid()}-{next(_TOKENS)}"
+    before = os.environ.get(leftovers.TOKEN_ENV)
+    os.environ[leftovers.TOKEN_ENV] = token
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(leftovers.TOKEN_ENV, None)
+        else:
+            os.environ[leftovers.TOKEN_ENV] = before
+        left = leftovers.end_left(token)
+        if left:  # in the session's warnings summary (which xdist gathers from its workers)
+            import warnings
+
+            warnings.warn(f"left running after the test, ended by the suite: {'; '.join(left)}", stacklevel=1)
 
 
 def pytest_configure(config):
