@@ -2,7 +2,9 @@
 
 A slow test starts real processes (runs, supervisors, launchers, clusters' jobs); its own
 ``finally`` may SIGKILL only the process it holds -- a foreground ``accelctl run`` is a viewer,
-and its run's supervisor (a session of its own) goes on without it.  ``tests/conftest.py`` marks
+and its run's supervisor (a session of its own) goes on without it, no longer a descendant of
+pytest.  Only such processes count: what pytest still holds (a shared fixture's run started from
+a thread during the test) is its owner's.  ``tests/conftest.py`` marks
 each slow test's processes with ``TOKEN_ENV`` in the environment they inherit, and after the
 test ends the ones still there -- given ``GRACE_S`` to end by themselves -- get SIGTERM, then
 SIGKILL to their process groups, and are named in the session's warnings summary.
@@ -22,10 +24,14 @@ KILL_AFTER_S = 5.0
 
 
 def marked(token: str) -> list[psutil.Process]:
-    """The live (not zombie) processes whose environment carries ``token``, this one excepted."""
+    """The live (not zombie) processes whose environment carries ``token`` and that nothing of this
+    pytest process holds any more: this process and its descendants excepted (a shared fixture's
+    run started from a thread during the test is still owned, and awaited, by that fixture)."""
+    me = psutil.Process()
+    owned = {me.pid} | {p.pid for p in me.children(recursive=True)}
     found = []
     for proc in psutil.process_iter(["pid"]):
-        if proc.pid == os.getpid():
+        if proc.pid in owned:
             continue
         try:
             if proc.status() == psutil.STATUS_ZOMBIE:
