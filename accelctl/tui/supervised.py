@@ -83,12 +83,10 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
         print_summaries(sup.runs)
     except OSError:  # the terminal hung up: the runs' figures stay in their folders
         pass
-    if not viewed.detached:
-        if not sup.runs:  # it ended before any run: its refusal, its preflight, its crash are the command's
-            _copy(spawned.console, sys.stdout)
-            _copy(spawned.errors, sys.stderr)
-        detach.forget_console(spawned.console)
-    elif viewed.run_id:  # detached from a run it can name: the console is not needed to find it
+    if not viewed.detached and not sup.runs:  # it ended before any run: its refusal, its preflight, its crash are the command's
+        _copy(spawned.console, sys.stdout)
+        _copy(spawned.errors, sys.stderr)
+    if not viewed.detached or viewed.run_id:  # copied, or detached from a run it can name: not needed to find it
         detach.forget_console(spawned.console)
     return viewed
 
