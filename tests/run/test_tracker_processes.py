@@ -129,7 +129,11 @@ def test_no_tracker_process_outlives_the_run(how, tmp_path):
         out = runner.communicate(timeout=120)[0].decode()
         assert runner.returncode == (1 if how == "sigkill" else 130), out[-3000:]
         # nothing left: wandb-core ends with the run (torn down) or with the runner (its --pid watch)
-        left = _wait_for(lambda: [p for p in [core, *workers, *_of_run(run_dir)] if _alive(p)] or None, 10)
+        ended = time.monotonic()
+        alive = lambda: [p for p in [core, *workers, *_of_run(run_dir)] if _alive(p)]  # noqa: E731
+        _wait_for(lambda: not alive(), 10)
+        left = alive()
+        print(f"all gone {time.monotonic() - ended:.2f} s after the runner ended")
         assert not left, f"left behind: {[(p, _cmdline(p)) for p in left]}"
         if how == "sigkill":
             return  # the runner had no chance to end the trackers' runs: the run folder is the record
