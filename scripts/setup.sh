@@ -76,5 +76,9 @@ if [ "$test_mode" = 1 ]; then
         exit 1
     fi
 fi
+# accelctl's own modules, compiled as the installed packages are (scripts/uv.sh: with
+# PYTHONDONTWRITEBYTECODE=1 nothing imported is cached otherwise); a module edited later is
+# compiled again on import, as Python does for a stale .pyc
+.venv/bin/python -m compileall -q accelctl
 .venv/bin/accelctl --version
 echo "setup: $(( $(date +%s) - start )) s"

@@ -24,12 +24,14 @@ uv_ensure() {
     if [ "$(.venv/bin/uv --version 2>/dev/null)" != "uv $want" ]; then
         .venv/bin/python -m pip install -q "uv==$want"
     fi
-    # No --compile-bytecode (pip compiles every module at install): Python compiles what is
-    # imported, on first import.  Compiling all of .venv took ~170 s of the first set-up's 383 s
-    # (2 cores at load ~18).
+    # --compile-bytecode, as pip does at install: this machine kind sets
+    # PYTHONDONTWRITEBYTECODE=1, so a module Python compiles on import is never cached, and
+    # without .pyc every process compiled torch, transformers, lark... from source again (import
+    # torch + transformers: 2.3 s of CPU with .pyc, 5.1 s without).  That made CI's tests 1.5x
+    # slower after the set-up moved to uv without it (stop 33: 2911 s).
     # unsafe-best-match: like pip, the pinned version from whichever index has it (uv's default
     # stops at the first index that knows the name)
-    UV_FLAGS=(--index-strategy unsafe-best-match)
+    UV_FLAGS=(--index-strategy unsafe-best-match --compile-bytecode)
     local value
     # word splitting on purpose: pip splits these lists on whitespace too
     for value in $(uv_pip_setting 'find[-_]links'); do UV_FLAGS+=(--find-links "$value"); done

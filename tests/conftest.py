@@ -156,3 +156,47 @@ def _long_first(items: list) -> list:
         return 1 + len(LONGEST) + (item.get_closest_marker("slow") is None)
 
     return sorted(items, key=rank)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """``ACCELCTL_TEST_TIMELINE=DIR``: one line per test (worker, start, end, load, id) in
+    ``DIR/<worker>.tsv``, to see where a whole-suite run's time goes (``scripts/timeline.py``)."""
+    folder = os.environ.get("ACCELCTL_TEST_TIMELINE")
+    if not folder:
+        yield
+        return
+    import time
+
+    start = time.time()
+    yield
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(Path(folder) / f"{worker}.tsv", "a", encoding="utf-8") as out:
+        out.write(f"{worker}\t{start:.2f}\t{time.time():.2f}\t{os.getloadavg()[0]:.1f}\t{item.nodeid}\n")
+
+
+_DURATIONS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Each test's time (setup + call + teardown), gathered where the summary is printed (under
+    xdist: the controller, from its workers' reports)."""
+    _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The machine and where the time went, at the end of every run (CI shows its tail): the CPU
+    and whether it has native bf16 (a bf16 run is ~180x slower without), the load, the sum of the
+    tests' times and the ten longest."""
+    if not _DURATIONS:
+        return
+    from accelctl import hostinfo
+
+    write = terminalreporter.write_line
+    terminalreporter.section("where the time went")
+    write(f"machine: {hostinfo.cpu_model()}, {os.cpu_count()} cores, native bf16: "
+          f"{'yes' if hostinfo.cpu_has_native_bf16() else 'no'}, load average now "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    write(f"{len(_DURATIONS)} tests, {sum(_DURATIONS.values()):.0f} s of test time in all; the longest:")
+    for nodeid, seconds in sorted(_DURATIONS.items(), key=lambda kv: -kv[1])[:10]:
+        write(f"  {seconds:7.1f} s  {nodeid}")
