@@ -4,7 +4,8 @@ their jobs in order, torch and the model libraries imported once; ``main``).
 
 For each job it reads the job, joins the process group when ``WORLD_SIZE > 1`` (torchrun, deepspeed and
 srun set RANK / WORLD_SIZE / LOCAL_RANK), runs the task's loop and reports typed events to
-``<events_dir>/rank<N>.jsonl``.  Exit codes: 0 done, 1 exception, 3 NaN/inf loss,
+``<events_dir>/rank<N>.jsonl``, the last one saying how the job ended (``ending``: whatever
+stop lands while it is decided and written).  Exit codes: 0 done, 1 exception, 3 NaN/inf loss,
 130 stopped (SIGINT / SIGTERM).
 """
 
