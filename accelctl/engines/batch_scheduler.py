@@ -19,12 +19,21 @@ them: the log group is ``/aws/batch/job`` unless the job's ``logConfiguration`` 
 (``awslogs-group``); the stream is the container's ``logStreamName`` (DescribeJobs), which
 "each container attempt receives ... when they reach the RUNNING status" -- for a multi-node
 job each node's (``JOBID#N``: its ``container``, else its last attempt's), each line then
-prefixed ``[node N]``.  GetLogEvents from the head, page by page (``nextForwardToken``) until
-the token comes back unchanged (the end, for now); a stream not created yet
-(ResourceNotFoundException) is asked again at the next poll; once the job has ended, one last
-read of every stream and the iterator ends.  A job that logs through another driver says so
-in one line.  The log side asks with clients of its own (``logs``, ``log_batch``: by default
-a CloudWatch Logs client of the Batch client's region, and the Batch client itself).
+prefixed ``[node N]``.  A job that its ``retryStrategy`` lets Batch run more than once has a
+stream per attempt: the ended attempts' (``attempts[]``, in order) and the current one's (its
+``container``); each is followed, the current one live, and every line of a job that may be
+retried is prefixed with its attempt, ``[attempt 2]`` (after ``[node N]``), the first attempt's
+too, so that a followed job and one read after the fact print the same lines.  An attempt that
+never ran (no stream) keeps its number.  A node that may still get another attempt is asked
+about again at every poll; one that has ended, or cannot be retried and has its stream, is not.
+GetLogEvents from the head, page by page (``nextForwardToken``) until the token comes back
+unchanged (the end, for now); a stream not created yet (ResourceNotFoundException) is asked
+again at the next poll; once the job has ended, one last read of every stream and the iterator
+ends.  A job that logs through another driver says so in one line.  The log side asks with
+clients of its own (``logs``, ``log_batch``: by default a CloudWatch Logs client of the Batch
+client's region, and the Batch client itself); a ``logConfiguration`` naming
+``awslogs-region`` is read with a CloudWatch Logs client of that region (``logs_in``), one per
+region; a region botocore refuses is said once, as a refused call is.
 """
 
 from __future__ import annotations
@@ -68,13 +77,24 @@ def _exit_code(job: dict) -> int | None:
     return None
 
 
-def _stream_name(detail: dict) -> str:
-    """The container's log stream (its last attempt's when the container names none); "" before
-    the container ran."""
-    name = (detail.get("container") or {}).get("logStreamName")
-    for attempt in reversed(detail.get("attempts") or []):
-        name = name or (attempt.get("container") or {}).get("logStreamName")
-    return name or ""
+def _attempt_streams(detail: dict) -> list[tuple[int, str]]:
+    """(attempt number, log stream) of each attempt that has a stream, in order: the ended
+    attempts' (``attempts[]``), then the current container's when it is none of those (a job
+    back in RUNNABLE still names its last attempt's stream)."""
+    attempts = detail.get("attempts") or []
+    found = [(n, (a.get("container") or {}).get("logStreamName") or "") for n, a in enumerate(attempts, 1)]
+    found = [(n, name) for n, name in found if name]
+    current = (detail.get("container") or {}).get("logStreamName") or ""
+    if current and current not in {name for _, name in found}:
+        found.append((len(attempts) + 1, current))
+    return found
+
+
+def _may_retry(detail: dict, parent: dict) -> bool:
+    """Batch may run the job more than once (``retryStrategy.attempts`` > 1, the node's else its
+    parent's)."""
+    strategy = detail.get("retryStrategy") or parent.get("retryStrategy") or {}
+    return int(strategy.get("attempts") or 1) > 1
 
 
 def _node_range_config(parent: dict, node: int) -> dict:
@@ -101,6 +121,8 @@ class _Stream:
     group: str
     name: str
     prefix: str
+    #: the region the awslogs driver writes to ("": the log side's own)
+    region: str = ""
     token: str = ""
 
 
@@ -109,11 +131,13 @@ class BatchScheduler(Scheduler):
     STATES = STATES
     cancel_timeout_s = 600.0
 
-    def __init__(self, client=None, logs=None, log_batch=None) -> None:
+    def __init__(self, client=None, logs=None, log_batch=None, logs_by_region: Mapping | None = None) -> None:
         #: a botocore Batch client; None: one from the AWS configuration when first needed
         self._client = client
         #: the log side's CloudWatch Logs and Batch clients (None: see ``logs``, ``log_batch``)
         self._logs, self._log_batch = logs, log_batch
+        #: CloudWatch Logs clients of other regions (``logs_in``), made when first needed
+        self._regional_logs = dict(logs_by_region or {})
         self.poll_s = poll_interval()
 
     @property
@@ -131,6 +155,14 @@ class BatchScheduler(Scheduler):
     @property
     def log_batch(self):
         return self._log_batch or self.client
+
+    def logs_in(self, region: str):
+        """The CloudWatch Logs client of ``region`` (``logs`` for "" or its own region)."""
+        if not region or region == self.logs.meta.region_name:
+            return self.logs
+        if region not in self._regional_logs:
+            self._regional_logs[region] = _session().create_client("logs", region_name=region)
+        return self._regional_logs[region]
 
     def submit(self, request: dict, run_dir: Path, env: Mapping[str, str]) -> AppHandle:
         import botocore.exceptions
@@ -163,18 +195,20 @@ class BatchScheduler(Scheduler):
         """The job's CloudWatch Logs lines, followed until ``done()`` and read to their end."""
         import botocore.exceptions
 
-        streams: dict[int, _Stream] = {}
+        streams: dict[tuple[int, str], _Stream] = {}
+        settled: set[int] = set()
         said: set[str] = set()
         while True:
             ended = done()
             try:
-                refusal = self._find_streams(handle, streams)
+                refusal = self._find_streams(handle, streams, settled)
                 if refusal:
                     yield refusal
                     return
                 for stream in list(streams.values()):
                     yield from self._read(stream)
-            except botocore.exceptions.ClientError as exc:  # throttled, a blip: asked again at the next poll
+            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
+                # throttled, a blip, a region botocore refuses: said once, asked again at the next poll
                 why = f"accelctl: the log of {handle}: {first_line(exc, 200, None)}"
                 if why not in said:
                     said.add(why)
@@ -183,16 +217,17 @@ class BatchScheduler(Scheduler):
                 return
             time.sleep(self.poll_s)
 
-    def _find_streams(self, handle: AppHandle, streams: dict[int, _Stream]) -> str:
-        """Add the job's streams that exist by now to ``streams`` (node index -> stream; -1 for a
-        single-node job); a line saying why the job's output cannot be followed, or ""."""
+    def _find_streams(self, handle: AppHandle, streams: dict[tuple[int, str], _Stream], settled: set[int]) -> str:
+        """Add the job's streams that exist by now to ``streams`` ((node index, stream name) ->
+        stream, in the order found; node -1 for a single-node job); a node that can have no
+        stream more goes into ``settled``, not asked about again.  A line saying why the job's
+        output cannot be followed, or ""."""
         (parent,) = self.log_batch.describe_jobs(jobs=[handle.job_id])["jobs"] or [{}]
         nodes = int((parent.get("nodeProperties") or {}).get("numNodes") or 0)
         if not nodes:
-            found = [(-1, parent, (parent.get("container") or {}).get("logConfiguration") or {})] \
-                if -1 not in streams else []
+            found = [(-1, parent, (parent.get("container") or {}).get("logConfiguration") or {})]
         else:
-            wanted = [f"{handle.job_id}#{n}" for n in range(nodes) if n not in streams]
+            wanted = [f"{handle.job_id}#{n}" for n in range(nodes) if n not in settled]
             found = []
             for i in range(0, len(wanted), 100):  # DescribeJobs takes 100 jobs at most
                 for node in self.log_batch.describe_jobs(jobs=wanted[i:i + 100])["jobs"]:
@@ -203,10 +238,16 @@ class BatchScheduler(Scheduler):
             driver = config.get("logDriver", "awslogs")
             if driver != "awslogs":
                 return f"accelctl: {handle} logs through the {driver} driver, not CloudWatch Logs: no output here"
-            name = _stream_name(detail)
-            if name:
-                group = (config.get("options") or {}).get("awslogs-group") or DEFAULT_LOG_GROUP
-                streams[index] = _Stream(group, name, f"[node {index}] " if index >= 0 else "")
+            options = config.get("options") or {}
+            retried = _may_retry(detail, parent)
+            attempts = _attempt_streams(detail)
+            for number, name in attempts:
+                prefix = (f"[node {index}] " if index >= 0 else "") + (f"[attempt {number}] " if retried else "")
+                streams.setdefault((index, name), _Stream(options.get("awslogs-group") or DEFAULT_LOG_GROUP, name,
+                                                          prefix, options.get("awslogs-region") or ""))
+            if index >= 0 and attempts and (not retried or STATES.get(detail.get("status", "")) in
+                                            (AppState.SUCCEEDED, AppState.FAILED)):
+                settled.add(index)
         return ""
 
     def _read(self, stream: _Stream) -> Iterator[str]:
@@ -216,9 +257,10 @@ class BatchScheduler(Scheduler):
             ask = {"logGroupName": stream.group, "logStreamName": stream.name, "startFromHead": True}
             if stream.token:
                 ask["nextToken"] = stream.token
+            logs = self.logs_in(stream.region)
             try:
-                page = self.logs.get_log_events(**ask)
-            except self.logs.exceptions.ResourceNotFoundException:
+                page = logs.get_log_events(**ask)
+            except logs.exceptions.ResourceNotFoundException:
                 return  # the driver has not created it yet
             for event in page.get("events") or ():
                 for line in str(event.get("message", "")).rstrip("\n").split("\n"):

@@ -4,7 +4,8 @@ their jobs in order, torch and the model libraries imported once; ``main``).
 
 For each job it reads the job, joins the process group when ``WORLD_SIZE > 1`` (torchrun, deepspeed and
 srun set RANK / WORLD_SIZE / LOCAL_RANK), runs the task's loop and reports typed events to
-``<events_dir>/rank<N>.jsonl``.  Exit codes: 0 done, 1 exception, 3 NaN/inf loss,
+``<events_dir>/rank<N>.jsonl``, the last one saying how the job ended (``ending``: whatever
+stop lands while it is decided and written).  Exit codes: 0 done, 1 exception, 3 NaN/inf loss,
 130 stopped (SIGINT / SIGTERM).
 """
 
@@ -16,32 +17,26 @@ import random
 import signal
 import sys
 import time
-import traceback
 
 import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
 
 from accelctl.contract import envnames, supervision  # noqa: E402
 from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES  # noqa: E402
-from accelctl.contract.events import PhaseChanged, RunFailed, RunFinished  # noqa: E402
+from accelctl.contract.events import PhaseChanged, RunFinished  # noqa: E402
 from accelctl.contract.job import WorkerJob, read_queue  # noqa: E402
 from accelctl.worker import envinfo, precision  # noqa: E402
-from accelctl.worker.checkpoint import CheckpointDiskFull  # noqa: E402
-from accelctl.worker.context import NonFiniteLoss, RunContext, SequenceTooLong  # noqa: E402
+from accelctl.worker.context import RunContext  # noqa: E402
 from accelctl.worker.devices import adapter_for  # noqa: E402
 from accelctl.worker.emit import EventWriter  # noqa: E402
+from accelctl.worker.ending import Ending, StopSignals, end_of  # noqa: E402
 from accelctl.worker.strategy import strategy_for  # noqa: E402
 
 from accelctl.contract.ids import WORKER_EXCEPTION as EXIT_EXCEPTION  # noqa: E402
-from accelctl.contract.ids import WORKER_NAN as EXIT_NAN  # noqa: E402
 from accelctl.contract.ids import WORKER_OK as EXIT_OK  # noqa: E402
 from accelctl.contract.ids import WORKER_STOPPED as EXIT_STOPPED  # noqa: E402
 #: seconds a worker whose runner is gone has to stop cleanly before it exits regardless
 #: (a rank blocked in a collective whose peer is already gone)
 RUNNER_LOST_GRACE_S = 5.0
-
-
-def _stop(signum, frame):  # SIGTERM (torchrun, Slurm, the runner) ends the run like Ctrl-C
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def watch_runner() -> supervision.RunnerWatch:
@@ -98,23 +93,24 @@ def main(argv: list[str] | None = None) -> int:
     if queue[0][0].hub == "offline":  # before anything imports huggingface_hub, which reads these once
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # (a shared worker's jobs agree on it: the runner checks)
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    signal.signal(signal.SIGTERM, _stop)
+    stops = StopSignals().install()  # SIGTERM (torchrun, Slurm, the runner) ends the run like Ctrl-C
     runner = watch_runner()
     code = EXIT_OK
     try:
         for index, (job, log) in enumerate(queue):
             if index:
+                stops.resume()  # a stop held while the last job ended: raised here, this job not started
                 free_device_memory(queue[index - 1][0])
                 started = time.perf_counter()
             if log:
                 send_output_to(log)
-            code = run_job(job, runner, started)
+            code = run_job(job, runner, started, stops)
             if code == EXIT_STOPPED:
                 break  # a stop ends the process: the runner starts no later job of a stopped run
     except KeyboardInterrupt:  # between two jobs: the next one was not started
         code = EXIT_STOPPED
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        stops.uninstall()
         stop_compile_workers()
     return code
 
@@ -152,64 +148,54 @@ def send_output_to(log: str) -> None:
         os.close(fd)
 
 
-def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float) -> int:
-    """One job, start to end: its events to ``<job.events_dir>/rank<N>.jsonl``; the exit code
-    a worker of its own would return for it."""
+def run_job(job: WorkerJob, runner: supervision.RunnerWatch, started: float, stops: StopSignals) -> int:
+    """One job, start to end: its events to ``<job.events_dir>/rank<N>.jsonl``, the last one
+    saying how it ended whatever stop lands meanwhile (``ending``); the exit code a worker of
+    its own would return for it.  Stops stay held when it returns (``stops.resume``)."""
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     writer = EventWriter(job.events_dir, rank)
     try:
-        writer.emit(PhaseChanged(phase="setup", rank=rank))
-        if job.threads > 0:
-            torch.set_num_threads(job.threads)
-        # each rank draws its own data and dropout; the weights are synced by DDP's broadcast
-        random.seed(job.seed + rank)
-        torch.manual_seed(job.seed + rank)
-
-        adapter = adapter_for(job.device, local_rank)
-        ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer,
-                         strategy=strategy_for(job.strategy))
-        if world > 1 or ddp_alone(job):
-            t0 = time.perf_counter()
-            adapter.init_process_group()
-            ctx.setup_s["dist_init_s"] = time.perf_counter() - t0
-        ctx.precision = precision.resolve(job, adapter, ctx.log)
-        ctx.env = envinfo.collect(torch.get_num_threads(), adapter.device_name())
-        ctx.env["device"] = str(adapter.device)
-        # the device's matmul ceiling for MFU: the stored calibration, else probed once here
-        loop = pick_loop(job)
-        dtype = ctx.precision.dtype or torch.float32
-        t0 = time.perf_counter()
-        envinfo.add_ceiling(ctx.env, str(dtype).removeprefix("torch."), lambda: adapter.peak_flops(dtype),
-                            wanted=getattr(loop, "reports_mfu", lambda job: True)(job))
-        ctx.setup_s["peak_probe_s"] = time.perf_counter() - t0
-
-        steps, results = loop.run(ctx)
-        writer.emit(RunFinished(rank=rank, steps=steps, wall_s=time.perf_counter() - started, results=results))
-        leave_together(world)
-        return EXIT_OK
-    except NonFiniteLoss as exc:
-        writer.emit(RunFailed(reason="nan_loss", message=str(exc), rank=rank, step=exc.step))
-        return EXIT_NAN
-    except SequenceTooLong as exc:
-        writer.emit(RunFailed(reason=exc.reason, message=str(exc), rank=rank))
-        return EXIT_EXCEPTION
-    except CheckpointDiskFull as exc:  # named, not the writer's own words (torch: "unexpected pos")
-        writer.emit(RunFailed(reason="disk_full", message=str(exc), rank=rank, step=exc.step))
-        return EXIT_EXCEPTION
-    except KeyboardInterrupt as exc:
-        if runner.lost:
-            writer.emit(RunFailed(reason="runner_lost", message=f"the runner is gone ({exc or 'SIGINT'})", rank=rank))
-        else:
-            writer.emit(RunFailed(reason="stopped", message=f"stopped ({exc or 'SIGINT'})", rank=rank))
-        return EXIT_STOPPED
-    except Exception as exc:  # noqa: BLE001 - reported as an event, then exit 1
-        writer.emit(RunFailed(reason="exception", message=f"{type(exc).__name__}: {exc}", rank=rank,
-                              traceback=traceback.format_exc()))
-        return EXIT_EXCEPTION
+        ending = end_of(lambda: run_loop(job, writer, rank, world, local_rank, started), stops, rank,
+                        lambda: runner.lost)
+        writer.emit(ending.event)
+        if ending.code == EXIT_OK:
+            leave_together(world)
+        return ending.code
     finally:
         writer.close()
+
+
+def run_loop(job: WorkerJob, writer: EventWriter, rank: int, world: int, local_rank: int, started: float) -> Ending:
+    """The job's setup and loop; how it ends when it runs to its end."""
+    writer.emit(PhaseChanged(phase="setup", rank=rank))
+    if job.threads > 0:
+        torch.set_num_threads(job.threads)
+    # each rank draws its own data and dropout; the weights are synced by DDP's broadcast
+    random.seed(job.seed + rank)
+    torch.manual_seed(job.seed + rank)
+
+    adapter = adapter_for(job.device, local_rank)
+    ctx = RunContext(job=job, rank=rank, world=world, local_rank=local_rank, adapter=adapter, writer=writer,
+                     strategy=strategy_for(job.strategy))
+    if world > 1 or ddp_alone(job):
+        t0 = time.perf_counter()
+        adapter.init_process_group()
+        ctx.setup_s["dist_init_s"] = time.perf_counter() - t0
+    ctx.precision = precision.resolve(job, adapter, ctx.log)
+    ctx.env = envinfo.collect(torch.get_num_threads(), adapter.device_name())
+    ctx.env["device"] = str(adapter.device)
+    # the device's matmul ceiling for MFU: the stored calibration, else probed once here
+    loop = pick_loop(job)
+    dtype = ctx.precision.dtype or torch.float32
+    t0 = time.perf_counter()
+    envinfo.add_ceiling(ctx.env, str(dtype).removeprefix("torch."), lambda: adapter.peak_flops(dtype),
+                        wanted=getattr(loop, "reports_mfu", lambda job: True)(job))
+    ctx.setup_s["peak_probe_s"] = time.perf_counter() - t0
+
+    steps, results = loop.run(ctx)
+    return Ending(EXIT_OK, RunFinished(rank=rank, steps=steps, wall_s=time.perf_counter() - started, results=results))
 
 
 def ddp_alone(job: WorkerJob) -> bool:

@@ -18,10 +18,8 @@ No model, no data: it takes seconds, so a broken rendezvous costs seconds, not a
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
-import traceback
 
 import torch
 
@@ -29,7 +27,8 @@ from accelctl.contract.events import RunFailed, RunFinished, RunStarted
 from accelctl.contract.job import WorkerJob
 from accelctl.worker.devices import adapter_for
 from accelctl.worker.emit import EventWriter
-from accelctl.worker.main import EXIT_EXCEPTION, EXIT_OK, EXIT_STOPPED, _stop, exit_now, leave_together
+from accelctl.worker.ending import Ending, StopSignals, end_of
+from accelctl.worker.main import EXIT_EXCEPTION, EXIT_OK, exit_now, leave_together
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,43 +42,45 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     writer = EventWriter(job.events_dir, rank)
-    signal.signal(signal.SIGTERM, _stop)
+    stops = StopSignals().install()
     try:
-        writer.emit(RunStarted(run_id=job.run_id, workload=job.workload, target=job.target, backend=job.backend,
-                               rank=rank, world_size=world, details={"preflight": True}))
-        adapter = adapter_for(job.device, local_rank)
-        t0 = time.perf_counter()
-        if world > 1:
-            adapter.init_process_group()
-        init_s = time.perf_counter() - t0
-        value = torch.full((1,), float(rank + 1), device=adapter.device)
-        t0 = time.perf_counter()
-        if world > 1:
-            torch.distributed.all_reduce(value)
-            torch.distributed.barrier()
-        total = float(value.item())
-        reduce_s = time.perf_counter() - t0
-        expected = world * (world + 1) / 2
-        report = {"world_size": world, "init_s": init_s, "all_reduce_s": reduce_s, "sum": total,
-                  "expected": expected, "comm": job.device.comm}
-        if total != expected:
-            writer.emit(RunFailed(reason="exception", rank=rank,
-                                  message=f"preflight all-reduce over {world} ranks gave {total:g}, not {expected:g}"))
-            return EXIT_EXCEPTION
-        writer.emit(RunFinished(rank=rank, steps=0, wall_s=time.perf_counter() - started,
-                                results={"preflight": report}))
-        leave_together(world)
-        return EXIT_OK
-    except KeyboardInterrupt as exc:
-        writer.emit(RunFailed(reason="stopped", message=f"stopped ({exc or 'SIGINT'})", rank=rank))
-        return EXIT_STOPPED
-    except Exception as exc:  # noqa: BLE001 - reported as an event, then exit 1
-        writer.emit(RunFailed(reason="exception", message=f"preflight: {type(exc).__name__}: {exc}", rank=rank,
-                              traceback=traceback.format_exc()))
-        return EXIT_EXCEPTION
+        ending = end_of(lambda: all_reduce_once(job, writer, rank, world, local_rank, started), stops, rank,
+                        lambda: False, prefix="preflight: ")
+        writer.emit(ending.event)
+        if ending.code == EXIT_OK:
+            leave_together(world)
+        return ending.code
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        stops.uninstall()
         writer.close()
+
+
+def all_reduce_once(job: WorkerJob, writer: EventWriter, rank: int, world: int, local_rank: int,
+                    started: float) -> Ending:
+    """Join, all-reduce one number per rank, pass a barrier; the preflight's report."""
+    writer.emit(RunStarted(run_id=job.run_id, workload=job.workload, target=job.target, backend=job.backend,
+                           rank=rank, world_size=world, details={"preflight": True}))
+    adapter = adapter_for(job.device, local_rank)
+    t0 = time.perf_counter()
+    if world > 1:
+        adapter.init_process_group()
+    init_s = time.perf_counter() - t0
+    value = torch.full((1,), float(rank + 1), device=adapter.device)
+    t0 = time.perf_counter()
+    if world > 1:
+        torch.distributed.all_reduce(value)
+        torch.distributed.barrier()
+    total = float(value.item())
+    reduce_s = time.perf_counter() - t0
+    expected = world * (world + 1) / 2
+    report = {"world_size": world, "init_s": init_s, "all_reduce_s": reduce_s, "sum": total,
+              "expected": expected, "comm": job.device.comm}
+    if total != expected:
+        return Ending(EXIT_EXCEPTION, RunFailed(
+            reason="exception", rank=rank,
+            message=f"preflight all-reduce over {world} ranks gave {total:g}, not {expected:g}"))
+    return Ending(EXIT_OK, RunFinished(rank=rank, steps=0, wall_s=time.perf_counter() - started,
+                                       results={"preflight": report}))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.validate import validate_parameters
 
 
-def client(service: str):
-    return botocore.session.get_session().create_client(service, region_name="us-east-1", aws_access_key_id="x",
+def client(service: str, region: str = "us-east-1"):
+    return botocore.session.get_session().create_client(service, region_name=region, aws_access_key_id="x",
                                                          aws_secret_access_key="x")
 
 

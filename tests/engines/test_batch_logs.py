@@ -203,3 +203,122 @@ def test_the_supervisor_copies_the_jobs_output_into_worker_log(run_dir):
     for n in (0, 1):
         assert [line for line in out if line.startswith(f"[node {n}] ")] == \
             [f"[node {n}] rank {n} step {i}" for i in range(3)], out
+
+
+# -- a job retried by its retryStrategy: every attempt's stream, in order -----------------------
+
+def attempt(stream: str, code: int | None = None) -> dict:
+    """An ended attempt (DescribeJobs' ``attempts[]``): its container's stream and exit code."""
+    container = {"logStreamName": stream}
+    if code is not None:
+        container["exitCode"] = code
+    return {"container": container, "startedAt": 1763900000000, "stoppedAt": 1763900060000,
+            "statusReason": "Essential container in task exited"}
+
+
+def test_a_retried_job_follows_every_attempts_stream_in_order(clients):
+    """Batch retries a job (``retryStrategy``) as a new attempt with a stream of its own; the
+    ended ones stay in ``attempts[]``, the current one is the job's ``container``."""
+    batch, logs = clients
+    s1, s2 = STREAM + "-1", STREAM + "-2"
+    retry = {"retryStrategy": {"attempts": 2}}
+    expect_describe(batch, single("RUNNING", s1, **retry))  # attempt 1 runs
+    expect_page(logs, s1, "", ("a1 step 1",), "f/1")
+    expect_page(logs, s1, "f/1", (), "f/1")
+    # attempt 1 failed: back to RUNNABLE, the container still naming its stream
+    expect_describe(batch, single("RUNNABLE", s1, attempts=[attempt(s1, 1)], **retry))
+    expect_page(logs, s1, "f/1", ("a1 crashed",), "f/2")
+    expect_page(logs, s1, "f/2", (), "f/2")
+    expect_describe(batch, single("RUNNING", s2, attempts=[attempt(s1, 1)], **retry))  # attempt 2, live
+    expect_page(logs, s1, "f/2", (), "f/2")
+    expect_page(logs, s2, "", ("a2 step 1",), "g/1")
+    expect_page(logs, s2, "g/1", (), "g/1")
+    expect_describe(batch, single("SUCCEEDED", s2, attempts=[attempt(s1, 1), attempt(s2, 0)], **retry))
+    expect_page(logs, s1, "f/2", (), "f/2")
+    expect_page(logs, s2, "g/1", ("a2 done",), "g/2")
+    expect_page(logs, s2, "g/2", (), "g/2")
+    lines = follow_logs(batch, logs, polls(False, False, False, True))
+    assert lines == ["[attempt 1] a1 step 1", "[attempt 1] a1 crashed", "[attempt 2] a2 step 1",
+                     "[attempt 2] a2 done"]
+
+
+def test_an_attempt_that_never_ran_keeps_its_number(clients):
+    """An attempt that ended before its container ran (no stream: an image that could not be
+    pulled) is still attempt 1: the next one is attempt 2."""
+    batch, logs = clients
+    never = {"container": {"reason": "CannotPullContainerError"}, "statusReason": "Task failed to start"}
+    expect_describe(batch, single("SUCCEEDED", STREAM, attempts=[never, attempt(STREAM, 0)],
+                                  retryStrategy={"attempts": 3}))
+    expect_page(logs, STREAM, "", ("only",), "f/1")
+    expect_page(logs, STREAM, "f/1", (), "f/1")
+    assert follow_logs(batch, logs, polls(True)) == ["[attempt 2] only"]
+
+
+def test_a_retried_multinode_job_follows_each_nodes_attempts(run_dir, clients):
+    batch, logs = clients
+    definition, _ = requests(run_dir)
+    retry = {"retryStrategy": {"attempts": 2}}
+    a0, a1 = STREAM + "-0", STREAM + "-1"
+    b0, b1 = STREAM + "-0b", STREAM + "-1b"
+    expect_describe(batch, job("RUNNING", definition, **retry))
+    batch.stub.add_response("describe_jobs", {"jobs": [node(0, "RUNNING", a0), node(1, "RUNNING", a1)]},
+                            {"jobs": [f"{JOB_ID}#0", f"{JOB_ID}#1"]})
+    expect_page(logs, a0, "", ("n0 a1",), "f/1")
+    expect_page(logs, a0, "f/1", (), "f/1")
+    expect_page(logs, a1, "", ("n1 a1",), "f/1")
+    expect_page(logs, a1, "f/1", (), "f/1")
+    # the job was retried and ended: each node asked again (it may have had another attempt)
+    expect_describe(batch, job("SUCCEEDED", definition, **retry))
+    ended = []
+    for index, (first, second) in enumerate(((a0, b0), (a1, b1))):
+        detail = node(index, "SUCCEEDED", second)
+        detail["attempts"] = [attempt(first, 1), attempt(second, 0)]
+        ended.append(detail)
+    batch.stub.add_response("describe_jobs", {"jobs": ended}, {"jobs": [f"{JOB_ID}#0", f"{JOB_ID}#1"]})
+    for stream, message in ((a0, None), (a1, None), (b0, "n0 a2"), (b1, "n1 a2")):
+        if message:
+            expect_page(logs, stream, "", (message,), "g/1")
+            expect_page(logs, stream, "g/1", (), "g/1")
+        else:
+            expect_page(logs, stream, "f/1", (), "f/1")
+    lines = follow_logs(batch, logs, polls(False, True))
+    assert lines == ["[node 0] [attempt 1] n0 a1", "[node 1] [attempt 1] n1 a1", "[node 0] [attempt 2] n0 a2",
+                     "[node 1] [attempt 2] n1 a2"]
+
+
+# -- a job definition whose awslogs driver writes to another region -----------------------------
+
+def test_the_logs_are_read_in_the_region_the_job_definition_names(clients):
+    """``awslogs-region``: the driver writes there, whatever the job's own region: the log side
+    asks a CloudWatch Logs client of that region (the default one, us-east-1, gets no call)."""
+    batch, logs = clients
+    eu = new_client("logs", "eu-west-1")
+    config = {"logDriver": "awslogs", "options": {"awslogs-group": "/accelctl/eu", "awslogs-region": "eu-west-1"}}
+    with Stubber(eu) as stub:
+        eu.stub = stub
+        expect_describe(batch, single("RUNNING", STREAM, config))
+        not_yet(eu, STREAM, group="/accelctl/eu")
+        expect_describe(batch, single("SUCCEEDED", STREAM, config))
+        expect_page(eu, STREAM, "", ("from eu",), "f/1", group="/accelctl/eu")
+        expect_page(eu, STREAM, "f/1", (), "f/1", group="/accelctl/eu")
+        sched = BatchScheduler(new_client("batch"), logs=logs, log_batch=batch, logs_by_region={"eu-west-1": eu})
+        sched.poll_s = 0
+        assert list(sched.log_iter(HANDLE, None, polls(False, True))) == ["from eu"]
+        stub.assert_no_pending_responses()
+
+
+def test_a_logs_client_is_made_for_the_region_named():
+    sched = BatchScheduler(new_client("batch"), logs=new_client("logs"), log_batch=new_client("batch"))
+    eu = sched.logs_in("eu-west-1")
+    assert eu.meta.region_name == "eu-west-1" and eu.meta.service_model.service_name == "logs"
+    assert sched.logs_in("eu-west-1") is eu  # one client per region
+    assert sched.logs_in("us-east-1") is sched.logs and sched.logs_in("") is sched.logs
+
+
+def test_a_region_botocore_refuses_is_said_once(clients):
+    batch, logs = clients
+    config = {"logDriver": "awslogs", "options": {"awslogs-region": "eu_west;1"}}
+    expect_describe(batch, single("RUNNING", STREAM, config))
+    expect_describe(batch, single("SUCCEEDED", STREAM, config))
+    (line,) = follow_logs(batch, logs, polls(False, True))
+    assert line.startswith(f"accelctl: the log of {HANDLE}: ") and "eu_west;1" in line
