@@ -20,7 +20,8 @@ a special file in place of a store file is ``unreadable: <reason>``.
 
 The fast tier is one fixed sweep (every special kind, a dozen files: ~15 processes); the
 hypothesis part (``@pytest.mark.slow``) draws ``FUZZ_STORES`` stores of ``FUZZ_RUNS`` broken runs
-each (120 broken runs: fewer, larger stores than 40 of 3, for the same runs in 40 % fewer processes).
+each (120 broken runs: fewer, larger stores than 40 of 3, for the same runs in 40 % fewer processes),
+``compare`` and ``run --resume`` of ``FUZZ_RESUMED`` of each store's runs (40 of each).
 The figures are printed: ``pytest -s tests/run/test_store_fuzz.py``.
 """
 
@@ -47,6 +48,9 @@ HANG_S = 10.0
 FUZZ_STORES = 10
 #: broken runs in each fuzzed store
 FUZZ_RUNS = 12
+#: of which ``compare`` and ``run --resume`` get (two processes each run: 240 of the 310
+#: processes when each got them; every run is still listed and reported)
+FUZZ_RESUMED = 4
 FILES = ["summary.json", "runner.json", "plan.json", "job.json", "jobs.json", "spec.json", "series.json",
          "scheduler.json", "events.jsonl", "rank0.jsonl", "workload.wl", "worker.log"]
 SPECIAL = {
@@ -149,10 +153,12 @@ def build(root: Path, templates: list[Path], broken: list[tuple[int, list[tuple[
     for n, (t, changes) in enumerate(broken):
         run_id = f"20260102-{n:06d}-fuzz-m{n}-{n:04x}"
         shutil.copytree(templates[t], root / run_id, symlinks=True)
-        special = False
+        last: dict[str, str] = {}  # each file's last change: a later one replaces a special file by a plain one
         for name, how, value, blob in changes:
             mutate(root / run_id / name, how, rnd, value, blob)
-            special |= how in UNREADABLE_KINDS and (name, how) != ("worker.log", "huge")  # only its tail is read
+            last[name] = how
+        special = any(how in UNREADABLE_KINDS and (name, how) != ("worker.log", "huge")  # only its tail is read
+                      for name, how in last.items())
         out.append((run_id, special))
     return out
 
@@ -230,8 +236,9 @@ def test_fuzzed_run_folders_through_every_store_command(make_plan, tmp_path, tmp
     def one_store(broken, seed):
         root = tmp_path / f"store{count['stores']}"
         count["stores"] += 1
-        runs = build(root, templates, broken, random.Random(seed))
-        figures = every_command(root, runs)
+        rnd = random.Random(seed)
+        runs = build(root, templates, broken, rnd)
+        figures = every_command(root, runs, rnd.sample([r for r, _ in runs], FUZZ_RESUMED))
         count["processes"] += figures["processes"]
         count["slowest_s"] = max(count["slowest_s"], figures["slowest_s"])
         shutil.rmtree(root, ignore_errors=True)
