@@ -146,7 +146,7 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
         _copy(spawned.console, sys.stdout)
         _copy(spawned.errors, sys.stderr)
     if not viewed.detached or viewed.run_id:  # copied, or detached from a run it can name: not needed to find it
-        detach.forget_console(spawned.console)
+        sup.forget()
     return viewed
 
 
