@@ -229,3 +229,40 @@ async def test_a_workload_the_supervisor_refuses_is_a_notice_and_the_tui_stays_u
     assert sup.spawned.proc.returncode == exitcodes.FAILED and sup.runs == []
     assert any(":1:10: error[E207]: missing model" in m for m in app.shown), app.shown
     assert _runs(runs) == []
+
+
+@pytest.mark.asyncio
+async def test_accelctl_cancel_from_another_process_stops_the_run_the_tui_shows(tmp_path):
+    """The run ``r`` started is an ``accelctl run``'s like any other: ``accelctl cancel RUN`` (which
+    refuses runs inside another process) stops it; the TUI shows it ``stopped`` and stays up."""
+    app, runs = _app(tmp_path, 5000)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _first_step(pilot, app)
+        run_id = app.live.run_id
+        cancel = subprocess.run([sys.executable, "-m", "accelctl.cli", "cancel", run_id, "--runs-dir", str(runs)],
+                                capture_output=True, text=True, timeout=120)
+        assert cancel.returncode == 0, cancel.stderr
+        await wait_for(pilot, lambda: app.supervisor is None, timeout=60, what="the supervisor's end")
+        assert app.screen.model.status == "stopped" and app.is_running
+    _nothing_left(runs / run_id)
+
+
+@pytest.mark.asyncio
+async def test_a_sigterm_to_the_tui_stops_the_run_and_the_tui_leaves_once_it_ended(tmp_path):
+    import signal
+
+    from accelctl.run.foreground import Signals
+
+    path = _workload(tmp_path, 5000)
+    runs = tmp_path / "runs"
+    with Signals() as signals:  # as `accelctl tui` runs its app
+        app = AccelctlApp(path, runs_root=runs, selection=Selection(path, "tiny_json", "cpu"), signals=signals)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await _first_step(pilot, app)
+            sup = app.supervisor
+            os.kill(os.getpid(), signal.SIGTERM)
+            await wait_for(pilot, lambda: not app.is_running, timeout=60, what="the app to leave")
+    assert sup.stop_sent and sup.ended()
+    (run_dir,) = _runs(runs)
+    assert store.read_run(run_dir).status == "stopped"
+    _nothing_left(run_dir)
