@@ -51,7 +51,7 @@ class Viewed:
     console: Path | None = None
 
 
-class _Signals:
+class Signals:
     """SIGINT and SIGTERM ask for a stop, SIGHUP for a detach; the previous handlers come back
     at the end (``accelctl.cli.main`` is also called in-process)."""
 
@@ -59,7 +59,7 @@ class _Signals:
         self.stop = self.hangup = False
         self.saved: dict[int, Any] = {}
 
-    def __enter__(self) -> _Signals:
+    def __enter__(self) -> Signals:
         try:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self.saved[sig] = signal.signal(sig, self._stop)
@@ -110,7 +110,7 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
     argv = ["--json", *run_argv] if json_document else run_argv
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
-    with _Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
+    with Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
         # the console files out of the store: a full store must not stop the supervisor's prints
         spawned = detach.spawn(argv, root, split=True, folder=detach.viewer_folder(root))
         # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
@@ -133,7 +133,7 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
     return viewed
 
 
-def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: _Signals) -> Viewed:
+def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: Signals) -> Viewed:
     proc = spawned.proc
     asked = False
     while True:

@@ -3,11 +3,14 @@ Compare and Help on top, a command palette, the footer's keys.
 
 The app holds the shared state (the workload folder, the selection, the live run) and
 hands it down; screens post ``SelectionChanged`` up and the run screen's feed posts run
-events up.  Only ``action_run`` starts a run, through ``accelctl.api.launch`` (the
-runner: own process group, events in the run store whatever happens to the TUI), and
-only ``action_stop`` / the quit dialog stop it, through ``RunHandle.stop()``.  Under
-``accelctl run FILE`` (``supervisor``) the runs are another process's: the app shows each in turn,
-and a stop is sent to that supervisor (``accelctl.tui.supervised``).
+events up.  The app runs nothing itself: it displays and sends commands.  ``action_run`` makes
+the same checks as ``accelctl run`` and starts the run's own supervisor (``accelctl run
+--headless`` in a session of its own: ``accelctl.tui.supervised.start``), whose runs it shows in
+turn; ``action_stop`` / the quit dialog send that supervisor the stop (SIGTERM, as ``accelctl
+cancel``); leaving, or a hang-up, leaves the run going.  Under ``accelctl run FILE``
+(``supervisor``) the same, with a supervisor started before the app, which leaves when it ends.
+``live_handle`` (``accelctl.tui.live.run_live``, the overhead benchmark) shows a run this
+process launched.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from accelctl import exitcodes
+from accelctl.run.foreground import Signals
 from accelctl.tui.messages import OpenRun, RunEnded, SelectionChanged
 from accelctl.tui.screens.plan import PlanScreen
 from accelctl.tui.screens.run import RunScreen
@@ -56,17 +60,23 @@ class AccelctlApp(App):
     def __init__(self, path: str | Path | None = None, *, runs_root: str | Path | None = None, live_handle=None,
                  selection: Selection | None = None, auto_exit: bool = False, start: str = "workloads",
                  queue: tuple[int, int] | None = None, preflight: bool = False, attach: Path | None = None,
-                 supervisor=None):
+                 supervisor=None, signals: Signals | None = None):
         super().__init__()
-        #: ``accelctl run FILE`` on a terminal: the run's own supervisor (``accelctl.tui.supervised``),
-        #: whose runs are shown in turn as it starts them; a stop is sent to it, leaving only detaches
+        #: the supervisor of the runs shown (``accelctl.tui.supervised``): ``accelctl run FILE``'s, or
+        #: the one ``r`` started (None once it has ended); its runs are shown in turn as it starts
+        #: them; a stop is sent to it, leaving only detaches
         self.supervisor = supervisor
+        #: ``accelctl run FILE``: the app leaves once its supervisor has ended (``accelctl tui`` stays up)
+        self._leave_with_supervisor = supervisor is not None
+        #: the viewer's signals (``foreground.Signals``): SIGTERM or SIGINT stop the run and leave,
+        #: SIGHUP leaves with the run going; none come to an app given none
+        self.signals = signals or getattr(supervisor, "signals", None) or Signals()
+        #: N of ``measure { repeat = N }`` of the run ``r`` started (the header says "repeat 1 of N")
+        self._repeats = 1
         #: ``accelctl attach RUN`` on a terminal: that run's folder, shown (and followed while it goes on)
         self.attach = attach
         #: ``accelctl tui --preflight``: each run started here is preflighted first, as ``run --preflight``
         self.preflight = preflight
-        #: the repeat series of the run started with ``r`` (``accelctl.run.orchestrate.Series``)
-        self.series = None
         #: (this run's place, how many) when ``accelctl run FILE`` runs several workloads in turn:
         #: the header says "1 of 2"; each is shown as its supervisor starts it
         self.queue = queue
@@ -81,7 +91,7 @@ class AccelctlApp(App):
         self.runs_root = resolve_runs_root(runs_root)
         self.auto_exit = auto_exit
         self.start = start
-        self.live = None  # LiveSource of the run started here
+        self.live = None  # the run shown live (SupervisedSource; LiveSource under run_live)
         self._live_ended = False
         self.run_screen: RunScreen | None = None
         self._live_handle = live_handle
@@ -90,8 +100,8 @@ class AccelctlApp(App):
         self._quit_after_stop = False
         from accelctl.tui.priority import Launcher
 
-        # runs start from this thread: at the priority the app was created with, never the
-        # display's lowered one (accelctl.tui.priority)
+        # the supervisors of runs start from this thread: at the priority the app was created
+        # with, never the display's lowered one (accelctl.tui.priority)
         self._launcher = Launcher()
 
     def _make_run_screen(self) -> RunScreen:
@@ -103,9 +113,9 @@ class AccelctlApp(App):
             await self.start_live(self._live_handle)
         elif self.supervisor is not None:
             await self.switch_mode("run")
-            self.set_interval(0.1, self._follow_supervisor)
         else:
             await self.switch_mode(self.start)
+        self.set_interval(0.1, self._follow_supervisor)
         if self.attach is not None:  # another process runs it: the TUI reads its folder, never stops it
             self.post_message(OpenRun(self.attach))
 
@@ -138,9 +148,14 @@ class AccelctlApp(App):
     def live_running(self) -> bool:
         return self.live is not None and not self.live.done
 
+    @property
+    def busy(self) -> bool:
+        """A run is going: the one shown, or its supervisor's (a preflight, the next repeat)."""
+        return self.live_running or (self.supervisor is not None and not self.supervisor.ended())
+
     def context_text(self) -> str:
         sel = self.selection
-        parts = [f"{self.queue[0]} of {self.queue[1]}"] if self.queue else []
+        parts = [f"{'repeat ' if self._repeats > 1 else ''}{self.queue[0]} of {self.queue[1]}"] if self.queue else []
         if self.live is not None:
             parts.append(f"run {'live' if self.live_running else self.live.run_id[-4:] + ' ended'}")
         if sel.workload and sel.target:
@@ -164,25 +179,66 @@ class AccelctlApp(App):
         await self._show_live(LiveSource(handle))
 
     async def _follow_supervisor(self) -> None:
-        """``accelctl run FILE``: its supervisor's next run shown once the one before has ended
-        (and its end drawn); a hang-up detaches, a SIGTERM stops the run."""
+        """The supervisor's next run shown once the one before has ended (and its end drawn), its
+        preflight verdict told; a hang-up leaves the run going, a SIGTERM stops it and leaves."""
         sup = self.supervisor
-        if sup.signals.hangup:
+        if self.signals.hangup:
+            if sup is not None and not sup.ended():
+                sup.why = sup.why or "a hang-up"
             self.exit(return_code=exitcodes.STOPPED)
             return
-        if sup.signals.stop and not sup.stop_sent:
-            sup.stop()
+        if self.signals.stop and not self._quit_after_stop:
             self._quit_after_stop = True
+            if sup is not None and not sup.ended():
+                sup.stop()
+            elif not self.live_running:
+                self.exit(return_code=self.exit_code)
+        if sup is None:
+            return
+        ended = sup.ended()  # looked at before its console is read: nothing it wrote is missed
+        self._tell_preflight(sup)
         if self.live is not None and not self._live_ended:
             return
         run_dir = sup.next_run()
         if run_dir is not None:
-            from accelctl.tui.feed import SupervisedSource
+            await self._show_next(sup, run_dir)
+        elif ended:
+            self._supervisor_ended(sup)
 
-            if self.queue is not None and self.live is not None:
-                self.queue = (self.queue[0] + 1, max(self.queue[1], self.queue[0] + 1))
-            await self._show_live(SupervisedSource(run_dir, sup))
-        elif sup.ended() and (self.live is None or self._quit_after_stop):  # nothing (more) to show
+    async def _show_next(self, sup, run_dir: Path) -> None:
+        from accelctl.tui.feed import SupervisedSource
+
+        n = len(sup.runs)
+        if self._repeats > 1:  # ``r``'s series: each repeat is a run of its own, shown in turn
+            self.queue = (n, self._repeats)
+            self.notify(f"repeat {n} of {self._repeats} (an independent process; "
+                        f"measure {{ repeat = {self._repeats} }})")
+        elif self.queue is not None and n > 1:
+            self.queue = (n, max(self.queue[1], n))
+        await self._show_live(SupervisedSource(run_dir, sup))
+
+    def _tell_preflight(self, sup) -> None:
+        """The preflight's verdict, as the supervisor printed it (``run --preflight``)."""
+        for line in sup.new_verdicts():
+            ok = line.startswith("preflight ok")
+            self.notify(line, title="preflight", severity="information" if ok else "error", timeout=12)
+
+    def _supervisor_ended(self, sup) -> None:
+        """Every run of the supervisor shown to its end, and it has ended: ``accelctl run FILE``
+        leaves (at once when nothing was shown); ``accelctl tui`` stays up (``r`` again)."""
+        if self._leave_with_supervisor:
+            if self.live is None or self._quit_after_stop:
+                self.exit(return_code=self.exit_code)
+            return
+        code = sup.spawned.proc.returncode
+        if not sup.runs and code and not (sup.verdict or sup.stop_sent):  # refused or crashed before a run
+            self.notify(sup.why_it_ended() or f"its supervisor (pid {sup.pid}) ended with exit {code}",
+                        title="cannot start the run", severity="error", timeout=12)
+        sup.forget()
+        self.supervisor = None
+        self._refresh_context()
+        self.refresh_bindings()
+        if self._quit_after_stop or self.auto_exit:
             self.exit(return_code=self.exit_code)
 
     async def _show_live(self, source) -> None:
@@ -196,17 +252,12 @@ class AccelctlApp(App):
         if self.live is None or message.run_dir is None or Path(message.run_dir) != self.live.run_dir:
             return
         self._live_ended = True
-        if self.series is not None and self.series.index and not self._quit_after_stop:
-            self.series.ended(message.status)
-            if self.series.more:  # the next repeat of the series, as `accelctl run` starts it
-                self.call_later(self._start_repeat)
-                return
         if self.screen is not self.run_screen:  # on the run view the header and summary say it
             sev = "information" if message.status == "ok" else "warning" if message.status == "stopped" else "error"
             self.notify(f"run {self.live.run_id}: {message.status}", severity=sev)
         self._refresh_context()
         self.refresh_bindings()
-        if self.supervisor is not None and self._quit_after_stop and not self.supervisor.ended():
+        if self.supervisor is not None and (self._quit_after_stop or self.auto_exit):
             return  # left once the supervisor has ended too (``_follow_supervisor``)
         if self._quit_after_stop or self.auto_exit:
             self.exit(return_code=self.exit_code)
@@ -240,10 +291,11 @@ class AccelctlApp(App):
         await self.switch_mode(mode)
 
     async def action_run(self) -> None:
-        """Start the selected workload › target as ``accelctl run`` would (``accelctl.run.orchestrate``):
-        the same pre-checks before any run folder exists, the preflight when asked, and every
-        repeat of ``measure { repeat = N }``, one process after the other."""
-        if self.live_running:
+        """Start the selected workload › target as ``accelctl run FILE -w W -t T --headless
+        [--preflight]`` would: the same checks first, here (a refusal is a notice, and nothing
+        starts), then the run's own supervisor, which preflights when asked and runs every repeat
+        of ``measure { repeat = N }``; its runs are shown in turn (``_follow_supervisor``)."""
+        if self.busy:
             self.notify("a run is already going: x stops it", severity="warning")
             return
         wf, spec, sel = self.selected_file(), self.selected_spec(), self.selection
@@ -258,6 +310,7 @@ class AccelctlApp(App):
 
         from accelctl.errors import AccelctlError
         from accelctl.run import orchestrate
+        from accelctl.tui import supervised
 
         req = orchestrate.Request(target=sel.target, runs_dir=self.runs_root, preflight=self.preflight)
         try:
@@ -270,34 +323,24 @@ class AccelctlApp(App):
         c = chosen[0]
         if req.preflight:
             self.notify(orchestrate.preflight_line(c))
-            pre = await asyncio.wrap_future(self._launcher.submit(orchestrate.run_preflight, c, req))
-            self.notify(pre.message, title="preflight", severity="information" if pre.ok else "error", timeout=12)
-            if not pre.ok:
-                return
-        self.series = orchestrate.Series(c, wf.text, req)
-        await self._start_repeat()
-
-    async def _start_repeat(self) -> None:
-        """The next run of the series (``measure { repeat = N }``: N of them, each its own process)."""
-        import asyncio
-
-        series = self.series
-        if series.chosen.repeats > 1:
-            self.notify(f"repeat {series.index + 1} of {series.chosen.repeats} (an independent process; "
-                        f"measure {{ repeat = {series.chosen.repeats} }})")
+        # each value joined to its option, the file after --: nothing of the workload is taken for an option
+        argv = [f"--workload={spec.name}", f"--target={sel.target}", *(["--preflight"] if req.preflight else []),
+                "--", str(wf.path)]
         try:
-            handle = await asyncio.wrap_future(self._launcher.submit(series.start))
-        except Exception as exc:  # noqa: BLE001 - show it; the TUI stays up
+            sup = await asyncio.wrap_future(self._launcher.submit(supervised.start, argv, self.runs_root,
+                                                                  self.signals))
+        except OSError as exc:  # no process could start (a full $TMPDIR, no fork): the TUI stays up
             self.notify(f"{type(exc).__name__}: {exc}", title="cannot start the run", severity="error", timeout=8)
             return
-        await self.start_live(handle)
+        self.supervisor, self._repeats, self.queue = sup, c.repeats, None
+        self.refresh_bindings()
 
     def action_stop(self) -> None:
         if self.supervisor is not None and not self.supervisor.ended():  # also before its first run: a preflight
             self.supervisor.stop()
             self.notify("stopping the run (SIGTERM to its supervisor, as accelctl cancel)…")
             return
-        if not self.live_running:
+        if not self.live_running:  # (a run of run_live's, launched in this process, is stopped below)
             self.notify("no live run to stop", severity="warning")
             return
         self.live.stop()
@@ -342,29 +385,31 @@ class AccelctlApp(App):
 
         if isinstance(self.screen, QuitScreen):
             return
-        if not self.live_running:
+        if not self.busy:
             self.exit(return_code=self.exit_code)
             return
 
         def answer(stop: bool | str | None) -> None:
-            if stop == "detach":  # the run goes on under its own supervisor
+            if stop == "detach" and self.busy:  # the run goes on under its own supervisor
                 self.supervisor.why = "you left the view"
                 self.exit(return_code=exitcodes.STOPPED)
-            elif stop and self.live_running:
+            elif stop and self.busy:
                 self._quit_after_stop = True
                 self.action_stop()
             elif stop:
                 self.exit(return_code=self.exit_code)
 
-        self.push_screen(QuitScreen(self.live.run_id, detachable=self.supervisor is not None), answer)
+        what = (self.live.run_id if self.live_running
+                else f"supervisor pid {self.supervisor.pid} (no run of it shown yet)")
+        self.push_screen(QuitScreen(what, detachable=self.supervisor is not None), answer)
 
     def check_action(self, action: str, parameters) -> bool | None:
         if isinstance(self.screen, ModalScreen) and action in ("run", "stop", "switch_target", "compare", "mode"):
             return False
         if action == "stop":
-            return True if self.live_running else None  # None: shown dimmed
+            return True if self.busy else None  # None: shown dimmed
         if action == "run":
-            return None if self.live_running else True
+            return None if self.busy else True
         return True
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

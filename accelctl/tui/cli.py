@@ -43,11 +43,33 @@ def cmd_tui(args) -> int:
         return 2
     if args.path is not None and not os.path.isdir(args.path):
         read_source(args.path)  # a file that cannot be read (a FIFO, a device, a link loop...): its E00x
+    from accelctl.run.foreground import Signals
     from accelctl.tui.app import AccelctlApp
     from accelctl.tui.priority import lower_this_thread
 
-    app = AccelctlApp(args.path, runs_root=args.runs_dir, start=args.view, preflight=args.preflight)
-    lower_this_thread()  # the display yields to the runs it starts (they start at normal priority)
-    app.run()
+    with Signals() as signals:  # SIGTERM: the run `r` started is stopped; SIGHUP: it goes on
+        app = AccelctlApp(args.path, runs_root=args.runs_dir, start=args.view, preflight=args.preflight,
+                          signals=signals)
+        lower_this_thread()  # the display yields to the runs it starts (they start at normal priority)
+        app.run()
+    left_going(app.supervisor)
     # a quit is a quit: the exit code of `accelctl tui` is not the last run's (`accelctl run` is)
     return 0
+
+
+def left_going(sup) -> None:
+    """The TUI left while the run ``r`` started goes on under its own supervisor: say where it is."""
+    if sup is None or sup.ended():
+        if sup is not None:
+            sup.forget()
+        return
+    run = sup.runs[-1].name if sup.runs else None
+    how = (f"accelctl attach {run} follows it again, accelctl cancel {run} stops it" if run
+           else f"its console: {sup.spawned.console}")
+    if run:  # found by its id: its console folder is not needed
+        sup.forget()
+    try:
+        print(f"accelctl: {sup.why or 'the TUI ended'}: run {run or '(not started yet)'} goes on under its own "
+              f"supervisor (pid {sup.pid}; {how})", file=sys.stderr, flush=True)
+    except OSError:  # the terminal itself is gone
+        pass

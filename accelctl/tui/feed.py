@@ -1,14 +1,16 @@
 """The feed: a thread worker that turns a run into messages for the run screen.
 
-A *source* is either a live ``RunHandle`` (``LiveSource``) or a stored run folder
-(``ReplaySource``: its ``events.jsonl`` at full speed, or paced by the recorded
-timestamps, or followed while another process still writes it).  ``pump`` runs in a
+A *source* is a stored run folder (``ReplaySource``: its ``events.jsonl`` at full speed,
+or paced by the recorded timestamps, or followed while another process still writes it),
+a run its own supervisor writes (``SupervisedSource``: ``accelctl run FILE`` and ``r`` in
+``accelctl tui``), or a ``RunHandle`` of this process (``LiveSource``: ``run_live`` only).  ``pump`` runs in a
 Textual thread worker: it reads the source in short slices (so a cancelled worker ends
 within ~0.1 s), posts ``RunEvents`` batches — everything that arrived since the last
 read, in order — and finally ``RunEnded`` with the run's status and summary.
 
 Nothing here touches the run itself: the runner keeps writing ``events.jsonl`` whatever
-happens to the TUI, and a stop goes through ``RunHandle.stop()`` (the run screen calls it).
+happens to the TUI, and a stop goes through the source's ``stop()`` (its supervisor's SIGTERM,
+or ``RunHandle.stop()``).
 """
 
 from __future__ import annotations

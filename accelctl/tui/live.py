@@ -1,9 +1,13 @@
 """``run_live``: run a plan inside this process with the live run screen (the TUI overhead
 benchmark, ``bench/tui_overhead.py``, and tests); ``attach_live``: ``accelctl attach RUN``.
 
-``accelctl run FILE`` on a terminal does not run here: the run has its own supervisor, which
-the TUI views (``accelctl.tui.supervised``).  Here the run goes through the runner in this
-process (its own process group; ``events.jsonl``, ``worker.log`` and ``summary.json`` in the
+``accelctl run FILE`` on a terminal and ``r`` in ``accelctl tui`` do not run here: the run has
+its own supervisor, which the TUI views (``accelctl.tui.supervised``).  ``run_live`` is kept as
+the one in-process path on purpose: the overhead benchmark measures what the display costs the
+run it shares the machine with, display and runner in one process whose display thread alone is
+lowered (``accelctl.tui.priority``), without a supervisor's start-up in the figure; the tests of
+the live panels use it with a replaying worker (no torch).  Here the run goes through the runner
+in this process (its own process group; ``events.jsonl``, ``worker.log`` and ``summary.json`` in the
 run store) and the TUI only reads it; if the TUI ends while the run still goes (it crashed),
 the run is stopped and waited for -- nothing of it outlives this process -- and the exit code
 says how it went: 0 ok, 1 failed, 130 stopped.

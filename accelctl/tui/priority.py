@@ -4,9 +4,11 @@ On a small machine the worker and the TUI share cores; the TUI must not slow the
 So the TUI's own threads run at a lower CPU priority (``nice`` +``NICE``, Linux: per
 thread), while everything that belongs to the run keeps normal priority:
 
-* runs are launched from ``Launcher``'s thread, created before the display lowers its
-  own priority, so the runner's supervisor thread and the worker processes (which
-  inherit the priority of the thread that starts them) run at the normal priority;
+* the supervisors of the runs ``r`` starts (``accelctl.tui.supervised.start``) are spawned
+  from ``Launcher``'s thread, created before the display lowers its own priority: a process
+  inherits the priority of the thread that forks it (Linux: per thread), so the supervisor
+  and the workers it starts run at the normal priority (an unprivileged process could not
+  raise it back afterwards);
 * ``lower_this_thread()`` is called from the display's main thread once the app is up;
   threads it starts later (the feed) inherit the lower priority.
 
@@ -46,7 +48,7 @@ def lower_this_thread() -> bool:
 
 
 class Launcher:
-    """One thread, started now (at the caller's priority), that starts runs on request."""
+    """One thread, started now (at the caller's priority), that starts the runs' supervisors on request."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="accelctl-launcher")

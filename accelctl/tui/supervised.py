@@ -10,11 +10,15 @@ folders name the supervisor in ``runner.json``), read from the run store as they
 * ``q`` answered "leave", a hang-up (SIGHUP), or a TUI that fails: this process only
   detaches; the run goes on (``accelctl attach RUN`` follows it again);
 * ``n`` (skip to the next workload) cannot be sent to a supervisor: it is not offered here.
+
+``r`` in ``accelctl tui`` starts its run the same way (``start``: the supervisor of
+``accelctl run --headless``, viewed in turn, run by run); there the TUI stays up once it ends.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -34,6 +38,10 @@ class Supervisor:
         self.stop_sent = False
         #: why the viewer left while the supervisor goes on ("" : it did not)
         self.why = ""
+        #: its preflight's verdict, once the TUI read it in its console ("" : none yet)
+        self.verdict = ""
+        self._console = None
+        self._partial = b""
 
     def next_run(self) -> Path | None:
         """The supervisor's next run folder, once it exists (None: not yet, or no more)."""
@@ -52,16 +60,67 @@ class Supervisor:
             self.stop_sent = True
             foreground.ask_stop(self.pid)
 
+    def new_verdicts(self) -> list[str]:
+        """The preflight verdicts its console got since the last call (``run --preflight`` prints one)."""
+        found = [line for line in self._console_lines() if _VERDICT.match(line)]
+        self.verdict = found[-1] if found else self.verdict
+        return found
+
+    def _console_lines(self) -> list[str]:
+        """The complete lines its console stream (stdout) got since the last call, colours taken out."""
+        if self._console is None:
+            try:
+                self._console = open(self.spawned.console, "rb")  # noqa: SIM115 - read as it grows, closed by forget
+            except OSError:
+                return []
+        data = self._partial + self._console.read()
+        *lines, self._partial = data.split(b"\n")
+        return [_ANSI.sub("", line.decode("utf-8", "replace")).rstrip() for line in lines]
+
+    def why_it_ended(self) -> str:
+        """Its first error line on stderr (a diagnostic's ``file:line:col: error[...]``, a refusal),
+        else its last line there or on its console (a crash); "" : none."""
+        for path in (self.spawned.errors, self.spawned.console):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
+            except OSError:
+                continue
+            lines = [_ANSI.sub("", ln).strip() for ln in text.splitlines() if ln.strip()]
+            if lines:
+                return next((ln for ln in lines if "error" in ln), lines[-1])
+        return ""
+
+    def forget(self) -> None:
+        """Its console folder in ``$TMPDIR`` goes (it has ended, or runs on with a run to name)."""
+        if self._console is not None:
+            self._console.close()
+            self._console = None
+        detach.forget_console(self.spawned.console)
+
+
+#: a colour or style sequence in a console line
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: the preflight's verdict in its console (``accelctl.run.preflight``'s messages)
+_VERDICT = re.compile(r"(preflight (ok|failed)\b|preflight: |no preflight for )")
+
+
+def start(run_argv: list[str], root, signals) -> Supervisor:
+    """Start the supervisor of ``accelctl run --headless *run_argv`` storing into ``root`` (its
+    console files in a folder of their own under ``$TMPDIR``) and return it at once;
+    ``signals``: the viewer's (``foreground.Signals``)."""
+    base = store.runs_root(root)
+    before = set(os.listdir(base)) if base.is_dir() else set()
+    spawned = detach.spawn(run_argv, root, split=True, folder=detach.viewer_folder(root))
+    return Supervisor(spawned, base, before, signals)
+
 
 def view(run_argv: list[str], root, path: Path | None, selection, count: int, *, headless: bool = False,
          size: tuple[int, int] | None = None, app_factory=None) -> foreground.Viewed:
     """Start the supervisor of ``accelctl run *run_argv`` and view its runs in the TUI (``count``
     of them expected: "1 of N"); how viewing ended, the run's exit status when the supervisor ended."""
-    base = store.runs_root(root)
-    before = set(os.listdir(base)) if base.is_dir() else set()
-    with foreground._Signals() as signals:  # from before the start: a SIGTERM meanwhile stops the run it starts
-        spawned = detach.spawn(run_argv, root, split=True, folder=detach.viewer_folder(root))
-        sup = Supervisor(spawned, base, before, signals)
+    with foreground.Signals() as signals:  # from before the start: a SIGTERM meanwhile stops the run it starts
+        sup = start(run_argv, root, signals)
+        spawned = sup.spawned
         from accelctl.tui.app import AccelctlApp
 
         app = (app_factory or AccelctlApp)(path, runs_root=root, supervisor=sup, selection=selection,
@@ -87,7 +146,7 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
         _copy(spawned.console, sys.stdout)
         _copy(spawned.errors, sys.stderr)
     if not viewed.detached or viewed.run_id:  # copied, or detached from a run it can name: not needed to find it
-        detach.forget_console(spawned.console)
+        sup.forget()
     return viewed
 
 

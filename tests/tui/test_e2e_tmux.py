@@ -1,7 +1,8 @@
 """End to end in a real terminal: tmux runs `accelctl run` on a small workload; the pane
 shows the step-time panel advancing, then the final summary; `q` leaves and the summary
 stays printed; a hang-up of the pane's shell only detaches the TUI from the run's own supervisor:
-the run goes on to ``ok`` (``accelctl status RUN``) and no process is left.  Needs tmux
+the run goes on to ``ok`` (``accelctl status RUN``) and no process is left; the same for a run
+``r`` started in ``accelctl tui``.  Needs tmux
 (apt-get install -y tmux) and torch; a few tens of seconds.
 """
 
@@ -34,9 +35,9 @@ def _pane(session: str) -> str:
     return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
 
 
-def _start(runs_dir) -> str:
+def _start(runs_dir, command: list[str] | None = None) -> str:
     session = f"accelctl-e2e-{uuid.uuid4().hex[:8]}"
-    cmd = " ".join(shlex.quote(a) for a in _command(runs_dir))
+    cmd = " ".join(shlex.quote(a) for a in command or _command(runs_dir))
     script = f"cd {shlex.quote(str(ROOT))} && export PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color && " \
              f"{cmd}; echo EXIT=$?; sleep 120"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", script], check=True)
@@ -90,12 +91,31 @@ def _status(run_id: str, runs_dir) -> dict:
 
 
 def test_a_hang_up_of_the_terminal_leaves_the_run_going_to_its_end(tmp_path):
+    _hang_up_while_it_runs(tmp_path / "runs", None, b"")
+
+
+def test_a_hang_up_of_accelctl_tui_leaves_the_run_r_started_going_to_its_end(tmp_path):
+    """``accelctl tui FILE``, ``r``: the run is its own supervisor's, so a hang-up of the TUI
+    (SIGHUP from the pane's shell) leaves it going."""
+    runs_dir = tmp_path / "runs"
+    command = [sys.executable, "-m", "accelctl.cli", "tui", str(WORKLOAD.relative_to(ROOT)), "--runs-dir",
+               str(runs_dir)]
+    _hang_up_while_it_runs(runs_dir, command, b"tui_e2e")
+
+
+def _hang_up_while_it_runs(runs_dir, command: list[str] | None, press_r_after: bytes) -> None:
+    """Start ``command`` in a pane (``r`` pressed once ``press_r_after`` shows), hang the pane up
+    while the run's steps advance on screen: the run goes on to ``ok``, and nothing is left."""
     psutil = pytest.importorskip("psutil")
     pytest.importorskip("torch")
-    runs_dir = tmp_path / "runs"
-    session = _start(runs_dir)
+    session = _start(runs_dir, command)
     try:
         deadline = time.monotonic() + 180
+        if press_r_after:
+            while press_r_after.decode() not in _pane(session):
+                assert time.monotonic() < deadline, _pane(session)
+                time.sleep(0.1)
+            subprocess.run(["tmux", "send-keys", "-t", session, "r"], check=True)
         while not re.search(rf"[1-9]\d*/{TOTAL} steps", _pane(session)):  # the run is going, on screen
             assert time.monotonic() < deadline, _pane(session)
             time.sleep(0.1)

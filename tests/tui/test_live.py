@@ -128,37 +128,3 @@ def test_when_the_in_process_tui_dies_its_run_is_stopped_and_nothing_is_left(run
     out, err = capsys.readouterr()
     assert "RuntimeError: the display broke" in err and "the TUI ended with an error; stopping run" in err
     assert "status: stopped" in out
-
-
-@pytest.mark.asyncio
-async def test_r_runs_the_selected_target_from_the_launcher_thread(runs_dir, monkeypatch):
-    """`r` plans the selection and launches it (here: the fake worker instead of torch) from
-    the launcher thread, so the run never inherits the display's lowered priority."""
-    import threading
-
-    import accelctl.run.runner
-
-    calls = []
-    real_launch = accelctl.run.runner.launch  # what the orchestrator's Series starts a run with
-
-    def fake_launch(plan, **kwargs):
-        calls.append((plan.workload, plan.target, threading.current_thread().name, kwargs["runs_root"]))
-        return real_launch(fake_plan("tui_train-cpu-", delay_s=0.05), source_text=kwargs["source_text"],
-                           spec_json=kwargs["spec_json"], runs_root=kwargs["runs_root"])
-
-    monkeypatch.setattr(accelctl.run.runner, "launch", fake_launch)
-    app = AccelctlApp(WORKLOADS, runs_root=runs_dir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.summary is not None,
-                       timeout=20, what="the run")
-        assert app.screen.model.status == "ok"
-        await pilot.press("4")  # the new run is in the store
-        await pilot.pause()
-        assert len(app.screen.records) == 1 and app.screen.records[0].status == "ok"
-    (workload, target, thread, root), = calls
-    assert (workload, target) == ("tui_train", "cpu") and thread.startswith("accelctl-launcher")
-    assert root == runs_dir.absolute()
-    run = next(runs_dir.iterdir())
-    assert (run / "workload.wl").read_text() == (WORKLOADS / "tiny.wl").read_text()

@@ -1,14 +1,12 @@
 """A run started in the TUI goes through the same orchestrator as ``accelctl run``
 (``accelctl.run.orchestrate``, issue 25 item 3): the engine's pre-check refuses it before a run
-folder exists with the line the CLI prints; ``--preflight`` runs the same preflight first; a
-``measure { repeat = N }`` workload runs as N independent processes, one series (the TUI used to
-skip the engine check and the preflight and to run 1 of the N)."""
+folder exists with the line the CLI prints (the TUI used to skip the engine check).  ``r``'s runs,
+their preflight and repeat series: tests/tui/test_tui_runs.py."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -19,18 +17,6 @@ from accelctl.tui.app import AccelctlApp, Selection
 
 #: a cpu target its Kubernetes engine refuses to start with a runs folder off the pods' volume
 K8S = Path(__file__).parents[1] / "data" / "workloads" / "k8s_cpu.wl"
-
-#: two independent processes of a tiny run (measure { repeat = 2 })
-REPEATED = """
-workload twice {
-  task pretrain { objective = mlm }
-  model bert(layers = 1, hidden = 32, heads = 2)
-  dataset synthetic(seq_len = 16)
-  batch { micro = 2 }
-  measure { warmup = 1 steps  steps = 2 steps  repeat = 2 }
-  target cpu { devices = 1 }
-}
-"""
 
 
 def _file(tmp_path, text: str):
@@ -62,36 +48,8 @@ async def test_r_on_a_target_its_engine_cannot_start_is_refused_as_the_cli_refus
         await wait_for(pilot, lambda: app._notifications, what="the refusal")
         shown = [n.message for n in app._notifications]
         assert err.strip() == f"accelctl: error: {shown[0]}", shown
-        assert app.live is None
+        assert app.live is None and app.supervisor is None  # no process started
     assert not runs.exists() or not any(runs.iterdir())  # nothing launched, no run folder
-
-
-@pytest.mark.slow
-@pytest.mark.asyncio
-async def test_a_tui_run_is_preflighted_and_runs_every_repeat_of_its_series(tmp_path):
-    path = _file(tmp_path, REPEATED)
-    runs = tmp_path / "runs"
-    app = AccelctlApp(path, runs_root=runs, selection=Selection(path, "twice", "cpu"), preflight=True,
-                      auto_exit=True)
-    shown, notify = [], app.notify
-    app.notify = lambda message, **kw: (shown.append(message), notify(message, **kw))[1]  # each notice, kept
-    async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause()
-        await pilot.press("r")
-        await wait_for(pilot, lambda: app.series is not None and app.series.index == 2 and not app.live_running
-                       and len([p for p in runs.glob("*/summary.json") if (p.parent / "series.json").exists()]) == 2,
-                       timeout=600, what="both repeats of the series, each with its summary")
-    preflights = [p for p in (runs / "preflight").iterdir() if p.is_dir()]
-    assert len(preflights) == 1, preflights  # the preflight, stored apart as `run --preflight` stores it
-    assert shown[0] == "preflight of target cpu (world 1, engine local) ...", shown
-    assert shown[1].startswith("preflight ok: all-reduce over 1 rank(s) (local, "), shown  # as run --preflight says
-    assert shown[2:] == [f"repeat {i} of 2 (an independent process; measure {{ repeat = 2 }})" for i in (1, 2)]
-    folders = sorted(p for p in runs.iterdir() if (p / "series.json").exists())
-    marks = [json.loads((p / "series.json").read_text()) for p in folders]
-    assert sorted(m["index"] for m in marks) == [1, 2] and {m["of"] for m in marks} == {2}
-    assert len({m["id"] for m in marks}) == 1
-    assert all(json.loads((p / "summary.json").read_text())["status"] == "ok" for p in folders)
-    assert app.return_code == 0
 
 
 @pytest.mark.asyncio

@@ -78,7 +78,7 @@ async def test_r_on_a_target_whose_devices_are_missing_is_refused_before_a_run_e
 
 
 def test_the_live_tui_entry_refuses_it_too(tmp_path, capsys, monkeypatch):
-    """`python -m accelctl.tui.live FILE -t T` (what `accelctl run` opens on a terminal)."""
+    """`python -m accelctl.tui.live FILE -t T` (run_live, the in-process path) refuses it as `accelctl run` does."""
     from accelctl.plan import select
     from accelctl.tui import live
 

@@ -14,12 +14,12 @@ KEYS = (
     ("everywhere", (
         ("1 2 3 4", "Workloads · Plan · Run · Runs"),
         ("r", "run the selected workload target (live run screen)"),
-        ("x", "stop the live run (its whole process group; recorded as stopped)"),
+        ("x", "stop the live run (as accelctl cancel; recorded as stopped)"),
         ("t", "switch target (of the selected workload)"),
         ("c", "compare two marked runs (Runs)"),
         ("ctrl+p", "command palette"),
         ("?", "this help"),
-        ("q", "quit (asks first while a run is live; under accelctl run: l leaves it running)"),
+        ("q", "quit (asks first while a run is live: s stop, l leave it running)"),
     )),
     ("Workloads", (
         ("↑ ↓ / tab", "choose a file / a workload › target"),
