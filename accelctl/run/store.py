@@ -396,7 +396,11 @@ def read_files(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
             from accelctl.run import lostrun
 
             if lostrun.gone(path, info):  # shown, never written here: ``lostrun.keep`` writes it
-                summary, late, problem = lostrun.finish(path, info)
+                # read again now that the runner is gone: it may have written its summary and
+                # ended between the first read and this look (seen: an ``ok`` run shown lost)
+                summary, problem = read_object(path / SUMMARY_FILE)
+                if not summary and not problem:
+                    summary, late, problem = lostrun.finish(path, info)
     return summary, series, plan, job, problem, late
 
 

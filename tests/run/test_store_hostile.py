@@ -108,6 +108,22 @@ def test_a_lost_run_is_shown_finished_by_its_reader_and_written_only_by_keep(los
     assert rec.status == "failed (runner lost)" and rec.summary == kept
 
 
+def test_a_summary_written_as_the_runner_ends_is_read_not_taken_for_a_lost_run(lost, monkeypatch):
+    """The runner writes ``summary.json`` and exits between a reader's look for the summary and its
+    look for the runner: the run is what that summary says, never ``failed (runner lost)`` (seen: a
+    run that ended ``ok`` shown lost by ``accelctl status`` at load 11)."""
+    real_gone = lostrun.gone
+
+    def gone_after_writing(path, info):  # the runner's last act, then its end, in that window
+        store.write_summary(path, {"status": "ok", "workload": "tiny", "target": "cpu", "stats": {}})
+        return real_gone(path, info)
+
+    monkeypatch.setattr(lostrun, "gone", gone_after_writing)
+    rec = store.read_run(lost)
+    assert rec.status == "ok", rec.status
+    assert rec.summary["status"] == "ok"
+
+
 def test_keeping_a_lost_run_reads_each_of_its_event_files_once(lost, monkeypatch):
     reads: list[str] = []
     real = boundedfile.read_regular
