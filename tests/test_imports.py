@@ -122,7 +122,8 @@ def test_sweep_estimate_pick_and_fit_import_no_heavy_module():
 #: statistics load only for the verbs that use them
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
                        "accelctl.exitcodes", "accelctl.reply", "accelctl.dsl", "accelctl.spec",
-                       "accelctl.cli_help", "accelctl.cli_lazy", "accelctl.cli_common", "accelctl.cli_check")
+                       "accelctl.cli_help", "accelctl.cli_lazy", "accelctl.cli_common", "accelctl.cli_check",
+                       "accelctl.frozen")
 
 def _modules_after(code: str) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
