@@ -38,41 +38,57 @@ from accelctl.errors import AccelctlError
 from accelctl.reply import Reply, UsageError, wants_json
 
 
+#: every verb, in the order ``accelctl --help`` lists them -> the function that adds its parser
+#: (``module:function``, called with the subparsers action): a command builds only its verb's
+#: (``accelctl.cli_lazy``); the verbs that live with their feature import nothing heavy at module level
+VERBS = {
+    "validate": "accelctl.cli_check:add_validate",
+    "plan": "accelctl.cli_check:add_plan",
+    "estimate": "accelctl.cli_check:add_estimate",
+    "run": "accelctl.cli_run:add_parser",
+    "runs": "accelctl.cli_runs:add_parser",  # and runs rm, runs gc
+    "report": "accelctl.report.cli:add_report",
+    "compare": "accelctl.report.cli:add_compare",
+    "sweep": "accelctl.report.cli:add_sweep",
+    "pick": "accelctl.report.decide_cli:add_pick",
+    "fit": "accelctl.report.decide_cli:add_fit",
+    "tui": "accelctl.tui.cli:register",
+    "status": "accelctl.cli_detach:add_status",
+    "logs": "accelctl.cli_detach:add_logs",
+    "attach": "accelctl.cli_detach:add_attach",
+    "cancel": "accelctl.cli_detach:add_cancel",
+    "doctor": "accelctl.cli_doctor:add_parser",
+    "init": "accelctl.cli:add_init",
+    "completion": "accelctl.cli:add_completion",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from accelctl.cli_help import explain
+    from accelctl.cli_lazy import LazySubParsers
+
     ap = Parser(prog="accelctl", description="one workload, every accelerator: plan, run, compare")
     ap.add_argument("--version", action="version", version=f"accelctl {__version__}")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, action=LazySubParsers)
+    sub.built = explain  # help for every option, examples for every verb, as each verb is built
+    for verb, adds in VERBS.items():
+        sub.declare(verb, adds)
+    explain(ap)
+    return ap
 
-    from accelctl import cli_check, cli_doctor, cli_run, cli_runs
 
-    cli_check.add_parsers(sub)  # validate, plan, estimate
-    cli_run.add_parser(sub)
-    cli_runs.add_parser(sub)  # runs, runs rm, runs gc
-    # verbs that live with their feature: accelctl/report/cli.py, accelctl/tui/cli.py each
-    # define register(sub) and import nothing heavy at module level
-    import importlib
+def add_init(sub) -> None:
+    from accelctl.cli_init import add_parser
 
-    for mod in ("accelctl.report.cli", "accelctl.report.decide_cli", "accelctl.tui.cli", "accelctl.cli_detach"):
-        try:
-            importlib.import_module(mod).register(sub)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+    add_parser(sub).set_defaults(fn=_cmd_init)
 
-    cli_doctor.add_parser(sub)
-    from accelctl.cli_init import add_parser as add_init
 
-    add_init(sub).set_defaults(fn=_cmd_init)
-
+def add_completion(sub) -> None:
     co = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish): "
                         "eval \"$(accelctl completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh", "fish"))
     co.add_argument("--json", action="store_true", help=JSON_HELP)
     co.set_defaults(fn=cmd_completion)
-    from accelctl.cli_help import explain
-
-    explain(ap)  # help for every option, examples for every verb
-    return ap
 
 
 def _cmd_init(args) -> int:

@@ -15,8 +15,7 @@ from accelctl.errors import AccelctlError, WorkloadError
 EXIT_CHECK_NOT_RUN = exitcodes.CHECK_NOT_RUN
 
 
-def add_parsers(sub) -> None:
-    """``validate``, ``plan`` and ``estimate``."""
+def add_validate(sub) -> None:
     v = sub.add_parser("validate", help="check workload files; report every problem")
     add_set(v)
     v.add_argument("files", nargs="+")
@@ -24,6 +23,8 @@ def add_parsers(sub) -> None:
     v.add_argument("--wide", action="store_true", help="diagnostics unwrapped (default: wrapped to the terminal)")
     v.set_defaults(fn=cmd_validate)
 
+
+def add_plan(sub) -> None:
     p = sub.add_parser("plan", help="print the launch plan of a workload's targets")
     add_set(p)
     p.add_argument("file")
@@ -49,6 +50,8 @@ def add_parsers(sub) -> None:
                         f"command (exit 0 instead of {EXIT_CHECK_NOT_RUN})")
     p.set_defaults(fn=cmd_plan)
 
+
+def add_estimate(sub) -> None:
     es = sub.add_parser("estimate", help="predicted step time, throughput, bound and cost per target, before "
                         "renting (roofline from the architecture and the datasheets; no torch)")
     add_set(es)

@@ -262,22 +262,30 @@ def _run_arg(p, nargs=None) -> None:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
-def register(sub) -> None:
-    """``status``, ``logs``, ``attach`` and ``cancel``."""
+def add_status(sub) -> None:
     s = sub.add_parser("status", help="state, step and ETA of a run (no RUN: every run in progress)")
     _run_arg(s, "?")
     s.set_defaults(fn=cmd_status)
+
+
+def add_logs(sub) -> None:
     lg = sub.add_parser("logs", help="a run's worker.log (stdout and stderr of its processes)")
     _run_arg(lg)
     lg.add_argument("--follow", "-f", action="store_true",
                     help="go on printing what is written until the run ends (Ctrl-C: stop following; the run goes on)")
     lg.add_argument("--rank", type=int, metavar="N", help="only rank N's lines (torch's [rankN]: tag)")
     lg.set_defaults(fn=cmd_logs)
+
+
+def add_attach(sub) -> None:
     a = sub.add_parser("attach", help="a running or finished run: the live TUI on a terminal, the console stream "
                                       "in a pipe (q, Ctrl-C or a hang-up detaches; the run goes on)")
     _run_arg(a)
     a.add_argument("--headless", action="store_true", help="the console stream even on a terminal (no TUI)")
     a.set_defaults(fn=cmd_attach)
+
+
+def add_cancel(sub) -> None:
     c = sub.add_parser("cancel", help="stop a run from any terminal: its supervisor stops it as Ctrl-C does; "
                                       "waits until no process of it is left")
     _run_arg(c)

@@ -1,9 +1,9 @@
 """Help that explains itself: every option's help text and each verb's examples, and what
 a bare ``accelctl`` does (clig.dev: help on no arguments, examples first).
 
-``explain(parser)`` runs at the end of ``accelctl.cli.build_parser``: options registered
-without ``help=`` get the text of ``SHARED_HELP`` (the same option means the same thing in
-every verb), and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py
+``explain(parser, verb)`` runs on each parser ``accelctl.cli.build_parser`` builds (a verb's as it
+is built): options registered without ``help=`` get the text of ``SHARED_HELP`` (the same option
+means the same thing in every verb), and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py
 walks every action of every verb and fails on one without help.  Imports nothing.
 """
 
@@ -94,16 +94,9 @@ def epilog(verb: str | None) -> str | None:
     return "examples:\n" + "\n".join(f"  {cmd:<{width}}  {what}" for cmd, what in lines)
 
 
-def explain(parser: argparse.ArgumentParser) -> None:
-    """Fill every verb's missing option help from ``SHARED_HELP`` and add its examples."""
-    _explain_one(parser, None)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for verb, sub in action.choices.items():
-                _explain_one(sub, verb)
-
-
-def _explain_one(parser: argparse.ArgumentParser, verb: str | None) -> None:
+def explain(parser: argparse.ArgumentParser, verb: str | None = None) -> None:
+    """Fill the missing option help of ``parser`` (``verb``'s, None: the top one) from
+    ``SHARED_HELP`` and add its examples."""
     for action in parser._actions:
         if not action.help and action.dest in SHARED_HELP:
             action.help = SHARED_HELP[action.dest]

@@ -231,3 +231,48 @@ def test_a_reader_that_goes_away_is_no_traceback():
     proc = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.stdout.strip() in ("0", "141")
+
+
+def _verbs_action(parser):
+    import argparse
+
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def test_a_command_builds_only_the_parser_of_its_verb():
+    """``accelctl validate F`` builds ``validate``'s parser, not the other verbs' (issue 28: building
+    all 18 was ~50 M instructions of every cold command, their modules' imports included)."""
+    from accelctl.cli import VERBS, build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["validate", "workloads/bloomz.wl"])
+    assert args.cmd == "validate" and args.files == ["workloads/bloomz.wl"]
+    assert list(_verbs_action(parser).choices.parsers) == ["validate"]
+    assert list(_verbs_action(parser).choices) == list(VERBS)  # every verb still a choice, in order
+
+
+def test_help_lists_every_verb_with_the_help_line_its_parser_gives(capsys):
+    """``accelctl --help`` lists every verb of ``VERBS``, in order, each with its help line, though
+    no verb's parser is built before the list is asked for."""
+    from accelctl.cli import VERBS, build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    listed = [line.split()[0] for line in text.split("positional arguments:")[1].splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == list(VERBS)
+    for verb, action in zip(VERBS, _verbs_action(build_parser())._choices_actions):
+        assert action.dest == verb and action.help and action.help.split()[0] in text
+
+
+def test_a_verb_table_entry_that_adds_no_parser_is_a_clear_bug(monkeypatch):
+    """A ``VERBS`` entry whose function adds no parser for its verb fails when the verb is looked
+    up, naming the entry, instead of parsing with a missing verb."""
+    from accelctl import cli
+
+    monkeypatch.setattr(cli, "add_nothing", lambda sub: None, raising=False)
+    monkeypatch.setitem(cli.VERBS, "validate", "accelctl.cli:add_nothing")
+    with pytest.raises(RuntimeError, match="accelctl.cli:add_nothing did not add the parser of 'validate'"):
+        cli.build_parser().parse_args(["validate", "x.wl"])

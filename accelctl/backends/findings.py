@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from accelctl.frozen import Value, value
 
-@dataclass(frozen=True)
-class Finding:
+
+@value
+class Finding(Value):
     #: what was checked: "te_recipe.json: recipe", "te_layers.py:57" ...
     subject: str
     message: str

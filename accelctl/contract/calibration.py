@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 
 from accelctl.contract.envnames import CALIBRATION_FILE
+from accelctl.frozen import Value, value
 
 SCHEMA = 1
 
@@ -36,8 +37,8 @@ def key(device: str, threads: int) -> str:
     return f"{device} | threads={threads}"
 
 
-@dataclass(frozen=True)
-class Calibration:
+@value
+class Calibration(Value):
     """One measured ceiling: FLOP/s per dtype name (``float32``, ``bfloat16``)."""
 
     device: str

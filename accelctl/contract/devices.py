@@ -19,13 +19,12 @@ never maps device kinds itself.  Pure data plus small torch-free functions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from accelctl.frozen import Value, value
 from accelctl.hostinfo import first_sign
 
 
-@dataclass(frozen=True)
-class Detection:
+@value
+class Detection(Value):
     """Signs that a machine has a family's devices: device files (glob patterns) or a vendor
     tool on PATH; the first sign found is reported as how we know."""
 
@@ -40,8 +39,8 @@ class Detection:
         return first_sign(self.device_files, self.tools)
 
 
-@dataclass(frozen=True)
-class DeviceFamily:
+@value
+class DeviceFamily(Value):
     name: str
     #: torch.distributed backend its ranks join
     comm: str

@@ -19,14 +19,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
 
 from accelctl import hostinfo
 from accelctl.contract import calibration
+from accelctl.frozen import Value, value
 
 
-@dataclass(frozen=True)
-class HostFacts:
+@value
+class HostFacts(Value):
     """``cores``: the processor cores this process may use; ``cpu_model``, ``flags``: the CPU's
     name and /proc/cpuinfo flags; ``memory_bytes``: memory available (0: unknown);
     ``calibrations``: the ``doctor --calibrate`` measurements of this CPU (None: the ones stored

@@ -15,12 +15,13 @@ through JSON (``accelctl.contract.codec``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from accelctl.contract import codec
 from accelctl.contract.placeholders import data_json
+from accelctl.frozen import Value, value
 from accelctl.spec.types import (
     BatchSpec,
     CheckpointSpec,
@@ -34,8 +35,8 @@ from accelctl.spec.types import (
     TaskSpec,
 )
 
-@dataclass(frozen=True)
-class DeviceJob:
+@value
+class DeviceJob(Value):
     """How the worker drives the device: the family's adapter and collective backend,
     resolved by the planner from the device catalog, and the device options a target set."""
 
@@ -57,8 +58,8 @@ class DeviceJob:
     precompile: bool = False
 
 
-@dataclass(frozen=True)
-class DebugJob:
+@value
+class DebugJob(Value):
     """Test hooks.  No workload key sets them; tests write them into a job directly."""
 
     #: poison the loss with NaN at this optimizer step (0 = never)
@@ -77,8 +78,8 @@ class DebugJob:
     fake: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class WorkerJob:
+@value
+class WorkerJob(Value):
     run_id: str
     workload: str
     target: str
@@ -144,8 +145,8 @@ class WorkerJob:
 JOBS_FILE = "jobs.json"
 
 
-@dataclass(frozen=True)
-class QueuedJob:
+@value
+class QueuedJob(Value):
     """One job of a shared worker's list: its ``job.json`` and the ``worker.log`` of its run
     folder (the worker's stdout and stderr go there while it runs this job)."""
 
@@ -153,8 +154,8 @@ class QueuedJob:
     log: str = ""
 
 
-@dataclass(frozen=True)
-class JobList:
+@value
+class JobList(Value):
     """``python -m accelctl.worker jobs.json``: one worker process runs these jobs in order
     (the runner's ``accelctl.run.shared``), importing torch and the model libraries once.
     Each job writes its own run folder's events exactly as a worker of its own would."""

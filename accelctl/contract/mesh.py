@@ -9,14 +9,15 @@ worker builds its ``DeviceMesh`` from it; both read the same arithmetic here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from accelctl.frozen import Value, value
+
 
 #: mesh dimensions, outermost first
 DIMS = ("pp", "dp", "tp")
 
 
-@dataclass(frozen=True)
-class Mesh:
+@value
+class Mesh(Value):
     pp: int = 1
     dp: int = 1
     tp: int = 1

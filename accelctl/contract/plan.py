@@ -16,12 +16,13 @@ import dataclasses
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR  # noqa: F401  (the plan's placeholders)
+from accelctl.frozen import Value, value
 from accelctl.spec.types import TrackSpec
 
 #: control characters no launch word or generated file may hold (tab and newline may)
@@ -29,8 +30,8 @@ _UNWRITABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _NUL = re.compile("\x00")
 
 
-@dataclass(frozen=True)
-class Launch:
+@value
+class Launch(Value):
     """One command to start (on one host, or one per node for a multi-node engine)."""
 
     name: str
@@ -58,8 +59,8 @@ class Launch:
         return f"cd {shlex.quote(self.cwd)} && {line}" if self.cwd else line
 
 
-@dataclass(frozen=True)
-class GeneratedFile:
+@value
+class GeneratedFile(Value):
     """A file the plan writes into the run folder before launching."""
 
     path: str
@@ -69,8 +70,8 @@ class GeneratedFile:
     executable: bool = False
 
 
-@dataclass(frozen=True)
-class Rehearsal:
+@value
+class Rehearsal(Value):
     """What a CPU rehearsal stands for (``accelctl run --rehearse``): the accelerator target,
     and how this run differs from it."""
 
@@ -86,8 +87,8 @@ class Rehearsal:
     on: str = "this CPU"
 
 
-@dataclass(frozen=True)
-class Plan:
+@value
+class Plan(Value):
     workload: str
     target: str
     backend: str

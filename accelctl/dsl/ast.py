@@ -7,9 +7,9 @@ untyped here (a ``Word`` is just a name); giving them meaning is the check pass'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple, Union
 
+from accelctl import frozen
 from accelctl.errors import Span
 
 
@@ -100,8 +100,8 @@ class Workload(NamedTuple):
     name_span: Span
 
 
-@dataclass(frozen=True)
-class File:
+@frozen.value
+class File(frozen.Value):  # frozen.Value: this module's Value is a value of the language
     path: str
     text: str
     workloads: tuple[Workload, ...]

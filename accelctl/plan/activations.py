@@ -22,9 +22,10 @@ the inputs of the split regions each hold ``s/t`` positions (section 4.2.2: ``34
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
+from accelctl.frozen import Value, value
 from accelctl.spec import param_count as P
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -38,8 +39,8 @@ PROMPT_TOKENS = 16
 ATTENTION_WIDTH = {"t5-3b": 4096, "google-t5/t5-3b": 4096}
 
 
-@dataclass(frozen=True)
-class Block:
+@value
+class Block(Value):
     """One transformer layer: hidden h, attention width d, MLP width f, heads a; the width of
     its keys (and of its values), narrower than d under grouped-query attention (0 = d)."""
 
@@ -57,8 +58,8 @@ class Block:
                        kv=max(self.kv // tp, 1) if self.kv else 0)
 
 
-@dataclass(frozen=True)
-class Kept:
+@value
+class Kept(Value):
     """What the layers' kernels keep for backward beyond the paper's fused-kernel count
     (``kept_for``: measured on this CPU by ``tests/plan/measured_memory.py``).
 
@@ -134,8 +135,8 @@ def lm_head(positions: float, b: int, vocab: int, e: int, loss: bool) -> float:
 
 
 # --------------------------------------------------------------------------- shapes
-@dataclass(frozen=True)
-class Arch:
+@value
+class Arch(Value):
     """What the activation models need beside ``memory.Shape``."""
 
     block: Block
@@ -271,8 +272,8 @@ def generation(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -
 
 
 # --------------------------------------------------------------------------- diffusion
-@dataclass(frozen=True)
-class UNet:
+@value
+class UNet(Value):
     """The shape of a latent-diffusion pipeline that decides its activations."""
 
     #: latent side (image side / 8: the VAE downsamples 3 times)

@@ -26,9 +26,8 @@ seeds' fit / no-fit facts it agrees with (tests/plan/test_memory.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from accelctl.contract.job import DebugJob
+from accelctl.frozen import Value, value
 from accelctl.plan import activations as act
 from accelctl.spec import param_count as P
 from accelctl.spec.catalog import DEVICES
@@ -38,8 +37,8 @@ RESERVE_BYTES = 2 * 10**9
 GB = 1e9
 
 
-@dataclass(frozen=True)
-class Shape:
+@value
+class Shape(Value):
     params: float
     layers: int
     hidden: int
@@ -48,8 +47,8 @@ class Shape:
     vocab: int
 
 
-@dataclass(frozen=True)
-class MemoryFit:
+@value
+class MemoryFit(Value):
     weights: float
     gradients: float
     optimizer: float

@@ -320,7 +320,7 @@ def _guarded(fn):
     return run
 
 
-def register(sub) -> None:
+def add_report(sub) -> None:
     r = sub.add_parser("report", help="tables of stored runs: step time, throughput, cost; --reference: the published ones")
     r.add_argument("runs", nargs="*", metavar="RUN", help="run ids or folders (default: every ok run)")
     r.add_argument("--reference", action="store_true", help="the published tables accelctl reproduces (with RUN: next to them)")
@@ -338,6 +338,8 @@ def register(sub) -> None:
     _common(r)
     r.set_defaults(fn=_guarded(cmd_report))
 
+
+def add_compare(sub) -> None:
     c = sub.add_parser("compare", help="speed-up and price-performance of run B over run A, with 95%% CIs over "
                                        "independent runs (measure { repeat = N })")
     c.add_argument("a", metavar="A", help="baseline run")
@@ -354,6 +356,8 @@ def register(sub) -> None:
     _common(c)
     c.set_defaults(fn=_guarded(cmd_compare))
 
+
+def add_sweep(sub) -> None:
     s = sub.add_parser("sweep", help="any setting over values (--over KEY=V1,V2 --estimate | --run), or one target "
                                      "at several device counts (the scaling efficiency table)")
     s.add_argument("file")

@@ -52,7 +52,7 @@ def _counts(text: str) -> tuple[int, ...]:
         raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
 
 
-def register(sub) -> None:
+def add_pick(sub) -> None:
     from accelctl.report.cli import _common
 
     p = sub.add_parser("pick", help="every target x instance x layout that fits, ranked by cost by a deadline (or "
@@ -69,7 +69,6 @@ def register(sub) -> None:
     p.add_argument("--workload", "-w")
     _common(p)
     p.set_defaults(fn=cmd_pick)
-    register_fit(sub)
 
 
 def cmd_fit(args) -> int:
@@ -109,7 +108,7 @@ def cmd_fit(args) -> int:
     return exitcodes.OK if vs[0].micro else exitcodes.FAILED
 
 
-def register_fit(sub) -> None:
+def add_fit(sub) -> None:
     from accelctl.report.cli import _common
 
     f = sub.add_parser("fit", help="the largest micro-batch that fits a target's memory by the memory model "

@@ -8,13 +8,15 @@ always wins over the catalog.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from accelctl.frozen import Value, value
 
 TFLOPS = 1e12
 
 
-@dataclass(frozen=True)
-class Device:
+@value
+class Device(Value):
     name: str
     vendor: str
     #: runtime family the worker's device adapter drives: cpu, cuda, hpu, xla
@@ -86,8 +88,8 @@ DEVICES: dict[str, Device] = {
 }
 
 
-@dataclass(frozen=True)
-class Instance:
+@value
+class Instance(Value):
     name: str
     device: str
     devices: int
@@ -126,8 +128,8 @@ INSTANCES: dict[str, Instance] = {
 # device and per direction (vendors often quote NVLink bidirectional: halved here).
 
 
-@dataclass(frozen=True)
-class Figure:
+@value
+class Figure(Value):
     value: float
     #: vendor datasheet / whitepaper (name or URL); "ASSUMPTION: ..." where none is published
     source: str
@@ -135,8 +137,8 @@ class Figure:
     date: str
 
 
-@dataclass(frozen=True)
-class Datasheet:
+@value
+class Datasheet(Value):
     device: str
     #: dense peak FLOP/s per dtype: the figures of ``Device.peak_flops``, with their source
     flops: dict[str, Figure]

@@ -33,9 +33,9 @@ converted layers' FLOPs at the FP8 peak and the rest at the bf16 peak.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from accelctl.frozen import Value, value
 from accelctl.spec.models import FAMILIES
 
 #: torch._scaled_mm needs both GEMM dimensions of a weight divisible by this
@@ -49,8 +49,8 @@ EXPERTS_KEPT = ("fused 3-D expert tensors, not nn.Linear; torchao 0.18's FP8 gro
                 "CUDA sm90+, with no emulation to rehearse or check it on a CPU: not planned")
 
 
-@dataclass(frozen=True)
-class Linear:
+@value
+class Linear(Value):
     """``count`` linear modules named ``name`` (``*`` = the layer index), each ``d_in`` -> ``d_out``
     over ``tokens`` tokens of one sample."""
 
@@ -150,8 +150,8 @@ def linears(family: str, s: dict[str, Any], seq: int = 128, target: int = 32) ->
             Linear("lm_head", 1, h, int(s["vocab"]), target)]
 
 
-@dataclass(frozen=True)
-class Split:
+@value
+class Split(Value):
     """A model's linears split into those FP8 runs and those kept in bf16 (with the reason)."""
 
     fp8: tuple[Linear, ...]

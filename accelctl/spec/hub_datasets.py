@@ -9,11 +9,12 @@ is passed through unchecked.  Where each fact comes from is said next to it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from accelctl.frozen import Value, value
 
 
-@dataclass(frozen=True)
-class HubDataset:
+
+@value
+class HubDataset(Value):
     hub_id: str
     #: config name -> the columns of its records
     configs: dict[str, tuple[str, ...]]

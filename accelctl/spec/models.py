@@ -10,12 +10,14 @@ can estimate memory for the real model while the CPU runs the stand-in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from accelctl.frozen import Value, value
 
-@dataclass(frozen=True)
-class Family:
+
+@value
+class Family(Value):
     name: str
     #: what builds it: transformers, timm, diffusers
     library: str
@@ -98,8 +100,8 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-@dataclass(frozen=True)
-class KnownModel:
+@value
+class KnownModel(Value):
     """A real model's architecture and published size, so planning needs no network."""
 
     hub_id: str

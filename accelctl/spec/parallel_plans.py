@@ -35,13 +35,14 @@ Pipeline parallel splits ``blocks`` into contiguous stages (``mesh.stage_layers`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from accelctl.frozen import Value, value
+
 
 COLWISE, ROWWISE, FUSED_QKV = "colwise", "rowwise", "colwise_fused_qkv"
 
 
-@dataclass(frozen=True)
-class FamilyPlan:
+@value
+class FamilyPlan(Value):
     #: the ModuleList of transformer blocks, from the model's root
     blocks: str
     #: module inside each block -> COLWISE / ROWWISE / FUSED_QKV

@@ -22,8 +22,9 @@ meta device from the real models' config.json):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from accelctl.frozen import Value, value
 
 #: families whose layers are llama's (RMSNorm, rotary, gated MLP, grouped-query attention)
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "gemma", "mixtral")
@@ -33,8 +34,8 @@ COUNTED = (*LLAMA_LIKE, "gpt_neox", "falcon")
 EXACT = (*COUNTED, "bloom", "gpt2", "bert", "t5", "vit")
 
 
-@dataclass(frozen=True)
-class Dims:
+@value
+class Dims(Value):
     """The widths of one decoder layer."""
 
     hidden: int

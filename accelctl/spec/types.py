@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from accelctl.errors import Span
+from accelctl.frozen import Value, value
 
 
-@dataclass(frozen=True)
-class TaskSpec:
+@value
+class TaskSpec(Value):
     #: pretrain, finetune, generate or infer
     kind: str
     #: training objective: mlm, causal_lm, seq2seq, classification (default by model family)
@@ -46,8 +47,8 @@ class TaskSpec:
         return self.kind in ("pretrain", "finetune")
 
 
-@dataclass(frozen=True)
-class ModelSpec:
+@value
+class ModelSpec(Value):
     #: hf (Hub id), local (path) or arch (architecture + size, random init)
     source: str
     #: architecture family from the model catalog (bloom, bert, t5, vit, ...)
@@ -67,8 +68,8 @@ class ModelSpec:
     gradient_checkpointing: bool | None = None
 
 
-@dataclass(frozen=True)
-class DatasetSpec:
+@value
+class DatasetSpec(Value):
     #: synthetic, files (local path: jsonl, csv, parquet, text, an image folder) or hf (Hub id)
     kind: str = "synthetic"
     ref: str = ""
@@ -93,8 +94,8 @@ class DatasetSpec:
     mlm_probability: float = 0.15
 
 
-@dataclass(frozen=True)
-class Fp8Recipe:
+@value
+class Fp8Recipe(Value):
     """Transformer Engine ``DelayedScaling`` settings."""
 
     #: hybrid (E4M3 forward, E5M2 backward) or e4m3
@@ -110,15 +111,15 @@ class Fp8Recipe:
     recipe: str = "tensorwise"
 
 
-@dataclass(frozen=True)
-class PrecisionSpec:
+@value
+class PrecisionSpec(Value):
     #: fp32, bf16, fp16 or fp8 (mixed precision: master weights stay fp32)
     dtype: str = "fp32"
     fp8: Fp8Recipe | None = None
 
 
-@dataclass(frozen=True)
-class BatchSpec:
+@value
+class BatchSpec(Value):
     #: samples per device per micro-step
     micro: int = 1
     #: micro-steps per optimizer step
@@ -127,8 +128,8 @@ class BatchSpec:
     global_size: int | None = None
 
 
-@dataclass(frozen=True)
-class OptimizerSpec:
+@value
+class OptimizerSpec(Value):
     #: adamw, adam, sgd, lamb
     name: str = "adamw"
     lr: float = 1e-3
@@ -138,8 +139,8 @@ class OptimizerSpec:
     grad_clip: float = 0.0
 
 
-@dataclass(frozen=True)
-class MeasureSpec:
+@value
+class MeasureSpec(Value):
     #: steps run first and excluded from steady-state figures (compile, warm caches)
     warmup: int = 2
     #: steps counted per repeat
@@ -149,8 +150,8 @@ class MeasureSpec:
     repeat: int = 1
 
 
-@dataclass(frozen=True)
-class OptimizeSpec:
+@value
+class OptimizeSpec(Value):
     """``optimize { compile = on  compile_mode = default  channels_last = on }``: how the
     worker runs the model (``accelctl.worker.optimize``).  Which backends can do it is theirs
     to say (``Backend.compile_refusal``)."""
@@ -167,8 +168,8 @@ class OptimizeSpec:
         return self.compile or self.channels_last
 
 
-@dataclass(frozen=True)
-class CheckpointSpec:
+@value
+class CheckpointSpec(Value):
     """``checkpoint { every = N steps  keep = K  dir = "path" }``: training state saved
     every ``every`` optimizer steps so ``accelctl run --resume RUN_ID`` can continue."""
 
@@ -180,8 +181,8 @@ class CheckpointSpec:
     dir: str = ""
 
 
-@dataclass(frozen=True)
-class TrackSpec:
+@value
+class TrackSpec(Value):
     """``track { mlflow = "URI"  wandb = "project"  experiment = "name"  tensorboard = on }``:
     where the runner logs the run live (``accelctl.run.tracking``), besides its run folder."""
 
@@ -201,8 +202,8 @@ class TrackSpec:
         return bool(self.mlflow or self.wandb or self.tensorboard)
 
 
-@dataclass(frozen=True)
-class ParallelSpec:
+@value
+class ParallelSpec(Value):
     #: none, data, zero, deepspeed_inference, tensor, pipeline, fsdp
     strategy: str = "none"
     #: ZeRO stage 0-3 (strategy zero)
@@ -227,16 +228,16 @@ class ParallelSpec:
     sequence_parallel: bool = False
 
 
-@dataclass(frozen=True)
-class EngineSpec:
+@value
+class EngineSpec(Value):
     #: local, torchrun, deepspeed, slurm, kubernetes, aws_batch
     kind: str = "local"
     #: engine settings, units resolved (seconds, bytes)
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class StackSpec:
+@value
+class StackSpec(Value):
     """``stack { ... }``: what the target's machine must run (``accelctl.spec.stack``)."""
 
     #: container image to run in ("" = none named)
@@ -254,8 +255,8 @@ class StackSpec:
         return not (self.image or self.ami or self.sdk or self.packages)
 
 
-@dataclass(frozen=True)
-class TargetSpec:
+@value
+class TargetSpec(Value):
     name: str
     #: device kind from the catalog
     device: str
@@ -297,8 +298,8 @@ class TargetSpec:
         return max(1, self.world_size // (self.parallel.tp * self.parallel.pp))
 
 
-@dataclass(frozen=True)
-class WorkloadSpec:
+@value
+class WorkloadSpec(Value):
     name: str
     path: str
     task: TaskSpec

@@ -11,11 +11,11 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from accelctl.dsl import ast
 from accelctl.errors import Diagnostic, did_you_mean
+from accelctl.frozen import Value, value
 
 BAD: Any = object()
 
@@ -92,8 +92,8 @@ def describe(v: ast.Value) -> str:
     return f"{kinds[type(v)]} ({ast.value_text(v)})"
 
 
-@dataclass(frozen=True)
-class VType:
+@value
+class VType(Value):
     """A value type: ``name`` for messages, ``fn(value, ctx, key)`` to coerce.
 
     ``detail`` states the accepted range and units for people (docs/language.md is

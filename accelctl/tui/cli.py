@@ -1,4 +1,4 @@
-"""The ``accelctl tui`` verb.  Imported by ``accelctl.cli.build_parser`` for every command,
+"""The ``accelctl tui`` verb.  Imported by ``accelctl.cli.build_parser`` for its parser (and by help and completion),
 so it imports nothing heavy: Textual loads only when the verb runs."""
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ files("...")`` becomes what they accept:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
+from accelctl.frozen import Value, value
 
 #: the most a plan converts into its own file (a plan prints its generated files)
 MAX_CONVERTED_BYTES = 1 << 20
@@ -29,8 +29,8 @@ MAX_CONVERTED_BYTES = 1 << 20
 KINDS = {"txt": "txt", "text": "txt", "csv": "csv", "json": "json", "jsonl": "json"}
 
 
-@dataclass(frozen=True)
-class TrainFile:
+@value
+class TrainFile(Value):
     """What ``--train_file`` gets: the path (``arg``), the generated file holding a conversion
     (``file``), a plan note; or why the script cannot take the data (``refused``)."""
 
