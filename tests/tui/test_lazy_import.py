@@ -1,6 +1,7 @@
-"""`accelctl validate` and `accelctl plan` never import Textual: the `tui` verb is
-registered through ``accelctl.tui.cli``, which imports nothing heavy; the app loads only
-when ``accelctl tui`` (or a live ``accelctl run``) starts it.
+"""`accelctl validate` and `accelctl plan` never import Textual: a command builds only its own
+verb's parser (``accelctl.cli.VERBS``), so the `tui` verb's module (``accelctl.tui.cli``, which
+imports nothing heavy either) is not even loaded; the app loads only when ``accelctl tui`` (or a
+live ``accelctl run``) starts it.  ``accelctl --help`` builds every verb: still no Textual.
 
 Checked in a fresh interpreter through ``sys.modules`` (``-X importtime`` does not see
 modules loaded with ``importlib.import_module``, which is how the verb is registered).
@@ -27,7 +28,10 @@ def _modules_after(argv: list[str]) -> tuple[int, list[str]]:
         "import json, sys, contextlib, io\n"
         "from accelctl.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    rc = main({argv!r})\n"
+        "    try:\n"
+        f"        rc = main({argv!r})\n"
+        "    except SystemExit as exc:  # --help\n"
+        "        rc = exc.code\n"
         "print(json.dumps({'rc': rc, 'modules': sorted(sys.modules)}))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -43,9 +47,16 @@ def _modules_after(argv: list[str]) -> tuple[int, list[str]]:
 def test_validate_and_plan_do_not_import_textual(argv):
     rc, modules = _modules_after(argv)
     assert rc == 0
-    assert "accelctl.tui.cli" in modules  # the verb is registered: the hook ran
+    assert "accelctl.tui.cli" not in modules  # only the named verb's parser is built
     heavy = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(APP)]
     assert not heavy, f"{argv[0]} imported {heavy}"
+
+
+def test_the_whole_help_registers_the_tui_verb_without_textual():
+    rc, modules = _modules_after(["--help"])
+    assert rc == 0 and "accelctl.tui.cli" in modules  # every verb's parser, the tui verb's too
+    heavy = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(APP)]
+    assert not heavy, f"--help imported {heavy}"
 
 
 def test_tui_help_does_not_start_the_app():
