@@ -121,6 +121,7 @@ def test_doctor_reports_this_machine_without_crashing():
     assert not probes["habana"]["ok"] and "habana_frameworks" in probes["habana"]["error"]
 
 
+@pytest.mark.slow  # four doctor processes, each probing the devices and tools: 15-40 s
 def test_doctor_names_the_extras_installed_and_what_each_target_of_a_file_does_here(tmp_path):
     """issue 27: doctor said nothing of extras or of which targets could run here."""
     import importlib.metadata as md
