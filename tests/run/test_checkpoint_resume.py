@@ -218,7 +218,7 @@ def test_a_worker_killed_in_the_middle_of_a_save_resumes_from_the_checkpoint_bef
     from accelctl.contract.job import DebugJob, WorkerJob
 
     workload = tmp_path / "ck.wl"
-    workload.write_text(CPU_WORKLOAD.replace("steps = 80", "steps = 14"))
+    workload.write_text(CPU_WORKLOAD.replace("steps = 80", "steps = 13"))  # 2 + 13 steps: the last one saves
     (spec,) = load(workload)
     base = plan(spec, "cpu").job
 
@@ -231,22 +231,23 @@ def test_a_worker_killed_in_the_middle_of_a_save_resumes_from_the_checkpoint_bef
                             capture_output=True, text=True, timeout=300)
         return cp.returncode, read_events(folder / "rank0.jsonl")
 
-    rc, reference = run("ref", base)
-    assert rc == 0
-    rc, events = run("cut", replace(base, debug=DebugJob(kill_in_checkpoint_at_step=10)))
+    # killed in the middle of the save of the last step, after its loss: every step ran without a
+    # break, so this run's losses are also the reference
+    rc, reference = run("cut", replace(base, debug=DebugJob(kill_in_checkpoint_at_step=15)))
     assert rc == -signal.SIGKILL
+    assert sorted(losses(reference)) == list(range(1, 16)) and not [e for e in reference if isinstance(e, RunResumed)]
     folder = tmp_path / "cut" / "checkpoints"
-    # step 10's files are all there, synced and renamed, but not its marker: not a checkpoint
-    assert {f.name for f in (folder / "step-00000010").iterdir()} == {"state.pt", "rank0.pt"}
-    assert [s for s, _ in layout.complete(folder)] == [5]
-    assert [e.step for e in events if isinstance(e, CheckpointSaved)] == [5]
+    # step 15's files are all there, synced and renamed, but not its marker: not a checkpoint
+    assert {f.name for f in (folder / "step-00000015").iterdir()} == {"state.pt", "rank0.pt"}
+    assert [s for s, _ in layout.complete(folder)] == [5, 10]
+    assert [e.step for e in reference if isinstance(e, CheckpointSaved)] == [5, 10]
 
-    rc, events = run("cut", base)  # the same job again: it finds step 5 and goes on from there
+    rc, events = run("cut", base)  # the same job again: it finds step 10 and goes on from there
     assert rc == 0
     (resumed,) = [e for e in events if isinstance(e, RunResumed)]
-    assert resumed.step == 5
+    assert resumed.step == 10
     after = events[events.index(resumed):]
-    assert losses(after) == losses(reference, after=5) and sorted(losses(after)) == list(range(6, 17))
+    assert losses(after) == losses(reference, after=10) and sorted(losses(after)) == list(range(11, 16))
     # keep = 2: the two newest complete checkpoints, and the cut save replaced by a whole one
     assert [s for s, _ in layout.complete(folder)] == [10, 15]
 

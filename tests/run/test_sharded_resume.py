@@ -1,14 +1,15 @@
 """Checkpoint and resume of FSDP2, tensor, pipeline and FSDP × tensor parallel runs, for real:
 sharded states through ``torch.distributed.checkpoint`` on 2 and 4 gloo ranks.
 
-Each case, with the same workload and seed: an uninterrupted ``accelctl run``; a run SIGKILLed
-(torchrun and its ranks) after a checkpoint, then ``accelctl run --resume``d -- every step after
-the checkpoint has bitwise the loss of the uninterrupted run, on every rank; and a run whose
-ranks kill themselves in the middle of a save (every rank's shards written, the marker not):
-run again, it goes on from the checkpoint before, with the same losses.
+Each case, with the same workload and seed: a run whose ranks kill themselves in the middle of
+the save of the last step (every rank's shards written, the marker not) -- every step of it ran
+uninterrupted, so its losses are the reference; a run SIGKILLed (torchrun and its ranks) after a
+checkpoint, then ``accelctl run --resume``d -- every step after the checkpoint has bitwise the
+loss of the reference, on every rank; and the cut run run again: it goes on from the checkpoint
+before the cut save, with the same losses.
 
-Slow: five torchrun launches a case; the five cases took 1219 s on the shared 2-core machine
-under the other engineers' load (about 2 minutes for a 2-rank case alone).
+Slow: four torchrun launches a case (the last a short one); the five cases took 1219 s on the
+shared 2-core machine under the other engineers' load when they were five launches of 20 steps.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from test_checkpoint_resume import (
 from accelctl.contract import checkpoint as layout
 from accelctl.contract.events import RunResumed, read_events
 
-#: 20 steps, a checkpoint every 4: the kill after the first save leaves 16 steps to spare (40 took
-#: twice the steps and saves for the same checks)
-EVERY, STEPS = 4, 20
+#: 1 warm-up and 19 measured steps, a checkpoint every 4: the last step (20) saves one, which the
+#: reference run is cut in; the kill after the first save leaves 16 steps to spare (40 took twice
+#: the steps and saves for the same checks)
+EVERY, STEPS = 4, 19
 WORKLOAD = """
 workload ck_{name} {{
   seed = 13
@@ -89,9 +91,28 @@ RUN = list(CASES) if os.environ.get("ACCELCTL_TEST_EXHAUSTIVE") == "1" else ["fs
 @pytest.mark.parametrize("name", RUN)
 def test_sharded_run_killed_and_resumed_has_the_uninterrupted_losses(name, tmp_path):
     ranks, total = CASES[name][2], 1 + STEPS
+    assert total % EVERY == 0  # the last step saves: the cut below is in the save after the last loss
     workload = tmp_path / "ck.wl"
     workload.write_text(workload_text(name))
-    reference = reference_run(workload, tmp_path / "ref")
+
+    # the reference: every step run without a break, the ranks killed in the middle of the last
+    # save (each logs its step before it saves); its shards are there, its marker is not
+    from accelctl.api import load, plan
+    from accelctl.contract.job import DebugJob
+
+    (spec,) = load(workload)
+    base = plan(spec, "cpu").job
+    folder = tmp_path / "cut"
+    base = replace(base, run_id="cut", events_dir=str(folder))
+    assert torchrun_worker(folder, replace(base, debug=DebugJob(kill_in_checkpoint_at_step=total)), ranks) != 0
+    saves = folder / "checkpoints"
+    assert [s for s, _ in layout.complete(saves)] == [total - 2 * EVERY, total - EVERY]  # keep = 2
+    assert (layout.step_dir(saves, total) / layout.SHARDED_DIR / ".metadata").exists()  # DCP's own file is no marker
+    for r in range(ranks):
+        os.replace(folder / f"rank{r}.jsonl", folder / f"cut-rank{r}.jsonl")
+    reference = [e for r in range(ranks) for e in read_events(folder / f"cut-rank{r}.jsonl")]
+    assert not [e for e in reference if isinstance(e, RunResumed)]
+    assert all(sorted(losses(reference, r)) == list(range(1, total + 1)) for r in range(ranks))
     assert all(losses(reference, r) == losses(reference, 0) for r in range(ranks))  # the global loss
 
     # SIGKILL after a checkpoint (torchrun and every rank), then accelctl run --resume
@@ -105,30 +126,17 @@ def test_sharded_run_killed_and_resumed_has_the_uninterrupted_losses(name, tmp_p
     assert ".metadata" in shards and {f"__{r}_0.distcp" for r in range(ranks)} <= shards  # every rank wrote
     assert_resumed_exactly(run_dir, runs, step, reference, world=ranks, total=total)
 
-    # ranks killed in the middle of the second save: its shards are there, its marker is not
-    from accelctl.api import load, plan
-    from accelctl.contract.job import DebugJob
-
-    (spec,) = load(workload)
-    base = plan(spec, "cpu").job
-    folder = tmp_path / "cut"
-    base = replace(base, run_id="cut", events_dir=str(folder))
-    cut = 2 * EVERY
-    assert torchrun_worker(folder, replace(base, debug=DebugJob(kill_in_checkpoint_at_step=cut)), ranks) != 0
-    saves = folder / "checkpoints"
-    assert [s for s, _ in layout.complete(saves)] == [EVERY]
-    assert (layout.step_dir(saves, cut) / layout.SHARDED_DIR / ".metadata").exists()  # DCP's own file is no marker
-    for r in range(ranks):
-        os.replace(folder / f"rank{r}.jsonl", folder / f"cut-rank{r}.jsonl")
-    assert torchrun_worker(folder, base, ranks) == 0  # the same job again: from step EVERY on
+    # the cut run again, the same job: from the checkpoint before the cut save on
+    before = total - EVERY
+    assert torchrun_worker(folder, base, ranks) == 0
     for r in range(ranks):
         events = read_events(folder / f"rank{r}.jsonl")
         (resumed,) = [e for e in events if isinstance(e, RunResumed)]
-        assert resumed.step == EVERY
+        assert resumed.step == before
         got = losses(events, r)
-        assert sorted(got) == list(range(EVERY + 1, total + 1))
-        assert got == losses(reference, r, after=EVERY)
-    assert [s for s, _ in layout.complete(saves)][-1] == STEPS - STEPS % EVERY
+        assert sorted(got) == list(range(before + 1, total + 1))
+        assert got == losses(reference, r, after=before)
+    assert [s for s, _ in layout.complete(saves)] == [before, total]  # the cut save replaced by a whole one
 
 
 def test_a_sharded_plan_states_its_checkpoint_format(tmp_path):
