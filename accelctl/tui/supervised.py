@@ -52,6 +52,10 @@ class Supervisor:
         self.runs.append(self.base / run_id)
         return self.runs[-1]
 
+    def pending(self) -> bool:
+        """A run folder of the supervisor exists that ``next_run`` has not handed out yet."""
+        return detach.first_run_of(self.pid, self.base, self._seen) is not None
+
     def ended(self) -> bool:
         return self.spawned.proc.poll() is not None
 
