@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -153,7 +153,16 @@ def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: Signals) -> 
         if signals.stop and not asked:  # stopped at once, as ``accelctl cancel`` does
             asked = True
             ask_stop(proc.pid)
-        time.sleep(POLL_S)
+        wait_exit(proc, POLL_S)
+
+
+def wait_exit(proc, timeout_s: float) -> None:
+    """Up to ``timeout_s`` for ``proc`` to end: the viewer ends as soon as its supervisor has,
+    not up to a whole poll later (a signal's handler runs meanwhile, as in a sleep)."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def ask_stop(pid: int) -> None:
