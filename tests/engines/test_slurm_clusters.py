@@ -7,6 +7,8 @@ cancelling, a job of the same number."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from accelctl.engines.scheduler import AppHandle, AppState
@@ -39,7 +41,11 @@ def test_the_local_clusters_handle_is_asked_without_minus_m(slurm_cluster, local
     now = sched.describe(handle)
     assert now is not None and now.state in (AppState.PENDING, AppState.RUNNING), now
     sched.cancel(handle)
-    assert sched.describe(handle).state is AppState.CANCELLED
+    # the job goes through COMPLETING (its processes ending: RUNNING to us) before CANCELLED
+    deadline = time.monotonic() + 60
+    while (now := sched.describe(handle)).state is AppState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert now.state is AppState.CANCELLED, now
 
 
 def test_another_clusters_job_is_one_clear_error_and_the_local_job_of_that_number_is_untouched(
