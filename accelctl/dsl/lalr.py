@@ -54,6 +54,9 @@ _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.S)
 #: the keyword glued to what follows it (``workloadfoo``): E106 with a hint
 _GLUED = re.compile(r"workload([A-Za-z0-9_\-.]+)")
+#: a statement whose value is a call (``model vit(...)``, ``dataset synthetic(...)``,
+#: ``optimizer sgd(...)``) with its keyword glued to the call's name
+_GLUED_CALL = re.compile(r"(model|dataset|optimizer)([A-Za-z_][A-Za-z0-9_\-.]*)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -371,6 +374,12 @@ def _classify(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
                           f"write a number before the unit, e.g. '1 {tok.value}'")
     kind = _TOKEN_NAMES.get(tok.type, "token").removeprefix("a ")
     what = f"stray {_TOKEN_NAMES[tok.type]}" if tok.type in _PUNCT else f"unexpected {kind} {tok.value!r}"
+    if tok.type == "LPAR":  # ``modelvit(...)``: a statement's keyword glued to the call after it
+        before = text.splitlines()[tok.line - 1][: tok.column - 1].split()
+        glued = _GLUED_CALL.fullmatch(before[-1]) if before else None
+        if glued:
+            return Diagnostic("E100", what, tspan, path, f"did you mean `{glued[1]} {glued[2]}(...)`? "
+                              "(a space between the keyword and the name)")
     return Diagnostic("E100", what, tspan, path,
                       f"expected {_names(expected)}" if expected else "")
 

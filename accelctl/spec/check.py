@@ -415,11 +415,14 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
             if isinstance(it, ast.Entry) and key in ("precision", "task", "optimizer"):
                 items[key] = ast.Statement(key, it.value, it.span, it.key_span)
             continue
+        from accelctl.spec.glued import glued_hint  # here: only a misspelt block or key needs it
+
         if isinstance(it, ast.Block):
-            ctx.error("E201", f"unknown block '{key}'", it.kind_span, did_you_mean(key, S.WORKLOAD_BLOCKS))
+            ctx.error("E201", f"unknown block '{key}'", it.kind_span,
+                      (glued_hint(key) if it.header is None else None) or did_you_mean(key, S.WORKLOAD_BLOCKS))
         else:
             ctx.error("E202", f"unknown key '{key}' in workload {w.name}", it.key_span,
-                      did_you_mean(key, [*S.WORKLOAD_KEYS, *S.WORKLOAD_BLOCKS])
+                      glued_hint(key) or did_you_mean(key, [*S.WORKLOAD_KEYS, *S.WORKLOAD_BLOCKS])
                       or f"settings: {', '.join(S.WORKLOAD_KEYS)}; blocks: {', '.join(S.WORKLOAD_BLOCKS)}")
         del items[key]
     plain = {k: v for k, v in items.items() if k in S.WORKLOAD_KEYS}

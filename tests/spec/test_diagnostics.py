@@ -402,3 +402,30 @@ def test_validate_command_prints_every_diagnostic(tmp_path, capsys):
         assert re.search(rf"^{re.escape(str(p))}:\d+:\d+: error\[{code}\]", err, re.M), code
     assert "  target b { device = a100  parallel = zero(stage = 5) }" in err
     assert re.search(r"^\s+\|\s+\^+$", err, re.M)
+
+
+GLUED_BODY = "workload w {{\n  task pretrain\n  model gpt2()\n  {}\n  target cpu {{ }}\n}}\n"
+
+
+@pytest.mark.parametrize("item, code, col, hint", [
+    ("targetcpu { devices = 1 }", "E201", 3, "did you mean `target cpu`? (a space between the keyword and the name)"),
+    ("taskpretrain { objective = mlm }", "E201", 3, "did you mean `task pretrain`?"),
+    ("enginetorchrun { }", "E201", 3, "did you mean `engine torchrun`?"),
+    ("precisionbf16", "E202", 3, "did you mean `precision bf16`?"),
+    ("modelvit(layers = 1)", "E100", 11, "did you mean `model vit(...)`?"),
+    ("datasetsynthetic(seq_len = 8 tokens)", "E100", 19, "did you mean `dataset synthetic(...)`?"),
+    ("optimizeradamw(lr = 0.1)", "E100", 17, "did you mean `optimizer adamw(...)`?"),
+    # not glued: a misspelt keyword keeps its nearest-name hint
+    ("targets { devices = 1 }", "E201", 3, "did you mean 'target'?"),
+    ("modeling = 3", "E202", 3, "did you mean 'model'?"),
+    ("taskfoo { }", "E201", 3, "did you mean 'task'?"),  # foo is no task kind
+])
+def test_a_keyword_glued_to_its_name_inside_a_workload_is_an_error_with_a_hint(item, code, col, hint):
+    """Issue 28: a keyword glued to a name is an error with a hint -- the top level's
+    ``workloadfoo`` (tests/dsl/test_parser.py) and, here, the blocks and statements of a workload."""
+    text = GLUED_BODY.format(item)
+    with pytest.raises(WorkloadError) as info:
+        check(parse(text))
+    d = next(d for d in info.value.diagnostics if d.span.line == 4)
+    assert (d.code, d.span.column) == (code, col), d.render()
+    assert d.hint.startswith(hint), d.hint
