@@ -221,11 +221,13 @@ async def test_a_workload_the_supervisor_refuses_is_a_notice_and_the_tui_stays_u
         await pilot.pause()
         app.selected_spec()  # read and checked by the TUI
         app.selection.path.write_text("workload tiny_json {\n  task pretrain { objective = nope }\n}\n")
+        ended = []  # the supervisor as its end is handled: its refusal can come before a poll sees it
+        handle_end = app._supervisor_ended
+        app._supervisor_ended = lambda sup: (ended.append(sup), handle_end(sup))[1]
         await pilot.press("r")
-        await wait_for(pilot, lambda: app.supervisor is not None, what="the supervisor")
-        sup = app.supervisor
-        await wait_for(pilot, lambda: app.supervisor is None, timeout=60, what="the supervisor's end")
+        await wait_for(pilot, lambda: ended and app.supervisor is None, timeout=60, what="the supervisor's end")
         assert app.is_running and app.live is None
+    (sup,) = ended
     assert sup.spawned.proc.returncode == exitcodes.FAILED and sup.runs == []
     assert any(":1:10: error[E207]: missing model" in m for m in app.shown), app.shown
     assert _runs(runs) == []
