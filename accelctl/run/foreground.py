@@ -51,6 +51,12 @@ class Viewed:
     console: Path | None = None
 
 
+#: a viewer still there this long after a hang-up ends itself (exit 130): the run goes on under its
+#: supervisor.  Seen once: ``accelctl tui`` hung up by tmux was still asleep, its supervisor a zombie,
+#: after its run had ended (tests/tui/test_e2e_tmux.py), its display never giving the process back
+HANGUP_EXIT_S = 15.0
+
+
 class Signals:
     """SIGINT and SIGTERM ask for a stop, SIGHUP for a detach; the previous handlers come back
     at the end (``accelctl.cli.main`` is also called in-process)."""
@@ -72,6 +78,12 @@ class Signals:
         self.stop = True
 
     def _hangup(self, signum, frame) -> None:
+        if not self.hangup:  # a viewer whose terminal is gone leaves, whatever its display does
+            import threading
+
+            timer = threading.Timer(HANGUP_EXIT_S, os._exit, (exitcodes.STOPPED,))
+            timer.daemon = True
+            timer.start()
         self.hangup = True
 
     def __exit__(self, *exc) -> None:
