@@ -313,11 +313,17 @@ def _names(expected: set[str]) -> str:
     return ", ".join(shown)
 
 
+def glued_hint_text(keyword: str, name: str) -> str:
+    """The hint for ``keyword`` glued to ``name``: the parser's (``workloadfoo``, ``modelvit(``) and
+    the check's (``targetcpu { }``: ``accelctl.spec.glued``)."""
+    return f"did you mean `{keyword} {name}`? (a space between the keyword and the name)"
+
+
 def _glued(word: str) -> str:
     """The hint for the keyword glued to a name (``workloadfoo``)."""
     rest = word[len("workload"):]
     if rest[0].isalpha() or rest[0] == "_":
-        return f"did you mean `workload {rest}`? (a space between the keyword and the name)"
+        return glued_hint_text("workload", rest)
     return "put a space between `workload` and the workload's name (a name starts with a letter or '_')"
 
 
@@ -378,8 +384,7 @@ def _classify(exc: UnexpectedInput, text: str, path: str) -> Diagnostic:
         before = text.splitlines()[tok.line - 1][: tok.column - 1].split()
         glued = _GLUED_CALL.fullmatch(before[-1]) if before else None
         if glued:
-            return Diagnostic("E100", what, tspan, path, f"did you mean `{glued[1]} {glued[2]}(...)`? "
-                              "(a space between the keyword and the name)")
+            return Diagnostic("E100", what, tspan, path, glued_hint_text(glued[1], f"{glued[2]}(...)"))
     return Diagnostic("E100", what, tspan, path,
                       f"expected {_names(expected)}" if expected else "")
 

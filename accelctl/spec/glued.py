@@ -5,6 +5,7 @@ to a name is an error with a hint").  The top level's ``workloadfoo`` and a glue
 
 from __future__ import annotations
 
+from accelctl.dsl.lalr import glued_hint_text
 from accelctl.spec import schema as S
 from accelctl.spec.models import FAMILIES
 
@@ -28,5 +29,5 @@ def glued_hint(word: str) -> str | None:
             continue
         if known is not None and rest not in known:
             continue
-        return f"did you mean `{keyword} {rest}`? (a space between the keyword and the name)"
+        return glued_hint_text(keyword, rest)
     return None

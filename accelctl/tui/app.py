@@ -70,7 +70,7 @@ class AccelctlApp(App):
         self._leave_with_supervisor = supervisor is not None
         #: the viewer's signals (``foreground.Signals``): SIGTERM or SIGINT stop the run and leave,
         #: SIGHUP leaves with the run going; none come to an app given none
-        self.signals = signals or getattr(supervisor, "signals", None) or Signals()
+        self.signals = signals or Signals()
         #: N of ``measure { repeat = N }`` of the run ``r`` started (the header says "repeat 1 of N")
         self._repeats = 1
         #: ``accelctl attach RUN`` on a terminal: that run's folder, shown (and followed while it goes on)
@@ -327,8 +327,7 @@ class AccelctlApp(App):
         argv = [f"--workload={spec.name}", f"--target={sel.target}", *(["--preflight"] if req.preflight else []),
                 "--", str(wf.path)]
         try:
-            sup = await asyncio.wrap_future(self._launcher.submit(supervised.start, argv, self.runs_root,
-                                                                  self.signals))
+            sup = await asyncio.wrap_future(self._launcher.submit(supervised.start, argv, self.runs_root))
         except OSError as exc:  # no process could start (a full $TMPDIR, no fork): the TUI stays up
             self.notify(f"{type(exc).__name__}: {exc}", title="cannot start the run", severity="error", timeout=8)
             return

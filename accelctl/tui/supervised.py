@@ -29,8 +29,8 @@ from accelctl.run import detach, foreground, store
 class Supervisor:
     """The supervisor process this TUI views: its runs as they appear, its end, the stop."""
 
-    def __init__(self, spawned: detach.Spawned, base: Path, before: set[str], signals) -> None:
-        self.spawned, self.base, self.signals = spawned, base, signals
+    def __init__(self, spawned: detach.Spawned, base: Path, before: set[str]) -> None:
+        self.spawned, self.base = spawned, base
         self.pid = spawned.proc.pid
         self._seen = set(before)
         #: the folders of its runs seen so far, in order
@@ -108,14 +108,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _VERDICT = re.compile(r"(preflight (ok|failed)\b|preflight: |no preflight for )")
 
 
-def start(run_argv: list[str], root, signals) -> Supervisor:
+def start(run_argv: list[str], root) -> Supervisor:
     """Start the supervisor of ``accelctl run --headless *run_argv`` storing into ``root`` (its
-    console files in a folder of their own under ``$TMPDIR``) and return it at once;
-    ``signals``: the viewer's (``foreground.Signals``)."""
+    console files in a folder of their own under ``$TMPDIR``) and return it at once."""
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
     spawned = detach.spawn(run_argv, root, split=True, folder=detach.viewer_folder(root))
-    return Supervisor(spawned, base, before, signals)
+    return Supervisor(spawned, base, before)
 
 
 def view(run_argv: list[str], root, path: Path | None, selection, count: int, *, headless: bool = False,
@@ -123,12 +122,12 @@ def view(run_argv: list[str], root, path: Path | None, selection, count: int, *,
     """Start the supervisor of ``accelctl run *run_argv`` and view its runs in the TUI (``count``
     of them expected: "1 of N"); how viewing ended, the run's exit status when the supervisor ended."""
     with foreground.Signals() as signals:  # from before the start: a SIGTERM meanwhile stops the run it starts
-        sup = start(run_argv, root, signals)
+        sup = start(run_argv, root)
         spawned = sup.spawned
         from accelctl.tui.app import AccelctlApp
 
-        app = (app_factory or AccelctlApp)(path, runs_root=root, supervisor=sup, selection=selection,
-                                           queue=(1, count) if count > 1 else None)
+        app = (app_factory or AccelctlApp)(path, runs_root=root, supervisor=sup, signals=signals,
+                                           selection=selection, queue=(1, count) if count > 1 else None)
         try:
             app.run(headless=headless, size=size)
         except KeyboardInterrupt:
