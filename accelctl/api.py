@@ -57,7 +57,7 @@ def load_source(path: str | Path) -> tuple[str, tuple[WorkloadSpec, ...]]:
     """``load``, and the text it read (``read_source``: read once, so what a run stores is
     what was checked)."""
     text = read_source(path)
-    return text, check(parse(text, str(path)))
+    return text, check(parse(text, str(path), cached=True))
 
 
 def validate(path: str | Path, host=None) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
@@ -68,14 +68,15 @@ def validate(path: str | Path, host=None) -> tuple[tuple[WorkloadSpec, ...], lis
         text = read_source(path)
     except WorkloadError as exc:
         return (), list(exc.diagnostics)
-    return validate_text(text, path, host)
+    return validate_text(text, path, host, cached=True)
 
 
-def validate_text(text: str, path: str | Path = "<input>",
-                  host=None) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
-    """``validate`` of text already read (the TUI shows the text beside its diagnostics)."""
+def validate_text(text: str, path: str | Path = "<input>", host=None,
+                  cached: bool = False) -> tuple[tuple[WorkloadSpec, ...], list[Diagnostic]]:
+    """``validate`` of text already read (the TUI shows the text beside its diagnostics);
+    ``cached``: ``text`` is the file at ``path`` as read (``parse``'s parsed-workload cache)."""
     try:
-        specs, diags = check_all(parse(text, str(path)))
+        specs, diags = check_all(parse(text, str(path), cached))
     except AccelctlError as exc:
         diags = exc.diagnostics or [Diagnostic("E000", str(exc), path=str(path))]
         return (), attach_source(diags, text)

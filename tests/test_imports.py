@@ -21,6 +21,7 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("PYTHONSTARTUP", None)
+    env["ACCELCTL_PARSE_CACHE"] = "off"  # every text parsed by lark: the most a command imports
     return env
 
 
@@ -52,6 +53,24 @@ def test_validate_leaves_heavy_modules_out_of_sys_modules():
                           timeout=120)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result == {"rc": 0, "heavy": []}, proc.stderr
+
+
+def test_validate_of_parses_read_back_from_the_cache_imports_no_lark(tmp_path):
+    """With every file's parse in the parsed-workload cache (``accelctl.dsl.parse_cache``), cold
+    ``validate`` imports neither lark nor ``regex``, and nothing the same command with every
+    file parsed did not."""
+    env = dict(_env(), ACCELCTL_PARSE_CACHE=str(tmp_path))
+    code = (f"from accelctl.cli import main\nimport contextlib, io\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): assert main(['validate', *{WORKLOADS!r}]) == 0\n"
+            "import json, sys; print(json.dumps(sorted(sys.modules)))")
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr
+    parsed, read_back = (set(json.loads(r.stdout.strip().splitlines()[-1])) for r in runs)
+    assert {"lark", "regex", "accelctl.dsl.lalr"} <= parsed  # the first run parsed every file
+    assert not {m.split(".")[0] for m in read_back} & {"lark", "regex"}
+    assert "accelctl.dsl.lalr" not in read_back
+    assert read_back <= parsed, sorted(read_back - parsed)
 
 
 #: modules a cold command may load past ``import lark`` (measured on b541a0a: validate of every

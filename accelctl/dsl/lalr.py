@@ -28,13 +28,15 @@ import math
 import os
 import re
 import threading
-from pathlib import Path
 
 import lark
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from accelctl.dsl import ast
+from accelctl.dsl.grammar import grammar_text
+from accelctl.dsl.hints import glued_hint_text
+from accelctl.dsl.parse_cache import cache_dir
 from accelctl.errors import Diagnostic, Span, WorkloadError
 
 #: deeper nesting of [..], f(..) and blocks is E005 (real workloads nest 3 or 4 deep)
@@ -59,19 +61,6 @@ _GLUED = re.compile(r"workload([A-Za-z0-9_\-.]+)")
 _GLUED_CALL = re.compile(r"(model|dataset|optimizer)([A-Za-z_][A-Za-z0-9_\-.]*)")
 
 
-@functools.lru_cache(maxsize=1)
-def _grammar_text() -> str:
-    from accelctl.dsl.parser import grammar_path
-
-    return grammar_path().read_text(encoding="utf-8")
-
-
-def cache_dir() -> Path:
-    """Where the parser tables are cached: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "accelctl"
-
-
 def cache_file() -> str | bool:
     """The cache file for this grammar text and lark version, or ``False`` (no cache) when
     its folder cannot be created or written."""
@@ -82,14 +71,14 @@ def cache_file() -> str | bool:
         return False
     if not os.access(folder, os.W_OK | os.X_OK):
         return False
-    digest = hashlib.sha256(_grammar_text().encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
     return str(folder / f"workload-grammar-{digest}-lark{lark.__version__}.cache")
 
 
 def _lark(**options) -> Lark:
     """The grammar's parser; ``options`` are only those lark leaves out of the cache's key
     (the transformer, lexer callbacks), so both parsers share one cache file."""
-    return Lark(_grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, cache=cache_file(),
+    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, cache=cache_file(),
                 **options)
 
 
@@ -311,12 +300,6 @@ def _expected(exc) -> set[str]:
 def _names(expected: set[str]) -> str:
     shown = sorted({_TOKEN_NAMES.get(e, e) for e in expected if not e.startswith("__")})
     return ", ".join(shown)
-
-
-def glued_hint_text(keyword: str, name: str) -> str:
-    """The hint for ``keyword`` glued to ``name``: the parser's (``workloadfoo``, ``modelvit(``) and
-    the check's (``targetcpu { }``: ``accelctl.spec.glued``)."""
-    return f"did you mean `{keyword} {name}`? (a space between the keyword and the name)"
 
 
 def _glued(word: str) -> str:

@@ -6,39 +6,51 @@ string, stray token...), points at it, and hints at the fix.
 
 The one parser is lark's LALR parser over ``grammar/workload.lark``, building the AST as
 it reduces (``accelctl.dsl.lalr``).  A text over ``MAX_SOURCE_BYTES`` is refused before it
-is read (E004); files are read by ``accelctl.dsl.source``.
+is read (E004); files are read by ``accelctl.dsl.source``.  ``parse(..., cached=True)`` (a
+file's text, as read from ``path``: ``parse_file`` and ``accelctl.api``'s load path) first
+looks for the same text's parse in ``accelctl.dsl.parse_cache`` and keeps a new one there; lark
+is imported only when a text is parsed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from accelctl.dsl import ast, source
-from accelctl.dsl.lalr import MAX_NESTING, lark_parser, parse_text  # noqa: F401 -- names callers import from here
+from accelctl.dsl import ast, parse_cache, source
+from accelctl.dsl.grammar import grammar_path  # noqa: F401 -- the name callers import from here
 from accelctl.dsl.source import MAX_SOURCE_BYTES, read_source  # noqa: F401 -- the names callers import from here
 from accelctl.errors import WorkloadError, attach_source
 
-
-def grammar_path() -> Path:
-    """The grammar: ``grammar/workload.lark`` in a checkout, or the copy shipped in the wheel
-    (``accelctl/_grammar/workload.lark``, a symbolic link to it in the checkout)."""
-    here = Path(__file__).resolve().parents[2] / "grammar" / "workload.lark"
-    if here.is_file():
-        return here
-    from importlib import resources
-
-    return Path(str(resources.files("accelctl").joinpath("_grammar", "workload.lark")))
+#: names served from ``accelctl.dsl.lalr``, imported on first use (PEP 562): importing it imports lark
+_FROM_LALR = ("MAX_NESTING", "lark_parser", "parse_text")
 
 
-def parse(text: str, path: str = "<input>") -> ast.File:
-    """Parse a workload file.  Raises ``WorkloadError`` with one positioned diagnostic."""
+def __getattr__(name: str):
+    if name not in _FROM_LALR:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from accelctl.dsl import lalr
+
+    return getattr(lalr, name)
+
+
+def parse(text: str, path: str = "<input>", cached: bool = False) -> ast.File:
+    """Parse a workload file.  Raises ``WorkloadError`` with one positioned diagnostic.
+    ``cached``: ``text`` is the file at ``path`` as read from it; its parse may come from, and
+    goes into, the parsed-workload cache (only a parse without errors is kept)."""
     size = _size_if_large(text)
     if size > source.MAX_SOURCE_BYTES:
         raise WorkloadError(diagnostics=attach_source([source.too_large(size, path, read=size == len(text))], text))
-    try:
-        return ast.File(path, text, parse_text(text, path))
-    except WorkloadError as exc:
-        raise WorkloadError(diagnostics=attach_source(exc.diagnostics, text)) from None
+    workloads = parse_cache.load(path, text) if cached else None
+    if workloads is None:
+        from accelctl.dsl.lalr import parse_text
+
+        try:
+            workloads = parse_text(text, path)
+        except WorkloadError as exc:
+            raise WorkloadError(diagnostics=attach_source(exc.diagnostics, text)) from None
+        if cached:
+            parse_cache.store(path, text, workloads)
+    return ast.File(path, text, workloads)
 
 
 def _size_if_large(text: str) -> int:
@@ -53,4 +65,4 @@ def _size_if_large(text: str) -> int:
 
 def parse_file(path: str | Path) -> ast.File:
     """Read and parse a file; a missing or unreadable file is a diagnostic too (``read_source``)."""
-    return parse(read_source(path), str(path))
+    return parse(read_source(path), str(path), cached=True)

@@ -1,0 +1,272 @@
+"""The parsed-workload cache: a file's AST kept on disk, as Python keeps a module's bytecode.
+
+``load(path, text)`` returns the workloads parsed before from exactly ``text``, or None;
+``store(path, text, workloads)`` keeps a successful parse for next time.  ``accelctl.dsl.parser``
+consults it where a workload file is read from disk (``parse_file``, and ``accelctl.api``'s
+load path); a hit skips lark altogether (it is not even imported).
+
+Where: ``$ACCELCTL_PARSE_CACHE`` if set (``off``: no cache), else ``parsed/`` in the user's cache
+folder (``cache_dir()``: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``; lark's tables
+are cached there too).  One entry per file path (its name is a hash of the absolute path, so
+editing a file replaces its entry), at most ``MAX_ENTRIES`` of them (the oldest are removed as
+new ones are written), for texts up to ``MAX_CACHED_BYTES``.
+
+An entry holds the key it was written for -- a hash of the text's bytes and of everything the
+parse depends on (``fingerprint()``: the grammar's text, lark's ``__init__`` with its version,
+the source of the AST, the parser and this module) -- a hash of its payload, and the payload:
+the AST as plain tuples of str, int and float (``marshal``; never pickle: what is read back is
+only taken apart and rebuilt into ``accelctl.dsl.ast`` nodes, nothing in it runs).  An entry whose
+key or payload hash does not match, which is truncated, foreign or unreadable, is a miss: the
+text is parsed again.  A folder that cannot be created or written only costs the cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import marshal
+import os
+from pathlib import Path
+
+try:  # hashlib's own BLAKE2b; hashlib would first load OpenSSL (libcrypto), which nothing else here needs
+    from _blake2 import blake2b
+except ImportError:  # a Python built without it
+    from hashlib import blake2b
+
+from accelctl.dsl import ast
+from accelctl.errors import Span
+
+#: where to keep the entries instead (``off``: no cache)
+ENV = "ACCELCTL_PARSE_CACHE"
+#: the first bytes of every entry; bump the digit when the layout below changes
+MAGIC = b"accelctl-parsed-1\n"
+#: entries kept; writing past this removes the oldest quarter
+MAX_ENTRIES = 128
+#: larger texts are parsed every time (an entry is about 3x its text)
+MAX_CACHED_BYTES = 128 * 1024
+_HASH = 32  # bytes of a digest (``_digest``)
+
+
+def _digest(data: bytes) -> bytes:
+    """BLAKE2b, 32 bytes."""
+    return blake2b(data, digest_size=_HASH).digest()
+
+
+def cache_dir() -> Path:
+    """The user's cache folder for accelctl: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "accelctl"
+
+
+def folder() -> Path | None:
+    """Where the entries go; None when the cache is off (``ACCELCTL_PARSE_CACHE=off``)."""
+    chosen = os.environ.get(ENV)
+    if chosen == "off":
+        return None
+    return Path(chosen) if chosen else cache_dir() / "parsed"
+
+
+def depends_on() -> list[Path]:
+    """The files a parse depends on besides the text: the grammar, lark's ``__init__`` (it
+    carries lark's version), the modules that build the AST (and ``Span``), and this one."""
+    from importlib.util import find_spec
+
+    from accelctl.dsl.grammar import grammar_path
+
+    here = Path(__file__).parent
+    modules = [here / name for name in ("ast.py", "lalr.py", "parse_cache.py")]
+    return [grammar_path(), Path(find_spec("lark").origin), *modules, here.parent / "errors.py"]
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> bytes | None:
+    """A hash of ``MAGIC`` and of the files of ``depends_on()``; None (no cache) when one of
+    them cannot be found or read."""
+    digest = blake2b(MAGIC, digest_size=_HASH)
+    try:
+        for file in depends_on():
+            part = file.read_bytes()
+            digest.update(len(part).to_bytes(8, "little"))
+            digest.update(part)
+    except (OSError, AttributeError, TypeError, ValueError, ImportError):
+        return None
+    return digest.digest()
+
+
+def key(text: str) -> bytes | None:
+    """The key of ``text``'s parse: a hash of its UTF-8 bytes and of ``fingerprint()``."""
+    base = fingerprint()
+    if base is None:
+        return None
+    return _digest(base + text.encode("utf-8", "surrogatepass"))
+
+
+def entry_path(path: str, where: Path) -> Path:
+    """The entry of the file at ``path`` (one per absolute path)."""
+    name = _digest(os.path.abspath(path).encode("utf-8", "surrogatepass")).hex()
+    return where / f"{name}.ast"
+
+
+def load(path: str, text: str) -> tuple[ast.Workload, ...] | None:
+    """The workloads parsed from exactly ``text`` before, or None (a miss, for any reason)."""
+    where = folder()
+    if where is None or len(text) > MAX_CACHED_BYTES:
+        return None
+    want = key(text)
+    if want is None:
+        return None
+    try:
+        with open(entry_path(path, where), "rb") as f:
+            data = f.read(len(MAGIC) + 2 * _HASH + 8 * MAX_CACHED_BYTES)
+    except (OSError, ValueError):
+        return None
+    head = len(MAGIC)
+    if data[:head] != MAGIC or data[head:head + _HASH] != want:
+        return None
+    payload = data[head + 2 * _HASH:]
+    if _digest(payload) != data[head + _HASH:head + 2 * _HASH]:
+        return None  # truncated or corrupt
+    try:
+        return tuple(_workload(w) for w in marshal.loads(payload))
+    except Exception:  # noqa: BLE001 -- whatever is wrong with an entry, the text is parsed again
+        return None
+
+
+def store(path: str, text: str, workloads: tuple[ast.Workload, ...]) -> None:
+    """Keep ``workloads``, parsed from ``text``, for the file at ``path``; quietly nothing when
+    the cache is off or its folder cannot be written (read-only, full, not a folder)."""
+    where = folder()
+    if where is None or len(text) > MAX_CACHED_BYTES:
+        return
+    want = key(text)
+    if want is None:
+        return
+    payload = marshal.dumps(tuple(_plain_workload(w) for w in workloads))
+    entry = entry_path(path, where)
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            rest = memoryview(MAGIC + want + _digest(payload) + payload)
+            while rest:  # a short write (a full disk) is followed by one that raises
+                rest = rest[os.write(fd, rest):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, entry)
+        _prune(where)
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _prune(where: Path) -> None:
+    """Past ``MAX_ENTRIES``, remove the oldest entries (and leftovers of interrupted writes)
+    down to three quarters of it."""
+    names = os.listdir(where)
+    if len(names) <= MAX_ENTRIES:
+        return
+    aged = []
+    for name in names:
+        if name.endswith((".ast", ".tmp")):
+            try:
+                aged.append((os.stat(where / name).st_mtime_ns, name))
+            except OSError:
+                continue
+    aged.sort()
+    for _, name in aged[:max(0, len(aged) - MAX_ENTRIES * 3 // 4)]:
+        try:
+            os.unlink(where / name)
+        except OSError:
+            pass
+
+
+# ----------------------------------------------------------------- the AST as plain tuples and back
+# Each node is a tuple: a tag (its class), its fields, each span as four ints in place.
+
+_STR, _NUM, _QUANTITY, _WORD, _KWARG, _CALL, _LIST, _ENTRY, _STATEMENT, _BLOCK = range(10)
+
+
+def _plain_workload(w: ast.Workload) -> tuple:
+    return (w.name, tuple(_plain(i) for i in w.items), *w.span, *w.name_span)
+
+
+def _plain(node) -> tuple:
+    """A node as a tagged tuple of str, int, float and tuples."""
+    kind = type(node)
+    if kind is ast.Str:
+        return (_STR, node.value, *node.span)
+    if kind is ast.Num:
+        return (_NUM, node.value, node.text, *node.span)
+    if kind is ast.Quantity:
+        return (_QUANTITY, node.value, node.unit, *node.span)
+    if kind is ast.Word:
+        return (_WORD, node.name, *node.span)
+    if kind is ast.KwArg:
+        return (_KWARG, node.name, _plain(node.value), *node.span)
+    if kind is ast.Call:
+        return (_CALL, node.name, tuple(_plain(a) for a in node.args), tuple(_plain(k) for k in node.kwargs),
+                *node.span, *node.name_span)
+    if kind is ast.ListV:
+        return (_LIST, tuple(_plain(i) for i in node.items), *node.span)
+    if kind is ast.Entry or kind is ast.Statement:
+        return (_ENTRY if kind is ast.Entry else _STATEMENT, node.key, _plain(node.value), *node.span, *node.key_span)
+    if kind is ast.Block:
+        return (_BLOCK, node.kind, None if node.header is None else _plain(node.header),
+                tuple(_plain(i) for i in node.items), *node.span, *node.kind_span)
+    raise TypeError(f"not an AST node: {kind.__name__}")
+
+
+def _workload(t: tuple) -> ast.Workload:
+    name, items, *spans = t
+    return ast.Workload(_text(name), tuple(_node(i) for i in items), _span(spans[:4]), _span(spans[4:]))
+
+
+def _node(t: tuple):
+    """The node a tagged tuple of ``_plain`` stands for; a ValueError/TypeError for anything else."""
+    tag = t[0]
+    if tag == _WORD or tag == _STR:  # (name or value, span)
+        _, text, *span = t
+        return (ast.Word if tag == _WORD else ast.Str)(_text(text), _span(span))
+    if tag == _NUM or tag == _QUANTITY:  # (value, text or unit, span)
+        _, value, text, *span = t
+        return (ast.Num if tag == _NUM else ast.Quantity)(_number(value), _text(text), _span(span))
+    if tag == _ENTRY or tag == _STATEMENT:
+        _, key, value, *spans = t
+        return (ast.Entry if tag == _ENTRY else ast.Statement)(_text(key), _node(value), _span(spans[:4]),
+                                                               _span(spans[4:]))
+    if tag == _BLOCK:
+        _, kind, header, items, *spans = t
+        return ast.Block(_text(kind), None if header is None else _node(header), tuple(_node(i) for i in items),
+                         _span(spans[:4]), _span(spans[4:]))
+    if tag == _CALL:
+        _, name, args, kwargs, *spans = t
+        return ast.Call(_text(name), tuple(_node(a) for a in args), tuple(_node(k) for k in kwargs),
+                        _span(spans[:4]), _span(spans[4:]))
+    if tag == _KWARG:
+        _, name, value, *span = t
+        return ast.KwArg(_text(name), _node(value), _span(span))
+    if tag == _LIST:
+        _, items, *span = t
+        return ast.ListV(tuple(_node(i) for i in items), _span(span))
+    raise ValueError(f"unknown node tag {tag!r}")
+
+
+def _text(x) -> str:
+    if type(x) is not str:
+        raise TypeError("a name or text that is not a str")
+    return x
+
+
+def _number(x) -> int | float:
+    if type(x) is not int and type(x) is not float:
+        raise TypeError("a number that is not an int or a float")
+    return x
+
+
+def _span(four) -> Span:
+    line, column, end_line, end_column = four
+    if type(line) is not int or type(column) is not int or type(end_line) is not int or type(end_column) is not int:
+        raise TypeError("a span that is not four ints")
+    return Span(line, column, end_line, end_column)
