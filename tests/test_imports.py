@@ -174,6 +174,18 @@ def test_validate_loads_no_more_modules_than_plan():
     assert loaded - {"accelctl.plan.verdict"} <= planned, sorted(loaded - planned)
 
 
+#: what validate's verdict (every target planned, ``accelctl.plan.verdict``) does not need: ``plan
+#: --check``'s result type, the rehearsal modules, and selecting a target by name
+VERDICT_MUST_NOT_IMPORT = ("accelctl.backends.findings", "accelctl.plan.rehearse", "accelctl.plan.rehearsal_size",
+                           "accelctl.plan.select")
+
+
+def test_validate_plans_every_target_without_what_only_checks_and_rehearsals_need():
+    loaded = _cli_modules("validate", *WORKLOADS)
+    assert {"accelctl.plan.verdict", "accelctl.engines.aws_batch", "accelctl.backends.te_fp8.backend"} <= loaded
+    assert not _forbidden(loaded, VERDICT_MUST_NOT_IMPORT)
+
+
 #: what no cold ``plan`` (text, json, sh) or ``estimate`` of the cpu bench workload imports (issue 12:
 #: cold plan against the ``import lark, rich`` floor): the engines that reach past this machine
 #: (their socket/subprocess/threading), the backends after the one that selects the target, the

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from accelctl.backends import float8_plan
 from accelctl.backends.base import WORKER, Backend, Built, process_env, refusal
-from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
 from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
+    from accelctl.backends.findings import CheckResult
 
 
 def check_torchrun_launches(plan: Plan) -> list[CheckResult]:
@@ -17,6 +21,8 @@ def check_torchrun_launches(plan: Plan) -> list[CheckResult]:
     torch's own ``torch.distributed.run`` argument parser."""
     import io
     from contextlib import redirect_stderr
+
+    from accelctl.backends.findings import CheckResult, not_run
 
     launches = [launch for launch in plan.launches if "torchrun" in launch.argv]
     try:

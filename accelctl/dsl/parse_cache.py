@@ -22,6 +22,7 @@ text is parsed again.  A folder that cannot be created or written only costs the
 
 from __future__ import annotations
 
+import _thread
 import functools
 import marshal
 import os
@@ -142,7 +143,7 @@ def store(path: str, text: str, workloads: tuple[ast.Workload, ...]) -> None:
         return
     payload = marshal.dumps(tuple(_plain_workload(w) for w in workloads))
     entry = entry_path(path, where)
-    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.{_thread.get_ident()}.tmp")  # this writer's own
     try:
         where.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -220,7 +221,7 @@ def _plain(node) -> tuple:
 
 def _workload(t: tuple) -> ast.Workload:
     name, items, *spans = t
-    return ast.Workload(_text(name), tuple(_node(i) for i in items), _span(spans[:4]), _span(spans[4:]))
+    return ast.Workload(_text(name), tuple(map(_node, items)), _span(spans[:4]), _span(spans[4:]))
 
 
 def _node(t: tuple):
@@ -238,18 +239,18 @@ def _node(t: tuple):
                                                                _span(spans[4:]))
     if tag == _BLOCK:
         _, kind, header, items, *spans = t
-        return ast.Block(_text(kind), None if header is None else _node(header), tuple(_node(i) for i in items),
+        return ast.Block(_text(kind), None if header is None else _node(header), tuple(map(_node, items)),
                          _span(spans[:4]), _span(spans[4:]))
     if tag == _CALL:
         _, name, args, kwargs, *spans = t
-        return ast.Call(_text(name), tuple(_node(a) for a in args), tuple(_node(k) for k in kwargs),
+        return ast.Call(_text(name), tuple(map(_node, args)), tuple(map(_node, kwargs)),
                         _span(spans[:4]), _span(spans[4:]))
     if tag == _KWARG:
         _, name, value, *span = t
         return ast.KwArg(_text(name), _node(value), _span(span))
     if tag == _LIST:
         _, items, *span = t
-        return ast.ListV(tuple(_node(i) for i in items), _span(span))
+        return ast.ListV(tuple(map(_node, items)), _span(span))
     raise ValueError(f"unknown node tag {tag!r}")
 
 

@@ -69,10 +69,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from typing import TYPE_CHECKING
 
 from accelctl.backends.base import Built
 from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
-from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.placeholders import data_json
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines import batch_settings
@@ -81,6 +81,9 @@ from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
+    from accelctl.backends.findings import CheckResult
 
 JOB_DEFINITION_FILE = "batch_job_definition.json"
 SUBMIT_FILE = "batch_submit_job.json"
@@ -244,6 +247,8 @@ class AwsBatchEngine(Engine):
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """Both requests validated by botocore's own Batch service model (offline)."""
+        from accelctl.backends.findings import CheckResult, not_run
+
         try:
             import botocore.session
             import botocore.validate

@@ -35,15 +35,18 @@ import dataclasses
 import functools
 import math
 import re
+from typing import TYPE_CHECKING
 
 from accelctl.backends.base import Built
-from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.engines import slurm_settings
 from accelctl.engines.slurm_agents import AGENTS, Agent, word
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
+    from accelctl.backends.findings import CheckResult
 
 SCRIPT = "job.sbatch"
 #: the submission, in the run folder (the job's $SLURM_SUBMIT_DIR, where it reads job.json)
@@ -171,6 +174,8 @@ class SlurmEngine(Engine):
         import shutil
         import subprocess
         import tempfile
+
+        from accelctl.backends.findings import CheckResult, not_run
 
         tool = "sbatch --test-only (Slurm controller)"
         if shutil.which("sbatch") is None:

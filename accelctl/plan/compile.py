@@ -11,9 +11,6 @@ from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, t
 from accelctl.plan.memory import estimate
 from accelctl.plan.positions import too_long
 from accelctl.plan.registry import BACKENDS, ENGINES, choose
-from accelctl.plan.rehearsal_size import sized_for_this_cpu
-from accelctl.plan.rehearse import rehearsal_target
-from accelctl.plan.select import named_target
 from accelctl.plan.stack import engine_settings, with_stack
 from accelctl.plan.tracking import missing_trackers, resolve_tracking, tracking_notes
 from accelctl.plan.weights import unreachable_weights, weights_note
@@ -43,11 +40,16 @@ def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | Non
 def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, rehearse: bool, fp8: bool,
              device_path: bool) -> Plan:
     if isinstance(target, str):
+        from accelctl.plan.select import named_target
+
         target = named_target(spec, target)
     if rehearse and device_path and not fp8 and not DEVICES[target.device].host:
         real = compile_plan(spec, target, engine)  # a target plan refuses is refused here the same way
         return BACKENDS[real.backend].device_rehearsal(real, compile_plan(spec, target, engine, rehearse=True))
     rehearsal = None
+    if rehearse:  # only a rehearsal's (validate's verdict plans none)
+        from accelctl.plan.rehearsal_size import sized_for_this_cpu
+        from accelctl.plan.rehearse import rehearsal_target
     if rehearse and fp8:
         # the FP8 rehearsal is an experiment on the recipe, not the target's plan: it runs where
         # Transformer Engine does not plan yet (a gpt2 stand-in), at the written steps its verdict needs

@@ -285,3 +285,4 @@ def test_an_entry_holds_only_plain_values(tmp_path, cache_in):
 
     assert kinds(plain) <= {tuple, str, int, float, type(None)}
     assert isinstance(parse_file(path), ast.File)
+

@@ -38,17 +38,19 @@ torch, deepspeed or transformers (``accelctl plan`` stays light);
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Backend, Built, refusal
 from accelctl.backends.deepspeed.launch import adapter_of, build_launch
-from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Plan
 from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
+    from accelctl.backends.findings import CheckResult
 
 #: the DeepSpeed release these plans are written and checked against (pyproject extra)
 DEEPSPEED_VERSION = "0.19.8"

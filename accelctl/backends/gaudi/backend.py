@@ -41,10 +41,9 @@ and ``DistributedRunner``) and the scripts' recorded flags.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import BASE_ENV, LAMB_ON_HPU, WORKER, Backend, Built, hub_env, refusal
-from accelctl.backends.findings import CheckResult
 from accelctl.backends.gaudi.fsdp import fsdp_file, fsdp_limits, fsdp_notes, split_limits
 from accelctl.backends.gaudi.examples import (EXAMPLES, GAUDI_CONFIG_FILE, SD_GAUDI_CONFIG, example_args,
                                               example_diffusion_notes, example_key, example_limits, example_train_file,
@@ -56,6 +55,9 @@ from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Pl
 from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
+    from accelctl.backends.findings import CheckResult
 
 __all__ = ["GaudiBackend", "gaudi_config", "hpu_env", "spawned_prefix", "flags_data", "lazy_mode"]
 

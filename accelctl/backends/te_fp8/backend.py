@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from accelctl.backends import float8_plan
 from accelctl.backends.base import Built, refusal
-from accelctl.backends.findings import CheckResult, not_run
 from accelctl.backends.torchrun import TorchrunBackend
 from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
@@ -34,6 +34,9 @@ from accelctl.spec import fp8_layers
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.te_versions import AUTOCAST_API
 from accelctl.spec.types import TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
+    from accelctl.backends.findings import CheckResult
 
 #: the Transformer Engine release a plan targets unless the target sets ``te_version``
 TE_DEFAULT_VERSION = "2.20"
@@ -242,6 +245,7 @@ class TeFp8Backend(TorchrunBackend):
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """torchrun's parser, then ``te_recipe.json`` and the worker's TE code against TE's own source."""
+        from accelctl.backends.findings import CheckResult, not_run
         from accelctl.backends.te_fp8 import check as te_check
 
         out = super().check(plan, spec)

@@ -29,9 +29,9 @@ them.  Compilation is never part of step time: the worker reports its compile ph
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from accelctl.backends.base import Backend, Built, process_env, refusal
-from accelctl.backends.findings import CheckResult
 from accelctl.backends.torchrun import check_torchrun_launches
 from accelctl.backends.xla_neuron.optimum_plans import SPLITS, generate_launches, through_optimum, training_launches
 from accelctl.backends.xla_neuron.optimum_plans import limits as optimum_limits
@@ -43,6 +43,9 @@ from accelctl.errors import Diagnostic
 from accelctl.spec.catalog import INSTANCES
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
+
+if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
+    from accelctl.backends.findings import CheckResult
 
 #: the torch-xla release the plan's environment is written for (torch-xla 2.9 needs torch 2.9.0)
 TORCH_XLA_VERSION = "2.9"
