@@ -146,7 +146,8 @@ def store(path: str, text: str, workloads: tuple[ast.Workload, ...]) -> None:
     tmp = entry.with_name(f"{entry.name}.{os.getpid()}.{_thread.get_ident()}.tmp")  # this writer's own
     try:
         where.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o600)  # never into a file or link already there (a leftover is removed below)
         try:
             rest = memoryview(MAGIC + want + _digest(payload) + payload)
             while rest:  # a short write (a full disk) is followed by one that raises

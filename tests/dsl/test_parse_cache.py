@@ -169,6 +169,25 @@ def test_an_unreadable_entry_is_parsed_again(tmp_path, cache_in):
     assert entry.is_dir() and [p.name for p in entries(cache_in)] == [entry.name]  # no leftover
 
 
+def test_a_link_or_leftover_where_an_entry_is_written_is_never_written_through(tmp_path, cache_in):
+    """The entry is written into a new file of this writer's own, then renamed into place: a
+    file or a symbolic link already at that name (a crash's leftover, or planted) is not
+    written into nor followed; it is removed, and the next parse keeps its entry."""
+    import threading
+
+    path = workload_file(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("not to be overwritten")
+    entry = parse_cache.entry_path(str(path), cache_in)
+    cache_in.mkdir()
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.symlink_to(victim)
+    assert parse_file(path).workloads[0].name == "w"
+    assert victim.read_text() == "not to be overwritten" and not tmp.is_symlink() and not entry.exists()
+    parse_file(path)
+    assert parse_cache.load(str(path), GOOD) is not None
+
+
 def test_a_cache_folder_that_cannot_be_written_costs_only_the_cache(tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("where the folder would go")
