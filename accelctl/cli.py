@@ -28,7 +28,6 @@ import contextlib
 import io
 import os
 import sys
-import traceback
 from typing import Sequence
 
 from accelctl import __version__, exitcodes
@@ -279,6 +278,8 @@ def _execute(args: argparse.Namespace, reply: Reply | None) -> int:
             reply.fail("SystemExit", str(exc.code) if not isinstance(exc.code, int) else f"exit {code}")
         return code
     except Exception as exc:  # noqa: BLE001 - a bug: the traceback, and an exit status that says so
+        import traceback  # here: 6 M instructions that a command without a bug never needs
+
         traceback.print_exc()
         message = f"internal error: {type(exc).__name__}: {exc}"
         print(f"accelctl: {message} (a bug in accelctl; the traceback is above)", file=sys.stderr)
