@@ -51,11 +51,67 @@ def _no_process_outlives_its_slow_test(request):
 
 def pytest_configure(config):
     """The one golden-update rule (tests/golden_files.py) for the TUI's SVG snapshots too:
-    ``ACCELCTL_UPDATE_GOLDEN=1`` turns on syrupy's ``--snapshot-update``."""
+    ``ACCELCTL_UPDATE_GOLDEN=1`` turns on syrupy's ``--snapshot-update``.  And the suite's
+    matmul ceiling (``_calibrate_once``)."""
     from golden_files import updating
 
     if updating() and hasattr(config.option, "update_snapshots"):
         config.option.update_snapshots = True
+    _own_parse_cache(config)
+    _calibrate_once(config)
+
+
+def _own_parse_cache(config) -> None:
+    """The session's parsed-workload cache in a folder of its own (``ACCELCTL_PARSE_CACHE``), not
+    the user's ``~/.cache/accelctl/parsed``: the suite's thousands of files would push out the
+    user's entries (128 kept), and no run of the suite starts from another's entries."""
+    from accelctl.dsl.parse_cache import ENV
+
+    if hasattr(config, "workerinput") or os.environ.get(ENV):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="accelctl-suite-parsed-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ[ENV] = folder
+
+
+def _calibrate_once(config) -> None:
+    """Measure this machine's matmul ceiling once for the whole session (``accelctl doctor
+    --calibrate``, 1 and all threads, 0.3 s a dtype: ~6 s) and give every test's runs that file
+    (``ACCELCTL_CALIBRATION_FILE``, which xdist's workers and every process they start inherit).
+
+    Without it each rank of the suite's ~hundreds of real runs probes its own best-of for ~0.3 s
+    on every thread it has (``worker/envinfo.add_ceiling``): the biggest fixed cost of a run after
+    the libraries' import.  A user who ran ``doctor --calibrate`` runs exactly this way; the tests
+    of the per-run probe and of the stored ceiling set their own file (``tests/run/
+    test_worker_calibration.py``, ``tests/test_calibration.py``).  Not for a selection without
+    the slow tests (``-m "not slow"``: few real runs, and the fast tier stays fast), nor when the
+    variable is already set (a developer's own file), nor in xdist's workers (the controller's)."""
+    from accelctl.contract.envnames import CALIBRATION_FILE
+
+    if hasattr(config, "workerinput") or os.environ.get(CALIBRATION_FILE) or config.option.collectonly:
+        return
+    if "not slow" in (config.option.markexpr or ""):
+        return
+    import atexit
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="accelctl-suite-calibration-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    file = os.path.join(folder, "calibration.json")
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "doctor", "--calibrate", "--seconds", "0.3"],
+                        env={**os.environ, CALIBRATION_FILE: file}, capture_output=True, text=True, timeout=600)
+    if cp.returncode != 0:  # no ceiling: every run probes its own, as on a machine never calibrated
+        print(f"conftest: doctor --calibrate failed ({cp.returncode}); runs probe per run\n{cp.stderr[-2000:]}",
+              file=sys.stderr)
+        return
+    os.environ[CALIBRATION_FILE] = file
 
 
 def _shared_fixtures(item) -> tuple[str, tuple[str, ...]] | None:

@@ -27,17 +27,21 @@ def marked(token: str) -> list[psutil.Process]:
     """The live (not zombie) processes whose environment carries ``token`` and that nothing of this
     pytest process holds any more: this process and its descendants excepted (a shared fixture's
     run started from a thread during the test is still owned, and awaited, by that fixture)."""
-    me = psutil.Process()
-    owned = {me.pid} | {p.pid for p in me.children(recursive=True)}
+    me = os.getpid()
     found = []
     for proc in psutil.process_iter(["pid"]):
-        if proc.pid in owned:
+        if proc.pid == me:
             continue
         try:
             if proc.status() == psutil.STATUS_ZOMBIE:
                 continue
-            if proc.environ().get(TOKEN_ENV) == token:
-                found.append(proc)
+            if proc.environ().get(TOKEN_ENV) != token:
+                continue
+            # asked of each one found, not of a list taken before: a shared fixture's thread may
+            # start its next process between the two looks (seen: a module's queued run killed)
+            if any(parent.pid == me for parent in proc.parents()):
+                continue
+            found.append(proc)
         except (psutil.Error, OSError):
             continue
     return found

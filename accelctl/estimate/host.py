@@ -40,8 +40,9 @@ def _clock_hz() -> float:
 def _measured(threads: int) -> Figure | None:
     from accelctl.contract import calibration
 
+    model = hostinfo.cpu_model()  # a ceiling stored on another CPU (a shared cache folder) is not this one's
     for c in calibration.load_all().values():
-        if c.threads == threads and c.flops.get("float32"):
+        if c.device == model and c.threads == threads and c.flops.get("float32"):
             return Figure(float(c.flops["float32"]), f"measured by accelctl doctor --calibrate on {c.device} "
                                                      f"({c.method or 'matmul ceiling'})", c.date[:7])
     return None

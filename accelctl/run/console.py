@@ -87,6 +87,9 @@ class ConsoleSink:
         self.rehearsal = rehearsal
         self.every = every or (max(1, self.total // 10) if self.total else 10)
         self.seen = 0
+        #: rank 0's first measured step is printed whatever ``every`` says: the steady-state step
+        #: time shows at once, not a tenth of a long run later
+        self._first_measured_shown = False
         #: stdout's reader went away: nothing more is printed (accelctl run exits 141)
         self.reader_gone = False
         self._step_times: list[float] = []  # rank 0's, for the ETA of headless progress lines
@@ -192,7 +195,10 @@ class ConsoleSink:
         self._step_times.append(ev.step_time_s)
         if self._progress is not None:
             self._progress.advance(self._task)
-        if self.seen % self.every and self.seen != self.total:
+        first_measured = ev.phase == "measure" and not self._first_measured_shown
+        if first_measured:
+            self._first_measured_shown = True
+        if self.seen % self.every and self.seen != self.total and not first_measured:
             return
         of = f"/{self.total}" if self.total else ""
         parts = [f"step {self.seen}{of}", f"[{ev.phase}]"]

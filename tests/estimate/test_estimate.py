@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import estimate_targets, load
+from accelctl.contract.envnames import CALIBRATION_FILE
 from accelctl.dsl.parser import parse
 from accelctl.estimate import flops as F
 from accelctl.estimate import traffic
@@ -138,12 +140,31 @@ def test_gaudi_fp32_is_estimated_from_a_stated_assumption():
     assert bf16.step_time_s < e.step_time_s <= 4 * bf16.step_time_s + 1e-9
 
 
-def test_the_host_cpu_is_estimated_from_a_nominal_datasheet_marked_as_such():
+def test_the_host_cpu_is_estimated_from_a_nominal_datasheet_marked_as_such(tmp_path):
+    # no stored matmul ceiling (the suite's own, tests/conftest.py, would be the measured one)
+    env = {**os.environ, CALIBRATION_FILE: str(tmp_path / "absent.json")}
     proc = subprocess.run([sys.executable, "-m", "accelctl.cli", "estimate", "workloads/bloomz.wl", "-t", "cpu",
-                           "--no-calibration"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+                           "--no-calibration"], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "E580" not in proc.stdout and "cpu x1" in proc.stdout
-    assert "ASSUMPTION: nominal 1 thread(s)" in proc.stdout or "accelctl doctor --calibrate" in proc.stdout
+    assert "ASSUMPTION: nominal 1 thread(s)" in proc.stdout
+
+
+def test_the_host_cpu_is_estimated_from_its_stored_ceiling_and_only_this_cpus(tmp_path, monkeypatch):
+    from accelctl.contract import calibration
+    from accelctl.estimate.host import datasheet
+    from accelctl.hostinfo import cpu_model
+
+    monkeypatch.setenv(CALIBRATION_FILE, str(tmp_path / "c.json"))
+    other = calibration.Calibration(device="Another CPU", threads=1, date="2026-11-20T10:00:00+00:00",
+                                    flops={"float32": 5e12})
+    calibration.store(other)
+    assert "ASSUMPTION" in datasheet(1).flops["fp32"].source  # another machine's ceiling is not this one's
+    mine = calibration.Calibration(device=cpu_model(), threads=1, date="2026-11-21T10:00:00+00:00",
+                                   flops={"float32": 7e10})
+    calibration.store(mine)
+    peak = datasheet(1).flops["fp32"]
+    assert peak.value == 7e10 and peak.source.startswith("measured by accelctl doctor --calibrate")
 
 
 def test_fp8_speeds_up_the_linear_layers_only():

@@ -56,7 +56,7 @@ async def test_live_run_panels_follow_the_run_and_end_with_its_summary(runs_dir)
 
 @pytest.mark.asyncio
 async def test_stop_from_the_tui_stops_the_process_group_and_records_stopped(runs_dir):
-    handle = start(runs_dir, delay_s=0.5)
+    handle = start(runs_dir, delay_s=2)
     app = AccelctlApp(WORKLOADS, runs_root=runs_dir, live_handle=handle)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.rank0, timeout=20,
@@ -76,7 +76,9 @@ async def test_stop_from_the_tui_stops_the_process_group_and_records_stopped(run
 
 @pytest.mark.asyncio
 async def test_quitting_while_live_asks_first_then_stops_the_run(runs_dir):
-    handle = start(runs_dir, delay_s=0.5)
+    # 10 steps 3 s apart: the run must still be going after two dialogs (at 0.5 s a loaded CI
+    # machine saw the run end between the question and the answer)
+    handle = start(runs_dir, delay_s=3)
     app = AccelctlApp(WORKLOADS, runs_root=runs_dir, live_handle=handle)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.rank0, timeout=20,
