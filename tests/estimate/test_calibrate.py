@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import load
+from accelctl.contract.envnames import CALIBRATION_FILE
 from accelctl.errors import PlanError
 from accelctl.estimate import calibrate
 from accelctl.estimate.factors import DEFAULT, Factor
@@ -150,8 +151,11 @@ def test_the_fit_to_real_h100_runs_explains_them_better_than_the_catalog(tmp_pat
 
 
 @pytest.mark.slow
-def test_calibrated_cpu_estimate_predicts_a_batch_it_was_not_fitted_on(tmp_path):
-    """Real runs: batch 2 and 8 calibrate, batch 4 is predicted and then measured."""
+def test_calibrated_cpu_estimate_predicts_a_batch_it_was_not_fitted_on(tmp_path, monkeypatch):
+    """Real runs: batch 2 and 8 calibrate, batch 4 is predicted and then measured.  Against the
+    nominal datasheet: with a stored matmul ceiling (the suite's own, tests/conftest.py) the
+    estimate may already be within ``GOOD_ENOUGH`` of the runs, and then nothing is fitted."""
+    monkeypatch.setenv(CALIBRATION_FILE, str(tmp_path / "no-ceiling.json"))
     ids = {}
     for target in ("b2", "b4", "b8"):   # b4 between the two it is predicted from: load drifts alike
         proc = _cli("run", str(CPU_WL), "-t", target, "--headless", "--runs-dir", str(tmp_path), timeout=600)

@@ -138,6 +138,22 @@ def _part(key: str) -> str:
     return "one_process" if [(ln["name"], ln["processes"]) for ln in d["launches"]] == [("worker", 1)] else "launched"
 
 
+#: torch.compile's modes that compile the same on a CPU: each differs from the mode it maps to
+#: only by ``triton.cudagraphs`` (``torch._inductor.list_mode_options``), which CUDA graphs use and
+#: a CPU graph skips; the worker passes the mode to ``torch.compile`` and otherwise only prints it
+#: (``accelctl/worker/optimize.py``).  The compiled part runs one of each pair; the slow test checks
+#: the table against the installed torch's.
+SAME_ON_CPU = {"reduce-overhead": "default", "max-autotune-no-cudagraphs": "max-autotune"}
+
+
+def _compiled_here(key: str) -> str:
+    """A cpu plan's key with its compile mode as the mode that compiles the same on a CPU."""
+    d = json.loads(key)
+    opt = d["job"]["optimize"]
+    opt["compile_mode"] = SAME_ON_CPU.get(opt["compile_mode"], opt["compile_mode"])
+    return json.dumps(d, sort_keys=True)
+
+
 def shards(walked, tmp_path: Path) -> dict[str, list[list[Case]]]:
     """The plans the slow walk runs, by part (``SHARDS``): each a group of cases with one plan,
     its first case run for the group.  A rehearsal whose job, label aside, is a cpu group's
@@ -151,8 +167,13 @@ def shards(walked, tmp_path: Path) -> dict[str, list[list[Case]]]:
             here[same] = here[same] + cs
         else:
             out["rehearsals"].append(cs)
-    launched = 0
+    merged: dict[str, list[Case]] = {}
     for key, cs in here.items():
+        if _part(key) == "compiled":  # every plan of `here` runs on this CPU
+            key = _compiled_here(key)
+        merged[key] = merged.get(key, []) + cs
+    launched = 0
+    for key, cs in merged.items():
         part = _part(key)
         if part == "launched":
             launched += 1
@@ -169,6 +190,11 @@ def test_the_slow_walks_parts_run_every_case_once_and_rehearse_what_the_worker_b
     assert all(parts.values()), {s: len(g) for s, g in parts.items()}
     part_of = {c.id: s for s, groups in parts.items() for cs in groups for c in cs}
     group_of = {c.id: cs[0].id for groups in parts.values() for cs in groups for c in cs}
+    # the compile modes that compile the same on a CPU run once (SAME_ON_CPU), the others apart
+    modes = {m: group_of[f"optimize.compile_mode={m}@cpu/pretrain"] for m in
+             ("reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")}
+    assert modes["max-autotune"] == modes["max-autotune-no-cudagraphs"] != modes["reduce-overhead"]
+    assert modes["reduce-overhead"] == group_of["optimize.compile=on@cpu/pretrain"]
     # the rehearsal of an FSDP a100 target runs the cpu FSDP job, label aside: one run
     assert group_of["parallel.strategy=fsdp@a100/pretrain"] == group_of["parallel.strategy=fsdp@cpu/pretrain"]
     assert part_of["parallel.strategy=fsdp@cpu/pretrain"].startswith("cpu_launched_")
@@ -189,6 +215,13 @@ def test_the_slow_walks_parts_run_every_case_once_and_rehearse_what_the_worker_b
 def test_every_workload_the_walk_plans_runs_without_failing(tmp_path, shard):
     """One real run per distinct plan (``shards``): every case that runs is covered by the run
     of a case whose runner and worker get exactly its plan (a rehearsal: its job, label aside)."""
+    if shard == "cpu_compiled":  # the modes run once for two compile the same on a CPU (SAME_ON_CPU)
+        from torch._inductor import list_mode_options
+
+        for mode, same in SAME_ON_CPU.items():
+            cuda_only = {"triton.cudagraphs"}
+            assert {k: v for k, v in list_mode_options(mode).items() if k not in cuda_only} == \
+                {k: v for k, v in list_mode_options(same).items() if k not in cuda_only}, (mode, same)
     walked = _walk(tmp_path)
     groups = shards(walked, tmp_path)[shard]
     rehearse = shard == "rehearsals"
