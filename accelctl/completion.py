@@ -76,7 +76,7 @@ def _file_names(kind: str, path: str) -> list[str]:
         text = read_source(path)
     except WorkloadError:
         return []
-    specs, _ = validate_text(text, path)
+    specs, _ = validate_text(text, path, cached=True)  # the file as read: its parse may come from the cache
     if not specs:  # errors: the names the file declares, as far as it parses
         return _parsed_names(text, path, kind)
     if kind == "workloads":

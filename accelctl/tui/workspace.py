@@ -53,7 +53,7 @@ def load_file(path: str | Path) -> WorkloadFile:
         text = read_source(path)
     except WorkloadError as exc:
         return WorkloadFile(path, "", (), list(exc.diagnostics))
-    specs, diags = validate_text(text, path)
+    specs, diags = validate_text(text, path, cached=True)  # the file as read: its parse may come from the cache
     return WorkloadFile(path, text, specs if not any(d.severity == "error" for d in diags) else (), diags)
 
 
