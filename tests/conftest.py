@@ -69,13 +69,18 @@ def _own_parse_cache(config) -> None:
 
     if hasattr(config, "workerinput") or os.environ.get(ENV):
         return
+    os.environ[ENV] = _session_folder("accelctl-suite-parsed-")
+
+
+def _session_folder(prefix: str) -> str:
+    """A new folder, removed when the session's process ends."""
     import atexit
     import shutil
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix="accelctl-suite-parsed-")
+    folder = tempfile.mkdtemp(prefix=prefix)
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    os.environ[ENV] = folder
+    return folder
 
 
 def _calibrate_once(config) -> None:
@@ -96,15 +101,10 @@ def _calibrate_once(config) -> None:
         return
     if "not slow" in (config.option.markexpr or ""):
         return
-    import atexit
-    import shutil
     import subprocess
     import sys
-    import tempfile
 
-    folder = tempfile.mkdtemp(prefix="accelctl-suite-calibration-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    file = os.path.join(folder, "calibration.json")
+    file = os.path.join(_session_folder("accelctl-suite-calibration-"), "calibration.json")
     cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "doctor", "--calibrate", "--seconds", "0.3"],
                         env={**os.environ, CALIBRATION_FILE: file}, capture_output=True, text=True, timeout=600)
     if cp.returncode != 0:  # no ceiling: every run probes its own, as on a machine never calibrated
