@@ -18,6 +18,7 @@ import glob
 import os
 import shutil
 from functools import lru_cache
+from pathlib import Path
 
 
 def first_sign(device_files: tuple[str, ...] = (), tools: tuple[str, ...] = ()) -> str | None:
@@ -32,6 +33,13 @@ def first_sign(device_files: tuple[str, ...] = (), tools: tuple[str, ...] = ()) 
         if shutil.which(tool):
             return f"{tool} on PATH"
     return None
+
+
+def cache_dir() -> Path:
+    """accelctl's folder in the user's cache: ``$XDG_CACHE_HOME/accelctl``, else
+    ``~/.cache/accelctl`` (lark's tables, parsed workloads, the matmul calibration)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "accelctl"
 
 
 def cpu_count() -> int:

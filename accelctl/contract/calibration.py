@@ -22,6 +22,7 @@ from pathlib import Path
 
 from accelctl.contract.envnames import CALIBRATION_FILE
 from accelctl.frozen import Value, value
+from accelctl.hostinfo import cache_dir
 
 SCHEMA = 1
 
@@ -29,8 +30,7 @@ SCHEMA = 1
 def path() -> Path:
     if os.environ.get(CALIBRATION_FILE):
         return Path(os.environ[CALIBRATION_FILE])
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "accelctl" / "calibration.json"
+    return cache_dir() / "calibration.json"
 
 
 def key(device: str, threads: int) -> str:

@@ -36,8 +36,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from accelctl.dsl import ast
 from accelctl.dsl.grammar import grammar_text
 from accelctl.dsl.hints import glued_hint_text
-from accelctl.dsl.parse_cache import cache_dir
 from accelctl.errors import Diagnostic, Span, WorkloadError
+from accelctl.hostinfo import cache_dir
 
 #: deeper nesting of [..], f(..) and blocks is E005 (real workloads nest 3 or 4 deep)
 MAX_NESTING = 100

@@ -6,7 +6,7 @@ consults it where a workload file is read from disk (``parse_file``, and ``accel
 load path); a hit skips lark altogether (it is not even imported).
 
 Where: ``$ACCELCTL_PARSE_CACHE`` if set (``off``: no cache), else ``parsed/`` in the user's cache
-folder (``cache_dir()``: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``; lark's tables
+folder (``accelctl.hostinfo.cache_dir()``: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``; lark's tables
 are cached there too).  One entry per file path (its name is a hash of the absolute path, so
 editing a file replaces its entry), at most ``MAX_ENTRIES`` of them (the oldest are removed as
 new ones are written), for texts up to ``MAX_CACHED_BYTES``.
@@ -35,6 +35,7 @@ except ImportError:  # a Python built without it
 
 from accelctl.dsl import ast
 from accelctl.errors import Span
+from accelctl.hostinfo import cache_dir
 
 #: where to keep the entries instead (``off``: no cache)
 ENV = "ACCELCTL_PARSE_CACHE"
@@ -50,12 +51,6 @@ _HASH = 32  # bytes of a digest (``_digest``)
 def _digest(data: bytes) -> bytes:
     """BLAKE2b, 32 bytes."""
     return blake2b(data, digest_size=_HASH).digest()
-
-
-def cache_dir() -> Path:
-    """The user's cache folder for accelctl: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "accelctl"
 
 
 def folder() -> Path | None:

@@ -40,12 +40,11 @@ def _clock_hz() -> float:
 def _measured(threads: int) -> Figure | None:
     from accelctl.contract import calibration
 
-    model = hostinfo.cpu_model()  # a ceiling stored on another CPU (a shared cache folder) is not this one's
-    for c in calibration.load_all().values():
-        if c.device == model and c.threads == threads and c.flops.get("float32"):
-            return Figure(float(c.flops["float32"]), f"measured by accelctl doctor --calibrate on {c.device} "
-                                                     f"({c.method or 'matmul ceiling'})", c.date[:7])
-    return None
+    c = calibration.lookup(hostinfo.cpu_model(), threads)  # this CPU's: not one stored on another (a shared cache)
+    if c is None or not c.flops.get("float32"):
+        return None
+    return Figure(float(c.flops["float32"]), f"measured by accelctl doctor --calibrate on {c.device} "
+                                             f"({c.method or 'matmul ceiling'})", c.date[:7])
 
 
 def datasheet(threads: int) -> Datasheet:
