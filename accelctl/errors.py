@@ -34,6 +34,8 @@ class Span(NamedTuple):
 
 @dataclass(frozen=True, slots=True)  # slots: 88 bytes a diagnostic instead of ~280 (a file may have 100,000s)
 class Diagnostic:
+    """One finding at a place in a workload: an error, or a warning (a target ``plan`` refuses)."""
+
     code: str
     message: str
     span: Span | None = None

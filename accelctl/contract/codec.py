@@ -6,6 +6,7 @@ so a new field is a new field: no per-class ``from_dict`` to keep in step.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import types
 import typing
@@ -53,4 +54,23 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
-    return dataclasses.asdict(obj)
+    """``dataclasses.asdict(obj)``: the same dict, built without its deep copies of the
+    leaves (a job's are str, int, float, bool and None, which a copy returns as they are;
+    any other leaf is still copied)."""
+    return _plain(obj)
+
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _plain(x: Any) -> Any:
+    kind = type(x)
+    if kind in _IMMUTABLE:
+        return x
+    if hasattr(kind, "__dataclass_fields__"):  # as asdict: a dataclass instance becomes a dict
+        return {f.name: _plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
+    if kind is list or kind is tuple:
+        return kind([_plain(v) for v in x])
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in x.items()}
+    return dataclasses.asdict(x) if dataclasses.is_dataclass(x) else copy.deepcopy(x)

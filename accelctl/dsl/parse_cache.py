@@ -216,37 +216,53 @@ def _plain(node) -> tuple:
 
 
 def _workload(t: tuple) -> ast.Workload:
-    name, items, *spans = t
-    return ast.Workload(_text(name), tuple(map(_node, items)), _span(spans[:4]), _span(spans[4:]))
+    if len(t) != 10:
+        raise ValueError("a workload that is not ten values")
+    return ast.Workload(_text(t[0]), _nodes(t[1]), _span(t, 2), _span(t, 6))
+
+
+#: a node's class from its tag, and its length as a tagged tuple (the tag, the fields, four ints a span)
+_LEAVES = {_STR: (ast.Str, 6), _WORD: (ast.Word, 6), _NUM: (ast.Num, 7), _QUANTITY: (ast.Quantity, 7)}
+_new = tuple.__new__  # a node or span from a tuple of its fields, each checked here
+
+
+def _nodes(items) -> tuple:
+    if type(items) is not tuple:
+        raise TypeError("items that are not a tuple")
+    return tuple(map(_node, items))
 
 
 def _node(t: tuple):
     """The node a tagged tuple of ``_plain`` stands for; a ValueError/TypeError for anything else."""
     tag = t[0]
-    if tag == _WORD or tag == _STR:  # (name or value, span)
-        _, text, *span = t
-        return (ast.Word if tag == _WORD else ast.Str)(_text(text), _span(span))
-    if tag == _NUM or tag == _QUANTITY:  # (value, text or unit, span)
-        _, value, text, *span = t
-        return (ast.Num if tag == _NUM else ast.Quantity)(_number(value), _text(text), _span(span))
-    if tag == _ENTRY or tag == _STATEMENT:
-        _, key, value, *spans = t
-        return (ast.Entry if tag == _ENTRY else ast.Statement)(_text(key), _node(value), _span(spans[:4]),
-                                                               _span(spans[4:]))
-    if tag == _BLOCK:
-        _, kind, header, items, *spans = t
-        return ast.Block(_text(kind), None if header is None else _node(header), tuple(map(_node, items)),
-                         _span(spans[:4]), _span(spans[4:]))
-    if tag == _CALL:
-        _, name, args, kwargs, *spans = t
-        return ast.Call(_text(name), tuple(map(_node, args)), tuple(map(_node, kwargs)),
-                        _span(spans[:4]), _span(spans[4:]))
-    if tag == _KWARG:
-        _, name, value, *span = t
-        return ast.KwArg(_text(name), _node(value), _span(span))
-    if tag == _LIST:
-        _, items, *span = t
-        return ast.ListV(tuple(map(_node, items)), _span(span))
+    if tag in _LEAVES:  # (text or name, span) or (number, text or unit, span)
+        kind, size = _LEAVES[tag]
+        if len(t) != size:
+            raise ValueError(f"a {kind.__name__} of {len(t)} values")
+        if size == 6:
+            return _new(kind, (_text(t[1]), _span(t, 2)))
+        return _new(kind, (_number(t[1]), _text(t[2]), _span(t, 3)))
+    if tag == _ENTRY or tag == _STATEMENT:  # (key, value, span, key span)
+        if len(t) != 11:
+            raise ValueError("an entry that is not eleven values")
+        return _new(ast.Entry if tag == _ENTRY else ast.Statement, (_text(t[1]), _node(t[2]), _span(t, 3), _span(t, 7)))
+    if tag == _BLOCK:  # (kind, header, items, span, kind span)
+        if len(t) != 12:
+            raise ValueError("a block that is not twelve values")
+        return _new(ast.Block, (_text(t[1]), None if t[2] is None else _node(t[2]), _nodes(t[3]),
+                                _span(t, 4), _span(t, 8)))
+    if tag == _CALL:  # (name, args, kwargs, span, name span)
+        if len(t) != 12:
+            raise ValueError("a call that is not twelve values")
+        return _new(ast.Call, (_text(t[1]), _nodes(t[2]), _nodes(t[3]), _span(t, 4), _span(t, 8)))
+    if tag == _KWARG:  # (name, value, span)
+        if len(t) != 7:
+            raise ValueError("a keyword argument that is not seven values")
+        return _new(ast.KwArg, (_text(t[1]), _node(t[2]), _span(t, 3)))
+    if tag == _LIST:  # (items, span)
+        if len(t) != 6:
+            raise ValueError("a list that is not six values")
+        return _new(ast.ListV, (_nodes(t[1]), _span(t, 2)))
     raise ValueError(f"unknown node tag {tag!r}")
 
 
@@ -262,8 +278,10 @@ def _number(x) -> int | float:
     return x
 
 
-def _span(four) -> Span:
-    line, column, end_line, end_column = four
-    if type(line) is not int or type(column) is not int or type(end_line) is not int or type(end_column) is not int:
+def _span(t: tuple, at: int) -> Span:
+    """The span held as four ints at ``t[at:at + 4]``."""
+    span = _new(Span, t[at:at + 4])
+    if (len(span) != 4 or type(span[0]) is not int or type(span[1]) is not int or type(span[2]) is not int
+            or type(span[3]) is not int):
         raise TypeError("a span that is not four ints")
-    return Span(line, column, end_line, end_column)
+    return span

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 
 from accelctl.backends.deepspeed.launch import ENV_FILE, HOSTFILE
 from accelctl.contract import launchers
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
+from accelctl.frozen import Value, value
 
 #: placeholder -> the script's shell expression (what it stands for on the node)
 SHELL_VALUES = {RUN_DIR: '"$SLURM_SUBMIT_DIR"', FREE_PORT: '"$port"', "{optimum_habana}": '"$OPTIMUM_HABANA_DIR"'}
@@ -76,8 +76,8 @@ def _without(args: list[str], flags: tuple[str, ...], valued: tuple[str, ...]) -
     return out
 
 
-@dataclass(frozen=True)
-class Agent:
+@value
+class Agent(Value):
     """How one backend's per-node launcher runs under ``srun``."""
 
     #: the launcher, for the plan's notes

@@ -339,7 +339,7 @@ def check_optimize(written: dict[str, Any], below: OptimizeSpec, model: ModelSpe
     """``written`` (one block's keys) over ``below`` (the workload's, for a target), with the
     rules of what the block itself wrote: channels_last needs image input (E222), a
     compile_mode needs compile = on (E223)."""
-    opt = OptimizeSpec(**{**dataclasses.asdict(below), **written})
+    opt = dataclasses.replace(below, **written)
     if written.get("channels_last") and model is not None and not FAMILIES[model.family].image_input:
         ctx.error("E222", f"channels_last applies to image models; {model.family} takes token ids",
                   origins[f"{prefix}.channels_last"],
