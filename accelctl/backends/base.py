@@ -70,7 +70,7 @@ def refusal(spec: WorkloadSpec, target: TargetSpec, reason: str, *settings: str)
     return Diagnostic(REFUSED, f"no backend can run target {target.name}", span, spec.path, reason)
 
 
-@dataclass
+@dataclass(eq=False)  # compared nowhere: no generated __eq__ to exec on every cold command
 class Built:
     """What a backend produces for one target."""
 

@@ -16,10 +16,11 @@ example``); a placeholder there is refused at its line (``placeholder_in``).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from accelctl.contract import jsontext
 
 RUN_DIR = "{run_dir}"
 #: one free TCP port per run, picked by the runner on 127.0.0.1 when it materialises the plan
@@ -38,8 +39,6 @@ ENV_PLACEHOLDERS = {OPTIMUM_HABANA: "OPTIMUM_HABANA_DIR", OPTIMUM_NEURON: "OPTIM
 ENV_PLACEHOLDER_ROLES = {OPTIMUM_HABANA: "the optimum-habana checkout the example commands run in",
                          OPTIMUM_NEURON: "the optimum-neuron checkout whose examples/ the Neuron commands run"}
 PATTERN = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
-#: a JSON string token as ``json.dumps`` writes it
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def fill(text: str, values: Mapping[str, str | None], missing: Callable[[str], str] | None = None) -> str:
@@ -65,9 +64,7 @@ def placeholder_in(text: str) -> str | None:
 
 
 def data_json(obj: Any, **kwargs: Any) -> str:
-    """``json.dumps(obj, **kwargs)`` with every ``{`` inside a string written ``\\u007b``: the
-    same JSON to a reader, and no placeholder to a filler (see the module doc)."""
-    text = json.dumps(obj, **kwargs)
-    if "{" not in text:
-        return text
-    return _JSON_STRING.sub(lambda m: m.group(0).replace("{", "\\u007b"), text)
+    """``json.dumps(obj, **kwargs)`` (``indent``, ``separators``, ``sort_keys``) with every ``{``
+    inside a string written ``\\u007b``: the same JSON to a reader, and no placeholder to a filler
+    (see the module doc)."""
+    return jsontext.dumps(obj, indent=kwargs.pop("indent", None), braces_escaped=True, **kwargs)

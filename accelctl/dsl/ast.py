@@ -5,8 +5,6 @@ The parser (``accelctl.dsl.parser``, lark with the inline transformer of
 untyped here (a ``Word`` is just a name); giving them meaning is the check pass's job.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple, Union
 
 from accelctl import frozen

@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING
 
 from accelctl.backends.base import Built
 from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
+from accelctl.contract import jsontext
 from accelctl.contract.placeholders import data_json
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines import batch_settings
@@ -203,9 +204,9 @@ class AwsBatchEngine(Engine):
         submit = {"jobName": _name(f"{spec.name}-{target.name}"), "jobQueue": s["job_queue"],
                   "jobDefinition": definition_name}
         out_files = [
-            GeneratedFile(JOB_DEFINITION_FILE, json.dumps(definition, indent=2, sort_keys=True) + "\n",
+            GeneratedFile(JOB_DEFINITION_FILE, jsontext.dumps(definition, sort_keys=True) + "\n",
                           role="AWS Batch RegisterJobDefinition request (multinode)"),
-            GeneratedFile(SUBMIT_FILE, json.dumps(submit, indent=2, sort_keys=True) + "\n",
+            GeneratedFile(SUBMIT_FILE, jsontext.dumps(submit, sort_keys=True) + "\n",
                           role="AWS Batch SubmitJob request (jobDefinition: the registered revision)"),
         ]
         submit_launch = Launch("submit", SUBMIT, {}, processes=0)

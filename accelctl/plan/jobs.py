@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,8 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     """The job of one target: the spec's own types resolved for it (paths absolute, the
     target's precision, batch, parallel layout and options, the task's objective)."""
     t, m, d = spec.task, spec.model, spec.dataset
-    base = Path(spec.path).resolve().parent if spec.path and spec.path != "<input>" else Path.cwd()
+    # the workload's own folder (os.path.realpath: Path.resolve without its second stat, once a target)
+    base = Path(os.path.dirname(os.path.realpath(spec.path))) if spec.path and spec.path != "<input>" else Path.cwd()
     # a dataset's fallback is for runs on the host CPU; real devices run the real data or fail
     fallback = d.fallback if DEVICES[target.device].host else ""
     data = replace(d, ref=str((base / d.ref).expanduser()) if d.kind == "files" else d.ref,

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Backend, Built, refusal
 from accelctl.backends.deepspeed.launch import adapter_of, build_launch
-from accelctl.contract import envnames
+from accelctl.contract import envnames, jsontext
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Plan
 from accelctl.errors import Diagnostic
@@ -199,7 +199,7 @@ def inference_config(spec: WorkloadSpec, target: TargetSpec) -> dict[str, Any]:
 
 
 def to_json(cfg: dict[str, Any]) -> str:
-    return json.dumps(cfg, indent=2) + "\n"
+    return jsontext.dumps(cfg) + "\n"
 
 
 # ----------------------------------------------------------------------------- backends

@@ -24,9 +24,9 @@ accelctl's own worker shards with FSDP2 on cpu/CUDA only: on Gaudi, ``script = w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
+from accelctl.contract import jsontext
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -119,7 +119,7 @@ def fsdp_args(target: TargetSpec) -> list[str]:
 
 
 def fsdp_file(spec: WorkloadSpec, target: TargetSpec) -> GeneratedFile:
-    return GeneratedFile(FSDP_CONFIG_FILE, json.dumps(fsdp_config(spec, target), indent=2, sort_keys=True) + "\n",
+    return GeneratedFile(FSDP_CONFIG_FILE, jsontext.dumps(fsdp_config(spec, target), sort_keys=True) + "\n",
                          role="fsdp_config.json for --fsdp_config (GaudiTrainingArguments -> accelerate's FSDP)")
 
 
