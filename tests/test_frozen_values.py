@@ -202,3 +202,14 @@ def test_every_value_type_has_a_docstring_its_own_or_its_fields(plans):
         assert cls.__doc__ or "__dataclass_params__" not in vars(cls), cls  # a subclass adding only methods
     assert types.TaskSpec.__doc__ == "TaskSpec(" + ", ".join(f.name for f in dataclasses.fields(types.TaskSpec)) + ")"
     assert types.OptimizeSpec.__doc__.startswith("``optimize {")
+
+
+def test_a_value_survives_pickle_and_deepcopy_equal_and_still_frozen(specs, plans):
+    import copy
+    import pickle
+
+    for v in (*specs, *plans):
+        for back in (pickle.loads(pickle.dumps(v)), copy.deepcopy(v), copy.copy(v)):
+            assert back == v and hash(repr(back)) == hash(repr(v)) and type(back) is type(v)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                back.name = "x"

@@ -54,34 +54,29 @@ def _write(o, out: list[str], newline: str, step: str, items: str, keys: str, te
     kind = type(o)
     if kind is str:
         out.append(text(o))
-    elif kind is dict:
+    elif kind is dict or kind is list or kind is tuple:
+        is_dict = kind is dict
         if not o:
-            out.append("{}")
+            out.append("{}" if is_dict else "[]")
             return
         inner = newline + step
-        before = "{" + inner
+        before = ("{" if is_dict else "[") + inner
         after = items + inner
-        for key in (sorted(o) if sort_keys else o):  # str keys are unique: sorted as the items are
-            if type(key) is not str:
-                raise _NotPlain
-            out.append(before)
-            out.append(text(key))
-            out.append(keys)
-            _write(o[key], out, inner, step, items, keys, text, sort_keys)
-            before = after
-        out.append(newline + "}")
-    elif kind is list or kind is tuple:
-        if not o:
-            out.append("[]")
-            return
-        inner = newline + step
-        before = "[" + inner
-        after = items + inner
-        for item in o:
-            out.append(before)
-            _write(item, out, inner, step, items, keys, text, sort_keys)
-            before = after
-        out.append(newline + "]")
+        if is_dict:
+            for key in (sorted(o) if sort_keys else o):  # str keys are unique: sorted as the items are
+                if type(key) is not str:
+                    raise _NotPlain
+                out.append(before)
+                out.append(text(key))
+                out.append(keys)
+                _write(o[key], out, inner, step, items, keys, text, sort_keys)
+                before = after
+        else:
+            for item in o:
+                out.append(before)
+                _write(item, out, inner, step, items, keys, text, sort_keys)
+                before = after
+        out.append(newline + ("}" if is_dict else "]"))
     elif o is None:
         out.append("null")
     elif o is True:
