@@ -227,6 +227,7 @@ def pytest_runtest_protocol(item, nextitem):
     start = time.time()
     yield
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    Path(folder).mkdir(parents=True, exist_ok=True)  # a folder not made yet is made, not a crash of the worker
     with open(Path(folder) / f"{worker}.tsv", "a", encoding="utf-8") as out:
         out.write(f"{worker}\t{start:.2f}\t{time.time():.2f}\t{os.getloadavg()[0]:.1f}\t{item.nodeid}\n")
 

@@ -223,7 +223,6 @@ def _workload(t: tuple) -> ast.Workload:
 
 #: a node's class from its tag, and its length as a tagged tuple (the tag, the fields, four ints a span)
 _LEAVES = {_STR: (ast.Str, 6), _WORD: (ast.Word, 6), _NUM: (ast.Num, 7), _QUANTITY: (ast.Quantity, 7)}
-_new = tuple.__new__  # a node or span from a tuple of its fields, each checked here
 
 
 def _nodes(items) -> tuple:
@@ -240,29 +239,29 @@ def _node(t: tuple):
         if len(t) != size:
             raise ValueError(f"a {kind.__name__} of {len(t)} values")
         if size == 6:
-            return _new(kind, (_text(t[1]), _span(t, 2)))
-        return _new(kind, (_number(t[1]), _text(t[2]), _span(t, 3)))
+            return kind(_text(t[1]), _span(t, 2))
+        return kind(_number(t[1]), _text(t[2]), _span(t, 3))
     if tag == _ENTRY or tag == _STATEMENT:  # (key, value, span, key span)
         if len(t) != 11:
             raise ValueError("an entry that is not eleven values")
-        return _new(ast.Entry if tag == _ENTRY else ast.Statement, (_text(t[1]), _node(t[2]), _span(t, 3), _span(t, 7)))
+        return (ast.Entry if tag == _ENTRY else ast.Statement)(_text(t[1]), _node(t[2]), _span(t, 3), _span(t, 7))
     if tag == _BLOCK:  # (kind, header, items, span, kind span)
         if len(t) != 12:
             raise ValueError("a block that is not twelve values")
-        return _new(ast.Block, (_text(t[1]), None if t[2] is None else _node(t[2]), _nodes(t[3]),
-                                _span(t, 4), _span(t, 8)))
+        return ast.Block(_text(t[1]), None if t[2] is None else _node(t[2]), _nodes(t[3]), _span(t, 4),
+                         _span(t, 8))
     if tag == _CALL:  # (name, args, kwargs, span, name span)
         if len(t) != 12:
             raise ValueError("a call that is not twelve values")
-        return _new(ast.Call, (_text(t[1]), _nodes(t[2]), _nodes(t[3]), _span(t, 4), _span(t, 8)))
+        return ast.Call(_text(t[1]), _nodes(t[2]), _nodes(t[3]), _span(t, 4), _span(t, 8))
     if tag == _KWARG:  # (name, value, span)
         if len(t) != 7:
             raise ValueError("a keyword argument that is not seven values")
-        return _new(ast.KwArg, (_text(t[1]), _node(t[2]), _span(t, 3)))
+        return ast.KwArg(_text(t[1]), _node(t[2]), _span(t, 3))
     if tag == _LIST:  # (items, span)
         if len(t) != 6:
             raise ValueError("a list that is not six values")
-        return _new(ast.ListV, (_nodes(t[1]), _span(t, 2)))
+        return ast.ListV(_nodes(t[1]), _span(t, 2))
     raise ValueError(f"unknown node tag {tag!r}")
 
 
@@ -280,8 +279,8 @@ def _number(x) -> int | float:
 
 def _span(t: tuple, at: int) -> Span:
     """The span held as four ints at ``t[at:at + 4]``."""
-    span = _new(Span, t[at:at + 4])
-    if (len(span) != 4 or type(span[0]) is not int or type(span[1]) is not int or type(span[2]) is not int
-            or type(span[3]) is not int):
+    four = t[at:at + 4]
+    if (len(four) != 4 or type(four[0]) is not int or type(four[1]) is not int or type(four[2]) is not int
+            or type(four[3]) is not int):
         raise TypeError("a span that is not four ints")
-    return span
+    return Span._make(four)
