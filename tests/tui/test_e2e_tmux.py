@@ -9,6 +9,7 @@ the run goes on to ``ok`` (``accelctl status RUN``) and no process is left; the 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from tui_fixtures import FIXTURES, ROOT
@@ -31,8 +33,23 @@ def _command(runs_dir) -> list[str]:
     return [sys.executable, "-m", "accelctl.cli", "run", str(WORKLOAD.relative_to(ROOT)), "--runs-dir", str(runs_dir)]
 
 
+def _tmux(session: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    """``tmux`` on the test's own server (``-L``: a socket named after its session).  A shared
+    server would give every pane the environment of the test that started the server -- its
+    leftover token among it (tests/leftovers.py), so that test's end would take another test's
+    run for its own and end it (seen: a hang-up test's run "stopped" under xdist)."""
+    return subprocess.run(["tmux", "-L", session, *args], **kwargs)
+
+
+def _kill(session: str) -> None:
+    """The session killed (its pane's shell gets SIGHUP); its server ends with its last session,
+    and the server's socket is removed."""
+    _tmux(session, "kill-session", "-t", session, capture_output=True)
+    (Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / session).unlink(missing_ok=True)
+
+
 def _pane(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+    return _tmux(session, "capture-pane", "-p", "-t", session, capture_output=True, text=True).stdout
 
 
 def _start(runs_dir, command: list[str] | None = None) -> str:
@@ -40,7 +57,7 @@ def _start(runs_dir, command: list[str] | None = None) -> str:
     cmd = " ".join(shlex.quote(a) for a in command or _command(runs_dir))
     script = f"cd {shlex.quote(str(ROOT))} && export PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color && " \
              f"{cmd}; echo EXIT=$?; sleep 120"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", script], check=True)
+    _tmux(session, "-f", "/dev/null", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", script, check=True)
     return session
 
 
@@ -71,14 +88,14 @@ def test_accelctl_run_in_a_terminal_shows_the_run_live(tmp_path):
         assert re.search(r"step\s+\d+\.\d ms", mid), mid  # the current step time, live
         final = _pane(session)
         assert f"{TOTAL}/{TOTAL} steps · ok" in final and "status ok" in final and "step time median" in final
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        _tmux(session, "send-keys", "-t", session, "q", check=True)
         deadline = time.monotonic() + 30
         while "EXIT=" not in (after := _pane(session)) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert "EXIT=0" in after, after
         assert "status: ok" in after  # the summary stays in the terminal after the TUI is gone
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        _kill(session)
     (run,) = runs_dir.iterdir()
     assert json.loads((run / "summary.json").read_text())["status"] == "ok"
 
@@ -115,16 +132,16 @@ def _hang_up_while_it_runs(runs_dir, command: list[str] | None, press_r_after: b
             while press_r_after.decode() not in _pane(session):
                 assert time.monotonic() < deadline, _pane(session)
                 time.sleep(0.1)
-            subprocess.run(["tmux", "send-keys", "-t", session, "r"], check=True)
+            _tmux(session, "send-keys", "-t", session, "r", check=True)
         while not re.search(rf"[1-9]\d*/{TOTAL} steps", _pane(session)):  # the run is going, on screen
             assert time.monotonic() < deadline, _pane(session)
             time.sleep(0.1)
-        shell = psutil.Process(int(subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
-                                                  capture_output=True, text=True, check=True).stdout))
+        shell = psutil.Process(int(_tmux(session, "display-message", "-p", "-t", session, "#{pane_pid}",
+                                         capture_output=True, text=True, check=True).stdout))
         started = shell.children(recursive=True)  # the TUI, its supervisor, the run's worker
         assert len(started) >= 3, started
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)  # the pane's shell: SIGHUP
+        _kill(session)  # the pane's shell: SIGHUP
     (run,) = [p for p in runs_dir.iterdir() if not p.name.startswith(".")]
     assert _status(run.name, runs_dir)["state"] == "running"  # the hang-up did not stop it
     deadline = time.monotonic() + 240
