@@ -194,6 +194,7 @@ def test_a_jobs_dict_is_what_asdict_makes_of_it(plans):
     odd = {"a": [types.TaskSpec("pretrain")], "b": {1, 2}, "c": (1.5, None, True)}
     assert codec._plain(odd) == dataclasses.asdict(types.BatchSpec(odd, 1, 1))["micro"]
     assert codec._plain(odd)["b"] is not odd["b"]  # any other leaf is still copied
+    assert codec._plain({"cls": types.TaskSpec}) == dataclasses.asdict(types.BatchSpec({"cls": types.TaskSpec}, 1, 1))["micro"]
 
 
 def test_every_value_type_has_a_docstring_its_own_or_its_fields(plans):

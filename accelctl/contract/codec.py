@@ -73,4 +73,4 @@ def _plain(x: Any) -> Any:
         return kind([_plain(v) for v in x])
     if kind is dict:
         return {_plain(k): _plain(v) for k, v in x.items()}
-    return dataclasses.asdict(x) if dataclasses.is_dataclass(x) else copy.deepcopy(x)
+    return copy.deepcopy(x)  # as asdict does with a leaf (a dataclass class included: it is no instance)

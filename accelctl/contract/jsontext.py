@@ -16,6 +16,7 @@ is always what ``json.dumps`` writes (tests/test_jsontext.py checks it byte for 
 from __future__ import annotations
 
 import json
+import math
 import re
 from json.encoder import encode_basestring, encode_basestring_ascii
 
@@ -85,7 +86,7 @@ def _write(o, out: list[str], newline: str, step: str, items: str, keys: str, te
         out.append("false")
     elif kind is int:
         out.append(int.__repr__(o))
-    elif kind is float and o == o and o not in (float("inf"), float("-inf")):
+    elif kind is float and math.isfinite(o):  # NaN and infinities: json.dumps decides (allow_nan)
         out.append(float.__repr__(o))
     else:
         raise _NotPlain
