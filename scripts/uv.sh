@@ -21,7 +21,10 @@ uv_ensure() {
         return 1
     fi
     want=$(sed -n 's/^uv==//p' scripts/constraints.txt)
-    if [ "$(.venv/bin/uv --version 2>/dev/null)" != "uv $want" ]; then
+    # `uv --version` prints "uv 0.13.9 (x86_64-unknown-linux-gnu)": the version is its second word.
+    # (Compared whole, it never matched, and every set-up script ran pip again -- beside
+    # setup.sh's upgrade of that same pip, which broke the side venvs' installs.)
+    if [ "$(.venv/bin/uv --version 2>/dev/null | cut -d ' ' -f 2)" != "$want" ]; then
         .venv/bin/python -m pip install -q "uv==$want"
     fi
     # --compile-bytecode, as pip does at install: this machine kind sets
