@@ -30,7 +30,7 @@ import os
 import sys
 from typing import Sequence
 
-from accelctl import __version__, exitcodes
+from accelctl import __version__, exitcodes, private_files
 from accelctl.cli_check import EXIT_CHECK_NOT_RUN  # noqa: F401 - the plan --check status, as tests name it
 from accelctl.cli_common import JSON_HELP, no_such_file_is_usage, print_error, reply_of, wide_of
 from accelctl.errors import AccelctlError
@@ -193,6 +193,7 @@ def _command(argv: list[str], done: argparse.Namespace) -> int:
     reply.command = args.cmd
     with _stdout_to_stderr():  # progress and logs: stderr; stdout: the document alone
         code = _execute(args, reply)
+    reply.add(private_files.take_warnings())  # a cache or store others could write, not used
     return _write_reply(reply, code)
 
 

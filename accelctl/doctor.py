@@ -105,6 +105,9 @@ def calibrate(threads: list[int], seconds: float = 2.0, n: int = 2048, timeout: 
     """Measure and store the matmul ceiling for each thread count; the stored entries."""
     from accelctl.contract import calibration
 
+    problem = calibration.store_problem()
+    if problem:
+        raise RuntimeError(f"cannot store a calibration in {calibration.path()}: {problem}")
     stored = []
     for count in threads:
         cmd = [sys.executable, "-m", "accelctl.worker.calibrate", "--threads", str(count), "--n", str(n),
@@ -114,7 +117,10 @@ def calibrate(threads: list[int], seconds: float = 2.0, n: int = 2048, timeout: 
             lines = [x for x in cp.stderr.strip().splitlines() if x.strip()]
             raise RuntimeError(f"calibration with {count} thread(s) failed: {lines[-1] if lines else cp.returncode}")
         entry = calibration.Calibration(**json.loads(cp.stdout.strip().splitlines()[-1]))
-        calibration.store(entry)
+        try:
+            calibration.store(entry)
+        except OSError as exc:
+            raise RuntimeError(exc.strerror or str(exc)) from None
         stored.append(entry)
     return stored
 

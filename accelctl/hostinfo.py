@@ -37,7 +37,8 @@ def first_sign(device_files: tuple[str, ...] = (), tools: tuple[str, ...] = ()) 
 
 def cache_dir() -> Path:
     """accelctl's folder in the user's cache: ``$XDG_CACHE_HOME/accelctl``, else
-    ``~/.cache/accelctl`` (lark's tables, parsed workloads, the matmul calibration)."""
+    ``~/.cache/accelctl`` (parsed workloads, the matmul calibration; read back only where only this
+    user can write: ``accelctl.private_files``)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(root) / "accelctl"
 

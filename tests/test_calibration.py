@@ -81,3 +81,41 @@ def test_doctor_calibrate_refuses_bad_arguments(tmp_path):
                         env=env, capture_output=True, text=True, timeout=120)
     assert cp.returncode == 2 and "must be positive" in cp.stderr and "Traceback" not in cp.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("how", ["folder writable by others", "file writable by others", "file is a FIFO"])
+def test_a_calibration_others_could_have_written_is_not_used(tmp_path, how):
+    """The stored ceiling changes what estimate and MFU say: from a folder or a file others can
+    write it is not read (one warning), and the estimate goes by the datasheet instead."""
+    from accelctl import private_files
+
+    file = tmp_path / "cal" / "calibration.json"
+    calibration.store(entry(1, 90e9, 200e9), file)
+    assert calibration.lookup("Some CPU", 1, file) is not None
+    if how == "folder writable by others":
+        os.chmod(file.parent, 0o777)
+    elif how == "file writable by others":
+        os.chmod(file, 0o666)
+    else:
+        file.unlink()
+        os.mkfifo(file)
+    private_files.take_warnings()
+    private_files._warned.clear()
+    assert calibration.lookup("Some CPU", 1, file) is None  # and no wait on the FIFO
+    warned = private_files.take_warnings()
+    assert len(warned) == 1 and warned[0].code == "W010" and warned[0].severity == "warning"
+    if how == "folder writable by others":
+        with pytest.raises(private_files.Untrusted):
+            calibration.store(entry(2, 90e9), file)
+
+
+def test_doctor_calibrate_refuses_a_folder_others_can_write_before_measuring(tmp_path):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), CALIBRATION_FILE: str(folder / "c.json")}
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "doctor", "--calibrate", "--threads", "1",
+                         "--seconds", "0.1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert "cannot store a calibration" in cp.stderr and "writable by its group and others" in cp.stderr
+    assert "Traceback" not in cp.stderr and not (folder / "c.json").exists()

@@ -143,7 +143,7 @@ def test_sweep_estimate_pick_and_fit_import_no_heavy_module():
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
                        "accelctl.exitcodes", "accelctl.reply", "accelctl.dsl", "accelctl.spec",
                        "accelctl.cli_help", "accelctl.cli_lazy", "accelctl.cli_common", "accelctl.cli_check",
-                       "accelctl.frozen")
+                       "accelctl.frozen", "accelctl.private_files")
 
 def _modules_after(code: str) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],

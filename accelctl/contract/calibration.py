@@ -9,7 +9,9 @@ One JSON file (``path()``: ``$ACCELCTL_CALIBRATION_FILE``, else
 ``$XDG_CACHE_HOME/accelctl/calibration.json``, else ``~/.cache/accelctl/calibration.json``)
 holds one entry per ``key(device, threads)`` -- the device is what the worker's adapter calls
 itself (the CPU model on CPU) -- each with its date, so a run can say which measurement its
-MFU is against.  A missing, unreadable or foreign file reads as "no calibration".
+MFU is against.  A missing, unreadable or foreign file reads as "no calibration", and so does
+one that others could have written (it changes what estimates and MFU say: it is trusted only
+where only this user can write, ``accelctl.private_files``).
 """
 
 from __future__ import annotations
@@ -20,11 +22,16 @@ from collections.abc import Iterable
 from dataclasses import asdict, field
 from pathlib import Path
 
+from accelctl import private_files
 from accelctl.contract.envnames import CALIBRATION_FILE
 from accelctl.frozen import Value, value
 from accelctl.hostinfo import cache_dir
 
 SCHEMA = 1
+#: the file, as its warning names it
+WHAT = "the matmul calibration"
+#: a larger file is not a calibration this code wrote (an entry is ~400 bytes)
+MAX_BYTES = 1 << 20
 
 
 def path() -> Path:
@@ -59,12 +66,29 @@ class Calibration(Value):
 
 
 def load_all(file: Path | None = None) -> dict[str, Calibration]:
+    """The stored entries; {} where there are none, or where the file or its folder is not this
+    user's alone (``accelctl.private_files``: one warning, and the command goes on without)."""
     file = file or path()
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        return {k: Calibration(**v) for k, v in data.get("entries", {}).items()}
-    except (OSError, ValueError, TypeError, AttributeError):
+    if not file.parent.is_dir():
         return {}
+    problem = private_files.folder_problem(file.parent)
+    if problem:
+        private_files.distrust(WHAT, file.parent, problem)
+        return {}
+    try:
+        data = json.loads(private_files.read_file(file, MAX_BYTES).decode("utf-8"))
+        return {k: Calibration(**v) for k, v in data.get("entries", {}).items()}
+    except private_files.Untrusted as exc:
+        private_files.distrust(WHAT, file, exc.strerror or str(exc))
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+        pass
+    return {}
+
+
+def store_problem(file: Path | None = None) -> str:
+    """Why a calibration cannot be stored at ``file`` (its folder made, mode 0700, if missing);
+    "" when it can."""
+    return private_files.make_folder((file or path()).parent)
 
 
 def lookup(device: str, threads: int, file: Path | None = None) -> Calibration | None:
@@ -91,11 +115,14 @@ def speed_vs_fp32(dtype: str, device: str, threads: int, file: Path | None = Non
 
 
 def store(entry: Calibration, file: Path | None = None) -> Path:
-    """Add or replace ``entry`` (atomically: a concurrent reader never sees half a file)."""
+    """Add or replace ``entry`` (atomically: a concurrent reader never sees half a file);
+    ``Untrusted`` where the folder is not this user's alone, ``OSError`` where it cannot be written."""
     file = file or path()
+    problem = store_problem(file)
+    if problem:
+        raise private_files.Untrusted(f"cannot store the calibration in {file}: {problem}")
     entries = load_all(file)
     entries[key(entry.device, entry.threads)] = entry
-    file.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"schema": SCHEMA, "entries": {k: asdict(v) for k, v in sorted(entries.items())}}, indent=2)
     import tempfile  # here: ``plan`` reads calibrations and never stores one (cold start, issue 12)
 

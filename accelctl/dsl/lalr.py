@@ -13,36 +13,29 @@ string, stray token, keyword glued to a name...).
 the TUI's highlighter (``accelctl.tui.highlight``) lexes and parses with it, and
 ``_classify`` lexes with it.
 
-Both are built with lark's ``cache``: the tables are pickled once into ``cache_file()``
-(``$XDG_CACHE_HOME/accelctl/``, else ``~/.cache/accelctl/``, one file per grammar text and
-lark version; lark checks the hash stored in the file before using it), so a later process
-loads them instead of analysing the grammar.  Where that folder cannot be created or
-written, the parser is built without a cache.
+Both are built from the tables shipped with the package (``accelctl.dsl.lark_tables``: JSON
+data, never a pickle in a user's folder), analysed from the grammar only where those were
+built from another grammar text or lark version.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
-import os
 import re
 import threading
 
-import lark
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from accelctl.dsl import ast
-from accelctl.dsl.grammar import grammar_text
+from accelctl.dsl.lark_tables import parser as _tables_parser
+from accelctl.dsl.lexemes import MAX_INT_DIGITS
 from accelctl.dsl.hints import glued_hint_text
 from accelctl.errors import Diagnostic, Span, WorkloadError
-from accelctl.hostinfo import cache_dir
 
 #: deeper nesting of [..], f(..) and blocks is E005 (real workloads nest 3 or 4 deep)
 MAX_NESTING = 100
-#: Python's limit on int(str) (sys.get_int_max_str_digits), below which int() is safe
-MAX_INT_DIGITS = 4300
 
 _TOKEN_NAMES = {
     "LBRACE": "'{'", "RBRACE": "'}'", "EQUAL": "'='", "LPAR": "'('", "RPAR": "')'",
@@ -61,25 +54,10 @@ _GLUED = re.compile(r"workload([A-Za-z0-9_\-.]+)")
 _GLUED_CALL = re.compile(r"(model|dataset|optimizer)([A-Za-z_][A-Za-z0-9_\-.]*)")
 
 
-def cache_file() -> str | bool:
-    """The cache file for this grammar text and lark version, or ``False`` (no cache) when
-    its folder cannot be created or written."""
-    folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return False
-    digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
-    return str(folder / f"workload-grammar-{digest}-lark{lark.__version__}.cache")
-
-
 def _lark(**options) -> Lark:
-    """The grammar's parser; ``options`` are only those lark leaves out of the cache's key
-    (the transformer, lexer callbacks), so both parsers share one cache file."""
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", maybe_placeholders=False, cache=cache_file(),
-                **options)
+    """The grammar's parser; ``options`` are only those lark applies when it loads tables
+    (the transformer, lexer callbacks), so both parsers share the shipped tables."""
+    return _tables_parser(**options)
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,18 +6,24 @@ consults it where a workload file is read from disk (``parse_file``, and ``accel
 load path); a hit skips lark altogether (it is not even imported).
 
 Where: ``$ACCELCTL_PARSE_CACHE`` if set (``off``: no cache), else ``parsed/`` in the user's cache
-folder (``accelctl.hostinfo.cache_dir()``: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``; lark's tables
-are cached there too).  One entry per file path (its name is a hash of the absolute path, so
-editing a file replaces its entry), at most ``MAX_ENTRIES`` of them (the oldest are removed as
+folder (``accelctl.hostinfo.cache_dir()``: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``).
+One entry per file path (its name is a hash of the absolute path, so editing a file replaces its
+entry), at most ``MAX_ENTRIES`` of them (the oldest are removed as
 new ones are written), for texts up to ``MAX_CACHED_BYTES``.
 
 An entry holds the key it was written for -- a hash of the text's bytes and of everything the
 parse depends on (``fingerprint()``: the grammar's text, lark's ``__init__`` with its version,
-the source of the AST, the parser and this module) -- a hash of its payload, and the payload:
-the AST as plain tuples of str, int and float (``marshal``; never pickle: what is read back is
-only taken apart and rebuilt into ``accelctl.dsl.ast`` nodes, nothing in it runs).  An entry whose
-key or payload hash does not match, which is truncated, foreign or unreadable, is a miss: the
-text is parsed again.  A folder that cannot be created or written only costs the cache.
+the source of the AST, the parser and this module) -- a hash of its payload keyed with the
+folder's secret (``KEY_FILE``, 32 random bytes, 0600: the key of an entry is a hash of public
+inputs, this hash is not), and the payload: the AST as plain tuples of str, int and float
+(``marshal``; never pickle: what is read back is only taken apart and rebuilt into
+``accelctl.dsl.ast`` nodes, nothing in it runs).  An entry whose key or payload hash does not
+match, which is truncated, foreign or unreadable, is a miss: the text is parsed again, and so
+is one holding a value no lexer makes (a name that is not a NAME token, a number that is not
+finite, a unit not the language's, a string that is not UTF-8 text: ``accelctl.dsl.lexemes``),
+so an entry never hands the checker what a text could not.  A folder that cannot be created or
+written only costs the cache; one others could write is not used at all (one warning), and an
+entry that is a link, a FIFO or another's file is a miss (``accelctl.private_files``).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import _thread
 import functools
 import marshal
 import os
+from itertools import repeat
 from pathlib import Path
 
 try:  # hashlib's own BLAKE2b; hashlib would first load OpenSSL (libcrypto), which nothing else here needs
@@ -33,19 +40,25 @@ try:  # hashlib's own BLAKE2b; hashlib would first load OpenSSL (libcrypto), whi
 except ImportError:  # a Python built without it
     from hashlib import blake2b
 
-from accelctl.dsl import ast
+from accelctl import private_files
+from accelctl.dsl import ast, lexemes
 from accelctl.errors import Span
 from accelctl.hostinfo import cache_dir
 
 #: where to keep the entries instead (``off``: no cache)
 ENV = "ACCELCTL_PARSE_CACHE"
+#: the cache, as its warning names it
+WHAT = "the parsed-workload cache"
 #: the first bytes of every entry; bump the digit when the layout below changes
-MAGIC = b"accelctl-parsed-1\n"
+MAGIC = b"accelctl-parsed-2\n"
 #: entries kept; writing past this removes the oldest quarter
 MAX_ENTRIES = 128
 #: larger texts are parsed every time (an entry is about 1.8x its text: 104 KB for workloads/*.wl's 57 KB)
 MAX_CACHED_BYTES = 128 * 1024
 _HASH = 32  # bytes of a digest (``_digest``)
+#: the folder's secret, which keys each entry's hash (``_mac``)
+KEY_FILE = "key"
+_SECRETS: dict[Path, bytes] = {}
 
 
 def _digest(data: bytes) -> bytes:
@@ -105,26 +118,87 @@ def entry_path(path: str, where: Path) -> Path:
 def load(path: str, text: str) -> tuple[ast.Workload, ...] | None:
     """The workloads parsed from exactly ``text`` before, or None (a miss, for any reason)."""
     where = folder()
-    if where is None or len(text) > MAX_CACHED_BYTES:
+    if where is None or len(text) > MAX_CACHED_BYTES or not os.path.isdir(where):
         return None
     want = key(text)
     if want is None:
         return None
-    try:
-        with open(entry_path(path, where), "rb") as f:
-            data = f.read(len(MAGIC) + 2 * _HASH + 8 * MAX_CACHED_BYTES)
+    problem = _folder_problem(str(where))
+    if problem:
+        private_files.distrust(WHAT, where, problem)
+        return None
+    try:  # a link, FIFO, device or a file others could write: a miss, never followed or waited on
+        data = private_files.read_file(entry_path(path, where), len(MAGIC) + 2 * _HASH + 8 * MAX_CACHED_BYTES)
     except (OSError, ValueError):
         return None
     head = len(MAGIC)
     if data[:head] != MAGIC or data[head:head + _HASH] != want:
         return None
     payload = data[head + 2 * _HASH:]
-    if _digest(payload) != data[head + _HASH:head + 2 * _HASH]:
-        return None  # truncated or corrupt
+    secret = _secret(str(where))
+    if secret is None or _mac(payload, secret) != data[head + _HASH:head + 2 * _HASH]:
+        return None  # truncated, corrupt, or not written by this user's accelctl
+    names: list[str] = []
     try:
-        return tuple(_workload(w) for w in marshal.loads(payload))
+        workloads = tuple([_workload(w, names) for w in marshal.loads(payload)])
     except Exception:  # noqa: BLE001 -- whatever is wrong with an entry, the text is parsed again
         return None
+    return workloads if lexemes.all_names(names) else None
+
+
+def _mac(payload: bytes, secret: bytes) -> bytes:
+    """The payload's BLAKE2b keyed with the folder's secret: an entry only this user's accelctl
+    could have written (the key of an entry is a hash of public inputs; this is not)."""
+    return blake2b(payload, digest_size=_HASH, key=secret).digest()
+
+
+def _secret(where: str, create: bool = False) -> bytes | None:
+    """The cache folder's secret (``KEY_FILE``: 32 random bytes, mode 0600, this user's), made
+    when ``create`` and missing; None where there is none to be had (the cache is then unused)."""
+    path = Path(where) / KEY_FILE
+    if path in _SECRETS:  # read once a process (a stale one only costs misses)
+        return _SECRETS[path]
+    try:
+        data = private_files.read_file(path, 2 * _HASH)
+    except FileNotFoundError:
+        data = _new_secret(path) if create else b""
+    except (OSError, ValueError):
+        data = b""
+    if len(data) != _HASH:
+        return None
+    _SECRETS[path] = data
+    return data
+
+
+def _new_secret(path: Path) -> bytes:
+    """Write a new secret at ``path`` whole (a file of its own, linked into place: a reader never
+    sees half of one) and return it -- or the one another process linked there first."""
+    tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{_thread.get_ident()}.tmp")
+    data = os.urandom(_HASH)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return private_files.read_file(path, 2 * _HASH)
+        return data
+    except (OSError, ValueError):
+        return b""
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+@functools.lru_cache(maxsize=4)
+def _folder_problem(where: str) -> str:
+    """``private_files.folder_problem`` of the cache folder, once a process (every file read looks)."""
+    return private_files.folder_problem(Path(where))
 
 
 def store(path: str, text: str, workloads: tuple[ast.Workload, ...]) -> None:
@@ -139,12 +213,18 @@ def store(path: str, text: str, workloads: tuple[ast.Workload, ...]) -> None:
     payload = marshal.dumps(tuple(_plain_workload(w) for w in workloads))
     entry = entry_path(path, where)
     tmp = entry.with_name(f"{entry.name}.{os.getpid()}.{_thread.get_ident()}.tmp")  # this writer's own
+    problem = private_files.make_folder(where)
+    if problem:
+        private_files.distrust(WHAT, where, problem)
+        return
+    secret = _secret(str(where), create=True)
+    if secret is None:
+        return
     try:
-        where.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                      | getattr(os, "O_CLOEXEC", 0), 0o600)  # never into a file or link already there (a leftover is removed below)
         try:
-            rest = memoryview(MAGIC + want + _digest(payload) + payload)
+            rest = memoryview(MAGIC + want + _mac(payload, secret) + payload)
             while rest:  # a short write (a full disk) is followed by one that raises
                 rest = rest[os.write(fd, rest):]
         finally:
@@ -215,65 +295,92 @@ def _plain(node) -> tuple:
     raise TypeError(f"not an AST node: {kind.__name__}")
 
 
-def _workload(t: tuple) -> ast.Workload:
+def _workload(t: tuple, names: list[str]) -> ast.Workload:
     if len(t) != 10:
         raise ValueError("a workload that is not ten values")
-    return ast.Workload(_text(t[0]), _nodes(t[1]), _span(t, 2), _span(t, 6))
+    names.append(t[0])
+    return ast.Workload(t[0], _nodes(t[1], names), _span(t, 2), _span(t, 6))
 
 
 #: a node's class from its tag, and its length as a tagged tuple (the tag, the fields, four ints a span)
 _LEAVES = {_STR: (ast.Str, 6), _WORD: (ast.Word, 6), _NUM: (ast.Num, 7), _QUANTITY: (ast.Quantity, 7)}
 
 
-def _nodes(items) -> tuple:
+def _nodes(items, names: list[str]) -> tuple:
     if type(items) is not tuple:
         raise TypeError("items that are not a tuple")
-    return tuple(map(_node, items))
+    return tuple(map(_node, items, repeat(names)))  # map: the loop in C
 
 
-def _node(t: tuple):
-    """The node a tagged tuple of ``_plain`` stands for; a ValueError/TypeError for anything else."""
+def _node(t: tuple, names: list[str]):
+    """The node a tagged tuple of ``_plain`` stands for, each number finite, each unit the
+    language's, each string UTF-8 text; its names go into ``names`` (``lexemes.all_names`` checks
+    them at once); a ValueError/TypeError for anything else."""
     tag = t[0]
     if tag in _LEAVES:  # (text or name, span) or (number, text or unit, span)
         kind, size = _LEAVES[tag]
         if len(t) != size:
             raise ValueError(f"a {kind.__name__} of {len(t)} values")
-        if size == 6:
-            return kind(_text(t[1]), _span(t, 2))
+        if tag == _WORD:
+            names.append(t[1])
+            return ast.Word(t[1], _span(t, 2))
+        if tag == _STR:
+            return ast.Str(_text(t[1]), _span(t, 2))
+        if tag == _QUANTITY and t[2] not in lexemes.UNITS:
+            raise ValueError("a unit that is not the language's")
         return kind(_number(t[1]), _text(t[2]), _span(t, 3))
     if tag == _ENTRY or tag == _STATEMENT:  # (key, value, span, key span)
         if len(t) != 11:
             raise ValueError("an entry that is not eleven values")
-        return (ast.Entry if tag == _ENTRY else ast.Statement)(_text(t[1]), _node(t[2]), _span(t, 3), _span(t, 7))
+        names.append(t[1])
+        return (ast.Entry if tag == _ENTRY else ast.Statement)(t[1], _node(t[2], names), _span(t, 3), _span(t, 7))
     if tag == _BLOCK:  # (kind, header, items, span, kind span)
         if len(t) != 12:
             raise ValueError("a block that is not twelve values")
-        return ast.Block(_text(t[1]), None if t[2] is None else _node(t[2]), _nodes(t[3]), _span(t, 4),
+        names.append(t[1])
+        return ast.Block(t[1], None if t[2] is None else _node(t[2], names), _nodes(t[3], names), _span(t, 4),
                          _span(t, 8))
     if tag == _CALL:  # (name, args, kwargs, span, name span)
         if len(t) != 12:
             raise ValueError("a call that is not twelve values")
-        return ast.Call(_text(t[1]), _nodes(t[2]), _nodes(t[3]), _span(t, 4), _span(t, 8))
-    if tag == _KWARG:  # (name, value, span)
-        if len(t) != 7:
-            raise ValueError("a keyword argument that is not seven values")
-        return ast.KwArg(_text(t[1]), _node(t[2]), _span(t, 3))
+        names.append(t[1])
+        return ast.Call(t[1], _nodes(t[2], names), _kwargs(t[3], names), _span(t, 4), _span(t, 8))
     if tag == _LIST:  # (items, span)
         if len(t) != 6:
             raise ValueError("a list that is not six values")
-        return ast.ListV(_nodes(t[1]), _span(t, 2))
+        return ast.ListV(_nodes(t[1], names), _span(t, 2))
     raise ValueError(f"unknown node tag {tag!r}")
 
 
+def _kwargs(items, names: list[str]) -> tuple:
+    """A call's keyword arguments: (tag, name, value, span) each."""
+    if type(items) is not tuple:
+        raise TypeError("keyword arguments that are not a tuple")
+    out = []
+    for t in items:
+        if t[0] != _KWARG or len(t) != 7:
+            raise ValueError("a keyword argument that is not seven values")
+        names.append(t[1])
+        out.append(ast.KwArg(t[1], _node(t[2], names), _span(t, 3)))
+    return tuple(out)
+
+
+_MAX_INT_BITS = lexemes.MAX_INT_BITS
+
+
 def _text(x) -> str:
-    if type(x) is not str:
-        raise TypeError("a name or text that is not a str")
+    if type(x) is not str or not (x.isascii() or lexemes.is_text(x)):
+        raise TypeError("a text that is not a str of UTF-8 text")
     return x
 
 
 def _number(x) -> int | float:
-    if type(x) is not int and type(x) is not float:
-        raise TypeError("a number that is not an int or a float")
+    kind = type(x)
+    if kind is float:
+        if x - x != 0.0:  # NaN or an infinity
+            raise ValueError("a number that is not finite")
+    elif kind is not int or x.bit_length() > _MAX_INT_BITS:
+        raise TypeError("a number that is not a finite float or an int of at most 4,300 digits")
     return x
 
 

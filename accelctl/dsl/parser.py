@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from accelctl.dsl import ast, parse_cache, source
+from accelctl.dsl import ast, lexemes, parse_cache, source
 from accelctl.dsl.grammar import grammar_path  # noqa: F401 -- the name callers import from here
 from accelctl.dsl.source import MAX_SOURCE_BYTES, read_source  # noqa: F401 -- the names callers import from here
 from accelctl.errors import WorkloadError, attach_source
@@ -50,7 +50,9 @@ def parse(text: str, path: str = "<input>", cached: bool = False) -> ast.File:
             raise WorkloadError(diagnostics=attach_source(exc.diagnostics, text)) from None
         if cached:
             parse_cache.store(path, text, workloads)
-    return ast.File(path, text, workloads)
+    # lark's tokens, or a cache entry checked against the text: lexed, unless the text itself is not
+    # UTF-8 text (a str with a lone surrogate, from a program): then the checker looks at the values
+    return ast.File(path, text, workloads, lexed=lexemes.is_text(text))
 
 
 def _size_if_large(text: str) -> int:

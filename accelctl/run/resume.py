@@ -13,6 +13,9 @@ workers find the checkpoint in their checkpoint folder and continue after its st
   runner killed a moment ago, still ending);
 * the run was planned without ``checkpoint { every = N steps }``, or no checkpoint of it
   is complete yet;
+* its folder, or its checkpoint's, is not this user's alone (``accelctl.private_files``: owned by
+  another user, or writable by group or others): a checkpoint is loaded only from where nobody
+  else could have put it;
 * the workload file changed since the run started: its SHA-256 differs from the
   ``workload.wl`` the run stored (a resumed run is the run as it was planned; a changed
   workload is a new run).
@@ -27,13 +30,12 @@ counted once, from the attempt that completed them) and the resumed attempt's.
 
 from __future__ import annotations
 
-from accelctl.spec import settings
-
 import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from accelctl import private_files
 from accelctl.contract import checkpoint as layout
 from accelctl.contract import supervision
 from accelctl.contract.events import Event, RunFailed, RunFinished, RunResumed, StepMetrics
@@ -43,6 +45,7 @@ from accelctl.dsl.source import read_source
 from accelctl.errors import RunError, WorkloadError
 from accelctl.run import store, storefiles
 from accelctl.run.ownership import Ownership, claim
+from accelctl.spec import settings
 
 ATTEMPTS_DIR = "attempts"
 
@@ -153,6 +156,10 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
         found = store.load_run(run_id, runs_root)
     except (store.RunStoreError, OSError) as exc:
         raise RunError(f"cannot resume: {exc}") from None
+    problem = private_files.folder_problem(found.path)  # before the claim writes into it
+    if problem:
+        raise _refuse(found.path.name, f"its folder is not this user's alone ({problem}): a checkpoint "
+                                       "others could have written is not loaded")
     owner = claim(found.path)
     try:
         from accelctl.run import lostrun
@@ -187,8 +194,12 @@ def _prepare_owned(record: store.RunRecord, owner: Ownership, workload_file: str
     if found is None:
         raise _refuse(name, f"it has no complete checkpoint in {folder} (it ended before step "
                             f"{job.checkpoint.every}, its first)")
-    check_workload_unchanged(run_dir, workload_file)
     step, where = found
+    for checked in dict.fromkeys((folder, where)):  # a checkpoint folder of its own (checkpoint { dir = ... })
+        problem = private_files.folder_problem(checked)
+        if problem:
+            raise _refuse(name, f"its checkpoint folder is not this user's alone ({problem})")
+    check_workload_unchanged(run_dir, workload_file)
     events, why = record.checked_events()
     if why:
         raise _refuse(name, f"it is {store.UNREADABLE}: {why}")

@@ -64,6 +64,19 @@ def with_exec_prologue(argv, env: Mapping[str, str] | None = None) -> list[str]:
     return [sys.executable, "-c", EXEC_PROLOGUE, str(os.getpid()), exe, *argv]
 
 
+def launch_umask() -> int:
+    """This process's umask with write for group and others taken away: what a run writes (its
+    checkpoints among it) only its user can change, whatever the site's umask (002 on many
+    clusters), so ``run --resume`` can trust it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            current = next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        current = os.umask(0o022)  # no /proc: read it by setting it (back at once)
+        os.umask(current)
+    return current | 0o022
+
+
 class _Forker:
     """Starts every launch from one thread that lives as long as the runner's process.
 
@@ -141,7 +154,8 @@ class ProcessSupervisor:
     def start(self, i: int, argv: list[str], env: Mapping[str, str], cwd: str | None, logf) -> Any:
         """Start launch ``i`` in a session of its own, its output to ``logf``."""
         self.adopt(i, _FORKER.popen(with_exec_prologue(argv, env), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
-                                    stdout=logf, stderr=subprocess.STDOUT, start_new_session=True))
+                                    stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+                                    umask=launch_umask()))
         return self.procs[i]
 
     def adopt(self, i: int, proc: Any) -> None:

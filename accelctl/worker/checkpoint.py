@@ -28,9 +28,10 @@ before it are untouched, so ``--resume`` goes on from the newest of them.
 
 A worker whose checkpoint folder already holds a complete checkpoint of its run (``accelctl
 run --resume``) loads the newest one and continues at the next step: on CPU its losses are
-bitwise those of an uninterrupted run.  Checkpoint files are pickles (``torch.load`` with
-``weights_only=False``: RNG states are Python objects); they are read only from the run's
-own checkpoint folder.
+bitwise those of an uninterrupted run.  Checkpoint files are read as data: ``torch.load`` with
+``weights_only=True`` (tensors, containers and numbers; of other types only the few numpy's RNG
+state is made of), never as a pickle that could run code; ``run --resume`` also refuses a run
+folder others could have written (``accelctl.run.resume``).
 """
 
 from __future__ import annotations
@@ -87,6 +88,23 @@ def rng_states() -> dict[str, Any]:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         states["cuda"] = torch.cuda.get_rng_state_all()
     return states
+
+
+def _rng_globals() -> list:
+    """The types numpy's RNG state (``np.random.get_state()``: a uint32 array) is pickled with."""
+    try:
+        import numpy as np
+    except ImportError:
+        return []
+    core = getattr(np, "_core", None) or np.core
+    return [np.ndarray, np.dtype, core.multiarray._reconstruct, type(np.dtype(np.uint32))]
+
+
+def load_data(path) -> Any:
+    """A checkpoint file, read as data only (``weights_only``): an object of any type but tensors,
+    containers, numbers and numpy's RNG state types is refused by torch, never constructed."""
+    with torch.serialization.safe_globals(_rng_globals()):
+        return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def set_rng_states(states: dict[str, Any]) -> None:
@@ -190,12 +208,12 @@ class Checkpointer:
         elif self.sharded:
             sharded_checkpoint.load(self.model, self.optimizer, where / layout.SHARDED_DIR)
         else:
-            state = torch.load(where / layout.STATE_FILE, map_location="cpu", weights_only=False)
+            state = load_data(where / layout.STATE_FILE)
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
             if self.scaler is not None and state.get("scaler"):
                 self.scaler.load_state_dict(state["scaler"])
-        mine = torch.load(layout.rank_file(where, ctx.rank), map_location="cpu", weights_only=False)
+        mine = load_data(layout.rank_file(where, ctx.rank))
         if self.sharded and self.scaler is not None and mine.get("scaler"):
             self.scaler.load_state_dict(mine["scaler"])
         self.batches.skip(mine["batches_drawn"])

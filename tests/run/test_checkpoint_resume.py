@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -320,3 +321,39 @@ def test_plan_carries_the_checkpoint_and_warns_when_none_would_be_saved(tmp_path
     assert p.job.checkpoint == CheckpointSpec(every=500, keep=2, dir=str(tmp_path / "ck"))  # next to the workload
     assert "checkpoint every 500 steps: this run takes 82 steps and saves no checkpoint" in p.warnings
     assert not plan(load(ROOT / "workloads" / "ddp_cpu.wl")[0], "cpu").job.checkpoint.every  # none by default
+
+
+@pytest.mark.parametrize("how", ["run folder writable by others", "run folder of another user",
+                                 "checkpoint folder writable by its group", "step folder writable by others"])
+def test_resume_refuses_a_folder_others_could_have_written(tmp_path, how):
+    """A checkpoint is loaded only from where only this user could have put it; nothing in the
+    folder is moved by the refusal (no attempt archived; a folder of another's not even claimed)."""
+    run_dir = stored_run(tmp_path, CPU_WORKLOAD)
+    step = layout.step_dir(run_dir / "checkpoints", 5)
+    step.mkdir(parents=True)
+    layout.mark_complete(step, {"step": 5})
+    assert stat.S_IMODE(run_dir.stat().st_mode) & 0o022 == 0  # as the store makes it, whatever the umask
+    if how == "run folder of another user":
+        if os.geteuid() != 0:
+            pytest.skip("not run: giving a folder to another user needs root")
+        os.chown(run_dir, 65534, 65534)
+    else:
+        folder = {"run folder writable by others": run_dir, "checkpoint folder writable by its group":
+                  run_dir / "checkpoints", "step folder writable by others": step}[how]
+        os.chmod(folder, 0o770 if "group" in how else 0o777)
+    before = sorted(p.name for p in run_dir.iterdir())
+    with pytest.raises(RunError, match="not this user's alone"):
+        prepare_resume(run_dir.name, tmp_path / "runs")
+    after = sorted(p.name for p in run_dir.iterdir() if p.name != "owner.lock")
+    assert after == before and ("owner.lock" not in os.listdir(run_dir) or "checkpoint" in how or "step" in how)
+
+
+def test_the_store_makes_run_folders_no_one_else_can_write_whatever_the_umask(tmp_path):
+    from accelctl.run import store
+
+    old = os.umask(0o002)
+    try:
+        run_dir = store.new_run_dir("w", "cpu", tmp_path / "runs")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o755
