@@ -195,6 +195,8 @@ def entry_from_run(record: Any) -> Entry:
 
 
 def _entry_from_run(record: Any) -> Entry:
+    if record.unreadable:  # what the store calls unreadable has no figures, whatever its events say
+        return Entry(workload=record.workload, target=record.target, source=record.id, status=record.status)
     summary = record.summary or {}
     # a FIFO, a link, a field or a line of the wrong shape (a zero or negative step time ...)
     events, why = record.checked_events()
@@ -202,8 +204,7 @@ def _entry_from_run(record: Any) -> Entry:
     if not why:
         spec, why = read_object(record.path / SPEC_FILE)
     if why:
-        return Entry(workload=record.workload, target=record.target, source=record.id,
-                     status=record.status if record.unreadable else f"unreadable: {why}")
+        return Entry(workload=record.workload, target=record.target, source=record.id, status=f"unreadable: {why}")
     tgt = _target(spec, record.target)
     stats = steady_state(events)
     times = tuple(t for _, _, t in measured_step_times(events))

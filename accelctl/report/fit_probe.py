@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 OOM = re.compile(r"MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory", re.I)
 
@@ -155,7 +156,7 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     from accelctl.api import launch, load_selected_source, plan
     from accelctl.contract.hostfacts import HostFacts
-    from accelctl.run.store import load_run
+    from accelctl.run.store import read_run
     from accelctl.spec.types import MeasureSpec
 
     source, specs = load_selected_source(path, workload)
@@ -171,7 +172,7 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
     handle = launch(plan(spec, t, host=HostFacts.here()), source_text=source, spec_json=spec.to_json(), runs_root=runs_root or None)
     with DataSegmentWatch() as watch:
         result = handle.wait()
-    record = load_run(result.run_dir)
+    record = read_run(Path(result.run_dir))
     failure = (record.summary or {}).get("failure") or {}
     return {"status": result.status, "message": failure.get("message", ""), "run": str(result.run_dir),
             "data_peak": watch.peak if result.status == "ok" else None}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -60,11 +61,11 @@ def run_point(c, source: str | None, req, progress: Callable[[str], None]) -> li
     here, and ``measure { repeat = N }`` as N independent processes of one series; the stored
     runs (``RunRecord``), in order."""
     from accelctl.run import orchestrate
-    from accelctl.run.store import load_run
+    from accelctl.run.store import read_run
 
     orchestrate.refuse_unstartable([c], source, req)
     series = orchestrate.Series(c, source, req)
-    return [load_run(result.run_dir) for result, _ in series.run(lambda: [], lambda text, error=False: progress(
+    return [read_run(Path(result.run_dir)) for result, _ in series.run(lambda: [], lambda text, error=False: progress(
         f"sweep: {c.why}: {text}"))]
 
 

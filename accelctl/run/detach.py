@@ -18,7 +18,9 @@ workload: its output and exit code are the command's).  The environment variable
 ``cancel`` stops a run from any process: SIGTERM to its supervisor (which stops the run as
 Ctrl-C does: SIGINT, SIGTERM, SIGKILL to every process group, the run recorded ``stopped``),
 then waits until the run has ended and no process of it is left, killing what is left of a run
-whose supervisor is gone.  A run's job on a cluster (``scheduler.json`` holds its handle) that
+whose supervisor is gone.  Only what is proven to be the run's is ever signalled
+(``accelctl.run.proof``: the supervisor holding the folder's lock, the processes carrying its
+mark); a run of another boot, or one the store cannot read, has nothing to signal.  A run's job on a cluster (``scheduler.json`` holds its handle) that
 is still going once its supervisor is gone -- SIGKILLed, its machine lost -- is cancelled by
 that handle from this process (``accelctl.run.scheduled_job``).
 """
@@ -38,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelctl import exitcodes
-from accelctl.contract import envnames, supervision
+from accelctl.contract import supervision
 from accelctl.errors import RunError
-from accelctl.run import liveness, procgroup, scheduled_job, store
+from accelctl.run import liveness, proof, scheduled_job, store
 
 #: set in the environment of a detached supervisor (and taken out of it before its launches start)
 DETACHED_ENV = "ACCELCTL_DETACHED"
@@ -233,25 +235,33 @@ class Cancelled:
 
 
 def run_processes(run_dir: Path) -> list[int]:
-    """Every live process of the run: its launches' process groups, and whatever carries its
-    events folder in its environment (torchrun puts each rank in a session of its own)."""
-    pgids = store.read_json(run_dir / store.RUNNER_FILE).get("pgids") or []
-    found = {p for g in pgids for p in procgroup.live_members(g)}
-    return sorted(found | set(procgroup.carrying(envnames.EVENTS_DIR, str(run_dir))))
+    """Every live process proven to be the run's (``accelctl.run.proof``): what carries its events
+    folder in its environment, and what descends from that; never a recorded pid or group."""
+    return proof.processes(run_dir)
 
 
 def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
     """Stop ``record``'s run from any process and wait (up to ``timeout_s``) for it to end with
-    nothing left running; what is left then is killed (SIGKILL)."""
+    nothing left running; what is left then is killed (SIGKILL).  Only processes proven to be
+    the run's are signalled (``accelctl.run.proof``); a run that cannot be read, or one recorded
+    in another boot, has none: ``RunError`` says so and nothing is signalled."""
     path = record.path
+    if record.unreadable:
+        raise RunError(f"run {record.id} is {record.status}: nothing of it is known to be running, and nothing "
+                       "was signalled", exit_code=exitcodes.FAILED)
+    info = proof.runner_info(path)
+    host = (info or {}).get("host") or {}
     job = scheduled_job.live(path)  # a cluster's job goes on without its supervisor: cancelled by its handle
     if not liveness.in_progress(record) and not run_processes(path) and job is None:
         return Cancelled(record.status, False, [])
-    pid = liveness.supervisor(path)
-    host = (store.read_json(path / store.RUNNER_FILE).get("host") or {}).get("name")
-    if pid is None and host and host != os.uname().nodename:
-        raise RunError(f"run {record.id} is supervised on {host}, not on this machine: cancel it there",
+    pid = proof.supervisor(path, info)
+    if pid is None and host.get("name") and host.get("name") != os.uname().nodename:
+        raise RunError(f"run {record.id} is supervised on {host.get('name')}, not on this machine: cancel it there",
                        exit_code=exitcodes.USAGE)
+    if pid is None and job is None and not run_processes(path):
+        raise RunError(f"run {record.id} has no supervisor or process proven to be its own (its runner.json names "
+                       f"{(info or {}).get('runner') or 'no runner'}, which does not hold the run folder's lock): "
+                       "nothing was signalled", exit_code=exitcodes.FAILED)
     if pid is not None and "run" not in _argv(pid):  # the TUI, a sweep: SIGTERM would end more than the run
         raise RunError(f"run {record.id} is run inside pid {pid} ({' '.join(_argv(pid))[:80]}), not by an "
                        "`accelctl run`: stop it there", exit_code=exitcodes.USAGE)
@@ -269,7 +279,7 @@ def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
             if job is not None and scheduled_job.live(path) is not None:  # its supervisor ended, the job not
                 scheduled_job.cancel(path, *job)
             return Cancelled(again.status, True, [])
-        if pid is None or liveness.supervisor(path) is None:  # no supervisor to stop it: end what is left
+        if pid is None or proof.supervisor(path) is None:  # no supervisor to stop it: end what is left
             _kill(run_processes(path))
         time.sleep(0.1)
     _kill(run_processes(path))

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract import boundedfile, envnames
+from accelctl.contract import boundedfile
 from accelctl.contract.boundedfile import Unreadable
 from accelctl.contract.events import Event, RunFailed
 from accelctl.contract.job import WorkerJob
@@ -53,12 +53,11 @@ def gone(path: Path, info: Mapping[str, Any]) -> bool:
     if host.get("boot_id") != here["boot_id"]:
         return True  # the machine rebooted since: nothing of the run can be running
     from accelctl.contract import supervision  # here: threading; ``estimate`` only reads runs_root()
-    from accelctl.run import procgroup
+    from accelctl.run import proof
 
     if supervision.alive(str(info["runner"])):
         return False
-    return not (any(procgroup.live_members(g) for g in info.get("pgids") or ())
-                or procgroup.carrying(envnames.EVENTS_DIR, str(path)))
+    return not proof.marked(path)  # its processes by their own mark, never by a recorded group
 
 
 def _late_lines(path: Path, merged: set[bytes]) -> list[tuple[bytes, Event | None]]:

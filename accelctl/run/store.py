@@ -100,7 +100,8 @@ def new_run_id(workload: str, target: str, now: float | None = None) -> str:
 
 
 def new_run_dir(workload: str, target: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """Create and return a fresh, empty run folder with a unique, sortable id."""
+    """Create and return a fresh, empty run folder with a unique, sortable id, writable by this
+    user alone (``run --resume`` loads checkpoints only from such a folder)."""
     base = runs_root(root)
     base.mkdir(parents=True, exist_ok=True)
     for _ in range(64):
@@ -109,6 +110,7 @@ def new_run_dir(workload: str, target: str, root: str | os.PathLike[str] | None 
             path.mkdir()
         except FileExistsError:
             continue
+        os.chmod(path, path.stat().st_mode & 0o755)  # never writable by group or others, whatever the umask
         return path
     raise RunStoreError(f"could not create a unique run folder under {base}")
 
@@ -501,17 +503,35 @@ def series_runs(record: RunRecord, root: str | os.PathLike[str] | None = None) -
 
 
 def load_run(id_or_path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> RunRecord:
-    """A run by folder path, by full id, or by a unique id prefix (or suffix)."""
-    path = Path(id_or_path)
-    if path.is_dir():
-        return read_run(path.absolute())
+    """A run of the store at ``root``: by full id, by a unique id prefix (or suffix), or by its
+    folder's path; ``RunStoreError`` naming the store for anything else -- a folder outside it,
+    or one in it that is no run folder, is no run (its files would be read, its processes
+    signalled, as a run's)."""
     base = runs_root(root)
-    if (base / str(id_or_path)).is_dir():
-        return read_run(base / str(id_or_path))
-    name = str(id_or_path)
-    hits = [p for p in _run_dirs(base) if p.name.startswith(name) or p.name.endswith(name)]
+    name = os.fspath(id_or_path)
+    if is_run_id(name) and (base / name).is_dir():
+        return read_run(base / name)
+    if os.sep in name or name in (".", "..") or (os.path.isdir(name) and not _run_dirs_named(base, name)):
+        return read_run(_store_folder(name, base))
+    hits = _run_dirs_named(base, name)
     if len(hits) == 1:
         return read_run(hits[0])
     if not hits:
-        raise RunStoreError(f"no run {name!r} under {base}")
-    raise RunStoreError(f"run {name!r} is ambiguous under {base}: " + ", ".join(sorted(p.name for p in hits)[:5]))
+        raise RunStoreError(f"no run {name!r} in the run store {base}")
+    raise RunStoreError(f"run {name!r} is ambiguous in the run store {base}: " + ", ".join(sorted(p.name for p in hits)[:5]))
+
+
+def _run_dirs_named(base: Path, name: str) -> list[Path]:
+    return [p for p in _run_dirs(base) if name and (p.name.startswith(name) or p.name.endswith(name))]
+
+
+def _store_folder(path: str, base: Path) -> Path:
+    """``path`` as a run folder of the store at ``base`` (links resolved on both sides)."""
+    try:
+        real, store_real = Path(os.path.realpath(path)), Path(os.path.realpath(base))
+    except (OSError, ValueError) as exc:
+        raise RunStoreError(f"{path!r} is not a run of the run store {base} ({exc})") from None
+    if real.parent != store_real or not is_run_id(real.name) or not real.is_dir():
+        raise RunStoreError(f"{path} is not a run of the run store {base} (a RUN is a run id, a unique prefix or "
+                            f"suffix of one, or a run folder in the store; --runs-dir names another store)")
+    return store_real / real.name

@@ -12,7 +12,7 @@ import pytest
 from accelctl.api import launch, plan, validate_text
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
 from accelctl.engines.slurm import SCRIPT, SlurmEngine
-from accelctl.run.store import load_run
+from accelctl.run.store import read_run
 
 TEMPLATE = """
 workload tiny_ds_slurm {
@@ -158,7 +158,7 @@ def test_two_nodes_train_zero_together_under_slurm(slurm_cluster, tmp_path):
     started = [e for e in events if isinstance(e, RunStarted)]
     assert started and started[0].world_size == 2 and started[0].backend == "deepspeed", started
     # the scheduler's job, final state and exit code in the run store
-    rec = load_run(handle.run_dir)
+    rec = read_run(handle.run_dir)
     assert rec.engine == "slurm" and rec.summary["engine"] == "slurm"
     stored = dict(rec.summary["scheduler"])
     assert stored.pop("handle").endswith(f"/{job_id}") and stored.pop("app_state") == "SUCCEEDED", rec.summary

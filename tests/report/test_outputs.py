@@ -145,7 +145,7 @@ def test_reference_places_runs_of_a_seed_workload_in_its_table(tmp_path, capsys)
     summary = json.loads((run / "summary.json").read_text())
     summary.update(workload="vit_huge_fp8", target="cpu")
     (run / "summary.json").write_text(json.dumps(summary))
-    _, out = cli(capsys, "report", str(run), "--reference", "--format", "md")
+    _, out = cli(capsys, "report", str(run), "--runs-dir", str(tmp_path), "--reference", "--format", "md")
     section = out.split("### H100 FP8 post")[1].split("###")[0]
     assert section.index("| p4d bf16") < section.index("| cpu | 20260101-000000-vit_huge_fp8-cpu-abcd |")
     assert "### workload vit_huge_fp8" not in out

@@ -129,9 +129,9 @@ def test_comparison_is_accelctl_compare_with_spec_prices():
     from accelctl.analysis.compare import BASIS_RUNS, INCONCLUSIVE
     from accelctl.report.compare import compare as report_compare
     from accelctl.report.entry import entry_from_series
-    from accelctl.run.store import load_run, series_runs
+    from accelctl.run.store import read_run, series_runs
 
-    a, b = load_run(recorded("tui_train-cpu2-")), load_run(recorded("tui_train-cpu-"))
+    a, b = read_run(recorded("tui_train-cpu2-")), read_run(recorded("tui_train-cpu-"))
     cmp = compare(a, b)
     want = report_compare(*(entry_from_series(series_runs(r)) for r in (a, b)))
     assert (cmp.speedup, cmp.speedup_ci, cmp.verdict) == (want.speedup, want.speedup_ci, want.verdict)
@@ -148,7 +148,7 @@ def test_comparison_is_accelctl_compare_with_spec_prices():
     assert (cmp.a.price_per_hour, cmp.b.price_per_hour) == (0.25, 0.10)
     assert cmp.b.cost_per_million == pytest.approx(0.10 / 3600 / thr_b * 1e6)
     assert cmp.price_performance == pytest.approx(cmp.speedup * 0.25 / 0.10)
-    assert run_side(load_run(recorded("tui_generate-cpu-"))).price_per_hour is None
+    assert run_side(read_run(recorded("tui_generate-cpu-"))).price_per_hour is None
 
 
 def test_workload_highlighting_and_inline_diagnostics():

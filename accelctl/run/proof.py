@@ -1,0 +1,80 @@
+"""Which live processes belong to a stored run -- proven, never taken from a number in a file.
+
+After a crash or a reboot, the pids and process groups a ``runner.json`` lists belong to other
+processes (as root, to system services), and a run folder can be copied or forged.  So a
+process is a run's only when:
+
+* the run was recorded on this machine in this boot (``host.name`` and ``host.boot_id`` are this
+  machine's now): a run of another boot has nothing left to signal;
+* it is the run's *supervisor*: the process named by ``runner.json`` (``<pid>:<start ticks>``)
+  is alive, and it holds the kernel lock on this very folder's ``owner.lock``
+  (``accelctl.run.ownership``: a copied folder's lock is a copy nobody holds); or
+* it carries the run's marker, ``ACCELCTL_EVENTS_DIR`` naming this folder, in its environment
+  (every launch gets it, and every process a launch starts inherits it -- torchrun's ranks
+  run in sessions of their own, so no process group can stand for them), or descends from a
+  process that does.
+
+A process group id alone is never enough.  Reading here never writes and never waits.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from accelctl.contract import envnames, supervision
+from accelctl.run import ownership, store
+
+
+def recorded_here(info: Mapping[str, Any]) -> bool:
+    """``runner.json`` (checked) was written on this machine, in this boot."""
+    host, here = info.get("host") or {}, store._host()
+    return bool(here["boot_id"]) and host.get("name") == here["name"] and host.get("boot_id") == here["boot_id"]
+
+
+def runner_info(run_dir: Path) -> dict[str, Any] | None:
+    """The run's checked ``runner.json``; None when it is missing or unreadable."""
+    info, why = store.read_object(run_dir / store.RUNNER_FILE)
+    return info if info and not why else None
+
+
+def supervisor(run_dir: Path, info: Mapping[str, Any] | None = None) -> int | None:
+    """The pid of the run's supervisor, where proven: recorded here in this boot, alive as
+    recorded, and holding this folder's ``owner.lock``; else None."""
+    info = runner_info(run_dir) if info is None else info
+    if not info or not recorded_here(info):
+        return None
+    ident = str(info.get("runner") or "")
+    parsed = supervision.parse(ident)
+    if parsed is None or not supervision.alive(ident):
+        return None
+    return parsed[0] if ownership.held_by(run_dir) == parsed[0] else None
+
+
+def marked(run_dir: Path) -> list[int]:
+    """The live processes (zombies apart) carrying ``run_dir`` as their events folder, and every
+    process below them; [] where none can be read."""
+    import psutil  # here: ``runs`` and ``status`` read the store without it
+
+    from accelctl.run import procgroup
+
+    found: set[int] = set()
+    for pid in procgroup.carrying(envnames.EVENTS_DIR, str(run_dir)):
+        found.add(pid)
+        try:
+            found.update(child.pid for child in psutil.Process(pid).children(recursive=True))
+        except psutil.Error:
+            continue
+    found.discard(os.getpid())
+    return sorted(procgroup.live_members_of(found))
+
+
+def processes(run_dir: Path, info: Mapping[str, Any] | None = None) -> list[int]:
+    """Every live process proven to be the run's (its supervisor apart); [] for a run recorded
+    on another machine or boot, or whose ``runner.json`` cannot be read."""
+    info = runner_info(run_dir) if info is None else info
+    if not info or not recorded_here(info):
+        return []
+    return marked(run_dir)

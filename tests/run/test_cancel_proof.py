@@ -1,0 +1,144 @@
+"""``cancel`` signals a process only when it is proven to be the run's (``accelctl.run.proof``):
+a run folder whose ``runner.json`` names the process group -- or the very pid and start time --
+of an unrelated process, of this boot or of another, gets that process left alone; a folder
+the store calls unreadable, or one outside the store, has nothing to kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_checkpoint_resume import CPU_WORKLOAD, stored_run
+
+from accelctl import exitcodes
+from accelctl.contract import supervision
+from accelctl.run import store
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def accelctl(*argv: str, runs: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "accelctl.cli", *argv, "--runs-dir", str(runs)], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def bystander():
+    """An unrelated process leading a session and a process group of its own (``setsid sleep``)."""
+    proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    yield proc
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
+
+
+def _forge_runner(run_dir: Path, runner: str, pgid: int, boot: str | None = None) -> None:
+    here = store._host()
+    (run_dir / store.RUNNER_FILE).write_text(json.dumps({
+        "runner": runner, "host": {"name": here["name"], "boot_id": boot or here["boot_id"]},
+        "started_unix_s": time.time(), "pgids": [pgid]}))
+
+
+@pytest.mark.parametrize("case", ["the group, another boot, no plan.json", "the group, this boot, no plan.json",
+                                  "the group, this boot, a readable run", "its pid and start time as the runner",
+                                  "its pid and start time, another boot"])
+def test_cancel_never_signals_a_process_a_forged_runner_json_names(tmp_path, bystander, case):
+    run_dir = stored_run(tmp_path, CPU_WORKLOAD)
+    if "no plan.json" in case:
+        (run_dir / store.PLAN_FILE).unlink()
+    ident = supervision.identity(bystander.pid) if "pid and start time" in case else "1:1"
+    _forge_runner(run_dir, ident, bystander.pid, "0" * 32 if "another boot" in case else None)
+    done = accelctl("cancel", run_dir.name, "--timeout", "3", runs=tmp_path / "runs")
+    assert bystander.poll() is None, "the unrelated process was signalled"
+    assert "Traceback" not in done.stderr
+    if "no plan.json" in case:
+        assert done.returncode == exitcodes.FAILED and "nothing was signalled" in done.stderr, done
+        assert "plan.json is missing" in done.stderr
+    elif case == "its pid and start time as the runner":  # alive as recorded, but not holding the folder's lock
+        assert done.returncode == exitcodes.FAILED and "nothing was signalled" in done.stderr, done
+    else:  # a lost run (its runner gone, or of another boot): ended already, nothing to stop
+        assert done.returncode == 0 and "had already ended: not started (runner lost)" in done.stdout, done
+
+
+def test_a_run_argument_outside_the_store_is_refused_and_nothing_is_signalled(tmp_path, bystander):
+    """A copy of a run folder outside the store lists the bystander: refused by name (exit 2)."""
+    run_dir = stored_run(tmp_path, CPU_WORKLOAD)
+    _forge_runner(run_dir, supervision.identity(bystander.pid), bystander.pid)
+    outside = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(run_dir), str(outside)], check=True)
+    for verb in (("cancel",), ("status",), ("logs",), ("report",), ("runs", "rm"), ("attach",)):
+        done = accelctl(*verb, str(outside), runs=tmp_path / "runs")
+        assert done.returncode == exitcodes.USAGE, (verb, done)
+        assert f"is not a run of the run store {tmp_path / 'runs'}" in done.stderr, (verb, done.stderr)
+    status = accelctl("status", "../copy", "--json", runs=tmp_path / "runs")
+    assert status.returncode == exitcodes.USAGE and json.loads(status.stdout)["result"] == {}
+    assert bystander.poll() is None and outside.is_dir()
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (whichever of its threads forked them)."""
+    import psutil
+
+    try:
+        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.slow
+def test_cancel_ends_the_supervisor_the_launcher_every_rank_and_their_compilers(tmp_path, bystander):
+    """A detached 2-rank torchrun run with ``optimize { compile = on }``, cancelled while its ranks
+    compile (inductor's C++ compilers, children of the ranks, in the ranks' own sessions): every
+    one of those processes ends, and the bystander, listed in nothing, is left alone."""
+    wl = tmp_path / "c.wl"
+    wl.write_text((ROOT / "workloads" / "ddp_cpu.wl").read_text().split("# The same model")[0]
+                  .replace("steps = 10 steps", "steps = 5000 steps")
+                  .replace("  precision fp32\n", "  precision fp32\n  optimize { compile = on }\n"))
+    runs = tmp_path / "runs"
+    env = {**ENV, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    started = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(wl), "--detach", "--runs-dir",
+                              str(runs)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    run_id = started.stdout.strip()
+    assert store.is_run_id(run_id), started
+    supervisor = int(json.loads((runs / run_id / store.RUNNER_FILE).read_text())["runner"].split(":")[0])
+    deadline, seen = time.monotonic() + 240, []
+    while time.monotonic() < deadline:  # until a rank has a compiler running under it
+        tree = _tree(supervisor)
+        compilers = [p for p in tree if _cmdline(p).split(" ", 1)[0].endswith(("g++", "c++", "gcc", "cc1plus"))]
+        if compilers:
+            seen = tree
+            break
+        time.sleep(0.05)
+    assert seen, "no compiler under the run's ranks"
+    ranks = [p for p in seen if "-m accelctl.worker" in _cmdline(p) and "torch.distributed.run" not in _cmdline(p)]
+    launcher = [p for p in seen if "torch.distributed.run" in _cmdline(p)]
+    assert len(ranks) == 2 and len(launcher) == 1, [_cmdline(p)[:80] for p in seen]
+    done = accelctl("cancel", run_id, runs=runs)
+    assert done.returncode == 0 and "cancelled: stopped; no process of it is left" in done.stdout, done
+    left = [p for p in seen if _alive(p)]
+    assert left == [], [(p, _cmdline(p)[:80]) for p in left]
+    assert bystander.poll() is None
