@@ -16,6 +16,7 @@ is always there, so ``accelctl run FILE -t cpu`` works on this machine.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -64,6 +65,10 @@ class Model:
     #: the real architecture is known (a family's own tiny one, the catalog's, a config.json)
     shape_known: bool = True
     shape: dict = field(default_factory=dict)
+    #: how the file's description names the model (a local folder: its path as written) and
+    #: the stem of the workload's name; both default to what was asked for
+    label: str = ""
+    stem: str = ""
 
 
 def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Path) -> Model:
@@ -82,20 +87,30 @@ def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Pat
         return Model(known.family, f'model hf("{ref}")', hub=True, context=known.seq_len, shape=dict(known.shape),
                      comment=f"the catalog's {ref}: its real shape plans and estimates; the cpu target runs a "
                              "tiny stand-in of it")
-    cfg_path = _config_for(ref, config, out_dir)
-    if cfg_path is not None:
-        from accelctl.spec import hf_config
+    from accelctl.spec.check import HUB_ID
 
-        try:
-            fam, shape = hf_config.shape_of(hf_config.read(cfg_path))
-        except hf_config.ConfigError as exc:
-            raise usage(f"{cfg_path}: {exc}") from None
+    folder = _model_folder(ref)
+    if folder is None and not HUB_ID.fullmatch(ref):
+        raise usage(f"{ref!r}: not a family, a Hub id (OWNER/NAME of letters, digits, '_', '-', '.') or a model "
+                    "folder here")
+    cfg_path = _config_for(ref, folder, config, out_dir)
+    if cfg_path is not None:
+        fam, shape = _shape_from(cfg_path)
         if family and family != fam:
             raise usage(f"--family {family}: {cfg_path} says model_type {fam}")
-        rel = _relative(cfg_path, out_dir)
-        return Model(fam, f'model hf("{ref}")', [f"family = {fam}", f'config = "{rel}"'], hub=True,
-                     context=int(shape.get("max_positions") or 0), shape=shape,
-                     comment=f"shape from {rel}: plan and estimate use the real model")
+        where = _written(ref, folder, out_dir) if folder is not None else ""
+        rel = (_written(config, cfg_path, out_dir) if config else f"{where.rstrip('/')}/config.json" if where
+               else _relative(cfg_path, out_dir))
+        comment = f"shape from {rel}: plan and estimate use the real model"
+        if folder is not None:
+            block = [f"config = {_string(rel)}"] if config else []
+            return Model(fam, f"model local({_string(where)})", block, hub=True,
+                         context=int(shape.get("max_positions") or 0), shape=shape, comment=comment,
+                         label=where, stem=folder.name)
+        return Model(fam, f'model hf("{ref}")', [f"family = {fam}", f"config = {_string(rel)}"], hub=True,
+                     context=int(shape.get("max_positions") or 0), shape=shape, comment=comment)
+    if folder is not None:
+        raise usage(f"{ref}: no config.json in this model folder; give --config PATH (the model's config.json)")
     fam = family or _family_in_name(ref)
     if fam is None:
         raise usage(f"{ref!r}: no config.json here (--config PATH, the model's folder, or the HF cache) and no "
@@ -107,16 +122,30 @@ def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Pat
                  "(config = \"PATH/config.json\", or the HF cache); the cpu target runs a tiny stand-in")
 
 
-def _config_for(ref: str, config: str | None, out_dir: Path) -> Path | None:
+def _model_folder(ref: str) -> Path | None:
+    """The local model folder ``ref`` names, or None where it names none (a Hub id); a path
+    that names nothing, or a file, is refused."""
+    from accelctl.spec.check import HUB_ID
+
+    local = Path(ref).expanduser()
+    if local.is_dir():
+        return local.resolve()
+    if ref.startswith(("/", "./", "../", "~")) or ref in (".", "..") or not HUB_ID.fullmatch(ref) and "/" in ref:
+        raise usage(f"{ref}: " + ("a file, not a model folder (a folder holding config.json and the weights)"
+                                  if os.path.lexists(local) else "no such model folder"))
+    return None
+
+
+def _config_for(ref: str, folder: Path | None, config: str | None, out_dir: Path) -> Path | None:
     if config:
         p = Path(config).expanduser()
         p = p / "config.json" if p.is_dir() else p
-        if not p.is_file():
+        if not os.path.lexists(p):
             raise usage(f"--config {config}: no such file")
-        return p.resolve()
-    local = Path(ref).expanduser()
-    if (local / "config.json").is_file():
-        return (local / "config.json").resolve()
+        return p.absolute()
+    if folder is not None:
+        p = folder / "config.json"
+        return p if os.path.lexists(p) else None
     from accelctl.spec import hf_config
 
     try:
@@ -125,11 +154,47 @@ def _config_for(ref: str, config: str | None, out_dir: Path) -> Path | None:
         return None
 
 
-def _relative(path: Path, out_dir: Path) -> str:
+def _shape_from(path: Path) -> tuple[str, dict]:
+    """(family, shape) of a config.json, as validate, plan and estimate read it: a file they
+    would refuse (E426) is refused here, in the same words."""
+    from accelctl.spec import hf_config
+
     try:
-        return path.relative_to(out_dir.resolve()).as_posix()
+        return hf_config.load(path)
+    except hf_config.ConfigError as exc:
+        raise usage(str(exc)) from None
+
+
+def _relative(path: Path, out_dir: Path) -> str:
+    """``path`` as the written file names it: relative to its folder where it lies below it."""
+    try:
+        return path.resolve().relative_to(out_dir.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def _written(given: str, path: Path, out_dir: Path) -> str:
+    """A path the user gave (a model folder, --config), as the written file names it: relative
+    to the file's folder (workload paths are), unless it was given absolute and lies elsewhere;
+    never with a leading '-' (a flag, E216) nor a control character (no one-line string holds it)."""
+    from accelctl.spec.values import control_character
+
+    if Path(given).expanduser().is_absolute():
+        text = _relative(path, out_dir)
+    else:
+        text = Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()
+    bad = control_character(text, lines=False)
+    if bad:
+        raise usage(f"{text!r}: a path with a control character ({bad}) cannot be written in a workload")
+    return f"./{text}" if text.startswith("-") else text
+
+
+def _string(text: str) -> str:
+    """``text`` as a string of the language (quotes and backslashes escaped)."""
+    from accelctl.dsl import ast
+    from accelctl.errors import Span
+
+    return ast.value_text(ast.Str(text, Span.point(1, 1)))
 
 
 def _family_in_name(ref: str) -> str | None:
@@ -228,10 +293,10 @@ def escalations(target: Target, task: str) -> list[list[str]]:
 
 
 def render(name: str, description: str, model: Model, body: list[str], training: list[str],
-           targets: list[Target]) -> str:
+           targets: list[Target], file: str = "FILE") -> str:
     out = [f"# {description}", "# Written by `accelctl init`; the language: docs/language.md.  Next:",
-           f"#   accelctl validate {{file}}  ·  accelctl plan {{file}}  ·  accelctl run {{file}} -t cpu", "",
-           f"workload {name} {{", f'  description = "{description}"']
+           f"#   accelctl validate {file}  ·  accelctl plan {file}  ·  accelctl run {file} -t cpu", "",
+           f"workload {name} {{", f"  description = {_string(description)}"]
     out += [f"  {ln}" for ln in body]
     if model.comment:
         out.append(f"  # {model.comment}")
@@ -260,13 +325,17 @@ def _wrap(text: str, width: int = 92) -> list[str]:
     return textwrap.wrap(text, width) or [""]
 
 
-def refusal(text: str, path: Path, target: str) -> str:
-    """plan's words for ``target`` of the file's one workload, or "" where it plans."""
+def refusal(text: str, path: Path, target: str, written: bool = False) -> str:
+    """plan's words for ``target`` of the file's one workload, or "" where it plans;
+    ``written``: the text is what would be written, so an error of validate's refuses it."""
     from accelctl.api import plan, validate_text
     from accelctl.errors import PlanError
 
     specs, diags = validate_text(text, path)
     errors = [d for d in diags if d.severity == "error"]
+    if errors and written:
+        d = errors[0]
+        raise usage(f"the file it would write does not validate ({d.code} at line {d.span.line}: {d.message})")
     if errors:
         return f"{errors[0].code}: {errors[0].message}"
     try:
@@ -277,8 +346,9 @@ def refusal(text: str, path: Path, target: str) -> str:
     return ""
 
 
-def scaffold(args, out_dir: Path) -> tuple[str, str, list[str]]:
-    """(the workload's name, the file's text, each target's verdict: plans, or plan's refusal)."""
+def scaffold(args, out_dir: Path, file_of=lambda name: "FILE") -> tuple[str, str, list[str]]:
+    """(the workload's name, the file's text, each target's verdict: plans, or plan's refusal);
+    ``file_of``: the workload's name -> the file as its comment names it."""
     from accelctl.spec.models import FAMILIES
 
     model = resolve_model(args.model, args.family, args.config, out_dir)
@@ -287,8 +357,9 @@ def scaffold(args, out_dir: Path) -> tuple[str, str, list[str]]:
                              tasks[0])
     if task not in tasks:
         raise usage(f"--task {task}: family {model.family} does {', '.join(tasks)}")
-    name = _identifier(f"{args.model}_{task}")
-    description = f"{args.model}: {task}" + ("" if args.model == model.family else f" ({model.family})")
+    label = model.label or args.model
+    name = _identifier(f"{model.stem or args.model}_{task}")
+    description = f"{label}: {task}" + ("" if label == model.family else f" ({model.family})")
     body, training = task_lines(model.family, task, model)
     wanted = list(dict.fromkeys(args.target))
     targets = [base_target(v) for v in wanted]
@@ -303,7 +374,7 @@ def scaffold(args, out_dir: Path) -> tuple[str, str, list[str]]:
     path = out_dir / f"{name}.wl"
     verdicts = []
     for t in targets:
-        why = refusal(render(name, description, model, body, training, targets), path, t.name)
+        why = refusal(render(name, description, model, body, training, targets), path, t.name, written=True)
         first = why
         for extra in escalations(t, task) if why else ():
             keys = {ln.split(" ", 1)[0] for ln in extra}
@@ -317,27 +388,26 @@ def scaffold(args, out_dir: Path) -> tuple[str, str, list[str]]:
         if why:
             t.comment += f"; accelctl plan refuses it: {why}"
         verdicts.append({"target": t.name, "plans": not why, "refusal": why or None})
-    return name, render(name, description, model, body, training, targets), verdicts
+    return name, render(name, description, model, body, training, targets, file_of(name)), verdicts
 
 
 def cmd_init(args, reply=None) -> int:
     out = args.output
     out_dir = Path.cwd() if out in (None, "-") else Path(out).expanduser().resolve().parent
-    name, text, verdicts = scaffold(args, out_dir)
+    name, text, verdicts = scaffold(args, out_dir, lambda name: "FILE" if out == "-" else _named(_path(out, name)))
     if reply is not None:
         reply.result = {"workload": name, "targets": verdicts, "path": None}
     if out == "-":
-        text = text.replace("{file}", "FILE")
         if reply is not None:
             reply.result["text"] = text
         else:
             sys.stdout.write(text)
         return exitcodes.OK
-    path = Path(out).expanduser() if out else Path(f"{name}.wl")
+    path = _path(out, name)
     if path.exists() and not args.force:
         raise usage(f"{path} exists: --force overwrites it, -o names another file")
     try:
-        path.write_text(text.replace("{file}", str(path)), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise usage(f"cannot write {path}: {exc.strerror or exc}") from None
     if reply is not None:
@@ -348,3 +418,16 @@ def cmd_init(args, reply=None) -> int:
         print(f"  target {v['target']}: " + ("plans" if v["plans"] else f"refused -- {v['refusal']}"))
     print(f"next: accelctl validate {path}  ·  accelctl plan {path}  ·  accelctl run {path} -t cpu")
     return exitcodes.OK
+
+
+def _path(out: str | None, name: str) -> Path:
+    """The file written: ``-o FILE``, else NAME.wl here."""
+    return Path(out).expanduser() if out else Path(f"{name}.wl")
+
+
+def _named(path: Path) -> str:
+    """The file as the comment above its workload names it (one line: "FILE" where the path
+    has a control character)."""
+    from accelctl.spec.values import control_character
+
+    return "FILE" if control_character(str(path), lines=False) else str(path)

@@ -3,6 +3,7 @@ or say in plan's words why not, and it refuses what it cannot know (accelctl.cli
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,47 @@ def test_the_written_workload_runs_here(tmp_path):
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "status: ok" in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["llama-7b", 'my "odd" model \\ 2', "-dash"])
+@pytest.mark.parametrize("how", ["relative", "absolute", "beside-the-file"])
+def test_a_local_model_folder_is_written_as_local_and_validates(tmp_path, monkeypatch, capsys, name, how):
+    """``init FOLDER`` writes ``model local("...")`` (the language's own, not a Hub id), the path
+    a string of the language that reads back as the folder from the written file's place."""
+    from accelctl.cli import main
+
+    models, out = (tmp_path, tmp_path / "out") if how != "beside-the-file" else (tmp_path / "out", tmp_path / "out")
+    folder = models / name
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(LLAMA_CONFIG.read_text())
+    out.mkdir(exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    given = str(folder) if how == "absolute" else os.path.relpath(folder, tmp_path)
+    if given.startswith("-"):
+        given = f"./{given}"
+    path = init(out, given)
+    text = path.read_text()
+    assert "model local(" in text and "model hf(" not in text, text
+    assert main(["validate", str(path)]) == exitcodes.OK, capsys.readouterr()
+    (spec,) = validate(path)[0]
+    assert (path.parent / spec.model.ref).resolve() == folder.resolve()
+    assert spec.model.family == "llama" and spec.model.real_shape["hidden"] == 4096
+    assert Path(spec.model.ref).is_absolute() == (how == "absolute")
+
+
+def test_what_no_workload_can_name_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "line\nbreak").mkdir()
+    (tmp_path / "line\nbreak" / "config.json").write_text(LLAMA_CONFIG.read_text())
+    parser = build_parser()
+    for ref, words in (("./nope", "no such model folder"), ("./a.json", "a file, not a model folder"),
+                       ("./empty", "no config.json in this model folder"), ("foo bar", "not a family, a Hub id"),
+                       ("./line\nbreak", "a control character (\\x0a)")):
+        args = parser.parse_args(["init", ref, "-o", str(tmp_path / "x.wl")])
+        with pytest.raises(AccelctlError) as exc:
+            args.fn(args)
+        assert exc.value.exit_code == exitcodes.USAGE and words in str(exc.value), (ref, str(exc.value))
+        assert "\n" not in str(exc.value).replace(repr(ref)[1:-1], "")
+    assert not (tmp_path / "x.wl").exists()

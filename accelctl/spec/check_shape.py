@@ -5,8 +5,10 @@ it, in order, from ``shape = <family>(...)`` written in the model block, or from
 config.json (``accelctl.spec.hf_config``: ``config = "path"``, the local folder, the HF
 cache, the Hub when the model block says ``hub = online``).  Where none gives it, every
 accelerator target is refused at the model line (E425): its memory, estimate and cost would
-be the stand-in's.  A config.json the workload names that cannot be used is E426; one found in
-the HF cache or a local model's folder, or fetched, that cannot be used is W426.
+be the stand-in's.  A config.json the workload names that cannot be used is E426, as is any
+config.json read that is broken (not a regular file, not JSON, a size missing, out of range or
+at odds with another); one found in the HF cache or a local model's folder whose model_type has
+no formulas, or one that could not be fetched, is W426.
 """
 
 from __future__ import annotations
@@ -57,18 +59,19 @@ def from_config(source: str, ref: str, opts: dict[str, Any], items: dict[str, An
     where = items["config"].span if "config" in items else span
     try:
         path = hf_config.find(ref, source, base, written, online=opts.get("hub") == "online")
-        return None if path is None else hf_config.shape_of(hf_config.read(path))
+        return None if path is None else hf_config.load(path)
     except hf_config.ConfigError as exc:
-        # only a config the workload names is an error; one found or fetched on its own that
-        # cannot be used leaves the shape unknown (E425 for accelerator targets), said here
-        fetched = "from the Hub" in str(exc) or "HF_HUB_OFFLINE" in str(exc)
-        if not written:
+        # a config the workload names, or any that was read and is broken, is an error; one
+        # found or fetched on its own that could not be had, or whose model_type has no
+        # formulas, leaves the shape unknown (E425 for accelerator targets), said here
+        fetched = isinstance(exc, hf_config.FetchFailed)
+        if not written and (fetched or isinstance(exc, hf_config.UnknownModelType)):
             ctx.warn("W426", f"hub = online, but config.json of {ref} could not be fetched: its shape is unknown"
                      if fetched else f"the config.json found for {ref} cannot be used: its shape is unknown",
                      where, f"{exc}; put config.json beside the workload (config = \"path\") or in the HF cache, "
                             "or write shape = <family>(...)")
         else:
-            ctx.error("E426", str(exc), where, "point config at the model's config.json, or write "
+            ctx.error("E426", str(exc), where, "fix the file, point config at the model's config.json, or write "
                                                 "shape = <family>(...) instead")
         return None
 

@@ -11,15 +11,21 @@ Where the file comes from (``find``), in order:
    config.json alone (no weights), bounded by ``HUB_TIMEOUT_S`` and skipped when
    ``HF_HUB_OFFLINE`` is set; a failure is reported, not waited on.
 
-``shape_of`` turns the file's keys into accelctl's shape keys (``accelctl.spec.models``).
+``load`` reads the file (``read``: a regular file of at most ``MAX_BYTES``, UTF-8 JSON) and turns
+its keys into accelctl's shape keys (``shape_of``, ``accelctl.spec.models``), each value checked
+as it is taken and the sizes against each other: the one way validate, plan, estimate and init
+take a shape from a config.json, so a file no model can have is the same words from each.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
+
+from accelctl.spec.models import MAX_SIZE, shape_problems
 
 #: seconds an online fetch of config.json may take (connect and read), then it is reported
 HUB_TIMEOUT_S = 10
@@ -34,17 +40,26 @@ class ConfigError(ValueError):
     """config.json could not be had or read: the message says which and why."""
 
 
+class FetchFailed(ConfigError):
+    """config.json could not be fetched from the Hub (no network, HF_HUB_OFFLINE, a timeout)."""
+
+
+class UnknownModelType(ConfigError):
+    """A sound config.json whose ``model_type`` accelctl has no formulas for: its shape is
+    unknown here, though the model may still run with its own classes."""
+
+
 def find(ref: str, source: str, base: Path, written: str = "", online: bool = False) -> Path | None:
     """The config.json to read, or None where there is none to be had without the network."""
     if written:
         p = (base / written).expanduser()
         p = p / "config.json" if p.is_dir() else p
-        if not p.is_file():
+        if not os.path.lexists(p):
             raise ConfigError(f"config = {written!r}: no such file (relative to the workload file)")
         return p
     if source == "local":
         p = (base / ref).expanduser() / "config.json"
-        return p if p.is_file() else None
+        return p if os.path.lexists(p) else None
     cached = _from_cache(ref)
     if cached is not None or not online:
         return cached
@@ -68,7 +83,7 @@ def _from_hub(ref: str) -> Path:
     retries a failed request with backoff (~23 s with no network), which validate must not wait
     for; its retry messages are kept off the terminal meanwhile."""
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "on", "yes", "true"):
-        raise ConfigError("hub = online, but HF_HUB_OFFLINE is set in this environment")
+        raise FetchFailed("hub = online, but HF_HUB_OFFLINE is set in this environment")
     _probe(ref)
     import logging
     import threading
@@ -98,9 +113,9 @@ def _from_hub(ref: str) -> Path:
         return out["path"]
     exc = out.get("error")
     if exc is None:
-        raise ConfigError(f"fetching config.json of {ref} from the Hub took over {HUB_TIMEOUT_S} s")
+        raise FetchFailed(f"fetching config.json of {ref} from the Hub took over {HUB_TIMEOUT_S} s")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    raise ConfigError(f"fetching config.json of {ref} from the Hub failed: {type(exc).__name__}: {first}")
+    raise FetchFailed(f"fetching config.json of {ref} from the Hub failed: {type(exc).__name__}: {first}")
 
 
 def _probe(ref: str) -> None:
@@ -116,82 +131,185 @@ def _probe(ref: str) -> None:
     try:
         socket.create_connection((url.hostname or "", port), timeout=min(3, HUB_TIMEOUT_S)).close()
     except OSError as exc:
-        raise ConfigError(f"fetching config.json of {ref} from the Hub failed: {url.hostname}:{port} cannot be reached "
+        raise FetchFailed(f"fetching config.json of {ref} from the Hub failed: {url.hostname}:{port} cannot be reached "
                           f"({exc})") from exc
 
 
+#: the largest config.json read: a model's is a few KiB (a classifier's label names, some hundred)
+MAX_BYTES = 4 * 2**20
+#: integer literals past this many digits are kept as their length only (Python refuses to
+#: convert past 4300, and no size has more than 8)
+_MAX_DIGITS = 30
+
+
+class _Huge:
+    """An integer literal too long to be any size: its digit count, for the message."""
+
+    def __init__(self, text: str):
+        self.digits = len(text.lstrip("-"))
+
+
+def _parse_int(text: str) -> int | _Huge:
+    return int(text) if len(text) <= _MAX_DIGITS else _Huge(text)
+
+
 def read(path: Path) -> dict[str, Any]:
+    """The JSON object of a config.json: a regular file (a link is followed; a FIFO or a
+    device is never waited on), at most ``MAX_BYTES``, UTF-8 text, JSON of any depth Python's
+    reader takes; ConfigError saying which it is not."""
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path} is not a readable JSON file: {exc}") from exc
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise ConfigError(f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError("not a regular file (a folder, a FIFO or a device)")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"over {MAX_BYTES // 2**20} MiB: not a model's config.json")
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark, as some editors write
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})") from None
+    try:
+        cfg = json.loads(text, parse_int=_parse_int)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise ConfigError("not JSON accelctl reads: arrays or objects nested too deep") from None
+    except ValueError as exc:
+        raise ConfigError(f"not JSON ({exc})") from None
     if not isinstance(cfg, dict):
-        raise ConfigError(f"{path} holds no JSON object")
+        raise ConfigError(f"holds {_shown(cfg)}, not a JSON object")
     return cfg
 
 
-def _int(cfg: dict[str, Any], *keys: str, default: int | None = None) -> int:
-    for k in keys:
-        v = cfg.get(k)
-        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            return v
-    if default is None:
-        raise ConfigError(f"config.json has no positive whole {keys[0]}")
-    return default
+def load(path: Path) -> tuple[str, dict[str, Any]]:
+    """(family, shape) of the config.json at ``path``: ``read`` then ``shape_of``, the one way
+    every verb (validate, plan, estimate, init) takes a model's shape from its file, so each
+    says the same of a file it cannot use: ConfigError (UnknownModelType for a model_type
+    without formulas), its message starting with the path."""
+    try:
+        return shape_of(read(path))
+    except ConfigError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+
+
+def _shown(v: Any) -> str:
+    """A value of config.json as JSON writes it, short (a key may hold a megabyte)."""
+    if isinstance(v, _Huge):
+        return f"a number of {v.digits} digits"
+    if isinstance(v, dict):
+        return "an object"
+    if isinstance(v, list):
+        return f"a list of {len(v)}"
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Reader:
+    """The values ``shape_of`` takes from one config.json, each checked as it is read (a
+    whole number from 1 to ``MAX_SIZE``, true or false; null is absent), and the key each
+    shape key came from, so ``shape_problems`` names config.json's own keys."""
+
+    def __init__(self, cfg: dict[str, Any]):
+        self.cfg = cfg
+        self.names: dict[str, str] = {}
+
+    def size(self, shape_key: str, *keys: str, default: int | None = None) -> int:
+        key = next((k for k in keys if self.cfg.get(k) is not None), None)
+        self.names[shape_key] = key or keys[0]
+        if key is None:
+            if default is None:
+                raise ConfigError(f"no {' or '.join(keys)}")
+            return default
+        v = self.cfg[key]
+        if type(v) is not int or not 1 <= v <= MAX_SIZE:
+            raise ConfigError(f"{key} = {_shown(v)} is not a size (a whole number from 1 to {MAX_SIZE:_})")
+        return v
+
+    def flag(self, key: str, default: bool) -> bool:
+        v = self.cfg.get(key)
+        if v is None:
+            return default
+        if type(v) is not bool:
+            raise ConfigError(f"{key} = {_shown(v)} is not true or false")
+        return v
 
 
 def shape_of(cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(family, shape keys) of a parsed config.json."""
+    """(family, shape keys) of a parsed config.json, every value it takes checked, and the
+    sizes checked against each other (``accelctl.spec.models.shape_problems``)."""
     mtype = cfg.get("model_type")
     family = FAMILY_OF.get(mtype) if isinstance(mtype, str) else None
     if family is None:
-        raise ConfigError(f"config.json's model_type {mtype!r} is not one accelctl has formulas for "
-                          f"({', '.join(sorted(set(FAMILY_OF.values())))})")
-    if family in ("bloom", "gpt2", "bert", "t5"):
-        return family, _classic(family, cfg)
-    h = _int(cfg, "hidden_size")
-    heads = _int(cfg, "num_attention_heads", "n_head")
-    s: dict[str, Any] = {"layers": _int(cfg, "num_hidden_layers", "n_layer"), "hidden": h, "heads": heads,
-                         "vocab": _int(cfg, "vocab_size"),
-                         "max_positions": _int(cfg, "max_position_embeddings", default=2048)}
-    if family == "falcon":
-        if cfg.get("new_decoder_architecture"):
-            kv = _int(cfg, "num_kv_heads", default=heads)
-        else:
-            kv = 1 if cfg.get("multi_query", True) else heads
-        s.update(kv_heads=kv, ffn=_int(cfg, "ffn_hidden_size", default=4 * h),
-                 new_arch=bool(cfg.get("new_decoder_architecture", False)),
-                 parallel_attn=bool(cfg.get("parallel_attn", True)), bias=bool(cfg.get("bias", False)),
-                 tied=bool(cfg.get("tie_word_embeddings", True)))
-        return family, s
-    s["ffn"] = _int(cfg, "intermediate_size")
-    if family == "gpt_neox":
-        s["tied"] = bool(cfg.get("tie_word_embeddings", False))
-        return family, s
-    s["kv_heads"] = _int(cfg, "num_key_value_heads", default=heads)
-    head_dim = cfg.get("head_dim")
-    if isinstance(head_dim, int) and head_dim > 0 and head_dim != h // heads:
-        s["head_dim"] = head_dim
-    s["tied"] = bool(cfg.get("tie_word_embeddings", family == "gemma"))
-    if family == "llama" and cfg.get("attention_bias"):
-        s["attn_bias"] = True
-    if family == "mixtral":
-        s.update(experts=_int(cfg, "num_local_experts"), experts_per_token=_int(cfg, "num_experts_per_tok"))
+        nested = " (a multimodal config: its text_config is not read alone)" if "text_config" in cfg else ""
+        known = ", ".join(sorted(set(FAMILY_OF.values())))
+        raise UnknownModelType((f"model_type = {_shown(mtype)} is not one accelctl has formulas for ({known})"
+                                if mtype is not None else f"no model_type (accelctl has formulas for {known})")
+                               + nested)
+    r = _Reader(cfg)
+    s = _classic(family, r) if family in ("bloom", "gpt2", "bert", "t5") else _decoder(family, r)
+    problems = shape_problems(s, r.names)
+    if problems:
+        raise ConfigError(problems[0][0])
     return family, s
 
 
-def _classic(family: str, cfg: dict[str, Any]) -> dict[str, Any]:
+def _decoder(family: str, r: _Reader) -> dict[str, Any]:
+    """The decoder-only families read from config.json: their shape keys (``accelctl.spec.models``)."""
+    h = r.size("hidden", "hidden_size")
+    heads = r.size("heads", "num_attention_heads", "n_head")
+    s: dict[str, Any] = {"layers": r.size("layers", "num_hidden_layers", "n_layer"), "hidden": h, "heads": heads,
+                         "vocab": r.size("vocab", "vocab_size"),
+                         "max_positions": r.size("max_positions", "max_position_embeddings", default=2048)}
+    if family == "falcon":
+        new_arch = r.flag("new_decoder_architecture", False)
+        if new_arch:
+            kv = r.size("kv_heads", "num_kv_heads", default=heads)
+        else:
+            kv = 1 if r.flag("multi_query", True) else heads
+        s.update(kv_heads=kv, ffn=r.size("ffn", "ffn_hidden_size", default=4 * h), new_arch=new_arch,
+                 parallel_attn=r.flag("parallel_attn", True), bias=r.flag("bias", False),
+                 tied=r.flag("tie_word_embeddings", True))
+        return s
+    s["ffn"] = r.size("ffn", "intermediate_size")
+    if family == "gpt_neox":
+        s["tied"] = r.flag("tie_word_embeddings", False)
+        return s
+    s["kv_heads"] = r.size("kv_heads", "num_key_value_heads", default=heads)
+    head_dim = r.size("head_dim", "head_dim", default=0)
+    if head_dim and head_dim * heads != h:
+        s["head_dim"] = head_dim
+    s["tied"] = r.flag("tie_word_embeddings", family == "gemma")
+    if family == "llama" and r.flag("attention_bias", False):
+        s["attn_bias"] = True
+    if family == "mixtral":
+        s.update(experts=r.size("experts", "num_local_experts"),
+                 experts_per_token=r.size("experts_per_token", "num_experts_per_tok"))
+    return s
+
+
+def _classic(family: str, r: _Reader) -> dict[str, Any]:
     """The families accelctl knew before config.json: their existing shape keys."""
     if family == "bloom":
-        return {"layers": _int(cfg, "n_layer", "num_hidden_layers"), "hidden": _int(cfg, "hidden_size", "n_embed"),
-                "heads": _int(cfg, "n_head", "num_attention_heads"), "vocab": _int(cfg, "vocab_size")}
+        return {"layers": r.size("layers", "n_layer", "num_hidden_layers"),
+                "hidden": r.size("hidden", "hidden_size", "n_embed"),
+                "heads": r.size("heads", "n_head", "num_attention_heads"), "vocab": r.size("vocab", "vocab_size")}
     if family == "gpt2":
-        h = _int(cfg, "n_embd")
-        return {"layers": _int(cfg, "n_layer"), "hidden": h, "heads": _int(cfg, "n_head"),
-                "vocab": _int(cfg, "vocab_size"), "max_positions": _int(cfg, "n_positions", default=1024)}
+        return {"layers": r.size("layers", "n_layer"), "hidden": r.size("hidden", "n_embd"),
+                "heads": r.size("heads", "n_head"), "vocab": r.size("vocab", "vocab_size"),
+                "max_positions": r.size("max_positions", "n_positions", default=1024)}
     if family == "bert":
-        return {"layers": _int(cfg, "num_hidden_layers"), "hidden": _int(cfg, "hidden_size"),
-                "heads": _int(cfg, "num_attention_heads"), "ffn": _int(cfg, "intermediate_size"),
-                "vocab": _int(cfg, "vocab_size"), "max_positions": _int(cfg, "max_position_embeddings", default=512)}
-    return {"layers": _int(cfg, "num_layers"), "hidden": _int(cfg, "d_model"), "heads": _int(cfg, "num_heads"),
-            "ffn": _int(cfg, "d_ff"), "kv": _int(cfg, "d_kv"), "vocab": _int(cfg, "vocab_size")}
+        return {"layers": r.size("layers", "num_hidden_layers"), "hidden": r.size("hidden", "hidden_size"),
+                "heads": r.size("heads", "num_attention_heads"), "ffn": r.size("ffn", "intermediate_size"),
+                "vocab": r.size("vocab", "vocab_size"),
+                "max_positions": r.size("max_positions", "max_position_embeddings", default=512)}
+    return {"layers": r.size("layers", "num_layers"), "hidden": r.size("hidden", "d_model"),
+            "heads": r.size("heads", "num_heads"), "ffn": r.size("ffn", "d_ff"), "kv": r.size("kv", "d_kv"),
+            "vocab": r.size("vocab", "vocab_size")}

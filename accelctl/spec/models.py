@@ -52,6 +52,10 @@ _DECODERS: dict[str, dict[str, int | float | bool]] = {
                "bias": False},
 }
 
+#: the largest size an architecture takes (layers, widths, heads, vocabulary, context), written
+#: or read from config.json: past any real model, and every product of sizes stays finite
+MAX_SIZE = 10**7
+
 #: shape keys a family accepts without a default (absent = derived from the others)
 OPTIONAL: dict[str, tuple[str, ...]] = {
     **{f: ("kv_heads", "head_dim") for f in ("llama", "mistral", "qwen2", "gemma", "mixtral")},
@@ -183,6 +187,31 @@ def real_architecture(family: str, written: dict[str, Any]) -> dict[str, Any]:
     if h and family == "t5" and "heads" in s:
         usual["kv"] = h // int(s["heads"])
     return {**FAMILIES[family].shape, **usual, **s} if family in FAMILIES else s
+
+
+def shape_problems(s: dict[str, Any], names: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(message, hint) of each way these sizes do not fit together, whatever wrote them (an
+    architecture's arguments, config.json): the hidden size split evenly over the heads unless
+    ``head_dim`` gives a head's width, the key/value heads at most the heads and dividing them,
+    a mixture's experts per token among its experts.  ``names``: shape key -> the key as written
+    (config.json's ``hidden_size``), so the message names what the reader can find."""
+    def n(key: str) -> str:
+        return (names or {}).get(key, key)
+
+    out = []
+    h, heads, kv = s.get("hidden"), s.get("heads"), s.get("kv_heads")
+    if h and heads and not s.get("head_dim") and h % heads:
+        out.append((f"{n('hidden')} = {h} is not divisible by {n('heads')} = {heads}",
+                    "attention splits the hidden size evenly across heads"))
+    if kv and heads and (kv > heads or heads % kv):
+        out.append((f"{n('kv_heads')} = {kv} is more than {n('heads')} = {heads}" if kv > heads else
+                    f"{n('heads')} = {heads} is not a multiple of {n('kv_heads')} = {kv}",
+                    "grouped-query attention shares each key/value head among the same number of heads"))
+    experts, per_token = s.get("experts"), s.get("experts_per_token")
+    if experts and per_token and per_token > experts:
+        out.append((f"{n('experts_per_token')} = {per_token} is more than {n('experts')} = {experts}",
+                    "each token runs experts_per_token of the experts"))
+    return out
 
 
 #: training objective when the task does not name one, by family (causal LM otherwise)
