@@ -32,7 +32,8 @@ TABLE: tuple[tuple[int, str, str], ...] = (
     (OK, "ok", "done; nothing refused, nothing failed"),
     (FAILED, "failed", "diagnostics: an invalid workload, a target that cannot be planned or has no such name, "
                        "a plan a real tool rejected, a run that failed, a preflight that did not pass, an export "
-                       "its store refused"),
+                       "its store refused or its place cannot take (`report --tensorboard/--mlflow/--wandb`: full, "
+                       "read-only, not a folder; one line naming the path and the errno)"),
     (USAGE, "usage", "the command line asks for what cannot be done as asked: a usage error, a missing file "
                      "(`validate` reports one as E001 beside the other files: exit 1), an unknown or ambiguous run "
                      "id, options that do not go together, runs `compare` refuses without `--force` (E226/E227), a run "

@@ -1,20 +1,32 @@
-"""TensorBoard export of a run, written by TensorBoard's own writer.
+"""TensorBoard export of a run, framed by TensorBoard's own writer.
 
-``EventFileWriter`` (``tensorboard.summary.writer``: the TFRecord framing, CRC32C and the
-``brain.Event:2`` header, the writer torch's ``SummaryWriter`` wraps) with the
-``Event``/``Summary`` protocol buffers of ``tensorboard.compat.proto``; neither TensorFlow
-nor torch is imported.  Each scalar is a ``simple_value`` (what ``SummaryWriter.add_scalar``
-writes), so TensorBoard's scalar dashboard and ``EventAccumulator.Scalars`` read it.
+``RecordWriter`` (``tensorboard.summary.writer``: the TFRecord framing and CRC32C that
+``EventFileWriter``, the writer torch's ``SummaryWriter`` wraps, writes through), the
+``brain.Event:2`` header ``EventFileWriter`` starts a file with, and the ``Event``/``Summary``
+protocol buffers of ``tensorboard.compat.proto``; neither TensorFlow nor torch is imported.
+Each scalar is a ``simple_value`` (what ``SummaryWriter.add_scalar`` writes), so TensorBoard's
+scalar dashboard and ``EventAccumulator.Scalars`` read it.  Written here, in this thread:
+``EventFileWriter`` writes from a thread of its own, whose failure (a full disk) is a traceback
+of that thread and an event file cut short.
 
 Written as the runner's live logging writes it (``accelctl.run.tracking.writers``): the
 HPARAMS plugin's experiment and session (every hyperparameter, ``tracking.run_params``), then
 per step of rank 0 (x = the step number, wall time = the event's) the ``train/*`` (``eval/*``,
 ``gen/*``) scalars of ``accelctl.analysis.scalars``, then the headline figures
 (``summary/*``) at the last step and the session's end.
+
+The file is written into a temporary folder beside the run's, synced and renamed into place:
+an export that fails (an ``OSError``: the disk filled) leaves nothing, and an earlier export
+of the run stays as it was.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +40,52 @@ __all__ = ["EVENT_FILE_PREFIX", "export_run", "run_scalars"]
 EVENT_FILE_PREFIX = "events.out.tfevents."
 
 
+class _Events:
+    """``add_event`` (what ``writers.tb_*`` call) onto TensorBoard's ``RecordWriter``."""
+
+    def __init__(self, file: Any) -> None:
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        self._records = RecordWriter(file)
+        self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2",
+                                       source_metadata=event_pb2.SourceMetadata(writer="accelctl report")))
+
+    def add_event(self, event: Any) -> None:
+        self._records.write(event.SerializeToString())
+
+
 def export_run(record_: Any, out_dir: str | Path) -> Path:
     """Write ``<out_dir>/<run id>/events.out.tfevents.*`` for a stored run; an earlier
     export of the same run in that folder is replaced (one event file per run)."""
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
     rows = step_rows(record_)
     folder = Path(out_dir) / record_.id
-    for old in folder.glob(EVENT_FILE_PREFIX + "*"):
-        old.unlink()
     summary = {**record_.summary, "status": record_.status}
     started = float(summary.get("started_unix_s") or (rows[0][1] if rows else 0.0))
-    writer = EventFileWriter(str(folder))
+    name = f"{EVENT_FILE_PREFIX}{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.0"
+    tmp = Path(tempfile.mkdtemp(prefix=f".{record_.id}.", suffix=".partial", dir=out_dir))
     try:
-        writers.tb_hparams(writer, run_params(record_), started)
-        for step, wall, values in rows:
-            writers.tb_scalars(writer, step, wall, values)
-        writers.tb_finish(writer, summary, *((rows[-1][0], rows[-1][1]) if rows else (0, started)))
+        with open(tmp / name, "wb") as file:
+            events = _Events(file)
+            writers.tb_hparams(events, run_params(record_), started)
+            for step, wall, values in rows:
+                writers.tb_scalars(events, step, wall, values)
+            writers.tb_finish(events, summary, *((rows[-1][0], rows[-1][1]) if rows else (0, started)))
+            file.flush()
+            os.fsync(file.fileno())
+        return _place(tmp, name, folder)
     finally:
-        writer.close()
-    (path,) = folder.glob(EVENT_FILE_PREFIX + "*")
-    return path
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _place(tmp: Path, name: str, folder: Path) -> Path:
+    """The written ``tmp/name`` as ``folder/name``: the whole folder renamed into place where
+    there is none yet, else the file, then the run's earlier event files removed."""
+    if not os.path.lexists(folder):
+        os.rename(tmp, folder)
+        return folder / name
+    os.replace(tmp / name, folder / name)
+    for old in folder.glob(EVENT_FILE_PREFIX + "*"):
+        if old.name != name:
+            old.unlink()
+    return folder / name

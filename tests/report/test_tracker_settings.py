@@ -54,10 +54,3 @@ def test_a_tracker_this_python_lacks_is_named(flag, module, wl, tmp_path, monkey
     err = _refused(capsys, ["run", str(wl), "--headless", "--runs-dir", str(tmp_path / "runs"), flag],
                    f"{flag}: needs {module}")
     assert "pip install" in err
-
-
-def test_a_tensorboard_folder_that_cannot_be_made_is_named(tmp_path, capsys):
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    _refused(capsys, ["report", "--runs-dir", str(tmp_path), "--tensorboard", str(blocker / "tb")],
-             f"--tensorboard {blocker / 'tb'}")

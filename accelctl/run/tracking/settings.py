@@ -8,7 +8,9 @@ Defaults, as the trackers' own tools read them: ``--mlflow`` without URI takes
 only: ``wandb sync`` uploads).  A setting the trackers refuse -- a library this Python cannot
 import, a URI MLflow will not open (``file:`` stores are refused by MLflow 3), a ``WANDB_*``
 variable wandb cannot parse (an empty ``WANDB_SILENT=``), a folder that cannot be made -- is a
-usage error (exit 2) naming the setting: never a traceback nor "a bug in accelctl".
+usage error (exit 2) naming the setting: never a traceback nor "a bug in accelctl".  ``report``
+checks the places its exports write itself (``accelctl.report.exports``: a place that cannot be
+written is exit 1 there, naming the path and the errno).
 """
 
 from __future__ import annotations
