@@ -109,7 +109,7 @@ def load_selected_source(path: str | Path, workload: str | None = None, sets=())
     if sets:
         from accelctl.spec import settings
 
-        text = settings.applied(str(path), read_source(path), settings.parse_sets(list(sets)))
+        text = settings.applied(str(path), read_source(path), settings.parse_sets(list(sets)), workload)
         specs = check(parse(text, str(path)))
     else:
         text, specs = load_source(path)

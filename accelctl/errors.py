@@ -171,7 +171,8 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     import difflib  # here: only a diagnostic with a misspelt name needs it
 
     choices = sorted(set(choices))
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    same = [c for c in choices if c.casefold() == word.casefold()]  # the names are case-sensitive: TARGET
+    close = same[:1] or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     if close:
         return f"did you mean '{close[0]}'?"
     if len(choices) <= 12:

@@ -28,10 +28,14 @@ def select_workloads(specs: Iterable[WorkloadSpec], path: str, name: str | None 
         return specs
     chosen = [s for s in specs if s.name == name]
     if not chosen:
-        message = f"{path} has no workload '{name}' (workloads: {', '.join(s.name for s in specs)})"
-        raise AccelctlError(message, [Diagnostic("E598", message, path=str(path),
-                                                 hint=did_you_mean(name, (s.name for s in specs)))])
+        raise no_workload(path, name, [s.name for s in specs])
     return chosen
+
+
+def no_workload(path: str, name: str, names: list[str]) -> AccelctlError:
+    """E598: ``-w name`` names no workload of the file at ``path`` (its workloads: ``names``)."""
+    message = f"{path} has no workload '{name}' (workloads: {', '.join(names)})"
+    return AccelctlError(message, [Diagnostic("E598", message, path=str(path), hint=did_you_mean(name, names))])
 
 
 def named_target(spec: WorkloadSpec, name: str) -> TargetSpec:

@@ -47,9 +47,20 @@ def cmd_sweep_over(args, emit) -> int:
     reply = getattr(args, "reply", None)
     emit([SO.table(sweep)], args.format, args.output, reply, wide=args.wide,
          points=[r.record() for r in sweep.rows])
+    warn(sweep.warnings, reply, args.wide)
     if args.plot:
         plot_front(sweep, args.plot)
     return exitcodes.OK if any(r.est is not None for r in sweep.rows) else exitcodes.FAILED
+
+
+def warn(warnings, reply, wide: bool) -> None:
+    """The sweep's warnings into the JSON document (``--json``), else on stderr."""
+    if reply is not None:
+        reply.add(warnings)
+    else:
+        from accelctl.cli_common import print_diags
+
+        print_diags(warnings, wide=wide)
 
 
 def _run(args, overs, emit) -> int:
@@ -64,6 +75,7 @@ def _run(args, overs, emit) -> int:
     from accelctl.spec.catalog import DEVICES
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)
+    warn(sweep.warnings, getattr(args, "reply", None), args.wide)
     source = read_source(args.file)
     req = Request(engine=args.engine, runs_dir=args.runs_dir)
     facts = HostFacts.here()  # every point is planned for this machine: read once

@@ -59,6 +59,8 @@ class Sweep:
     rows: list[Row]
     work: str
     notes: list[str] = field(default_factory=list)
+    #: W233: an argument whose values changed no row (``unchanged``)
+    warnings: list[Diagnostic] = field(default_factory=list)
 
 
 def parse_overs(args: list[str]) -> list[O.Over]:
@@ -86,11 +88,14 @@ def points(overs: list[O.Over], zipped: bool) -> list[tuple[tuple[O.Over, ast.Va
 
 
 def _workload(file: ast.File, name: str | None) -> ast.Workload:
+    from accelctl.plan.select import no_workload
+
     ws = [w for w in file.workloads if name in (None, w.name)]
+    if not ws:
+        raise no_workload(file.path, name, [w.name for w in file.workloads])
     if len(ws) != 1:
         names = ", ".join(w.name for w in file.workloads)
-        raise AccelctlError(f"{file.path}: name one workload with -w ({names})" if ws else
-                            f"{file.path} has no workload '{name}' (workloads: {names})", exit_code=2)
+        raise AccelctlError(f"{file.path}: name one workload with -w ({names})", exit_code=2)
     return ws[0]
 
 
@@ -121,11 +126,6 @@ def _target_names(w: ast.Workload) -> tuple[str, ...]:
                  if type(it) is ast.Block and it.kind == "target" and isinstance(it.header, ast.Word))
 
 
-def _unknown_target(o: O.Over, v: ast.Value, names) -> Diagnostic:
-    return Diagnostic("E597", f"no target '{ast.value_text(v)}' (targets: {', '.join(names)})",
-                      O.Span.point(1, v.span.column, v.span.end_column - v.span.column), o.where, source_line=o.arg)
-
-
 def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: str | None = None,
              target: str | None = None, work: str | None = None, calibrations=None, estimate: bool = True,
              explain: bool = True) -> Sweep:
@@ -148,11 +148,14 @@ def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: 
         from accelctl.api import named_target
 
         named_target(base, target)
-    for o in overs:
-        if o.key == "target":
-            bad = [_unknown_target(o, v, names) for v in o.values if ast.value_text(v) not in names]
-            if bad:
-                raise WorkloadError(diagnostics=bad)
+    chooser = next((o for o in overs if o.key == "target"), None)  # it overrides -t at each point
+    evaluated = tuple(dict.fromkeys(v.name if isinstance(v, ast.Word) else ast.value_text(v)
+                                    for o in overs if o.key == "target" for v in o.values)) or (
+        (target,) if target else None)
+    unknown = O.check_names((base_w,), overs, evaluated, chooser.where if chooser else f"-t {target}",
+                            file.workloads)
+    if unknown:
+        raise WorkloadError(diagnostics=unknown)
     wk = W.parse_work(work) if work else None
     rows: list[Row] = []
     bad_values: dict[tuple, Diagnostic] = {}
@@ -181,7 +184,59 @@ def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: 
     if estimate:
         _jobs(sweep, base, wk)
         mark_pareto(sweep.rows)
+    sweep.warnings = unchanged(sweep)
     return sweep
+
+
+def unchanged(sweep: Sweep) -> list[Diagnostic]:
+    """W233 for each argument (a real key: the check took it) whose values changed nothing for
+    some target: every row of it that differs from another only in that key's value is the
+    same row (estimated, or, unestimated, the same checked workload and target).  Rows that
+    vary in another argument too (``--zip``) say nothing either way; the column stays."""
+    out, outcomes = [], {}
+    for o in sweep.overs:
+        if o.key == "target" or len(set(o.texts)) < 2:
+            continue
+        if not outcomes:
+            outcomes = {id(r): _outcome(r) for r in sweep.rows}
+        named = o.path[1] if o.path[0] in ("target", "targets") else None  # the other targets never took it
+        groups: dict[tuple, set] = {}
+        for r in (r for r in sweep.rows if named in (None, r.target)):
+            rest = tuple((k, v) for k, v in r.point.items() if k != o.key)
+            groups.setdefault((r.target, rest), set()).add((r.point.get(o.key), outcomes[id(r)]))
+        same: dict[str, bool] = {}  # target -> no row of it changed
+        for (t, _), g in groups.items():
+            if len({value for value, _ in g}) > 1:
+                same[t] = same.get(t, True) and len({outcome for _, outcome in g}) == 1
+        idle = [t for t, s in same.items() if s]
+        if not idle:
+            continue
+        moved = [t for t, s in same.items() if not s]
+        values = ", ".join(dict.fromkeys(o.texts))
+        message = f"{o.key}: its values ({values}) changed nothing: every row is the same at each of them" \
+            if not moved else f"{o.key}: its values ({values}) changed nothing for {', '.join(idle)}: their rows " \
+                              f"are the same at each of them (those of {', '.join(moved)} differ)"
+        what = "estimate" if any(r.est is not None for r in sweep.rows) else "checked workload"
+        raw = o.arg.partition("=")[0]
+        at = O.Span.point(1, 1 + len(raw) - len(raw.lstrip()), len(raw.strip()))
+        out.append(Diagnostic("W233", message, at, o.where, f"the {what} of {', '.join(idle)} does not depend on "
+                              f"{o.key} (a setting a run or another backend reads); the column is kept", "warning",
+                              o.arg))
+    return out
+
+
+def _outcome(r: Row):
+    """What a row says, but for its point: its refusal, its estimate's figures (those the
+    table and the record show, and the memory fit), or its checked workload and target."""
+    if r.refused is not None:
+        return r.refused.code, r.refused.message
+    e = r.est
+    if e is not None:
+        return (e.device, e.devices, e.status, e.unit, e.step_time_s, e.latency_s, e.throughput, e.bound_by,
+                e.memory_fit, e.fits, e.price_per_hour, r.hours, r.cost)
+    d = r.spec.to_dict()
+    d["targets"] = [t for t in d.get("targets", []) if t.get("name") == r.target]
+    return repr(d)
 
 
 def _check_group(path, text, members, overs, bad_values) -> dict[int, tuple]:

@@ -9,9 +9,11 @@ argument: ``--over batch.micro=0:1:13: error[E2..]: ...``.
 
 Key paths (``docs/cli.md``, "Sweep, pick, fit"): ``batch.micro``, ``precision``,
 ``parallel``, ``parallel.stage``, ``dataset.seq_len``, ``devices``, ``instance``,
-``optimize.compile``, ``target.NAME.KEY`` (one target only)...  A key a target may set
-(``schema.TARGET_KEYS`` and the target's blocks) is set inside every target; any other
-key on the workload.  ``target=a,b`` picks the target a point evaluates.
+``optimize.compile``, ``target.NAME.KEY`` (one target only), ``engine.slurm.partition`` (a
+block by the name in its header)...  A key a target may set (``schema.TARGET_KEYS`` and the
+target's blocks) is set inside every target; any other key on the workload.  ``target=a,b``
+picks the target a point evaluates.  A path that names no target, block or workload key
+there is refused in its argument before anything is applied (``check_names``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accelctl.dsl import ast
-from accelctl.errors import Diagnostic, Span, WorkloadError
+from accelctl.dsl.lexemes import is_name
+from accelctl.errors import Diagnostic, Span, WorkloadError, did_you_mean
 from accelctl.spec import schema as S
 
 #: the first line number of the spans of ``--over`` argument k (OVER_LINE + k)
@@ -74,10 +77,13 @@ def parse_over(arg: str, index: int = 0, flag: str = "--over") -> Over:
         raise WorkloadError(diagnostics=[_diag(arg, "E231", f"{flag} needs KEY=" + (
             "V1,V2,..." if flag == "--over" else "VALUE"), 1, f"e.g. {flag} batch.micro=8" + (
             ",16,32" if flag == "--over" else ""), max(len(arg), 1), flag)])
-    if "\n" in arg or any(not p or not (p[0].isalpha() or p[0] == "_") for p in key.split(".")):
-        raise WorkloadError(diagnostics=[_diag(arg, "E231", f"'{key}' is not a key path", 1,
-                                               "a dotted path of the language's keys: batch.micro, parallel, "
-                                               "dataset.seq_len, target.NAME.devices", max(len(key), 1), flag)])
+    if "\n" in arg or any(not is_name(p) for p in key.split(".")):
+        bad = next((i for i, p in enumerate(key.split(".")) if not is_name(p)), 0)
+        col, width = _segment(arg, bad)
+        raise WorkloadError(diagnostics=[_diag(arg, "E231", f"'{key}' is not a key path", col,
+                                               "a dotted path of the language's keys (ASCII letters, digits, '_', '-'; "
+                                               "no empty part): batch.micro, parallel, dataset.seq_len, "
+                                               "target.NAME.devices", width, flag)])
     shift = len(arg) - len(vals) - len(_PREFIX)  # text column -> argument column
     try:
         wl = _parse_values(_PREFIX + vals + "] }")
@@ -91,6 +97,15 @@ def parse_over(arg: str, index: int = 0, flag: str = "--over") -> Over:
     if not values:
         raise WorkloadError(diagnostics=[_diag(arg, "E231", f"{flag} needs at least one value", len(arg), flag=flag)])
     return Over(arg, ALIASES.get(key, key), values, index, flag)
+
+
+def _segment(arg: str, i: int) -> tuple[int, int]:
+    """(column, width) of part ``i`` of the key path of ``arg`` (``target.NAME.KEY``: 1 is NAME)."""
+    raw = arg.partition("=")[0]
+    col = 1 + len(raw) - len(raw.lstrip())
+    parts = raw.strip().split(".")
+    col += sum(len(p) + 1 for p in parts[:i])
+    return col, max(len(parts[i]) if i < len(parts) else 1, 1)
 
 
 def _parse_values(text: str) -> ast.Workload:
@@ -123,9 +138,21 @@ def relocate(diags: list[Diagnostic], overs: list[Over]) -> list[Diagnostic]:
         o = by_line.get(d.span.line) if d.span else None
         if o is not None:
             d = Diagnostic(d.code, d.message, Span.point(1, d.span.column, d.span.end_column - d.span.column),
-                           o.where, d.hint, d.severity, o.arg)
+                           o.where, _hint(d.hint, o), d.severity, o.arg)
         out.append(d)
     return out
+
+
+def _hint(hint: str, o: Over) -> str:
+    """A check's "remove KEY from target T" said of the argument that wrote it there: a key
+    every target took (``hpu_graphs``) is given to one target (``target.NAME.hpu_graphs``)."""
+    head, sep, name = hint.partition(" from target ")
+    if not (head.startswith("remove ") and sep and " " not in name):
+        return hint
+    if is_target_key(o.path):
+        return f"{o.flag} {o.key} goes into every target: set it in the targets it is for, " \
+               f"{o.flag} target.NAME.{o.key}={o.arg.partition('=')[2].strip()}"
+    return f"drop {o.where} (target {name} cannot take it)"
 
 
 def in_over(d: Diagnostic) -> bool:
@@ -142,10 +169,113 @@ def bad_value(d: Diagnostic) -> bool:
         "E502", "E503", "E508")
 
 
+# ------------------------------------------------------------------ what a key path names
+
+def check_names(workloads, overs: list[Over], evaluated: tuple[str, ...] | None = None,
+                chosen_by: str = "", file_workloads=()) -> list[Diagnostic]:
+    """Each argument whose key path names nothing ``workloads`` have (the ASTs it is applied to),
+    positioned in the argument, the hint naming what there is: a target no workload has
+    (``target.nope.devices``, ``target=nope``: E597), a target block or the target choice
+    where a key is meant (``target.h100``, ``--set target=h100``: E209), an engine no block
+    can be, or a workload's name (E202; of any workload of the file, ``file_workloads``).
+    ``evaluated``: the targets a sweep evaluates, as ``chosen_by`` chose them (a setting of
+    another one would change no row).  A key inside a block is the check pass's to refuse
+    (E202 and its did-you-mean)."""
+    workloads = list(workloads)
+    targets = [n for w in workloads for n in _target_names(w)]
+    names = tuple(dict.fromkeys(targets))
+    out = []
+    for o in overs:
+        path = o.path
+        if path[0] in ("target", "targets"):
+            if len(path) == 1:
+                if o.flag == "--over":
+                    out += [_no_target(o, _word(v), workloads, names, _value_at(v))
+                            for v in o.values if _word(v) not in names]
+                else:
+                    out.append(_at(o, "E209", "target is a block, not a key: a setting goes inside one target",
+                                   _segment(o.arg, 0), _example(o, names)))
+                continue
+            name = path[1]
+            if name not in names:
+                out.append(_no_target(o, name, workloads, names, _segment(o.arg, 1)))
+            elif evaluated is not None and name not in evaluated:
+                out.append(_at(o, "E597", f"target {name} is not one this sweep evaluates "
+                               f"({chosen_by or ', '.join(evaluated)}): its setting would change no row",
+                               _segment(o.arg, 1), f"evaluate it too: --over target={','.join((*evaluated, name))}"))
+            elif len(path) == 2:
+                out.append(_at(o, "E209", f"target {name} is a block, not a key: a setting goes inside it",
+                               _segment(o.arg, 1), _example(o, names)))
+        elif path[0] == "engine" and len(path) > 2 and path[1] not in S.ENGINE_KEYS:
+            out.append(_at(o, "E202", f"unknown engine '{path[1]}' in {o.key}", _segment(o.arg, 1),
+                           did_you_mean(path[1], S.ENGINE_KEYS)))
+        elif path[0] not in S.WORKLOAD_BLOCKS and path[0] not in S.WORKLOAD_KEYS and not is_target_key(path) \
+                and (path[0] == "workload" or path[0] in {w.name for w in (*workloads, *file_workloads)}):
+            rest = ".".join(path[1:]) or "KEY"
+            pick = f"-w {path[0]} " if path[0] != "workload" else ""
+            out.append(_at(o, "E202", f"'{path[0]}' is {'a workload' if pick else 'not a key'}: a key path "
+                           "starts inside the workload", _segment(o.arg, 0),
+                           f"{pick}{o.flag} {rest}={o.arg.partition('=')[2].strip()}"))
+    return out
+
+
+def _at(o: Over, code: str, message: str, at: tuple[int, int], hint: str) -> Diagnostic:
+    return _diag(o.arg, code, message, at[0], hint, at[1], o.flag)
+
+
+def _target_names(w: ast.Workload) -> list[str]:
+    return [_name(it) for it in w.items if _is_target(it) and _name(it)]
+
+
+def _word(v: ast.Value) -> str:
+    return v.name if isinstance(v, ast.Word) else ast.value_text(v)
+
+
+def _value_at(v: ast.Value) -> tuple[int, int]:
+    return v.span.column, v.span.end_column - v.span.column
+
+
+def _no_target(o: Over, name: str, workloads, names, at: tuple[int, int]) -> Diagnostic:
+    """E597 in the words of ``--target T`` (``accelctl.plan.select.named_target``)."""
+    whose = f"workload {workloads[0].name} has" if len(workloads) == 1 else \
+        f"workloads {', '.join(w.name for w in workloads)} have"
+    message = f"{whose} no target '{name}' (targets: {', '.join(names) or 'none'})"
+    return _at(o, "E597", message, at, did_you_mean(name, names) if names else "")
+
+
+def _example(o: Over, names) -> str:
+    """How to write what a block-valued argument may have meant: a key inside one target."""
+    value = o.arg.partition("=")[2].strip() or "VALUE"
+    if len(o.path) == 1:  # --set target=h100
+        name = value if value in names else (names[0] if names else "NAME")
+        return f"-t {name} picks the target; {o.flag} target.{name}.KEY=VALUE sets a key in it"
+    return f"name a key in it: {o.flag} target.{o.path[1]}.KEY={value} (devices, instance, parallel, precision, " \
+           "batch.micro, ...)"
+
+
 # ------------------------------------------------------------------ applying to the AST
 
 def is_target_key(path: tuple[str, ...]) -> bool:
+    """A key every target may set; ``engine.KEY`` is the workload's engine block (a target's
+    ``engine`` is a name only)."""
+    if path[0] == "engine" and len(path) > 1:
+        return False
     return path[0] in S.TARGET_KEYS or path[0] in S.TARGET_SPECIAL
+
+
+def find(items, path: tuple[str, ...]) -> tuple[int | None, tuple[str, ...]]:
+    """The index of the item of ``items`` that ``path`` goes into (None: none, it is added) and
+    the path left inside it: the first item of key ``path[0]``, or the block whose header
+    ``path[1]`` names (``engine.slurm.partition``: the ``engine slurm`` block's partition)."""
+    key, rest = path[0], path[1:]
+    if len(rest) > 1:
+        for i, it in enumerate(items):
+            if type(it) is ast.Block and it.kind == key and isinstance(it.header, ast.Word) \
+                    and it.header.name == rest[0]:
+                return i, rest[1:]
+        if named_block(key, rest):
+            return None, rest  # engine.kubernetes.namespace beside an engine slurm { }: a block of its own
+    return next((i for i, it in enumerate(items) if it[0] == key), None), rest
 
 
 def apply(w: ast.Workload, over: Over, value: ast.Value, targets: tuple[str, ...] | None = None) -> ast.Workload:
@@ -181,17 +311,10 @@ def _set_in_target(block: ast.Block, path, value, key_span) -> ast.Block:
 
 def _set(items: tuple, path: tuple[str, ...], value: ast.Value, key_span: Span) -> tuple:
     """``items`` with ``path`` set to ``value``: the item of that key replaced, or added."""
-    key, rest = path[0], path[1:]
-    out, done = [], False
-    for it in items:
-        if it[0] != key or done:
-            out.append(it)
-            continue
-        done = True
-        out.append(_set_item(it, rest, value, key_span))
-    if not done:
-        out.append(_new_item(key, rest, value, key_span))
-    return tuple(out)
+    i, rest = find(items, path)
+    if i is None:
+        return (*items, _new_item(path[0], rest, value, key_span))
+    return (*items[:i], _set_item(items[i], rest, value, key_span), *items[i + 1:])
 
 
 def _set_item(it, rest, value, key_span):
@@ -203,8 +326,8 @@ def _set_item(it, rest, value, key_span):
     if len(rest) == 1 and isinstance(head, (ast.Call, ast.Word)) and not (
             type(it) is ast.Block and any(i[0] == rest[0] for i in it.items)):
         call = head if isinstance(head, ast.Call) else ast.Call(head.name, (), (), head.span, head.span)
-        if type(it) is ast.Block and isinstance(head, ast.Call) and all(k.name != rest[0] for k in head.kwargs):
-            return it._replace(items=_set(it.items, rest, value, key_span))
+        if type(it) is ast.Block and (isinstance(head, ast.Word) or all(k.name != rest[0] for k in head.kwargs)):
+            return it._replace(items=_set(it.items, rest, value, key_span))  # task finetune { objective }
         kw = [k for k in call.kwargs if k.name != rest[0]] + [ast.KwArg(rest[0], value, value.span)]
         call = call._replace(kwargs=tuple(kw))
         return it._replace(header=call) if type(it) is ast.Block else it._replace(value=call)
@@ -218,7 +341,14 @@ def _new_item(key: str, rest, value, key_span):
         if key in ("precision", "task", "optimizer"):
             return ast.Statement(key, value, value.span, key_span)
         return ast.Entry(key, value, value.span, key_span)
+    if named_block(key, rest):  # engine.slurm.partition: engine slurm { partition = ... }
+        return ast.Block(key, ast.Word(rest[0], key_span), _set((), rest[1:], value, key_span), value.span, key_span)
     return ast.Block(key, None, _set((), rest, value, key_span), value.span, key_span)
+
+
+def named_block(key: str, rest: tuple[str, ...]) -> bool:
+    """``key.NAME.KEY...`` names a block headed by its name (``engine slurm { }``)."""
+    return key == "engine" and len(rest) > 1 and rest[0] in S.ENGINE_KEYS
 
 
 def drop_global(w: ast.Workload) -> ast.Workload:

@@ -101,6 +101,8 @@ class _Edits:
 def _written(key: str, rest: tuple[str, ...], value: ast.Value, top: bool = False) -> str:
     """``key = value`` (a nested path as its blocks); a workload-level statement (``top``) as
     the language writes it there: ``precision bf16``; inside a target: ``precision = bf16``."""
+    if rest and O.named_block(key, rest):
+        return f"{key} {rest[0]} {{ {_written(rest[1], rest[2:], value)} }}"
     if rest:
         return f"{key} {{ {_written(rest[0], rest[1:], value)} }}"
     sep = " " if top and key in STATEMENTS else " = "
@@ -109,8 +111,9 @@ def _written(key: str, rest: tuple[str, ...], value: ast.Value, top: bool = Fals
 
 def _edit_items(ed: _Edits, items, container_span: Span, path: tuple[str, ...], value: ast.Value,
                 top: bool = False) -> None:
-    key, rest = path[0], path[1:]
-    found = next((it for it in items if it[0] == key), None)
+    key = path[0]
+    i, rest = O.find(items, path)
+    found = None if i is None else items[i]
     if found is None:
         ed.before_close(container_span, _written(key, rest, value, top))
         return
@@ -123,7 +126,7 @@ def _edit_items(ed: _Edits, items, container_span: Span, path: tuple[str, ...], 
         return
     head = found.header if type(found) is ast.Block else found.value
     if len(rest) == 1 and isinstance(head, (ast.Call, ast.Word)):
-        if type(found) is ast.Block and isinstance(head, ast.Call) and all(k.name != rest[0] for k in head.kwargs):
+        if type(found) is ast.Block and (isinstance(head, ast.Word) or all(k.name != rest[0] for k in head.kwargs)):
             _edit_items(ed, found.items, found.span, rest, value)
             return
         call = head if isinstance(head, ast.Call) else ast.Call(head.name, (), (), head.span, head.span)
@@ -204,14 +207,18 @@ def write(text: str, file: ast.File, sets: list[O.Over]) -> str:
     return text
 
 
-def applied(path: str, text: str, sets: list[O.Over]) -> str:
+def applied(path: str, text: str, sets: list[O.Over], workload: str | None = None) -> str:
     """The text of the file at ``path`` with ``sets`` written in, checked to mean what the
     settings applied to its AST mean (E232 otherwise); diagnostics of a bad value point into
-    its ``--set`` argument."""
+    its ``--set`` argument, and so do those of a setting that names no target or key of the
+    workloads (``workload``: of that one, when the file has it; ``over.check_names``)."""
     from accelctl.dsl.parser import parse
     from accelctl.spec.check import check
 
     file = parse(text, path)
+    named = [w for w in file.workloads if w.name == workload] or list(file.workloads)
+    if unknown := O.check_names(named, sets, file_workloads=file.workloads):
+        raise WorkloadError(diagnostics=unknown)
     expected_file = file
     for o in sets:
         ws = []
