@@ -61,6 +61,12 @@ class Engine:
         before it launches anything; None: go ahead."""
         return None
 
+    def sh_preflight(self, plan: Plan) -> list[str]:
+        """The lines a ``plan -f sh`` script of ``plan`` runs before it writes anything (its
+        run folder is ``$run_dir``): what ``start_blocker`` checks for ``accelctl run``, in sh;
+        each refusal prints one line and exits 1.  ``[]``: nothing to check."""
+        return []
+
     def explain_failure(self, plan: Plan, log_text: str, started: dict[str, bool],
                         values: dict[str, str] | None = None) -> str | None:
         """A launch of ``plan`` exited non-zero without reporting why: this engine's reading of

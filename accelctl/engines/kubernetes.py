@@ -35,12 +35,16 @@ plugin registers ``aws.amazon.com/neuroncore`` for single NeuronCores and
 ``vpc.amazonaws.com/efa`` (EFA device plugin) when EFA is on.  ``/dev/shm`` is an
 ``emptyDir`` of medium ``Memory``.
 
-How events come back: the run folder lives on a shared volume -- a PersistentVolumeClaim
-(``volume_claim``) that the pods mount at ``volume_path`` and that the machine running
-accelctl has mounted at the same path, with the runs folder on it (``--runs-dir``).  The
-submitter fills ``ACCELCTL_RUN_DIR`` with the run folder, the ranks append ``rank<N>.jsonl``
-there, and accelctl's runner tails them as for a local run.  Without a volume there is no
-way back, so the plan is refused (E549).
+How the pods find their job and how events come back: the run folder lives on a shared
+volume -- a PersistentVolumeClaim (``volume_claim``) that the pods mount at ``volume_path`` and
+that the machine running accelctl has mounted at the same path, with the runs folder on it
+(``--runs-dir``).  ``ACCELCTL_RUN_DIR`` is ``{run_dir}`` in the manifest, filled with the run
+folder by whoever writes the run folder: the submitter (``kubernetes_scheduler.prepare``) and
+``plan -f sh``'s script (``sh_preflight`` first refuses a ``$run_dir`` off the volume).  The pods
+read ``job.json`` and the generated files there, the ranks append ``rank<N>.jsonl`` there, and
+accelctl's runner tails them as for a local run.  Without a volume there is no way back, so the
+plan is refused (E549).  Why not a ConfigMap for the files: its mount is read-only (the events
+need the volume anyway) and a ConfigMap holds at most 1 MiB.
 
 The plan's launch is the submission (``kubectl create -f {run_dir}/pytorchjob.json`` in
 effect), made by the run's supervisor in its own process through the kubernetes client
@@ -57,6 +61,7 @@ import functools
 import json
 import posixpath
 import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -217,7 +222,7 @@ def _resources(spec: WorkloadSpec, target: TargetSpec, s: dict) -> tuple[dict, i
 def manifest(spec: WorkloadSpec, target: TargetSpec, launch: Launch, s: dict) -> dict:
     """The PyTorchJob as a dict (what ``pytorchjob.json`` holds)."""
     limits, _ = _resources(spec, target, s)
-    env = [{"name": RUN_DIR_ENV, "value": ""},  # first: the values below refer to it
+    env = [{"name": RUN_DIR_ENV, "value": RUN_DIR},  # first: the values below refer to it
            {"name": envnames.EVENTS_DIR, "value": f"$({RUN_DIR_ENV})"}]
     env += [{"name": k, "value": placed(v)} for k, v in sorted(launch.env.items()) if k != envnames.EVENTS_DIR]
     mounts = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}, {"name": RUN_VOLUME, "mountPath": s["volume_path"]}]
@@ -326,17 +331,50 @@ class KubernetesEngine(Engine):
         from accelctl.engines import kubernetes_check
 
         job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
-        return [kubernetes_check.sdk_check(job), kubernetes_check.server_dry_run(job)]
+        return [kubernetes_check.sdk_check(job), kubernetes_check.server_dry_run(job, GROUP, VERSION, PLURAL)]
 
     def start_blocker(self, plan: Plan, runs_root: Path) -> str | None:
         """The runs folder must be on the shared volume, and a cluster must answer."""
         from accelctl.engines import kubernetes_check
 
-        job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
-        container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-        mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == RUN_VOLUME)
+        mount, _ = run_volume(plan)
         if Path(mount) not in (runs_root, *runs_root.parents):
             return (f"the runs folder {runs_root} is not on the shared volume the pods mount at {mount}: mount the "
                     f"PVC at {mount} here too and run with --runs-dir {mount}/runs")
         return kubernetes_check.cluster_missing()
 
+    def sh_preflight(self, plan: Plan) -> list[str]:
+        """What the script checks before it writes anything, as ``start_blocker`` does for
+        ``accelctl run``: ``$run_dir`` is a folder on the volume (the manifest's
+        ``ACCELCTL_RUN_DIR`` is ``$run_dir``: the pods read the job there), without ``.``/``..``
+        (the volume's path must lead to it) or ``$`` (the kubelet's ``$(VAR)``); and ``kubectl``
+        is there.  (The script itself refuses what no JSON file can hold as written.)"""
+        mount, claim = run_volume(plan)
+
+        def refuse(why: str, *args: str) -> str:
+            """printf's format is ours (no value in it); the values are its quoted arguments."""
+            return " ".join(["printf", shlex.quote(f"accelctl plan: {why}\\n"), *args, ">&2; exit 1"])
+
+        on = (shlex.quote(mount), shlex.quote(claim))
+        return [
+            f'case "$run_dir" in {on[0]}|{on[0]}/*) ;; *) '
+            + refuse("the run folder %s is not under %s, where the pods mount PVC %s: set RUN_DIR to a folder "
+                     "under it (the PVC mounted here at the same path)", '"$run_dir"', *on) + " ;; esac",
+            'case "$run_dir" in */.|*/./*|*/..|*/../*) '
+            + refuse("the run folder %s has a . or .. in its path: the pods reach it by this path", '"$run_dir"')
+            + " ;; esac",
+            'case "$run_dir" in *[$]*) '
+            + refuse("the run folder %s holds a $, which the kubelet would read as $(VAR) in the pods' "
+                     "ACCELCTL_RUN_DIR", '"$run_dir"') + " ;; esac",
+            "command -v kubectl >/dev/null || { "
+            + refuse("kubectl is not on PATH: the script submits the job with it") + "; }",
+        ]
+
+
+def run_volume(plan: Plan) -> tuple[str, str]:
+    """(the path the pods mount the run volume at, its PVC), as the plan's manifest has them."""
+    job = json.loads(next(f.content for f in plan.files if f.path == MANIFEST))
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    mount = next(m["mountPath"] for m in pod["containers"][0]["volumeMounts"] if m["name"] == RUN_VOLUME)
+    claim = next(v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if v["name"] == RUN_VOLUME)
+    return mount, claim

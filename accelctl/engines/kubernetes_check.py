@@ -123,9 +123,8 @@ def cluster_missing() -> str | None:
     return None
 
 
-def server_dry_run(job: dict) -> CheckResult:
-    from accelctl.engines.kubernetes import GROUP, PLURAL, VERSION
-
+def server_dry_run(job: dict, group: str, version: str, plural: str) -> CheckResult:
+    """``job`` created with ``dry_run="All"`` as the custom resource ``group/version`` ``plural``."""
     why = load_config()
     if why:
         return not_run(DRY_RUN_TOOL, why)
@@ -135,7 +134,7 @@ def server_dry_run(job: dict) -> CheckResult:
     namespace = job["metadata"].get("namespace", "default")
     try:
         client.CustomObjectsApi().create_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, job, dry_run="All", _request_timeout=CONNECT_TIMEOUT_S)
+            group, version, namespace, plural, job, dry_run="All", _request_timeout=CONNECT_TIMEOUT_S)
     except ApiException as exc:
         said = _api_message(exc)
         if exc.status in (401, 403) or (exc.status or 0) >= 500:

@@ -36,9 +36,10 @@ JOB_FILE = "kubernetes_job"
 
 
 def prepare(job: dict, run_dir: Path) -> dict:
-    """The manifest for this run: its own name, ``ACCELCTL_RUN_DIR`` filled in.  Raises
-    ``ValueError`` when the run folder is not on the job's shared volume."""
-    from accelctl.engines.kubernetes import RUN_DIR_ENV, RUN_VOLUME
+    """The manifest for this run: its own name, ``ACCELCTL_RUN_DIR`` filled in (``$`` written
+    ``$$``: the kubelet expands ``$(VAR)`` in env values).  Raises ``ValueError`` when the run
+    folder is not on the job's shared volume."""
+    from accelctl.engines.kubernetes import RUN_DIR_ENV, RUN_VOLUME, escape
 
     job = json.loads(json.dumps(job))
     for replica in job["spec"]["pytorchReplicaSpecs"].values():
@@ -49,7 +50,7 @@ def prepare(job: dict, run_dir: Path) -> dict:
                                  f"pods): mount the PVC at {mount} here too and run with --runs-dir under it")
             for env in container.get("env", []):
                 if env["name"] == RUN_DIR_ENV:
-                    env["value"] = str(run_dir)
+                    env["value"] = escape(str(run_dir))
     suffix = hashlib.sha256(str(run_dir).encode()).hexdigest()[:8]
     job["metadata"]["name"] = f"{job['metadata']['name']}-{suffix}"
     return job

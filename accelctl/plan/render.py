@@ -6,7 +6,10 @@
 * ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files (byte for byte, each
   as one single-quoted ``printf`` word: no heredoc a value could end) and runs the launches
   (``{run_dir}`` is ``$RUN_DIR`` or ``./run``; ``{free_port}`` is ``$FREE_PORT`` or a port the
-  script asks the kernel for, as the runner does);
+  script asks the kernel for, as the runner does).  What is not in a quoted word -- the names
+  of its comment line, environment names, file names -- is refused whole when it could leave
+  its line or word (``sh_unsafe``); the engine's ``sh_preflight`` lines check the run folder
+  first (Kubernetes: on the pods' volume), and a scheduler's job is written as the runner's;
 * ``render_plan(plan, fmt)``: ``text``, ``json`` or ``sh``;
 * ``diff_texts`` / ``plan_diff``: a unified diff of two rendered plans (``accelctl plan
   --diff`` and the TUI's plan diff).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import shlex
 
 from accelctl.contract.placeholders import ENV_PLACEHOLDER_ROLES, fill
@@ -127,16 +131,25 @@ def unset_warning(var: str) -> str:
 
 
 def render_plan_sh(plan: Plan) -> str:
-    out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
-           "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', 'mkdir -p "$run_dir/events"',
-           'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
-    bad = plan.unwritable(nul_only=True)
-    if bad is not None:  # a raw NUL in a shell word is cut there: the shell would run another command
+    """The script (module doc); refused whole (``PlanError``) where a value would leave its line
+    or its quoting (``sh_unsafe``).  An engine's ``sh_preflight`` lines run before anything is
+    written (Kubernetes: ``$run_dir`` on the pods' volume)."""
+    bad = sh_unsafe(plan)
+    if bad is not None:
         raise PlanError(f"plan -f sh: {bad}; not rendered")
+    from accelctl.plan.registry import ENGINES
+
+    engine = ENGINES.get(plan.engine)
+    # a file holding the run folder (a scheduler's job.json does) holds it as it is
+    written = plan.request is not None or any(RUN_DIR in f.content for f in plan.files)
+    out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
+           "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', *([RUN_DIR_GUARD] if written else []),
+           *(engine.sh_preflight(plan) if engine else []),
+           'mkdir -p "$run_dir/events"', 'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
     plan, missing = env_filled(plan)
     # what is still unset here is the script's to read from its own environment, or to stop on
     out += [f': "${{{var}:?set {var} to the optimum-habana checkout}}"' for var in missing]
-    files = [*((f.path, f.content) for f in plan.files), ("job.json", plan.job.to_json())]
+    files = [(f.path, f.content) for f in plan.files]
     if any(FREE_PORT in t for t in [*(c for _, c in files), *(ln.shell() for ln in plan.launches)]):
         out.append('free_port="${FREE_PORT:-$(python3 -c ' + shlex.quote(FREE_PORT_PY) + ')}"')
     executable = {f.path for f in plan.files if f.executable}
@@ -144,9 +157,47 @@ def render_plan_sh(plan: Plan) -> str:
         out.append(write_file_sh(path, content))
         if path in executable:
             out.append(f"chmod +x \"$run_dir\"/{shlex.quote(path)}")
+    # last, as the runner writes it (the job wins over a file of its name); a scheduler's job as the
+    # runner's: its ranks' stdout is the scheduler's log, the run folder is where their events come back
+    out.append(job_sh(plan.job) if plan.request is not None else write_file_sh("job.json", plan.job.to_json()))
     for launch in plan.launches:
         out.append(_fill_placeholders(launch.shell()))
     return "\n".join(out) + "\n"
+
+
+#: a shell variable name (``NAME=value`` before a command is an assignment only then)
+_SH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def sh_unsafe(plan: Plan) -> str | None:
+    """What of ``plan`` the script could not hold as written, naming it (None: nothing).  Every
+    value reaches the script quoted (one single-quoted word: ``shlex.quote``) except the names
+    in its comment line, which must be printable (no control character, line or paragraph
+    separator: the shell ends a comment at a newline and runs the next line), and each
+    launch's environment names, written ``NAME=word``, which must be shell names; a NUL cuts
+    any word; a generated file's name must be printable too (it is quoted, but no file is
+    meant to be named so)."""
+    for what, text in (("workload name", plan.workload), ("target name", plan.target), ("backend", plan.backend)):
+        if not text.isprintable():
+            return f"the {what} {text!r} holds {_unprintable(text)}, which its comment line cannot hold"
+    for f in plan.files:
+        if not f.path.isprintable():
+            return f"the generated file name {f.path!r} holds {_unprintable(f.path)}"
+    for launch in plan.launches:
+        for name in launch.env:
+            if not _SH_NAME.fullmatch(name):
+                return f"launch {launch.name}'s environment name {name!r} is not a shell variable name"
+    return plan.unwritable(nul_only=True)  # a raw NUL in a shell word is cut there
+
+
+def _unprintable(text: str) -> str:
+    """The first character of ``text`` that ``str.isprintable`` refuses, named."""
+    import unicodedata
+
+    ch = next(c for c in text if not c.isprintable())
+    if unicodedata.category(ch) == "Cc":
+        return f"the control character \\x{ord(ch):02x}"
+    return f"the character U+{ord(ch):04X} ({unicodedata.name(ch, unicodedata.category(ch))})"
 
 
 def _fill_placeholders(quoted: str) -> str:
@@ -156,6 +207,35 @@ def _fill_placeholders(quoted: str) -> str:
     shell_values = {RUN_DIR: "'\"$run_dir\"'", FREE_PORT: "'\"$free_port\"'"}
     shell_values.update({p: f"'\"${var}\"'" for p, var in ENV_PLACEHOLDERS.items()})
     return fill(quoted, shell_values)
+
+
+#: the files the script writes hold the run folder as it is (``{run_dir}``, the job's ``events_dir``):
+#: a JSON string, a line of a script or hostfile end at what this refuses
+RUN_DIR_GUARD = (r'case "$run_dir" in *[\\\"]*|*[[:cntrl:]]*) printf '
+                 + shlex.quote("accelctl plan: the run folder %s holds a backslash, a double quote or a control "
+                               "character, which the files it writes do not carry as written: set RUN_DIR\\n")
+                 + ' "$run_dir" >&2; exit 1 ;; esac')
+
+
+def job_sh(job) -> str:
+    """The sh line that writes ``job.json`` as the runner does for a run (``store.job_for_run``):
+    ``run_id`` the run folder's name, ``events_dir`` the run folder, where the ranks append
+    their events (a plan whose launches run here keeps ``events_dir`` empty: a script run by
+    hand prints its events).  The job is data (no placeholder in it), so each of the two is
+    written as a marker of its own, then its JSON string is replaced by the shell's value in
+    the quoted word."""
+    import dataclasses
+    import secrets
+
+    marks = {f"accelctl-{secrets.token_hex(16)}": value for value in ('"${run_dir##*/}"', '"$run_dir"')}
+    run_id, events_dir = marks
+    text = dataclasses.replace(job, run_id=run_id, events_dir=events_dir).to_json()
+    quoted = shlex.quote(text)
+    for mark, value in marks.items():
+        if text.count(mark) != 1:  # a workload string holding a fresh random token: never, but not silently
+            raise PlanError(f"plan -f sh: job.json holds {mark} more than once; not rendered")
+        quoted = quoted.replace(mark, f"'{value}'")
+    return f"printf '%s' {quoted} > \"$run_dir\"/job.json"
 
 
 def write_file_sh(path: str, content: str) -> str:

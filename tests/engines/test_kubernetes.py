@@ -76,7 +76,7 @@ def test_targets_render_a_pytorchjob_the_sdk_accepts(target, backend, nodes, res
     assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in volumes
     assert {"name": "accelctl-run", "persistentVolumeClaim": {"claimName": "runs"}} in volumes
     assert {"name": "accelctl-run", "mountPath": "/shared"} in c["volumeMounts"]
-    assert c["env"][0] == {"name": "ACCELCTL_RUN_DIR", "value": ""}
+    assert c["env"][0] == {"name": "ACCELCTL_RUN_DIR", "value": "{run_dir}"}  # the run folder, filled per run
     assert c["args"][-1] == "$(ACCELCTL_RUN_DIR)/job.json"
     if backend == "deepspeed":
         assert c["command"] == ["python", "-m", "deepspeed.launcher.runner"]
@@ -177,7 +177,7 @@ def test_the_manifest_rendered_from_the_request_expands_to_each_pods_launch(targ
         assert [kubelet_expand(a, values) for a in c["args"]] == list(launch.argv[1:])
         assert tuple(c["command"]) == k8s.HEADS[launch.argv[0]]
     env = {e["name"]: kubelet_expand(e["value"], {"ACCELCTL_RUN_DIR": "{run_dir}"}) for e in c["env"]}
-    assert env.pop("ACCELCTL_RUN_DIR") == "" and env == nodes.launches[0].env
+    assert env.pop("ACCELCTL_RUN_DIR") == "{run_dir}" and env == nodes.launches[0].env
 
 
 def test_the_backends_env_is_escaped_for_kubernetes():

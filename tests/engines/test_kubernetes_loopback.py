@@ -44,7 +44,7 @@ workload tiny_k8s {
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
-    c = LoopbackCluster(tmp_path)
+    c = LoopbackCluster(tmp_path, claims={"runs": tmp_path})  # the PVC runs: the folder the plans mount
     cfg = tmp_path / "kubeconfig"
     cfg.write_text(c.kubeconfig())
     monkeypatch.setenv("KUBECONFIG", str(cfg))
