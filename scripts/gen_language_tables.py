@@ -281,7 +281,9 @@ def engine_tables() -> str:
 BASE = "workload w {\n  task pretrain { }\n  model bert()\n"
 
 #: (code, meaning, example, mode): mode "line" puts the example inside a minimal
-#: pretrain workload; "file" uses it as the whole file; "text" is shown as is (not run)
+#: pretrain workload; "file" uses it as the whole file; "arg" parses the command line's last
+#: argument; "over" checks what that argument names against the minimal workload with a
+#: target cpu; "text" is shown as is (not run)
 DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E001", "no such file (also a broken symbolic link, or a path through a file: `ok.wl/x`)",
      "accelctl validate nope.wl", "text"),
@@ -306,7 +308,9 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E107", "unmatched `}`", "workload w { } }", "file"),
     ("E108", "a unit where no number precedes it", "workload w { x = f(a GB) }", "file"),
     ("E201", "unknown block", "tasks { }", "line"),
-    ("E202", "unknown key (or fp8 recipe settings on another precision)", "measure { warmpu = 3 }", "line"),
+    ("E202", "unknown key (or fp8 recipe settings on another precision); in a `--set`/`--over` key path also a "
+             "workload's name (`-w` picks the workload) or an engine no block is of (`engine.NAME.KEY`)",
+     "measure { warmpu = 3 }", "line"),
     ("E203", "unknown value of a choice (precision, task, optimizer, strategy ...)", "precision bf61", "line"),
     ("E204", "duplicate key, argument, engine, or batch size given twice", "measure { steps = 3  steps = 4 }",
      "line"),
@@ -316,7 +320,9 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E207", "missing required part: task, model, max_new_tokens, a target's device, a name",
      "workload w { task pretrain { } }", "file"),
     ("E208", "a setting written without `=`", "measure { steps five }", "line"),
-    ("E209", "a setting written as a block, or a block written as a setting", "batch micro", "line"),
+    ("E209", "a setting written as a block, or a block written as a setting; a `--set`/`--over` key path that "
+             "ends at a block (`target.NAME`, `batch`) or `--set target=` (`-t` picks the target)",
+     "batch micro", "line"),
     ("E210", "unknown argument of a call", "optimizer sgd(lr = 0.1, mom = 0.9)", "line"),
     ("E211", "unknown model architecture", "workload w { task pretrain { } model bret() }", "file"),
     ("E212", "no workload in the file", "# empty", "file"),
@@ -337,11 +343,17 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
              "optimizer or seed changed (`--force` compares anyway; exit 2)",
      "accelctl compare A B (B ran another workload)", "text"),
     ("E231", "`sweep --over KEY=V1,V2` / `--set KEY=VALUE`: an argument that is not a key path and its value(s) "
-             "(no `=`, no value, a key that is not a dotted path of the language's keys, several values for `--set`)",
+             "(no `=`, no value, a key that is not a dotted path of the language's names -- an empty part, a "
+             "non-ASCII letter: positioned at that part --, several values for `--set`)",
      "accelctl sweep F --over micro", "arg"),
     ("E232", "`--set KEY=VALUE`: the setting cannot be written into the file's text so that it means what the "
              "setting means (the edited file re-parsed and checked differs): edit the file itself",
      "accelctl plan F --set KEY=VALUE", "text"),
+    ("E597", "a target the workload does not have, named by `--target T` (`plan`, `run`, `estimate`, `sweep`, "
+             "`doctor --plan`: positioned at its first target) or by a `--set`/`--over` key path "
+             "(`target.NAME.KEY`, `--over target=a,b`: positioned at the name in the argument; a sweep's "
+             "`target.NAME.KEY` must name a target it evaluates); the hint names the closest (exit 1)",
+     "accelctl plan F --set target.cpuu.devices=2", "over"),
     ("E235", "`checkpoint` on a generate/infer task", "workload w { task generate { max_new_tokens = 5 } "
                                                       "model bloom()\n  checkpoint { every = 5 steps } }", "file"),
     ("E236", "`checkpoint` without `every`", "checkpoint { keep = 3 }", "line"),
@@ -367,6 +379,10 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'engine slurm { partition = "debug; rm -rf /" }', "line"),
     ("E217", "not HOST:PORT", 'engine torchrun { rdzv_endpoint = "node0" }', "line"),
     ("E218", "a control character in a string (tab and newline are allowed)", 'description = "a\\x01b"', "text"),
+    ("E109", "a name, number, unit or string no workload text can hold (a name that is not a NAME token, a "
+             "number that is not an int or a float, a string that is not UTF-8): only an AST made by a program, "
+             "or read from anywhere but the text, holds one; the checker refuses it at its place",
+     "api.check(File with Word(name='a b'))", "text"),
     ("E401", "global batch ≠ micro × accumulation × data-parallel size",
      "batch { micro = 8  global = 100 }\n  target cpu { devices = 2 }", "line"),
     ("E402", "nodes × devices not divisible by tensor × pipeline parallel",
@@ -378,7 +394,8 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E406", "setting that does not apply to the task (training setting on generate/infer, optimizer on "
              "inference, batch_size on training, target_column without seq2seq)",
      "workload w { task generate { max_new_tokens = 5  train_steps = 10 } model gpt2() }", "file"),
-    ("E407", "hidden size not divisible by the number of heads",
+    ("E407", "an architecture's sizes at odds with each other: hidden not divisible by heads (without head_dim), "
+             "more key/value heads than heads or heads not a multiple of them, experts_per_token past experts",
      "workload w { task pretrain { } model bert(hidden = 65, heads = 4) }", "file"),
     ("E408", "the model family cannot do the task", "workload w { task generate { max_new_tokens = 5 } "
                                                    "model bert() }", "file"),
@@ -401,11 +418,13 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
              "config.json found): it would be planned and priced as the stand-in",
      'workload w { task pretrain { } model hf("someone/unknown-7b") { family = llama } '
      'target g { device = h100 } }', "file"),
-    ("E426", "the model's config.json cannot be used: no such file, not JSON, a model_type without "
-             "formulas, a size missing", 'workload w { task pretrain { } model hf("someone/x") '
+    ("E426", "the model's config.json cannot be used: no such file, not a regular file, over 4 MiB, not UTF-8 "
+             "or JSON, a model_type without formulas (a config the workload names), a size missing, not a whole "
+             "number from 1 to 10_000_000, or sizes at odds (as E407)", 'workload w { task pretrain { } model hf("someone/x") '
                                          '{ family = llama  config = "no/such/config.json" } }', "file"),
     ("W426", "warning: `hub = online`, but config.json could not be fetched (no network, HF_HUB_OFFLINE, "
-             "a timeout): the shape is unknown",
+             "a timeout), or one found on its own (a local model's folder, the HF cache) has a model_type without "
+             "formulas: the shape is unknown",
      'workload w { task pretrain { } model hf("someone/x") { family = llama  hub = online } }', "file"),
     ("E414", "a catalogued Hub dataset without the config name it requires, or a config name on a dataset "
              "not from the Hub", 'dataset hf("cnn_dailymail")', "line"),
@@ -453,6 +472,7 @@ def run_example(code: str, example: str, mode: str) -> str:
                 "E005": f"nesting deeper than {MAX_NESTING} levels",
                 "E006": _errors_past_the_limit(2),
                 "E218": "description holds the control character \\x01",
+                "E109": "'a b' is not a name",
                 "E226": "not compared: B (RUN_ID) is incomplete: only complete runs are compared",
                 "E227": "not compared: different workloads: A ran bert, B ran t5",
                 "E232": "--set KEY=VALUE: the setting cannot be written into F as it reads (the edited file would "
@@ -464,6 +484,15 @@ def run_example(code: str, example: str, mode: str) -> str:
             parse_over(example.rsplit(" ", 1)[-1])
         except WorkloadError as exc:
             return exc.diagnostics[0].message
+        raise AssertionError(f"example of {code} does not produce it")
+    if mode == "over":  # what a --set/--over argument names (accelctl.spec.over.check_names)
+        from accelctl.spec.over import check_names, parse_over
+
+        flag, arg = example.rsplit(" ", 2)[-2:]
+        file = parse(BASE + "  target cpu { }\n}\n", "example.wl")
+        for d in check_names(file.workloads, [parse_over(arg, flag=flag)]):
+            if d.code == code:
+                return d.message
         raise AssertionError(f"example of {code} does not produce it")
     text = BASE + f"  {example}\n}}\n" if mode == "line" else example + "\n"
     try:

@@ -13,6 +13,9 @@ traceback; ``compare`` refuses it, an incomplete run and runs of different workl
 (exit 2, E226/E227) unless ``--force``.  Without RUN,
 ``report`` takes every ok run of the store (``--all``: any status); ``--reference``
 alone prints the seeds' published tables, with RUN it places the runs next to them.
+``--tensorboard``, ``--mlflow`` and ``--wandb`` are ``accelctl.report.exports``: their settings
+and places checked before any table, the exports written after it (a place that cannot be
+written: exit 1, one line naming the path and the errno, nothing partial left).
 With ``--json`` (``-f json``) the tables fill the JSON document's result (``accelctl.reply``)
 and a failure raises ``AccelctlError``: ``accelctl.cli.main`` writes it as text or into the
 document.  This module imports nothing heavy at module level (no torch, rich or matplotlib).
@@ -118,17 +121,25 @@ def _plot(entries: list, path: str, title: str, runs: list, reference: bool = Fa
 
 
 def cmd_report(args) -> int:
-    from accelctl.report.tables import report_tables, scaling_tables
+    from accelctl.report.exports import prepare
 
     records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
-    from accelctl.run.tracking import settings
+    # the trackers' settings and places, checked before any table is printed: exit 2 naming the
+    # setting, 1 naming a place that cannot be written (accelctl.report.exports)
+    exports = prepare(args)
+    try:
+        code, reported = _report(args, records)
+        if reported:
+            exports.write(records)
+        return code
+    finally:
+        exports.discard()  # what an export that did not finish made
 
-    # the trackers' settings, checked before any table is printed: exit 2 naming the setting
-    if args.mlflow is not None:
-        args.mlflow = settings.mlflow_uri(args.mlflow)
-    wandb_on = args.wandb is not None and settings.wandb_settings()
-    if args.tensorboard is not None:
-        settings.tensorboard_dir(args.tensorboard)
+
+def _report(args, records: list) -> tuple[int, bool]:
+    """The tables (and plot) of ``records``: (exit code, whether there was anything to report)."""
+    from accelctl.report.tables import report_tables, scaling_tables
+
     entries = _entries(records)
     reply = getattr(args, "reply", None)
     if not entries and not args.reference:
@@ -139,7 +150,7 @@ def cmd_report(args) -> int:
             reply.result = {"tables": []}
             if args.runs:
                 reply.fail("NoRuns", message)
-        return exitcodes.OK if not args.runs else exitcodes.FAILED
+        return (exitcodes.OK if not args.runs else exitcodes.FAILED), False
     tables = []
     if args.reference:
         from accelctl.report.reference import load_reference, reference_tables, table_entries
@@ -159,85 +170,22 @@ def cmd_report(args) -> int:
     if args.plot:
         _plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""),
               entries, reference=args.reference)
-    if args.tensorboard:
-        from accelctl.report.tensorboard import export_run
-
-        for r in records:
-            try:
-                path = export_run(r, args.tensorboard)
-            except ModuleNotFoundError as exc:
-                raise AccelctlError(f"--tensorboard needs tensorboard ({exc}); "
-                                    "pip install 'accelctl[report]'") from None
-            print(f"wrote {path}", file=sys.stderr)
-    if args.mlflow is not None:
-        _mlflow(records, args.mlflow)
-    if wandb_on:
-        _wandb(records, args.wandb, args.wandb_dir, args.runs_dir)
-    return exitcodes.OK
-
-
-def _wandb(records: list, project: str, out_dir: str | None, runs_dir: str | None) -> None:
-    """``--wandb [PROJECT]``: log each run to W&B offline; print the ``wandb sync`` step.
-    A folder wandb cannot write is E596 (an ``AccelctlError``), never a traceback."""
-    from accelctl.run.store import runs_root
-
-    def unwritable(exc: Exception) -> AccelctlError:
-        return AccelctlError(diagnostics=[Diagnostic(
-            "E596", f"wandb could not log the runs offline: {str(exc).splitlines()[0]}",
-            path="accelctl report --wandb", hint="--wandb-dir DIR: a writable folder")])
-
-    out = Path(out_dir or runs_root(runs_dir)).expanduser().absolute()
-    try:  # before wandb's import (~1 s of CPU): a folder that cannot be made is refused at once
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise unwritable(exc) from None
-    try:
-        import wandb
-
-        from accelctl.report.wandb_export import export_runs
-    except ModuleNotFoundError as exc:
-        raise AccelctlError(f"--wandb needs wandb ({exc}); pip install 'accelctl[track]'") from None
-    try:
-        done = export_runs(records, project or None, out)
-    except (wandb.Error, OSError) as exc:
-        raise unwritable(exc) from None
-    for record, folder in done:
-        print(f"wandb: logged {record.id} offline -> {folder}", file=sys.stderr)
-    if done:
-        import shlex
-
-        print("wandb: upload with: wandb sync " + " ".join(shlex.quote(str(f)) for _, f in done), file=sys.stderr)
-
-
-def _mlflow(records: list, uri: str) -> None:
-    """``--mlflow [URI]``: log each run to an MLflow store; a store MLflow refuses is one
-    line (E595), never a traceback."""
-    try:
-        from accelctl.report.mlflow_export import experiment_of, export_runs
-        from mlflow.exceptions import MlflowException
-    except ModuleNotFoundError as exc:
-        raise AccelctlError(f"--mlflow needs mlflow-skinny ({exc}); scripts/setup.sh --test installs it "
-                            "(or pip install 'accelctl[track]' mlflow-skinny==3.17.2)") from None
-    try:
-        tracking_uri, done = export_runs(records, uri or None)
-    except (MlflowException, OSError) as exc:
-        message = str(getattr(exc, "message", exc)).splitlines()[0]
-        raise AccelctlError(diagnostics=[Diagnostic(
-            "E595", f"MLflow store {uri or '(default)'} refused the runs: {message}",
-            path="accelctl report --mlflow", hint="an sqlite:///FILE.db URI, a folder, "
-            "or an http(s):// tracking server")]) from None
-    for record, run_id, what in done:
-        print(f"mlflow: {what} {record.id} -> run {run_id} (experiment {experiment_of(record)})", file=sys.stderr)
-    print(f"mlflow: {tracking_uri}", file=sys.stderr)
+    return exitcodes.OK, True
 
 
 def cmd_compare(args) -> int:
-    from accelctl.analysis.compare import TOLERANCE
+    from accelctl.analysis.compare import NOT_COMPLETE, TOLERANCE
     from accelctl.report.compare import INCONCLUSIVE, REFUSED, REGRESSION, compare, compare_table
     from accelctl.report.entry import entry_from_series
     from accelctl.run.store import load_run, series_runs
 
     runs = [series_runs(load_run(x, args.runs_dir)) for x in (args.a, args.b)]
+    unreadable = [(side, r) for side, rs in zip("AB", runs) for r in rs if r.unreadable]
+    if unreadable:  # as ``runs`` and ``report`` read it: no figures to compare, --force or not
+        raise AccelctlError(diagnostics=[Diagnostic(NOT_COMPLETE, f"not compared: {side} ({r.id}) is {r.status}",
+                                                    path="accelctl compare",
+                                                    hint="an unreadable run has no figures: --force does not apply")
+                                         for side, r in unreadable], exit_code=EXIT_REFUSED)
     a, b = (entry_from_series(r) for r in runs)
     tolerance = TOLERANCE if args.tolerance is None else args.tolerance
     c = compare(a, b, confidence=args.confidence, tolerance=tolerance, force=args.force)
@@ -352,7 +300,7 @@ def add_compare(sub) -> None:
                    help="exit 3 when B is significantly slower (the CI over independent runs lies below 1), "
                         "5 (inconclusive) when there is no verdict (fewer than 3 runs a side)")
     c.add_argument("--force", action="store_true",
-                   help="compare incomplete or unreadable runs and runs of different workloads anyway")
+                   help="compare incomplete, failed or stopped runs and runs of different workloads anyway (never an unreadable one)")
     _common(c)
     c.set_defaults(fn=_guarded(cmd_compare))
 

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from accelctl.dsl import ast
+from accelctl.dsl.lexemes import value_problems
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec import check_shape as CS
 from accelctl.spec.stack import check_stack
-from accelctl.spec.models import FAMILIES, KNOWN_MODELS, OPTIONAL, real_architecture, stand_in_for
+from accelctl.spec.models import (FAMILIES, KNOWN_MODELS, MAX_SIZE, OPTIONAL, real_architecture, shape_problems,
+                                  stand_in_for)
 from accelctl.spec.types import (
     CheckpointSpec,
     MeasureSpec,
@@ -193,8 +195,8 @@ def batch_size_of(task_item: ast.Item | None, ctx: Ctx) -> tuple[int, Span] | No
 def _shape_table(family: str) -> dict[str, V.VType]:
     """The value types of an architecture's size arguments (built once per family)."""
     table = {k: (V.boolean() if isinstance(d, bool) else V.number(positive=True, hi=1e4) if isinstance(d, float)
-                 else V.integer(1, 10**7)) for k, d in FAMILIES[family].shape.items()}
-    table.update({k: V.boolean() if k == "attn_bias" else V.integer(1, 10**7) for k in OPTIONAL.get(family, ())})
+                 else V.integer(1, MAX_SIZE)) for k, d in FAMILIES[family].shape.items()}
+    table.update({k: V.boolean() if k == "attn_bias" else V.integer(1, MAX_SIZE) for k in OPTIONAL.get(family, ())})
     return table
 
 
@@ -210,9 +212,8 @@ def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, di
     if isinstance(call, ast.Call):
         table = _shape_table(fam.name)
         shape.update(call_kwargs(call, table, ctx, f"{call.name}(...)"))
-        if "hidden" in shape and "heads" in shape and shape["hidden"] % shape["heads"]:
-            ctx.error("E407", f"hidden = {shape['hidden']} is not divisible by heads = {shape['heads']}",
-                      call.span, "attention splits the hidden size evenly across heads")
+        for message, hint in shape_problems(shape):
+            ctx.error("E407", message, call.span, hint)
     return fam.name, shape
 
 
@@ -246,8 +247,11 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
                 ctx.error("E409", f"{ref} is a {known.family} model, not {family}", items["family"].span)
             family = known.family
         written = CS.written_shape(items, ctx, check_shape)
+        reported = ctx.errors
         got = written or (None if known and "config" not in items
                           else CS.from_config(source, ref, opts, items, ctx, base, header.span))
+        if got is None and ctx.errors > reported and not family and stand_in is None:
+            return None  # its config.json is reported (E426): no architecture to guess, nothing more to say
         if got is not None:
             if family and family != got[0]:
                 where = items["family"].span if "family" in items else header.span
@@ -471,8 +475,12 @@ def _check_all(file: ast.File) -> tuple[tuple[WorkloadSpec, ...], list[Diagnosti
     specs = []
     if not file.workloads:
         ctx.error("E212", "no workload in this file", Span.point(1, 1), "start with: workload <name> { ... }")
+    problems = () if file.lexed else value_problems(file.workloads)  # an AST made elsewhere: its values
+    for code, message, span in problems:
+        ctx.error(code, message, span or Span.point(1, 1),
+                  "a workload file cannot hold this: names are letters, digits, '_', '-', '.'; numbers are finite")
     seen: dict[str, ast.Workload] = {}
-    for w in file.workloads:
+    for w in file.workloads if not problems else ():
         if w.name in seen:
             ctx.error("E206", f"duplicate workload '{w.name}'", w.name_span,
                       f"already defined at line {seen[w.name].span.line}; rename one")
