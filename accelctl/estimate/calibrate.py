@@ -52,6 +52,8 @@ from accelctl.estimate.roofline import PEAK_DTYPE, estimate
 
 #: beside the run folders (the store ignores files that are not run folders)
 STORE_FILE = "estimate-calibration.json"
+#: a larger file is no fit this code wrote (an entry is ~300 bytes a device and precision)
+MAX_BYTES = 1 << 20
 SCHEMA = 1
 
 #: the factors a calibration may fit, with the range each is searched in
@@ -222,16 +224,28 @@ def save(fitted: dict[str, Factors], runs_root=None) -> Path:
         entries[k] = {f: {"value": getattr(fx, f).value, "source": getattr(fx, f).source} for f in _FIELDS
                       if getattr(fx, f) != getattr(DEFAULT, f)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"schema": SCHEMA, "entries": entries}, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    import tempfile  # here: ``estimate`` reads the fit and never writes one
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".estimate-calibration-")  # a new file, never a link
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"schema": SCHEMA, "entries": entries}, indent=2, sort_keys=True))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 
 def _read(path: Path) -> dict[str, dict]:
+    """The stored fit's entries: a regular file of the store, bounded, never a FIFO waited on or a
+    link followed (``boundedfile``); {} for anything else."""
+    from accelctl.contract import boundedfile
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        raw = boundedfile.read_regular(path, MAX_BYTES)
+        data = json.loads(raw.decode("utf-8")) if raw else None
+    except (boundedfile.Unreadable, OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("entries"), dict):
         return {}

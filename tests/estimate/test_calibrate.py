@@ -193,3 +193,27 @@ def test_an_unreadable_or_foreign_store_is_no_calibration(tmp_path):
                  json.dumps({"schema": calibrate.SCHEMA, "entries": {"cpu|fp32": {"mfu": {"value": "x"}}}})):
         store.write_text(text)
         assert calibrate.load(tmp_path) == {}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to a device", "folder"])
+def test_a_special_file_in_place_of_the_store_is_no_calibration_and_never_a_wait(tmp_path, kind):
+    """A FIFO there hung every ``estimate`` of the store (read_text waited on it)."""
+    import os
+
+    store = tmp_path / calibrate.STORE_FILE
+    if kind == "fifo":
+        os.mkfifo(store)
+    elif kind == "folder":
+        store.mkdir()
+    else:
+        store.symlink_to("/dev/zero")
+    assert calibrate.load(tmp_path) == {}
+
+
+def test_saving_never_writes_through_a_link_planted_beside_the_store(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    (tmp_path / "estimate-calibration.tmp").symlink_to(victim)
+    calibrate.save({}, tmp_path)
+    assert victim.read_text() == "keep me" and calibrate.load(tmp_path) == {}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".estimate-calibration-")]
