@@ -79,9 +79,13 @@ def incomplete(folder: Path) -> list[Path]:
 
 
 def read_marker(step_folder: Path) -> dict[str, Any]:
+    """The step's ``complete.json``; {} where it is not a small regular file of JSON (a link, a
+    FIFO: never followed or waited on)."""
+    from accelctl.contract import boundedfile
+
     try:
-        data = json.loads((step_folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads((boundedfile.read_regular(step_folder / MARKER, 1 << 20) or b"").decode("utf-8"))
+    except (boundedfile.Unreadable, OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

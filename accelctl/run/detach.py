@@ -158,13 +158,15 @@ def _viewer_folders(base: Path) -> list[Path]:
         folders = sorted(Path(tempfile.gettempdir()).glob(VIEWER_PREFIX + "*"))
     except OSError:
         return []
-    mine = str(base.resolve())
+    from accelctl.contract import boundedfile
+
+    mine = str(base.resolve()).encode("utf-8", "surrogateescape")
     found = []
     for folder in folders:
-        try:
-            if (folder / _STORE_NOTE).read_text(encoding="utf-8") == mine:
+        try:  # this user's own folder (another's in a shared $TMPDIR is never ours to remove), its note
+            if os.lstat(folder).st_uid == os.geteuid() and boundedfile.read_regular(folder / _STORE_NOTE, 4096) == mine:
                 found.append(folder)
-        except OSError:
+        except (OSError, boundedfile.Unreadable):
             continue
     return found
 

@@ -142,3 +142,27 @@ def test_cancel_ends_the_supervisor_the_launcher_every_rank_and_their_compilers(
     left = [p for p in seen if _alive(p)]
     assert left == [], [(p, _cmdline(p)[:80]) for p in left]
     assert bystander.poll() is None
+
+
+def test_runs_gc_takes_no_viewer_folder_of_another_user_or_a_fifo_note(tmp_path, monkeypatch):
+    """The viewers' console folders sit in a shared $TMPDIR: one of another user's naming this
+    store is never taken for ours (``runs gc`` would remove it), and a FIFO as its note is never
+    waited on."""
+    import tempfile
+
+    from accelctl.run import detach
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    mine, fifo, theirs = (tmp_path / f"{detach.VIEWER_PREFIX}{n}" for n in ("mine", "fifo", "theirs"))
+    for folder in (mine, fifo, theirs):
+        folder.mkdir()
+    for folder in (mine, theirs):
+        (folder / detach._STORE_NOTE).write_text(str(runs.resolve()), encoding="utf-8")
+    os.mkfifo(fifo / detach._STORE_NOTE)
+    if os.geteuid() == 0:
+        os.chown(theirs, 65534, 65534)
+        assert detach._viewer_folders(runs) == [mine]
+    else:
+        assert detach._viewer_folders(runs) == [mine, theirs]

@@ -357,3 +357,15 @@ def test_the_store_makes_run_folders_no_one_else_can_write_whatever_the_umask(tm
     finally:
         os.umask(old)
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o755
+
+
+def test_a_checkpoint_marker_that_is_a_fifo_or_a_link_is_no_checkpoint_and_never_a_wait(tmp_path):
+    import os
+
+    step = layout.step_dir(tmp_path / "checkpoints", 5)
+    step.mkdir(parents=True)
+    os.mkfifo(step / layout.MARKER)
+    assert layout.read_marker(step) == {}
+    (step / layout.MARKER).unlink()
+    (step / layout.MARKER).symlink_to("/dev/zero")
+    assert layout.read_marker(step) == {}
