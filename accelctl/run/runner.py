@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelctl.contract import checkpoint as layout
 from accelctl.contract import diskspace, envnames, supervision
 from accelctl.contract.events import Event, RunFailed
 from accelctl.contract.job import WorkerJob
@@ -448,6 +449,7 @@ class RunHandle:
         try:
             if self.shared is None or not self.shared.running():
                 self._procs.reap(self.events_dir, self.run_id)
+                self._drop_cut_saves()
             # else: the shared worker goes on with the next run's job; ``SharedWorker.close`` reaps it
             pump.close_files()
             summary = self._summary()
@@ -479,6 +481,15 @@ class RunHandle:
                 with pump.cond:
                     self._result = result
                     pump.cond.notify_all()
+
+    def _drop_cut_saves(self) -> None:
+        """Every process of the run is gone: a save cut short is removed here, whoever started it
+        (a rank ended by its launcher in the middle of its part of a save cannot remove it).  Not
+        where launches run elsewhere (``only``): another node's ranks may still be saving."""
+        if self.job.checkpoint.every <= 0 or self.only is not None:
+            return
+        for cut in layout.incomplete(layout.folder_of(self.job)):
+            shutil.rmtree(cut, ignore_errors=True)
 
     def _finish_tracking(self, summary: dict[str, Any]) -> dict[str, Any]:
         """The trackers log the end of the run (after ``summary.json`` is written: it is one of

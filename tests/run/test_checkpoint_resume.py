@@ -253,6 +253,27 @@ def test_a_worker_killed_in_the_middle_of_a_save_resumes_from_the_checkpoint_bef
     assert [s for s, _ in layout.complete(folder)] == [10, 15]
 
 
+def test_a_run_whose_rank_dies_in_the_middle_of_a_save_leaves_no_cut_save(tmp_path):
+    """A rank killed in its part of a save (by its launcher, or kill -9) cannot remove the save's
+    folder: the runner does, once every process of the run is gone."""
+    from dataclasses import replace
+
+    from accelctl.api import load, plan
+    from accelctl.contract.job import DebugJob
+    from accelctl.run.runner import launch
+
+    workload = tmp_path / "ck.wl"
+    workload.write_text(CPU_WORKLOAD.replace("steps = 80", "steps = 8"))  # 2 + 8 steps: step 10 saves
+    (spec,) = load(workload)
+    p = plan(spec, "cpu")
+    p = replace(p, job=replace(p.job, debug=DebugJob(kill_in_checkpoint_at_step=10)))
+    result = launch(p, source_text=workload.read_text(), spec_json=None, runs_root=tmp_path / "runs").wait(300)
+    assert result.status == "failed", result.summary
+    folder = result.run_dir / "checkpoints"
+    assert sorted(c.name for c in folder.iterdir()) == ["step-00000005"]  # step 10's rank0.pt and state.pt gone
+    assert [s for s, _ in layout.complete(folder)] == [5]
+
+
 # -- refusals ----------------------------------------------------------------------------------
 
 def stored_run(tmp_path: Path, text: str) -> Path:

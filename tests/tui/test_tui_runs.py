@@ -191,7 +191,8 @@ def test_the_supervisor_runs_at_the_priority_the_app_was_made_with_not_the_displ
             async with app.run_test(size=(120, 30)) as pilot:
                 await pilot.pause()
                 await pilot.press("r")
-                await wait_for(pilot, lambda: app.supervisor is not None, what="the supervisor")
+                # the checks before the start run in this lowered thread: slow on a loaded machine
+                await wait_for(pilot, lambda: app.supervisor is not None, timeout=120, what="the supervisor")
                 got["supervisor"] = os.getpriority(os.PRIO_PROCESS, app.supervisor.pid)
                 await wait_for(pilot, lambda: app.supervisor is None, timeout=240, what="the run, to its end")
                 got["status"] = app.screen.model.status
@@ -203,7 +204,7 @@ def test_the_supervisor_runs_at_the_priority_the_app_was_made_with_not_the_displ
 
     thread = threading.Thread(target=display)
     thread.start()
-    thread.join(timeout=300)
+    thread.join(timeout=420)
     if "error" in got:
         raise got["error"]
     if not got["lowered"] or got["lowered"] == got["made"]:
