@@ -1,5 +1,5 @@
 """argparse subcommands built when first looked up: ``accelctl validate`` builds ``validate``'s
-parser alone, not the other 17 verbs' (issue 28: building all of them was ~33 M instructions of a
+parser alone, not the other 17 verbs' (building all of them was ~33 M instructions of a
 cold command, importing their modules ~18 M more).
 
 ``LazySubParsers`` is the ``add_subparsers`` action of ``accelctl.cli.build_parser``: ``declare``

@@ -1,7 +1,7 @@
 """``accelctl plan FILE``: a summary when the file plans more than one target -- one row per
 workload x target: backend, engine, devices, memory per device and whether it fits, and the
 first launch command (a refused target: its code and words) -- and the full plans with
-``--full`` or ``-t`` (issue 27: ``plan`` dumped 1,154 lines for ``bert_large_pretrain.wl``).
+``--full`` or ``-t`` (a many-target file's full plans run to a thousand lines).
 
 On a terminal the table fits its width (the launch command is cut with ``…``); in a pipe every
 row is whole, as every other text output of accelctl.

@@ -4,7 +4,7 @@ hash and repr are written once here rather than generated for each class.  Impor
 accelctl: any layer may use it.
 
 Why: Python 3.11's ``dataclass`` compiles each method it generates with its own ``exec``
-(issue 28: cold ``validate`` loads ~50 of these classes).  ``@value`` keeps the dataclass
+(cold ``validate`` loads ~50 of these classes).  ``@value`` keeps the dataclass
 machinery (``dataclasses.fields``, ``replace``, ``asdict``, defaults and ``default_factory``)
 and asks it to generate nothing; the methods below do what the generated ones do.
 """

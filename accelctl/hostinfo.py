@@ -48,7 +48,8 @@ def cpu_count() -> int:
 
 
 def memory_available_bytes() -> int:
-    """MemAvailable of /proc/meminfo, in bytes (0 where unreadable)."""
+    """MemAvailable of /proc/meminfo, in bytes (0 where unreadable).  Read here, not through
+    psutil: validate and estimate would import psutil for this one line at every cold start."""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
@@ -72,7 +73,8 @@ def cpu_flags(flags: str | None = None) -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def _cpuinfo() -> tuple[str, frozenset[str]]:
-    """(model name, flags) of the first CPU in /proc/cpuinfo; ("", {}) where unreadable."""
+    """(model name, flags) of the first CPU in /proc/cpuinfo; ("", {}) where unreadable (psutil
+    gives neither)."""
     name, flags = "", frozenset()
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:

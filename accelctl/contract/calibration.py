@@ -124,7 +124,7 @@ def store(entry: Calibration, file: Path | None = None) -> Path:
     entries = load_all(file)
     entries[key(entry.device, entry.threads)] = entry
     text = json.dumps({"schema": SCHEMA, "entries": {k: asdict(v) for k, v in sorted(entries.items())}}, indent=2)
-    import tempfile  # here: ``plan`` reads calibrations and never stores one (cold start, issue 12)
+    import tempfile  # here: ``plan`` reads calibrations and never stores one (cold start)
 
     fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

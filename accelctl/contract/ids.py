@@ -1,6 +1,5 @@
-"""Facts about runs every layer reads, stated once (issue 28: the run-id pattern was ``{4}`` in
-the store and ``{4,}`` in completion; the worker's exit codes lived in the worker and again in
-the runner).  Imports nothing: completion reads it before anything else is loaded."""
+"""Facts about runs every layer reads, stated once (the run-id pattern, the worker's exit
+codes), so the store, completion, the worker and the runner cannot disagree.  Imports nothing: completion reads it before anything else is loaded."""
 
 from __future__ import annotations
 

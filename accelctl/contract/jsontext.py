@@ -4,7 +4,7 @@ faster.
 
 Why: Python 3.11's C encoder does not indent, so ``json.dumps`` with ``indent`` runs the
 pure-Python encoder, its generators and ``isinstance`` chains, and ``validate`` plans every target
-(issue 28: AWS Batch's job definitions alone were ~2 ms of a cold ``validate``); and a job's
+(AWS Batch's job definitions alone were ~2 ms of a cold ``validate``); and a job's
 strings have each ``{`` written ``\\u007b`` (``placeholders.data_json``), which took a regular
 expression over the whole text and a Python call for every string in it.  Here plain JSON data
 (dicts with str keys, lists, tuples, str, int, finite float, bool, None, exactly those types) is

@@ -56,7 +56,7 @@ def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, r
         target, rehearsal = rehearsal_target(spec, target, fp8=True)
     elif rehearse and not DEVICES[target.device].host:
         # a rehearsal is the target's plan, sized for this CPU: what `plan` refuses of the target
-        # is refused the same way (same code, words and line), never rehearsed (issue 23)
+        # is refused the same way (same code, words and line), never rehearsed
         compile_plan(spec, target, engine)
         target, rehearsal = rehearsal_target(spec, target)
         spec, target, rehearsal = sized_for_this_cpu(spec, target, rehearsal)

@@ -5,7 +5,7 @@ Which plug-ins exist, and in which order they are asked, is data
 each the first time it is asked for (``PluginTable``): ``accelctl plan`` of a cpu target
 imports the cpu backend and the local engine, not the Slurm, Kubernetes and AWS Batch
 engines (their subprocess/socket imports) nor the vendor backends that come after the one
-that selects the target (issue 12: cold ``plan`` against the ``import lark, rich`` floor).
+that selects the target (cold ``plan`` is measured against ``import lark, rich``: bench/).
 """
 
 from __future__ import annotations
@@ -78,8 +78,7 @@ BACKENDS: MutableMapping[str, Backend] = PluginTable(plugins.BACKENDS)
 ENGINES: MutableMapping[str, Engine] = PluginTable(plugins.ENGINES)
 
 
-#: parallel strategies built for some device families only (issue 24, "Modern parallelism and
-#: FP8 for any transformer"): elsewhere refused at the parallel line.  The one table of them.
+#: parallel strategies built for some device families only: elsewhere refused at the parallel line.  The one table of them.
 BUILT_ON = {"fsdp": ("cpu", "cuda", "hpu"), "tensor": ("cpu", "cuda", "hpu", "xla"),
             "pipeline": ("cpu", "cuda", "hpu", "xla")}
 STRATEGY_NAMES = {"fsdp": "FSDP", "tensor": "tensor parallelism", "pipeline": "pipeline parallelism"}

@@ -1,4 +1,4 @@
-"""The size of a CPU rehearsal (issue 23 item 3): the target's plan, sized for this CPU.
+"""The size of a CPU rehearsal: the target's plan, sized for this CPU.
 
 A rehearsal runs the target's plan with the stand-in; what makes it slow here is not the
 model but the work per step the target was sized for (a micro-batch of 128 images, 24

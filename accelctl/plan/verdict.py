@@ -1,9 +1,9 @@
-"""One verdict from ``validate`` to the rented machine (issue 23): what ``plan`` would refuse
+"""One verdict from ``validate`` to the rented machine: what ``plan`` would refuse
 of a valid workload, reported by ``validate`` at the same line, with the same code and words.
 
 ``validate`` checks the language (``accelctl.spec.check``); a valid workload can still name
-a target no backend or engine plans (an engine that is not built, ``parallel = fsdp`` before
-issue 24, a model that does not fit ...).  ``plan_refusals`` plans every target of a spec the
+a target no backend or engine plans (an engine that is not built, a strategy its device
+family does not run, a model that does not fit ...).  ``plan_refusals`` plans every target of a spec the
 way ``accelctl plan`` does and returns each refusal as a warning: the workload is valid and
 its other targets plan, but that target is refused before anything is launched, and
 ``validate`` says so now rather than ``plan`` later.  Planning imports no torch.

@@ -73,7 +73,7 @@ def _complete(row: dict[str, Any], done: dict[str, dict[str, Any]]) -> dict[str,
 
 def publication(seed: str) -> str:
     """The short name a report shows for a seed's publication ("HF Gaudi2 blog"): never "seed
-    000", which reads as the workload's random ``seed`` (issue 27)."""
+    000", which reads as the workload's random ``seed``."""
     return load_reference()["seeds"][seed]["name"]
 
 
@@ -249,7 +249,7 @@ def reference_tables(user: list[Entry] | None = None) -> list[Table]:
     user = user or []
     tables: list[Table] = []
     for t in ref["tables"]:
-        # the publication's title, not the file it was filed under (issue 27: "source: 000_4682....txt")
+        # the publication's title, not the name of the file it was filed under
         source = f"{ref['seeds'][t['seed']]['title']}, {t['section']}"
         notes = [f"source: {source}", *t.get("notes", [])]
         mine = [e for e in user if e.workload in (t.get("workloads") or [])]

@@ -74,8 +74,8 @@ class ConsoleSink:
     ):
         self.console = console or Console(file=file, highlight=False)
         self.plain = headless or not self.console.is_terminal
-        #: a terminal's width: lines fold there at spaces (issue 27: the details line broke
-        #: inside ``precision_request|ed``); None in a pipe or a file: every line whole
+        #: a terminal's width: lines fold there at spaces (never inside
+        #: a word); None in a pipe or a file: every line whole
         self.fold = self.console.width if self.console.is_terminal else None
         if self.plain and console is None:
             self.console = Console(file=file, highlight=False, no_color=True, force_terminal=False, soft_wrap=True)

@@ -1,4 +1,4 @@
-"""A foreground ``accelctl run FILE`` is start + attach (issue 25, item 1): the run's supervisor is
+"""A foreground ``accelctl run FILE`` is start + attach: the run's supervisor is
 the same one ``run --detach`` starts (``detach.spawn``: ``accelctl run --headless`` in a session
 of its own), and this process only views it -- it copies the supervisor's console stream to its
 own stdout and the supervisor's stderr to its own stderr, as they are written, until the

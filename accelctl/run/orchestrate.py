@@ -1,4 +1,4 @@
-"""One run orchestrator: what every face that starts runs does, in one place (issue 25 item 3).
+"""One run orchestrator: what every face that starts runs does, in one place.
 
 ``accelctl run`` (``accelctl.cli_run``), the TUI's ``r`` (``accelctl.tui.app``), ``sweep --run``
 (``accelctl.report``), ``run --resume`` and ``attach`` take the same steps from here:

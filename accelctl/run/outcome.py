@@ -1,5 +1,5 @@
 """How a run ends, decided from what it left -- events, exit codes, the log -- without a process
-(issue 25 item 3: ``RunHandle`` split into the process supervisor, the event pump and this).
+(``RunHandle`` is split into the process supervisor, the event pump and this).
 
 * ``launch_failed``: a launch exited non-zero; the failure event the run records for it (a
   crash named by rank and signal, or "stopped" when a user stopped it) and whether it is the

@@ -101,7 +101,13 @@ def _pid_in(fd: int) -> int | None:
 
 
 def _alive(pid: int) -> bool:
-    return os.path.exists(f"/proc/{pid}")  # (flock's owners here are Linux processes)
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
 
 
 def claim(run_dir: Path, wait_s: float = CLAIM_RETRY_S) -> Ownership:

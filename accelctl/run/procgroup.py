@@ -2,8 +2,8 @@
 
 Nothing here starts a process.  A launch is started with ``start_new_session=True``, so
 its pid is also its process-group id and a signal to the group reaches torchrun and
-every worker below it, including their own children.  The process table is read with psutil
-(issue 25: it was read from /proc by hand); a process that is gone, or not ours to read, is
+every worker below it, including their own children.  The process table is read with psutil;
+a process that is gone, or not ours to read, is
 skipped.
 """
 

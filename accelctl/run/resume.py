@@ -70,22 +70,17 @@ def sha256_text(text: str) -> str:
 
 def live_processes(job_path: Path) -> list[int]:
     """Pids whose command line names ``job_path`` (a worker or launcher of the run); [] where
-    ``/proc`` cannot be read."""
-    needle = str(job_path).encode()
+    no process table can be read."""
+    import psutil
+
+    needle = str(job_path)
     pids = []
     try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                if needle in fh.read():
-                    pids.append(int(name))
-        except OSError:
-            continue
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.pid != os.getpid() and any(needle in arg for arg in proc.info["cmdline"] or ()):
+                pids.append(proc.pid)
+    except psutil.Error:
+        return pids
     return pids
 
 

@@ -40,7 +40,7 @@ A launcher's own teardown is not the run: once every rank of the last launch rep
 first (``procgroup.end_leaves_first``) -- DeepSpeed's launcher otherwise held the run 3.8 s
 after the last event.
 
-The work is split three ways (issue 25 item 3): ``accelctl.run.supervisor`` starts, signals
+The work is split three ways: ``accelctl.run.supervisor`` starts, signals
 and reaps the processes; ``accelctl.run.eventpump`` carries the events from the ranks' files to
 ``events.jsonl`` and the sinks; ``accelctl.run.outcome`` decides, from events, exit codes and the
 log, what the run records -- pure functions, tested without a process.  ``RunHandle`` ties them

@@ -1,4 +1,4 @@
-"""One worker process for the workloads of one file whose stacks match (issue 12).
+"""One worker process for the workloads of one file whose stacks match.
 
 ``accelctl run FILE`` runs each workload of the file as a run of its own (its own run folder,
 events, ``summary.json``, status).  Started one process each, every run paid the worker's

@@ -67,7 +67,8 @@ def with_exec_prologue(argv, env: Mapping[str, str] | None = None) -> list[str]:
 def launch_umask() -> int:
     """This process's umask with write for group and others taken away: what a run writes (its
     checkpoints among it) only its user can change, whatever the site's umask (002 on many
-    clusters), so ``run --resume`` can trust it."""
+    clusters), so ``run --resume`` can trust it.  /proc's ``Umask:`` line, which psutil does
+    not give, reads it without changing it."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             current = next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))

@@ -1,6 +1,5 @@
 """A keyword glued to the name after it inside a workload -- ``targetcpu { }``, ``precisionbf16``,
-``enginetorchrun { }`` -- is an unknown block or key whose hint says so (issue 28: "a keyword glued
-to a name is an error with a hint").  The top level's ``workloadfoo`` and a glued call
+``enginetorchrun { }`` -- is an unknown block or key whose hint says so.  The top level's ``workloadfoo`` and a glued call
 (``modelvit(...)``) are the parser's (``accelctl.dsl.lalr``); the hint's words
 live in ``accelctl.dsl.hints``."""
 

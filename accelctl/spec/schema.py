@@ -171,7 +171,7 @@ TARGET_KEYS: dict[str, V.VType] = {
     "gradient_checkpointing": V.boolean(),
     # the engines (accelctl.plan.registry.ENGINES): every block of ENGINE_KEYS but the DeepSpeed
     # launcher's, which configures backend deepspeed's own launch and places nothing by itself
-    # (``engine = deepspeed`` validated and then plan refused it, E521: issue 28)
+    # (so ``engine = deepspeed`` is refused here, not first validated and then refused by plan)
     "engine": V.choice(*ENGINES, code="E508", not_these={
         "deepspeed": "deepspeed is not an engine: `engine deepspeed { hosts = ... }` configures the DeepSpeed "
                      "launcher that backend deepspeed (parallel = zero(...)) starts under the target's engine "

@@ -272,8 +272,8 @@ def highlight_diff(text: str) -> Text:
 
 
 def source_with_diagnostics_wrapped(source: str, diags, *, number_width: int | None = None):
-    """As ``source_with_diagnostics``, for a panel narrower than the file (issue 27: E407 and E401
-    were invisible at 80 columns, cut off right of the caret): the source and caret lines are
+    """As ``source_with_diagnostics``, for a panel narrower than the file (a diagnostic
+    must not be cut off right of the caret): the source and caret lines are
     cut with ``…`` at the panel's edge, each diagnostic's message and hint wrap on lines of
     their own under the gutter.  A rich ``Group`` of ``Text`` lines."""
     from rich.console import Group

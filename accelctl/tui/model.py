@@ -197,8 +197,8 @@ class RunModel:
 
     @property
     def phase_label(self) -> str:
-        """The phase in words: what a run is doing before its first step (issue 27: a setup of
-        28 s showed nothing moving)."""
+        """The phase in words: what a run is doing before its first step (a
+        setup of many seconds must show something moving)."""
         return PHASE_LABELS.get(self.phase, self.phase)
 
     def log_lines(self) -> list[tuple[str, str]]:

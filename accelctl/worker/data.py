@@ -256,7 +256,7 @@ def _synthetic_images(job, built: Built, rank: int, rec: records.Records) -> Bat
     for _ in range(job.debug.synthetic_pool):
         labels = torch.randint(0, classes, (job.batch.micro,), generator=g)
         # in place: the pool stays in memory for the run, and a freed temporary between its
-        # batches is a hole the heap keeps (0.45 MB a 64-pixel sample, measured; issue 26)
+        # batches is a hole the heap keeps (0.45 MB a 64-pixel sample, measured)
         images = torch.randn(job.batch.micro, c, size, size, generator=g).mul_(0.5).add_(prototypes[labels])
         pool.append({"pixel_values": images, "labels": labels})
     return Batches(itertools.cycle(pool), job.batch.micro, 0, rec.source, rec.details)

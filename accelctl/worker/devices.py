@@ -81,11 +81,8 @@ class CpuAdapter:
     def fused_adam(params) -> bool | None:
         """Adam/AdamW as torch's fused kernel where every parameter is a CPU tensor: one pass
         per parameter instead of ~10 ops (torch's default on CPU is the for-loop
-        implementation; ``foreach`` is no faster there).  Measured (issue 12,
-        ``bench/mfu_breakdown.py --optimizer``, BERT 4x256 seq 128 batch 4, one thread, Intel
-        Xeon with AVX-512, CPU time): the optimizer 16.4 -> 5.8 ms of a ~168 ms step, MFU
-        0.441 -> 0.459 (GPT-2 of that size: 13.5 -> 4.3 ms, 0.383 -> 0.433); the loss curve
-        equal to float rounding (|diff| <= 5e-7 over 8 steps), not bitwise.
+        implementation; ``foreach`` is no faster there; figures in docs/bench.md).  The loss
+        curve is equal to float rounding, not bitwise.
         None elsewhere: torch's own choice (foreach on CUDA; XLA and HPU have no fused kernel),
         and where DTensors (tensor parallel's split weights) and plain tensors mix: the fused
         kernel takes one kind per call."""
@@ -133,7 +130,8 @@ class CpuAdapter:
         pass
 
     def memory_bytes(self) -> int | None:
-        """Resident set size of this process (CPU: weights, activations and allocator slack)."""
+        """Resident set size of this process (CPU: weights, activations and allocator slack); from
+        /proc, as the worker also runs in environments without psutil (the XLA one)."""
         try:
             with open("/proc/self/statm") as fh:
                 return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -5,7 +5,7 @@ A stop (SIGINT from the runner, SIGTERM from torchrun, Slurm, the runner's escal
 runner) is a ``KeyboardInterrupt`` in the job's loop (``StopSignals``).  Raised while the worker
 was handling the job's own end -- the NaN its peer already died of, a crash's traceback, the
 event of a first stop -- it used to leave the ``except`` clause that was writing the record, and
-the rank ended with nothing said (exit 130, no end event: issue 25's silent rank 0).  Now:
+the rank ended with nothing said (exit 130, no end event).  Now:
 
 * once the job's end is known (its loop returned or raised), stop signals are *held*: noted,
   not raised, until the process ends or the next job of a shared worker starts

@@ -14,7 +14,7 @@ Weights:
 The network is reached only where the job's Hub access is online (``WorkerJob.hub``); offline,
 the worker sets ``HF_HUB_OFFLINE=1`` before anything imports huggingface_hub.
 
-Import cost (issue 12): every model library here imports ``torch._dynamo`` at module level,
+Import cost: every model library here imports ``torch._dynamo`` at module level,
 whether or not the model is compiled -- +892 modules, ~1.2 s of CPU after ``import torch``
 (``time.process_time``, 3 runs: 1.16, 1.19, 1.15 s).  With transformers 5.23.0 two
 unconditional paths lead there: ``masking_utils`` (imported by ``modeling_bert``,
@@ -26,7 +26,7 @@ gets there through ``torchvision.ops`` (``timm.layers._fx`` -> ``torchvision.mod
 environment setting of these libraries skips those imports, and importing the model's own
 module (``transformers.models.bert.modeling_bert``) takes the same paths; avoiding it would
 mean patching torch or transformers, which this worker does not do.  The cost is paid once
-per worker process, so it is what "one worker per file" (issue 12) would amortise.
+per worker process, so it is what one worker per file (``accelctl.run.shared``) amortises.
 """
 
 from __future__ import annotations

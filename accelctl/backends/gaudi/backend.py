@@ -160,7 +160,7 @@ class GaudiBackend(Backend):
             no(f"fp8 needs Gaudi2 or Gaudi3, not {target.device}", "precision")
         elif dtype == "fp8" and script_mode(target) == "worker":
             # the worker's fp8 is CUDA's (te_fp8: vit, llama-class; torchao on torchrun); it raised
-            # "fp8 is implemented for the vit family" on the Gaudi2 itself (issue 23)
+            # "fp8 is implemented for the vit family" on the Gaudi2 itself
             no(GAUDI_FP8_REFUSAL, "precision")
         if target.nodes > 1:
             # DistributedRunner.create_multi_node_setup: `deepspeed --hostfile H --master_addr A ...` from one

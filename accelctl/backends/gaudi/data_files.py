@@ -1,4 +1,4 @@
-"""``--train_file`` as optimum-habana's training examples accept it (issue 23 item 5).
+"""``--train_file`` as optimum-habana's training examples accept it.
 
 ``run_clm.py``, ``run_mlm.py`` and ``run_summarization.py`` take one data file whose name ends
 in an extension their ``DataTrainingArguments.__post_init__`` lists (``csv``, ``json``,

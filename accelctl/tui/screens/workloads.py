@@ -66,7 +66,7 @@ class WorkloadsScreen(AppScreen):
             self.query_one("#wl-source", Static).update(Text(f"no .wl files in {root}", style="dim"))
             return
         sel = self.app.selection
-        # the first valid file with a target that runs here (issue 23), else the first valid file
+        # the first valid file with a target that runs here, else the first valid file
         first_valid = next((i for i, wf in enumerate(files) if not wf.errors and self._runnable(wf) is not None),
                            next((i for i, wf in enumerate(files) if not wf.errors), 0))
         idx = next((i for i, wf in enumerate(files) if sel.path is not None and wf.path == sel.path), first_valid)

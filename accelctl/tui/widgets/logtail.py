@@ -19,8 +19,8 @@ from textual.widgets import Static
 POLL_S = 0.5
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 LEVEL_STYLE = {"warning": "yellow", "warn": "yellow", "error": "bold red", "info": "cyan"}
-#: worker.log lines that are the libraries' own deprecation chatter, not the run's news (issue 27:
-#: the panel was mostly torch's ``_pytree`` and transformers' ``loss_type=None`` warnings); hidden
+#: worker.log lines that are the libraries' own deprecation chatter, not the run's news (else
+#: the panel is mostly torch's ``_pytree`` and transformers' ``loss_type=None`` warnings); hidden
 #: unless ``show_all`` (key ``a`` on the run view), and counted in the first line
 NOISE = re.compile(r"_pytree|loss_type=None|FutureWarning|DeprecationWarning|UserWarning: .*deprecated|"
                    r"^\s*warnings\.warn\(|TypedStorage is deprecated|`torch_dtype` is deprecated|"
