@@ -8,7 +8,8 @@
     accelctl runs                        list stored runs
 
 The verbs live in ``accelctl.cli_*`` (``cli_check``: validate, plan, estimate; ``cli_run``: run;
-``cli_runs``, ``cli_detach``, ``cli_doctor``, ``cli_init``) and with their feature
+``cli_runs``, ``cli_detach``, ``cli_doctor``, ``cli_init``; what several share is in ``cli_common``,
+``cli_viewer``, ``cli_run_times``) and with their feature
 (``accelctl.report.cli``, ``accelctl.tui.cli``); the run policy is ``accelctl.run.orchestrate``.
 ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only inside the
 launched worker.  No process-wide mutable state: what ``main`` needs at the end (``run``'s
@@ -45,7 +46,7 @@ VERBS = {
     "plan": "accelctl.cli_check:add_plan",
     "estimate": "accelctl.cli_check:add_estimate",
     "run": "accelctl.cli_run:add_parser",
-    "runs": "accelctl.cli_runs:add_parser",  # and runs rm, runs gc
+    "runs": "accelctl.cli:add_runs",  # and runs rm, runs gc
     "report": "accelctl.report.cli:add_report",
     "compare": "accelctl.report.cli:add_compare",
     "sweep": "accelctl.report.cli:add_sweep",
@@ -74,6 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
         sub.declare(verb, adds)
     explain(ap)
     return ap
+
+
+def add_runs(sub) -> None:
+    """``accelctl runs`` (``accelctl.cli_runs``) with ``runs rm`` and ``runs gc`` under it
+    (``accelctl.cli_detach``), joined here so that neither verb module imports the other."""
+    from accelctl.cli_detach import add_runs_verbs
+    from accelctl.cli_runs import add_parser
+
+    add_runs_verbs(add_parser(sub))
 
 
 def add_init(sub) -> None:
@@ -132,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``accelctl`` program (``argv`` None: the console script, ``python -m accelctl.cli``), or
     one command in-process (``argv`` given: tests, embedding).  As the program, ``run`` ends the
     process with ``os._exit`` once its output is flushed: the interpreter's shutdown after the
-    last summary took 1.0-1.3 s here (load ~10; 0.015 s with ``os._exit``, issue 12), and every
+    last summary took 1.0-1.3 s here (0.015 s with ``os._exit``: docs/bench.md), and every
     file of the run is closed by then."""
     done = argparse.Namespace(args=None)  # the command's parsed arguments, for the program's end
     try:  # a reader of stdout gone (``accelctl runs | head -1``): exit 141, for every verb

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 
 from accelctl import exitcodes
-from accelctl.cli_common import (FP8_HELP, JSON_HELP, add_set, color, no_such_file_is_usage, print_error,
-                                 report_diags, reply_of, wide_of, width)
+from accelctl.cli_common import (FP8_HELP, JSON_HELP, add_set, color, fp8_needs_rehearse, no_such_file_is_usage,
+                                 print_error, report_diags, reply_of, wide_of, width)
 from accelctl.errors import AccelctlError, WorkloadError
 
 #: ``accelctl plan --check``: every plan printed and none rejected, but a check could not run
@@ -252,6 +252,3 @@ def cmd_estimate(args) -> int:
 
 
 
-def fp8_needs_rehearse(args) -> None:
-    if getattr(args, "fp8", False) and not args.rehearse:
-        raise AccelctlError("--fp8 is a kind of rehearsal: use it with --rehearse", exit_code=exitcodes.USAGE)

@@ -109,3 +109,9 @@ def unknown_run_is_usage(fn, *args):
         return fn(*args)
     except RunStoreError as exc:
         raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+
+
+def fp8_needs_rehearse(args) -> None:
+    """``--fp8`` (plan, estimate, run) only with ``--rehearse``: it names a kind of rehearsal."""
+    if getattr(args, "fp8", False) and not args.rehearse:
+        raise AccelctlError("--fp8 is a kind of rehearsal: use it with --rehearse", exit_code=exitcodes.USAGE)

@@ -1,6 +1,5 @@
-"""Verbs of runs that outlive the terminal, and of the store's housekeeping (issue 25):
+"""Verbs of runs that outlive the terminal, and of the store's housekeeping:
 
-    accelctl run FILE --detach          start the run's own supervisor, print the run id, return
     accelctl status [RUN]               state, step, phase, ETA (no RUN: every run in progress)
     accelctl logs RUN [-f] [--rank N]   the run's worker.log (-f: follow it while the run goes on)
     accelctl attach RUN                 the console stream of a running or finished run
@@ -8,6 +7,8 @@
     accelctl runs rm RUN...             remove runs (never one in progress)
     accelctl runs gc --failed | --older-than 7d [--dry-run]
 
+``accelctl run FILE --detach``, which starts such a run, is ``run``'s (``accelctl.cli_run``);
+``runs rm`` and ``runs gc`` go under ``runs`` where the parser is built (``accelctl.cli.add_runs``).
 The logic lives in ``accelctl.run`` (``detach``, ``follow``, ``liveness``, ``housekeeping``);
 this module parses and prints.  Imports nothing heavy at module level.
 """
@@ -32,41 +33,6 @@ def _record(args, run_id: str):
     from accelctl.run.store import load_run
 
     return unknown_run_is_usage(load_run, run_id, args.runs_dir)
-
-
-# ------------------------------------------------------------------ run --detach
-
-def run_detached(args) -> int:
-    """``accelctl run ... --detach``: the run's supervisor started in a session of its own; the
-    first run's id on stdout (the hints on stderr).  A workload refused before any run: the
-    supervisor's output and exit code are this command's."""
-    from accelctl.cli_run import supervisor_argv
-    from accelctl.run import detach, store
-
-    argv = supervisor_argv(args)  # each value joined to its option, the file after "--"
-    try:
-        started = detach.start(argv, store.runs_root(args.runs_dir))
-    except KeyboardInterrupt as exc:
-        print(f"accelctl: {exc}", file=sys.stderr)
-        raise
-    reply = _reply(args)
-    if started.run_id is None:
-        sys.stderr.write(started.console_text())  # its diagnostics, as a foreground run prints them
-        started.console.unlink(missing_ok=True)
-        code = started.returncode or exitcodes.FAILED
-        if reply is not None:
-            reply.fail("RunNotStarted", f"the detached supervisor (pid {started.pid}) ended with exit {code} "
-                                        "before any run (its output is above, on stderr)")
-        return code
-    run_dir = store.runs_root(args.runs_dir) / started.run_id
-    if reply is not None:
-        reply.result = {"run_id": started.run_id, "run_dir": str(run_dir), "supervisor_pid": started.pid,
-                        "console": str(started.console)}
-    else:
-        print(started.run_id, flush=True)
-    print(f"accelctl: run {started.run_id} goes on detached (supervisor pid {started.pid}, console "
-          f"{started.console}): accelctl status|logs -f|attach|cancel {started.run_id}", file=sys.stderr)
-    return exitcodes.OK
 
 
 # ------------------------------------------------------------------ status, logs, attach, cancel
@@ -145,7 +111,7 @@ def cmd_attach(args) -> int:
     record = _record(args, args.run)
     reply = _reply(args)
     if reply is None and not args.headless:  # on a terminal: the live TUI (a pipe: the console stream)
-        from accelctl.cli_run import use_tui
+        from accelctl.cli_viewer import use_tui
 
         if use_tui(args):
             return _attach_tui(record, args.runs_dir)
@@ -208,7 +174,7 @@ def cmd_runs_rm(args) -> int:
 
 def cmd_runs_gc(args) -> int:
     from accelctl.api import list_runs
-    from accelctl.cli_runs import started_unix_s
+    from accelctl.cli_run_times import started_unix_s
     from accelctl.run import housekeeping
 
     if not args.failed and args.older_than is None:
@@ -296,7 +262,7 @@ def add_cancel(sub) -> None:
 
 def add_runs_verbs(runs: argparse.ArgumentParser) -> None:
     """``runs rm`` and ``runs gc`` under ``runs`` (which alone still lists the store)."""
-    from accelctl.cli_runs import since
+    from accelctl.cli_run_times import since
 
     verbs = runs.add_subparsers(dest="runs_verb", metavar="{rm,gc}",
                                 help="rm: remove runs; gc: remove failed or old runs (never a run in progress)")

@@ -1,7 +1,6 @@
 """``accelctl doctor``'s text: the host first (at once), the probes as they finish (a counter on
 a terminal's stderr: torch's import takes seconds), then the extras installed and what this
-machine can do with each target of the files named (issue 27: doctor printed nothing for 13 s,
-then did not say which targets could run here or which extras were installed)."""
+machine can do with each target of the files named."""
 
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ def cmd_doctor(args) -> int:
     if args.plan:  # the preflight of one target: can its planned world form, with its engine?
         no_such_file_is_usage(args.plan)
         from accelctl.api import load_selected
-        from accelctl.cli_run import preflight
+        from accelctl.cli_preflight import preflight
         from accelctl.run.orchestrate import Chosen, Request, choose
 
         req = Request(target=args.target, engine=args.engine, runs_dir=args.runs_dir,

@@ -87,7 +87,7 @@ def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Pat
         return Model(known.family, f'model hf("{ref}")', hub=True, context=known.seq_len, shape=dict(known.shape),
                      comment=f"the catalog's {ref}: its real shape plans and estimates; the cpu target runs a "
                              "tiny stand-in of it")
-    from accelctl.spec.check import HUB_ID
+    from accelctl.spec.check_common import HUB_ID
 
     folder = _model_folder(ref)
     if folder is None and not HUB_ID.fullmatch(ref):
@@ -125,7 +125,7 @@ def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Pat
 def _model_folder(ref: str) -> Path | None:
     """The local model folder ``ref`` names, or None where it names none (a Hub id); a path
     that names nothing, or a file, is refused."""
-    from accelctl.spec.check import HUB_ID
+    from accelctl.spec.check_common import HUB_ID
 
     local = Path(ref).expanduser()
     if local.is_dir():

@@ -9,7 +9,10 @@ import signal
 import sys
 
 from accelctl import exitcodes
-from accelctl.cli_common import FP8_HELP, RUNS_DIR_HELP, add_set, color, reply_of, unknown_run_is_usage
+from accelctl.cli_common import (FP8_HELP, RUNS_DIR_HELP, add_set, color, fp8_needs_rehearse, reply_of,
+                                 unknown_run_is_usage)
+from accelctl.cli_preflight import print_preflight
+from accelctl.cli_viewer import use_tui
 from accelctl.errors import AccelctlError
 
 
@@ -50,18 +53,6 @@ def add_parser(sub):
     r.set_defaults(fn=cmd_run, run_parser=r)
     return r
 
-def use_tui(args) -> bool:
-    """The live TUI when both streams are a terminal (Textual draws on stderr), not
-    --headless, and Textual is installed; else the plain console stream."""
-    if args.headless or not (sys.stdout.isatty() and sys.stderr.isatty()):
-        return False
-    from accelctl.tui.cli import textual_missing
-
-    missing = textual_missing()
-    if missing:
-        print(f"accelctl: {missing}; streaming to the console instead", file=sys.stderr)
-    return missing is None
-
 
 def _stop_like_ctrl_c(signum, frame) -> None:
     """SIGTERM / SIGHUP to a run's supervisor stop the run as Ctrl-C does (its launches get the
@@ -84,9 +75,7 @@ def cmd_run(args) -> int:
     (``accelctl.run.detach``'s mark in its environment) runs it; a foreground run starts the same
     supervisor and views it: on the console stream (``accelctl.run.foreground``) or, on a terminal,
     in the live TUI (``accelctl.tui.supervised``)."""
-    if args.detach:  # the run's own supervisor, in a session of its own (accelctl.cli_detach)
-        from accelctl.cli_detach import run_detached
-
+    if args.detach:  # the run's own supervisor, in a session of its own
         return run_detached(args)
     from accelctl.run.detach import detached
 
@@ -113,8 +102,6 @@ def checked(args):
     made before anything starts (``orchestrate.refuse_unstartable``): (source, chosen, request)."""
     if not args.file:
         raise AccelctlError("run needs a workload FILE (or --resume RUN_ID)", exit_code=exitcodes.USAGE)
-    from accelctl.cli_check import fp8_needs_rehearse
-
     fp8_needs_rehearse(args)
     from accelctl.api import load_selected_source
     from accelctl.cli_track import with_flags
@@ -151,6 +138,38 @@ def supervisor_argv(args) -> list[str]:
     return argv + (["--", args.file] if args.file else [])
 
 
+def run_detached(args) -> int:
+    """``accelctl run ... --detach``: the run's supervisor started in a session of its own; the
+    first run's id on stdout (the hints on stderr).  A workload refused before any run: the
+    supervisor's output and exit code are this command's."""
+    from accelctl.run import detach, store
+
+    argv = supervisor_argv(args)  # each value joined to its option, the file after "--"
+    try:
+        started = detach.start(argv, store.runs_root(args.runs_dir))
+    except KeyboardInterrupt as exc:
+        print(f"accelctl: {exc}", file=sys.stderr)
+        raise
+    reply = reply_of(args)
+    if started.run_id is None:
+        sys.stderr.write(started.console_text())  # its diagnostics, as a foreground run prints them
+        started.console.unlink(missing_ok=True)
+        code = started.returncode or exitcodes.FAILED
+        if reply is not None:
+            reply.fail("RunNotStarted", f"the detached supervisor (pid {started.pid}) ended with exit {code} "
+                                        "before any run (its output is above, on stderr)")
+        return code
+    run_dir = store.runs_root(args.runs_dir) / started.run_id
+    if reply is not None:
+        reply.result = {"run_id": started.run_id, "run_dir": str(run_dir), "supervisor_pid": started.pid,
+                        "console": str(started.console)}
+    else:
+        print(started.run_id, flush=True)
+    print(f"accelctl: run {started.run_id} goes on detached (supervisor pid {started.pid}, console "
+          f"{started.console}): accelctl status|logs -f|attach|cancel {started.run_id}", file=sys.stderr)
+    return exitcodes.OK
+
+
 def run_foreground(args) -> int:
     """``accelctl run`` in the foreground: the same checks here first (a refusal is this command's,
     positioned, and nothing starts), then the run's own supervisor started and viewed."""
@@ -184,13 +203,13 @@ def run_in_tui(args) -> int:
     _, chosen, _ = checked(args)
     from pathlib import Path
 
-    from accelctl.tui.app import Selection
+    from accelctl.tui.app import AccelctlApp, Selection
     from accelctl.tui.supervised import view
 
     spec = chosen[0].spec
     path = Path(spec.path) if spec.path and spec.path != "<input>" else None
     viewed = view(supervisor_argv(args), args.runs_dir, path, Selection(path, spec.name, chosen[0].plan.target),
-                  sum(c.repeats for c in chosen))
+                  sum(c.repeats for c in chosen), app_factory=AccelctlApp)
     args.fast_exit = True
     _say_killed(viewed)
     if viewed.detached:
@@ -328,25 +347,3 @@ def resume_checks(args) -> None:
     from accelctl.run.store import load_run
 
     unknown_run_is_usage(load_run, args.resume, args.runs_dir)
-
-
-def print_preflight(c, pre, reply=None) -> None:
-    """A preflight's one-line verdict (and into ``reply``)."""
-    from accelctl.run.orchestrate import preflight_world
-
-    world = preflight_world(c)
-    print(color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
-    if reply is not None:
-        reply.result.setdefault("preflights", []).append(
-            {"workload": c.spec.name, "target": c.plan.target, "engine": c.plan.engine, "world": world, "ok": pre.ok,
-             "message": pre.message})
-
-
-def preflight(c, req, reply=None) -> bool:
-    """Run ``c``'s preflight and print its verdict (``doctor --plan``); passed?"""
-    from accelctl.run.orchestrate import preflight_line, run_preflight
-
-    print(f"accelctl: {preflight_line(c)}", flush=True)
-    result = run_preflight(c, req)
-    print_preflight(c, result, reply)
-    return result.ok

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from accelctl.cli_run_times import since, started_unix_s
 
 #: the environment variable naming the store (accelctl.run.store.RUNS_DIR_ENV)
 RUNS_DIR_ENV = "ACCELCTL_RUNS_DIR"
 STATUSES = ("ok", "failed", "stopped", "incomplete", "unreadable")
-_AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def add_filters(parser: argparse.ArgumentParser) -> None:
@@ -39,38 +37,6 @@ def statuses(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(f"unknown status {', '.join(unknown) or repr(text)} "
                                          f"(one of {', '.join(STATUSES)})")
     return wanted
-
-
-def since(text: str, now: float | None = None) -> float:
-    """``--since WHEN`` as unix seconds: an age before ``now`` or an ISO date/time (UTC
-    unless it names a zone)."""
-    from datetime import datetime, timezone
-
-    if m := _AGO.match(text):
-        return (time.time() if now is None else now) - float(m.group(1)) * _UNIT_S[m.group(2)]
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither an age (90m, 12h, 2d, 1w) nor an ISO date "
-                                         "(2026-01-31, 2026-01-31T08:00)") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.timestamp()
-
-
-def started_unix_s(run: Any) -> float | None:
-    """When a listed run started (its summary, else its ISO ``started``); None if unknown."""
-    from datetime import datetime, timezone
-
-    value = (getattr(run, "summary", None) or {}).get("started_unix_s")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    started = getattr(run, "started", "") or ""
-    try:
-        when = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def filtered(runs: Sequence[Any], args: argparse.Namespace) -> list[Any]:
@@ -114,8 +80,9 @@ def empty_message(runs_dir: str | None, filtered_out: int) -> str:
     return f"no runs yet in {where} (accelctl run FILE stores them there)"
 
 
-def add_parser(sub) -> None:
-    """``accelctl runs`` (and ``runs rm``, ``runs gc``: ``accelctl.cli_detach``)."""
+def add_parser(sub) -> argparse.ArgumentParser:
+    """``accelctl runs``; returns its parser, under which ``accelctl.cli.add_runs`` adds ``runs rm``
+    and ``runs gc`` (``accelctl.cli_detach``)."""
     from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
 
     ls = sub.add_parser("runs", help="list stored runs")
@@ -125,9 +92,7 @@ def add_parser(sub) -> None:
     ls.add_argument("--wide", action="store_true", help="every column and full run ids, however wide "
                     "(default: fitted to the terminal or $COLUMNS, short ids)")
     ls.set_defaults(fn=cmd_runs)
-    from accelctl.cli_detach import add_runs_verbs
-
-    add_runs_verbs(ls)  # runs rm, runs gc
+    return ls
 
 
 def cmd_runs(args) -> int:

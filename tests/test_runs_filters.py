@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.cli_runs import since
+from accelctl.cli_run_times import since
 
 ROOT = Path(__file__).parents[1]
 STORE = ROOT / "tests" / "report" / "fixtures" / "store"

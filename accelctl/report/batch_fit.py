@@ -10,6 +10,7 @@ the model says does not fit; an out-of-memory failure is caught and named.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 #: the largest micro-batch looked for (the language's own limit on micro)
@@ -27,7 +28,14 @@ class Variant:
     refused: str = ""
 
 
-def _at(spec, target, micro: int):
+def host_memory() -> int:
+    """This machine's physical memory: the capacity of a host CPU target written without
+    ``memory = ...``."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def at_micro(spec, target, micro: int):
+    """``target`` at micro-batch ``micro`` (no global batch), and the memory model's figures there."""
     from accelctl.plan import memory
 
     t = dataclasses.replace(target, batch=dataclasses.replace(target.batch, micro=micro, global_size=None))
@@ -36,15 +44,15 @@ def _at(spec, target, micro: int):
 
 def largest(spec, target) -> int:
     """The largest micro-batch whose memory fits (0: not even 1), by doubling then bisection."""
-    if not _at(spec, target, 1)[1].fits:
+    if not at_micro(spec, target, 1)[1].fits:
         return 0
     lo, hi = 1, 2
-    while hi <= MOST and _at(spec, target, hi)[1].fits:
+    while hi <= MOST and at_micro(spec, target, hi)[1].fits:
         lo, hi = hi, hi * 2
     hi = min(hi, MOST + 1)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _at(spec, target, mid)[1].fits else (lo, mid)
+        lo, hi = (mid, hi) if at_micro(spec, target, mid)[1].fits else (lo, mid)
     return lo
 
 
@@ -69,23 +77,21 @@ def fit(spec, target, host=None) -> list[Variant]:
     from accelctl.errors import PlanError
 
     if not target.memory_bytes:  # the host CPU without memory = ...: this machine's memory
-        from accelctl.report.fit_probe import host_memory
-
         target = dataclasses.replace(target, memory_bytes=host_memory())
     out = []
     for name, t in variants(spec, target):
         m = largest(spec, t)
         v = Variant(name, t, m)
         if m:
-            v.target, v.at = _at(spec, t, m)
-            v.above = _at(spec, t, m + 1)[1]
+            v.target, v.at = at_micro(spec, t, m)
+            v.above = at_micro(spec, t, m + 1)[1]
             try:
                 plan(spec, v.target, host=host)
             except PlanError as exc:
                 d = exc.diagnostics[0] if exc.diagnostics else None
                 v.refused = f"{d.code}: {d.message}" if d else str(exc)
         else:
-            v.above = _at(spec, t, 1)[1]
+            v.above = at_micro(spec, t, 1)[1]
         out.append(v)
     return out
 

@@ -9,7 +9,7 @@ failure (``MemoryError``, torch's ``can't allocate memory``, ``std::bad_alloc``)
 other.  Only where this machine has the target's device: the host CPU for a cpu target;
 elsewhere the probe is NOT RUN (exit 4), never a pass.
 
-What the model leaves out on this CPU (issue 26, measured on the 2-layer h128 64-pixel ViT of
+What the model leaves out on this CPU (measured on the 2-layer h128 64-pixel ViT of
 tests/report/test_pick_fit.py, 1 GB): glibc's heap.  The worker's data segment grows 2.04 MB a
 sample (VmData peak, micro-batch 305 -> 611: 1.558 -> 2.181 GB) where its tensors and data pool
 grow 1.63 MB, the model's figure (tests/plan/test_memory_measured.py): after the first large
@@ -70,16 +70,12 @@ class Probe:
         return out
 
 
-def host_memory() -> int:
-    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
 def probe_fit(path: str, spec, target, micro: int, runs_root=None) -> Probe:
     """The probes: micro-batch 1 uncapped (what the process holds besides the model's count:
     the interpreter, torch, allocator slack -- the part the model's 2 GB reserve stands for on
     an accelerator), then ``micro`` and ``micro + 1`` capped at the target's memory plus that
     runtime; where ``micro`` runs out of memory, the boundary bisected (``boundary``)."""
-    from accelctl.report.batch_fit import _at
+    from accelctl.report.batch_fit import at_micro, host_memory
     from accelctl.spec.catalog import DEVICES
 
     capacity = target.memory_bytes or host_memory()
@@ -95,7 +91,7 @@ def probe_fit(path: str, spec, target, micro: int, runs_root=None) -> Probe:
     if first != "ok" or not held:
         p.not_run = f"micro-batch 1 without a cap did not run ({first}): nothing to measure the runtime by"
         return p
-    p.runtime = max(0, held - int(_at(spec, target, 1)[1].total))
+    p.runtime = max(0, held - int(at_micro(spec, target, 1)[1].total))
     p.limit = capacity + p.runtime
     p.results = boundary(lambda m: one_step(path, spec.name, target.name, m, p.limit, runs_root)[0], micro)
     return p

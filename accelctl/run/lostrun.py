@@ -1,26 +1,18 @@
-"""A run whose runner is gone for good (SIGKILL, a crash, a reboot): its status, found on read.
+"""A run whose runner is gone for good (SIGKILL, a crash, a reboot): its result, kept.
 
 ``runner.json`` names the run's supervisor (``<pid>:<start ticks>``), its machine and boot, and
 its launches' process groups.  A run with no summary whose runner is gone, and none of whose
-processes still run, is *lost*: ``gone`` says so.
+processes still run, is *lost*.  Reading never waits and never writes: ``store.read_run`` finds a
+lost run (``store.runner_gone``) and shows the result computed in memory from what the ranks
+wrote (``store.lost_run_result``), leaving the folder as it is (a store that may not be
+written, one being read by others, reads the same).
 
-Reading never waits and never writes (issue 22, #2; issue 28):
-
-* ``finish`` computes the lost run's summary in memory from what the ranks wrote (bounded,
-  typed reads: ``accelctl.run.storefiles``) -- status ``failed``, reason ``runner_lost``
-  (``store_error`` when the runner noted that it ended on a full store), steady-state figures
-  over the steps that completed; ``not_started`` when the run's job never began (a queued job of
-  a shared worker whose runner was killed before it got there: nothing ran).  Any file that
-  cannot be read makes the run unreadable, with its reason, and nothing is written.
-  ``store.read_run`` shows that result and leaves the folder as it is (a store that may not be
-  written, one being read by others, reads the same).
-* ``keep`` is the explicit step that writes it (the rank lines the runner never merged
-  appended to ``events.jsonl``, then ``summary.json``), taken by the folder's next owner under
-  its claim: ``run --resume`` before it archives the attempt, ``runs gc`` for the lost runs it
-  leaves.  ``record`` writes under a NON-blocking exclusive lock on ``runner.json``: a lock held
-  by another means that one is keeping the same result.  A store that cannot be written is
-  shown lost all the same.  Files are opened without following links, and only regular files
-  are written.
+``keep`` is the explicit step that writes that result (the rank lines the runner never merged
+appended to ``events.jsonl``, then ``summary.json``), taken by the folder's next owner under its
+claim: ``run --resume`` before it archives the attempt, ``runs gc`` for the lost runs it leaves.
+``record`` writes under a NON-blocking exclusive lock on ``runner.json``: a lock held by another
+means that one is keeping the same result.  A store that cannot be written is shown lost all the
+same.  Files are opened without following links, and only regular files are written.
 """
 
 from __future__ import annotations
@@ -33,96 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import boundedfile
-from accelctl.contract.boundedfile import Unreadable
-from accelctl.contract.events import Event, RunFailed
-from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import Plan
-from accelctl.run import store, storefiles
+from accelctl.run import store
 
 _OPEN = os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
-
-
-def gone(path: Path, info: Mapping[str, Any]) -> bool:
-    """``info`` (a checked ``runner.json``) names a runner of this machine and boot that is gone,
-    and no process of the run is left (its workers follow their runner within seconds).  A run
-    recorded on another machine (a shared store) cannot be judged from here: not gone."""
-    host = info.get("host") or {}
-    here = store._host()
-    if host.get("name") != here["name"]:
-        return False
-    if host.get("boot_id") != here["boot_id"]:
-        return True  # the machine rebooted since: nothing of the run can be running
-    from accelctl.contract import supervision  # here: threading; ``estimate`` only reads runs_root()
-    from accelctl.run import proof
-
-    if supervision.alive(str(info["runner"])):
-        return False
-    return not proof.marked(path)  # its processes by their own mark, never by a recorded group
-
-
-def _late_lines(path: Path, merged: set[bytes]) -> list[tuple[bytes, Event | None]]:
-    """The ranks' lines that never reached ``events.jsonl`` (checked; ``Unreadable`` when a
-    rank file cannot be read)."""
-    late = []
-    for rank_file in sorted(p for p in path.iterdir() if storefiles.RANK_FILE.match(p.name)):
-        raw = boundedfile.read_regular(rank_file, storefiles.EVENTS_CAP) or b""
-        late += [(line, ev) for line, ev in storefiles.event_lines(raw.split(b"\n"), rank_file.name)
-                 if line not in merged]
-    return late
-
-
-def finish(path: Path, info: Mapping[str, Any]) -> tuple[dict[str, Any], list[bytes], str]:
-    """The lost run's summary, the rank lines to append to ``events.jsonl`` (the failure's last),
-    and why the run is unreadable instead ("": it is not)."""
-    from accelctl.run.summary import build_summary
-
-    try:
-        raw = boundedfile.read_regular(path / store.EVENTS_FILE, storefiles.EVENTS_CAP) or b""
-        lines = [(line, ev) for line, ev in storefiles.event_lines(raw.split(b"\n"), store.EVENTS_FILE)]
-        late = _late_lines(path, {line for line, _ in lines})
-    except Unreadable as exc:
-        return {}, [], exc.reason
-    except OSError as exc:
-        return {}, [], f"run folder: {exc.strerror or exc}"
-    plan_data, why = storefiles.read_object(path / store.PLAN_FILE)
-    job_data, why_job = storefiles.read_object(path / store.JOB_FILE)
-    why = why or why_job
-    if why or not plan_data or not job_data:
-        return {}, [], why or f"{store.PLAN_FILE if not plan_data else store.JOB_FILE} is missing"
-    try:
-        plan, job = Plan.from_dict(plan_data), WorkerJob.from_dict(job_data)
-    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
-        return {}, [], f"plan.json or job.json of an unexpected shape ({type(exc).__name__}: {str(exc)[:80]})"
-    events = [ev for _, ev in lines + late if ev is not None]
-    pid = str(info["runner"]).partition(":")[0]
-    steps = sum(1 for e in events if getattr(e, "kind", "") == "step" and getattr(e, "phase", "") == "measure"
-                and getattr(e, "rank", 0) == 0)
-    began = bool(events)
-    if info.get("ended"):  # the runner ended, but could not write the summary
-        failure = RunFailed(reason="store_error", message=str(info["ended"]))
-    elif began:
-        failure = RunFailed(reason="runner_lost", message=(
-            f"the runner (pid {pid}) ended without finishing the run (killed?); "
-            f"partial summary over the {steps} measured steps that completed"))
-    else:
-        failure = RunFailed(reason="runner_lost", message=(
-            f"the runner (pid {pid}) ended before this run's job started (killed?); nothing ran"))
-    try:
-        started = float(info.get("started_unix_s") or path.stat().st_mtime)
-    except OSError as exc:
-        return {}, [], f"run folder: {exc.strerror or exc}"
-    last = max([getattr(e, "time_unix_s", 0.0) for e in events] + [started])
-    try:
-        summary = build_summary(
-            plan=plan, job=job, run_id=path.name, events=events, stop_kind=None, failure=failure,
-            launches=[{"name": ln.name, "argv": None, "cwd": None, "pid": None, "returncode": None, "wall_s": None}
-                      for ln in plan.launches],
-            started_unix_s=started, finished_unix_s=last)
-    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
-        return {}, [], f"its events cannot be summarised ({type(exc).__name__}: {str(exc)[:80]})"
-    if not began and not info.get("ended"):
-        summary["status"] = "not_started"
-    return summary, [line for line, _ in late] + [failure.to_json().encode()], ""
 
 
 def _open_regular(path: Path, flags: int, mode: int = 0o644) -> int | None:

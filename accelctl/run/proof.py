@@ -12,20 +12,20 @@ process is a run's only when:
 * it carries the run's marker, ``ACCELCTL_EVENTS_DIR`` naming this folder, in its environment
   (every launch gets it, and every process a launch starts inherits it -- torchrun's ranks
   run in sessions of their own, so no process group can stand for them), or descends from a
-  process that does.
+  process that does (``accelctl.run.markers``).
 
 A process group id alone is never enough.  Reading here never writes and never waits.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract import envnames, supervision
+from accelctl.contract import supervision
 from accelctl.run import ownership, store
+from accelctl.run.markers import marked
 
 
 def recorded_here(info: Mapping[str, Any]) -> bool:
@@ -51,24 +51,6 @@ def supervisor(run_dir: Path, info: Mapping[str, Any] | None = None) -> int | No
     if parsed is None or not supervision.alive(ident):
         return None
     return parsed[0] if ownership.held_by(run_dir) == parsed[0] else None
-
-
-def marked(run_dir: Path) -> list[int]:
-    """The live processes (zombies apart) carrying ``run_dir`` as their events folder, and every
-    process below them; [] where none can be read."""
-    import psutil  # here: ``runs`` and ``status`` read the store without it
-
-    from accelctl.run import procgroup
-
-    found: set[int] = set()
-    for pid in procgroup.carrying(envnames.EVENTS_DIR, str(run_dir)):
-        found.add(pid)
-        try:
-            found.update(child.pid for child in psutil.Process(pid).children(recursive=True))
-        except psutil.Error:
-            continue
-    found.discard(os.getpid())
-    return sorted(procgroup.live_members_of(found))
 
 
 def processes(run_dir: Path, info: Mapping[str, Any] | None = None) -> list[int]:

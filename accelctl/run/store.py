@@ -20,8 +20,9 @@ Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
       runner.json      who supervises the run (``<pid>:<start ticks>``, host) and its launches'
                        process groups: a run whose runner is gone is shown finished by its
                        readers (``failed``, reason ``runner_lost``, with the partial summary;
-                       ``not_started`` when its job never began: ``accelctl.run.lostrun``)
-                       and written so by its next owner (``run --resume``, ``runs gc``)
+                       ``not_started`` when its job never began: ``lost_run_result``)
+                       and written so by its next owner (``run --resume``, ``runs gc``:
+                       ``accelctl.run.lostrun``)
 
 Reading never blocks, never waits for another reader and never trusts a file's shape: every file
 is opened only when it is a regular file within its cap (no link followed, no FIFO opened) and
@@ -31,7 +32,8 @@ and written only by an explicit step of the folder's owner (``accelctl.run.lostr
 
 Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
 characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
-reads and writes files; it starts no processes and imports nothing heavy.
+reads and writes files; it starts and signals no processes (a lost run's verdict looks at the
+live ones, importing what that needs only then) and imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelctl.contract.ids import RUN_ID
 from accelctl.analysis import throughput
@@ -53,6 +55,9 @@ from accelctl.contract.scheduler import SchedulerJob
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.errors import RunError
+
+if TYPE_CHECKING:  # the events of a lost run (``lost_run_result``), imported only to compute one
+    from accelctl.contract.events import Event
 
 RUNS_DIR_ENV = envnames.RUNS_DIR
 
@@ -379,7 +384,7 @@ def read_files(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
                                     list[bytes] | None]:
     """What ``read_run`` reads of a run folder: (summary, series, plan, job, why it is unreadable
     or "", the rank lines a lost run's result appends to ``events.jsonl`` -- None unless the
-    summary is a lost run's, computed here by ``lostrun.finish``).  Writes nothing."""
+    summary is a lost run's, computed here by ``lost_run_result``).  Writes nothing."""
     from accelctl.run import storefiles
 
     problem = storefiles.folder_problem(path)
@@ -394,15 +399,12 @@ def read_files(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     late = None
     if not summary and not problem:
         info, problem = read_object(path / RUNNER_FILE)
-        if info:
-            from accelctl.run import lostrun
-
-            if lostrun.gone(path, info):  # shown, never written here: ``lostrun.keep`` writes it
-                # read again now that the runner is gone: it may have written its summary and
-                # ended between the first read and this look (seen: an ``ok`` run shown lost)
-                summary, problem = read_object(path / SUMMARY_FILE)
-                if not summary and not problem:
-                    summary, late, problem = lostrun.finish(path, info)
+        if info and runner_gone(path, info):  # shown, never written here: ``lostrun.keep`` writes it
+            # read again now that the runner is gone: it may have written its summary and
+            # ended between the first read and this look (seen: an ``ok`` run shown lost)
+            summary, problem = read_object(path / SUMMARY_FILE)
+            if not summary and not problem:
+                summary, late, problem = lost_run_result(path, info)
     return summary, series, plan, job, problem, late
 
 
@@ -535,3 +537,96 @@ def _store_folder(path: str, base: Path) -> Path:
         raise RunStoreError(f"{path} is not a run of the run store {base} (a RUN is a run id, a unique prefix or "
                             f"suffix of one, or a run folder in the store; --runs-dir names another store)")
     return store_real / real.name
+
+
+# --------------------------------------------------------------------------- a lost run, on read
+
+
+def runner_gone(path: Path, info: Mapping[str, Any]) -> bool:
+    """``info`` (a checked ``runner.json``) names a runner of this machine and boot that is gone,
+    and no process of the run is left (its workers follow their runner within seconds).  A run
+    recorded on another machine (a shared store) cannot be judged from here: not gone."""
+    host = info.get("host") or {}
+    here = _host()
+    if host.get("name") != here["name"]:
+        return False
+    if host.get("boot_id") != here["boot_id"]:
+        return True  # the machine rebooted since: nothing of the run can be running
+    from accelctl.contract import supervision  # here: threading; ``estimate`` only reads runs_root()
+    from accelctl.run import markers
+
+    if supervision.alive(str(info["runner"])):
+        return False
+    return not markers.marked(path)  # its processes by their own mark, never by a recorded group
+
+
+def _late_lines(path: Path, merged: set[bytes]) -> list[tuple[bytes, Event | None]]:
+    """The ranks' lines that never reached ``events.jsonl`` (checked; ``Unreadable`` when a
+    rank file cannot be read)."""
+    from accelctl.run import storefiles
+
+    late = []
+    for rank_file in sorted(p for p in path.iterdir() if storefiles.RANK_FILE.match(p.name)):
+        raw = boundedfile.read_regular(rank_file, storefiles.EVENTS_CAP) or b""
+        late += [(line, ev) for line, ev in storefiles.event_lines(raw.split(b"\n"), rank_file.name)
+                 if line not in merged]
+    return late
+
+
+def lost_run_result(path: Path, info: Mapping[str, Any]) -> tuple[dict[str, Any], list[bytes], str]:
+    """A lost run's summary computed in memory from what its ranks wrote, the rank lines to append
+    to ``events.jsonl`` (the failure's last), and why the run is unreadable instead ("": it is
+    not).  Status ``failed``, reason ``runner_lost`` (``store_error`` when the runner noted that it
+    ended on a full store), steady-state figures over the steps that completed; ``not_started``
+    when the run's job never began.  Writes nothing: ``accelctl.run.lostrun.keep`` does."""
+    from accelctl.contract.events import RunFailed
+    from accelctl.run import storefiles
+    from accelctl.run.summary import build_summary
+
+    try:
+        raw = boundedfile.read_regular(path / EVENTS_FILE, storefiles.EVENTS_CAP) or b""
+        lines = [(line, ev) for line, ev in storefiles.event_lines(raw.split(b"\n"), EVENTS_FILE)]
+        late = _late_lines(path, {line for line, _ in lines})
+    except boundedfile.Unreadable as exc:
+        return {}, [], exc.reason
+    except OSError as exc:
+        return {}, [], f"run folder: {exc.strerror or exc}"
+    plan_data, why = storefiles.read_object(path / PLAN_FILE)
+    job_data, why_job = storefiles.read_object(path / JOB_FILE)
+    why = why or why_job
+    if why or not plan_data or not job_data:
+        return {}, [], why or f"{PLAN_FILE if not plan_data else JOB_FILE} is missing"
+    try:
+        plan, job = Plan.from_dict(plan_data), WorkerJob.from_dict(job_data)
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        return {}, [], f"plan.json or job.json of an unexpected shape ({type(exc).__name__}: {str(exc)[:80]})"
+    events = [ev for _, ev in lines + late if ev is not None]
+    pid = str(info["runner"]).partition(":")[0]
+    steps = sum(1 for e in events if getattr(e, "kind", "") == "step" and getattr(e, "phase", "") == "measure"
+                and getattr(e, "rank", 0) == 0)
+    began = bool(events)
+    if info.get("ended"):  # the runner ended, but could not write the summary
+        failure = RunFailed(reason="store_error", message=str(info["ended"]))
+    elif began:
+        failure = RunFailed(reason="runner_lost", message=(
+            f"the runner (pid {pid}) ended without finishing the run (killed?); "
+            f"partial summary over the {steps} measured steps that completed"))
+    else:
+        failure = RunFailed(reason="runner_lost", message=(
+            f"the runner (pid {pid}) ended before this run's job started (killed?); nothing ran"))
+    try:
+        started = float(info.get("started_unix_s") or path.stat().st_mtime)
+    except OSError as exc:
+        return {}, [], f"run folder: {exc.strerror or exc}"
+    last = max([getattr(e, "time_unix_s", 0.0) for e in events] + [started])
+    try:
+        summary = build_summary(
+            plan=plan, job=job, run_id=path.name, events=events, stop_kind=None, failure=failure,
+            launches=[{"name": ln.name, "argv": None, "cwd": None, "pid": None, "returncode": None, "wall_s": None}
+                      for ln in plan.launches],
+            started_unix_s=started, finished_unix_s=last)
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
+        return {}, [], f"its events cannot be summarised ({type(exc).__name__}: {str(exc)[:80]})"
+    if not began and not info.get("ended"):
+        summary["status"] = "not_started"
+    return summary, [line for line, _ in late] + [failure.to_json().encode()], ""

@@ -8,11 +8,9 @@ first problem: all diagnostics of a file are collected, then raised together.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from accelctl.dsl import ast
 from accelctl.dsl.lexemes import value_problems
@@ -20,124 +18,23 @@ from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_
 from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec import check_shape as CS
-from accelctl.spec.stack import check_stack
+from accelctl.spec.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
+from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, single_string_arg, typed_entries
+from accelctl.spec.check_dataset import check_dataset, resolve_dataset
 from accelctl.spec.models import (FAMILIES, KNOWN_MODELS, MAX_SIZE, OPTIONAL, real_architecture, shape_problems,
                                   stand_in_for)
+from accelctl.spec.stack import check_stack
+from accelctl.spec.targets import (batch_values, check_engines, check_precision, check_sequence_split,
+                                   check_targets)
 from accelctl.spec.types import (
     CheckpointSpec,
-    MeasureSpec,
     ModelSpec,
-    OptimizerSpec,
     OptimizeSpec,
     TaskSpec,
     TrackSpec,
     WorkloadSpec,
 )
 from accelctl.spec.values import BAD, Ctx
-
-
-#: a Hugging Face Hub repository id: NAME or OWNER/NAME (never a flag, never a path outside)
-HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
-
-
-class Origins(dict):
-    """dotted setting path -> span where it was written."""
-
-    def add(self, path: str, span: Span) -> None:
-        self.setdefault(path, span)
-
-
-def items_by_key(items: Iterable[ast.Item], ctx: Ctx, multi: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Index a block's items by key, reporting duplicates (E204) except for ``multi`` kinds."""
-    out: dict[str, Any] = {}
-    first_of = out.setdefault
-    for it in items:
-        key = it[0]  # an Entry's or Statement's key, a Block's kind: the first field of each
-        if multi and key in multi:
-            out.setdefault(key, []).append(it)
-            continue
-        first = first_of(key, it)
-        if first is not it:
-            ctx.error("E204", f"duplicate '{key}'", it.kind_span if type(it) is ast.Block else it.key_span,
-                      f"'{key}' is already set at line {first.span.line}")
-    return out
-
-
-def typed_entries(items: dict[str, Any], table: dict[str, V.VType], ctx: Ctx, where: str,
-                  origins: Origins, prefix: str, extra_ok: Iterable[str] = ()) -> dict[str, Any]:
-    """Coerce ``key = value`` entries of a block against ``table``; unknown keys are E202."""
-    out: dict[str, Any] = {}
-    spans = origins.setdefault  # Origins.add, inline: this runs for every entry of megabytes of workloads
-    Entry = ast.Entry
-    for key, it in items.items():
-        if type(it) is Entry and key in table and key not in extra_ok:  # the common case, first
-            val = table[key].fn(it.value, ctx, key)
-            if val is not BAD:
-                out[key] = val
-                spans(f"{prefix}.{key}", it.span)
-            continue
-        if key in extra_ok:
-            continue
-        if key not in table:
-            what = "block" if isinstance(it, ast.Block) else "key"
-            code = "E201" if isinstance(it, ast.Block) else "E202"
-            ctx.error(code, f"unknown {what} '{key}' in {where}", it.kind_span if isinstance(it, ast.Block)
-                      else it.key_span, did_you_mean(key, {*table, *extra_ok}))
-            continue
-        if isinstance(it, ast.Block):
-            ctx.error("E209", f"'{key}' is a setting, not a block", it.kind_span, f"write {key} = <value>")
-            continue
-        if isinstance(it, ast.Statement):
-            ctx.error("E208", f"missing '=' after '{key}'", it.key_span,
-                      f"write {key} = {ast.value_text(it.value)}")
-            continue
-        val = table[key].coerce(it.value, ctx, key)
-        if val is not BAD:
-            out[key] = val
-            origins.add(f"{prefix}.{key}", it.span)
-    return out
-
-
-def call_kwargs(call: ast.Call, table: dict[str, V.VType], ctx: Ctx, where: str) -> dict[str, Any]:
-    """Coerce the keyword arguments of ``name(k = v, ...)``; positional arguments are E214."""
-    for a in call.args:
-        ctx.error("E214", f"{where} takes named arguments only", a.span,
-                  f"write {call.name}(name = {ast.value_text(a)})")
-    out: dict[str, Any] = {}
-    seen: set[str] = set()
-    for kw in call.kwargs:
-        if kw.name in seen:
-            ctx.error("E204", f"duplicate argument '{kw.name}' in {where}", kw.span, "keep one of them")
-            continue
-        seen.add(kw.name)
-        if kw.name not in table:
-            ctx.error("E210", f"unknown argument '{kw.name}' for {where}", kw.span, did_you_mean(kw.name, table))
-            continue
-        val = table[kw.name].fn(kw.value, ctx, kw.name)  # VType.coerce, inline
-        if val is not BAD:
-            out[kw.name] = val
-    return out
-
-
-def single_string_arg(call: ast.Call, ctx: Ctx, what: str) -> str | None:
-    if len(call.args) != 1 or call.kwargs or not isinstance(call.args[0], ast.Str):
-        ctx.error("E214", f"{call.name}(...) takes one string: the {what}", call.span,
-                  f'write {call.name}("...")')
-        return None
-    arg = call.args[0]
-    if not arg.value.strip():
-        ctx.error("E304", f"the {what} must not be empty", arg.span)
-        return None
-    if what == "Hub id" and not HUB_ID.fullmatch(arg.value):
-        ctx.error("E216", f"{ast.value_text(arg)} is not a Hugging Face Hub id", arg.span,
-                  'a Hub id is NAME or OWNER/NAME of letters, digits, "_", "-", "." (e.g. "bigscience/bloomz-7b1")')
-        return None
-    if what != "Hub id" and (arg.value.startswith("-") or V.control_character(arg.value, lines=False)):
-        ctx.error("E216", f"the {what} {ast.value_text(arg)} is not a usable path", arg.span,
-                  "a path is one line without control characters and does not start with '-' "
-                  "(write ./-name for a file named -name)")
-        return None
-    return arg.value
 
 
 # ------------------------------------------------------------------------ blocks
@@ -291,21 +188,6 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
                      weights=opts.get("weights", "auto"), gradient_checkpointing=opts.get("gradient_checkpointing"))
 
 
-def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str = "measure") -> MeasureSpec:
-    if it is None:
-        return MeasureSpec()
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "measure is a block", it.span, "write measure { warmup = 2 steps  steps = 10 steps }")
-        return MeasureSpec()
-    items = items_by_key(it.items, ctx)
-    vals = typed_entries(items, S.MEASURE_KEYS, ctx, "measure", origins, prefix)
-    m = MeasureSpec(**vals)
-    if m.warmup >= m.steps and "warmup" in items:
-        ctx.error("E404", f"warm-up ({m.warmup} steps) is not fewer than the counted steps ({m.steps})",
-                  items["warmup"].span, "count more steps than you warm up: steady state needs both")
-    return m
-
-
 def check_checkpoint(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None) -> CheckpointSpec:
     """``checkpoint { every = N steps  keep = K  dir = "path" }`` (training tasks only)."""
     if it is None:
@@ -323,36 +205,6 @@ def check_checkpoint(it: ast.Item | None, ctx: Ctx, origins: Origins, task: Task
     elif "every" in vals:
         origins.add("checkpoint", it.span)
     return CheckpointSpec(**vals)
-
-
-def optimize_values(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str) -> dict[str, Any]:
-    """The keys written in an ``optimize { compile = on ... }`` block (workload or target)."""
-    if it is None:
-        return {}
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "optimize is a block", it.span, "write optimize { compile = on }")
-        return {}
-    vals = typed_entries(items_by_key(it.items, ctx), S.OPTIMIZE_KEYS, ctx, "optimize", origins, prefix)
-    if vals:
-        origins.add(prefix, it.span)
-    return vals
-
-
-def check_optimize(written: dict[str, Any], below: OptimizeSpec, model: ModelSpec | None, ctx: Ctx,
-                   origins: Origins, prefix: str) -> OptimizeSpec:
-    """``written`` (one block's keys) over ``below`` (the workload's, for a target), with the
-    rules of what the block itself wrote: channels_last needs image input (E222), a
-    compile_mode needs compile = on (E223)."""
-    opt = dataclasses.replace(below, **written)
-    if written.get("channels_last") and model is not None and not FAMILIES[model.family].image_input:
-        ctx.error("E222", f"channels_last applies to image models; {model.family} takes token ids",
-                  origins[f"{prefix}.channels_last"],
-                  "channels-last (NHWC) is a memory format of 4-D image tensors: remove it, or use it with "
-                  + ", ".join(f.name for f in FAMILIES.values() if f.image_input))
-    if "compile_mode" in written and not opt.compile:
-        ctx.error("E223", f"compile_mode = {opt.compile_mode} but compile is off", origins[f"{prefix}.compile_mode"],
-                  "add compile = on, or remove compile_mode")
-    return opt
 
 
 def check_track(it: ast.Item | None, ctx: Ctx, origins: Origins) -> TrackSpec:
@@ -375,43 +227,9 @@ def check_track(it: ast.Item | None, ctx: Ctx, origins: Origins) -> TrackSpec:
     return spec
 
 
-def check_optimizer(it: ast.Item | None, ctx: Ctx, origins: Origins, task: TaskSpec | None,
-                    prefix: str = "optimizer") -> OptimizerSpec:
-    if it is None:
-        return OptimizerSpec()
-    if task is not None and not task.training:
-        ctx.error("E406", f"an optimizer does not apply to a {task.kind} task", it.span, "remove it")
-    header = it.header if isinstance(it, ast.Block) else it.value
-    vals: dict[str, Any] = {}
-    if isinstance(header, (ast.Word, ast.Call)):
-        origins.add(f"{prefix}.name", it.span)  # where a refusal of the optimizer points (lamb on Gaudi)
-        if header.name not in S.OPTIMIZERS:
-            ctx.error("E203", f"unknown optimizer '{header.name}'", getattr(header, "name_span", header.span),
-                      did_you_mean(header.name, S.OPTIMIZERS))
-        else:
-            vals["name"] = header.name
-        if isinstance(header, ast.Call):
-            vals.update(call_kwargs(header, S.OPTIMIZER_KEYS, ctx, f"optimizer {header.name}"))
-    items = items_by_key(it.items if isinstance(it, ast.Block) else (), ctx)
-    vals.update(typed_entries(items, S.OPTIMIZER_KEYS, ctx, "optimizer", origins, prefix))
-    return OptimizerSpec(**vals)
-
-
 # ------------------------------------------------------------------------ workload
 
-@functools.lru_cache(maxsize=None)
-def _later_passes() -> tuple:
-    """The passes of ``accelctl.spec.targets`` and ``check_dataset``, which import this module
-    (so it imports them late), imported once: an import statement in ``check_workload`` cost
-    about 5 us per workload even with the modules loaded, a tenth of checking one."""
-    from accelctl.spec.targets import batch_values, check_engines, check_precision, check_targets
-    from accelctl.spec.check_dataset import check_dataset, resolve_dataset
-
-    return batch_values, check_engines, check_precision, check_targets, check_dataset, resolve_dataset
-
-
 def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None:
-    batch_values, check_engines, check_precision, check_targets, check_dataset, resolve_dataset = _later_passes()
     origins = Origins()
     items = items_by_key(w.items, ctx, multi=("target", "engine"))
     for key, it in list(items.items()):
@@ -454,8 +272,6 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
     targets = check_targets(items.get("target", []), wl_batch, bs, precision, gc, task, model,
                             engines, ctx, origins, w.span, optimize, measure, stack)
     CS.refuse_unshaped(model, targets, items.get("model"), ctx)
-    from accelctl.spec.targets import check_sequence_split  # with the targets pass, imported late as it is
-
     check_sequence_split(targets, model, dataset, ctx, origins)
     if task is None or model is None:
         return None

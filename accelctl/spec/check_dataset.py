@@ -16,7 +16,7 @@ from typing import Any
 from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
 from accelctl.spec import schema as S
-from accelctl.spec.check import Origins, call_kwargs, items_by_key, single_string_arg, typed_entries
+from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, single_string_arg, typed_entries
 from accelctl.spec.hub_datasets import HubDataset, hub_dataset
 from accelctl.spec.models import objective_for
 from accelctl.spec.types import DatasetSpec, ModelSpec, TaskSpec

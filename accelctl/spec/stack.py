@@ -26,6 +26,7 @@ from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.check_common import items_by_key
 from accelctl.spec.types import StackSpec
 
 #: SDK -> (how a plan names it, the device adapter that runs it)
@@ -102,8 +103,6 @@ def check_stack(it: ast.Item, ctx: V.Ctx, origins, prefix: str) -> dict[str, Any
     if not isinstance(it, ast.Block) or it.header is not None:
         ctx.error("E209", "stack is a block", it.span, 'write stack { packages { transformers = "4.43.4" } }')
         return {}
-    from accelctl.spec.check import items_by_key  # the check pass imports this module
-
     out: dict[str, Any] = {}
     for key, item in items_by_key(it.items, ctx).items():
         if key not in KEYS:

@@ -15,16 +15,8 @@ from accelctl.hostinfo import CPU_16BIT_HINT
 from accelctl.spec import parallel_rules
 from accelctl.spec import schema as S
 from accelctl.spec.catalog import DEVICES, INSTANCES
-from accelctl.spec.check import (
-    Origins,
-    call_kwargs,
-    check_measure,
-    check_optimize,
-    check_optimizer,
-    items_by_key,
-    optimize_values,
-    typed_entries,
-)
+from accelctl.spec.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
+from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, typed_entries
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.stack import check_stack
 from accelctl.spec.stack import resolve as resolve_stack

@@ -1,4 +1,4 @@
-"""``accelctl run FILE`` on a terminal: start + attach (issue 25, item 1).
+"""``accelctl run FILE`` on a terminal: start + attach.
 
 The run's supervisor is the one ``run --detach`` and the console stream start
 (``accelctl.run.detach.spawn``: ``accelctl run --headless`` in a session of its own); this
@@ -117,17 +117,19 @@ def start(run_argv: list[str], root) -> Supervisor:
     return Supervisor(spawned, base, before)
 
 
-def view(run_argv: list[str], root, path: Path | None, selection, count: int, *, headless: bool = False,
-         size: tuple[int, int] | None = None, app_factory=None) -> foreground.Viewed:
+def view(run_argv: list[str], root, path: Path | None, selection, count: int, *, app_factory,
+         headless: bool = False, size: tuple[int, int] | None = None) -> foreground.Viewed:
     """Start the supervisor of ``accelctl run *run_argv`` and view its runs in the TUI (``count``
-    of them expected: "1 of N"); how viewing ended, the run's exit status when the supervisor ended."""
+    of them expected: "1 of N"); how viewing ended, the run's exit status when the supervisor ended.
+
+    ``app_factory`` is the app class (``accelctl.tui.app.AccelctlApp``, or a test's subclass),
+    given by the caller: the app starts supervisors with ``start``, so this module does not
+    import it back."""
     with foreground.Signals() as signals:  # from before the start: a SIGTERM meanwhile stops the run it starts
         sup = start(run_argv, root)
         spawned = sup.spawned
-        from accelctl.tui.app import AccelctlApp
-
-        app = (app_factory or AccelctlApp)(path, runs_root=root, supervisor=sup, signals=signals,
-                                           selection=selection, queue=(1, count) if count > 1 else None)
+        app = app_factory(path, runs_root=root, supervisor=sup, signals=signals,
+                          selection=selection, queue=(1, count) if count > 1 else None)
         try:
             app.run(headless=headless, size=size)
         except KeyboardInterrupt:

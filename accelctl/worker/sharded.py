@@ -17,7 +17,7 @@ import torch.distributed as dist
 from accelctl.contract.mesh import Mesh
 from accelctl.spec.parallel_plans import PLANS
 from accelctl.worker import mesh_grads
-from accelctl.worker.strategy import Plain
+from accelctl.worker.plain_strategy import Plain
 
 
 @dataclass

@@ -29,6 +29,7 @@ from accelctl.backends.deepspeed import backend as B
 from accelctl.backends.deepspeed import check as ds_check
 from accelctl.backends.deepspeed import launch as L
 from accelctl.backends.deepspeed.backend import DeepSpeedBackend, DeepSpeedInferenceBackend
+from accelctl.backends.deepspeed.release import AUTOTP, AUTOTP_CLASS
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.errors import PlanError, attach_source
 from accelctl.plan import registry
@@ -549,8 +550,8 @@ def test_our_tables_agree_with_deepspeeds(deepspeed):
     from deepspeed.module_inject.auto_tp import AutoTP
     from deepspeed.runtime.zero.utils import ZERO_SUPPORTED_OPTIMIZERS
 
-    for family, cls in B.AUTOTP_CLASS.items():
-        assert AutoTP.supported(cls) == B.AUTOTP[family], family
+    for family, cls in AUTOTP_CLASS.items():
+        assert AutoTP.supported(cls) == AUTOTP[family], family
     client = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}
     assert {n for n, c in client.items() if c in ZERO_SUPPORTED_OPTIMIZERS} == set(B.ZERO_TESTED)
     from deepspeed.runtime.constants import GRADIENT_CLIPPING_DEFAULT

@@ -112,13 +112,13 @@ def test_a_summary_written_as_the_runner_ends_is_read_not_taken_for_a_lost_run(l
     """The runner writes ``summary.json`` and exits between a reader's look for the summary and its
     look for the runner: the run is what that summary says, never ``failed (runner lost)`` (seen: a
     run that ended ``ok`` shown lost by ``accelctl status`` at load 11)."""
-    real_gone = lostrun.gone
+    real_gone = store.runner_gone
 
     def gone_after_writing(path, info):  # the runner's last act, then its end, in that window
         store.write_summary(path, {"status": "ok", "workload": "tiny", "target": "cpu", "stats": {}})
         return real_gone(path, info)
 
-    monkeypatch.setattr(lostrun, "gone", gone_after_writing)
+    monkeypatch.setattr(store, "runner_gone", gone_after_writing)
     rec = store.read_run(lost)
     assert rec.status == "ok", rec.status
     assert rec.summary["status"] == "ok"

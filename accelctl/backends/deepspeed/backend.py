@@ -30,9 +30,11 @@ Decisions, each a hidden cost named:
   exports only a few variable prefixes to remote nodes; the plan's environment travels in
   a generated ``deepspeed_env`` file that ``DS_ENV_FILE`` points at.
 
-The launcher command lines are ``accelctl.backends.deepspeed.launch``'s.  Nothing here imports
-torch, deepspeed or transformers (``accelctl plan`` stays light);
-``accelctl.backends.deepspeed.check`` checks these plans against DeepSpeed itself.
+The launcher command lines are ``accelctl.backends.deepspeed.launch``'s; the pinned releases,
+the config files' names and AutoTP's families are ``accelctl.backends.deepspeed.release``'s,
+where the checks read them too.  Nothing here imports torch, deepspeed or transformers
+(``accelctl plan`` stays light); ``accelctl.backends.deepspeed.check`` checks these plans
+against DeepSpeed itself.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Backend, Built, refusal
 from accelctl.backends.deepspeed.launch import adapter_of, build_launch
+from accelctl.backends.deepspeed.release import (AUTOTP, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE,
+                                                 TRANSFORMERS_VERSION, installed_version)
 from accelctl.contract import envnames, jsontext
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Plan
@@ -52,18 +56,12 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult
 
-#: the DeepSpeed release these plans are written and checked against (pyproject extra)
-DEEPSPEED_VERSION = "0.19.8"
-
 #: ``accelctl doctor``: DeepSpeed's version and the accelerator and process group it picks here
 PROBES = {"deepspeed": (
     "import json\nimport deepspeed\nfrom deepspeed.accelerator import get_accelerator as g\na = g()\n"
     "print(json.dumps({'version': deepspeed.__version__, 'accelerator': a.device_name(),"
     " 'comm_backend': a.communication_backend_name()}))"
 )}
-
-CONFIG_FILE = "ds_config.json"
-INFERENCE_FILE = "ds_inference.json"
 
 #: environment the worker reads (accelctl.worker.ds_engine)
 CONFIG_ENV, INFERENCE_ENV = envnames.DS_CONFIG, envnames.DS_INFERENCE_CONFIG
@@ -90,31 +88,9 @@ DS_CUDA_OPTIMIZER = {"lamb": ("Lamb", {})}
 #: ``runtime.zero.utils.ZERO_SUPPORTED_OPTIMIZERS``; ds_check compares the two)
 ZERO_TESTED = ("adamw", "adam")
 
-#: families DeepSpeed AutoTP (tensor parallel without kernel injection) can shard; from
-#: ``deepspeed/module_inject/auto_tp.py`` ``AutoTP.supported`` (ds_check compares).
-#: False: DeepSpeed asserts "AutoTP not supported for model. Please use kernel injection".
-AUTOTP = {"bloom": True, "gpt2": False, "llama": True, "bert": True, "t5": True, "mistral": True, "qwen2": True,
-          "gemma": True, "mixtral": True, "gpt_neox": True, "falcon": True}
-#: the base model class name AutoTP.supported() sees for a family (``str(model)``)
-AUTOTP_CLASS = {"bloom": "BloomModel", "gpt2": "GPT2Model", "llama": "LlamaModel", "bert": "BertModel",
-                "t5": "T5Model", "mistral": "MistralModel", "qwen2": "Qwen2Model", "gemma": "GemmaModel",
-                "mixtral": "MixtralModel", "gpt_neox": "GPTNeoXModel", "falcon": "FalconModel"}
-#: the transformers release the worker environment pins (pyproject): what a plan for a device
-#: on another machine is written for (a plan for the host CPU reads the installed one)
-TRANSFORMERS_VERSION = "5.23.0"
 #: DeepSpeed's BLOOM kernel-injection container refuses transformers newer than this
 #: (``module_inject/containers/bloom.py``); AutoTP of BLOOM breaks past it as well (LAB §5)
 BLOOM_LAST_TRANSFORMERS = (4, 43)
-
-
-def installed_version(dist: str) -> str | None:
-    """A package's installed version from its metadata (never imports it)."""
-    import importlib.metadata  # 30 ms of email/zipfile/csv: only plans that ask pay it
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def stack_versions(target: TargetSpec) -> tuple[str | None, str, str]:

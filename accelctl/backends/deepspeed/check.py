@@ -41,8 +41,8 @@ import types
 from functools import lru_cache
 from typing import Any, Iterator
 
-from accelctl.backends.deepspeed import backend as B
 from accelctl.backends.deepspeed import launch as L
+from accelctl.backends.deepspeed.release import AUTOTP_CLASS, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Launch, Plan
 from accelctl.errors import Diagnostic, did_you_mean
@@ -316,10 +316,10 @@ def check_inference_config(cfg: dict[str, Any], spec: WorkloadSpec, target: Targ
     out = [_diag(spec, target, key, "E544", f"DeepSpeed {_version()} reads {key} = {got!r} from "
                  f"ds_inference.json, but the workload says {expected!r}")
            for key, (got, expected) in want.items() if got != expected]
-    if p.tp > 1 and not p.kernel_inject and spec.model.family in B.AUTOTP_CLASS:
+    if p.tp > 1 and not p.kernel_inject and spec.model.family in AUTOTP_CLASS:
         from deepspeed.module_inject.auto_tp import AutoTP
 
-        if not AutoTP.supported(B.AUTOTP_CLASS[spec.model.family]):
+        if not AutoTP.supported(AUTOTP_CLASS[spec.model.family]):
             out.append(_diag(spec, target, "tensor_parallel", "E544",
                              f"DeepSpeed {_version()} AutoTP cannot shard {spec.model.family} "
                              "('AutoTP not supported for model')", "use tp = 1, or kernel_inject = on on a GPU"))
@@ -478,11 +478,11 @@ def check_plan_with_deepspeed(plan: Plan, spec: WorkloadSpec) -> list[Diagnostic
 
     target = spec.target(plan.target)
     out: list[Diagnostic] = []
-    if _version() != B.DEEPSPEED_VERSION:
-        out.append(_diag(spec, target, "world", "W540", f"plans are written for DeepSpeed {B.DEEPSPEED_VERSION}; "
+    if _version() != DEEPSPEED_VERSION:
+        out.append(_diag(spec, target, "world", "W540", f"plans are written for DeepSpeed {DEEPSPEED_VERSION}; "
                          f"checked with {_version()}", severity="warning"))
     files = {f.path: f.content for f in plan.files}
-    for name, check in ((B.CONFIG_FILE, check_ds_config), (B.INFERENCE_FILE, check_inference_config)):
+    for name, check in ((CONFIG_FILE, check_ds_config), (INFERENCE_FILE, check_inference_config)):
         if name in files:
             try:
                 cfg = json.loads(files[name])
@@ -490,9 +490,9 @@ def check_plan_with_deepspeed(plan: Plan, spec: WorkloadSpec) -> list[Diagnostic
                 out.append(_diag(spec, target, "world", "E540", f"{name} is not JSON: {exc}"))
                 continue
             out += check(cfg, spec, target)
-    if B.CONFIG_FILE not in files and B.INFERENCE_FILE not in files:
-        out.append(_diag(spec, target, "world", "E540", f"a {plan.backend} plan without {B.CONFIG_FILE} or "
-                         f"{B.INFERENCE_FILE}"))
+    if CONFIG_FILE not in files and INFERENCE_FILE not in files:
+        out.append(_diag(spec, target, "world", "E540", f"a {plan.backend} plan without {CONFIG_FILE} or "
+                         f"{INFERENCE_FILE}"))
     for launch in plan.launches:
         out += check_launch(launch, plan, spec, target)
     if L.ENV_FILE in files:

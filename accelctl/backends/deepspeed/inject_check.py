@@ -33,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from accelctl.backends.deepspeed.release import installed_version
 from accelctl.backends.findings import CheckResult, not_run
 
 #: the repository (or site-packages) root holding ``accelctl``
@@ -66,23 +67,17 @@ def held_versions(folder: Path) -> dict[str, str]:
     return out
 
 
-def installed(name: str) -> str | None:
-    from accelctl.backends.deepspeed.backend import installed_version
-
-    return installed_version(name)
-
-
 def find_env(pins: dict[str, str]) -> tuple[Path | None, str]:
     """The side environment (None: ``.venv`` itself) whose packages over ``.venv``'s are the
     pinned ones of ``CHECKED``; else (None, why not)."""
     wanted = {n: v for n, v in pins.items() if n in CHECKED}
-    if all(installed(n) == v for n, v in wanted.items()):
+    if all(installed_version(n) == v for n, v in wanted.items()):
         return None, ""
     for env in side_envs():
         if not env.is_dir():
             continue
         held = held_versions(env)
-        if all(held.get(n, installed(n)) == v for n, v in wanted.items()):
+        if all(held.get(n, installed_version(n)) == v for n, v in wanted.items()):
             return env, ""
     pinned = ", ".join(f"{n}=={v}" for n, v in wanted.items())
     looked = ", ".join(str(e) for e in side_envs()) or "none listed"

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from accelctl.backends import float8_plan
 from accelctl.backends.base import Built, refusal
+from accelctl.backends.te_fp8.versions import version_tuple
 from accelctl.backends.torchrun import TorchrunBackend
 from accelctl.contract import envnames, jsontext
 from accelctl.contract.job import WorkerJob
@@ -76,17 +77,6 @@ CONFIG_FILE = "te_recipe.json"
 WORKER_TE_LAYERS = Path(__file__).resolve().parents[2] / "worker" / "te_layers.py"
 #: where the worker finds the generated file
 CONFIG_ENV = envnames.TE_CONFIG
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """``"2.20.2"`` -> ``(2, 20, 2)``; pre-release suffixes are ignored."""
-    out = []
-    for part in str(version).split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
 
 
 def autocast_api(version: str) -> tuple[str, str]:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.backends.findings import Finding
-from accelctl.backends.te_fp8.backend import version_tuple
+from accelctl.backends.te_fp8.versions import version_tuple
 
 PYTORCH = "transformer_engine.pytorch"
 RECIPE = "transformer_engine.common.recipe"
