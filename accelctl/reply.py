@@ -1,27 +1,10 @@
 """The one JSON document an ``accelctl`` command writes with ``--json`` (or ``-f json``).
 
-In every outcome -- success, diagnostics, a refused target, a missing file, a usage
-error, an unknown run id, Ctrl-C, a bug -- stdout holds exactly this one document
-(progress and logs go to stderr)::
-
-    {
-      "schema": 1,                 # this envelope's version
-      "command": "plan",           # the verb (null when the command line had none)
-      "ok": false,                 # exit_code == 0
-      "exit_code": 1,              # as the process exits (accelctl.exitcodes)
-      "exit": "failed",            # its name in the exit-code table
-      "result": {...},             # what the verb produced, its own shape (docs/cli.md); {} when nothing
-      "diagnostics": [             # every diagnostic the command reported, flat
-        {"code": "E530", "severity": "error", "message": "...", "path": "w.wl",
-         "line": 7, "column": 3, "end_line": 7, "end_column": 9, "hint": "..."}
-      ],
-      "error": null                # or {"type": "PlanError", "message": "..."}: why it stopped
-    }
-
-``line``/``column`` (1-based) are there when the diagnostic points into a file.  A result may
-also group its diagnostics (``validate`` per file, ``plan`` per target).  Numbers that are not
-finite (NaN, infinity) are written as null: the document is strict JSON.  This module sits
-at the lowest layer so that every verb's module can fill a ``Reply``.
+In every outcome (success, diagnostics, a refusal, a usage error, Ctrl-C, a bug) stdout holds
+exactly this one document -- ``schema``, ``command``, ``ok``, ``exit_code``, ``exit``, ``result``,
+``diagnostics``, ``error``: docs/cli.md -- and progress and logs go to stderr.  Numbers that are
+not finite are written as null: the document is strict JSON.  This module sits at the lowest
+layer so that every verb's module can fill a ``Reply``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """Confidence intervals: Student t, MLPerf-style repeats, Welch, ratios.
 
-The t quantile is ``analysis.student_t`` (standard library, checked against
-``scipy.stats.t.ppf`` to 1e-9): every run's summary needs one, and importing scipy.stats cost
-0.4-0.6 s between a run's last step and the command's exit.  Welch's test is
-``scipy.stats.ttest_ind(equal_var=False)``, imported on first use, so importing this module
-costs nothing.  ``df = inf`` is the normal distribution.
-
-* ``mean_ci(xs)``: ``mean ± t(1 - α/2, n - 1) · s / √n`` (s: sample stdev, n - 1).
-* ``positive_mean_ci(xs)``: the interval of the mean of a positive quantity (a step time,
-  a latency, a throughput, a cost) on the log scale, the delta method as ``ratio_ci``:
-  ``mean · exp(± t(1 - α/2, n - 1) · s / (√n · mean))``.  Never at or below zero, however
-  few or scattered the values (one stall among three steps gave ``mean ± t·s/√n`` a
-  lower bound of -140 ms); to first order in ``s / mean`` it is the symmetric interval,
-  and it is wider above the mean than below, as the spread of a positive quantity is.
-* ``repeat_summary(xs)``: the mean of repeated measurements (step times) with its
-  positive CI; when there are at least ``TRIM_AT`` = 5 repeats the fastest and the slowest
-  are dropped first, as MLPerf's "olympic" scoring does, and the CI is over the kept
-  ``n - 2`` values.
-* ``welch(a, b)``: difference of means ``mean(b) - mean(a)`` with the Welch-Satterthwaite
-  degrees of freedom, its CI and two-sided p-value.
-* ``ratio_ci(a, b)``: CI of ``mean(a) / mean(b)`` by the delta method on the log scale:
-  ``se² = s_a²/(n_a·m_a²) + s_b²/(n_b·m_b²)``, Welch-Satterthwaite df on those two terms,
-  ``ratio · exp(± t · se)``.  Deterministic (no resampling), so reports are reproducible.
+The t quantile is ``analysis.student_t`` (standard library: scipy.stats is slow to import and
+every run's summary needs one); Welch's test is ``scipy.stats.ttest_ind(equal_var=False)``,
+imported on first use.  ``df = inf`` is the normal distribution.  ``mean_ci``;
+``positive_mean_ci`` (on the log scale, so a positive quantity's interval never reaches zero);
+``repeat_summary`` (MLPerf's "olympic" trim from ``TRIM_AT`` repeats); ``welch``; ``ratio_ci``
+(delta method on the log scale, Welch-Satterthwaite df; deterministic, so reports reproduce).
+Formulas: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
-"""Compare two measured configurations: speed-up and price-performance with 95 % CIs, and
-a verdict that respects run-to-run noise.  The one comparison: ``accelctl compare`` and
-the TUI's compare screen both call ``compare``.
+"""Compare two measured configurations: speed-up and price-performance with 95 % CIs, and a
+verdict that respects run-to-run noise.  The one comparison: ``accelctl compare`` and the TUI's
+compare screen both call ``compare``.
 
-A is the baseline, B the candidate; each is anything with the fields of ``Measured``
-(``accelctl.report.entry.Entry``: one stored run, or the runs of one
-``measure { repeat = N }`` series, each an independent process).
-
-* The values compared are one per independent run (``run_values``: each run's
-  steady-state median step time per sample), never the steps of one process: they share
-  its warm caches, clocks, neighbours and placement, so their spread understates the
-  noise (two runs of the same configuration came out "x0.49, p = 0.006" over steps).  A
-  run's median, not its mean, so that one stall of a shared machine does not decide it.
-* speed-up of B over A = ``mean(A) / mean(B)`` of those per-run values (time per sample:
-  the device count and batch of each target are accounted for), with the CI of that
-  ratio: the delta method on the log scale, Student t quantile from ``scipy.stats`` with
-  Welch-Satterthwaite df (``accelctl.analysis.ci.ratio_ci``) — as pyperf's and asv's
-  compare draw on run-to-run variation.  Without per-run values (a published figure) the
-  speed-up is throughput B / throughput A, else latency A / B, else step time A / B
-  (``accelctl.analysis.cost``), with no interval.
-* Verdict: "regression" when the whole CI of the speed-up lies below ``1 - tolerance``,
-  "improvement" when it lies above ``1 + tolerance``, else "no significant difference"
-  (the interval crosses 1 ± tolerance).  With fewer than ``MIN_RUNS`` runs a side, or no
-  interval, there is no verdict at all: "inconclusive" (``reason`` says how many runs are
-  needed: ``measure { repeat = 3 }``), which ``--fail-on-regression`` exits with its own
-  code (``exitcodes.INCONCLUSIVE``), never as a pass.
-* Refusals (``comparability``): a run that is not ``ok`` (incomplete, failed, stopped,
-  unreadable, or a series with runs missing) and runs of different workloads or of a
-  workload whose model, task, data, optimizer or seed changed.  A refused comparison
-  has verdict "not compared" unless ``force``; the figures are still computed.
-* Price-performance ratio = speed-up x price A / price B, its CI scaled alike.
+A is the baseline, B the candidate (anything with ``Measured``'s fields).  The values compared
+are one per independent run (each run's median step time per sample), never the steps of one
+process, whose spread understates the noise.  Speed-up = ``mean(A) / mean(B)`` with
+``ci.ratio_ci``; the verdict needs the whole CI beyond ``1 ± tolerance`` and at least
+``MIN_RUNS`` runs a side, else "inconclusive" (never a pass).  Runs not ``ok`` or of changed
+workloads are refused (``comparability``) unless ``force``.  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

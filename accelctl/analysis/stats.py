@@ -1,38 +1,11 @@
 """Steady-state statistics over a run's ``StepMetrics`` (pure python, no numpy).
 
-Conventions, applied everywhere in this module:
-
-* **Only ``phase == "measure"`` steps enter the steady-state figures.**  Warm-up steps
-  are counted and timed apart (``warmup_steps``, ``warmup_time_s``); steps of any other
-  phase are only counted (``other_steps``).
-* **A step is keyed by ``(repeat, step)``.**  In a multi-rank run the step's time is the
-  *maximum* over the ranks that reported it: the straggler defines the step.
-* **Percentiles use linear interpolation between closest ranks** (numpy's default,
-  Hyndman & Fan type 7, ``statistics.quantiles(method="inclusive")``):
-  ``pos = (n - 1) * q / 100``, interpolate between the values at ``floor(pos)`` and
-  ``ceil(pos)``.  With one value every percentile is that value.
-* **``stdev`` is the sample standard deviation** (n - 1); 0.0 when n < 2.
-* **Throughput of a step** = the step's samples (tokens) / the step's time.  A step's
-  ``samples``/``tokens`` are its *global* count, the same on every rank (training:
-  micro-batch x accumulation x world size; tensor-parallel generation: every rank holds
-  the same batch), so they are read from the lowest rank that reported the step, never
-  summed.  A step without counts falls back to that rank's reported
-  ``samples_per_s``/``tokens_per_s``.  Generation tokens/s counts ``tokens``, else
-  ``new_tokens``.
-* **Aggregate throughput** (``Rate.aggregate``) = the measured steps' summed counts / their
-  summed (straggler) times, i.e. count per step / mean step time when every step has the
-  same count: what the seeds report ("average step time skips the first 10 steps").
-* **Repeats** (``measure { repeat = N }``): one value per repeat, the mean step time of
-  that repeat; ``repeats`` is their mean with a 95 % Student-t CI, MLPerf-style (fastest
-  and slowest dropped) from 5 repeats on (``accelctl.analysis.ci``).  ``step_time_ci`` is
-  that CI when there are two repeats or more, else the Student-t CI of the mean over the
-  single repeat's steps (steps are not independent: read it as a lower bound on the noise);
-  either is on the log scale (``positive_mean_ci``), so it never goes below zero.
-* **MFU** per step = the mean over ranks of each rank's reported MFU; **peak memory** =
-  the largest ``mem_bytes`` any rank reported in a measured step.
-* **Loss** comes from rank 0, in ``(repeat, step)`` order.  It *decreased* when the mean
-  of the last ``k`` losses is below the mean of the first ``k``, ``k = min(5, n // 2)``;
-  ``None`` when fewer than two losses were reported.
+Conventions everywhere here: only ``phase == "measure"`` steps enter the steady-state figures;
+a step is keyed by ``(repeat, step)`` and its time is the maximum over ranks (the straggler);
+percentiles interpolate linearly (numpy's default, Hyndman & Fan type 7); ``stdev`` is the
+sample deviation; a step's samples/tokens are its global count, read from the lowest rank, never
+summed; repeats give one value each, with a CI from ``accelctl.analysis.ci``; the loss is rank
+0's.  The full list (aggregate throughput, MFU, memory, the loss test): docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Student's t quantile in the standard library, for the interval of every run's summary.
 
-``scipy.stats.t.ppf`` (or ``scipy.special.stdtrit``) gives the same numbers, but importing
-scipy.stats took 0.4-0.6 s here and scipy.special 0.15-0.34 s, all of it between a run's last
-step and the command's exit (``bench``: "last step -> exit").  Reports that already load scipy
-(Welch's test, ``analysis.ci.welch``) keep using it; the tests check this module against
-``scipy.stats.t`` to 1e-10 over df from 0.5 to 1e8.
-
-Method: the upper tail ``P(T > t) = I_x(df/2, 1/2) / 2`` with ``x = df / (df + t^2)``, the
-regularized incomplete beta by its continued fraction (modified Lentz; Numerical Recipes, 3rd
-ed., 6.4; near ``t = 0`` the complementary form), inverted by Newton's method on ``t`` kept inside a bracket (bisection when a step
-leaves it).  ``df = inf`` is the normal distribution (``statistics.NormalDist``); above
-``NORMAL_FROM`` degrees of freedom the Cornish-Fisher expansion ``z + (z^3 + z) / (4 df) + ...``
-is exact to double precision and avoids the continued fraction's ~sqrt(df) terms.
+``scipy.stats.t.ppf`` gives the same numbers, but importing scipy sits between a run's last
+step and the command's exit (``bench``: "last step -> exit"); the tests check this module
+against ``scipy.stats.t``.  Method: the upper tail ``I_x(df/2, 1/2) / 2`` by the incomplete
+beta's continued fraction (modified Lentz; Numerical Recipes 3rd ed., 6.4), inverted by a
+bracketed Newton; ``df = inf`` is ``statistics.NormalDist``, and above ``NORMAL_FROM`` the
+Cornish-Fisher expansion is exact to double precision.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Reading a file that someone else may have put there: only a regular file, of bounded size.
 
-A run folder (or any folder a reader is pointed at) may hold, in place of a file, a FIFO
-(opening it for reading blocks until a writer comes), a symbolic link to ``/dev/zero`` (read
-without end), a directory, a socket or a device.  ``read_regular`` never blocks and never
-reads past its cap:
-
-* ``lstat`` first: a symbolic link is refused (a loop named as the kernel names it), and so is
-  anything but a regular file, before it is opened;
-* then ``open`` with ``O_NOFOLLOW | O_NONBLOCK`` (a file swapped for a link or a FIFO between
-  the two calls is not followed, and does not block), ``fstat`` of the open file: a regular
-  file, the one ``lstat`` saw, no larger than the cap;
-* at most ``cap`` + 1 bytes are read (a file that grew past the cap since is refused too).
-
-Every refusal is an ``Unreadable`` whose ``reason`` names the file
-(``"events.jsonl is a FIFO"``, ``"summary.json is too large (...)"``).  Nothing heavy is
+A folder a reader is pointed at may hold a FIFO, a link to ``/dev/zero``, a directory or a
+device in place of a file.  ``read_regular`` never blocks and never reads past its cap: it
+refuses links and anything but a regular file (``lstat``, then ``open`` with ``O_NOFOLLOW |
+O_NONBLOCK`` and ``fstat``: the file ``lstat`` saw, within the cap) and reads at most ``cap`` + 1
+bytes.  Every refusal is an ``Unreadable`` whose ``reason`` names the file.  Nothing heavy is
 imported.
 """
 

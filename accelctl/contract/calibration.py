@@ -1,17 +1,11 @@
 """The machine's measured matmul ceiling, stored once per device and thread count.
 
-``accelctl doctor --calibrate`` measures it (``accelctl.worker.calibrate``: the median
-FLOP/s of a steady large matmul for ~2 s, fp32, and bf16 where the CPU has native bf16) and
-stores it here; the worker's MFU divides by it instead of probing a per-run best-of (which
-was noisy and biased up: 73-99 GFLOP/s across 7 runs, above the steady 2048² loop's 93.7).
-
-One JSON file (``path()``: ``$ACCELCTL_CALIBRATION_FILE``, else
-``$XDG_CACHE_HOME/accelctl/calibration.json``, else ``~/.cache/accelctl/calibration.json``)
-holds one entry per ``key(device, threads)`` -- the device is what the worker's adapter calls
-itself (the CPU model on CPU) -- each with its date, so a run can say which measurement its
-MFU is against.  A missing, unreadable or foreign file reads as "no calibration", and so does
-one that others could have written (it changes what estimates and MFU say: it is trusted only
-where only this user can write, ``accelctl.private_files``).
+``accelctl doctor --calibrate`` measures it (``accelctl.worker.calibrate``) and stores it here;
+the worker's MFU divides by it instead of probing a per-run best-of, which was noisy and biased
+up.  One JSON file (``path()``) holds one dated entry per ``key(device, threads)``, so a run can
+say which measurement its MFU is against.  A missing, unreadable or foreign file reads as "no
+calibration", and so does one others could have written (``accelctl.private_files``): it
+changes what estimates and MFU say.
 """
 
 from __future__ import annotations
@@ -30,7 +24,7 @@ from accelctl.hostinfo import cache_dir
 SCHEMA = 1
 #: the file, as its warning names it
 WHAT = "the matmul calibration"
-#: a larger file is not a calibration this code wrote (an entry is ~400 bytes)
+#: a larger file is not a calibration this code wrote (its entries are small)
 MAX_BYTES = 1 << 20
 
 

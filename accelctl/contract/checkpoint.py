@@ -1,23 +1,12 @@
 """Where a run's checkpoints live and which one is complete: shared by the worker that
 writes them and the ``--resume`` that looks for them.  No torch here.
 
-Layout (``folder_of(job)``: the job's ``checkpoint.dir``/<run_id>, or ``checkpoints/`` in the
-run folder when no ``dir`` was written)::
-
-    checkpoints/
-      step-00000004/
-        state.pt            rank 0: model, optimizer, grad scaler (plain strategy)
-        <DeepSpeed files>   DeepSpeed strategy: ``engine.save_checkpoint`` (every rank its shard)
-        sharded/            sharded strategy (FSDP2, TP, PP): torch.distributed.checkpoint,
-                            every rank its shards (``__<rank>_0.distcp``), ``.metadata``
-        rank0.pt rank1.pt   each rank: RNG states, batches drawn, measurement state
-        complete.json       written last, by rank 0, after every rank's files are synced
-
-A checkpoint *is* complete iff ``complete.json`` is there: each file is written to a
-temporary name in the same folder, fsynced and renamed (``os.replace``), the folder is
-fsynced, and the marker goes last.  A save cut short (a kill, a full disk) leaves a
-folder without the marker, which every reader skips: the previous checkpoint stays the
-one to resume from.
+``folder_of(job)`` holds one ``step-<8 digits>/`` folder per save: the strategy's files (rank 0's
+``state.pt``, DeepSpeed's, or ``sharded/`` torch.distributed.checkpoint shards), each rank's
+``rank<N>.pt`` and, written last by rank 0, ``complete.json``.  A checkpoint is complete iff that
+marker is there: every file is written under a temporary name, fsynced and renamed, the folder
+fsynced, the marker last, so a save cut short is skipped by every reader and the previous
+checkpoint stays the one to resume from.
 """
 
 from __future__ import annotations

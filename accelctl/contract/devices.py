@@ -1,20 +1,11 @@
 """Device families: everything accelctl knows about a runtime, in one row per family.
 
-A family is the runtime a device kind belongs to (``accelctl.spec.catalog.Device.adapter``).
-Its row owns that family's whole slice:
-
-* ``comm`` -- the torch.distributed backend its ranks join;
-* ``host`` -- whether its device is the machine accelctl runs on (the worker then reads the
-  CPU's flags; the planner asks the catalog's ``Device.host``, which agrees, for the same);
-* ``idle_threads_sleep`` -- OpenMP's idle threads sleep (``OMP_WAIT_POLICY=PASSIVE``) in
-  its processes;
-* ``detect`` -- how to tell, without importing any framework, that this machine has one;
-* ``probes`` -- the ``accelctl doctor`` probes that matter for it (code in ``PROBES``);
-* ``worker_adapter`` -- the worker class that drives it, as a lazy ``"module:Class"`` path
-  (``accelctl.worker.devices.adapter_for`` imports it; nothing here imports the worker).
-
-The planner resolves a target's family into the job (``WorkerJob.device``), so the worker
-never maps device kinds itself.  Pure data plus small torch-free functions.
+A family is the runtime a device kind belongs to (``accelctl.spec.catalog.Device.adapter``).  Its
+row (``DeviceFamily``) owns that family's whole slice: the torch.distributed backend, whether its
+device is the host, how to detect one without importing any framework, its ``accelctl doctor``
+probes, and the worker adapter as a lazy ``"module:Class"`` path (nothing here imports the
+worker).  The planner resolves a target's family into the job (``WorkerJob.device``), so the
+worker never maps device kinds itself.  Pure data plus small torch-free functions.
 """
 
 from __future__ import annotations
@@ -65,9 +56,8 @@ WORKER_DEVICES = "accelctl.worker.devices"
 FAMILIES: dict[str, DeviceFamily] = {
     f.name: f
     for f in (
-        # OMP_WAIT_POLICY=PASSIVE on the host CPU: on the 2-core lab machine a 2-thread stand-in's
-        # median generate() went from 391 to 223 ms with it, p90 1147 to 236 ms (one run each;
-        # `accelctl run` of bloomz_176b's cpu target with threads = 2)
+        # OMP_WAIT_POLICY=PASSIVE on the host CPU: spinning idle threads slowed generation
+        # on a small machine (docs/internals/run-and-engines.md)
         DeviceFamily("cpu", "gloo", "PyTorch", f"{WORKER_DEVICES}:CpuAdapter", Detection(always=True),
                      probes=("torch",), host=True, idle_threads_sleep=True, fused_sdpa=True),
         DeviceFamily("cuda", "nccl", "PyTorch with CUDA", f"{WORKER_DEVICES}:CudaAdapter",

@@ -1,17 +1,11 @@
 """The facts of the machine a plan is compiled on, as one explicit input of the plan compiler.
 
-A plan of a host (cpu) target, or the CPU rehearsal of an accelerator target, depends on the
-machine: its cores (threads per process, processes of a rehearsal, the rehearsal's size), its
-CPU flags (native bf16/fp16: a 16-bit warning, a rehearsal's precision, DeepSpeed's fp16 on
-CPU), its available memory (the fit of a cpu target), and its stored calibration (bf16 measured
-against fp32).  ``HostFacts.here()`` reads them from this machine -- what the CLI plans with --
-and a test passes fixed ones, so the same input gives the same plan on any machine (plan
-goldens need no masking).
-
-``compile_plan(..., host=facts)`` makes ``facts`` the ones its parts read (``current()``)
-while it compiles; outside a compile (``estimate``, ``doctor``), ``current()`` is this
-machine's.  The Hugging Face cache and local weight paths are not host facts here: they are
-files a plan names, looked up as files.
+A host (cpu) target's plan, or an accelerator target's CPU rehearsal, depends on the machine's
+cores, CPU flags, available memory and stored calibration.  ``HostFacts.here()`` reads them from
+this machine (what the CLI plans with); a test passes fixed ones, so the same input gives the
+same plan on any machine.  ``compile_plan(..., host=facts)`` makes ``facts`` what ``current()``
+returns while it compiles; outside a compile, ``current()`` is this machine's.  The Hugging Face
+cache and local weights are files a plan names, not host facts.
 """
 
 from __future__ import annotations

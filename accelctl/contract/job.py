@@ -1,15 +1,11 @@
 """The worker's input: one JSON file the plan writes and every launched process reads.
 
-A ``WorkerJob`` is everything the training/inference loop needs, resolved for one
-target: no defaults are left for the worker to guess.  It embeds the spec's own frozen
-types (``TaskSpec``, ``ModelSpec``, ``DatasetSpec`` ... from ``accelctl.spec.types``),
-resolved for the target by the planner (paths absolute, the target's precision, batch,
-measure and optimizer, the task's objective filled in), so a new workload key is one
-field of the spec type and one reader in the worker, never a mirror copied field by
-field.  What the worker needs beyond the spec is typed here: how to drive the device
-(``DeviceJob``), which execution strategy runs the model (``strategy``), and test-only
-hooks kept apart (``DebugJob``).  Plain data: it prints in a plan and round-trips
-through JSON (``accelctl.contract.codec``).
+A ``WorkerJob`` is everything the training/inference loop needs, resolved for one target: no
+defaults are left for the worker to guess.  It embeds the spec's own frozen types
+(``accelctl.spec.types``) resolved by the planner, so a new workload key is one spec field and
+one reader in the worker, never a mirror copied field by field.  What the worker needs beyond the
+spec is typed here (``DeviceJob``, ``strategy``, the test-only ``DebugJob``).  Plain data: it
+prints in a plan and round-trips through JSON (``accelctl.contract.codec``).
 """
 
 from __future__ import annotations

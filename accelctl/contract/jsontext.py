@@ -1,16 +1,12 @@
-"""The JSON a plan writes (DeepSpeed's, Gaudi's and Transformer Engine's configs, AWS Batch's
-requests and node, the Kubernetes Job, the worker's ``job.json``): ``json.dumps``'s text, written
-faster.
+"""The JSON a plan writes (engine requests, backend configs, the worker's ``job.json``):
+``json.dumps``'s text, written faster.
 
-Why: Python 3.11's C encoder does not indent, so ``json.dumps`` with ``indent`` runs the
-pure-Python encoder, its generators and ``isinstance`` chains, and ``validate`` plans every target
-(AWS Batch's job definitions alone were ~2 ms of a cold ``validate``); and a job's
-strings have each ``{`` written ``\\u007b`` (``placeholders.data_json``), which took a regular
-expression over the whole text and a Python call for every string in it.  Here plain JSON data
-(dicts with str keys, lists, tuples, str, int, finite float, bool, None, exactly those types) is
-written by one recursive function with the C string encoders; anything else (another key or
-value type, a subclass, NaN or infinity, a cycle) is handed to ``json.dumps`` itself, so the text
-is always what ``json.dumps`` writes (tests/test_jsontext.py checks it byte for byte).
+Why: ``json.dumps`` with ``indent`` runs the pure-Python encoder, ``validate`` plans every target,
+and escaping each ``{`` of a job's strings (``placeholders.data_json``) took a regular expression
+over the whole text.  Here plain JSON data (dicts with str keys, lists, tuples, str, int, finite
+float, bool, None, exactly those types) is written by one recursive function with the C string
+encoders; anything else is handed to ``json.dumps`` itself, so the text is always what
+``json.dumps`` writes (tests/test_jsontext.py checks it byte for byte).
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """A plan's placeholders, filled only where the plan put them.
 
-Launch words, environment values, working folders and generated files of a plan are
-templates: they may hold ``{run_dir}`` (the run folder), ``{free_port}`` (a port picked per
-run) and ``{optimum_habana}`` (``$OPTIMUM_HABANA_DIR``).  Every filler -- the runner, ``plan -f
-sh``, the engines' scripts -- fills them with ``fill``: one pass over the text, so a value
-that holds another placeholder's name is never filled again.
-
-The worker's job is data, never a template: ``data_json`` writes it with each ``{`` of a
-string as ``\\u007b``.  A filler working on the text (any of them, the run store's included)
-finds no placeholder in it, and every JSON reader reads each string as written:
-``prompt = "Explain {run_dir} and port {free_port}"`` reaches the worker as that text.
-Workload text reaches a template only as an argument of a vendor script (Gaudi ``script =
-example``); a placeholder there is refused at its line (``placeholder_in``).
+Launch words, environment values, working folders and generated files are templates that may hold
+``{run_dir}``, ``{free_port}`` and ``{optimum_habana}``.  Every filler (the runner, ``plan -f sh``,
+the engines' scripts) uses ``fill``: one pass, so a value holding another placeholder's name is
+never filled again.  The worker's job is data, never a template: ``data_json`` writes each ``{``
+of a string as ``\\u007b``, so no filler finds a placeholder in it and every JSON reader reads the
+string as written.  Workload text reaches a template only as a vendor script's argument, where a
+placeholder is refused at its line (``placeholder_in``).
 """
 
 from __future__ import annotations

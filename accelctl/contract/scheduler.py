@@ -1,30 +1,12 @@
 """``scheduler.json``: the scheduler's job behind a run, as the run's supervisor saw it.
 
-The supervisor of a run handed to a scheduler writes this file into the run folder when it
-submits and again at every state change, so it holds the scheduler's own words:
-
-=================  ====================================  ==========================================
-``scheduler``      ``job_id``                            ``state``
-=================  ====================================  ==========================================
-``slurm``          the job id (``sbatch --parsable``)    Slurm's ``JobState``: PENDING, RUNNING,
-                                                         COMPLETED, CANCELLED, FAILED, TIMEOUT...
-``aws_batch``      ``jobId`` from SubmitJob              DescribeJobs' ``status``: SUBMITTED,
-                                                         PENDING, RUNNABLE, STARTING, RUNNING,
-                                                         SUCCEEDED, FAILED
-``kubernetes``     the PyTorchJob's name                 the latest True condition: Created,
-                                                         Running, Restarting, Succeeded, Failed
-                                                         (``Submitted`` before the operator saw it,
-                                                         ``Deleted`` after a stop)
-=================  ====================================  ==========================================
-
-``exit_code`` is the job's (Batch: the main node's container; Kubernetes: the master pod's
-container), or ``null`` while it runs or when the scheduler gave none.  ``handle`` is the
-job's ``<scheduler>://<where>/<id>`` (``accelctl.engines.scheduler.AppHandle``: what ``accelctl
-status`` and ``cancel`` ask the scheduler about, from any process) and ``app_state`` its state
-in the one enum; ``ref`` is what runs of earlier versions recorded in place of a handle (the
-PyTorchJob's uid, the Batch job's ARN); each is left out when empty.  The run store
-copies the record into ``summary.json`` (key ``scheduler``) and ``accelctl runs`` shows it;
-a run of the local engine has none.  Written atomically: a reader never sees half a record.
+The supervisor of a run handed to a scheduler writes it into the run folder, atomically, when it
+submits and at every state change.  ``job_id`` and ``state`` are the scheduler's own words (Slurm's
+job id and ``JobState``, AWS Batch's ``jobId`` and ``status``, the PyTorchJob's name and latest True
+condition); ``exit_code`` is the job's (null while it runs); ``handle`` is its
+``<scheduler>://<where>/<id>`` (``accelctl.engines.scheduler.AppHandle``) and ``app_state`` its
+state in the one enum; ``ref`` is what earlier versions recorded in place of a handle.  The run
+store copies the record into ``summary.json`` (key ``scheduler``).
 """
 
 from __future__ import annotations

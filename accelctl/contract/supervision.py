@@ -1,24 +1,13 @@
 """Supervision that survives its supervisor: how a launched process learns that the
 runner which started it is gone, and how the run store tells a live runner from a dead one.
 
-A process is named by ``<pid>:<start ticks>`` (field 22 of ``/proc/<pid>/stat``): a pid
-alone can be reused, the pair cannot (within one boot).  The runner puts its own identity in
-``ACCELCTL_RUNNER`` for every launch and records it in the run folder; ``alive`` answers
-whether that process still exists.
-
-``set_parent_death_signal`` is Linux's ``prctl(PR_SET_PDEATHSIG)``: the kernel sends the
-signal when the *thread* that forked this process ends (so the runner forks from one
-long-lived thread), and it survives ``exec``.  Each level sets its own: the runner's exec
-prologue for the launch it starts (torchrun, deepspeed, a worker), the worker for itself
-(under torchrun its parent is torchrun).  Standard library only: the worker imports this.
-
-Why /proc and not psutil (which ``accelctl.run.procgroup`` and ``rankwatch`` use): the identity is
-the start time in clock ticks, as recorded in the run stores' ``runner.json`` and passed to
-running workers in ``ACCELCTL_RUNNER``; psutil gives only ``create_time()``, float seconds
-computed from those ticks and the boot time, from which the recorded ticks cannot be compared
-exactly.  And the modules that read a run's liveness from the store (``accelctl runs``,
-``status``, the worker) would import psutil for it: 51 ms of imports here (``python -X importtime
--c "import psutil"``), for two reads of one /proc file.
+A process is named by ``<pid>:<start ticks>`` (field 22 of ``/proc/<pid>/stat``): a pid can be
+reused, the pair cannot within one boot.  The runner passes its identity in ``ACCELCTL_RUNNER``
+and records it in the run folder; ``alive`` says whether that process still exists.
+``set_parent_death_signal`` is ``prctl(PR_SET_PDEATHSIG)``: sent when the *thread* that forked the
+process ends (so the runner forks from one long-lived thread), kept across ``exec``.  Standard
+library only (the worker imports this): psutil's ``create_time()`` cannot be compared exactly with
+the recorded ticks, and the store's readers would import psutil for two reads of one /proc file.
 """
 
 from __future__ import annotations

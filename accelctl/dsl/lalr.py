@@ -1,21 +1,12 @@
 """The parser of workload files: lark's LALR parser over ``grammar/workload.lark``.
 
-``ast_parser()`` builds the AST while it parses: its transformer is inline (lark calls
-``_ToAst``'s method of a rule as it reduces the rule; no parse tree is built), and each
-node gets its span from its first and last tokens (the grammar keeps the keyword and the
-brackets as named terminals for that).  Its lexer callbacks (``_LexChecks``) count the
-nesting of ``{``, ``(`` and ``[`` as they are read (E005 past ``MAX_NESTING``) and refuse a
-number that cannot be represented (E003).  A text lark refuses raises ``UnexpectedInput``,
-which ``_classify`` turns into a positioned diagnostic (missing brace, missing ``=``, bad
-string, stray token, keyword glued to a name...).
-
-``lark_parser()`` is the same grammar building lark's own tree, with nothing attached:
-the TUI's highlighter (``accelctl.tui.highlight``) lexes and parses with it, and
-``_classify`` lexes with it.
-
-Both are built from the tables shipped with the package (``accelctl.dsl.lark_tables``: JSON
-data, never a pickle in a user's folder), analysed from the grammar only where those were
-built from another grammar text or lark version.
+``ast_parser()`` builds the AST while it parses (an inline transformer, ``_ToAst``: no parse
+tree), each node's span from its first and last tokens; its lexer callbacks (``_LexChecks``)
+refuse nesting past ``MAX_NESTING`` (E005) and unrepresentable numbers (E003), and ``_classify``
+turns lark's ``UnexpectedInput`` into a positioned diagnostic.  ``lark_parser()`` is the same
+grammar building lark's own tree (the TUI's highlighter, ``_classify``'s lexing).  Both load the
+tables shipped with the package (``accelctl.dsl.lark_tables``: JSON, never a pickle), analysing
+the grammar only where those were built from another grammar text or lark version.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """lark's parser tables for the grammar, shipped in the package as JSON data.
 
-Building the LALR tables from ``grammar/workload.lark`` takes ~30 ms a process; lark's own
-``cache=`` option would keep them in a pickle, and a pickle is code: whoever can write the file
-runs what they like in the next process that reads it.  So the tables are built once, by
-``python -m accelctl.dsl.lark_tables`` (or the suite with ``ACCELCTL_UPDATE_GOLDEN=1``),
-into ``accelctl/_grammar/workload.tables.json`` beside the grammar, and read back by
-``json.loads`` -- plain data, rebuilt by lark's own deserializer, which only constructs its
-own classes from it.  Nothing is written at run time and no user folder is read.
-
-The file names the grammar text's SHA-256 and lark's version it was built from; ``load()``
-gives None (build from the grammar) when either differs, or the file is missing or malformed.
-JSON has no tuples and only string keys, which lark's tables use: a tuple is written as
-``{"(": [...]}`` and a dict with other keys as ``{"{": [[key, value], ...]}``.
+Building the LALR tables costs every process time; lark's own ``cache=`` keeps them in a pickle,
+and a pickle is code (whoever can write it runs code in the next reader).  So the tables are built
+once (``python -m accelctl.dsl.lark_tables``, or the suite with ``ACCELCTL_UPDATE_GOLDEN=1``) into
+``accelctl/_grammar/workload.tables.json`` and read with ``json.loads`` and lark's deserializer.
+The file names the grammar's SHA-256 and lark's version; ``load()`` gives None (build from the
+grammar) when either differs or the file is bad.  JSON encoding: a tuple is ``{"(": [...]}``, a
+dict with non-string keys ``{"{": [[key, value], ...]}``.
 """
 
 from __future__ import annotations

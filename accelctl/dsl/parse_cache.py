@@ -1,29 +1,13 @@
 """The parsed-workload cache: a file's AST kept on disk, as Python keeps a module's bytecode.
 
 ``load(path, text)`` returns the workloads parsed before from exactly ``text``, or None;
-``store(path, text, workloads)`` keeps a successful parse for next time.  ``accelctl.dsl.parser``
-consults it where a workload file is read from disk (``parse_file``, and ``accelctl.api``'s
-load path); a hit skips lark altogether (it is not even imported).
-
-Where: ``$ACCELCTL_PARSE_CACHE`` if set (``off``: no cache), else ``parsed/`` in the user's cache
-folder (``accelctl.hostinfo.cache_dir()``: ``$XDG_CACHE_HOME/accelctl``, else ``~/.cache/accelctl``).
-One entry per file path (its name is a hash of the absolute path, so editing a file replaces its
-entry), at most ``MAX_ENTRIES`` of them (the oldest are removed as
-new ones are written), for texts up to ``MAX_CACHED_BYTES``.
-
-An entry holds the key it was written for -- a hash of the text's bytes and of everything the
-parse depends on (``fingerprint()``: the grammar's text, lark's ``__init__`` with its version,
-the source of the AST, the parser and this module) -- a hash of its payload keyed with the
-folder's secret (``KEY_FILE``, 32 random bytes, 0600: the key of an entry is a hash of public
-inputs, this hash is not), and the payload: the AST as plain tuples of str, int and float
-(``marshal``; never pickle: what is read back is only taken apart and rebuilt into
-``accelctl.dsl.ast`` nodes, nothing in it runs).  An entry whose key or payload hash does not
-match, which is truncated, foreign or unreadable, is a miss: the text is parsed again, and so
-is one holding a value no lexer makes (a name that is not a NAME token, a number that is not
-finite, a unit not the language's, a string that is not UTF-8 text: ``accelctl.dsl.lexemes``),
-so an entry never hands the checker what a text could not.  A folder that cannot be created or
-written only costs the cache; one others could write is not used at all (one warning), and an
-entry that is a link, a FIFO or another's file is a miss (``accelctl.private_files``).
+``store(path, text, workloads)`` keeps a successful parse; a hit skips lark (not even imported).
+Where: ``$ACCELCTL_PARSE_CACHE`` (``off``: none), else ``parsed/`` in ``hostinfo.cache_dir()``; one
+entry per file path, at most ``MAX_ENTRIES``, texts up to ``MAX_CACHED_BYTES``.  An entry is keyed
+by the text and everything the parse depends on (``fingerprint()``), authenticated with the
+folder's secret (``KEY_FILE``), and holds the AST as ``marshal``led plain tuples (never pickle);
+anything that does not match, or holds a value no lexer makes, is a miss and parsed again.  A
+folder others could write is not used.  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations
@@ -53,7 +37,7 @@ WHAT = "the parsed-workload cache"
 MAGIC = b"accelctl-parsed-2\n"
 #: entries kept; writing past this removes the oldest quarter
 MAX_ENTRIES = 128
-#: larger texts are parsed every time (an entry is about 1.8x its text: 104 KB for workloads/*.wl's 57 KB)
+#: larger texts are parsed every time (an entry is larger than its text)
 MAX_CACHED_BYTES = 128 * 1024
 _HASH = 32  # bytes of a digest (``_digest``)
 #: the folder's secret, which keys each entry's hash (``_mac``)

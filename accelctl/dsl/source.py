@@ -1,21 +1,11 @@
 """Reading a workload file: the one function every verb opens a workload path with.
 
-``read_source(path)`` returns the file's text or raises ``WorkloadError`` with one
-diagnostic for that path (``file: error[E00x]: ...``), never an ``OSError``, and never
-blocks or reads without limit, whatever the path names:
-
-* nothing there (``ENOENT``, a broken symbolic link, ``ok.wl/x``): E001;
-* over ``MAX_SOURCE_BYTES``: E004, from its size before a byte is read (and again from
-  what was read, for a file that grows or lies about its size, as ``/proc`` files do);
-* anything else that is not a readable regular file of UTF-8 text: E002 -- a directory,
-  a FIFO, a socket, a character or block device (``/dev/zero``, ``/dev/stdin`` on a
-  terminal or a pipe), a symbolic link loop, a name too long, no permission, a read that
-  would block, bytes that are not UTF-8 (positioned at the first one).
-
-The path is ``stat``-ed first, so a device or a FIFO is refused without being opened
-(opening one can block or have effects); the file is then opened with ``O_NONBLOCK``
-(a FIFO swapped in meanwhile opens at once and is refused by ``fstat``) and read with a
-bound of ``MAX_SOURCE_BYTES + 1`` bytes.
+``read_source(path)`` returns the file's text or raises ``WorkloadError`` with one diagnostic
+(``file: error[E00x]: ...``), never an ``OSError``, and never blocks or reads without limit: E001
+nothing there; E004 over ``MAX_SOURCE_BYTES`` (from its size, and again from what was read); E002
+anything else that is not a readable regular UTF-8 file (a directory, FIFO, device, link loop,
+no permission, bad bytes: positioned).  The path is ``stat``-ed first, so a device or FIFO is
+refused unopened, then opened with ``O_NONBLOCK`` and read with a bound of ``MAX_SOURCE_BYTES + 1``.
 """
 
 from __future__ import annotations
@@ -26,8 +16,8 @@ import stat
 
 from accelctl.errors import Diagnostic, Span, WorkloadError
 
-#: a workload file larger than this is refused before it is read (E004); the largest shipped
-#: workload is 5 KB.  It also bounds parsing's memory (docs/language.md, Limits)
+#: a workload file larger than this is refused before it is read (E004), far above any shipped
+#: workload.  It also bounds parsing's memory (docs/language.md, Limits)
 MAX_SOURCE_BYTES = 2**20
 
 #: what ``stat`` says a path is, for "not a regular file" messages

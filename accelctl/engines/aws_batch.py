@@ -1,67 +1,13 @@
-"""AWS Batch multi-node parallel jobs (seed 001: DeepSpeed on a cluster of dl1.24xlarge).
+"""AWS Batch multi-node parallel jobs.
 
-``wrap`` renders two request bodies as generated files -- RegisterJobDefinition (type
-``multinode``: ``nodeProperties`` with one node range ``0:`` running the container
-entrypoint) and SubmitJob -- and keeps them, with each node's launch, as data in the plan
-(``Plan.request``).  The launch is the submission, made by the run's supervisor in its own
-process (``accelctl.engines.batch_scheduler``): it registers the definition and submits the
-revision it got back, with botocore (the library that validates the requests offline in
-``check``, so one dependency both checks and submits, and the submitted revision is exactly
-the registered one, not "the latest of that name"), follows the job and terminates it on a
-stop, or on ``accelctl cancel`` from any process by its handle ``aws_batch://<queue>/<job id>``.
-
-In the container every node runs ``python -m accelctl.engines.batch_entrypoint``: it reads
-``AWS_BATCH_JOB_*``, the nodes meet over TCP at the main node, and each starts DeepSpeed's
-per-node launch (``--no_ssh --node_rank``).  What the node runs -- the backend's deepspeed
-argv and the run folder's files (job.json, ds_config.json, deepspeed_env) -- travels in the
-job definition's environment (``ACCELCTL_BATCH_NODE``, JSON), so the image needs accelctl
-and its run extras, nothing per workload.
-
-What the rendering relies on, checked against AWS's documentation (Batch user guide and API
-reference, read 2026-11; the request shapes are also validated by botocore 1.44.5's service
-model, API 2016-08-10, in ``check``):
-
-* ``resourceRequirements`` types are only ``GPU`` (physical GPUs), ``VCPU`` and ``MEMORY``
-  (hard limit in MiB; for a multi-node job it must be given for every node at least once,
-  here in the one node range) -- https://docs.aws.amazon.com/batch/latest/APIReference/API_ResourceRequirement.html.
-  So CUDA devices are a ``GPU`` count; Gaudi and Neuron devices have no resource type and
-  are mapped as ``linuxParameters.devices``.
-* ``platformCapabilities = ["EC2"]``: Fargate does not run multi-node parallel jobs --
-  https://docs.aws.amazon.com/batch/latest/userguide/create-multi-node-job-def.html.
-* ``linuxParameters.sharedMemorySize`` is in MiB, ``devices`` are ``hostPath`` /
-  ``containerPath`` / ``permissions`` (READ, WRITE, MKNOD) --
-  https://docs.aws.amazon.com/batch/latest/APIReference/API_LinuxParameters.html.
-* ``nodeRangeProperties[].targetNodes = "0:"``: an omitted end is the highest node index,
-  so one range covers every node; ``container.instanceType`` is the instance type of a
-  multi-node job, the same for every node group --
-  https://docs.aws.amazon.com/batch/latest/APIReference/API_NodeRangeProperty.html,
-  https://docs.aws.amazon.com/batch/latest/userguide/mnp-node-groups.html.
-* EFA: the job definition must map ``/dev/infiniband/uverbs0`` (hostPath = containerPath,
-  permissions READ/WRITE/MKNOD); the compute environment needs an AMI with the EFA driver,
-  a security group open to itself and one cluster placement group --
-  https://docs.aws.amazon.com/batch/latest/userguide/efa.html.  The page shows one adapter;
-  instances with several (p4d: 4, dl1: 4) get ``uverbs0..N-1``, one per adapter in the
-  catalog, and ``ulimits`` memlock -1 (unlimited: Docker's convention; ``memlock`` is a
-  valid Batch ulimit name -- https://docs.aws.amazon.com/batch/latest/APIReference/API_Ulimit.html).
-* Neuron devices as ``/dev/neuron<N>`` (``linuxParameters.devices``), as in AWS's ECS
-  example for Neuron instances on EC2 --
-  https://docs.aws.amazon.com/AmazonECS/latest/developerguide/ecs-inference-task-def.html;
-  two NeuronCores per device on trn1/inf2.
-* The job's final status is the main node's, and the main node's exit decides the job:
-  when it exits the children are stopped; when a child dies AWS does nothing to the others
-  (DeepSpeed's collectives then fail the main node) --
-  https://docs.aws.amazon.com/batch/latest/userguide/multi-node-parallel-jobs.html,
-  https://docs.aws.amazon.com/batch/latest/userguide/job-lifecycle.html.  Nodes are
-  single-tenant (one container per instance), so fixed ports (DeepSpeed's 29500, the
-  entrypoint's 29400) are free on every node.
-
-Not from AWS, stated in the plan's notes as an assumption: Gaudi devices are mapped as
-``/dev/accel/accel<N>`` plus ``/dev/accel/accel_controlD<N>``, the names since the habanalabs
-driver moved to the kernel's accel subsystem (Linux 6.3, commit "habanalabs: move driver to
-accel subsystem"; ``drivers/accel/Kconfig``: devices are exposed as ``accel/accel*``).  A host
-whose older driver still names them ``/dev/hl<N>`` fails to start the container (Docker cannot
-map a missing path); Habana's own route there is its container runtime with
-``HABANA_VISIBLE_DEVICES`` (https://docs.habana.ai/en/latest/Installation_Guide/Additional_Installation/Docker_Installation.html).
+``wrap`` renders the RegisterJobDefinition (type ``multinode``, one node range ``0:`` running the
+container entrypoint) and SubmitJob request bodies as generated files, and keeps them, with each
+node's launch, as data in the plan (``Plan.request``).  The run's supervisor submits them
+(``accelctl.engines.batch_scheduler``); in the container every node runs
+``accelctl.engines.batch_entrypoint``, which starts DeepSpeed's per-node launch.  What a node runs
+travels in the job definition's ``ACCELCTL_BATCH_NODE``, so the image needs accelctl and its run
+extras, nothing per workload.  The AWS facts the rendering relies on, and the Gaudi device-name
+assumption the plan's notes state: docs/internals/run-and-engines.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,13 @@
 """The container entrypoint of an ``aws_batch`` plan: ``python -m accelctl.engines.batch_entrypoint``.
 
-AWS Batch starts it on every node of a multi-node parallel job with ``AWS_BATCH_JOB_NODE_INDEX``
-(0-based, unique per node), ``AWS_BATCH_JOB_NUM_NODES`` (the nodes requested) and
-``AWS_BATCH_JOB_MAIN_NODE_INDEX``; the child nodes also get
-``AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS``, which the main node itself does not
-(https://docs.aws.amazon.com/batch/latest/userguide/mnp-env-vars.html).  The main node is
-launched first; the children only once its container runs, in no guaranteed order or time,
-and AWS leaves it to the application to wait until all are up
-(https://docs.aws.amazon.com/batch/latest/userguide/job-lifecycle.html): hence the join
-below, with a timeout that must cover a child's image pull.  How the nodes meet (what seed
-001's cluster did with its hostfile):
-
-1. every other node connects over TCP to the main node (``ACCELCTL_BATCH_COORD_PORT``,
-   default 29400; retried until the main node listens) and sends ``{"node": INDEX}``; the
-   main node takes the node's address from the connection itself (the peer address, the
-   private IP the node reached it from), so no node has to guess its own address;
-2. the main node waits for every index (``ACCELCTL_BATCH_JOIN_TIMEOUT`` s, default 600; on
-   timeout it exits 1 naming the missing indices), orders the hosts main first then by index,
-   and answers every node with the hosts and the address they reached it at;
-3. every node writes the same hostfile (``<ip> slots=<devices>``) and starts the plan's
-   ``deepspeed`` launch with ``--master_addr MAIN --no_ssh --node_rank R``: DeepSpeed's
-   per-node launch, no ssh/pdsh between containers.
-
-The node's launch (argv, run-folder files, job) comes from ``ACCELCTL_BATCH_NODE`` (JSON, in
-the job definition); the run folder is ``ACCELCTL_RUN_DIR`` (default
-``/tmp/accelctl-run``), where workers append ``rank<N>.jsonl``.  ``ACCELCTL_BATCH_NODE_ADDRESS``
-binds a node's connection to one local address (two "nodes" on one machine use 127.0.0.1 and
-127.0.0.2).  Every value from the environment is validated (indices and counts are integers,
-addresses are IPs) and every command is an argv list: nothing reaches a shell.
+AWS Batch starts it on every node (``AWS_BATCH_JOB_*``), the children only once the main node
+runs and in no guaranteed order, so the nodes join here: every other node connects over TCP to
+the main node (``ACCELCTL_BATCH_COORD_PORT``) and sends its index; the main node takes each
+address from the connection, waits for every index (``ACCELCTL_BATCH_JOIN_TIMEOUT``, which must
+cover an image pull) and answers with the hosts; every node then writes the same hostfile and
+starts DeepSpeed's per-node launch (``--no_ssh --node_rank``).  The launch comes from
+``ACCELCTL_BATCH_NODE``, the run folder is ``ACCELCTL_RUN_DIR``.  Every value from the environment
+is validated and every command is an argv list: nothing reaches a shell.
 """
 
 from __future__ import annotations

@@ -1,39 +1,14 @@
 """AWS Batch as a scheduler: RegisterJobDefinition + SubmitJob, DescribeJobs, TerminateJob, with
 botocore and the caller's usual AWS configuration (profile, region, credentials).
 
-``submit`` registers the job definition, then submits the job against the exact revision AWS
-returned (not "the latest of that name", which another registration could change in between);
-the handle is ``aws_batch://<queue>/<job id>``.  ``describe`` maps DescribeJobs' ``status``;
-its exit code is the job's container's, else the last attempt's, else, for a multi-node
-parallel job whose parent carries none, the main node's (``JOBID#N``): "The final job status
-(SUCCEEDED or FAILED) is determined by the final job status of the main node"
-(https://docs.aws.amazon.com/batch/latest/userguide/multi-node-parallel-jobs.html).  A job AWS
-no longer answers for (about a week after it ended) is None.  ``cancel`` is TerminateJob,
-which cancels a job that has not started and stops one that runs; Batch has no cancelled
-status, so a terminated job ends FAILED with our reason.  ``ACCELCTL_BATCH_POLL_S`` (default 5)
-spaces the calls of a follow loop.  The ranks' events stay on the nodes (``ACCELCTL_RUN_DIR``
-in the containers); what comes back here is the job's status and its output.
-
-``log_iter`` follows the job's CloudWatch Logs streams as Batch's ``awslogs`` driver writes
-them: the log group is ``/aws/batch/job`` unless the job's ``logConfiguration`` names another
-(``awslogs-group``); the stream is the container's ``logStreamName`` (DescribeJobs), which
-"each container attempt receives ... when they reach the RUNNING status" -- for a multi-node
-job each node's (``JOBID#N``: its ``container``, else its last attempt's), each line then
-prefixed ``[node N]``.  A job that its ``retryStrategy`` lets Batch run more than once has a
-stream per attempt: the ended attempts' (``attempts[]``, in order) and the current one's (its
-``container``); each is followed, the current one live, and every line of a job that may be
-retried is prefixed with its attempt, ``[attempt 2]`` (after ``[node N]``), the first attempt's
-too, so that a followed job and one read after the fact print the same lines.  An attempt that
-never ran (no stream) keeps its number.  A node that may still get another attempt is asked
-about again at every poll; one that has ended, or cannot be retried and has its stream, is not.
-GetLogEvents from the head, page by page (``nextForwardToken``) until the token comes back
-unchanged (the end, for now); a stream not created yet (ResourceNotFoundException) is asked
-again at the next poll; once the job has ended, one last read of every stream and the iterator
-ends.  A job that logs through another driver says so in one line.  The log side asks with
-clients of its own (``logs``, ``log_batch``: by default a CloudWatch Logs client of the Batch
-client's region, and the Batch client itself); a ``logConfiguration`` naming
-``awslogs-region`` is read with a CloudWatch Logs client of that region (``logs_in``), one per
-region; a region botocore refuses is said once, as a refused call is.
+``submit`` registers the job definition and submits against the exact revision AWS returned (not
+"the latest of that name", which another registration could change); the handle is
+``aws_batch://<queue>/<job id>``.  ``describe`` maps DescribeJobs' ``status``, the exit code being
+the container's, the last attempt's or the main node's (None once AWS forgets the job);
+``cancel`` is TerminateJob (Batch has no cancelled status: the job ends FAILED with our reason).
+``log_iter`` follows the job's CloudWatch Logs streams, one per node and attempt, each line
+prefixed ``[node N]`` / ``[attempt K]`` so that a followed job and one read later print the same
+lines.  ``ACCELCTL_BATCH_POLL_S`` spaces the calls of a follow loop.
 """
 
 from __future__ import annotations

@@ -1,57 +1,14 @@
 """Kubernetes: a Kubeflow Training Operator v1 ``PyTorchJob`` (``kubeflow.org/v1``).
 
-Why v1 PyTorchJob: it is the API the training operator 1.x serves on most clusters today,
-and the one its Python SDK (``kubeflow-training`` 1.9, pinned) models and validates offline
-(``KubeflowOrgV1PyTorchJob``).  Trainer v2's ``TrainJob`` (``trainer.kubeflow.org/v1alpha1``)
-needs a cluster-side ``ClusterTrainingRuntime`` and is not rendered yet.
-
-``wrap`` renders ``pytorchjob.json`` (a generated file of the plan; JSON is YAML, and
-``kubectl apply -f`` takes it), built as a Python dict and written by ``json.dumps``, so a
-workload string is one JSON string whatever it holds.  The job has a ``Master`` replica and
-``nodes - 1`` ``Worker`` replicas, ``nprocPerNode`` = the target's devices per node; each pod
-runs one container ``pytorch`` (the name the operator looks for, with the port
-``pytorchjob-port`` it reads ``MASTER_PORT`` from) whose command is the backend's per-node
-launch as an argv list (no shell):
-
-* torchrun (backends torchrun, xla_neuron): ``python -m torch.distributed.run --nnodes=N
-  --nproc-per-node=D --node-rank=$(RANK) --master-addr=$(MASTER_ADDR)
-  --master-port=$(MASTER_PORT) -m accelctl.worker $(ACCELCTL_RUN_DIR)/job.json`` (static
-  rendezvous).  The operator sets ``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK``
-  (``RANK`` = the replica's node index: master 0, worker i -> i + 1) in every training-operator
-  1.x, and since 1.7 also ``PET_NPROC_PER_NODE``/``PET_NODE_RANK``/``PET_NNODES``, which
-  torchrun reads as defaults; the arguments are written out so older operators work too.
-* deepspeed: ``python -m deepspeed.launcher.runner --master_addr $(MASTER_ADDR) --no_ssh
-  --node_rank $(RANK) --master_port $(MASTER_PORT) ...``: each pod starts its own ranks, the
-  hostfile only sizes the world.
-
-``$(NAME)`` is Kubernetes' own expansion of container variables in ``command``/``args``/env
-values (the kubelet's, no shell).  Every other ``$`` is written ``$$``, its escape, so a
-workload string reaches the process exactly as written.
-
-Resources per node (limits = requests): ``nvidia.com/gpu`` (NVIDIA device plugin),
-``habana.ai/gaudi`` (Habana device plugin), ``aws.amazon.com/neuroncore`` (the Neuron device
-plugin registers ``aws.amazon.com/neuroncore`` for single NeuronCores and
-``aws.amazon.com/neuron`` for whole devices; targets count NeuronCores), and
-``vpc.amazonaws.com/efa`` (EFA device plugin) when EFA is on.  ``/dev/shm`` is an
-``emptyDir`` of medium ``Memory``.
-
-How the pods find their job and how events come back: the run folder lives on a shared
-volume -- a PersistentVolumeClaim (``volume_claim``) that the pods mount at ``volume_path`` and
-that the machine running accelctl has mounted at the same path, with the runs folder on it
-(``--runs-dir``).  ``ACCELCTL_RUN_DIR`` is ``{run_dir}`` in the manifest, filled with the run
-folder by whoever writes the run folder: the submitter (``kubernetes_scheduler.prepare``) and
-``plan -f sh``'s script (``sh_preflight`` first refuses a ``$run_dir`` off the volume).  The pods
-read ``job.json`` and the generated files there, the ranks append ``rank<N>.jsonl`` there, and
-accelctl's runner tails them as for a local run.  Without a volume there is no way back, so the
-plan is refused (E549).  Why not a ConfigMap for the files: its mount is read-only (the events
-need the volume anyway) and a ConfigMap holds at most 1 MiB.
-
-The plan's launch is the submission (``kubectl create -f {run_dir}/pytorchjob.json`` in
-effect), made by the run's supervisor in its own process through the kubernetes client
-(``accelctl.engines.kubernetes_scheduler``): the job gets a name of its own for the run, is
-followed to its end and deleted on a stop, or by ``accelctl cancel`` from any process by its
-handle ``kubernetes://<namespace>/<name>``.  The plan keeps the backend's launch and the job
-as data (``Plan.request``): ``node_plan`` never reads the manifest back.
+v1 because training operator 1.x serves it on most clusters and its SDK (``kubeflow-training``,
+pinned) validates it offline; Trainer v2's ``TrainJob`` needs a cluster-side runtime.  ``wrap``
+renders ``pytorchjob.json`` (a ``Master`` and ``nodes - 1`` ``Worker`` replicas, container
+``pytorch``) whose command is the backend's per-node launch as an argv list: ``$(NAME)`` is
+Kubernetes' own expansion, every other ``$`` is escaped ``$$``.  The run folder lives on a shared
+volume (``volume_claim``, mounted at ``volume_path`` in the pods and where accelctl runs): the pods
+read the job and append ``rank<N>.jsonl`` there; without one the plan is refused.  The run's
+supervisor submits it (``accelctl.engines.kubernetes_scheduler``); the plan keeps the launch and
+the job as data (``Plan.request``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The kubernetes engine's checks: the PyTorchJob against the training operator's own SDK,
 the API server's dry run, and whether a cluster is configured at all.
 
-``sdk_check``: ``kubeflow-training`` 1.9's ``ApiClient().deserialize`` turns the manifest into
-``KubeflowOrgV1PyTorchJob`` (its constructors reject a missing required field:
-``Invalid value for `run_policy`, must not be `None```), and serialising the model back must
-give the manifest again: a field the model does not have (a misplaced or misspelt key) is
-dropped by the model, a value of the wrong type comes back different; both are reported
-with their path.  Offline.
-
-``server_dry_run``: ``create_namespaced_custom_object(..., dry_run="All")`` with the
-``kubernetes`` client where a kubeconfig exists: the cluster's CRD schema, admission and
-quota judge the job, nothing is created.  No kubeconfig, no client, an unreachable server or
-no permission: NOT RUN, never a pass.
+``sdk_check`` (offline): the SDK deserialises the manifest into ``KubeflowOrgV1PyTorchJob`` and
+serialising it back must give the manifest again, so a missing, misplaced, misspelt or mistyped
+field is reported with its path.  ``server_dry_run``: a ``dry_run="All"`` create where a
+kubeconfig exists, judged by the cluster's CRD schema, admission and quota.  No kubeconfig,
+client, reachable server or permission: NOT RUN, never a pass.
 """
 
 from __future__ import annotations

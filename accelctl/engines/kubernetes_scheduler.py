@@ -1,16 +1,11 @@
 """Kubernetes as a scheduler: a Kubeflow ``PyTorchJob`` created, described, deleted with the
 kubernetes client (kubeconfig, else in-cluster), the master pod's log streamed.
 
-``submit`` checks that the run folder lies on the job's shared volume (the ``accelctl-run``
-mount, at the same path here and in the pods: the ranks append ``rank<N>.jsonl`` there), fills
-``ACCELCTL_RUN_DIR`` in every replica, names the job for the run (the plan's name + ``-`` + 8
-hex digits of the run folder's path) and creates it; the handle is
-``kubernetes://<namespace>/<name>``.  ``describe`` reads the job's latest True condition
-(``Submitted`` before the operator has set one; the master container's exit code once it has
-ended); a job being deleted (``metadata.deletionTimestamp``: foreground deletion keeps it until
-its pods are gone), or one the API server no longer has while a pod of it is left, is
-``Deleting``.  ``cancel`` deletes the job with foreground propagation (a job already gone is
-no error).
+``submit`` checks that the run folder lies on the job's shared volume, fills ``ACCELCTL_RUN_DIR``,
+names the job for the run and creates it (handle ``kubernetes://<namespace>/<name>``).
+``describe`` reads the job's latest True condition (``Deleting`` while a foreground deletion runs,
+or once the job is gone but a pod of it is left); ``cancel`` deletes it with foreground
+propagation (a job already gone is no error).
 """
 
 from __future__ import annotations

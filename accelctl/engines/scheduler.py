@@ -1,28 +1,12 @@
 """Engines as schedulers: submit a plan's job, follow it, cancel it -- from any process.
 
-An engine past one machine renders its submission (``wrap``) and keeps what it submits as
-data in the plan (``Plan.request``: never re-read from the rendered files).  Its scheduler
-(TorchX's split of a scheduler, in accelctl's words) does the rest, in the process that asks:
-
-``dryrun(plan)``
-    the request the plan holds (a dict, JSON as ``plan.json`` stores it).
-``submit(request, run_dir, env)``
-    hands the job to the cluster; returns its ``AppHandle``, which the run store keeps
-    (``scheduler.json``): ``slurm://<cluster>/<job id>``, ``kubernetes://<namespace>/<name>``,
-    ``aws_batch://<queue>/<job id>``.
-``describe(handle)``
-    the job's state as one ``AppState``, mapped from the scheduler's own word by the
-    scheduler's table (``STATES``), with that word and the job's exit code; None once the
-    scheduler no longer knows the job.
-``cancel(handle)``
-    asks the scheduler to end the job; idempotent, and it needs nothing but the handle, so
-    ``accelctl cancel RUN`` works from a fresh process after the supervisor is gone.
-``log_iter(handle, run_dir, done)``
-    the job's output lines, following it until ``done()``.
-
-``cancel_and_wait`` (cancel, then describe until the job runs nothing) and ``record`` (the
-handle and state into ``scheduler.json``) are written once here for every scheduler; the run's
-supervisor follows a submitted job with ``accelctl.run.scheduled``.
+An engine past one machine renders its submission (``wrap``) and keeps what it submits as data in
+the plan (``Plan.request``, never re-read from files); its scheduler (TorchX's split) does the
+rest: ``dryrun(plan)``; ``submit(request, run_dir, env)`` -> an ``AppHandle``, kept in
+``scheduler.json``; ``describe(handle)`` -> one ``AppState`` mapped by the scheduler's ``STATES``
+(None once the job is forgotten); ``cancel(handle)``, idempotent and needing only the handle, so
+``accelctl cancel`` works after the supervisor is gone; ``log_iter``.  ``cancel_and_wait`` and
+``record`` are written once here; the run's supervisor follows a job with ``accelctl.run.scheduled``.
 """
 
 from __future__ import annotations

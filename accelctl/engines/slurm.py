@@ -1,32 +1,13 @@
 """Slurm: one batch job, one launcher agent per node, rendezvous on the allocation's first host.
 
-``wrap`` renders ``job.sbatch`` (a generated file of the run folder): ``#SBATCH`` lines for
-the nodes (``--ntasks-per-node=1``: one agent per node), CPUs per task, GPUs (``--gres=gpu:N``
-where the device family is cuda, or the ``gres`` setting as written), time, partition,
-account, QOS, constraint and memory from the target and the ``engine slurm {}`` block, and
-``--output`` into the submit directory.  The body finds the first host of the allocation
-(its ``NodeAddr``, so nodes whose names do not resolve work too), picks a free port there and
-``srun``s one agent per node: the backend's own launcher with the node's rank and the
-rendezvous (``torch.distributed.run`` with c10d for torchrun, DeepSpeed's ``--no_ssh``
-per-node launcher for deepspeed, optimum-habana's command on one node for gaudi; see
-``accelctl.engines.slurm_agents`` for each and why).  Every word that comes from the
-workload is quoted with ``shlex.quote``; the settings that reach ``#SBATCH`` lines are
-checked against a safe character set (E547 at the setting otherwise).
-
-The plan's launch is the submission, ``sbatch --parsable job.sbatch`` in the run folder, made by the
-run's supervisor in its own process (``accelctl.engines.slurm_scheduler``, followed by
-``accelctl.run.scheduled``): ``sbatch`` in the run folder, the job followed with ``scontrol
-show job`` / ``squeue`` until it ends, ``scancel`` and a wait on a stop, and ``accelctl cancel``
-from any process by the job's handle ``slurm://<cluster>/<job id>``.  The ranks append
-``rank<N>.jsonl`` to the run folder as for a local run.  What the script runs on each node is
-also kept as data in the plan (``Plan.request``: the agent's arguments, exports, folder), so
-``node_plan`` never reads the script back.
-
-The run folder must be on a filesystem every node of the allocation sees (the script reads
-``$SLURM_SUBMIT_DIR/job.json``, the ranks write their events there): true on one host, and on
-clusters whose home or scratch is shared.  The nodes need the same Python environment as the
-submitter: the supervisor exports ``ACCELCTL_PYTHON`` (its interpreter) and ``sbatch``
-passes the submitting environment on (``--export=ALL``, Slurm's default).
+``wrap`` renders ``job.sbatch``: ``#SBATCH`` lines from the target and the ``engine slurm {}``
+block (one task per node), and a body that finds the allocation's first host (its ``NodeAddr``),
+picks a free port there and ``srun``s one agent per node (``accelctl.engines.slurm_agents``).
+Workload words are ``shlex.quote``d; settings reaching ``#SBATCH`` lines are checked against a
+safe character set (E547).  The run's supervisor submits it (``accelctl.engines.slurm_scheduler``,
+``accelctl.run.scheduled``); the node's launch is also kept as data (``Plan.request``).  The run
+folder must be on a filesystem every node sees, and the nodes need the submitter's Python
+environment (``ACCELCTL_PYTHON``, ``--export=ALL``).
 """
 
 from __future__ import annotations

@@ -1,39 +1,13 @@
 """What runs on each node of a Slurm allocation: one launcher agent per node, per backend.
 
-The slurm engine's batch script (``accelctl.engines.slurm``) finds the allocation's first
-host (``$addr``) and a free port there (``$port``), then ``srun``s one task per node.  What
-that task runs is the backend's own launcher, told where the rest of the job is:
-
-``torchrun``
-    ``python -m torch.distributed.run --node_rank=$SLURM_NODEID --nnodes=$SLURM_JOB_NUM_NODES
-    --rdzv_backend=c10d --rdzv_endpoint=$addr:$port --rdzv_id=$SLURM_JOB_ID ARGS``.
-``deepspeed``
-    DeepSpeed's own launcher in its per-node form, ``python -m deepspeed.launcher.runner
-    --node_rank=$SLURM_NODEID --no_ssh --hostfile=H --num_nodes=$SLURM_JOB_NUM_NODES
-    --master_addr=$addr --master_port=$port ARGS``, with ``H`` written by the script from
-    the allocation (``scontrol show hostnames``, ``slots`` = the target's devices).
-    Why this form: DeepSpeed 0.19.8's ``--no_ssh`` (``runner.py``: "Launch training
-    independently on each node without ssh setup", with ``--node_rank``) runs
-    ``deepspeed.launcher.launch`` on this node only, which starts the node's ranks with
-    ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT`` from the hostfile's
-    world and the node rank -- exactly what ``deepspeed.init_distributed`` and the worker
-    read.  ``--launcher slurm`` was not picked: its ``SlurmRunner`` runs ``srun -n WORLD
-    python -u SCRIPT`` from the first node, which takes a script path (not ``--module``),
-    exports no ``RANK``/``WORLD_SIZE`` (each task would have to derive them from
-    ``SLURM_PROCID``) and needs a hostfile anyway; the default pdsh launcher needs
-    passwordless ssh between nodes.  No ``DS_ENV_FILE`` is needed: ``sbatch``/``srun``
-    carry the whole environment to every task.
-``gaudi``
-    optimum-habana's ``gaudi_spawn.py`` (or the single-card command) run as written in its
-    ``cwd`` on a one-node allocation.  Its multi-node path is a hostfile plus DeepSpeed's
-    pdsh launcher started from one node (``DistributedRunner.create_multi_node_setup``:
-    ``deepspeed --hostfile H --master_addr A ...``, no per-node form), so the gaudi backend
-    plans one node only; multi-node Gaudi training is backend deepspeed on hpu.
-
-Every word that comes from the plan reaches the script through ``word`` (``shlex.quote``
-with the placeholders turned into the script's variables); ``node_launch`` turns the agent's
-arguments (kept in the plan's request, never read back from the script) into the one-node
-launch that the backend's own check understands.
+The batch script (``accelctl.engines.slurm``) finds the first host (``$addr``) and a free port
+(``$port``) and ``srun``s one task per node running the backend's own launcher: torchrun's
+``torch.distributed.run`` with a c10d rendezvous at ``$addr:$port``; DeepSpeed's per-node
+``--no_ssh`` launcher with a hostfile written from the allocation (``--launcher slurm`` takes a
+script path and exports no ranks, pdsh needs ssh between nodes); optimum-habana's command on a
+one-node allocation for gaudi (its multi-node path has no per-node form).  Plan words reach the
+script through ``word`` (``shlex.quote``, placeholders as script variables); ``node_launch`` turns
+the agent's arguments into the one-node launch the backend's check understands.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Slurm as a scheduler: ``sbatch``, ``scontrol``/``squeue``, ``scancel`` and the job's output file.
 
-``submit`` runs ``sbatch --parsable job.sbatch`` in the run folder (the job's
-``$SLURM_SUBMIT_DIR``, where its ``slurm-<id>.out`` and the ranks' events land) with the
-supervisor's environment (``--export=ALL``, Slurm's default).  ``--parsable`` prints
-``<id>`` or ``<id>;<cluster>``; without a cluster there the handle names the controller's
-``ClusterName`` (``scontrol show config``).  ``describe`` reads ``scontrol show job -o`` and,
-once the controller has forgotten a job (``MinJobAge``), ``squeue``; ``cancel`` is
-``scancel`` (a job that has ended already is no error).  ``sbatch --wait`` is not used: its
-client back-off adds seconds to every job.
-
-A handle names its cluster; where that is not the local controller's ``ClusterName`` (read
-once per scheduler), ``scontrol``, ``squeue`` and ``scancel`` get ``-M <cluster>``, so a
-login node whose default cluster differs still asks the job's own controller.  ``-M`` goes
-through the accounting database (slurmdbd) -- without one, Slurm answers "Problem talking to
-database ... can't be reached now" even for the local cluster's own name, which is why the
-local cluster is asked without it -- and that answer is turned into one error naming the job,
-its cluster and the missing database (``describe`` and ``cancel`` raise ``RuntimeError``:
-``accelctl status`` shows it, ``accelctl cancel`` exits 1 with it), never a silent answer of
-the wrong controller.
+``submit`` runs ``sbatch --parsable job.sbatch`` in the run folder (``$SLURM_SUBMIT_DIR``) with the
+supervisor's environment; the handle names the cluster (``ClusterName`` when ``sbatch`` gives none).
+``describe`` reads ``scontrol show job -o``, then ``squeue`` once the controller forgot the job;
+``cancel`` is ``scancel``.  ``sbatch --wait`` is not used: its client back-off slows every job.  A
+handle of another cluster gets ``-M <cluster>``; the local cluster is asked without it, because
+``-M`` needs slurmdbd, and that refusal is one error naming the job, its cluster and the database.
 """
 
 from __future__ import annotations

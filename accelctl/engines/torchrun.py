@@ -1,24 +1,12 @@
 """torchrun multi-node: one torchrun agent per node, meeting at a c10d rendezvous.
 
-``wrap`` turns the torchrun backend's per-node command into one launch per node,
-``node0`` .. ``node<N-1>``::
-
-    torchrun --nnodes=N --nproc-per-node=D --node-rank=I --rdzv-backend=c10d
-             --rdzv-endpoint=HOST:PORT --rdzv-id=ID --rdzv-conf=join_timeout=T
-             --max-restarts=R -m accelctl.worker {run_dir}/job.json
-
-On a cluster the user runs launch ``nodeI`` on node I (``accelctl plan`` prints them; the
-run folder's ``job.json`` must be on every node, e.g. a shared filesystem), with
-``rdzv_endpoint`` set to node 0's address.  Without one the endpoint is
-``127.0.0.1:{free_port}`` and the local runner starts every agent on this machine (the
-loopback form CI runs).  With c10d torch assigns node ranks in arrival order, so
-``--node-rank`` only matters for ``rdzv_backend = static`` (``--master-addr/--master-port``).
-
-A rendezvous that never completes: each agent gives up after ``join_timeout`` (default 600 s
-in torch; accelctl always writes it) with a bare ``RendezvousTimeoutError``;
-``explain_failure`` turns that into "rendezvous ID at HOST:PORT timed out after T s:
-node(s) I never joined", naming the nodes whose agents did not reach it.  The backend's
-check (torch's own argument parser) reads every agent's command.
+``wrap`` turns the torchrun backend's per-node command into launches ``node0`` .. ``node<N-1>``
+(``--rdzv-backend=c10d``, ``join_timeout`` always written).  On a cluster the user runs launch
+``nodeI`` on node I with ``rdzv_endpoint`` at node 0 (``job.json`` on a shared filesystem);
+without one the endpoint is ``127.0.0.1:{free_port}`` and the local runner starts every agent
+here.  c10d assigns node ranks by arrival, so ``--node-rank`` matters only for ``static``.
+``explain_failure`` turns a bare ``RendezvousTimeoutError`` into a message naming the nodes that
+never joined.  The backend's check (torch's own argument parser) reads every agent's command.
 """
 
 from __future__ import annotations

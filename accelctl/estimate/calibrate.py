@@ -1,38 +1,13 @@
-"""``accelctl estimate --calibrate RUN...``: the estimate's factors fitted to the user's own
-recorded runs, per device kind and precision, stored beside the runs and used by every later
-``accelctl estimate`` of that device and precision (with the runs named as the provenance).
+"""``accelctl estimate --calibrate RUN...``: the estimate's own factors fitted to the user's
+recorded runs, per device kind and precision, stored beside the runs (``STORE_FILE``) and used
+by every later ``accelctl estimate`` of that device and precision, the runs named as provenance.
 
-Each run's workload file (the copy in its run folder) is estimated for the run's target by the
-estimate itself (``roofline.estimate``) with candidate factors, and the factors are chosen to
-minimise the squared log error ``log(estimated / measured)`` of the median step time (a
-generation run: the latency of one ``generate`` call) over the runs of one device and
-precision.  The fitted factors are the estimate's own: the fraction of the peak (``mfu``), of
-the memory bandwidth (``bandwidth``: the memory-bound passes, the element-wise kernels and the
-optimizer step together, as the estimate uses it), the host's time per layer pass in training
-(``train_layer_overhead_s``: added on the host CPU, the floor of the step on an accelerator
-whose launches run ahead) and per decoder layer and token in generation (eager, DeepSpeed's
-injected kernels, HPU graphs: ``eager_``, ``fused_``, ``graph_layer_overhead_s``).
-
-Which of them moves is chosen by the runs, one at a time (forward selection): each round fits
-every factor not yet fitted together with those already fitted (a log-spaced scan of the new
-one, then Nelder-Mead over all of them in log space, ``scipy.optimize``) and keeps the one that
-lowers the error most (candidates that all bring it within 2 % tie, and the one that moved
-least from the catalog's value wins: one compute-bound run twice as slow is a lower MFU, not a
-bandwidth fraction low enough to make it memory-bound); it stops when the error is within 2 %, when the best candidate lowers
-it by less than a tenth, or when as many factors are fitted as there are runs.  A factor no run
-depends on is never fitted and keeps the catalog's value and source.
-
-Why not the closed form it replaced: it fitted each fraction from the runs the catalog's
-factors called bound by it, holding the rest fixed.  On an H100 (docs/device-runs.md, call 1)
-BERT-Large DDP was called memory-bound by a hair (17.2 ms against 16.9 ms of compute) and was
-really host-bound (105.7 ms measured): one run set the bandwidth fraction to 0.065, which the
-estimate then also applied to ViT-H's element-wise kernels and optimizer step, and ViT-H, which
-the catalog had within 3 %, came out at +448 %.  Fitted through the estimate, every factor's
-effect on every run counts.
-
-A run that recorded no step time, or that the estimate cannot estimate (no datasheet for its
-device or precision): E581; an id the run store does not hold: E582.  Nothing here touches
-``accelctl report --reference``: the seeds' rows are estimated with the catalog's factors only.
+Each run is estimated through ``roofline.estimate`` itself with candidate factors, so every
+factor's effect on every run counts; the fit minimises the RMS of ``log(estimated / measured)``
+and chooses which factors move by forward selection (``GOOD_ENOUGH``, ``MIN_GAIN``), preferring
+the one that moved least.  A factor no run depends on keeps the catalog's value.  E581: a run
+that cannot be estimated; E582: no such run.  ``report --reference`` never reads the fit.
+Why this replaced a closed form: docs/estimate.md (``--calibrate``).
 """
 
 from __future__ import annotations

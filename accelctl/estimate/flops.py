@@ -1,16 +1,12 @@
 """FLOPs of a model's forward pass, counted from its architecture (a multiply-add = 2 FLOPs).
 
-What is counted is what ``torch.utils.flop_counter.FlopCounterMode`` counts: matrix products
-(linear layers, attention's Q·Kᵀ and A·V -- the term quadratic in the sequence length --,
-convolutions); element-wise work (norms, softmax, activations) is left out, as it is a few
-percent of a transformer's and it runs at memory speed.  Training is forward + backward
-= 3 x forward (the backward pass computes two products per forward product: the gradient
-of the input and of the weight).  tests/estimate/test_flops.py checks these counts against
-FlopCounterMode on the stand-in of every family.
+Counted as ``torch.utils.flop_counter.FlopCounterMode`` counts: matrix products (linear layers,
+attention's Q·Kᵀ and A·V, convolutions); element-wise work runs at memory speed and is left out.
+Training = 3 x forward (the backward computes the input's and the weight's gradient).
+tests/estimate/test_flops.py checks the counts against FlopCounterMode on every family's stand-in.
 
-Families: decoder-only LMs (gpt2, bloom, llama), BERT (masked LM head over every
-position), T5 (encoder + decoder with cross-attention), ViT (patch embedding, class-token
-head), Stable Diffusion (CLIP text encoder, UNet per denoising step, VAE decoder).
+Families: decoder-only LMs (gpt2, bloom, llama), BERT (MLM head over every position), T5, ViT,
+Stable Diffusion (CLIP text encoder, UNet per denoising step, VAE decoder).
 """
 
 from __future__ import annotations

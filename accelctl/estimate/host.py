@@ -1,16 +1,11 @@
 """A datasheet for the host CPU (the ``cpu`` device), which the catalog cannot hold: the
 machine is whatever runs accelctl.
 
-Peak: the matmul ceiling ``accelctl doctor --calibrate`` measured and stored for this thread
-count (``accelctl.contract.calibration``), else the nominal ``threads x clock x FLOP/cycle``
-from /proc/cpuinfo -- 32 fp32 FLOP per cycle per core with AVX2 + FMA or AVX-512 (two FMA
-ports x 8 lanes x 2, the count Intel's optimization manual gives for Skylake-SP and later
-client/server cores; AVX-512 doubles the lanes but most server SKUs run one 512-bit FMA port at
-a lower clock, so the same 32 is kept), 8 without.  Memory bandwidth: 10 GB/s per thread, the
-order of one core's STREAM triad on a server Xeon (ASSUMPTION; John McCalpin's STREAM results).
-
-These nominal figures are what ``accelctl estimate --calibrate`` corrects: a run on this CPU
-fits the fraction of them the workload reaches and the per-layer host time (``calibrate.py``).
+Peak: the matmul ceiling ``accelctl doctor --calibrate`` stored for this thread count, else the
+nominal ``threads x clock x FLOP/cycle`` from /proc/cpuinfo: 32 fp32 FLOP/cycle with AVX2 + FMA
+or AVX-512 (Intel's optimization manual, Skylake-SP and later), 8 without.  Bandwidth:
+``STREAM_PER_THREAD`` (ASSUMPTION, after McCalpin's STREAM triad results).  These nominal
+figures are what ``accelctl estimate --calibrate`` corrects from runs on this CPU.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """What separates Trainium (trn1) from Inferentia2 (inf2) in a training estimate, and what
 the estimate cannot model.
 
-Both chips carry two NeuronCore-v2 with the same published per-core figures (AWS Neuron
-docs: 95 TFLOPS bf16, half of a chip's 820 GB/s HBM), so the roofline gives every trn1 and
-inf2 target the same step time per core.  What the catalog does separate is modelled where
-it is: NeuronLink-v2 (768 GB/s per trn1 chip against 192 GB/s per inf2 chip) in the
-gradient all-reduce, the instance's EFA between nodes.  What it does not is the host: the
-vCPUs per NeuronCore (trn1.2xlarge 4, inf2.xlarge 2) that run torch-xla's tracing of each
-step and the data loader's workers.  No published figure gives that host time per step, so
-``missing_fact`` names it in the estimate's why (seed 004 measured trn1 faster; the 2-core
-instance types differ in nothing else the catalog holds).
+Both carry NeuronCore-v2 with the same published per-core figures, so the roofline gives every
+trn1 and inf2 target the same step time per core; what the catalog does separate (NeuronLink-v2,
+EFA) is modelled in the collectives.  The host's vCPUs per NeuronCore, which run torch-xla's
+tracing and the data loader, are not: no published figure gives that time, so ``missing_fact``
+names it in the estimate's why.  See docs/estimate.md ("Where the numbers come from").
 """
 
 from __future__ import annotations

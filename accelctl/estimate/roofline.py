@@ -372,14 +372,11 @@ def _inference(est, spec, target, s, z, fx, peak, bw, fit) -> None:
 
 
 def _diffusion_eager(target, s, z, fx, peak, bw, b) -> tuple[float, int, float]:
-    """Eager diffusers' element-wise kernels and launches (``unet_elementwise.py``): the bytes
-    they move over one call (the UNet at every denoising step over ``b`` latents, ``2b`` under
-    classifier-free guidance, and the VAE decoder once), the launches, and the time the device
-    waits for the host's launches (asynchronous: only where a run of small kernels outpaces
-    them; the host CPU computes and dispatches in turn, so there all of it adds).  The queue
-    starts empty at every denoising step (ASSUMPTION: one host sync per step in the pipeline's
-    loop; without it the host runs further ahead and the wait can only shrink).  CLIP's few
-    hundred launches per call are not counted."""
+    """Eager diffusers' element-wise bytes and launches over one call (``unet_elementwise.py``: the
+    UNet per denoising step over ``b`` latents, ``2b`` under guidance, the VAE once), and the time the
+    device waits for the host's launches.  ASSUMPTION: the launch queue starts empty at every
+    denoising step (one host sync per step); CLIP's launches are not counted.
+    """
     e = 4 if target.precision.dtype == "fp32" else 2
     split = target.parallel.tp * target.parallel.pp
     per_op = fx.eager_op_overhead_s.value

@@ -1,39 +1,14 @@
 """Element-wise memory traffic and kernel launches of Stable Diffusion's UNet and VAE decoder
 in eager PyTorch, block by block, in execution order.
 
-``flops.py`` counts the convolutions and matrix products; in eager diffusers every other
-operator on the feature maps is a kernel of its own that reads and writes its whole tensor at
-memory speed, and every operator costs the host one dispatch and launch.  Counted from the
-operators of diffusers' ``UNet2DConditionModel`` and ``AutoencoderKL`` decoder with the classic
-unfused ``AttnProcessor`` (diffusers 0.42, the same sequence as 0.x's ``CrossAttention`` of
-2022 plus the two divisions by ``rescale_output_factor`` per transformer block), per block of
-``P`` = batch x side^2 pixels, ``c`` channels, ``e`` bytes per element (reads + writes):
-
-* ``ResnetBlock2D`` (``cin -> c``): GroupNorm and SiLU on the input (``4 cin P``), the time
-  embedding's SiLU and projection broadcast-added (``2 c P``), GroupNorm, SiLU (``4 c P``;
-  dropout is the identity in eval), the residual add (``3 c P``) and the division by
-  ``output_scale_factor`` (``2 c P``): ``4 cin + 11 c`` per pixel; 11 launches with the two
-  convolutions, 12 with a 1x1 shortcut convolution (``cin != c``).  The VAE's blocks have no
-  time embedding: ``4 cin + 9 c``, 8 launches (+1).
-* ``Transformer2DModel`` (SD 1.x: one ``BasicTransformerBlock``, 1x1 convolutions in and out):
-  GroupNorm ``2c``; LayerNorm x3 ``6c``; per attention the head split (``head_to_batch_dim``:
-  a copy of q, k and v once the batch is over 1, ``2c`` each for the pixels' tensors, ``2 x 77
-  x c_ctx``... for the context's k and v), the head merge ``2c``, the division by
-  ``rescale_output_factor`` ``2c``, the residual add ``3c``; GEGLU (``4c`` wide): GELU on the
-  gate ``8c``, the product ``12c``, residual add ``3c``; the copy back to channels-first ``2c``
-  and the last residual add ``3c``: 58c per pixel (52c at batch 1); 39 launches (33 at batch 1).
-  The attention scores (``baddbmm``, ``softmax``, ``bmm``) are ``flops.SCORE_PASSES`` passes
-  over ``score_elements``, not counted here.
-* the up path's skip concatenations ``2 (c + c_skip)``, ``Upsample2D``'s nearest-neighbour
-  interpolation ``1.25 c`` (per output pixel), the time embedding (14 launches on 320
-  numbers), ``conv_norm_out`` and its SiLU ``4 c0``.
-* the VAE decoder's mid-block attention (one head, linear q, k, v with their bias adds,
-  ``upcast_softmax``: the scores cast to fp32 and back around the softmax).
-
-``tests/estimate/test_unet_elementwise.py`` checks the bytes and launches against the aten
-operators a real forward of the UNet and the VAE decoder dispatches (the stand-in on the CPU,
-SD 1.x's own shape on the meta device).  A graph compiler (Gaudi's lazy mode, XLA) fuses these
-chains into the neighbouring kernels: ``roofline.py`` charges them on eager targets only.
+``flops.py`` counts the convolutions and matrix products; in eager diffusers every other operator
+on the feature maps is a kernel of its own that moves its whole tensor at memory speed and costs
+the host one launch.  Counted per block (``P`` = batch x side^2 pixels, ``c`` channels) from
+diffusers' ``UNet2DConditionModel`` and ``AutoencoderKL`` decoder with the unfused
+``AttnProcessor``; attention scores are ``flops.SCORE_PASSES``, not counted here.
+``tests/estimate/test_unet_elementwise.py`` checks bytes and launches against the aten operators
+a real forward dispatches.  ``roofline.py`` charges this on eager targets only.
+Per-block derivation: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

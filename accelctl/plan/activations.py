@@ -1,23 +1,10 @@
 """Activation memory per device: the models behind ``accelctl.plan.memory``'s activations and
-KV-cache terms.  docs/language.md ("Memory fit") states them with their sources.
+KV-cache terms; docs/language.md ("Memory fit") states them with their sources.
 
-Units: ``e`` is the bytes of one element in the compute width (2 in 16-bit, 4 in fp32); a
-dropout mask is one byte per element.  ``s`` is a sequence length, ``b`` the micro-batch.
-
-Transformer layers (Korthikanti et al., "Reducing Activation Recomputation in Large
-Transformer Models", 2022, section 4.1), written with the attention width ``d`` (heads x
-head width) and the MLP width ``f`` apart from the hidden width ``h``, because T5-3B's are
-not ``h`` and ``4h`` (d_model 1024, 32 heads x d_kv 128 = 4096, d_ff 16384)::
-
-    self-attention   s·b·(e·h + 4e·d + h) + (2e+1)·a·s²·b
-    cross-attention  t·b·(e·h + 2e·d + h) + 2e·s·b·d + (2e+1)·a·t·s·b    (queries t, keys s)
-    MLP              s·b·(e·h + 2e·f + h)
-    each norm        e·s·b·h
-
-With ``e = 2``, ``d = h``, ``f = 4h`` a layer is the paper's ``s·b·h·(34 + 5·a·s/h)``.  Tensor
-parallelism splits ``d``, ``f`` and the heads (the paper's ``10 + 24/t + 5as/(ht)``); sequence
-parallel divides the rest by t as well -- the norms, the residual stream, the dropout masks and
-the inputs of the split regions each hold ``s/t`` positions (section 4.2.2: ``34/t + 5as/(ht)``).
+``e`` is the bytes of an element in the compute width, a dropout mask one byte per element; ``s``
+the sequence length, ``b`` the micro-batch.  Transformer layers follow Korthikanti et al., 2022
+(section 4.1), written with the attention width ``d`` and the MLP width ``f`` apart from ``h``
+(T5-3B's are not ``h`` and ``4h``); tensor and sequence parallelism divide as the paper's 4.2.
 """
 
 from __future__ import annotations
@@ -60,18 +47,11 @@ class Block(Value):
 
 @value
 class Kept(Value):
-    """What the layers' kernels keep for backward beyond the paper's fused-kernel count
-    (``kept_for``: measured on this CPU by ``tests/plan/measured_memory.py``).
-
-    * ``mask``: bytes per element of a dropout mask: 1 (a fused kernel's byte mask, the
-      paper's), the compute width ``e`` on the host CPU (``at::dropout`` there multiplies by a
-      noise tensor of the input's dtype and keeps it), 0 for a model without dropout;
-    * ``scores``: the attention's scores and probabilities are kept (eager attention, or SDPA
-      falling back to its math path for dropout), else a fused kernel keeps its output and a
-      4-byte log-sum-exp per head and query;
-    * ``gelu``: tensors of the MLP's width the activation function keeps: 1 (``nn.GELU``, a
-      fused kernel: its input), 4 for GPT-2's ``gelu_new`` (HF's ``NewGELUActivation``,
-      written as Python operators: its input, ``tanh``'s output, ``0.5 x`` and ``1 + tanh``)."""
+    """What the layers' kernels keep for backward beyond the paper's fused-kernel count (``kept_for``;
+    from ``tests/plan/measured_memory.py``): ``mask`` bytes per dropout element (1 fused, ``e`` on the
+    host CPU, 0 without dropout), ``scores`` (kept, or a fused kernel's output and log-sum-exp), and
+    ``gelu`` (MLP-wide tensors the activation keeps: 1, or 4 for GPT-2's ``gelu_new``).
+    """
 
     mask: float = 1
     scores: bool = True
@@ -191,21 +171,10 @@ def kept_for(spec: WorkloadSpec, target: TargetSpec, real: bool, e: int) -> Kept
 
 
 def training(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int, real: bool = True) -> float:
-    """Activations kept for backward on one device.
-
-    * without gradient checkpointing: every layer's activations;
-    * with it: each layer's input (``e·s·b·h``), plus one layer's activations while it is
-      recomputed (the largest layer);
-    * on an HPU in lazy mode, the first iteration accumulates the whole step in one graph
-      before any of it runs (seed 000: batch > 1 does not fit "due to the memory space taken
-      by the graph where operations are accumulated during the first iteration"): until it
-      runs, nothing of the step is freed.  The graph holds every layer's activations and
-      their gradients in backward: 2x every layer's activations, with or without
-      checkpointing (the recomputed forward is the same operations on the same inputs in
-      the same graph, which a graph compiler merges with the forward: torch-xla's
-      checkpoint puts an optimization barrier in to stop XLA doing exactly that).
-      Calibrated on the seed's one fact: T5-3B fp32 at 1024/128 tokens fits 96 GB at batch
-      1 (78 GB) and not at batch 2 (108 GB); counting one copy would let batch 2 fit.
+    """Activations kept for backward on one device: every layer's without gradient checkpointing;
+    with it, each layer's input plus the largest layer's while recomputed.  On an HPU in lazy mode the
+    first iteration's graph holds every layer's activations and their gradients: 2x, with or without
+    checkpointing, calibrated on seed 000's T5-3B fact (docs/language.md ("Memory fit")).
     """
     p, b = target.parallel, target.batch.micro
     L = arch.block.split(p.tp)
@@ -243,16 +212,10 @@ def inference(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) ->
 
 
 def generation(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -> tuple[float, float]:
-    """(prefill activations, KV cache) of one device for ``task generate``.
-
-    * KV cache: keys and values of every layer for the prompt and the generated tokens,
-      ``2 · layers · b · (prompt + new) · d · e`` (d split by tensor parallelism; the key/value
-      width, kv_heads x head_dim, under grouped-query or multi-query attention); an
-      encoder-decoder also caches the cross-attention keys and values of the source
-      (``2 · decoder layers · b · source · d · e``);
-    * activations: the prefill, the largest forward of the generation (the prompt at once;
-      each later step sees one token): one layer's working set at the prompt length, the
-      logits of the prompt and the fp32 scores of the last position.
+    """(prefill activations, KV cache) of one device for ``task generate``: the cache holds every
+    layer's keys and values for prompt and new tokens (``2 · layers · b · (prompt + new) · d · e``,
+    plus an encoder-decoder's cross-attention cache); the activations are the prefill's (one layer's
+    working set at the prompt length, the prompt's logits, the last position's fp32 scores).
     """
     p, b = target.parallel, target.batch.micro
     L = arch.block.split(p.tp)
@@ -310,16 +273,9 @@ def unet_for(spec: WorkloadSpec, sh, real: bool) -> UNet:
 
 
 def unet_elements(u: UNet) -> tuple[float, float]:
-    """(skip connections, peak working set) of one UNet sample, in elements.
-
-    The down path's outputs wait for the up path: conv_in's output, each down layer's output,
-    each downsampler's.  The working set of a level at resolution r (n = r² tokens, c
-    channels) is the largest of a ResNet block (its 2c concatenated input, that input
-    normed, the c-channel output: 5·c·n), a transformer block's self-attention (hidden
-    state, its norm and Q, K, V: 5·c·n, plus the heads' n x n scores and probabilities:
-    2·heads·n²), its cross-attention (scores against the text: 2·heads·n·text) and its
-    GEGLU feed-forward (8c projection, 4c gate and the input: 14·c·n); the mid block has
-    attention at the lowest resolution.
+    """(skip connections, peak working set) of one UNet sample, in elements: the down path's
+    outputs wait for the up path; a level's working set is the largest of its ResNet block,
+    self-attention (with the heads' n x n scores), cross-attention and GEGLU feed-forward (docs/language.md ("Memory fit")).
     """
     res = [max(u.latent >> i, 1) for i in range(len(u.channels))]
     skips = u.channels[0] * res[0] ** 2

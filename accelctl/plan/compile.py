@@ -26,13 +26,11 @@ def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint:
 def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None,
                  rehearse: bool = False, fp8: bool = False, device_path: bool = False,
                  host: HostFacts | None = None) -> Plan:
-    """The plan of ``target`` compiled for the machine ``host`` describes (its cores, CPU flags,
-    memory and calibration: ``accelctl.contract.hostfacts``; None: this machine's, read now):
-    the same input gives the same plan anywhere.  With ``rehearse``, a CPU rehearsal of it (``plan.rehearse``);
-    with ``fp8`` too, its FP8 rehearsal (the recipe emulated beside a baseline); with
-    ``device_path`` (``accelctl run/plan --rehearse``), the rehearsal the target's backend makes
-    of its own device path on this CPU (``Backend.device_rehearsal``: a Neuron target on the
-    XLA CPU device), or the plain one with that backend's word on why not."""
+    """The plan of ``target`` compiled for the machine ``host`` describes (``contract.hostfacts``; None:
+    this machine, read now): the same input gives the same plan anywhere.  ``rehearse``: a CPU
+    rehearsal of it; ``fp8``: its FP8 rehearsal; ``device_path``: the rehearsal the backend makes of
+    its own device path (``Backend.device_rehearsal``), or the plain one with the backend's reason.
+    """
     with hostfacts.using(host or hostfacts.current()):  # a nested plan: the one being compiled's
         return _compile(spec, target, engine, rehearse, fp8, device_path)
 

@@ -17,12 +17,9 @@ from accelctl.spec.types import ModelSpec, TargetSpec, WorkloadSpec
 
 
 def threads_per_process(target: TargetSpec, processes: int) -> int:
-    """Intra-op threads per process: the target's ``threads``, else the cores shared out.
-
-    The cores are this machine's for a host (cpu) target and the instance's vCPUs for a catalogued
-    instance; for another machine of unknown size, 1 (torchrun's own default).
-    Oversubscribing cores (more threads than cores over all ranks) made steps 6-9x
-    slower on the 2-core lab machine, so ranks never share a core.
+    """Intra-op threads per process: the target's ``threads``, else the cores shared out (this
+    machine's for a cpu target, a catalogued instance's vCPUs, else 1 as torchrun).  Ranks never
+    share a core: oversubscribing made steps several times slower.
     """
     if "threads" in target.options:
         return int(target.options["threads"])
@@ -37,12 +34,9 @@ def threads_per_process(target: TargetSpec, processes: int) -> int:
 
 
 def model_to_build(model: ModelSpec, host: bool) -> tuple[dict[str, Any], str]:
-    """The architecture a target's worker builds, and its scale ("real" or "stand_in").
-
-    A plan is what runs on the target's hardware: every accelerator target builds the real
-    architecture (random weights unless real ones are loaded; the Hub config when the
-    catalog does not know the model).  Only the host -- a cpu target, or a rehearsal of an
-    accelerator target on this CPU -- runs the stand-in, and says so.
+    """The architecture a target's worker builds, and its scale ("real" or "stand_in"): every
+    accelerator target builds the real architecture (the Hub config when the catalog does not know
+    the model); only the host -- a cpu target or a rehearsal -- runs the stand-in, and says so.
     """
     if not host:
         return dict(model.real_shape), "real"

@@ -1,27 +1,11 @@
 """Memory-fit estimate per device, before any money is spent.
 
-Accounting (bytes per parameter Ψ, per device):
-
-* weights: 2Ψ in 16-bit (bf16/fp16/fp8 compute keeps 16-bit weights), 4Ψ in fp32;
-* training adds gradients (same width as the weights) and optimizer state: mixed
-  precision keeps an fp32 master copy (4Ψ) plus Adam's two moments (8Ψ) = 12Ψ
-  ("16Ψ in all", Rajbhandari et al., ZeRO, 2020); fp32 Adam keeps 8Ψ; SGD with
-  momentum 4Ψ, plain SGD 0;
-* ZeRO partitions over the data-parallel ranks: stage 1 the optimizer state, stage 2
-  also gradients, stage 3 also weights; offload moves optimizer state (or weights) to
-  host memory; tensor × pipeline parallelism divides all of it; FSDP shards weights,
-  gradients and optimizer state over dp, plus the block it gathers (``fsdp_states``); a
-  pipeline's first stage holds the activations of every micro-batch in flight (``in_flight``);
-* activations and the KV cache: ``accelctl.plan.activations`` -- transformer layers
-  (encoder, decoder-only and encoder-decoder with cross-attention and the target length),
-  gradient checkpointing, HPU lazy mode's first-iteration graph, generation (prefill and
-  KV cache) and latent diffusion (UNet per image at its resolutions, VAE decode);
-* on the host CPU, the synthetic images the worker generates up front (``data_pool``): they
-  live in the same memory as the tensors;
-* a fixed runtime reserve (CUDA context, HPU/Neuron runtime, allocator slack).
-
-docs/language.md ("Memory fit") states the model, its assumptions and sources, and the
-seeds' fit / no-fit facts it agrees with (tests/plan/test_memory.py).
+Bytes per parameter Ψ per device: weights (2Ψ in 16-bit, 4Ψ in fp32), gradients, optimizer state
+(mixed-precision Adam 12Ψ: ZeRO's "16Ψ in all", Rajbhandari et al., 2020), divided by ZeRO stage,
+offload, FSDP, tensor × pipeline parallelism; activations and KV cache
+(``accelctl.plan.activations``); the host CPU's synthetic image pool (``data_pool``); and a fixed
+runtime reserve.  docs/language.md ("Memory fit") states the model, its assumptions and sources, and the seeds' fit / no-fit
+facts it agrees with (tests/plan/test_memory.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The size of a CPU rehearsal: the target's plan, sized for this CPU.
 
-A rehearsal runs the target's plan with the stand-in; what makes it slow here is not the
-model but the work per step the target was sized for (a micro-batch of 128 images, 24
-accumulated micro-batches, 1024-token sequences, 490 measured steps, 100 generated tokens).
-``sized_for_this_cpu`` caps each at a size this machine runs in seconds, and names every cap
-in the rehearsal's changes (the plan's REHEARSAL note, the console, ``summary.json``), so a
-rehearsal states what it ran.  The caps (``SIZE``) scale with this machine's cores where the
-work does (the micro-batch); bf16 -> fp32 where the CPU lacks native bf16 is
-``rehearse.rehearsal_target``'s (``accelctl.contract.hostfacts``: the plan's host facts).
-
-Measured (2 shared cores, AVX-512 with native bf16, load ~3): every target of workloads/
-rehearses in under 60 s with these caps (tests/e2e/test_rehearse_all.py, slow).
+What makes a rehearsal slow is not the stand-in but the work per step the target was sized for
+(micro-batch, accumulation, sequence length, steps, generated tokens).  ``sized_for_this_cpu`` caps
+each (``SIZE``; the micro-batch by this machine's cores, ``MICRO_PER_CORE``) and names every cap in
+the rehearsal's changes, so a rehearsal states what it ran.  bf16 -> fp32 on a CPU without native
+bf16 is ``rehearse.rehearsal_target``'s.  Timing of all targets with these caps: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

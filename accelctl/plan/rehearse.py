@@ -1,18 +1,10 @@
 """``--rehearse``: an accelerator target's plan run on this CPU with the stand-in.
 
-A rehearsal is never what the target runs; it is a cheap dress rehearsal of the same
-workload: the same task, data, measure and batch arithmetic, the same parallel strategy
-where it runs on a CPU (DDP over gloo, DeepSpeed ZeRO, FSDP2, tensor parallel and FSDP ×
-tensor on the stand-in, at a tp its heads and this machine's cores take, pipeline parallel at
-a pp its layers and the cores take, the schedule kept), scaled down to this machine's
-cores, with the stand-in model and random weights.  Every run record, console line, TUI
-screen and report marks it as a rehearsal of the target it stands for.
-
-``--rehearse --fp8`` (an fp8 target only, else E585): the FP8 rehearsal.  The job keeps the
-target's FP8 recipe while its precision becomes the baseline's (bf16 where this CPU has
-native bf16, else fp32), in one process; the worker (``accelctl.worker.fp8_rehearsal``)
-trains the model twice from the same weights and batches, FP8 emulated and baseline, and
-reports how far the losses part and which layers should stay in higher precision.
+Never what the target runs: a cheap dress rehearsal of the same task, data, measure, batch
+arithmetic and parallel strategy where it runs on a CPU (sizes fitted to the stand-in and this
+machine's cores), with random weights, and marked a rehearsal everywhere it is shown.
+``--rehearse --fp8`` (fp8 targets only, else E585): the target's FP8 recipe emulated beside the
+baseline precision in one process (``accelctl.worker.fp8_rehearsal``).
 """
 
 from __future__ import annotations
@@ -198,7 +190,8 @@ def cpu_has_native(dtype: str) -> bool:
 
 def fp8_baseline() -> str:
     """The FP8 rehearsal's baseline precision: bf16 where this CPU has it natively (TE's FP8
-    runs inside bf16 autocast), else fp32 (emulated bf16 is ~100x slower here)."""
+    runs inside bf16 autocast), else fp32 (emulated bf16 is far slower).
+    """
     return "bf16" if cpu_has_native("bf16") else "fp32"
 
 

@@ -1,18 +1,11 @@
 """A plan as text: what ``accelctl plan`` prints and the TUI's Plan screen shows.
 
-* ``render_plan_text(plan, width=None)``: the readable form (headers, notes, warnings,
-  every generated file, the job, each launch command), folded to a terminal's width
-  when one is given;
-* ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files (byte for byte, each
-  as one single-quoted ``printf`` word: no heredoc a value could end) and runs the launches
-  (``{run_dir}`` is ``$RUN_DIR`` or ``./run``; ``{free_port}`` is ``$FREE_PORT`` or a port the
-  script asks the kernel for, as the runner does).  What is not in a quoted word -- the names
-  of its comment line, environment names, file names -- is refused whole when it could leave
-  its line or word (``sh_unsafe``); the engine's ``sh_preflight`` lines check the run folder
-  first (Kubernetes: on the pods' volume), and a scheduler's job is written as the runner's;
+* ``render_plan_text(plan, width=None)``: the readable form, folded to a terminal's width;
+* ``render_plan_sh(plan)``: a POSIX ``sh`` script that writes the files (each one single-quoted
+  ``printf`` word) and runs the launches (``$RUN_DIR``, ``$FREE_PORT`` or a free port); what could
+  leave its word or line is refused whole (``sh_unsafe``);
 * ``render_plan(plan, fmt)``: ``text``, ``json`` or ``sh``;
-* ``diff_texts`` / ``plan_diff``: a unified diff of two rendered plans (``accelctl plan
-  --diff`` and the TUI's plan diff).
+* ``diff_texts`` / ``plan_diff``: a unified diff of two rendered plans (``plan --diff``, the TUI).
 """
 
 from __future__ import annotations
@@ -170,13 +163,11 @@ _SH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def sh_unsafe(plan: Plan) -> str | None:
-    """What of ``plan`` the script could not hold as written, naming it (None: nothing).  Every
-    value reaches the script quoted (one single-quoted word: ``shlex.quote``) except the names
-    in its comment line, which must be printable (no control character, line or paragraph
-    separator: the shell ends a comment at a newline and runs the next line), and each
-    launch's environment names, written ``NAME=word``, which must be shell names; a NUL cuts
-    any word; a generated file's name must be printable too (it is quoted, but no file is
-    meant to be named so)."""
+    """What of ``plan`` the script could not hold as written, naming it (None: nothing).  Every value
+    is one ``shlex.quote``d word, except the comment line's names (must be printable: a newline would
+    end the comment) and environment names (must be shell names); a NUL cuts any word; generated
+    file names must be printable too.
+    """
     for what, text in (("workload name", plan.workload), ("target name", plan.target), ("backend", plan.backend)):
         if not text.isprintable():
             return f"the {what} {text!r} holds {_unprintable(text)}, which its comment line cannot hold"
@@ -218,12 +209,10 @@ RUN_DIR_GUARD = (r'case "$run_dir" in *[\\\"]*|*[[:cntrl:]]*) printf '
 
 
 def job_sh(job) -> str:
-    """The sh line that writes ``job.json`` as the runner does for a run (``store.job_for_run``):
-    ``run_id`` the run folder's name, ``events_dir`` the run folder, where the ranks append
-    their events (a plan whose launches run here keeps ``events_dir`` empty: a script run by
-    hand prints its events).  The job is data (no placeholder in it), so each of the two is
-    written as a marker of its own, then its JSON string is replaced by the shell's value in
-    the quoted word."""
+    """The sh line that writes ``job.json`` as the runner does (``store.job_for_run``): ``run_id`` and
+    ``events_dir`` (the run folder; empty for launches that run here) are each written as a marker,
+    whose JSON string is then replaced by the shell's value in the quoted word.
+    """
     import dataclasses
     import secrets
 
@@ -279,12 +268,10 @@ def diff_texts(a_text: str, b_text: str, a_label: str, b_label: str, identical: 
 
 def plan_diff(spec: WorkloadSpec, a: str, b: str, engine: str | None = None, width: int | None = None,
               host=None) -> str:
-    """What changes between two targets' plans; a target that cannot be planned counts
-    as its refusal (the header and the diagnostics).  With ``width`` (a terminal's) the plans
-    are rendered one column narrower (the diff's ``-``/``+``/space marker takes it): comments
-    wrap, launches fold as in ``accelctl plan``, diagnostics wrap; a line still longer (a
-    generated file's, printed byte for byte in the plan) folds at its spaces under its marker.
-    None: every line whole (a pipe).  ``host``: the ``HostFacts`` both are planned for (None: this machine)."""
+    """What changes between two targets' plans (a refused target counts as its refusal).  With
+    ``width`` the plans render one column narrower for the diff's marker and long lines fold under
+    it; None: every line whole (a pipe).  ``host``: the ``HostFacts`` both are planned for.
+    """
     from accelctl.plan.compile import compile_plan
 
     inner = None if width is None else max(20, width - 1)

@@ -1,22 +1,12 @@
 """A plan's launch, resolved into the exact argv, environment and folder the runner uses.
 
-Pure functions (nothing is started here; ``accelctl.run.runner`` does that), so a
-"resolved" view of a plan can be printed with the same code that runs it.
-
-* placeholders are substituted in every argv word, environment value and ``cwd``:
-  ``{run_dir}`` (the run folder) and those filled from the environment
-  (``ENV_PLACEHOLDERS``: ``{optimum_habana}`` ← ``$OPTIMUM_HABANA_DIR``, looked up in the
-  plan's environment over ``os.environ``); one whose variable is unset is an error;
-  ``{free_port}``: the run's free TCP port (``free_port()``, picked once per run by the
-  runner and passed in as ``run_values``, so every launch and file of the run agrees);
-* the symbolic heads map to this interpreter: ``python`` → ``sys.executable``,
-  ``torchrun`` → ``sys.executable -m torch.distributed.run``, ``deepspeed`` → ``sys.executable -m
-  deepspeed.launcher.runner``; other heads are kept;
-* beside the plan's environment (over ``os.environ``) the runner adds
-  ``ACCELCTL_EVENTS_DIR`` (where ranks append ``rank<N>.jsonl``),
-  ``PYTHONUNBUFFERED=1`` unless set (so ``worker.log`` keeps a crash's last words), and
-  the folder holding the running ``accelctl`` package in front of ``PYTHONPATH`` (so
-  ``python -m accelctl.worker`` imports the same code, installed or not).
+Pure functions (``accelctl.run.runner`` starts things), so a "resolved" plan prints with the code
+that runs it.  Placeholders are filled in every argv word, environment value and ``cwd``:
+``{run_dir}``, ``ENV_PLACEHOLDERS`` from the environment (unset is an error) and the run's
+``{free_port}``, picked once per run so every launch agrees.  ``python``, ``torchrun`` and
+``deepspeed`` heads map to this interpreter.  The runner adds ``ACCELCTL_EVENTS_DIR``,
+``PYTHONUNBUFFERED=1`` unless set (a crash's last words reach ``worker.log``) and this package's
+folder in front of ``PYTHONPATH`` (the worker imports the same code, installed or not).
 """
 
 from __future__ import annotations

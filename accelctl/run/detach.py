@@ -1,28 +1,13 @@
 """Runs that outlive the terminal: ``accelctl run FILE --detach`` and ``accelctl cancel RUN``.
 
-``start`` starts the run's supervisor -- ``accelctl run`` itself, headless, with the same
-checks, preflight, repeats and exit codes -- as a process of its own session (``setsid``: not
-the terminal's, so a hang-up of the terminal or of the starting process never reaches it),
-its stdin ``/dev/null`` and its console stream in
-``<store>/.detached/<time>-<hex>-<pid>_<start ticks>.console`` (the store's folder listing skips
-it; ``runs gc`` removes it once that supervisor has ended).  The supervisor is a runner like any other: it owns its run
-folders, writes ``runner.json`` with its identity, and its launches carry the parent-death
-signal, so a supervisor killed with SIGKILL leaves no worker behind and the run is found lost.
-
-``start`` returns once the first run folder whose ``runner.json`` names the supervisor exists
-(its id is what the user follows), or once the supervisor has ended before any run (a refused
-workload: its output and exit code are the command's).  The environment variable
-``DETACHED_ENV`` tells the supervisor that it is one: a SIGHUP then does nothing.  A foreground
-``accelctl run`` starts the same supervisor (``spawn``) and views it (``accelctl.run.foreground``).
-
-``cancel`` stops a run from any process: SIGTERM to its supervisor (which stops the run as
-Ctrl-C does: SIGINT, SIGTERM, SIGKILL to every process group, the run recorded ``stopped``),
-then waits until the run has ended and no process of it is left, killing what is left of a run
-whose supervisor is gone.  Only what is proven to be the run's is ever signalled
-(``accelctl.run.proof``: the supervisor holding the folder's lock, the processes carrying its
-mark); a run of another boot, or one the store cannot read, has nothing to signal.  A run's job on a cluster (``scheduler.json`` holds its handle) that
-is still going once its supervisor is gone -- SIGKILLed, its machine lost -- is cancelled by
-that handle from this process (``accelctl.run.scheduled_job``).
+``start`` starts the run's supervisor (``accelctl run`` itself, headless) in a session of its own,
+stdin ``/dev/null``, its console stream under ``<store>/.detached/``, and returns once a run folder
+names it in ``runner.json`` (or once it ended before any run).  It is a runner like any other, so
+one killed with SIGKILL leaves no worker behind; ``DETACHED_ENV`` makes it ignore SIGHUP.  A
+foreground run starts the same supervisor (``spawn``).  ``cancel`` stops a run from any process:
+SIGTERM to its supervisor, then a wait until nothing of the run is left, killing only what is
+proven the run's (``accelctl.run.proof``); a scheduler's job left behind by a lost supervisor is
+cancelled by its handle (``accelctl.run.scheduled_job``).
 """
 
 from __future__ import annotations

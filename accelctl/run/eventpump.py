@@ -1,17 +1,11 @@
 """The event pump of a run: the ranks' files -> ``events.jsonl`` -> the sinks.
 
-Every tick of the supervisor thread, ``drain`` reads the lines the workers appended to their
-``rank<N>.jsonl`` (a partial last line waits for its newline), writes each to ``events.jsonl``
-(flushed per line), keeps the typed event (``events``, streamed by ``stream``) and hands it to
-every sink.  It tracks what the events say about the run: its failure so far
-(``outcome.run_failure``), when a rank first reported one, which ranks finished, and the end of
-a shared worker's job (``outcome.job_exit_code``).
-
-A run folder that cannot be written (ENOSPC, EACCES), or that was removed or replaced while the
-run ran (``check_folder``), is a store error: recorded once as the run's failure
-(``RunFailed(reason="store_error")``, "run store: No space left on device writing events.jsonl"),
-nothing of the run is written again, ``on_store_error`` is called (the handle stops the run);
-events still reach the sinks.
+Every supervisor tick ``drain`` reads the complete lines the workers appended to
+``rank<N>.jsonl``, writes each to ``events.jsonl`` (flushed per line), keeps the typed event
+(``stream``) and hands it to every sink, tracking the run's failure so far, which ranks finished
+and a shared worker's job end.  A run folder that cannot be written, or was removed or replaced
+(``check_folder``), is a store error: recorded once as ``RunFailed(reason="store_error")``,
+nothing more is written, ``on_store_error`` is called; events still reach the sinks.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
-"""A foreground ``accelctl run FILE`` is start + attach: the run's supervisor is
-the same one ``run --detach`` starts (``detach.spawn``: ``accelctl run --headless`` in a session
-of its own), and this process only views it -- it copies the supervisor's console stream to its
-own stdout and the supervisor's stderr to its own stderr, as they are written, until the
-supervisor ends, and ends with the supervisor's exit status.
+"""A foreground ``accelctl run FILE`` is start + attach: the supervisor is the one ``run --detach``
+starts (``detach.spawn``), and this process only views it, copying its console stream and stderr
+as they are written until it ends, then exiting with its status.
 
-What the viewer does with a signal:
-
-* SIGINT (Ctrl-C) or SIGTERM (a process manager's or a CI timeout's kill): the run is stopped at
-  once, as ``accelctl cancel`` stops it (SIGTERM to its supervisor, which stops its launches and
-  records the run ``stopped``); the viewer goes on copying until the supervisor has ended, and
-  exits with its status (130);
-* SIGHUP (the terminal or the ssh connection went away): the viewer only detaches; the run goes
-  on (``accelctl status|logs|attach|cancel RUN`` from any terminal), exit 130;
-* a reader of stdout that went away (``accelctl run F | head -3``): the same as a hang-up --
-  the viewer detaches, the run goes on, exit 141.
-
-Imports nothing heavy (no torch): the viewer reads two files.
+SIGINT or SIGTERM stops the run (as ``accelctl cancel`` does) and the viewer copies on until the
+supervisor has ended (exit 130); SIGHUP only detaches, the run goes on (exit 130); so does a
+stdout reader that went away (exit 141).  Imports nothing heavy: the viewer reads two files.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """A run whose runner is gone for good (SIGKILL, a crash, a reboot): its result, kept.
 
-``runner.json`` names the run's supervisor (``<pid>:<start ticks>``), its machine and boot, and
-its launches' process groups.  A run with no summary whose runner is gone, and none of whose
-processes still run, is *lost*.  Reading never waits and never writes: ``store.read_run`` finds a
-lost run (``store.runner_gone``) and shows the result computed in memory from what the ranks
-wrote (``store.lost_run_result``), leaving the folder as it is (a store that may not be
-written, one being read by others, reads the same).
-
-``keep`` is the explicit step that writes that result (the rank lines the runner never merged
-appended to ``events.jsonl``, then ``summary.json``), taken by the folder's next owner under its
-claim: ``run --resume`` before it archives the attempt, ``runs gc`` for the lost runs it leaves.
-``record`` writes under a NON-blocking exclusive lock on ``runner.json``: a lock held by another
-means that one is keeping the same result.  A store that cannot be written is shown lost all the
-same.  Files are opened without following links, and only regular files are written.
+A run with no summary whose runner (``runner.json``) is gone, and none of whose processes still
+run, is *lost*.  Reading never waits and never writes: ``store.read_run`` shows the result
+computed in memory (``store.lost_run_result``).  ``keep`` writes it (unmerged rank lines into
+``events.jsonl``, then ``summary.json``), taken by the folder's next owner under its claim (``run
+--resume``, ``runs gc``); ``record`` writes under a non-blocking exclusive lock on ``runner.json``
+(held by another: that one is keeping the same result).  Links are not followed; only regular
+files are written.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """One run orchestrator: what every face that starts runs does, in one place.
 
-``accelctl run`` (``accelctl.cli_run``), the TUI's ``r`` (``accelctl.tui.app``), ``sweep --run``
-(``accelctl.report``), ``run --resume`` and ``attach`` take the same steps from here:
-
-* ``choose``: the target of each workload (named, ``--rehearse``'s, ``--fp8``'s, or the first
-  that runs here) and its plan, ``measure { repeat = N }`` planned as one measured round per
-  process (``one_process``);
-* ``refuse_unstartable``: devices missing here, an unset folder variable, an unknown
-  ``--launch``, a tracker this Python lacks, the engine's ``start_blocker`` -- each refused
-  before any run folder exists;
-* ``run_preflight``: the seconds-long all-reduce over the planned world, when asked;
-* ``Series``: N independent processes of one plan, ``series.json`` in each run folder, a repeat
-  that does not end ok ends the series;
-* ``plan_groups`` / ``run_all``: workloads whose stacks match share one worker process, unless
-  preflighted, or started one launch at a time;
-* ``exit_code``: a run's status as the command's exit status.
-
-A face says how it shows things (``Face``); nothing here prints.
+``accelctl run``, the TUI's ``r``, ``sweep --run``, ``run --resume`` and ``attach`` share these
+steps: ``choose`` (each workload's target and plan; ``one_process``), ``refuse_unstartable`` (what
+cannot start here, refused before any run folder exists), ``run_preflight``, ``Series``
+(``measure { repeat = N }`` as N processes), ``plan_groups`` / ``run_all`` (workloads whose stacks
+match share one worker) and ``exit_code``.  A face says how it shows things (``Face``); nothing
+here prints.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """How a run ends, decided from what it left -- events, exit codes, the log -- without a process
 (``RunHandle`` is split into the process supervisor, the event pump and this).
 
-* ``launch_failed``: a launch exited non-zero; the failure event the run records for it (a
-  crash named by rank and signal, or "stopped" when a user stopped it) and whether it is the
-  cause of what its peers report;
-* ``crashed_rank``: which rank ended a launch without saying why, read from the events and the
-  launchers' reports in ``worker.log`` (torchrun's "Root Cause", the DeepSpeed launcher's
-  "exits with return code");
-* ``run_failure``: which of the failures reported so far is the run's (the cause, not its
-  consequences);
-* ``run_status``: ok / failed / stopped of the whole run (``accelctl.run.summary``);
-* ``record_launch_end``: the run's failure once a launch's exit is recorded;
-* ``job_exit_code``, ``launch_exit``: when a run that shares its worker process ends, and with
-  which code; ``only_teardown_left``: a launcher whose ranks all finished and went is not waited
-  for; ``first_start``: when a run began, for its summary.
-
-Everything here is a pure function of its arguments: tests/run/test_outcome.py calls them with
-recorded events and log text.
+``launch_failed``, ``crashed_rank`` (from the events and the launchers' reports in
+``worker.log``), ``run_failure`` (the cause, not its consequences), ``run_status``,
+``record_launch_end``, ``job_exit_code`` / ``launch_exit`` (runs sharing a worker),
+``only_teardown_left`` and ``first_start``: each a pure function of its arguments, so
+tests/run/test_outcome.py calls them with recorded events and log text.
 """
 
 from __future__ import annotations

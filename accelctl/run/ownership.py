@@ -1,21 +1,11 @@
 """One owner per run folder: the ``accelctl`` process that runs it or resumes it.
 
-``claim(run_dir)`` takes an exclusive ``flock`` on ``<run_dir>/owner.lock`` through a file
-descriptor this process holds (close-on-exec: no launch inherits it) and writes its pid into
-the file.  The kernel drops the lock when that descriptor is closed -- ``Ownership.release``,
-or the process ending however it ends, SIGKILL included -- so a lock is never left behind by
-a dead owner, whatever the pid written in the file says.
-
-A second claim while the first is held fails at once (``RunBusy``, exit 2: one line naming
-the run and the owner's pid) and writes nothing.  Who holds a run:
-
-* ``accelctl run``: from the moment its folder exists until its ``summary.json`` is written
-  (``runner.launch``; ``accelctl.run.shared`` for runs sharing one worker process);
-* ``accelctl run --resume``: from before its checks (``accelctl.run.resume.prepare_resume``)
-  until the resumed run's summary is written.
-
-Readers of the store (``runs``, ``report``, ``compare``) never take this lock: ``held_by``
-tells, without blocking and without taking it, whether some process holds it.
+``claim(run_dir)`` takes an exclusive ``flock`` on ``<run_dir>/owner.lock`` through a close-on-exec
+descriptor and writes its pid there; the kernel drops the lock when the descriptor closes, however
+the process ends, so no dead owner leaves it behind.  A second claim fails at once (``RunBusy``,
+exit 2) and writes nothing.  ``accelctl run`` holds it from the folder's creation to its
+``summary.json``, ``run --resume`` from before its checks to the resumed summary.  Readers never
+take it: ``held_by`` tells, without blocking, whether some process holds it.
 """
 
 from __future__ import annotations

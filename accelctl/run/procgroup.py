@@ -100,11 +100,9 @@ def _parent_and_status(pid: int) -> tuple[int, str] | None:
 
 def end_leaves_first(leader: int, timeout_s: float = 2.0, poll_s: float = 0.02) -> None:
     """SIGKILL group ``leader``'s members deepest first -- each while its parent still lives to
-    reap it -- and the leader last (its own parent, the runner, reaps it).  Killed all at once,
-    a launcher's children outlive their parent as zombies until init reaps them, which took
-    1.6 s on the lab machine (its init reaps in passes): the group, and the run, waited that
-    long.  A member already a zombie is left to its parent's own reaping (DeepSpeed's launcher
-    polls its ranks once a second).  After ``timeout_s`` the rest of the group is killed at once."""
+    reap it -- and the leader last (its parent, the runner, reaps it): killed all at once, the
+    children linger as zombies until init reaps them, and the run waits that long.  A member
+    already a zombie is left to its parent.  After ``timeout_s`` the rest is killed at once."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         stats = {p: _parent_and_status(p) for p in members(leader) if p != leader}

@@ -1,20 +1,12 @@
 """Which live processes belong to a stored run -- proven, never taken from a number in a file.
 
-After a crash or a reboot, the pids and process groups a ``runner.json`` lists belong to other
-processes (as root, to system services), and a run folder can be copied or forged.  So a
-process is a run's only when:
-
-* the run was recorded on this machine in this boot (``host.name`` and ``host.boot_id`` are this
-  machine's now): a run of another boot has nothing left to signal;
-* it is the run's *supervisor*: the process named by ``runner.json`` (``<pid>:<start ticks>``)
-  is alive, and it holds the kernel lock on this very folder's ``owner.lock``
-  (``accelctl.run.ownership``: a copied folder's lock is a copy nobody holds); or
-* it carries the run's marker, ``ACCELCTL_EVENTS_DIR`` naming this folder, in its environment
-  (every launch gets it, and every process a launch starts inherits it -- torchrun's ranks
-  run in sessions of their own, so no process group can stand for them), or descends from a
-  process that does (``accelctl.run.markers``).
-
-A process group id alone is never enough.  Reading here never writes and never waits.
+After a crash or a reboot the pids a ``runner.json`` lists may be others' (as root, system
+services'), and a folder can be copied or forged.  So a process is a run's only when the run was
+recorded on this machine in this boot and the process is the run's supervisor (alive as
+``runner.json`` names it, holding this folder's ``owner.lock``: ``accelctl.run.ownership``), or
+carries the run's marker (``ACCELCTL_EVENTS_DIR`` naming this folder) or descends from one that
+does (``accelctl.run.markers``).  A process group id alone is never enough: torchrun's ranks run
+in sessions of their own.  Reading here never writes and never waits.
 """
 
 from __future__ import annotations

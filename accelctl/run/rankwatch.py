@@ -1,27 +1,13 @@
 """Which rank of a launch died first, seen from the process table (Linux).
 
-A launcher answers a dead rank by ending the others: torchrun names the rank in its report,
-the DeepSpeed launcher only logs an exit code ("exits with return code = -9") and then
-SIGTERMs the survivors.  A survivor usually reports ``stopped`` before it goes, which leaves
-the dead rank the only silent one (``outcome.crashed_rank``); on a loaded machine a survivor
-can be killed before it reports, and then two ranks are silent.  ``RankWatch`` tells them
-apart by time: while the run runs, the supervisor asks it every tick which worker processes
-under the launch are still alive, and the first rank whose process is gone (or a zombie)
-while nobody asked for a stop is the one that died.
-
-The worker processes are found as descendants of the launch processes accelctl started whose
-command line runs ``accelctl.worker`` and whose environment names their ``RANK`` (a single
-worker has none: rank 0).  psutil reads each process (command line, environment, status);
-two reads stay on /proc, because psutil cannot make them as they are needed here:
-
-* a process's children, from ``/proc/PID/task/TID/children``: psutil's ``children()`` scans the
-  whole process table for their parent pids -- 11.6 ms a call against 0.21 ms here (124
-  processes), and the watch asks every 50 ms tick;
-* a zombie's exit status (``/proc/PID/stat`` field 52, Linux 3.5+), which tells how a rank its
-  launcher has not reaped yet ended (-9: SIGKILL); psutil has no reading of it.
-
-Nothing here signals or waits for a process; a process that is gone, or not ours to read, is
-skipped.
+A launcher answers a dead rank by ending the others; a survivor killed before it reports leaves
+two silent ranks (``outcome.crashed_rank``).  ``RankWatch`` tells them apart by time: every
+supervisor tick it sees which worker processes under the launch live (descendants running
+``accelctl.worker``, rank from ``RANK``), and the first one gone while nobody asked for a stop is
+the one that died.  psutil reads each process; a process's children
+(``/proc/PID/task/TID/children``: psutil's ``children()`` scans the whole table, too slow per tick)
+and a zombie's exit status (``/proc/PID/stat`` field 52) are read from /proc.  Nothing here
+signals or waits; a process gone, or not ours to read, is skipped.
 """
 
 from __future__ import annotations

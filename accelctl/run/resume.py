@@ -1,31 +1,13 @@
 """``accelctl run --resume RUN_ID``: continue a run from its newest complete checkpoint,
 into the same run folder.
 
-``prepare_resume`` checks and readies the folder; ``accelctl.api.resume`` then launches
-the run's own stored plan (``plan.json``) into it (``runner.launch(into=...)``).  The
-workers find the checkpoint in their checkpoint folder and continue after its step
-(``accelctl.worker.checkpoint``).  Refused, with the reason, when:
-
-* another ``accelctl`` owns the run folder (runs it, or resumes it): refused at once, exit 2,
-  naming its pid, with nothing in the folder touched (``accelctl.run.ownership``);
-* the run completed (status ``ok``): nothing to continue;
-* a process of the run is still alive (its ``job.json`` on a command line: a worker of a
-  runner killed a moment ago, still ending);
-* the run was planned without ``checkpoint { every = N steps }``, or no checkpoint of it
-  is complete yet;
-* its folder, or its checkpoint's, is not this user's alone (``accelctl.private_files``: owned by
-  another user, or writable by group or others): a checkpoint is loaded only from where nobody
-  else could have put it;
-* the workload file changed since the run started: its SHA-256 differs from the
-  ``workload.wl`` the run stored (a resumed run is the run as it was planned; a changed
-  workload is a new run).
-
-Readying the folder: the previous attempt's ``rank<N>.jsonl`` and ``summary.json`` move
-to ``attempts/<n>/`` (the runner tails fresh rank files, so nothing is read twice);
-``events.jsonl`` keeps every line and the new attempt's events are appended after them.
-The summary written at the end covers the whole run: the earlier events up to the
-checkpoint's step (``resume_prior_events``: steps re-done after a checkpoint are
-counted once, from the attempt that completed them) and the resumed attempt's.
+``prepare_resume`` checks and readies the folder; ``accelctl.api.resume`` launches the run's stored
+plan into it (``runner.launch(into=...)``) and the workers go on after the checkpoint's step.
+Refused when another ``accelctl`` owns the folder (exit 2, nothing touched), the run completed, a
+process of it still lives, it has no complete checkpoint, its folders are not this user's alone
+(``accelctl.private_files``), or the workload file changed since.  Readying moves the previous
+attempt's ``rank<N>.jsonl`` and ``summary.json`` to ``attempts/<n>/``; ``events.jsonl`` keeps
+every line, and the final summary counts re-done steps once (``resume_prior_events``).
 """
 
 from __future__ import annotations

@@ -1,58 +1,14 @@
 """The runner: where a run's processes are started (by ``accelctl.run.supervisor``, the only
 module of accelctl that starts a run's launches) and supervised.
 
-``launch(plan, ...)`` materialises a plan into a run folder (``accelctl.run.store``),
-starts every ``Launch`` in its own session (so a signal reaches the whole process
-group: torchrun and all its workers), and returns a ``RunHandle`` at once.  Launches
-start together, except that one marked ``wait`` must exit 0 before the launches after
-it start (a pre-compilation pass).  One supervisor thread then, every ``POLL_S``:
-
-1. tails every ``rank<N>.jsonl`` the workers append to (a partial last line waits for
-   its newline), writes each event line to ``events.jsonl`` (flushed per line) and
-   hands the typed event to every sink;
-2. polls the processes: a process that exits non-zero without any ``RunFailed`` seen
-   gets a synthesised ``RunFailed(reason="crashed")`` carrying the tail of
-   ``worker.log``; any non-zero exit stops the other launches;
-3. escalates a stop: SIGINT to each process group, SIGTERM after ``grace_s``,
-   SIGKILL after twice ``grace_s``.  A rank that reported ``RunFailed`` while some
-   process still runs ``grace_s`` later also starts this stop.
-
-When every process has exited it drains the files a last time, makes sure no member of
-the process groups is left, writes ``summary.json`` and calls each sink's ``close``.
-
-Status: ``stopped`` when ``stop()`` was asked for (or a worker reported
-``RunFailed(reason="stopped")``), else ``failed`` when any rank failed or crashed, else
-``ok``.  A launch that ends non-zero when nobody asked for a stop is a crash even if its
-ranks said "stopped" (torchrun stops the others when one dies): ``crashed_rank`` names the
-rank and its signal ("rank 1 killed by SIGKILL"), and that rank's death is the run's failure
-over what its peers then report.  Commands and environment are resolved by
-``accelctl.run.commands``.
-
-A run may share its worker process with the other runs of its file (``shared=``, a
-``accelctl.run.shared.SharedWorker``: one process runs their jobs in order): its run then ends
-when the worker reports its job's end (``RunFinished`` / ``RunFailed`` of rank 0), the launch's
-return code being the one a worker of its own would have had for that job; the process is
-neither waited for nor reaped here (it goes on to the next job) unless a stop is under way.
-
-A launcher's own teardown is not the run: once every rank of the last launch reported
-``RunFinished`` and its process, a local descendant of the launch, has been gone
-``LAUNCHER_TEARDOWN_S``, the launch counts as exited 0 and its group is ended deepest member
-first (``procgroup.end_leaves_first``) -- DeepSpeed's launcher otherwise held the run 3.8 s
-after the last event.
-
-The work is split three ways: ``accelctl.run.supervisor`` starts, signals
-and reaps the processes; ``accelctl.run.eventpump`` carries the events from the ranks' files to
-``events.jsonl`` and the sinks; ``accelctl.run.outcome`` decides, from events, exit codes and the
-log, what the run records -- pure functions, tested without a process.  ``RunHandle`` ties them
-together with the same API as before.
-
-Supervision that survives the supervisor: every launch is started from one long-lived
-thread (``supervisor._Forker``) through ``EXEC_PROLOGUE``, which sets the parent-death signal; every
-launch carries ``ACCELCTL_RUNNER`` (this process's ``<pid>:<start ticks>``), which the worker
-watches; ``runner.json`` in the run folder names this runner, so a reader of the store can
-finish a run whose runner was killed (``store.finish_lost_run``).  A run folder that cannot be
-written (ENOSPC, EACCES) stops the run, ``failed`` with reason ``store_error`` ("run store:
-No space left on device writing events.jsonl"); ``wait()`` always returns.
+``launch(plan, ...)`` materialises a plan into a run folder (``accelctl.run.store``), starts each
+``Launch`` in its own session (one marked ``wait`` must exit 0 before the later ones start) and
+returns a ``RunHandle`` at once.  Every ``POLL_S`` its thread pumps the events
+(``accelctl.run.eventpump``), polls the processes and escalates a stop (SIGINT, SIGTERM after
+``grace_s``, SIGKILL after twice that); ``accelctl.run.outcome`` decides what the run records.  A
+launcher whose ranks all finished is not waited for past ``LAUNCHER_TEARDOWN_S``.  Launches carry
+``ACCELCTL_RUNNER`` and the parent-death signal, and ``runner.json`` names the runner, so a run
+whose runner died is found lost; ``wait()`` always returns.
 """
 
 from __future__ import annotations
@@ -176,8 +132,8 @@ class RunHandle:
         #: which rank's process went first, for a launcher that does not say (DeepSpeed's)
         self._ranks = RankWatch()
         #: a launch that starts several ranks is watched rank by rank; a single process is its own
-        #: rank, its exit status says how it ended (the watch cost a third of the supervisor's
-        #: ~1 % of a core, which a run pinned to one core pays in its steps)
+        #: rank, its exit status says how it ended (the watch costs supervisor CPU, which a run
+        #: pinned to one core pays in its steps)
         self._watch_ranks = any(launch.processes > 1 for launch in plan.launches)
         self._stop_kind: str | None = None  # "user" or "failure"
         self._result: RunResult | None = None
@@ -424,13 +380,10 @@ class RunHandle:
             self._procs.escalate()
 
     def _ranks_done(self, i: int) -> bool:
-        """Every rank of launch ``i`` (the run's last, the only one left) reported
-        ``RunFinished`` and its process has been gone ``LAUNCHER_TEARDOWN_S``, while the launcher
-        still runs: what is left of it is its own teardown.  The DeepSpeed launcher polls its
-        ranks once a second, then two interpreters that imported deepspeed shut down: 3.7 s
-        after the last event of a 2-rank ZeRO-2 run here (``bench``, ``zero2_step``).  Only
-        where the ranks are this machine's descendants of the launch (``RankWatch``): a Slurm
-        step's, a pod's or a remote node's ranks are never seen, so their launchers are waited for."""
+        """Every rank of launch ``i`` (the run's last) reported ``RunFinished`` and its process has
+        been gone ``LAUNCHER_TEARDOWN_S`` while the launcher still runs: what is left is its own
+        teardown (DeepSpeed's polls its ranks once a second).  Only where the ranks are this
+        machine's descendants of the launch (``RankWatch``); other launchers are waited for."""
         launch = self.plan.launches[i]
         plain = (self.shared is None and not launch.wait and self._stop_kind is None
                  and self._pump.failure is None)
@@ -571,21 +524,12 @@ def launch(
 ) -> RunHandle:
     """Materialise ``plan`` into a new run folder, start its launches, return at once.
 
-    ``only``: the names of the launches to start here (e.g. ``["node1"]`` on node 1 of a
-    torchrun rendezvous); None starts them all.  An unknown name raises ``ValueError``.
-
-    ``sinks`` are callables or objects with ``on_event``/``close`` (``accelctl.run.sinks``).
-    A plan whose generated files escape the run folder raises ``RunStoreError`` before
-    anything starts (and leaves no run folder behind).
-
-    ``into``: an existing run folder to launch into (``accelctl run --resume``,
-    ``accelctl.run.resume``; pass ``source_text``/``spec_json`` None to keep its own): plan,
-    job and generated files are written again with this launch's placeholder values, and
-    ``prior_events`` (its events before the resume point) enter the summary.
-
-    The run folder is owned by this process until the run's summary is written
-    (``accelctl.run.ownership``): ``owner``, a claim already taken on ``into`` (the resume's,
-    taken before its checks), else claimed here; ``RunBusy`` when another process holds it.
+    ``only``: the launches to start here (None: all; an unknown name: ``ValueError``); ``sinks``:
+    ``accelctl.run.sinks``; ``into``: an existing folder to launch into (``accelctl.run.resume``;
+    ``source_text``/``spec_json`` None keep its own), ``prior_events`` entering its summary.
+    Generated files escaping the folder raise ``RunStoreError`` before anything starts.  ``owner``
+    (else a claim taken here) holds the folder until the summary is written; ``RunBusy`` when
+    another process holds it.
     """
     if only is not None:
         only = list(only)

@@ -1,20 +1,12 @@
 """A plan's job on a scheduler, followed by the run's supervisor in its own process.
 
-``start`` submits the plan's request (``Plan.request``) through the engine's scheduler
-(``accelctl.engines.scheduler``) from a thread and returns a ``ScheduledJob``, which the
-runner holds where it holds a launch's ``Popen``: ``poll``/``wait`` give the job's exit code
-once it has ended (0 for SUCCEEDED, the job's own code or 1 otherwise), and the runner's stop
-signals (``send_signal``) cancel it.  This is the one follow loop and the one
-cancel-and-wait of every scheduler:
-
-* submit, then ``describe`` every ``poll_s``; each change of the scheduler's word is a line of
-  ``worker.log`` and a new ``scheduler.json`` (handle, the scheduler's word, the one state,
-  exit code);
-* once the job runs, its output (``log_iter``) is copied into ``worker.log``;
-* a stop signal: ``cancel_and_wait``, the job recorded, exit ``128 + signal``.
-
-The job's handle is in ``scheduler.json`` before anything else happens, so ``accelctl cancel``
-reaches the job from another process, also when this one was SIGKILLed.
+``start`` submits ``Plan.request`` through the engine's scheduler (``accelctl.engines.scheduler``)
+from a thread and returns a ``ScheduledJob``, held by the runner where it holds a ``Popen``:
+``poll``/``wait`` give the job's exit code once it has ended, ``send_signal`` cancels it.  The one
+follow loop of every scheduler: ``describe`` every ``poll_s`` (each change a ``worker.log`` line and
+a new ``scheduler.json``), the job's output copied into ``worker.log``, and on a stop signal
+``cancel_and_wait`` then exit ``128 + signal``.  The handle is in ``scheduler.json`` first, so
+``accelctl cancel`` reaches the job even when this process was SIGKILLed.
 """
 
 from __future__ import annotations

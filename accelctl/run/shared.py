@@ -1,37 +1,13 @@
 """One worker process for the workloads of one file whose stacks match.
 
-``accelctl run FILE`` runs each workload of the file as a run of its own (its own run folder,
-events, ``summary.json``, status).  Started one process each, every run paid the worker's
-start-up again -- ``import torch``, transformers and what it pulls in, several seconds here
--- for a measured part of about a second.  Where the plans' stacks match (``signature``: one
-launch of one process that is the worker itself, the same command, environment, folder,
-backend, engine and Hub access), ``SharedRuns`` starts ONE worker with a job list
-(``jobs.json`` in the first run's folder: each run's ``job.json`` and ``worker.log``), and
-the worker runs the jobs in order, writing each job's events into its own run folder as a
-worker of its own would.  Plans that differ run in separate workers, as before.
-
-Each run is still supervised by its own ``RunHandle`` (``shared=`` the ``SharedWorker``): its
-run ends when the worker reports its job's end (``RunFinished`` / ``RunFailed``), not when the
-process exits; the worker goes on to the next job.  What happens when a job does not end well:
-
-* it failed (an exception, a NaN loss): recorded ``failed`` in its run; the next job runs in
-  the same worker (as ``accelctl run`` went on to the next workload with a worker each);
-* the worker died (crashed, killed): that run is ``failed`` (crashed, as before); the later
-  jobs run in a fresh worker started for them (``start``: a job with no events yet whose
-  worker has ended);
-* stopped (Ctrl-C, SIGTERM, the runner lost): the worker stops the job it is in, records it
-  ``stopped`` and exits without starting a later one; ``close`` then removes the run folders of
-  the jobs that never started (nothing ran: no record, as when each workload had its own
-  worker and the stop ended ``accelctl run`` before it) and returns their workloads, which the
-  CLI names ("not run: stopped before it started").
-
-``close`` always reaps the worker (SIGKILL to its process group after ``grace_s``): no orphan.
-
-Measured (``python -m bench --only bloomz_e2e``, ``workloads/bloomz.wl``'s two cpu workloads vs
-two bare generation processes; 2 shared cores, load 2.5-14): whole wall ratio before 0.973
-(0.833-1.138, n=4, interleaved) / 0.891 (0.765-0.990, n=5, pinned), after 0.489 (0.480-0.540,
-n=4, interleaved) / 0.526 (0.476-0.633, n=5, pinned).  Job 1's last step to job 2's first
-event: 6.8-8.0 s -> 0.001-0.009 s; job 2's model build (imports included) 9.3-12.2 s -> 0.02 s.
+Each workload is still a run of its own (folder, events, summary, status), but where the plans'
+stacks match (``signature``) ``SharedRuns`` starts ONE worker with a job list (``jobs.json`` in the
+first run's folder), so the worker's start-up (``import torch`` and what it pulls in) is paid
+once.  Each run is supervised by its own ``RunHandle`` (``shared=``) and ends when the worker
+reports its job's end.  A failed job leaves the worker to run the next; a dead worker fails its
+run and the later jobs get a fresh one; a stop ends the worker after the job it is in, and
+``close`` removes the folders of the jobs never started and returns their workloads.  ``close``
+always reaps the worker: no orphan.
 """
 
 from __future__ import annotations

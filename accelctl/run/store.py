@@ -1,39 +1,13 @@
 """The run store: one folder per run, holding its inputs, its events and its summary.
 
-Layout of a run folder (``$ACCELCTL_RUNS_DIR`` or ``./runs``, then the run id)::
-
-    20261122-023000-bert_pretrain-cpu-3fa2/
-      workload.wl      the workload source text, exactly as run
-      spec.json        the checked WorkloadSpec
-      plan.json        the Plan, placeholders ({run_dir}) left as printed
-      job.json         the WorkerJob every process reads (run_id and events_dir filled in)
-      jobs.json        only in the first run of several sharing one worker process: each run's
-                       job.json and worker.log, in order (``accelctl.run.shared``)
-      <generated>      each GeneratedFile of the plan ({run_dir} substituted)
-      worker.log       stdout + stderr of every launched process
-      rank<N>.jsonl    events appended by rank N (the worker writes these)
-      events.jsonl     all ranks' events merged in arrival order (the runner writes it)
-      summary.json     written once at the end (status, timings, steady-state stats)
-      scheduler.json   the scheduler's job (id, state, exit code), written by a scheduler
-                       engine's submit helper (``accelctl.contract.scheduler``)
-      series.json      only for one of ``measure { repeat = N }``'s N runs: {id, index, of}
-      runner.json      who supervises the run (``<pid>:<start ticks>``, host) and its launches'
-                       process groups: a run whose runner is gone is shown finished by its
-                       readers (``failed``, reason ``runner_lost``, with the partial summary;
-                       ``not_started`` when its job never began: ``lost_run_result``)
-                       and written so by its next owner (``run --resume``, ``runs gc``:
-                       ``accelctl.run.lostrun``)
-
-Reading never blocks, never waits for another reader and never trusts a file's shape: every file
-is opened only when it is a regular file within its cap (no link followed, no FIFO opened) and
-checked against its shape in one place, ``accelctl.run.storefiles``; what fails either is the
-run's ``unreadable: <reason>``.  Reading never writes: a lost run's result is computed on read,
-and written only by an explicit step of the folder's owner (``accelctl.run.lostrun.keep``).
-
-Run ids sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``; in the names every run of
-characters outside ``[A-Za-z0-9_.]`` (and every ``..``) becomes one ``_``.  This module only
-reads and writes files; it starts and signals no processes (a lost run's verdict looks at the
-live ones, importing what that needs only then) and imports nothing heavy.
+A run folder (under ``$ACCELCTL_RUNS_DIR`` or ``./runs``) holds ``workload.wl``, ``spec.json``,
+``plan.json``, ``job.json`` (and ``jobs.json`` for a shared worker), the plan's generated files,
+``worker.log``, each rank's ``rank<N>.jsonl``, the merged ``events.jsonl``, ``summary.json`` and,
+where they apply, ``scheduler.json``, ``series.json`` and ``runner.json``.  Reading never blocks,
+never trusts a file's shape (``accelctl.run.storefiles``) and never writes: a lost run's result is
+computed on read, written only by the folder's next owner (``accelctl.run.lostrun.keep``).  Run ids
+sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``.  No process is started or
+signalled here, and nothing heavy is imported.
 """
 
 from __future__ import annotations

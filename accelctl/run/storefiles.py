@@ -1,23 +1,12 @@
 """The typed reader of a run folder's files: each file's shape is checked here, and only here.
 
-A run folder is data a reader did not write: hand-edited, another version's, cut short by a
-full disk, or a FIFO, a link to ``/dev/zero``, a directory in place of a file.  Every store
-reader (``accelctl runs``, ``report``, ``compare``, ``run --resume``, the TUI) reads it
-through this module, which
-
-* opens only regular files of bounded size (``accelctl.contract.boundedfile``: no link is
-  followed, nothing blocks, nothing is read past its cap);
-* checks each JSON file against its shape (``SUMMARY``, ``RUNNER``, ``SERIES``; ``PLAN``, ``JOB``
-  and ``SPEC`` from the contract dataclasses' type hints, ``typed``): a field of the
-  wrong type, a NaN or infinite number where a measure is expected, an integer out of range, a
-  zero or negative time, a missing key the store needs -- the file is unreadable, with the
-  field named (``summary.json: failure must be an object (got a string)``);
-* checks each event of ``events.jsonl`` / ``rank<N>.jsonl`` the same way (``check_event``): a
-  step with a zero, negative, NaN or infinite ``step_time_s`` makes the file unreadable (it
-  would be reported as ``0 µs``); a torn last line (a killed writer) is skipped as before.
-
-Nothing here raises on bad data: a reader gets ``(value, reason)`` with ``reason`` "" when the
-file is missing or fine.  A store reader shows a run with a reason as ``unreadable: <reason>``.
+A run folder is data a reader did not write (hand-edited, another version's, cut short, a FIFO or
+a link in place of a file).  Every store reader goes through this module, which opens only bounded
+regular files (``accelctl.contract.boundedfile``), checks each JSON file against its shape
+(``SUMMARY``, ``RUNNER``, ``SERIES``; ``PLAN``/``JOB``/``SPEC`` from the contract's type hints) and
+each event (``check_event``); a torn last line is skipped.  Nothing raises on bad data: a reader
+gets ``(value, reason)``, ``reason`` "" when the file is missing or fine, and shows a run with a
+reason as ``unreadable: <reason>``.
 """
 
 from __future__ import annotations
@@ -41,7 +30,7 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 from accelctl.spec.types import WorkloadSpec
 
-#: caps: a run's JSON records and workload file; its events (a long run: ~300 bytes a step per rank)
+#: caps: a run's JSON records and workload file; its events (room for a long run's steps)
 JSON_CAP = boundedfile.CAP_BYTES
 EVENTS_CAP = 256 * 1024 * 1024
 #: the files a run folder may hold, and their caps (``folder_problem`` looks at no others)

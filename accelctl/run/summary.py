@@ -1,26 +1,12 @@
 """``summary.json``: what a finished run leaves behind, built from its events.
 
-Keys (``schema_version`` 1):
-
-``run_id, status`` (ok / failed / stopped), ``workload, target, backend, engine, device,
-task``; ``started`` (ISO 8601 UTC), ``started_unix_s, finished_unix_s``;
-``timings`` {``wall_s`` (runner: first start → last exit), and per phase of rank 0
-``setup_s, compile_s, warmup_s, measure_s`` when the worker reported them};
-``measure`` {warmup, steps, repeat} as planned; ``world_size``;
-``stats`` (``accelctl.analysis.stats.StepStats.to_dict()``: steady state, warm-up apart);
-``env`` and ``details`` (rank 0's RunStarted); ``results`` (rank 0's RunFinished);
-``failure`` (null or {reason, message, rank, step}: the first failure, a real one
-preferred over ``stopped``); ``stopped_by`` (null, "user", or "failure": another rank
-failed); ``warnings`` (the plan's, then the workers' warning messages);
-``resumed`` (only in a resumed run: one {step, path, time_unix_s} per ``accelctl run
---resume``, the run went on after the checkpoint of that step);
-``launches`` [{name, argv (as run), cwd, pid, returncode, wall_s}] (argv/pid/wall_s null
-for a launch that never started); ``returncodes`` (127: could not start, null: never
-started); ``scheduler`` (only for a run through a scheduler: {scheduler, job_id, state,
-exit_code}, the job's final state, added by ``store.write_summary`` from the run folder's
-``scheduler.json``); ``tracking`` (only for a workload with a ``track`` block: where each
-tracker that did not fail logged the run, added by the runner, ``accelctl.run.tracking``; a
-tracker that failed is one line of ``warnings``).
+``schema_version`` 1: the run's identity and ``status`` (ok / failed / stopped), start and end
+times, ``timings`` (wall, rank 0's phases), ``measure`` as planned, ``world_size``, ``stats``
+(``accelctl.analysis.stats.StepStats``), rank 0's ``env``/``details``/``results``, the first
+``failure`` (a real one over ``stopped``) and ``stopped_by``, ``warnings``, ``resumed``,
+``launches`` and ``returncodes``, and, where they apply, ``scheduler`` (added by
+``store.write_summary``) and ``tracking`` (added by the runner).  Every key, in full:
+docs/internals/run-and-engines.md.
 """
 
 from __future__ import annotations

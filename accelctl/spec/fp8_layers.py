@@ -1,34 +1,13 @@
 """Which linear layers of a model run in FP8 and which stay in bf16 (pure data, no torch).
 
-torchao's float8 training (``convert_to_float8_training``) swaps ``nn.Linear`` modules for
-``Float8Linear``; accelctl converts a linear when
-
-  * both of its dims are multiples of ``FP8_DIM`` (``torch._scaled_mm``'s rule), and
-  * it is not an output head (``HEADS``: the LM head, a classifier, BERT's vocabulary
-    decoder): torchtitan leaves its ``output`` layer out of float8 and Transformer Engine's
-    block swap leaves timm's ``head`` outside its FP8 layers -- the logits' range is wide
-    and a vocabulary-wide GEMM in E4M3 costs accuracy for a few percent of the FLOPs.
-
-Not linears, so never FP8: embeddings, convolutions (ViT's patch embedding), attention's
-Q·Kᵀ and A·V products, norms, and Mixtral's experts and router.  transformers 5.23 holds the
-experts as fused 3-D parameters (``MixtralExperts.gate_up_proj`` E × 2f × h, ``down_proj``
-E × h × f) multiplied by ``torch.nn.functional.grouped_mm`` (its default
-``experts_implementation``); ``convert_to_float8_training`` skips them.  torchao 0.18 does
-have an FP8 path for them, ``torchao.prototype.moe_training``'s ``Float8TrainingOpConfig``
-(``quantize_`` swaps the parameters' data for ``Float8TrainingWeightWrapperTensor``, whose
-``_grouped_mm`` override ``F.grouped_mm`` reaches: checked here with the installed torch
-2.14.1), but its rowwise casts are Triton kernels (``triton_fp8_rowwise_2d_scale_and_cast``:
-"requires triton installed" on this CPU) and its GEMM ``torch._scaled_grouped_mm`` is CUDA
-sm90+, with no emulated mode: nothing of it can run or be rehearsed on a CPU, so accelctl does
-not plan it.  The plan states the experts' share of the weight FLOPs this leaves in bf16
-(``EXPERTS_KEPT``), and the estimate times it at the bf16 peak (it is not in ``fp8_flops``).  GPT-2's ``Conv1D`` projections are linears with the
-weight transposed: the worker makes them ``nn.Linear`` before converting.
-
-``linears(family, shape, seq, target)`` lists a model's linear layers by module name (``*``
-for the layer index), as transformers 5 and timm 1.0 build them (``tests/spec/
-test_fp8_layers.py`` compares them with the built stand-ins); the plan prints the split, the
-worker converts by the same rule (``is_head``, ``FP8_DIM``), and the estimate times the
-converted layers' FLOPs at the FP8 peak and the rest at the bf16 peak.
+A linear converts (torchao's ``convert_to_float8_training``) when both dims are multiples of
+``FP8_DIM`` (``torch._scaled_mm``'s rule) and it is not an output head (``HEADS``): as torchtitan
+and TE's block swap, heads stay out (wide logit range, few FLOPs).  Not linears, so never FP8:
+embeddings, convolutions, attention's products, norms, and Mixtral's fused 3-D experts, whose
+torchao FP8 path cannot run or be rehearsed on a CPU: the plan states their bf16 share
+(``EXPERTS_KEPT``).  ``linears(family, shape, seq, target)`` lists a model's linears by module
+name; the plan prints the split, the worker converts by the same rule (``is_head``, ``FP8_DIM``)
+and the estimate times the two parts at the FP8 and bf16 peaks.  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """A model's real shape from its own ``config.json``, read without transformers or torch.
 
-Where the file comes from (``find``), in order:
-
-1. ``config = "path"`` in the model block: a config.json, or a folder holding one (relative
-   to the workload file);
-2. ``model local("path")``: ``path/config.json``;
-3. ``model hf("id")``: the Hugging Face cache (huggingface_hub's layout, ``HF_HUB_CACHE`` /
-   ``HF_HOME``), never the network;
-4. ``model hf("id") { hub = online }``: only then the Hub, ``hf_hub_download`` of
-   config.json alone (no weights), bounded by ``HUB_TIMEOUT_S`` and skipped when
-   ``HF_HUB_OFFLINE`` is set; a failure is reported, not waited on.
-
-``load`` reads the file (``read``: a regular file of at most ``MAX_BYTES``, UTF-8 JSON) and turns
-its keys into accelctl's shape keys (``shape_of``, ``accelctl.spec.models``), each value checked
-as it is taken and the sizes against each other: the one way validate, plan, estimate and init
-take a shape from a config.json, so a file no model can have is the same words from each.
+Where the file comes from (``find``), in order: the model block's ``config = "path"``;
+``model local("path")``'s folder; for ``model hf("id")`` the Hugging Face cache, never the
+network; only with ``hub = online`` the Hub (config.json alone, bounded by ``HUB_TIMEOUT_S``,
+skipped under ``HF_HUB_OFFLINE``).  ``load`` reads it (``read``: a regular UTF-8 JSON file of at
+most ``MAX_BYTES``) into accelctl's shape keys (``shape_of``), each value and the sizes checked:
+the one way validate, plan, estimate and init take a shape, so a bad file reads the same from each.
 """
 
 from __future__ import annotations
@@ -79,9 +70,10 @@ def _from_cache(ref: str) -> Path | None:
 
 
 def _from_hub(ref: str) -> Path:
-    """config.json from the Hub, in a daemon thread given ``HUB_TIMEOUT_S``: huggingface_hub
-    retries a failed request with backoff (~23 s with no network), which validate must not wait
-    for; its retry messages are kept off the terminal meanwhile."""
+    """config.json from the Hub, in a daemon thread given ``HUB_TIMEOUT_S``: huggingface_hub retries
+    a failed request with backoff, which validate must not wait for; its retry messages are kept off
+    the terminal meanwhile.
+    """
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "on", "yes", "true"):
         raise FetchFailed("hub = online, but HF_HUB_OFFLINE is set in this environment")
     _probe(ref)
@@ -119,8 +111,9 @@ def _from_hub(ref: str) -> Path:
 
 
 def _probe(ref: str) -> None:
-    """Fail at once where the Hub's host cannot even be reached (no network here: DNS fails in
-    milliseconds, then huggingface_hub would retry for ~23 s).  Skipped behind a proxy."""
+    """Fail at once where the Hub's host cannot even be reached (DNS fails fast; huggingface_hub
+    would go on retrying).  Skipped behind a proxy.
+    """
     if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return
     import socket

@@ -1,19 +1,11 @@
-"""``--over KEY=V1,V2,...``: a setting of the language given on the command line, applied to
-a parsed workload's AST as a file edit would (then checked by the same check pass).
+"""``--over KEY=V1,V2,...``: a setting of the language given on the command line, applied to a
+parsed workload's AST as a file edit would (then checked by the same check pass).
 
-The values are parsed by the workload grammar itself (as the items of a list), never
-substituted into the file's text.  Every node built from an ``--over`` argument carries a
-span on a line of its own past the file's (``OVER_LINE + k`` for the k-th argument), so a
-diagnostic the check pass raises there is rewritten (``relocate``) to point into the
-argument: ``--over batch.micro=0:1:13: error[E2..]: ...``.
-
-Key paths (``docs/cli.md``, "Sweep, pick, fit"): ``batch.micro``, ``precision``,
-``parallel``, ``parallel.stage``, ``dataset.seq_len``, ``devices``, ``instance``,
-``optimize.compile``, ``target.NAME.KEY`` (one target only), ``engine.slurm.partition`` (a
-block by the name in its header)...  A key a target may set (``schema.TARGET_KEYS`` and the
-target's blocks) is set inside every target; any other key on the workload.  ``target=a,b``
-picks the target a point evaluates.  A path that names no target, block or workload key
-there is refused in its argument before anything is applied (``check_names``).
+Values are parsed by the workload grammar (as list items), never substituted into text.  Nodes
+from the k-th argument carry spans on line ``OVER_LINE + k``, so a diagnostic there is rewritten
+(``relocate``) to point into the argument.  Key paths: docs/cli.md, "Sweep, pick, fit"; a target
+key is set in every target, any other on the workload; ``target=a,b`` picks the target a point
+evaluates; a path naming nothing is refused before anything applies (``check_names``).
 """
 
 from __future__ import annotations
@@ -173,14 +165,11 @@ def bad_value(d: Diagnostic) -> bool:
 
 def check_names(workloads, overs: list[Over], evaluated: tuple[str, ...] | None = None,
                 chosen_by: str = "", file_workloads=()) -> list[Diagnostic]:
-    """Each argument whose key path names nothing ``workloads`` have (the ASTs it is applied to),
-    positioned in the argument, the hint naming what there is: a target no workload has
-    (``target.nope.devices``, ``target=nope``: E597), a target block or the target choice
-    where a key is meant (``target.h100``, ``--set target=h100``: E209), an engine no block
-    can be, or a workload's name (E202; of any workload of the file, ``file_workloads``).
-    ``evaluated``: the targets a sweep evaluates, as ``chosen_by`` chose them (a setting of
-    another one would change no row).  A key inside a block is the check pass's to refuse
-    (E202 and its did-you-mean)."""
+    """Each argument whose key path names nothing the ``workloads`` have, positioned in the
+    argument with a hint naming what there is (E597: no such target; E209: a target or the target
+    choice where a key is meant; E202: an engine no block can be, or a workload's name).
+    ``evaluated``: the targets a sweep evaluates.  A key inside a block is the check pass's to refuse.
+    """
     workloads = list(workloads)
     targets = [n for w in workloads for n in _target_names(w)]
     names = tuple(dict.fromkeys(targets))

@@ -1,36 +1,12 @@
 """Per-family parallelize plans: which module of each transformer block is split how.
 
-One table a reader can check against the library's module names (transformers 5.x
-``LlamaForCausalLM`` / ``GPT2LMHeadModel`` / ``BertForMaskedLM``, timm's
-``VisionTransformer``).  Megatron-LM's split (Shoeybi et al., 2019): the projections that fan
-out (Q, K, V, gate, up, fc1) are column-wise -- each rank computes its heads / its slice of
-the MLP with no communication -- and the ones that fan back in (attention output, down,
-fc2) are row-wise: each rank multiplies its slice and one all-reduce sums the partial
-outputs.  That is 2 all-reduces of the activations per block in forward (after attention,
-after the MLP) and 2 in backward (the column-wise inputs' gradients).
-
-``fused_qkv``: GPT-2's ``c_attn`` and timm's ``qkv`` are one projection giving
-``[Q | K | V]``; a plain column split would hand rank 0 all of Q and half of K.  Their output
-rows are regrouped first so each rank's contiguous slice is ``[Q_r | K_r | V_r]`` of its
-own heads.  GPT-2's ``Conv1D`` (a transposed ``nn.Linear``) becomes the equivalent
-``nn.Linear`` before the plan applies (same weights, transposed).
-
-``heads``: the attention attributes the block reads at run time that count heads or
-widths; each rank's copy is divided by tp (its local heads).  Embeddings, norms and the
-LM head stay replicated: their gradients are equal on every TP rank because their inputs
-are (the all-reduced activations).
-
-Sequence parallel (``sequence_parallel = on``; Korthikanti et al., 2022, as torchtitan's llama
-plan): between the column- and row-wise regions each rank keeps only its 1/tp of the sequence.
-``norms`` run on the local sequence slice (``SequenceParallel``: their weights replicated,
-their gradients summed over tp); each module of ``gathers`` all-gathers the sequence before
-its column-wise projections run on all of it; the row-wise projections reduce-scatter onto the
-sequence (``Shard(1)``) instead of all-reducing.  The first block splits the sequence it gets
-from the (replicated) embeddings, the last gathers it for the (replicated) final norm and
-head.  Same bytes on the wire as the all-reduce (an all-gather plus a reduce-scatter), and
-the norms', residuals' and dropouts' activations divided by tp.
-
-Pipeline parallel splits ``blocks`` into contiguous stages (``mesh.stage_layers``).
+One table to check against the libraries' module names (transformers 5.x, timm).  Megatron-LM's
+split (Shoeybi et al., 2019): fan-out projections (Q, K, V, gate, up, fc1) column-wise, fan-in
+ones (attention output, down, fc2) row-wise, one all-reduce each.  ``fused_qkv``: a fused
+``[Q | K | V]`` is regrouped so each rank's slice holds its own heads.  ``heads``: attributes
+divided by tp.  Embeddings, norms and the LM head stay replicated.  ``norms`` / ``gathers``:
+sequence parallel (Korthikanti et al., 2022, as torchtitan's llama plan).  ``blocks`` is what
+pipeline parallel splits into stages (``mesh.stage_layers``).  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

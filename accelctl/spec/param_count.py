@@ -1,23 +1,9 @@
 """Exact parameter counts of the decoder-only families people run now, from their shape keys.
 
-Each formula is the sum of the weight (and bias) tensors transformers' own class builds for
-that config (``tests/spec/test_param_count.py`` checks them against the classes built on the
-meta device from the real models' config.json):
-
-* llama / mistral / qwen2 / gemma / mixtral (``LlamaForCausalLM`` and its kin): attention
-  Q ``h x heads·d``, K and V ``h x kv_heads·d`` (grouped-query attention: ``kv_heads`` <
-  ``heads``), O ``heads·d x h`` (``d`` = ``head_dim``, gemma's is its own, else h / heads);
-  qwen2 adds Q, K, V biases, llama's ``attention_bias`` all four; a gated MLP (SwiGLU,
-  gemma's GeGLU) of three ``h x ffn`` matrices -- mixtral has ``experts`` of them and a
-  router ``h x experts``, of which ``experts_per_token`` run per token; two RMSNorm weights a
-  layer and a final one; the token embedding, and an LM head unless tied (gemma ties);
-  rotary position embeddings have no weights.
-* gpt_neox: fused QKV ``h x 3h``, dense ``h x h``, MLP ``h x ffn``, ``ffn x h``, all with
-  biases; two LayerNorms (weight and bias) a layer and a final one; untied ``embed_out``.
-* falcon: fused QKV ``h x (heads + 2·kv_heads)·d`` (multi-query: one K/V head), dense ``h x
-  h``, MLP ``h x ffn``, ``ffn x h``, biases only where ``bias``; LayerNorms: one per layer
-  (parallel attention), two with ``new_arch`` (``new_decoder_architecture``) or without
-  parallel attention; a final one; tied LM head.
+Each formula is the sum of the weight (and bias) tensors transformers' own class builds for that
+config: llama / mistral / qwen2 / gemma / mixtral (grouped-query attention, gated MLP, mixtral's
+experts and router), gpt_neox and falcon.  ``tests/spec/test_param_count.py`` checks them against
+the classes built on the meta device from the real models' config.json.  Per-family tensors: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations
@@ -104,14 +90,10 @@ def active(family: str, s: dict[str, Any]) -> int:
 
 
 def classic(family: str, s: dict[str, Any]) -> int:
-    """The families accelctl built before config.json, as the worker builds them
-    (``accelctl.worker.models``): BloomForCausalLM (fused QKV and every linear with a bias,
-    LayerNorms, an embedding LayerNorm, tied head), GPT2LMHeadModel (learned positions,
-    MLP 4 x hidden unless ``ffn``), BertForMaskedLM (positions, 2 token types, the MLM head's
-    transform and output bias, no pooler), T5ForConditionalGeneration (attention width heads
-    x ``kv``, no biases, RMS-style norms, relative position biases of 32 buckets in the first
-    layer of each stack, tied head) and timm's VisionTransformer (patch convolution, class
-    token, learned positions, MLP ``mlp_ratio`` x hidden, class head)."""
+    """The families accelctl built before config.json, as ``accelctl.worker.models`` builds them:
+    BloomForCausalLM, GPT2LMHeadModel, BertForMaskedLM, T5ForConditionalGeneration and timm's
+    VisionTransformer (the tensors each has: docs/internals/estimate-backends-worker.md).
+    """
     h, L = int(s["hidden"]), int(s["layers"])
     if family == "bloom":
         return int(s["vocab"]) * h + 4 * h + L * (12 * h * h + 13 * h)

@@ -1,20 +1,11 @@
-"""``--set KEY=VALUE`` on ``validate``, ``plan``, ``estimate`` and ``run``: a setting given on the
-command line, written into the workload's text as an edit at the spans the parser gave, so
-that what runs, what the run folder keeps (``workload.wl``) and what ``--resume`` and
-``estimate --calibrate`` read back are one and the same file.
+"""``--set KEY=VALUE`` on ``validate``, ``plan``, ``estimate`` and ``run``: a setting written into
+the workload's text as an edit at the parser's spans, so what runs, what the run folder keeps
+(``workload.wl``) and what ``--resume`` and ``estimate --calibrate`` read back are one file.
 
-The value is parsed by the grammar (``accelctl.spec.over.parse_over``, one value only); the
-key path is the one ``sweep --over`` takes (``batch.micro``, ``precision``, ``parallel.stage``,
-``devices``, ``target.NAME.KEY``...).  The edit replaces the value of a key the file writes, or
-adds ``key = value`` (a nested path as its block) before the closing brace of the block it
-belongs in: every target for a target key, the workload otherwise.  A new ``instance`` drops
-the target's ``device``/``devices``/``price``/``memory``, and a setting that reshapes the step
-drops a written ``batch { global }``, as ``sweep --over`` does.
-
-The edited text is parsed and checked again, and its workloads must equal those of the
-setting applied to the AST (``accelctl.spec.over.apply``): an edit that would mean anything
-else is refused (E232), never run.  A value the check refuses is reported in the argument
-(``--set batch.micro=0:1:17: error[E...]``).
+The value is parsed by the grammar (``over.parse_over``), the key path is ``sweep --over``'s.  The
+edit replaces a written value or adds ``key = value`` in the block it belongs in, dropping what
+it makes stale as ``sweep --over`` does.  The edited text is checked again and must equal the
+setting applied to the AST (``over.apply``), else E232; a refused value is reported in the argument.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """``stack { ... }``: the software a target's machine must run, checked where it is written.
 
-```
-stack {
-  image = "nvcr.io/nvidia/pytorch:24.05-py3"          # container image (or)
-  ami   = "Deep Learning AMI Neuron PyTorch 1.13 (Ubuntu 20.04) 20230720"
-  sdk   = synapseai("1.8.0")                          # synapseai | neuron | cuda
-  packages { transformers = "4.43.4"  deepspeed = "0.19.8" }
-}
-```
-
-Written in a workload, every target inherits it; written in a target, its keys replace the
-workload's and its packages are pinned over the workload's.  Errors: an SDK accelctl does not
-know or one the target's device does not run (E240), a package it does not know (E241), a
-version that is not one pinned release (E242); image and AMI by pattern (E216).  What a plan
-makes of it is ``accelctl.plan.stack``'s; a pin that contradicts what a plan needs is the
-backend's refusal at the pin's line (deepspeed_inference: BLOOM kernel injection).
+``stack { image = "..." | ami = "..."  sdk = synapseai("1.8.0")  packages { deepspeed = "0.19.8" } }``:
+written in a workload every target inherits it; in a target its keys replace the workload's and
+its packages are pinned over them.  Errors: an unknown SDK or one the device does not run (E240),
+an unknown package (E241), a version that is not a pinned release (E242), image and AMI by pattern
+(E216).  What a plan makes of it is ``accelctl.plan.stack``'s; a pin that contradicts a plan is
+the backend's refusal at the pin's line.
 """
 
 from __future__ import annotations

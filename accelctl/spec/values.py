@@ -50,9 +50,8 @@ TRUE_WORDS = {"on", "true", "yes", "enabled"}
 FALSE_WORDS = {"off", "false", "no", "disabled"}
 
 
-#: errors reported for one file; those past it are counted in one E006 (``Ctx.not_shown``).  A
-#: 1 MiB file can hold 260,000 problems (``a = 1`` repeated): kept, printed and put in a JSON
-#: document, they took 230 MB and 1.3 GB (``validate --json``)
+#: errors reported for one file; those past it are counted in one E006 (``Ctx.not_shown``):
+#: a small file can hold so many problems that keeping and printing them all costs gigabytes
 MAX_ERRORS = 1000
 
 

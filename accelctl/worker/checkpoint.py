@@ -1,37 +1,13 @@
 """Checkpoint and resume of the training loop (``checkpoint { every = N steps }``).
 
-Saved every ``every`` optimizer steps, into ``accelctl.contract.checkpoint``'s layout:
-
-* the model and optimizer (and the fp16 grad scaler): rank 0 writes ``state.pt`` with
-  ``torch.save`` -- under DDP every rank holds the same weights and optimizer state; under
-  the ``deepspeed`` strategy every rank calls DeepSpeed's own ``engine.save_checkpoint``
-  (ZeRO shards each rank's optimizer partition; DeepSpeed also saves its LR scheduler
-  when its config has one -- the plain loop has no LR schedule to save); under the
-  ``sharded`` strategy (FSDP2, tensor, pipeline parallel) every rank writes its own shards
-  through ``torch.distributed.checkpoint`` into ``sharded/`` (``sharded_checkpoint``; a
-  pipeline stage its own stage's), the fp16 grad scaler goes into each rank's file;
-* per rank (``rank<N>.pt``): the RNG states (python ``random``, numpy, torch CPU, every
-  CUDA device), the data position and the measurement state (step, losses, the FLOPs per
-  step, the test checksums).  The data position is the number of batches this rank drew:
-  every stream is deterministic given the job's seed and rank (synthetic pools, records
-  shuffled with the seed, the masking generator), so a resumed rank draws and drops that
-  many batches and is where the saved one was, epoch and sampler state included;
-* ``complete.json`` last, by rank 0, after a barrier: every file before it was written to a
-  temporary name, fsynced and renamed, so a save cut short is skipped by every reader.
-
-A save that meets a full disk (ENOSPC, or a quota) is named as such: ``CheckpointDiskFull``,
-"no space left on device while saving checkpoint at step N to <folder>" (the worker reports it
-as ``RunFailed(reason="disk_full")``), whatever the writer made of the error -- torch's zip
-writer reports it as ``RuntimeError: [enforce fail at inline_container.cc:...] . unexpected pos``
-or "file write failed" without an errno.  The cut save's folder is removed; the checkpoints
-before it are untouched, so ``--resume`` goes on from the newest of them.
-
-A worker whose checkpoint folder already holds a complete checkpoint of its run (``accelctl
-run --resume``) loads the newest one and continues at the next step: on CPU its losses are
-bitwise those of an uninterrupted run.  Checkpoint files are read as data: ``torch.load`` with
-``weights_only=True`` (tensors, containers and numbers; of other types only the few numpy's RNG
-state is made of), never as a pickle that could run code; ``run --resume`` also refuses a run
-folder others could have written (``accelctl.run.resume``).
+Every ``every`` optimizer steps, in ``accelctl.contract.checkpoint``'s layout: the model and
+optimizer state (rank 0's ``state.pt``; DeepSpeed's ``engine.save_checkpoint``; or every rank's
+DCP shards for the ``sharded`` strategy), each rank's RNG states, data position and measurement
+state (``rank<N>.pt``), and ``complete.json`` last, after a barrier: every file is written to a
+temporary name, fsynced and renamed, so a cut save is skipped by every reader.  A full disk is
+named (``CheckpointDiskFull``, the run fails ``disk_full``) whatever the writer made of the error;
+earlier checkpoints stay intact.  Resuming replays the deterministic data streams to the saved
+position (bitwise-equal losses on CPU); files load with ``weights_only=True``, never as pickles.
 """
 
 from __future__ import annotations

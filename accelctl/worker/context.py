@@ -45,12 +45,9 @@ class RunContext:
 
     @property
     def data_parallel(self) -> int:
-        """Ranks holding different samples: the world divided by the tensor- and
-        pipeline-parallel groups.
-
-        Step events count samples over the whole job (so throughput is the job's, whatever
-        the rank reporting it); tensor-parallel ranks and the stages of one pipeline share
-        one batch.
+        """Ranks holding different samples: the world divided by the tensor- and pipeline-parallel
+        groups (those ranks share one batch).  Step events count samples over the whole job, so
+        throughput is the job's whichever rank reports it.
         """
         return max(1, self.world // max(1, self.job.parallel.tp * self.job.parallel.pp))
 

@@ -1,28 +1,12 @@
 """Batches for the loops: synthetic, or the records of local files or a Hub dataset.
 
-Every batch has the same shape (a ragged last batch is dropped) so step times compare.
-Each rank reads its own shard: synthetic data draws from a generator seeded with
-``seed + rank``; real data (``accelctl.worker.records``: the ``datasets`` library) takes a
-``1/world`` of the records, shuffled with the job's seed.  Real records are tokenized as they are consumed
-(with the model's tokenizer: the real one with real weights, else the stand-in's byte
-tokenizer) and the batches made so far are replayed once the shard is used up, like epochs.
-
-  * causal LM, masked LM, and seq2seq without a target column: records joined with EOS
-    and cut into ``seq_len (+ target_len)``-token rows;
-  * seq2seq with a ``target_column`` (CNN / DailyMail's highlights): one record per row,
-    the source cut/padded to ``seq_len``, the target to ``target_len`` (padding masked out
-    of the loss); T5 sources get the summarization example's ``summarize: `` prefix;
-  * images (an image folder): resized to ``image_size``, scaled to [-1, 1], the folder's
-    class as the label.
-
-Synthetic data is *learnable*, so a falling loss is a real signal that the optimizer,
-the precision and the all-reduce work, not noise:
-  * token sequences count upwards with a per-sequence stride (``x[t+1] = x[t] + s``)
-    through a window of ``job.debug.synthetic_vocab`` (default 128) ids, so the next token (causal LM), a masked token (BERT) and a copied prefix (T5
-    labels = the first ``target_len`` input tokens) are all predictable;
-  * images are a per-class prototype plus noise, so the class is predictable;
-  * each rank cycles through a fixed pool of ``job.debug.synthetic_pool`` (default 8)
-    such batches, like a tiny epoch.  The compute per step is that of real data.
+Every batch has the same shape (a ragged last batch is dropped) so step times compare.  Each rank
+reads its own shard: synthetic data from a generator seeded with ``seed + rank``; real records
+(``accelctl.worker.records``) a ``1/world`` share shuffled with the job's seed, tokenized as
+consumed (the real tokenizer with real weights, else the stand-in's) and replayed like epochs.
+Synthetic data is *learnable* (counting token sequences, per-class image prototypes, a fixed pool
+per rank), so a falling loss shows the optimizer, precision and all-reduce work.
+Row layouts per task: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations
@@ -220,11 +204,11 @@ def _lm_batches(job, built: Built, tokens: Iterator[torch.Tensor], seq: int, ran
 
 
 def mask_tokens(ids: torch.Tensor, tokenizer: Any, vocab: int, p: float, g: torch.Generator):
-    """BERT masking: p of the positions are predicted (80% [MASK], 10% random, 10% kept);
-    the other labels are -100 so the loss ignores them.  Every sample has at least one
-    predicted position: a sample with none drawn gets one at random (at seq_len 8 and p 0.15,
-    0.85**8 = 27% of samples draw none, and a batch of them has no label at all: its loss is
-    0/0 = nan); at seq_len 128 that is one sample in 10**9, so the draws are BERT's."""
+    """BERT masking: p of the positions are predicted (80% [MASK], 10% random, 10% kept); the
+    other labels are -100 so the loss ignores them.  A sample that draws no position gets one at
+    random: at short stand-in lengths a batch could otherwise have no label (loss nan); at BERT's
+    lengths it practically never triggers, so the draws stay BERT's.
+    """
     labels = ids.clone()
     chosen = torch.rand(ids.shape, generator=g) < p
     rows = (~chosen.any(dim=-1)).nonzero(as_tuple=True)[0]
@@ -256,7 +240,7 @@ def _synthetic_images(job, built: Built, rank: int, rec: records.Records) -> Bat
     for _ in range(job.debug.synthetic_pool):
         labels = torch.randint(0, classes, (job.batch.micro,), generator=g)
         # in place: the pool stays in memory for the run, and a freed temporary between its
-        # batches is a hole the heap keeps (0.45 MB a 64-pixel sample, measured)
+        # batches is a hole the heap keeps
         images = torch.randn(job.batch.micro, c, size, size, generator=g).mul_(0.5).add_(prototypes[labels])
         pool.append({"pixel_values": images, "labels": labels})
     return Batches(itertools.cycle(pool), job.batch.micro, 0, rec.source, rec.details)
@@ -295,11 +279,9 @@ def _image_batches(job, built: Built, rec: records.Records) -> Iterator[Batch]:
 # -- prompts ---------------------------------------------------------------------------------
 
 def prompt_ids(job, built: Built, log: Callable[[str, str], None]) -> Batches:
-    """Prompts for generation, ``micro_batch`` per call, all of one length.
-
-    From the dataset when one is given with ``prompt_tokens`` (seed 003: the first 16 tokens of
-    each record; every rank reads the same prompts), else ``task.prompt`` repeated; else
-    ``prompt_tokens`` (or 8) counting ids.
+    """Prompts for generation, ``micro_batch`` per call, all of one length: from the dataset when
+    one is given with ``prompt_tokens`` (seed 003; every rank reads the same prompts), else
+    ``task.prompt`` repeated, else ``prompt_tokens`` (or 8) counting ids.
     """
     tok, n, mb = built.tokenizer, job.data.prompt_tokens, job.batch.micro
     rec = records.load(job, 0, 1, log, shard=False) if job.data.kind != "synthetic" and n > 0 else None

@@ -79,13 +79,11 @@ class CpuAdapter:
 
     @staticmethod
     def fused_adam(params) -> bool | None:
-        """Adam/AdamW as torch's fused kernel where every parameter is a CPU tensor: one pass
-        per parameter instead of ~10 ops (torch's default on CPU is the for-loop
-        implementation; ``foreach`` is no faster there; figures in docs/bench.md).  The loss
-        curve is equal to float rounding, not bitwise.
-        None elsewhere: torch's own choice (foreach on CUDA; XLA and HPU have no fused kernel),
-        and where DTensors (tensor parallel's split weights) and plain tensors mix: the fused
-        kernel takes one kind per call."""
+        """Adam/AdamW as torch's fused kernel where every parameter is a CPU tensor: one pass per
+        parameter instead of ~10 ops (torch's CPU default is the for-loop; figures in docs/bench.md);
+        the loss curve is equal to float rounding, not bitwise.  None elsewhere (torch's own choice)
+        and where DTensors and plain tensors mix: the fused kernel takes one kind per call.
+        """
         kinds = {hasattr(p, "placements") for p in params}
         return True if params and len(kinds) == 1 and all(p.device.type == "cpu" for p in params) else None
 
@@ -175,7 +173,7 @@ class CudaAdapter(CpuAdapter):
         return int(torch.cuda.max_memory_allocated(self.device))
 
     def random_init_device(self) -> torch.device | None:
-        return self.device  # BLOOMZ-7B1: seconds on the GPU, minutes and 28 GB on the host
+        return self.device  # a large random model initialises far faster on the GPU than on the host
 
     def peak_flops(self, dtype: torch.dtype) -> float:
         # measured in the compute dtype, on matrices big enough to fill the device
@@ -327,7 +325,8 @@ def adapter_for(device: DeviceJob, local_rank: int) -> CpuAdapter:
 
 def measure_matmul_flops(adapter: CpuAdapter, dtype: torch.dtype, n: int, budget_s: float) -> float:
     """Best FLOP/s of n x n matmuls over ~budget_s, after ~budget_s / 2 of warm-up (clocks and
-    caches settle; on this VM the first ~0.1 s run at half speed).  Run once, before the loop."""
+    caches settle first).  Run once, before the loop.
+    """
     a = torch.randn(n, n, device=adapter.device, dtype=dtype)
     b = torch.randn(n, n, device=adapter.device, dtype=dtype)
     c = torch.empty(n, n, device=adapter.device, dtype=dtype)

@@ -1,28 +1,15 @@
 """DeepSpeed inside the worker: the two hooks the loops call for the DeepSpeed backends.
 
-* ``wrap_for_deepspeed(model, optimizer, job, ctx, batches, kind)`` (train loop, backend ``deepspeed``):
-  ``deepspeed.initialize`` with the plan's ``ds_config.json``; returns a ``DeepSpeedTraining``
-  whose ``train_step`` replaces the loop's: DeepSpeed owns data parallelism, ZeRO
-  partitioning, gradient accumulation, clipping and fp16 loss scaling.
-* ``init_inference(model, job, ctx)`` (generate loop, backend ``deepspeed_inference``):
-  ``deepspeed.init_inference`` with the plan's ``ds_inference.json``.
+* ``wrap_for_deepspeed(model, optimizer, job, ctx, batches, kind)`` (backend ``deepspeed``):
+  ``deepspeed.initialize`` with the plan's ``ds_config.json``; its ``DeepSpeedTraining.train_step``
+  replaces the loop's (DeepSpeed owns data parallelism, ZeRO, accumulation, clipping, loss scaling).
+* ``init_inference(model, job, ctx)`` (backend ``deepspeed_inference``): ``deepspeed.init_inference``
+  with the plan's ``ds_inference.json``.
 
-The plan passes the config paths in the environment (``ACCELCTL_DS_CONFIG``,
-``ACCELCTL_DS_INFERENCE_CONFIG``).  ``deepspeed`` is imported only here, and only when a
-DeepSpeed plan launched the worker.
-
-Hidden cost named: on CPU, DeepSpeed's communication backend JIT-compiles its
-shared-memory all-reduce (``deepspeed_shm_comm``, 70-240 s on 2 cores, measured 123 s and 238 s here) the first time a
-process group is created.  Training never uses it (its all-reduces go through
-``torch.distributed``/gloo) and AutoTP inference falls back to gloo without it, so a CPU
-plan sets ``ACCELCTL_DS_SHM_COMM=0`` and it is marked incompatible here, before DeepSpeed
-creates its backend.  There is no DeepSpeed setting for this; ``deepspeed.ops`` keeps the
-table ``build_shm_op()`` consults (``deepspeed/comm/torch.py``) and edits to it persist.
-
-Another one, not avoidable: ZeRO stage 1/2 imports DeepSpeed's Muon optimizer (in
-``is_zero_supported_optimizer`` and again, unguarded, in every gradient reduce); that
-module applies ``torch.compile`` at import, which imports ``torch._inductor``: 3-9 s per
-rank on a 2-core CPU, inside ``ds_initialize_s``.
+Config paths come in ``ACCELCTL_DS_CONFIG`` / ``ACCELCTL_DS_INFERENCE_CONFIG``; deepspeed is
+imported only here.  With ``ACCELCTL_DS_SHM_COMM=0`` (CPU plans) the shm all-reduce op is marked
+incompatible before DeepSpeed creates its backend, sparing its JIT build (gloo carries the
+collectives).  Costs and why: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

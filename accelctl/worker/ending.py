@@ -1,24 +1,13 @@
 """How a worker's job ends: the one record its rank writes last (``RunFinished`` or
 ``RunFailed``), decided and written whatever stop signal lands meanwhile.
 
-A stop (SIGINT from the runner, SIGTERM from torchrun, Slurm, the runner's escalation or a lost
-runner) is a ``KeyboardInterrupt`` in the job's loop (``StopSignals``).  Raised while the worker
-was handling the job's own end -- the NaN its peer already died of, a crash's traceback, the
-event of a first stop -- it used to leave the ``except`` clause that was writing the record, and
-the rank ended with nothing said (exit 130, no end event).  Now:
-
-* once the job's end is known (its loop returned or raised), stop signals are *held*: noted,
-  not raised, until the process ends or the next job of a shared worker starts
-  (``StopSignals.resume``: the held stop is raised there, between the jobs);
-* a stop that lands before the end is known, while the worker is already handling the job's
-  own exception, is caught around that handling, and the record is still the job's own failure
-  (the exception it interrupted: its ``__context__``): the cause, not the stop;
-* a stop alone is recorded as ``stopped`` (``runner_lost`` when the runner is gone).
-
-The first statement of each ``except`` clause below holds the stops with a plain attribute
-store: CPython (3.11, 3.12) runs a signal's Python handler only at a call, a backward jump or a
-function's start, so no stop can land between the clause's start and that store; and if it
-did, the outer clause still records the job's own failure.
+A stop (SIGINT, SIGTERM, a lost runner) is a ``KeyboardInterrupt`` in the loop (``StopSignals``).
+Once the job's end is known, stops are *held* until the process ends or the next job of a shared
+worker starts (``StopSignals.resume``); a stop that lands while the job's own exception is being
+handled still records that failure (its ``__context__``); a stop alone is ``stopped``
+(``runner_lost`` when the runner is gone).  The first statement of each ``except`` below holds
+the stops with a plain attribute store: CPython runs signal handlers only at a call, a backward
+jump or a function's start, so no stop lands before it.
 """
 
 from __future__ import annotations

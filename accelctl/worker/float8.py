@@ -1,28 +1,12 @@
 """FP8 training through torchao (``precision fp8 { library = torchao  recipe = ... }``).
 
-``torchao.float8.convert_to_float8_training`` swaps the model's ``nn.Linear`` layers for
-``Float8Linear``: each GEMM of forward and backward casts its operands to float8 with a
-dynamic scale (the amax of the tensor now; no amax history) and runs ``torch._scaled_mm``.
-
-* ``recipe = tensorwise`` (default): one scale per tensor; ``format = hybrid``: E4M3 for
-  activations and weights, E5M2 for the output gradients (torchao's default); ``e4m3``: E4M3
-  for all three.  Under FSDP2 (``parallel = fsdp``) the weights are all-gathered in FP8
-  (``enable_fsdp_float8_all_gather``) and their scales computed for all layers in one
-  all-reduce after each optimizer step (``precompute_float8_dynamic_scale_for_fsdp``), as
-  torchtitan does.
-* ``recipe = rowwise``: ``Float8LinearConfig.from_recipe_name("rowwise")``: one scale per
-  row, E4M3 for all three operands, scales rounded down to powers of 2; its FSDP2 all-gather
-  stays bf16 (torchao's float8 all-gather is tensorwise only).
-
-Which linears convert is ``accelctl.spec.fp8_layers``'s rule, the one the plan prints: both
-dims multiples of 16 (``torch._scaled_mm``), output heads kept in bf16.  GPT-2's ``Conv1D``
-projections (a linear with the weight stored transposed) are made ``nn.Linear`` first.
-
-On the host (a CPU rehearsal or smoke run of the same job) torchao's ``emulate = True`` runs
-the same casts and scales with the matmul in higher precision, so this code path is
-exercised where no FP8 tensor core exists.  Compile the model (``optimize { compile = on }``)
-on a GPU: eager, the casts and amax reductions are separate kernels and cost more than the
-FP8 GEMMs save (the H100 measured 0.32x of bf16 eager, docs/device-runs.md).
+``torchao.float8.convert_to_float8_training`` swaps ``nn.Linear`` layers for ``Float8Linear``
+(dynamic scales, ``torch._scaled_mm``).  ``recipe = tensorwise`` (default; ``format`` hybrid or
+e4m3; FP8 all-gather under FSDP2, as torchtitan) or ``rowwise`` (its FSDP2 all-gather stays bf16).
+Which linears convert is ``accelctl.spec.fp8_layers``'s rule, the one the plan prints; GPT-2's
+``Conv1D`` becomes ``nn.Linear`` first.  On the host torchao's ``emulate = True`` runs the same
+casts.  On a GPU compile the model: eager, the casts and amax reductions cost more than the FP8
+GEMMs save (docs/device-runs.md).  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,13 @@
 """FP8 training emulated on the CPU: Transformer Engine's ``DelayedScaling`` recipe on top of
 torch's ``float8_e4m3fn`` / ``float8_e5m2`` casts (``accelctl run --rehearse --fp8``).
 
-Each ``nn.Linear`` (and transformers' ``Conv1D``) the rehearsal converts becomes an
-``Fp8Linear``: its three GEMM operands -- input and weight in forward, the output gradient in
-backward -- are scaled, clamped to the format's largest value (TE saturates), cast to FP8 and
-back, and the GEMMs run in fp32 on those values; so forward, dgrad and wgrad see exactly the
-values an FP8 GEMM would read.  ``hybrid``: E4M3 forward, E5M2 backward; ``e4m3``: E4M3 both.
-
-Scaling, per operand (one ``ScaledCast`` each), as TE's ``DelayedScaling`` (read from TE 2.20's
-``pytorch/quantization.py``: ``_default_get_amax_and_update_history``, ``_default_sf_compute``):
-  * the cast uses the scale computed *before* this tensor was seen (delayed);
-  * this tensor's amax then enters a history of ``amax_history`` entries;
-  * the next scale is ``fp8_max / reduce(history) / 2**margin``, ``reduce`` = max over the
-    history (``amax_algo = max``) or the newest entry (``most_recent``); an amax of 0 or
-    non-finite keeps the old scale; the first scale is 1.0.
-``delayed=False`` gives current (per-tensor dynamic) scaling instead, what torchao's
-``Float8Linear`` does (the tests check this module against it).
-
-What is exact and what is approximate (the rehearsal's header says so):
-  * exact: the FP8 values of every GEMM operand (torch's round-to-nearest-even casts), the
-    saturation at the format maximum, flush-to-zero below the smallest subnormal, the
-    delayed-scaling arithmetic (history, algo, margin);
-  * approximate: the GEMM accumulates in fp32 here (H100 tensor cores accumulate FP8 products
-    with fewer mantissa bits); TE updates all scales once per autocast exit and reduces amaxes
-    over ranks, here each operand updates after each use in one process; attention's batched
-    GEMMs, LayerNorm and GELU are not FP8 in TE either and run in the baseline precision here.
-
-Each operand counts, per layer: elements seen, saturated (|x * scale| > fp8 max), flushed to
-zero (non-zero in, zero out); each layer also records the relative error of its output
-against the same GEMM on the unquantised operands.  With delayed scaling the first cast of
-each operand (initial scale 1.0, empty history) is counted apart (``first_cast``).
+Each converted linear becomes an ``Fp8Linear`` whose three GEMM operands (input, weight, output
+gradient) are scaled, saturated, cast to FP8 and back, then multiplied in fp32, so every GEMM sees
+exactly the values an FP8 GEMM would read.  Scaling per operand (``ScaledCast``) follows TE's
+delayed scaling (amax history, ``amax_algo``, margin); ``delayed=False`` is current scaling, as
+torchao's ``Float8Linear``.  Exact: the operand values, saturation, flush-to-zero, the scaling
+arithmetic; approximate: fp32 accumulation and per-use scale updates.  Per layer it counts
+saturated and flushed elements and the output's relative error.  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """The FP8 rehearsal loop (``accelctl run FILE -t T --rehearse --fp8``): the target's model
 trained twice from the same weights on the same batches, once with its FP8 recipe emulated
-(``accelctl.worker.fp8_emulation``) and once in the baseline precision (bf16 autocast where
-this CPU has native bf16, else fp32), side by side in one process.
+(``fp8_emulation``) and once in the baseline precision, side by side in one process.
 
-A job is an FP8 rehearsal when it rehearses a target (``rehearsal_of``) and carries an FP8
-recipe while its precision is not fp8: the precision is the baseline's (``wanted``).
-
-Reported (events, ``summary.json`` ``results.fp8_rehearsal``, console lines):
-  * per step: both losses and the relative divergence ``(fp8 - baseline) / |baseline|``;
-  * the summary: max and final divergence, the mean over the last half of the steps, and a
-    verdict: ``diverged`` when that mean exceeds ``DIVERGED_ABOVE`` or the FP8 loss is not finite;
-  * per FP8 layer: saturated and flushed-to-zero counts of input, weight and output gradient,
-    and its output's relative error; a layer is to be kept in higher precision when an
-    operand saturates above ``SATURATED_ABOVE`` or flushes above ``FLUSHED_ABOVE``, or its
-    output errs above ``OUTPUT_ERROR_ABOVE`` (``keep_reasons``: each reason is listed).
-    The output heads are never converted (``fp8_emulation.KEPT_HEADS``, as TE's block swap).
-
-The thresholds are judgement, set on the tests' models: a seed-002 ViT stand-in and a 2-layer
-GPT-2 track bf16 within 1.2% with no layer above them; a layer reading a column 1e6 times its
-neighbours flushes >90% of its input and its loss ends several times fp32's.
+A job is one when it rehearses a target and carries an FP8 recipe while its precision is not
+fp8.  It reports both losses and their relative divergence per step, a verdict
+(``DIVERGED_ABOVE``) and per FP8 layer whether to keep it in higher precision
+(``SATURATED_ABOVE``, ``FLUSHED_ABOVE``, ``OUTPUT_ERROR_ABOVE``); output heads are never
+converted.  The thresholds are judgement, set on the tests' models.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """What optimum-habana's GaudiTrainer does on an HPU beyond the loop, for the worker's hpu adapter.
 
-Every Habana import is inside a function, so importing this module needs nothing from
-Habana; the names are those of SynapseAI's PyTorch bridge (``habana_frameworks.torch``)
-as optimum-habana uses them (file references are to huggingface/optimum-habana):
-
-* the plan's GaudiConfig (``gaudi_config.json``, path in ``ACCELCTL_GAUDI_CONFIG``) selects
-  the fused kernels: ``use_fused_adam`` -> ``habana_frameworks.torch.hpex.optimizers.FusedAdamW``,
-  ``use_fused_clip_norm`` -> ``habana_frameworks.torch.hpex.normalization.FusedClipNorm(params,
-  max_norm).clip_norm(params)`` (optimum/habana/transformers/trainer.py, ``create_optimizer``
-  and the training loop's clipping);
-* ``habana_frameworks.torch.hpu.ModuleCacher()(model=model, inplace=True)``: HPU graphs for
-  training (trainer.py ``_wrap_model`` with ``use_hpu_graphs_for_training``).
-
-Lazy-mode ``mark_step`` and HPU graphs for inference are the adapter's own
-(``accelctl.worker.devices.HpuAdapter``).  None of this can run without a Gaudi; the
-plan-side checks are in ``accelctl.backends.gaudi.check``.
+The plan's GaudiConfig (``ACCELCTL_GAUDI_CONFIG``) selects the fused kernels (``FusedAdamW``,
+``FusedClipNorm``), and ``ModuleCacher`` gives HPU graphs for training, with the names SynapseAI's
+``habana_frameworks.torch`` has as optimum-habana's trainer.py uses them.  Every Habana import is
+inside a function; lazy mode and inference graphs are ``devices.HpuAdapter``'s.  None of this runs
+without a Gaudi; the plan-side checks are ``accelctl.backends.gaudi.check``'s.
 """
 
 from __future__ import annotations

@@ -40,12 +40,11 @@ RUNNER_LOST_GRACE_S = 5.0
 
 
 def watch_runner() -> supervision.RunnerWatch:
-    """End this worker when the ``accelctl run`` that started it is gone (SIGKILLed: it
-    could not stop us): SIGTERM from the kernel when our parent dies (the runner, or torchrun
-    / the DeepSpeed launcher, which ends with it), and a thread that polls the runner named in
-    ``ACCELCTL_RUNNER``.  Either way the run ends as a stop -- events flushed, reason
-    ``runner_lost`` -- and if the loop cannot be interrupted, the process exits after
-    ``RUNNER_LOST_GRACE_S``."""
+    """End this worker when the ``accelctl run`` that started it is gone (SIGKILLed): the kernel's
+    parent-death SIGTERM, and a thread polling the runner named in ``ACCELCTL_RUNNER``.  The run
+    ends as a stop (reason ``runner_lost``); an uninterruptible loop exits after
+    ``RUNNER_LOST_GRACE_S``.
+    """
     supervision.set_parent_death_signal(signal.SIGTERM)
 
     def lost() -> None:
@@ -117,18 +116,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def stop_compile_workers() -> None:
     """Inductor's pool of compile processes (``optimize { compile = on }``), stopped and waited
-    for before the worker exits: left to notice its parent gone, it outlived the launch and the
-    runner killed it (the H100 device check, 2026-11-26: "1 process(es) outlived their launch")."""
+    for before the worker exits: left to notice its parent gone, it outlives the launch.
+    """
     async_compile = sys.modules.get("torch._inductor.async_compile")
     if async_compile is not None and hasattr(async_compile, "shutdown_compile_workers"):
         async_compile.shutdown_compile_workers()
 
 
 def free_device_memory(done: WorkerJob) -> None:
-    """Between two jobs of a shared worker: on an accelerator, a full collection, so that device
-    memory held by a reference cycle of the job just done is back before the next one builds its
-    model.  Not on the host: refcounting frees the model there, and a full collection with
-    transformers loaded took 0.5-0.67 s here (435k objects, load ~10), a third of a bloomz step."""
+    """Between two jobs of a shared worker: on an accelerator, a full collection, so device memory
+    held by a reference cycle of the job just done is back before the next one builds its model.
+    Not on the host: refcounting frees the model there, and a full collection is costly.
+    """
     family = DEVICE_FAMILIES.get(done.device.adapter)
     if family is None or not family.host:
         gc.collect()
@@ -208,12 +207,10 @@ def ddp_alone(job: WorkerJob) -> bool:
 
 
 def leave_together(world: int, timeout_s: float = 60.0) -> None:
-    """Every rank past its last collective before any of them exits.
-
-    Under load on the 2-core machine, a rank that tore its gloo process group down while its
-    peer was still finishing aborted one of them (SIGABRT after the last step, 2-rank torchrun
-    and DeepSpeed runs, seen in a fresh-clone CI run).  A barrier first, then the process
-    ends without the collectives' C++ teardown (``exit_now``)."""
+    """Every rank past its last collective before any of them exits: a rank tearing its gloo
+    group down while a peer still finished could abort one of them (SIGABRT).  A barrier first, then
+    the process ends without the collectives' C++ teardown (``exit_now``).
+    """
     if world > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
         from datetime import timedelta
 
@@ -228,8 +225,9 @@ def leave_together(world: int, timeout_s: float = 60.0) -> None:
 
 def exit_now(code: int) -> None:
     """End the worker process: flush what it printed, then ``os._exit`` -- no interpreter
-    shutdown (1.2 s of it after the last event here) and no C++ destructors of the process
-    group, whose teardown is what aborted ranks; the events file is already closed."""
+    shutdown and no C++ destructors of the process group, whose teardown is what aborted ranks;
+    the events file is already closed.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -1,32 +1,13 @@
 """Build the model a job names, in the architecture the plan chose (``WorkerJob.architecture``).
 
-On an accelerator target that is the real model's architecture; on the host (a cpu
-target, or a CPU rehearsal of an accelerator target) the stand-in: the same library class
-built from a tiny config, so a CPU runs it in seconds.  Shape keys are the DSL's
-(``accelctl.spec.models.FAMILIES``); keys a job leaves out take the family defaults.  An
-empty architecture means the model's own Hub config (``AutoConfig.from_pretrained``).
-
-Weights:
-  * ``real``            — ``from_pretrained(ref)`` (Hub id or local path); an error if absent.
-  * ``random``          — the architecture with random weights (``stand_in`` is its older name).
-  * ``auto``            — real when reachable (a local path or the HF cache; the Hub when
-                          online), else random weights, with a warning event saying so.
-The network is reached only where the job's Hub access is online (``WorkerJob.hub``); offline,
-the worker sets ``HF_HUB_OFFLINE=1`` before anything imports huggingface_hub.
-
-Import cost: every model library here imports ``torch._dynamo`` at module level,
-whether or not the model is compiled -- +892 modules, ~1.2 s of CPU after ``import torch``
-(``time.process_time``, 3 runs: 1.16, 1.19, 1.15 s).  With transformers 5.23.0 two
-unconditional paths lead there: ``masking_utils`` (imported by ``modeling_bert``,
-``modeling_bloom``, ``modeling_gpt2`` and ``generation.utils``) imports
-``torch._dynamo._trace_wrapped_higher_order_op``, and ``activations`` -> ``integrations.hub_kernels``
--> ``integrations.flash_attention`` -> ``generation.continuous_batching.cache`` applies
-``@torch.compiler.disable`` at class definition, which imports ``torch._dynamo``.  timm 1.0.31
-gets there through ``torchvision.ops`` (``timm.layers._fx`` -> ``torchvision.models``).  No
-environment setting of these libraries skips those imports, and importing the model's own
-module (``transformers.models.bert.modeling_bert``) takes the same paths; avoiding it would
-mean patching torch or transformers, which this worker does not do.  The cost is paid once
-per worker process, so it is what one worker per file (``accelctl.run.shared``) amortises.
+On an accelerator target the real architecture; on the host (a cpu target or a CPU rehearsal) the
+stand-in: the same library class from a tiny config.  Shape keys are the DSL's
+(``accelctl.spec.models.FAMILIES``), missing ones the family defaults; an empty architecture is
+the model's own Hub config.  Weights: ``real`` (``from_pretrained``, an error if absent),
+``random`` (``stand_in`` its older name), ``auto`` (real when reachable, else random, warned).
+The Hub is reached only when the job's hub access is online (else ``HF_HUB_OFFLINE=1``).
+The model libraries import ``torch._dynamo`` unconditionally; one worker per file
+(``accelctl.run.shared``) amortises that.  Import paths and cost: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations
@@ -62,9 +43,8 @@ HF_CLASSES = {
 class ByteTokenizer:
     """A stand-in tokenizer: UTF-8 bytes -> ids, deterministic, no vocabulary file.
 
-    ``id = SPECIALS + byte % (vocab - SPECIALS)``.  It only exists so a stand-in model
-    sees real token ids for a real prompt ("DeepSpeed is a machine learning framework"
-    is 41 ids here, 7 with the BLOOM tokenizer); it is not a language tokenizer.
+    ``id = SPECIALS + byte % (vocab - SPECIALS)``: a stand-in model sees real token ids for a real
+    prompt; it is not a language tokenizer (a prompt takes several times more ids than BPE's).
     """
 
     pad_token_id, bos_token_id, eos_token_id, mask_token_id = 0, 1, 2, 3
@@ -143,10 +123,10 @@ def weights_present(model_job) -> bool:
 
 
 def build(job, log: Callable[[str, str], None], device=None, dtype=None) -> Built:
-    """The model of ``job`` (see module doc), train mode: on the CPU in fp32, except random
-    weights given a ``device`` (a GPU's), which are made there, in ``dtype`` when given (16-bit
-    inference): seven billion parameters initialised on the host take minutes and 28 GB of
-    its memory, on the GPU seconds (``random_on``)."""
+    """The model of ``job`` (see module doc), train mode: on the CPU in fp32, except random weights
+    given a ``device`` (a GPU's), which are made there, in ``dtype`` when given (16-bit inference):
+    a large model initialises far faster on the GPU than on the host (``random_on``).
+    """
     mj = job.model
     want = "random" if mj.weights == "stand_in" else mj.weights
     if want not in ("real", "random", "auto"):

@@ -1,28 +1,13 @@
 """``optimize { compile = on  compile_mode = ...  channels_last = on }`` and ``kv_cache = static``,
 applied to the model the worker built, before its loop runs (``WorkerJob.optimize``).
 
-* ``channels_last``: the weights are converted to the channels-last (NHWC) memory format
-  (``model.to(memory_format=torch.channels_last)``: 4-D conv weights only) and a forward
-  pre-hook converts the 4-D image tensors the model is called with, so the loops feed
-  batches as they always do.
-* ``compile``: ``nn.Module.compile(mode=...)``, in place (under FSDP2 each transformer block
-  instead, before ``fully_shard``: ``compile_blocks``): the module keeps its type, its
-  ``state_dict`` keys (checkpoints load either way) and its attributes; DDP then wraps it
-  as it would wrap the eager model.  Inductor compiles on the first call that is not
-  under ``FlopCounterMode`` (Dynamo leaves a frame alone while a dispatch mode is active),
-  i.e. the second warm-up step of the training loop, which the check pass guarantees
-  (E225).  On the host CPU inductor draws dropout's random numbers with aten's generator
-  (``torch._inductor.config.fallback_random``): its own CPU random-number code made a compiled
-  BERT step slower than eager (0.84x: its fused softmax + attention-dropout kernel took 9-14 ms
-  per layer), aten's makes it 1.04x faster and the compiled model's dropout masks the eager
-  model's (``bench/mfu_breakdown.py --compile``).  ``compile_stats()`` is Dynamo's graph count and compile time so far, which the
-  device adapters report like XLA's (``DeviceAdapter.compile_stats``): compilation apart
-  from step time, warm-up compiles and recompiles after warm-up counted apart.
-* ``kv_cache = static`` (generation): ``generate_kwargs`` asks transformers for a
-  pre-allocated cache (``cache_implementation="static"``); with ``compile = on`` the
-  decoding forward is compiled by transformers itself (its ``CompileConfig``, on every
-  device), and with compile off transformers' own automatic compilation (CUDA + static
-  cache) is disabled, so that the option says what runs.
+* ``channels_last``: 4-D conv weights to NHWC, and a forward pre-hook converts 4-D inputs.
+* ``compile``: ``nn.Module.compile(mode=...)`` in place (per block before ``fully_shard`` under
+  FSDP2), keeping type and ``state_dict`` keys; inductor compiles on the second warm-up step (the
+  first is under ``FlopCounterMode``; E225 guarantees one).  On the host CPU dropout uses aten's
+  generator (``fallback_random``): inductor's own made compiled BERT slower than eager.
+* ``kv_cache = static``: a pre-allocated cache; transformers' own compilation only with
+  ``compile = on``, so the option says what runs.  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations
@@ -63,9 +48,9 @@ def compile_module(module: torch.nn.Module, job) -> None:
 
 def compile_blocks(blocks, job, log: Callable[[str, str], None]) -> None:
     """Each transformer block compiled on its own, in place, before FSDP2 wraps it (torchtitan's
-    order: FSDP's all-gather and reduce-scatter hooks stay outside the graphs).  Dynamo may
-    compile a graph per block where the blocks' attributes differ (transformers' ``layer_idx``:
-    4 graphs for 4 llama blocks, measured), all in the warm-up."""
+    order: FSDP's hooks stay outside the graphs).  Dynamo may compile a graph per block where the
+    blocks' attributes differ (transformers' ``layer_idx``), all in the warm-up.
+    """
     for block in blocks:
         compile_module(block, job)
     log("info", f"torch.compile(mode={job.optimize.compile_mode}) of each of the {len(blocks)} blocks "

@@ -1,16 +1,10 @@
-"""Pipeline parallel through ``torch.distributed.pipelining``: this rank's stage of the
-model (``mesh.stage_layers``: contiguous blocks; embeddings on the first stage, final norm
-and head on the last) and a schedule that runs the step's ``accumulation`` micro-batches
-as the pipeline's micro-batches (GPipe: all forwards, then all backwards; 1F1B: one
-forward, one backward in the steady state), so a step's arithmetic is the plain loop's.
-
-Each stage is the model's own modules called as the model's forward calls them
-(the mask from transformers' own ``create_causal_mask`` / BERT's mask builder, llama's
-rotary embedding recomputed on every stage from the positions).  The micro-batches are
-packed blocks with no padding (the worker's LM batches: an all-ones attention mask), so a
-stage needs only the hidden states.  A weight tied across stages (GPT-2's and BERT's
-input embedding = output projection) lives on the first and last stage: their gradients
-are summed before the step, so both copies stay equal (Megatron-LM's rule).
+"""Pipeline parallel through ``torch.distributed.pipelining``: this rank's stage of the model
+(``mesh.stage_layers``: contiguous blocks; embeddings first, norm and head last) and a schedule
+(GPipe or 1F1B) over the step's ``accumulation`` micro-batches, so a step's arithmetic is the
+plain loop's.  Each stage calls the model's own modules as its forward does (masks from the
+model's own builders, rotary embeddings recomputed per stage); the packed LM batches have no
+padding, so a stage needs only the hidden states.  A weight tied across stages lives on the first
+and last stage, its gradients summed before the step (Megatron-LM's rule).
 """
 
 from __future__ import annotations

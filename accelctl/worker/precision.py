@@ -1,15 +1,11 @@
 """Resolve a job's precision into what the loops apply: an autocast dtype, a grad scaler, fp8.
 
-* fp32: nothing.
-* bf16 / fp16: ``torch.autocast(device_type, dtype)`` around forward (training keeps fp32
-  master weights; inference casts the weights, as 16-bit serving does).  On a CPU without
-  native bf16/fp16 (AVX512-BF16/AMX, AVX512-FP16) it still runs but warns: emulated 16-bit
-  matmuls are ~100-180x slower than fp32 here (LAB.md).
-* fp16 training uses a ``GradScaler`` (loss scaling against underflow).
-* fp8 with ``library = torchao``: bf16 autocast, the linears made ``Float8Linear`` by the
-  training loop (``accelctl.worker.float8``).
-* fp8: Transformer Engine's FP8 autocast of the targeted TE version inside bf16 autocast
-  (seed 002), as the te_fp8 plan's ``te_recipe.json`` says (``accelctl.worker.te_layers``).
+* fp32: nothing.  bf16 / fp16: ``torch.autocast`` around forward (fp32 master weights; inference
+  casts the weights); on a CPU without native 16-bit matmuls it warns: emulated, far slower (LAB.md).
+* fp16 training uses a ``GradScaler``.
+* fp8 with ``library = torchao``: bf16 autocast plus ``Float8Linear`` (``accelctl.worker.float8``).
+* fp8: Transformer Engine's FP8 autocast of the targeted version inside bf16 autocast (seed 002),
+  as the plan's ``te_recipe.json`` says (``accelctl.worker.te_layers``).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """``python -m accelctl.worker.preflight JOB.json``: join the world, all-reduce once, leave.
 
-The process a preflight (``accelctl run --preflight``) starts in place of the worker, under
-the same launcher, engine and rendezvous as the real run, reading the same ``job.json``: it
-joins the process group the launcher set up (RANK / WORLD_SIZE / LOCAL_RANK, the device
-family's collective backend: gloo, nccl, hccl, xla), all-reduces one number per rank, passes
-a barrier and reports, as the worker's events:
-
-* ``RunStarted`` (world size as the launcher gave it, ``details.preflight = true``);
-* ``RunFinished`` with ``results.preflight``: ``world_size``, ``init_s`` (joining the process
-  group: the rendezvous), ``all_reduce_s`` (the all-reduce and the barrier), ``sum`` and
-  ``expected`` (1 + 2 + .. + world: a wrong sum is a failure);
-* ``RunFailed`` when any of it raises.
-
-No model, no data: it takes seconds, so a broken rendezvous costs seconds, not an allocation.
+Started by ``accelctl run --preflight`` in place of the worker, under the same launcher, engine
+and rendezvous and reading the same ``job.json``.  It reports as the worker does: ``RunStarted``
+(``details.preflight``), then ``RunFinished`` with ``results.preflight`` (world size, ``init_s``,
+``all_reduce_s``, the sum against ``1 + .. + world``: a wrong sum fails) or ``RunFailed``.
+No model, no data: a broken rendezvous costs seconds, not an allocation.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """A job's records through the ``datasets`` library: a Hub dataset, or local files.
 
-* Hub: ``datasets.load_dataset(id, config, split=...)``.  The worker sets
-  ``HF_DATASETS_OFFLINE=1`` unless the environment says otherwise, so it reads the HF
-  cache (``HF_HOME`` / ``HF_DATASETS_CACHE``) and never the network.
-* Local: ``load_dataset("json" | "csv" | "parquet" | "text", data_files=...)`` by file
-  extension (a folder: every such file in it, one format), or
-  ``load_dataset("imagefolder", data_dir=...)`` for a folder of images (``class/x.png``).
-
-A Hub dataset that cannot be loaded fails the run, unless the job has a ``fallback`` (the
-plan keeps a workload's fallback for host-CPU targets only): then the fallback is used and
-a warning says why.  ``datasets`` is imported here only, and only for a dataset that is
-not synthetic.  What was read is reported (``Records.details``) in the run's start event.
+Hub: ``load_dataset(id, config, split=...)`` with ``HF_DATASETS_OFFLINE=1`` unless the environment
+says otherwise (the HF cache, never the network).  Local: ``json`` / ``csv`` / ``parquet`` /
+``text`` by extension, or ``imagefolder``.  A Hub dataset that cannot load fails the run unless
+the job has a ``fallback`` (host-CPU targets only), used with a warning.  ``datasets`` is imported
+only here, only for real data; what was read goes into the start event (``Records.details``).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """Model and optimizer state of the ``sharded`` strategy (FSDP2, tensor, pipeline parallel and
-their combinations) through ``torch.distributed.checkpoint`` (DCP), as torchtitan's
-checkpoint manager does it.
+their combinations) through ``torch.distributed.checkpoint`` (DCP), as torchtitan does it.
 
-``get_state_dict`` gives each rank's view keyed by parameter name: DTensors (FSDP shards, TP
-slices, both on a 2-D mesh) hold only this rank's part, plain tensors (a TP rank's norms and
-embeddings, a pipeline stage's own modules) are whole.  ``dcp.save`` then has every rank
-write its own shards into one folder (``__<rank>_0.distcp``); a key several ranks hold
-whole (replicas over dp or tp) is written once; the coordinator (rank 0) writes
-``.metadata`` after all of them.  The optimizer state is *flattened*
-(``state.<param>.<name>``, ``param_groups.<param>.<key>``): keyed by parameter, not by a
-per-rank list, so pipeline stages -- whose modules are named by their global block index,
-``pipeline.Stage`` -- each save and load their own stage's state in the same checkpoint
-(torchtitan's reason for the flag).  Loading reads every rank's part into the state this
-rank already holds (``dcp.load`` in place), then ``set_state_dict`` puts it back into the
-model and optimizer: bit for bit, whatever rank wrote it.
-
-DCP reports a failure on any rank to every rank as a ``CheckpointException``, a
-``BaseException`` that an ``except Exception`` lets through: here it becomes a
-``ShardedCheckpointError`` (a ``RuntimeError``) raised from the failing rank's own exception,
-and every rank has it at once, so they can agree on its cause (``on_any_rank``): a full disk
-that one rank's write met -- torch's writer says "unexpected pos", no errno, and the file
-system is full only until a rank removes the cut save -- is a full disk on every rank.
+``get_state_dict`` gives each rank's view by parameter name; ``dcp.save`` has every rank write its
+own shards into one folder (replicated keys once, ``.metadata`` by rank 0).  The optimizer state is
+flattened (keyed by parameter), so pipeline stages each save and load their own part of one
+checkpoint; loading is ``dcp.load`` in place, then ``set_state_dict``: bit for bit.  DCP's
+``CheckpointException`` (a ``BaseException``) becomes ``ShardedCheckpointError`` on every rank at
+once, so all agree on the cause (``on_any_rank``), a full disk included.  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Execution strategies: who runs the model once it is built.
 
-The plan names one (``WorkerJob.strategy``, chosen by the backend); the loops ask it
-instead of asking which backend planned the job.
-
-* ``plain`` -- the loop runs the model itself; with several training ranks it wraps the
-  model in DDP (on devices whose adapter wants it; XLA all-reduces in ``optimizer_step``).
-  The base of the others (``accelctl.worker.plain_strategy``).
-* ``deepspeed`` -- ``deepspeed.initialize`` owns data parallelism, ZeRO, accumulation,
-  clipping and fp16 loss scaling; the loop calls its ``train_step``.
-* ``deepspeed_inference`` -- ``deepspeed.init_inference`` shards the model (AutoTP or
-  kernel injection) before generation.
-* ``sharded`` -- FSDP2, tensor and pipeline parallel on one DeviceMesh
-  (``accelctl.worker.sharded``).
+The plan names one (``WorkerJob.strategy``, chosen by the backend); the loops ask it instead of
+asking which backend planned the job: ``plain`` (the loop itself, DDP with several training ranks;
+``accelctl.worker.plain_strategy``, the base of the others), ``deepspeed`` (``deepspeed.initialize``
+and its ``train_step``), ``deepspeed_inference`` (``init_inference`` shards the model) and
+``sharded`` (FSDP2, tensor and pipeline parallel on one DeviceMesh, ``accelctl.worker.sharded``).
 """
 
 from __future__ import annotations

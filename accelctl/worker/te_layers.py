@@ -1,20 +1,12 @@
 """Transformer Engine in the worker: the timm block swap (seed 002), the llama-class linear swap,
 and the FP8 forward context.
 
-Everything TE-specific comes from the plan's ``te_recipe.json`` (``accelctl.backends.te_fp8.backend``),
-whose path the launch puts in ``ACCELCTL_TE_CONFIG``: the layer settings, whether FP8 is on,
-the autocast function of the targeted TE version and its recipe keyword, and the recipe.
-``transformer_engine`` is imported only inside the functions, so this module imports
-anywhere; ``accelctl.backends.te_fp8.check`` reads this file with ``ast`` and checks every
-``te.X(...)`` call against TE's source.
-
-Use:
-    cfg = te_layers.load()                      # None unless the plan is a te_fp8 plan
-    VisionTransformer(..., block_fn=te_layers.block_fn(cfg))   # layer.class TransformerLayer (vit)
-    te_layers.swap_linears(model, cfg, log)      # layer.class Linear (llama and its kin)
-    fp8 = te_layers.forward_context(cfg)        # once; builds the recipe once
-    with torch.autocast("cuda", dtype=torch.bfloat16), fp8():
-        loss = loss_fn(model(x), y)
+Everything TE-specific comes from the plan's ``te_recipe.json`` (path in ``ACCELCTL_TE_CONFIG``):
+layer settings, FP8 on or off, the targeted version's autocast function and recipe.
+``transformer_engine`` is imported only inside the functions; ``accelctl.backends.te_fp8.check``
+reads this file with ``ast`` and checks every ``te.X(...)`` call against TE's source.
+Use: ``load()`` (None unless a te_fp8 plan), ``block_fn(cfg)`` for timm's ``VisionTransformer``,
+``swap_linears(model, cfg, log)``, ``forward_context(cfg)`` inside bf16 autocast (docs/internals/estimate-backends-worker.md).
 """
 
 from __future__ import annotations
@@ -51,10 +43,8 @@ def _te():
 def block_fn(cfg: dict[str, Any]) -> type:
     """A timm ``block_fn``: ``te.TransformerLayer`` behind timm's Block signature.
 
-    timm calls ``block_fn(dim=, num_heads=, mlp_ratio=, qkv_bias=, qk_norm=, proj_drop=,
-    attn_drop=, init_values=, drop_path=, norm_layer=, act_layer=, mlp_layer=, ..., device=,
-    dtype=)``.  The TE layer brings its own LayerNorm, GELU MLP and attention, so the timm
-    layer classes are not used; options TE has no equivalent for are refused, not ignored.
+    The TE layer brings its own LayerNorm, GELU MLP and attention, so timm's layer classes are not
+    used; options TE has no equivalent for are refused, not ignored.
     """
     te = _te()
     layer_kwargs = dict(cfg["layer"]["kwargs"])  # mask type, tensor layout, LayerNorm eps
@@ -126,11 +116,9 @@ def recipe(cfg: dict[str, Any]):
 
 
 def forward_context(cfg: dict[str, Any] | None) -> Callable[[], ContextManager]:
-    """A factory of the context entered around each forward, inside bf16 autocast.
-
-    With FP8: the targeted TE version's autocast (``te.autocast(enabled=True, recipe=R)`` from
-    TE 2.9 on, ``te.fp8_autocast(enabled=True, fp8_recipe=R)`` before), one recipe object for
-    the whole run (its amax history lives in the layers, keyed to it).  Without: a no-op.
+    """A factory of the context entered around each forward, inside bf16 autocast: with FP8 the
+    targeted TE version's autocast (``te.autocast`` from 2.9, ``te.fp8_autocast`` before) with one
+    recipe object for the whole run (the layers' amax history is keyed to it); without, a no-op.
     """
     if cfg is None or not cfg.get("fp8"):
         return contextlib.nullcontext

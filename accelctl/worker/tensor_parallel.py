@@ -1,16 +1,11 @@
-"""Tensor parallel: a family's parallelize plan (``accelctl.spec.parallel_plans``) applied
-to each transformer block on the TP mesh with torch's ``parallelize_module``.
+"""Tensor parallel: a family's parallelize plan (``accelctl.spec.parallel_plans``) applied to each
+transformer block on the TP mesh with torch's ``parallelize_module``.
 
-Column-wise modules keep their output local (each rank: its heads / its MLP slice);
-row-wise modules all-reduce theirs (the block's output is whole on every rank).  A fused
-``[Q | K | V]`` projection has its output rows regrouped first so rank r's slice is
-``[Q_r | K_r | V_r]``; GPT-2's ``Conv1D`` becomes the ``nn.Linear`` it is transposed.
-
-Sequence parallel (``sequence_parallel``): the residual stream between the split regions is
-each rank's slice of the sequence (a plain tensor ``[batch, seq/tp, hidden]``); the norms run
-on it (``SequenceParallel``), the plan's ``gathers`` all-gather it before the column-wise
-projections, the row-wise ones reduce-scatter onto it.  The first block slices the sequence
-it gets, the last all-gathers what it returns: the model around the blocks is unchanged.
+Column-wise modules keep their output local, row-wise ones all-reduce it; a fused ``[Q | K | V]``
+projection is regrouped so rank r holds ``[Q_r | K_r | V_r]``; GPT-2's ``Conv1D`` becomes
+``nn.Linear``.  Sequence parallel keeps the residual stream between the split regions as each
+rank's slice of the sequence (norms on it, all-gather before column-wise, reduce-scatter after
+row-wise); the first block slices and the last gathers, so the model around them is unchanged.
 """
 
 from __future__ import annotations

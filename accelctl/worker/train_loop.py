@@ -191,11 +191,8 @@ def run(ctx: RunContext) -> tuple[int, dict]:
 class CompileWatch:
     """Graph compilations (XLA, HPU graphs) split into the warm-up's and the measured phase's.
 
-    Compilation belongs to warm-up: there the device compiles each graph once (AdamW: two,
-    the first step creates the optimizer state).  A compilation after warm-up is a
-    recompilation -- a new graph, usually because a shape changed (a ragged last batch) -- and
-    costs seconds inside a measured step, so each one is a warning naming the cause: the batch
-    shape that changed when that is it.  Eager devices compile nothing (``compile_stats`` empty).
+    Compilation belongs to warm-up; one after it is a recompilation (usually a changed shape, such as
+    a ragged batch) inside a measured step, warned with its cause.  Eager devices compile nothing.
     """
 
     def __init__(self, ctx: RunContext) -> None:

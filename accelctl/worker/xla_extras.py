@@ -1,19 +1,11 @@
 """torch-xla pieces of the xla_neuron backend that the device adapter does not cover.
 
-* ``init_process_group()`` -- the ``xla`` process group through torch-xla's ``xla://``
-  rendezvous (``torch_xla/distributed/xla_backend.py`` registers both); under torchrun on
-  Neuron, torch-xla maps each process to its NeuronCore from LOCAL_RANK.
-* ``device_loader(batches, device, workers)`` -- the loop's batch stream behind a torch
-  ``DataLoader`` with the plan's worker count (``ACCELCTL_DATALOADER_WORKERS``, by vCPUs) and
-  ``MpDeviceLoader``, which uploads the next batches to the device in background threads while
-  the current step runs, and cuts the graph (``torch_xla.sync()``) once per batch.
-* ``compile_stats()`` -- torch-xla's compile counter and time, to report compilation apart
-  from step time.
-* ``extracting_graphs_only()`` -- true inside ``neuron_parallel_compile``'s trial run, whose
-  outputs are dummies (zeros): a loop must not judge the loss there.
-
-torch_xla is imported inside the functions only; ``accelctl.backends.xla_neuron.check`` reads this
-file with ``ast`` and checks every torch_xla name against the torch-xla 2.9 source.
+``init_process_group()`` (the ``xla`` group over ``xla://``), ``device_loader(batches, device,
+workers)`` (a ``DataLoader`` with the plan's workers behind ``MpDeviceLoader``, which uploads
+batches in the background and cuts the graph once per batch), ``compile_stats()`` (compilation
+apart from step time) and ``extracting_graphs_only()`` (true inside ``neuron_parallel_compile``'s
+trial run, whose outputs are dummies).  torch_xla is imported inside the functions only;
+``accelctl.backends.xla_neuron.check`` checks every torch_xla name here against its source.
 """
 
 from __future__ import annotations
@@ -42,12 +34,9 @@ def dataloader_workers(job: Any) -> int:
 
 
 class _Stream:
-    """An ``IterableDataset`` over the loop's endless batch iterator.
-
-    Each forked worker continues its own copy of the iterator and keeps every n-th batch
-    (worker k: batches k, k + n, ...); the DataLoader takes from the workers in turn, so the
-    loop sees exactly the order it would see without workers.  Hidden cost: every worker
-    also draws the batches it skips (cheap for the synthetic pools, not for file packing).
+    """An ``IterableDataset`` over the loop's endless batch iterator: forked worker k keeps batches
+    k, k + n, ... of its own copy, and the DataLoader takes from them in turn, so the loop sees the
+    order it would see without workers.  Hidden cost: each worker also draws the batches it skips.
     """
 
     def __init__(self, batches) -> None:

@@ -1,40 +1,13 @@
 """deepspeed and deepspeed_inference: the ``deepspeed`` launcher, one process per device.
 
-* ``deepspeed`` (training, ``parallel = zero(stage = N)``): writes ``ds_config.json`` from
-  the workload (batch arithmetic, precision, ZeRO stage and offload, clipping) and starts
-  ``accelctl.worker`` under the launcher; the worker hands its model and optimizer to
-  ``deepspeed.initialize`` (``accelctl.worker.ds_engine``).
-* ``deepspeed_inference`` (``parallel = deepspeed_inference(tp = N)``): writes
-  ``ds_inference.json`` (tensor parallel size, dtype, kernel injection) for
-  ``deepspeed.init_inference`` in the generate loop, over ``tp`` processes.
-
-Devices: training on cpu, cuda and hpu (seed 001 is ZeRO-1 on Gaudi1, which backend gaudi
-does not plan); inference on cpu and cuda only, since DeepSpeed-inference on Gaudi is
-optimum-habana's ``run_generation.py --use_deepspeed`` (backend gaudi, seed 003).
-
-Decisions, each a hidden cost named:
-
-* The optimizer is the worker's own ``torch.optim`` one (the same as the torchrun plans,
-  so the two compare fairly), not a ds_config ``"optimizer"`` section: that section picks
-  DeepSpeed's FusedAdam, a C++ JIT build of ~110 s on a CPU's first run.  The exception is
-  ZeRO-Offload, where DeepSpeed refuses a client optimizer unless told otherwise and its
-  own DeepSpeedCPUAdam is the point (its ``cpu_adam`` JIT build costs ~100 s once).
-* ``gradient_clipping`` is always written: DeepSpeed 0.19.8 defaults it to 1.0, so leaving
-  it out would clip where the workload says not to.
-* On CPU the worker keeps DeepSpeed's shared-memory all-reduce (``deepspeed_shm_comm``)
-  switched off (``ACCELCTL_DS_SHM_COMM=0``): its first use is a C++ JIT build of 70-240 s,
-  and training all-reduces go through gloo anyway (only AutoTP inference would use it).
-* ``--module --no_local_rank``: the launcher runs ``python -u -m accelctl.worker JOB``;
-  ranks come from RANK / LOCAL_RANK / WORLD_SIZE, which it exports, as torchrun does.
-* Multi-node launches go through DeepSpeed's pdsh (or ``launcher = ...``) runner, which
-  exports only a few variable prefixes to remote nodes; the plan's environment travels in
-  a generated ``deepspeed_env`` file that ``DS_ENV_FILE`` points at.
-
-The launcher command lines are ``accelctl.backends.deepspeed.launch``'s; the pinned releases,
-the config files' names and AutoTP's families are ``accelctl.backends.deepspeed.release``'s,
-where the checks read them too.  Nothing here imports torch, deepspeed or transformers
-(``accelctl plan`` stays light); ``accelctl.backends.deepspeed.check`` checks these plans
-against DeepSpeed itself.
+``deepspeed`` (``zero(stage = N)``; cpu, cuda, hpu) writes ``ds_config.json`` and the worker hands
+its model and optimizer to ``deepspeed.initialize`` (``accelctl.worker.ds_engine``);
+``deepspeed_inference`` (cpu, cuda) writes ``ds_inference.json`` for ``init_inference``.  Hidden
+costs avoided: the worker's own optimizer (a ds_config one JIT-builds FusedAdam; ZeRO-Offload
+excepted), ``gradient_clipping`` always written (DeepSpeed defaults it to 1.0), no shm all-reduce
+on CPU (``ACCELCTL_DS_SHM_COMM=0``).  Launch lines are ``launch``'s, pins ``release``'s; nothing
+here imports torch or deepspeed; ``check`` checks plans against DeepSpeed itself.
+Design notes: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations
@@ -94,13 +67,11 @@ BLOOM_LAST_TRANSFORMERS = (4, 43)
 
 
 def stack_versions(target: TargetSpec) -> tuple[str | None, str, str]:
-    """(transformers, deepspeed, where they come from) for a plan of ``target``.
-
-    A plan is inert data: for a device on another machine it must not change with the machine
-    that plans it, so it is written for the releases accelctl pins (``TRANSFORMERS_VERSION``,
-    ``DEEPSPEED_VERSION``).  A plan for the host CPU runs on this machine and may read what is
-    installed here (transformers None: not installed).  A target whose ``stack`` pins them is
-    planned for its pins (``packages { transformers = "4.43.4" }``)."""
+    """(transformers, deepspeed, where they come from) for a plan of ``target``: a plan is inert
+    data, so one for another machine is written for accelctl's pins (``TRANSFORMERS_VERSION``,
+    ``DEEPSPEED_VERSION``) or the target's ``stack`` pins; a host CPU plan reads what is installed
+    (transformers None: not installed).
+    """
     if DEVICES[target.device].host:
         return installed_version("transformers"), installed_version("deepspeed") or DEEPSPEED_VERSION, "installed"
     pins = target.stack.packages

@@ -1,31 +1,14 @@
 """Check DeepSpeed plans against DeepSpeed itself: ``check_plan_with_deepspeed(plan, spec)``.
 
-What a plan of the ``deepspeed`` / ``deepspeed_inference`` backends is checked with, all of
-it DeepSpeed's own code, run offline (no process group, no launch):
+All of it DeepSpeed's own code, run offline (no process group, no launch): ``ds_config.json``
+through ``DeepSpeedConfig`` (with a ``dist`` shim giving the target's data-parallel world size)
+and what it reads compared with the workload; its top-level keys against the set DeepSpeed
+looks up (it ignores unknown ones silently); ``ds_inference.json`` through
+``DeepSpeedInferenceConfig`` and AutoTP's ``supported()``; every ``deepspeed`` command through
+the launcher's ``parse_args`` and resource resolution; ``hostfile`` and ``deepspeed_env``.
 
-1. ``ds_config.json`` -> ``deepspeed.runtime.config.DeepSpeedConfig`` with the module's
-   ``dist`` swapped for a shim reporting the target's data-parallel world size (without it
-   DeepSpeed assumes 1 and the batch assertion fails).  A rejection is reported against the
-   workload line that produced the offending key, found by re-validating the config key by
-   key.  What DeepSpeed then *reads* (batch sizes, stage, dtype, clipping) is compared
-   with the workload, so a default that differs from ours cannot hide.
-2. Top-level keys: DeepSpeed reads them with ``.get()`` and ignores the rest, so
-   ``zero_optimisation`` would pass silently.  The set it reads is recorded by running
-   ``DeepSpeedConfig`` on a dict that notes every key looked up (minus the keys it
-   refuses as removed features), so it follows the installed release.
-3. ``ds_inference.json`` -> ``DeepSpeedInferenceConfig(**cfg)``, exactly as
-   ``deepspeed.init_inference`` builds it, and AutoTP's own ``supported()`` for the family.
-4. Every ``deepspeed ...`` command -> ``deepspeed.launcher.runner.parse_args`` (argparse's
-   ``SystemExit`` caught, its message kept), then the runner's resource resolution
-   (``fetch_hostfile``, ``parse_inclusion_exclusion``, ``apply_num_nodes_and_gpus``,
-   ``encode_world_info``, the launcher backend's ``validate_active_resources``): the
-   processes it would start must be the target's world size.
-5. ``hostfile`` -> ``fetch_hostfile``; ``deepspeed_env`` -> the ``KEY=VALUE`` per line the
-   runner splits.
-
-deepspeed is imported lazily, on the first call (2-8 s); ``accelctl plan`` never imports
-this module's dependencies.  The result is a list of ``Diagnostic`` (empty = DeepSpeed
-accepts the plan); spans come from ``spec.origins``, so ``attach_source`` can show the line.
+deepspeed is imported lazily, on the first call.  The result is a list of ``Diagnostic`` (empty:
+DeepSpeed accepts the plan), spans from ``spec.origins``.
 """
 
 from __future__ import annotations

@@ -2,26 +2,11 @@
 
     PYTHONPATH=.venv-ds-legacy:. .venv/bin/python -m accelctl.backends.deepspeed.inject_check PLAN.json
 
-A ``deepspeed_inference`` plan with ``kernel_inject = on`` whose target's ``stack`` pins
-transformers is checked with that transformers: a *side environment* holds it (``pip install
---target .venv-ds-legacy transformers==4.43.4 tokenizers==0.19.1 huggingface-hub==0.36.2``,
-``scripts/setup-ds-legacy.sh``), laid over ``.venv``'s torch and DeepSpeed by ``PYTHONPATH``
-(no second torch).  In that interpreter it runs what ``deepspeed.init_inference(...,
-replace_with_kernel_inject=True)`` runs before the kernels, DeepSpeed's own code on a model of
-the plan's family built from its configuration (the real model's heads, one layer, head size 8,
-random weights):
-
-1. ``ds_inference.json`` -> ``DeepSpeedInferenceConfig`` (as init_inference builds it);
-2. the policy table ``replace_module`` builds from ``replace_policies`` (each policy
-   instantiated once to fill ``_orig_layer_class``) and the policy it picks for the model's
-   blocks;
-3. ``policy_to_ds_container`` for the first block (BLOOM's container refuses transformers past
-   4.43.4 here), ``set_tensor_parallel_config``, ``initialize_tensors``,
-   ``convert_to_required_dtype`` and ``create_ds_model_config`` (tensor-parallel size against
-   the heads, the dtype).
-
-``create_module`` builds the injected CUDA kernels (DeepSpeed's InferenceBuilder): it does not
-exist on the CPU accelerator, and the report says NOT RUN for it.  One JSON line per plan.
+A ``deepspeed_inference`` plan with ``kernel_inject = on`` whose target pins transformers is
+checked with that transformers (``scripts/setup-ds-legacy.sh``, laid over ``.venv``'s torch and
+DeepSpeed): DeepSpeed's own steps before the kernels (config, policy choice, container, model
+config) on a one-layer model of the plan's family.  ``create_module`` builds CUDA kernels and
+is reported NOT RUN on CPU.  One JSON line per plan.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ AUTOTP_CLASS = {"bloom": "BloomModel", "gpt2": "GPT2Model", "llama": "LlamaModel
 
 def installed_version(dist: str) -> str | None:
     """A package's installed version from its metadata (never imports it)."""
-    import importlib.metadata  # 30 ms of email/zipfile/csv: only plans that ask pay it
+    import importlib.metadata  # imports email/zipfile/csv: only plans that ask pay it
 
     try:
         return importlib.metadata.version(dist)

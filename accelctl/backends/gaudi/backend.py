@@ -1,41 +1,14 @@
 """gaudi: Intel Gaudi / Gaudi2 / Gaudi3 (HPU), launched the way optimum-habana does it.
 
-Multi-card runs go through optimum-habana's launcher, as its examples document::
+Multi-card runs go through optimum-habana's ``gaudi_spawn.py [--use_deepspeed | --use_mpi]
+--world_size N SCRIPT ARGS`` (its ``DistributedRunner``), with ``--master_port {free_port}`` so
+two runs on one server do not collide; a single card runs SCRIPT directly.  The target's
+``script`` picks SCRIPT: ``worker`` (default: accelctl's loop, through a three-line shim
+``accelctl_worker.py``, since gaudi_spawn.py takes a path) or ``example`` (optimum-habana's
+documented example script for the task, ``accelctl.backends.gaudi.examples``).
 
-    python gaudi_spawn.py [--use_deepspeed | --use_mpi] --world_size N SCRIPT ARGS
-
-``gaudi_spawn.py`` (repository ``examples/``, not in the PyPI wheel) hands SCRIPT ARGS to
-``optimum.habana.distributed.DistributedRunner``, which prefixes them with
-``deepspeed --num_nodes 1 --num_gpus N --no_local_rank --master_port P``,
-``mpirun -n N ...`` (``MASTER_PORT=P``) or ``python -um torch.distributed.run --nproc_per_node=N``.
-``P`` is gaudi_spawn.py's ``--master_port`` (default 29500); the plans pass the run's
-``{free_port}`` there, so two runs on one server do not collide.
-A single card runs SCRIPT directly, as the examples' single-card commands do.
-
-The target's ``script`` option picks SCRIPT:
-
-``worker`` (default)
-    accelctl's own loop (``python -m accelctl.worker``, with the worker's hpu device
-    adapter and ``accelctl.worker.hpu_extras``).  ``gaudi_spawn.py`` takes a script *path*
-    (a positional; ``-m`` would be read as one of its own options), so the plan writes a
-    three-line shim, ``accelctl_worker.py``, that runs the worker module.
-``example``
-    optimum-habana's documented example script for the task: ``run_generation.py``
-    (examples/text-generation) for ``generate``; ``run_clm.py`` / ``run_mlm.py``
-    (examples/language-modeling) and ``run_summarization.py`` (examples/summarization)
-    for training by objective; ``text_to_image_generation.py`` (examples/stable-diffusion)
-    for Stable Diffusion.  The command is the documented one (``accelctl.backends.gaudi.
-    examples``): the script's flags are emitted where the workload asks for something the
-    script would not do by itself (the script's defaults are data, read from the repository
-    with ``scripts/extract_habana_flags.py`` into ``data/optimum_habana_flags.json``), plus
-    what the seeds spelled out, so seed 003 plans as its command, plus the run's own port::
-
-        python ../gaudi_spawn.py --use_deepspeed --world_size 8 --master_port {free_port} \\
-            run_generation.py --model_name_or_path bigscience/bloomz --use_hpu_graphs --use_kv_cache --max_new_tokens 100
-
-Everything here is data plus small functions; ``accelctl.backends.gaudi.check`` checks the
-plans against the installed optimum-habana (its ``GaudiConfig``, ``GaudiTrainingArguments``
-and ``DistributedRunner``) and the scripts' recorded flags.
+Everything here is data plus small functions; ``accelctl.backends.gaudi.check`` checks the plans
+against the installed optimum-habana.  Design notes: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations
@@ -98,18 +71,10 @@ def hpu_env(spec: WorkloadSpec, target: TargetSpec) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- GaudiConfig
 def gaudi_config(spec: WorkloadSpec, target: TargetSpec, clip: float | None = None) -> dict[str, Any]:
-    """``gaudi_config.json``: the keys of ``optimum.habana.GaudiConfig`` the target decides.
-
-    * ``use_torch_autocast``: bf16 mixed precision through ``torch.autocast("hpu")`` (fp8
-      also runs inside bf16 autocast, as in seed 002); fp32 runs without it.
-    * ``use_fused_adam``: Habana's ``hpex.optimizers.FusedAdamW`` replaces AdamW when
-      training (GaudiTrainer does the swap; so does the worker's hpu adapter, through hpu_extras).
-    * ``use_fused_clip_norm``: ``hpex.normalization.FusedClipNorm`` when gradients are clipped
-      (``clip``: the example script's max_grad_norm; the workload's grad_clip for the worker).
-
-    ``autocast_bf16_ops`` / ``autocast_fp32_ops`` are left out: HPU autocast's built-in op
-    lists apply, and GaudiConfig only installs custom lists when both are given, before
-    ``habana_frameworks`` is first imported (``declare_autocast_bf16_fp32_ops``).
+    """``gaudi_config.json``: the keys of ``optimum.habana.GaudiConfig`` the target decides:
+    ``use_torch_autocast`` (bf16 and fp8; fp32 runs without), ``use_fused_adam`` when training,
+    ``use_fused_clip_norm`` when clipping.  The autocast op lists are left out: HPU autocast's
+    built-in lists apply (GaudiConfig installs custom ones only when both are given).
     """
     dtype = target.precision.dtype
     training = spec.task.training

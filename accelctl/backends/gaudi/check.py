@@ -2,23 +2,11 @@
 
     .venv-habana/bin/python -m accelctl.backends.gaudi.check PLAN.json [PLAN.json ...]
 
-(run from the repository root; ``scripts/setup-habana.sh`` makes ``.venv-habana``).  For
-each plan (``Plan.to_json()``) it checks, and prints one JSON report per plan:
-
-1. ``gaudi_spawn.py``'s argv parses with the flags ``gaudi_spawn.py`` defines (recorded
-   from the repository: ``data/optimum_habana_flags.json``), and the command the installed
-   ``optimum.habana.distributed.DistributedRunner`` builds from it is the one the plan
-   says it runs (its "gaudi_spawn.py runs: ..." note); and that gaudi_spawn.py's way of
-   joining SCRIPT ARGS into a ``bash -c`` line gives the plan's words back.
-2. Every flag the plan passes to an example script exists: ``run_generation.py``'s argparse
-   table (recorded) parses the arguments; a training script's arguments parse with
-   ``HfArgumentParser`` over the script's recorded dataclasses and the installed
-   ``GaudiTrainingArguments`` (its own validation runs; only device setup, which needs
-   ``habana_frameworks``, is replaced -- LAB §7's offline validator).
-3. ``gaudi_config.json`` loads with ``GaudiConfig.from_dict`` and ``from_pretrained``, every
-   value survives the round trip, and keys GaudiConfig does not know are errors (it
-   accepts them silently: its ``__init__`` is ``**kwargs`` popping the keys it knows).
-
+(from the repository root; ``scripts/setup-habana.sh`` makes ``.venv-habana``).  Per plan, one
+JSON report: gaudi_spawn.py's argv and the command ``DistributedRunner`` builds from it; every
+flag passed to an example script (its recorded argparse table, or ``HfArgumentParser`` over the
+installed ``GaudiTrainingArguments``); ``gaudi_config.json`` round-tripped through
+``GaudiConfig``, unknown keys errors (GaudiConfig accepts them silently).
 Exit status 0 when every plan passes.  Nothing here runs on an HPU.
 """
 
@@ -49,12 +37,9 @@ FREE_PORT, STAND_IN_PORT = "{free_port}", "29500"
 
 # --------------------------------------------------------------------------- optimum-habana
 def import_optimum_habana():
-    """``import optimum.habana`` without its SynapseAI version probe.
-
-    ``optimum/habana/__init__.py`` calls ``check_synapse_version()``, which shells out to
-    ``pip list | grep habana-torch-plugin`` and fails (IndexError) where the Habana runtime
-    is absent.  Pre-import ``optimum.habana.utils`` under a stub parent, no-op the probe,
-    then import the real package (LAB §7).
+    """``import optimum.habana`` without its SynapseAI version probe, which shells out to ``pip list``
+    and fails where the Habana runtime is absent: pre-import ``optimum.habana.utils`` under a stub
+    parent, no-op the probe, then import the real package (LAB §7).
     """
     if "optimum.habana" in sys.modules and hasattr(sys.modules["optimum.habana"], "GaudiConfig"):
         return sys.modules["optimum.habana"]

@@ -1,19 +1,11 @@
 """``--train_file`` as optimum-habana's training examples accept it.
 
-``run_clm.py``, ``run_mlm.py`` and ``run_summarization.py`` take one data file whose name ends
-in an extension their ``DataTrainingArguments.__post_init__`` lists (``csv``, ``json``,
-``txt``; summarization ``csv``, ``json``), then load it with the ``datasets`` builder of that
-name (``txt`` -> ``text``).  The lists are the scripts' own, recorded from the source by
-``scripts/extract_habana_flags.py`` (``file_extensions``).  A workload's ``dataset
-files("...")`` becomes what they accept:
-
-* a file with an accepted extension: passed as it is;
-* a ``.jsonl`` file (JSON Lines, what the ``json`` builder reads) or a folder of files of one
-  kind (``.txt``; ``.jsonl``/JSON Lines ``.json``; ``.csv`` with one header): converted at plan
-  time into one file of the run folder (``{run_dir}/train.<ext>``, a generated file of the
-  plan, so ``plan`` shows what the script reads), up to ``MAX_CONVERTED_BYTES``;
-* anything else (another extension, a mixed or empty folder, a bigger one): refused, at the
-  dataset line, with the script's own words and how to make one file.
+``run_clm.py``, ``run_mlm.py`` and ``run_summarization.py`` take one data file with an extension
+their ``DataTrainingArguments`` lists (recorded by ``scripts/extract_habana_flags.py``).  A
+workload's ``dataset files("...")`` is passed as it is when accepted; a ``.jsonl`` file or a
+folder of files of one kind is converted at plan time into ``{run_dir}/train.<ext>`` (a generated
+file of the plan, up to ``MAX_CONVERTED_BYTES``); anything else is refused at the dataset line
+with the script's own words.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """optimum-habana's example scripts as the gaudi plans run them (``script = example``).
 
-Each command is the documented one: a script's flags are emitted where the workload asks
-for something the script would not do by itself (its defaults are data, read from the
-repository with ``scripts/extract_habana_flags.py`` into ``data/optimum_habana_flags.json``),
-plus what the seeds spelled out themselves:
-
-* ``run_generation.py`` (examples/text-generation): ``--max_new_tokens`` always (seed 003's
-  command);
-* ``run_summarization.py`` (examples/summarization): the dataset's config name
-  (``--dataset_name cnn_dailymail --dataset_config_name 3.0.0``, the summarization README's
-  command for seed 000's T5-3B run); gradient clipping is the Trainer's own
-  (``max_grad_norm`` 1.0) unless the workload writes ``grad_clip``;
-* ``run_clm.py`` / ``run_mlm.py`` (examples/language-modeling): likewise; ``task pretrain``
-  starts from the model's config (``--config_name``), as seed 000's BERT pre-training did;
-* ``text_to_image_generation.py`` (examples/stable-diffusion): ``--gaudi_config_name
-  Habana/stable-diffusion``, the Gaudi configuration seed 000 names, spelled out although
-  it is the script's default.
+Each command is the documented one: a script's flags are emitted where the workload asks for
+something the script would not do by itself (its defaults are data, recorded by
+``scripts/extract_habana_flags.py`` into ``data/optimum_habana_flags.json``), plus what the seeds
+spelled out themselves (seed 003's ``--max_new_tokens``, seed 000's dataset config and Gaudi
+configuration).  Per script: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

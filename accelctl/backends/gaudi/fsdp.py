@@ -1,25 +1,11 @@
 """``parallel = fsdp`` on Gaudi: optimum-habana's FSDP path, GaudiTrainer through accelerate.
 
-optimum-habana shards a model with FSDP only through its Trainer (``GaudiTrainingArguments``
-``fsdp`` / ``fsdp_config``, handed to accelerate's FSDP), as its language-modeling README's
-Llama-2-70B command runs it::
-
-    PT_HPU_LAZY_MODE=0 python3 ../gaudi_spawn.py --world_size 8 --use_mpi run_lora_clm.py ...
-        --use_lazy_mode False --fsdp_config fsdp_config.json --fsdp auto_wrap
-        --torch_compile_backend hpu_backend --torch_compile ...
-
-so a Gaudi FSDP target runs an example training script (``script = example``), in eager
-mode with ``torch.compile``'s ``hpu_backend`` (lazy mode is the default elsewhere: an FSDP
-target is eager unless it says ``lazy_mode = on``, which is refused).  ``fsdp_config.json``
-is the README's ``examples/language-modeling/fsdp_config.json`` with the target's choices:
-FULL_SHARD (1) or, with ``reshard_after_forward = off``, SHARD_GRAD_OP (2); ``offload = cpu``
-is accelerate's parameter offload; the wrapped block is the family's decoder layer under the
-name ``adapt_transformers_to_gaudi`` gives it (``GaudiLlamaDecoderLayer``...).
-GaudiTrainingArguments turns these into accelerate's ``FSDP_*`` variables (its
-``__post_init__``); ``accelctl.backends.gaudi.check`` runs that against the installed class.
-
-accelctl's own worker shards with FSDP2 on cpu/CUDA only: on Gaudi, ``script = worker`` with
-``fsdp`` is refused at the parallel line.
+optimum-habana shards with FSDP only through its Trainer, so a Gaudi FSDP target runs an example
+training script (``script = example``) in eager mode with ``torch.compile``'s ``hpu_backend``,
+as its language-modeling README's Llama-2-70B command does (``lazy_mode = on`` is refused).
+``fsdp_config.json`` is that README's file with the target's sharding strategy, offload and the
+family's Gaudi decoder layer to wrap; ``accelctl.backends.gaudi.check`` runs it through the
+installed ``GaudiTrainingArguments``.  ``script = worker`` with ``fsdp`` is refused on Gaudi.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """te_fp8: Transformer Engine blocks, and FP8 on Hopper/Ada, for timm ViTs (seed 002).
 
-torchrun with nccl, one process per GPU, as the torchrun backend; in addition the worker
-(``accelctl.worker.te_layers``)
-
-  (a) builds the ViT with ``VisionTransformer(block_fn=...)`` whose block is a
-      ``te.TransformerLayer(hidden_size=dim, ffn_hidden_size=dim * mlp_ratio,
-      num_attention_heads=heads, hidden_dropout, attention_dropout, ...)``, and
-  (b) with precision fp8, wraps the forward in the FP8 autocast of the TE version the plan
-      targets, with a ``DelayedScaling`` recipe from the workload, inside bf16 autocast.
-
-Everything the worker takes from TE is written into ``te_recipe.json`` (a generated file
-of the plan), so what the plan prints is what runs, and ``accelctl.backends.te_fp8.check``
-checks exactly that file against TE's own source.  Choosing the API by version is data
-(``AUTOCAST_API``): TE 2.9 added ``te.autocast(recipe=...)`` and deprecated
-``te.fp8_autocast(fp8_recipe=...)`` (still present, with a DeprecationWarning, in 2.20).
+torchrun with nccl, one process per GPU; the worker (``accelctl.worker.te_layers``) builds the
+ViT with ``te.TransformerLayer`` blocks and, with precision fp8, runs the forward in the targeted
+TE version's FP8 autocast (a ``DelayedScaling`` recipe from the workload) inside bf16 autocast.
+All the worker takes from TE is in ``te_recipe.json`` (a generated file of the plan), which
+``accelctl.backends.te_fp8.check`` checks against TE's source.  The autocast API per TE version
+is data (``AUTOCAST_API``: ``te.autocast`` since 2.9, ``te.fp8_autocast`` deprecated).
 """
 
 from __future__ import annotations

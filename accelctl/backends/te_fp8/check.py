@@ -1,26 +1,12 @@
 """Check te_fp8 plans, and the worker's TE code, against Transformer Engine's own source.
 
-Transformer Engine does not import without CUDA, but its pure-python meta wheel
-(``pip install --no-deps transformer-engine==2.20.2``, 1.2 MB) carries every
-``transformer_engine/pytorch/*.py`` and ``common/recipe``.  This module finds that package
-with ``importlib.util.find_spec`` (which does not run its ``__init__``), reads signatures with
-``ast``, and loads only the recipe module (stdlib + pydantic) to construct the real
-``DelayedScaling``.  ``transformer_engine`` never enters ``sys.modules``.
-
-Checks (each failure is a ``Finding``; an empty list means the real TE accepts it):
-
-* ``check_config(cfg)`` -- a plan's ``te_recipe.json``: the TE version read is the targeted one;
-  the layer class and every layer kwarg exist; the autocast function exists, is not deprecated
-  in that version, and takes ``enabled`` and the recipe keyword; the recipe class exists, every
-  recipe kwarg is one of its fields (``DelayedScaling`` silently ignores unknown names), and
-  the recipe constructs (pydantic validates types, literals and the no-pure-E5M2 rule).
-* ``check_worker_source(path)`` -- every ``te.X`` the worker names is exported by
-  ``transformer_engine.pytorch``, every ``te.X(...)`` call and every ``super().__init__(...)``
-  of a ``te.X`` subclass uses parameters of ``X`` and gives its required ones, and every name
-  imported from ``transformer_engine.common.recipe`` exists.
-* ``check_timm_block_fn(path)`` -- the worker's TE block takes the keywords timm's
-  ``VisionTransformer`` really passes to ``block_fn`` (timm's source, read the same way).
-* ``TeSource.fp8_dims()`` -- the FP8 GEMM shape rule read from ``assert_dim_for_fp8_exec``.
+TE does not import without CUDA, but its pure-python meta wheel carries every
+``transformer_engine/pytorch/*.py``: found with ``importlib.util.find_spec`` (no ``__init__``
+run), read with ``ast``; only the recipe module is loaded, to construct the real recipe.
+``check_config`` (a plan's ``te_recipe.json``), ``check_worker_source`` (every ``te.X`` the
+worker uses and its parameters), ``check_timm_block_fn`` (the keywords timm passes to
+``block_fn``) and ``TeSource.fp8_dims`` (the FP8 GEMM shape rule) return ``Finding`` lists,
+empty when the real TE accepts it.
 """
 
 from __future__ import annotations

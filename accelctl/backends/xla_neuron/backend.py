@@ -1,29 +1,12 @@
 """xla_neuron: torch-xla on AWS Trainium (trn1) and Inferentia2 (inf2) NeuronCores (seed 004).
 
-``torchrun --nproc_per_node=<NeuronCores>``: one process per NeuronCore (the catalog counts
-trn1/inf2 devices in NeuronCores).  In each process the worker joins the ``xla`` process group
-through torch-xla's ``xla://`` rendezvous, feeds batches through ``MpDeviceLoader`` and steps
-with ``xm.optimizer_step`` (which all-reduces the gradients: no DDP wrapper).  Worker side:
-``accelctl.worker.devices.XlaAdapter`` and ``accelctl.worker.xla_extras``.
-
-The environment is data (``NEURON_ENV``), each entry with its source:
-
-* ``PJRT_DEVICE=NEURON`` -- torch-xla 2.9 picks the PJRT plugin by this name
-  (``torch_xla/runtime.py``; it would also default to NEURON when libneuronxla is found).
-* ``NEURON_CC_FLAGS=--auto-cast=none`` -- by default neuronx-cc casts FP32 matmuls to BF16;
-  with it off, bf16 comes only from ``torch.autocast("xla", bfloat16)`` around the forward (the
-  Neuron guide "Migration From XLA_USE_BF16/XLA_DOWNCAST_BF16"), and fp32 stays fp32.
-* ``NEURON_COMPILE_CACHE_URL`` -- the Neuron persistent cache (default
-  ``/var/tmp/neuron-compile-cache``); the pre-compilation and the measured run must share it.
-* never ``XLA_USE_BF16`` / ``XLA_DOWNCAST_BF16`` (deprecated after torch-xla 2.6, "convert your
-  model to bf16 directly"; dropped after Neuron 2.24), never ``NEURONCORE_NUM_DEVICES`` (for
-  xmp.spawn only) nor ``NEURON_RT_VISIBLE_CORES`` (torch-xla sets it from LOCAL_RANK under
-  torchrun, ``torch_xla/_internal/neuron.py``).
-
-With ``neuron_parallel_compile = on`` the plan first runs ``neuron_parallel_compile torchrun
-...`` on a short copy of the job (``job_precompile.json``: same graphs, few steps), which
-extracts the graphs and compiles them in parallel into the cache; the measured run then loads
-them.  Compilation is never part of step time: the worker reports its compile phase apart.
+``torchrun --nproc_per_node=<NeuronCores>``, one process per NeuronCore: the worker joins the
+``xla`` process group (``xla://``), feeds batches through ``MpDeviceLoader`` and steps with
+``xm.optimizer_step`` (which all-reduces the gradients; no DDP).  Worker side:
+``accelctl.worker.devices.XlaAdapter`` and ``accelctl.worker.xla_extras``.  The environment is
+data (``NEURON_ENV``, ``FORBIDDEN_ENV``), each entry with its source.  With
+``neuron_parallel_compile = on`` a short copy of the job (``PRECOMPILE_JOB``) fills the compile
+cache first; compilation is never part of step time.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Check xla_neuron plans and the worker's torch-xla code against torch-xla's own source.
 
-torch-xla 2.9 runs only on exactly torch 2.9.0 (a 4 GB CUDA build from PyPI), so it is not in
-the development environment.  Its python source is read instead, with ``ast``, from any of:
-
-* a git clone at a release tag (``GitSource``: ``git show v2.9.0:torch_xla/...``),
-* a wheel (``WheelSource``: ``pip download --no-deps torch-xla==2.9.0``, 80 MB),
-* an installed package (``DirSource``: the folder holding ``torch_xla/``).
-
-``api_table(source)`` condenses what the worker may use into a small JSON-able table: the
-public names of a few modules with their parameters, the environment variable names of
-``torch_xla/core/xla_env_vars.py``, the deprecated variables (``torch_xla/csrc/dtype.cpp``,
-``torch_xla/__init__.py``), the PJRT device names ``runtime.py`` sets, and the process-group
-backends and rendezvous schemes ``distributed/xla_backend.py`` registers.  A table built
-from the v2.9.0 tag ships in ``data/`` (with its commit); ``accelctl plan --check`` and the
-tests check against it, and the tests rebuild it from a real source when one is at hand
-(``ACCELCTL_TORCH_XLA_SOURCE``).
+torch-xla 2.9 runs only on exactly torch 2.9.0, so it is not in the development environment;
+its python source is read with ``ast`` from a git tag (``GitSource``), a wheel (``WheelSource``)
+or an installed package (``DirSource``).  ``api_table(source)`` condenses what the worker may use
+(public names and parameters, environment variables, deprecated ones, PJRT devices, process-group
+backends) into a JSON table; one built from v2.9.0 ships in ``data/``, and the tests rebuild it
+where ``ACCELCTL_TORCH_XLA_SOURCE`` names a source.
 
 ``python -m accelctl.backends.xla_neuron.check GIT_DIR TAG`` (or ``WHEEL`` / ``DIR``) prints a table.
 """
@@ -434,7 +425,7 @@ print(json.dumps(out))
 
 
 #: (python, the names) -> what ``_imported`` found: ``plan --check`` of several Neuron targets
-#: imports torch-xla once (~4 s of CPU each time), not once per target
+#: imports torch-xla once (seconds of CPU each time), not once per target
 _IMPORTED: dict[tuple[str, tuple[str, ...]], dict] = {}
 
 

@@ -1,21 +1,11 @@
 """A Neuron plan rehearsed on torch-xla's CPU device (``PJRT_DEVICE=CPU``), in ``.venv-xla``.
 
-The ordinary rehearsal (``accelctl run --rehearse``) moves a target onto the host's eager CPU
-adapter.  This one keeps the Neuron plan's *device path*: the worker's ``xla`` adapter
-(``torch_xla.device()``, ``MpDeviceLoader`` with the plan's loader workers,
-``xm.optimizer_step``, ``torch_xla.sync()``, torch-xla's compile metrics), the plan's launch
-environment where it means something on a CPU, and a compile cache directory; only the PJRT
-device (CPU for NEURON) and the model (the rehearsal's stand-in) differ.  One process: torchrun
-plus the ``xla`` process group on PJRT CPU runs but does not communicate (each process is its
-own world of one, measured in LAB.md), so several processes would prove nothing.
-
-torch-xla 2.9 needs exactly torch 2.9.0, so it runs from its own venv (``scripts/setup-xla.sh``
--> ``.venv-xla``) as ``.venv-xla/bin/python -m accelctl.worker JOB.json`` with the repository on
-``PYTHONPATH`` (the worker imports only contract, errors, hostinfo and spec.types/models).
-
-``accelctl run/plan --rehearse`` of a Neuron target takes this path (``rehearsal_plan``) when
-that venv is complete (its marker file: nothing is imported to find out, so planning stays
-free of torch), else the plain CPU rehearsal with a warning saying so (``unavailable``).
+Unlike the plain rehearsal (the host's eager CPU adapter) this keeps the plan's device path: the
+worker's ``xla`` adapter, ``MpDeviceLoader``, ``xm.optimizer_step``, compile metrics, the launch
+environment and a compile cache; only the PJRT device and the model (the stand-in) differ.  One
+process: several on PJRT CPU do not communicate (LAB.md), so they would prove nothing.
+``--rehearse`` of a Neuron target takes this path when ``.venv-xla`` is complete (its marker
+file; nothing imported), else the plain rehearsal with a warning.
 """
 
 from __future__ import annotations
@@ -89,8 +79,7 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
     if not venv_has(library):
         return unavailable(stand_in, library)
     # the plain rehearsal's threads per process: more OpenMP threads in the parent than one
-    # hang the forked loader workers at their first batch (measured: 2 threads on 2 cores,
-    # stuck 10 min in warm-up step 1; libgomp's pool does not survive fork)
+    # hang the forked loader workers at their first batch (libgomp's pool does not survive fork)
     job, env = rehearsal(neuron, stand_in.job, RUN_DIR)
     job = dataclasses.replace(job, events_dir="")  # the job is data, no placeholder: the runner fills it per run
     version = torch_xla_version()

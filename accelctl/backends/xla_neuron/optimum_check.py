@@ -1,17 +1,10 @@
 """Check a Neuron plan that runs optimum-neuron's programs against optimum-neuron's own
-interfaces: the table read from its 0.4.5 wheel (``optimum_table``), turned back into parsers.
+interfaces: the table read from its wheel (``optimum_table``), turned back into parsers.
 
-* ``optimum-cli export neuron``: an ``argparse`` parser built from ``parse_args_neuronx``'s
-  recorded ``add_argument`` calls (option strings, dest, type, choices, required) parses the
-  plan's words; the instance type is one optimum-neuron compiles for; no flag the exporter
-  drops for NxD decoders (``--auto_cast_type``...) is passed as if it did something.
-* ``finetune_llama.py``: every ``--flag`` is a field of ``NeuronTrainingArguments`` or of the
-  script's ``ScriptArguments`` (HfArgumentParser's parser: booleans take true/false, integers
-  an int), and tp x pp divides the processes torchrun starts.
-* ``generation.py``: its recorded argparse flags parse the words; its model is the export.
-
-optimum-neuron does not import here (it needs the Neuron SDK): this is its source's
-interface, not a run of it, and the result says which table it used.
+``optimum-cli export neuron`` (its recorded argparse table; the instance type; no flag the
+exporter drops for NxD decoders), ``finetune_llama.py`` (fields of ``NeuronTrainingArguments``
+and the script's arguments; tp x pp divides the processes) and ``generation.py`` (its recorded
+flags).  optimum-neuron does not import here: this checks its source's interface, not a run.
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """xla_neuron through optimum-neuron: tensor-parallel training and ``generate`` on trn1/inf2.
 
-accelctl's own worker trains on NeuronCores data parallel (``backend.py``).  What splits a
-model over NeuronCores is neuronx-distributed, reached through optimum-neuron's own models
-(``accelctl.backends.xla_neuron.optimum_table``: what optimum-neuron 0.4.5 has, read from
-its wheel), so these targets run optimum-neuron's programs:
-
-training -- ``zero(stage = 1, tp = N, pp = P)``, ``tensor(tp = N)``, ``pipeline(pp = N)``
-    ``torchrun --nproc_per_node=CORES finetune_llama.py`` (optimum-neuron's
-    ``examples/training/llama``, as its ``finetune_llama.sh`` runs it) with
-    ``NeuronTrainingArguments``' ``--tensor_parallel_size N --pipeline_parallel_size P`` and
-    ``--zero_1`` (true for ``zero(stage = 1)``: the optimizer state sharded over the
-    data-parallel ranks; false for ``tensor``/``pipeline``: replicated).  neuronx-distributed
-    shards every linear of the blocks, the embeddings and the LM head over tp (column/row
-    parallel, vocabulary parallel), replicates key/value heads up to tp
-    (``kv_size_multiplier``) and runs sequence parallel between them.
-generate -- ``parallel = tensor(tp = N)`` (or none: one NeuronCore)
-    ``optimum-cli export neuron --model M --task text-generation --instance_type inf2
-    --batch_size B --sequence_length S --tensor_parallel_size N {run_dir}/neuron_model``, then
-    optimum-neuron's ``examples/inference/text-generation/generation.py`` on the export.
-    The NxD decoders pad query heads to a multiple of tp and replicate key/value heads
-    (``get_shardable_head_counts``), so any tp works.  They are compiled in the checkpoint's
-    own dtype (``config.json`` ``torch_dtype``): the exporter drops ``--auto_cast_type`` for
-    them (``maybe_export_from_neuron_model_class``), so the plan passes none.
-
-``{optimum_neuron}`` stands for an optimum-neuron checkout (``$OPTIMUM_NEURON_DIR``): the
-wheel does not ship ``examples/``.
+accelctl's worker trains data parallel (``backend.py``); splitting a model over NeuronCores is
+neuronx-distributed's, reached through optimum-neuron's programs (``optimum_table``):
+training (``zero(stage = 1, tp, pp)``, ``tensor``, ``pipeline``) runs ``torchrun finetune_llama.py``
+with its tp / pp / ``--zero_1`` flags; generate (``tensor(tp = N)`` or none) runs ``optimum-cli
+export neuron`` (compiled in the checkpoint's dtype), then ``generation.py`` on the export.
+``{optimum_neuron}`` is an optimum-neuron checkout (``$OPTIMUM_NEURON_DIR``): the wheel has no
+``examples/``.  Details: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """optimum-neuron's interfaces the Neuron plans use, read with ``ast`` from its wheel.
 
-optimum-neuron 0.4.5 pins transformers 4.57 and imports neuronx-distributed and the Neuron
-compiler at import time, so it does not import here.  Its python source is read instead
-(``WheelSource`` of ``accelctl.backends.xla_neuron.check``, ``pip download --no-deps
-optimum-neuron==0.4.5``) into a small table:
-
-* ``export``: the flags of ``optimum-cli export neuron`` (``optimum/commands/export/neuronx.py``
-  ``parse_args_neuronx``): option strings, dest, default, choices, type;
-* ``training_args``: the fields of ``NeuronTrainingArguments`` (``optimum/neuron/trainers/
-  training_args.py``, a dataclass of its own) with their defaults;
-* ``inference`` / ``training``: the model types optimum-neuron registers a Neuron class for,
-  per task (``register_neuron_model_for_inference`` decorators in ``models/inference/
-  auto_models.py``; ``register_neuron_model_for_training`` calls in ``models/training/``);
-* ``dropped_export_kwargs``: the export keywords ``maybe_export_from_neuron_model_class``
-  pops for the registered (NxD) decoders: ``--auto_cast_type`` does not reach them, their
-  dtype is the checkpoint's ``config.json`` ``torch_dtype``.
-
-The example scripts the plans run live in the repository, not the wheel: their arguments are
-recorded beside the table (``examples``), each with the commit they were read at.
+optimum-neuron imports neuronx-distributed and the Neuron compiler at import time, so its source
+is read instead (``WheelSource``) into a small table: ``export`` (the flags of ``optimum-cli
+export neuron``), ``training_args`` (``NeuronTrainingArguments``' fields), ``inference`` /
+``training`` (the model types registered per task), ``dropped_export_kwargs`` (what the exporter
+pops for NxD decoders), and ``examples`` (the example scripts' arguments, with their commit).
 ``python -m accelctl.backends.xla_neuron.optimum_table WHEEL > data/optimum_neuron-0.4.5.json``
-rebuilds the table (the examples part is kept from the stored file).
+rebuilds it (the examples part is kept from the stored file).
 """
 
 from __future__ import annotations

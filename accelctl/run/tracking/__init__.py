@@ -1,21 +1,12 @@
 """Live logging of a run to experiment trackers, from the runner (``track { ... }``).
 
-A workload's ``track { mlflow = "URI"  wandb = "project"  experiment = "name"  tensorboard =
-on }`` reaches the plan as ``Plan.tracking`` (``accelctl.plan.tracking``: paths made
-absolute, the experiment named).  ``launch`` (``accelctl.run.runner``) then
-
-1. refuses to start when a tracker's library cannot be imported here (``check_available``:
-   E594, never a silent skip);
-2. makes a ``TrackingSink`` (``start_tracking``) that gets every event the runner reads
-   from the workers -- the worker itself logs nothing: no tracker on its hot path;
-3. at the end, after ``summary.json`` is written, has it log the summary's figures, the
-   run folder's ``summary.json``, ``plan.json`` and ``workload.wl`` and the final status
-   (MLflow FINISHED / FAILED / KILLED for ok / failed / stopped), then records in
-   ``summary.json`` where the run went (``tracking``) and any tracker's failure (``warnings``).
-
-Modules: ``fields`` (the params / metrics / tags mapping, shared with ``accelctl report
---mlflow/--wandb``), ``mlflow_store`` (URI, experiment, runs of an accelctl run; shared with
-the export), ``backends`` (MLflow, W&B offline, TensorBoard), ``sink`` (queue and thread).
+A workload's ``track`` block reaches the plan as ``Plan.tracking`` (``accelctl.plan.tracking``).
+``launch`` refuses to start when a tracker's library cannot be imported (``check_available``:
+E594, never a silent skip), makes a ``TrackingSink`` (``start_tracking``) fed every event the
+runner reads -- the worker logs nothing: no tracker on its hot path -- and, once ``summary.json``
+is written, has it log the summary, artifacts and final status, then records where the run went
+(``tracking``) and any tracker's failure (``warnings``).  Modules: ``fields`` (shared with
+``accelctl report``), ``mlflow_store``, ``backends``, ``sink``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The trackers the runner logs to live (``track { ... }``), each through its own library,
 each called only from the tracking thread (``accelctl.run.tracking.sink``).
 
-A backend has ``start(info)`` (open the run: ``info`` is a ``RunInfo``), ``params(dict)``
-(typed: ``fields.run_params``), ``steps([(step, wall time s, [(tag, value)])])`` (a batch, in
-order) and ``finish(summary, run_dir)`` (headline figures, artifacts, final status, close).
-What each writes is ``accelctl.run.tracking.writers``, which the exports use too.  Any of them
-may raise: the sink then reports that tracker once and stops calling it.
-
-* ``MlflowLive``: ``MlflowClient`` on the workload's URI (``mlflow_store``); the MLflow run is
-  named after the accelctl run and tagged with its id, so ``accelctl report --mlflow`` finds
-  it again (and skips it while the summary is unchanged); an earlier MLflow run of the same
-  accelctl run (a resumed run) is deleted first, as the export does.
-* ``WandbLive``: ``wandb.init(mode="offline")`` under ``$WANDB_DIR``, else the run folder;
-  the W&B run id is derived from the accelctl run id (``fields.wandb_run_id``).
-* ``TensorboardLive``: TensorBoard's own ``EventFileWriter`` into ``<run folder>/tensorboard``.
+A backend has ``start(info)``, ``params(dict)``, ``steps(batch)`` and ``finish(summary, run_dir)``;
+what each writes is ``accelctl.run.tracking.writers``, shared with the exports.  Any may raise: the
+sink then reports that tracker once and stops calling it.  ``MlflowLive`` (the MLflow run named and
+tagged after the accelctl run, an earlier one of the same run deleted first), ``WandbLive``
+(offline, its id derived from the run id) and ``TensorboardLive`` (``<run folder>/tensorboard``).
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """What an experiment tracker (MLflow, W&B, TensorBoard) is given of a run, as plain data:
-one mapping shared by the exports of stored runs (``accelctl report --mlflow/--wandb/
---tensorboard``, ``accelctl.report.tracking``) and the runner's live logging
-(``accelctl.run.tracking``), so a run logged live and the same run exported later are the
-same run in the tracker.  Names follow HF Trainer's and Lightning's loggers:
+one mapping shared by the exports of stored runs (``accelctl.report.tracking``) and the
+runner's live logging (``accelctl.run.tracking``), so both give the tracker the same run.
 
-* per-step figures (``accelctl.analysis.scalars``): one metric set per task kind --
-  ``train/*`` (pretrain, finetune), ``eval/*`` (inference), ``gen/*`` (generation) --
-  with the phase as its own figure (``train/phase``: 0 warm-up, 1 measured), never
-  ``warmup/loss`` beside ``measure/loss``; the x-axis is ``<prefix>/global_step``,
-  accelctl's step number (from 1), which W&B gets as its ``define_metric`` step.
-* ``run_params``: every hyperparameter -- optimizer, lr, weight decay, gradient clipping,
-  seed, batch (micro, accumulation, global), precision, the parallel layout -- and the
-  model's dimensions, typed (numbers as numbers; MLflow, which stores text, gets
-  ``mlflow_params``), plus where it ran and the run id.
-* ``headline_metrics``: a handful of summary figures (``summary/throughput``, the median
-  of the measured steps as every surface shows it, step time median / p90 / mean and the
-  mean's 95 % interval, MFU, peak memory, last loss...); everything else is ``summary.json``, logged as an artifact.
-* tags: the accelctl run id (``RUN_ID_TAG``, which finds the run again: logging is
-  idempotent), its status and the summary's fingerprint (``SUMMARY_TAG``).
-* ``MLFLOW_STATUS``: the run's status as an MLflow run status.
+Names follow HF Trainer's and Lightning's loggers: per-step figures under one prefix per task
+kind (``train/*``, ``eval/*``, ``gen/*``; the phase a figure of its own, the x-axis
+``<prefix>/global_step``), typed ``run_params`` (``mlflow_params`` for MLflow's text),
+``headline_metrics`` (a handful of summary figures; the rest is ``summary.json``, an artifact),
+the tags ``RUN_ID_TAG`` and ``SUMMARY_TAG`` that make logging idempotent, and ``MLFLOW_STATUS``.
 """
 
 from __future__ import annotations

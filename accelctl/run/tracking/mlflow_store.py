@@ -1,15 +1,9 @@
 """An MLflow tracking store as accelctl uses it, through MLflow's own client
-(``mlflow.tracking.MlflowClient``, from ``mlflow-skinny``): shared by the export of stored
-runs (``accelctl.report.mlflow_export``) and the runner's live logging
-(``accelctl.run.tracking.backends``).  MLflow is imported by the callers, never at import.
-
-* ``resolve_uri``: (tracking URI, local artifact root) -- ``URI``, else
-  ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<cwd>/mlruns/mlflow.db``; a scheme-less URI is a
-  folder that gets that layout; an sqlite store keeps its artifacts in ``artifacts/`` beside
-  the database.  sqlite, not ``file:``: MLflow 3 deprecates the file store, and one database
-  file takes concurrent writers safely.
-* ``experiment_id``: the experiment of that name, created (or restored) where needed.
-* ``runs_of``: the MLflow runs of one accelctl run (found by its ``accelctl.run_id`` tag).
+(``mlflow.tracking.MlflowClient``): shared by the export of stored runs
+(``accelctl.report.mlflow_export``) and the runner's live logging; MLflow is imported by the
+callers, never at import.  ``resolve_uri`` (``URI``, else ``$MLFLOW_TRACKING_URI``, else sqlite in
+``./mlruns``: MLflow 3 deprecates the file store, and one database file takes concurrent writers),
+``experiment_id`` (created or restored where needed), ``runs_of`` (by the ``accelctl.run_id`` tag).
 """
 
 from __future__ import annotations

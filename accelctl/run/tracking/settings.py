@@ -1,16 +1,11 @@
 """The tracker settings of the command line and the environment, checked before anything is
-logged or run: ``accelctl run --mlflow/--wandb/--tensorboard`` (``accelctl.cli_track``) and
-``accelctl report --mlflow/--wandb/--tensorboard`` share them.
+logged or run: ``--mlflow/--wandb/--tensorboard`` of ``accelctl run`` and ``accelctl report``.
 
-Defaults, as the trackers' own tools read them: ``--mlflow`` without URI takes
-``$MLFLOW_TRACKING_URI``, else sqlite in ``./mlruns``; ``WANDB_MODE=disabled`` turns W&B off,
-``offline``/``dryrun`` or unset log offline, ``online`` is refused (accelctl logs W&B offline
-only: ``wandb sync`` uploads).  A setting the trackers refuse -- a library this Python cannot
-import, a URI MLflow will not open (``file:`` stores are refused by MLflow 3), a ``WANDB_*``
-variable wandb cannot parse (an empty ``WANDB_SILENT=``), a folder that cannot be made -- is a
-usage error (exit 2) naming the setting: never a traceback nor "a bug in accelctl".  ``report``
-checks the places its exports write itself (``accelctl.report.exports``: a place that cannot be
-written is exit 1 there, naming the path and the errno).
+Defaults are the trackers' own (``$MLFLOW_TRACKING_URI``, else sqlite in ``./mlruns``;
+``WANDB_MODE``, ``online`` refused: accelctl logs W&B offline, ``wandb sync`` uploads).  A setting
+the trackers refuse (a library missing, a URI MLflow will not open, a ``WANDB_*`` value wandb
+cannot parse, a folder that cannot be made) is a usage error (exit 2) naming the setting, never a
+traceback.  ``report`` checks the places its exports write itself (``accelctl.report.exports``).
 """
 
 from __future__ import annotations

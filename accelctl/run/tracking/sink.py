@@ -1,21 +1,12 @@
 """The live tracking sink: the runner's events to experiment trackers, off the run's path.
 
-``TrackingSink.on_event`` runs on the runner's supervisor thread and only does dictionary
-work: it folds each rank's ``StepMetrics`` into the step's straggler time
-(``accelctl.analysis.stats.fold_step_time``) and, once every rank reported a step (or at the
-end), queues rank 0's figures of it (``accelctl.analysis.scalars.step_scalars``: the names
-and values of the exports).  A daemon thread takes what is queued in batches and hands it to
-each backend (``accelctl.run.tracking.backends``); nothing the trackers do -- importing
-MLflow, opening a database, a slow server -- runs on the supervisor thread, and the worker
-processes never see any of it.
-
-Failures: a backend that raises (a store that cannot be opened, a server that went away) is
-reported once, as a warning that ``summary.json`` records (``warnings``), and is not called
-again; a queue that fills up (``QUEUE_MAX`` items: a tracker far behind) drops further steps
-with one warning.  ``finish(summary, run_dir)`` gives the thread the summary (headline
-figures, artifacts, status) and waits at most ``finish_timeout_s``; a tracker still busy then
-is left behind with a warning.  The run's status is never changed by tracking: its run folder
-is the record, and ``accelctl report --mlflow/--wandb`` can log it again later.
+``TrackingSink.on_event`` runs on the supervisor thread and only does dictionary work: it folds
+each rank's ``StepMetrics`` into the step's straggler time and, once every rank reported a step,
+queues rank 0's figures.  A daemon thread hands the queue in batches to each backend, so nothing a
+tracker does runs on the supervisor thread or in the workers.  A backend that raises is reported
+once (a ``summary.json`` warning) and not called again; a full queue (``QUEUE_MAX``) drops steps
+with one warning; ``finish`` waits at most ``finish_timeout_s``.  Tracking never changes a run's
+status: the run folder is the record, and ``accelctl report`` can log it again.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """How a run is written into each tracker, through the tracker's own library: one code path
 for the runner's live logging (``accelctl.run.tracking.backends``) and the exports of stored
-runs (``accelctl.report.mlflow_export``, ``wandb_export``, ``tensorboard``), so both give
-the tracker the same run.  The libraries are imported by these functions, never at import.
+runs (``accelctl.report``), so both give the tracker the same run.  The libraries are imported
+by these functions, never at import.
 
-* W&B (offline only): ``wandb_open`` -- ``wandb.init(mode="offline")`` with the typed config,
-  ``define_metric`` of ``<prefix>/global_step`` and every ``<prefix>/*`` figure stepped on it
-  (HF Trainer's ``WandbCallback`` does the same); ``wandb_finish`` -- the headline figures into
-  the run's summary, ``summary.json`` saved with the run (the rest of the figures), exit code.
-* TensorBoard: ``tb_scalars`` (one ``Event`` of ``simple_value`` scalars) and ``tb_hparams``
-  (the HPARAMS plugin's experiment / session-start / session-end protos, as Lightning's and
-  torch's ``add_hparams`` write them; no TensorFlow needed).
-* MLflow: ``mlflow_params`` / ``mlflow_metrics`` in MLflow's batch sizes.
+W&B (offline only): ``wandb_open`` / ``wandb_finish``, every figure stepped on
+``<prefix>/global_step`` as HF Trainer does; TensorBoard: ``tb_scalars`` and ``tb_hparams`` (the
+HPARAMS plugin's protos, no TensorFlow needed); MLflow: ``mlflow_params`` / ``mlflow_metrics`` in
+MLflow's batch sizes.
 """
 
 from __future__ import annotations
