@@ -4,7 +4,7 @@ Each stack is probed in its own short-lived interpreter, so a stack that aborts 
 import (a CUDA build without a GPU, a half-installed vendor plugin) cannot take the
 doctor down; a probe reports what it found or the exact error.  Which probes run is the
 plug-ins' knowledge: each device family names the probes of its stack
-(``accelctl.contract.devices``), each backend carries its tool's (``Backend.probes``).
+(``accelctl.families``), each backend carries its tool's (``Backend.probes``).
 
 ``accelctl doctor --calibrate`` measures the CPU's matmul ceiling once per thread count
 (``accelctl.worker.calibrate``, one interpreter per thread count, one after the other so
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from accelctl.contract.devices import FAMILIES, PROBES, present_adapters
+from accelctl.families import FAMILIES, PROBES, present_adapters
 from accelctl.hostinfo import cpu_count
 
 

@@ -1,7 +1,7 @@
 """Facts about this machine, found without importing any framework.
 
 Device files and tools on PATH (``first_sign``: the device families say which ones mean
-what, ``accelctl.contract.devices``), used to pick a default target (``accelctl run``
+what, ``accelctl.families``), used to pick a default target (``accelctl run``
 without ``--target``); ``accelctl doctor`` goes further and imports the stacks that are
 installed.  The CPU facts (model, native bf16/fp16) are torch-free so the planner,
 ``doctor`` and the worker share them.  Whether 16-bit precision is slow on a CPU is decided
@@ -24,7 +24,7 @@ from pathlib import Path
 def first_sign(device_files: tuple[str, ...] = (), tools: tuple[str, ...] = ()) -> str | None:
     """The first device file (glob pattern) that exists, else "<tool> on PATH" for the first
     tool found, else None.  Which files and tools mean which device family is the family
-    table's knowledge (``accelctl.contract.devices``), not this module's."""
+    table's knowledge (``accelctl.families``), not this module's."""
     for pattern in device_files:
         hits = sorted(glob.glob(pattern))
         if hits:

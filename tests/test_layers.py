@@ -14,12 +14,12 @@ PACKAGE = ROOT / "accelctl"
 
 #: where naming a backend or a device family/kind in a comparison is the point: the plug-ins
 #: themselves and the registry that maps names to them
-OWNERS = ("backends/", "engines/", "plan/registry.py", "contract/devices.py", "worker/devices.py",
+OWNERS = ("backends/", "engines/", "plan/registry.py", "families/", "worker/devices.py",
           "worker/strategy.py", "worker/plain_strategy.py")
 
 
 def _names() -> set[str]:
-    from accelctl.contract.devices import FAMILIES
+    from accelctl.families import FAMILIES
     from accelctl.plan.registry import BACKENDS
     from accelctl.spec.catalog import DEVICES
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from accelctl.contract.devices import FAMILIES
+from accelctl.families import FAMILIES
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.frozen import Value, value
 from accelctl.spec import param_count as P
 from accelctl.spec.catalog import DEVICES

@@ -7,7 +7,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from accelctl.contract.devices import FAMILIES
+from accelctl.families import FAMILIES
 from accelctl.contract.job import DeviceJob, WorkerJob
 from accelctl.contract import hostfacts
 from accelctl.plan.activations import hpu_lazy

@@ -4,7 +4,7 @@
 * ``named_target(spec, name)``: the target called ``name``, or a ``PlanError`` naming the
   targets there are;
 * ``pick_target(spec, name)``: the named target, else the first target whose device is
-  present on this machine (``accelctl.contract.devices.present_adapters``), else the host (``cpu``)
+  present on this machine (``accelctl.families.present_adapters``), else the host (``cpu``)
   target — with a sentence saying why.
 
 ``accelctl plan``/``run``, ``accelctl sweep``, the planner and the TUI's live run all
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from accelctl.errors import AccelctlError, Diagnostic, PlanError, Span, WorkloadError, attach_source, did_you_mean
-from accelctl.contract.devices import present_adapters
+from accelctl.families import present_adapters
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 

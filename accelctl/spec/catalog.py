@@ -33,7 +33,7 @@ class Device(Value):
     interconnect: str = ""
     #: the machine accelctl itself runs on: a plan may read its cores, memory and CPU flags;
     #: it runs the stand-ins, and is the only device a workload's data ``fallback`` applies
-    #: to (agrees with the family's ``accelctl.contract.devices.DeviceFamily.host``)
+    #: to (agrees with the family's ``accelctl.families.DeviceFamily.host``)
     host: bool = False
     #: its compiler can train convolutional models (the Neuron SDK cannot)
     trains_convolutions: bool = True

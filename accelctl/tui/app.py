@@ -265,7 +265,7 @@ class AccelctlApp(App):
     @cached_property
     def present_devices(self) -> dict[str, str]:
         """This machine's device families (``present_adapters``), probed once per app."""
-        from accelctl.contract.devices import present_adapters
+        from accelctl.families import present_adapters
 
         return present_adapters()
 

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from accelctl.contract.devices import FAMILIES
+from accelctl.families import FAMILIES
 from accelctl.contract.job import DeviceJob
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}

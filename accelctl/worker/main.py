@@ -21,7 +21,7 @@ import time
 import torch  # noqa: E402  (the worker is the child process: torch is what it is for)
 
 from accelctl.contract import envnames, supervision  # noqa: E402
-from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES  # noqa: E402
+from accelctl.families import FAMILIES as DEVICE_FAMILIES  # noqa: E402
 from accelctl.contract.events import PhaseChanged, RunFinished  # noqa: E402
 from accelctl.contract.job import WorkerJob, read_queue  # noqa: E402
 from accelctl.worker import envinfo, precision  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 
 #: Dynamo's timer around one frame's compilation (tracing, AOT autograd and inductor)
 COMPILE_TIMER = "_compile.compile_inner"

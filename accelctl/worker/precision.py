@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from accelctl.contract.devices import FAMILIES
+from accelctl.families import FAMILIES
 from accelctl.hostinfo import cpu_precision_warning
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

@@ -14,7 +14,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from accelctl.contract.devices import FAMILIES as DEVICE_FAMILIES
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.worker import data, float8, models, optimize, te_layers
 from accelctl.worker.checkpoint import Checkpointer, CountedBatches
 from accelctl.worker.context import NonFiniteLoss, RunContext

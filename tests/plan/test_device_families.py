@@ -1,5 +1,5 @@
 """Each device family owns its slice: detection, doctor probes, comm backend, host-ness,
-OpenMP's idle policy and its worker adapter -- one row of ``accelctl.contract.devices``."""
+OpenMP's idle policy and its worker adapter -- one row of ``accelctl.families``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from accelctl.api import check, parse, plan
 from accelctl.backends.base import process_env
-from accelctl.contract.devices import FAMILIES, PROBES, Detection, present_adapters
+from accelctl.families import FAMILIES, PROBES, Detection, present_adapters
 from accelctl.contract.job import DeviceJob
 from accelctl.spec.catalog import DEVICES
 

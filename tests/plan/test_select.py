@@ -14,7 +14,7 @@ from accelctl.api import (
     plan,
     select_workloads,
 )
-from accelctl.contract.devices import present_adapters
+from accelctl.families import present_adapters
 
 WL = """
 workload tiny {

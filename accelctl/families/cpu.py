@@ -1,0 +1,21 @@
+"""The host CPU: gloo between ranks, always present.  It owns the ``torch`` probe, which the
+families running PyTorch's own device API name too."""
+
+from __future__ import annotations
+
+from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
+
+# OMP_WAIT_POLICY=PASSIVE: spinning idle threads slowed generation on a small machine
+# (docs/internals/run-and-engines.md)
+FAMILY = DeviceFamily("cpu", "gloo", "PyTorch", f"{WORKER_DEVICES}:CpuAdapter", Detection(always=True),
+                      probes=("torch",), host=True, idle_threads_sleep=True, fused_sdpa=True)
+
+#: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
+PROBES = {
+    "torch": (
+        "import json, torch\n"
+        "print(json.dumps({'version': torch.__version__, 'cuda_build': torch.version.cuda,"
+        " 'cuda_available': torch.cuda.is_available(), 'devices': torch.cuda.device_count(),"
+        " 'threads': torch.get_num_threads()}))"
+    ),
+}

@@ -1,0 +1,18 @@
+"""Habana Gaudi through SynapseAI's PyTorch bridge: HCCL between ranks, found by
+``/dev/accel/accel*`` or ``hl-smi``."""
+
+from __future__ import annotations
+
+from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
+
+FAMILY = DeviceFamily("hpu", "hccl", "Habana SynapseAI's PyTorch bridge (habana_frameworks.torch)",
+                      f"{WORKER_DEVICES}:HpuAdapter",
+                      Detection(device_files=("/dev/accel/accel*",), tools=("hl-smi",)), probes=("habana",))
+
+#: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
+PROBES = {
+    "habana": (
+        "import json\nimport habana_frameworks.torch.hpu as hpu\n"
+        "print(json.dumps({'available': hpu.is_available(), 'devices': hpu.device_count()}))"
+    ),
+}

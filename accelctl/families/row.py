@@ -1,0 +1,49 @@
+"""The row a device family fills in: everything accelctl knows about one runtime (the family a
+device kind belongs to, ``accelctl.spec.catalog.Device.adapter``).  Pure data: nothing here
+imports a framework or the worker, whose adapter is named as a lazy ``"module:Class"`` path."""
+
+from __future__ import annotations
+
+from accelctl.frozen import Value, value
+from accelctl.hostinfo import first_sign
+
+#: the module of the worker's device adapters
+WORKER_DEVICES = "accelctl.worker.devices"
+
+
+@value
+class Detection(Value):
+    """Signs that a machine has a family's devices: device files (glob patterns) or a vendor
+    tool on PATH; the first sign found is reported as how we know."""
+
+    device_files: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    #: present everywhere (the host CPU)
+    always: bool = False
+
+    def found(self) -> str | None:
+        if self.always:
+            return "always"
+        return first_sign(self.device_files, self.tools)
+
+
+@value
+class DeviceFamily(Value):
+    name: str
+    #: torch.distributed backend its ranks join
+    comm: str
+    #: the stack it needs in the worker, for messages
+    stack: str
+    #: the worker adapter class, imported lazily by the worker
+    worker_adapter: str
+    detect: Detection
+    #: names of the ``accelctl doctor`` probes (``accelctl.families.PROBES``) that tell whether
+    #: its stack works here
+    probes: tuple[str, ...]
+    #: its device is the machine accelctl runs on
+    host: bool = False
+    #: OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``)
+    idle_threads_sleep: bool = False
+    #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
+    #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
+    fused_sdpa: bool = False
