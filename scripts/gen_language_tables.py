@@ -21,6 +21,7 @@ from accelctl.errors import WorkloadError
 from accelctl.spec import schema as S
 from accelctl.spec import types as T
 from accelctl.spec.check import check_all
+from accelctl.spec.stack import SDKS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "language.md"
@@ -357,7 +358,7 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
     ("E235", "`checkpoint` on a generate/infer task", "workload w { task generate { max_new_tokens = 5 } "
                                                       "model bloom()\n  checkpoint { every = 5 steps } }", "file"),
     ("E236", "`checkpoint` without `every`", "checkpoint { keep = 3 }", "line"),
-    ("E240", "`stack`: an SDK accelctl does not know (synapseai, neuron, cuda), not written as `name(\"VERSION\")`, "
+    ("E240", f"`stack`: an SDK accelctl does not know ({', '.join(SDKS)}), not written as `name(\"VERSION\")`, "
              "or one the target's device does not run", 'target a { device = a100  stack { sdk = synapseai("1.8.0") } }',
      "line"),
     ("E241", "`stack`: a package accelctl does not know in `packages { }`, or both `deepspeed` and `habana-deepspeed`",

@@ -44,6 +44,11 @@ class DeviceFamily(Value):
     host: bool = False
     #: OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``)
     idle_threads_sleep: bool = False
+    #: the SDK a workload pins for it, ``stack { sdk = NAME("VERSION") }`` ("" = none), and its title
+    sdk: str = ""
+    sdk_title: str = ""
+    #: target options only this family's devices take (elsewhere E505)
+    options: tuple[str, ...] = ()
     #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
     #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
     fused_sdpa: bool = False

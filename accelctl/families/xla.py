@@ -7,7 +7,8 @@ from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
 
 FAMILY = DeviceFamily("xla", "xla", "torch-xla (and torch-neuronx on Trainium/Inferentia)",
                       f"{WORKER_DEVICES}:XlaAdapter", Detection(device_files=("/dev/neuron*",)),
-                      probes=("torch_xla", "neuron"))
+                      probes=("torch_xla", "neuron"), sdk="neuron", sdk_title="Neuron SDK",
+                      options=("neuron_parallel_compile", "xla_use_bf16"))
 
 #: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
 PROBES = {

@@ -15,17 +15,14 @@ from typing import Any
 
 from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.check_common import items_by_key
 from accelctl.spec.types import StackSpec
 
-#: SDK -> (how a plan names it, the device adapter that runs it)
-SDKS: dict[str, tuple[str, str]] = {
-    "synapseai": ("SynapseAI", "hpu"),
-    "neuron": ("Neuron SDK", "xla"),
-    "cuda": ("CUDA", "cuda"),
-}
+#: SDK -> (how a plan names it, the device family that runs it), from the families' rows
+SDKS: dict[str, tuple[str, str]] = {f.sdk: (f.sdk_title, f.name) for f in DEVICE_FAMILIES.values() if f.sdk}
 #: the packages a stack may pin (PyPI names, normalised: lower case, "-"), and what each is for;
 #: habana-deepspeed is Habana's DeepSpeed fork, installed from its git tag
 PACKAGES: dict[str, str] = {

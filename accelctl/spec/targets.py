@@ -11,6 +11,7 @@ from typing import Any
 
 from accelctl.dsl import ast
 from accelctl.errors import Span, did_you_mean
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.hostinfo import CPU_16BIT_HINT
 from accelctl.spec import parallel_rules
 from accelctl.spec import schema as S
@@ -33,6 +34,9 @@ from accelctl.spec.types import (
     TaskSpec,
 )
 from accelctl.spec.values import Ctx
+
+#: a target option that only one device family takes -> that family (from the families' rows)
+FAMILY_OF_OPTION: dict[str, str] = {opt: f.name for f in DEVICE_FAMILIES.values() for opt in f.options}
 
 FP8_DEVICES = tuple(d.name for d in DEVICES.values() if d.fp8)
 
@@ -269,8 +273,7 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
             "device", ast.Word(t.name, span))).span,
                   f"fp8 needs Transformer Engine on Hopper/Ada ({', '.join(d for d in FP8_DEVICES if not d.startswith('gaudi'))})"
                   f" or Gaudi2/Gaudi3; set precision = bf16 for target {t.name}")
-    for opt, adapter in (("hpu_graphs", "hpu"), ("lazy_mode", "hpu"), ("te_layers", "cuda"), ("te_version", "cuda"),
-                         ("neuron_parallel_compile", "xla"), ("pin_memory", "cuda"), ("xla_use_bf16", "xla")):
+    for opt, adapter in FAMILY_OF_OPTION.items():
         if t.options.get(opt) and dev.adapter != adapter:
             ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
                       f"remove {opt} from target {t.name}")

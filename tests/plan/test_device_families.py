@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from accelctl.api import check, parse, plan
+from accelctl.api import check, check_all, parse, plan
 from accelctl.backends.base import process_env
 from accelctl.families import FAMILIES, PROBES, Detection, present_adapters
 from accelctl.contract.job import DeviceJob
@@ -81,3 +81,33 @@ def test_openmp_idle_threads_sleep_where_the_family_says(family):
     assert env["OMP_NUM_THREADS"] == "2"
     assert ("OMP_WAIT_POLICY" in env) == FAMILIES[family].idle_threads_sleep
     assert env.get("OMP_WAIT_POLICY", "PASSIVE") == "PASSIVE"
+
+
+#: a value each family-only target option accepts (a new option in a row must be added here)
+OPTION_VALUES = {"hpu_graphs": "on", "lazy_mode": "on", "te_layers": "on", "pin_memory": "on",
+                 "neuron_parallel_compile": "on", "xla_use_bf16": "on", "te_version": '"2.20"'}
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES.values() if f.options], ids=lambda f: f.name)
+def test_a_familys_options_are_refused_on_any_other_familys_device_from_its_row(family):
+    """The check reads each family's options from its row: on another family's device each is
+    E505 naming this family; on its own, not."""
+    assert set(family.options) <= set(OPTION_VALUES), "give the new option a value in OPTION_VALUES"
+    own = next(d.name for d in DEVICES.values() if d.adapter == family.name)
+    other = next(d.name for d in DEVICES.values() if d.adapter != family.name and not d.host)
+    for opt in family.options:
+        extra = "  precision = bf16" if opt == "xla_use_bf16" else ""
+        for device, refused in ((own, False), (other, True)):
+            text = (f"workload w {{ task pretrain  model gpt2(layers = 2, hidden = 64, heads = 2)\n"
+                    f"  target t {{ device = {device}  {opt} = {OPTION_VALUES[opt]}{extra} }} }}")
+            found = [d for d in check_all(parse(text, "<f>"))[1] if d.code == "E505"]
+            assert bool(found) == refused, (opt, device, found)
+            if refused:
+                assert found[0].message == f"{opt} is for {family.name} devices, not {device}"
+
+
+def test_the_sdks_a_stack_may_pin_are_the_families():
+    from accelctl.spec.stack import SDKS
+
+    assert SDKS == {f.sdk: (f.sdk_title, f.name) for f in FAMILIES.values() if f.sdk}
+    assert set(SDKS) == {"cuda", "synapseai", "neuron"}
