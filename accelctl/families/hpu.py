@@ -8,7 +8,8 @@ from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
 FAMILY = DeviceFamily("hpu", "hccl", "Habana SynapseAI's PyTorch bridge (habana_frameworks.torch)",
                       f"{WORKER_DEVICES}:HpuAdapter",
                       Detection(device_files=("/dev/accel/accel*",), tools=("hl-smi",)), probes=("habana",),
-                      sdk="synapseai", sdk_title="SynapseAI", options=("hpu_graphs", "lazy_mode"))
+                      sdk="synapseai", sdk_title="SynapseAI", options=("hpu_graphs", "lazy_mode"),
+                      parallelisms=("fsdp", "tensor", "pipeline"))
 
 #: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
 PROBES = {

@@ -49,6 +49,10 @@ class DeviceFamily(Value):
     sdk_title: str = ""
     #: target options only this family's devices take (elsewhere E505)
     options: tuple[str, ...] = ()
+    #: the sharding strategies accelctl builds on it (of ``fsdp``, ``tensor``, ``pipeline``;
+    #: elsewhere refused at the parallel line, E520) and, by strategy, why one is not
+    parallelisms: tuple[str, ...] = ()
+    not_built: tuple[tuple[str, str], ...] = ()
     #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
     #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
     fused_sdpa: bool = False

@@ -8,7 +8,10 @@ from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
 FAMILY = DeviceFamily("xla", "xla", "torch-xla (and torch-neuronx on Trainium/Inferentia)",
                       f"{WORKER_DEVICES}:XlaAdapter", Detection(device_files=("/dev/neuron*",)),
                       probes=("torch_xla", "neuron"), sdk="neuron", sdk_title="Neuron SDK",
-                      options=("neuron_parallel_compile", "xla_use_bf16"))
+                      options=("neuron_parallel_compile", "xla_use_bf16"), parallelisms=("tensor", "pipeline"),
+                      not_built=(("fsdp", "Neuron shards through neuronx-distributed (optimum-neuron), not torch FSDP: "
+                                          "parallel = zero(stage = 1, tp = N) (ZeRO-1 over the data-parallel ranks, "
+                                          "tensor parallel inside each group of N NeuronCores)"),))
 
 #: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
 PROBES = {

@@ -17,6 +17,7 @@ from dataclasses import replace
 from accelctl.backends.base import Backend, refusal
 from accelctl.engines.base import Engine
 from accelctl.errors import Diagnostic
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec import plugins
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
@@ -78,14 +79,12 @@ BACKENDS: MutableMapping[str, Backend] = PluginTable(plugins.BACKENDS)
 ENGINES: MutableMapping[str, Engine] = PluginTable(plugins.ENGINES)
 
 
-#: parallel strategies built for some device families only: elsewhere refused at the parallel line.  The one table of them.
-BUILT_ON = {"fsdp": ("cpu", "cuda", "hpu"), "tensor": ("cpu", "cuda", "hpu", "xla"),
-            "pipeline": ("cpu", "cuda", "hpu", "xla")}
+#: parallel strategies built for some device families only (their rows' ``parallelisms``):
+#: elsewhere refused at the parallel line
 STRATEGY_NAMES = {"fsdp": "FSDP", "tensor": "tensor parallelism", "pipeline": "pipeline parallelism"}
+BUILT_ON = {s: tuple(f.name for f in DEVICE_FAMILIES.values() if s in f.parallelisms) for s in STRATEGY_NAMES}
 #: why a strategy is not built on a device family, where the stack itself says no
-NOT_ON = {("fsdp", "xla"): "Neuron shards through neuronx-distributed (optimum-neuron), not torch FSDP: "
-                           "parallel = zero(stage = 1, tp = N) (ZeRO-1 over the data-parallel ranks, tensor "
-                           "parallel inside each group of N NeuronCores)"}
+NOT_ON = {(s, f.name): why for f in DEVICE_FAMILIES.values() for s, why in f.not_built}
 
 
 def choose(spec: WorkloadSpec, target: TargetSpec) -> tuple[Backend | None, list[Diagnostic]]:
