@@ -26,6 +26,7 @@ from accelctl.engines import batch_settings
 from accelctl.engines.base import Engine
 from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
 from accelctl.errors import Diagnostic, PlanError
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -47,8 +48,6 @@ INSTANCE_MEMORY_GIB = {
     "inf2.24xlarge": 384, "inf2.48xlarge": 768,
 }
 RESERVE = 0.9
-#: NeuronCores per Neuron device (trn1, inf2): Batch maps devices, targets count cores
-NEURON_CORES_PER_DEVICE = 2
 
 
 def _name(text: str) -> str:
@@ -69,16 +68,12 @@ def _refuse(spec: WorkloadSpec, target: TargetSpec, key: str, message: str, hint
 
 def accelerator(target: TargetSpec) -> tuple[list[dict], list[dict]]:
     """(resourceRequirements, linuxParameters.devices) for the target's accelerators on one node."""
-    adapter = DEVICES[target.device].adapter
+    family = DEVICE_FAMILIES[DEVICES[target.device].adapter]
     n = target.devices
-    if adapter == "cuda":
+    if family.batch_gpu:
         return [{"type": "GPU", "value": str(n)}], []
-    if adapter == "hpu":
-        paths = [f"/dev/accel/accel{i}" for i in range(n)] + [f"/dev/accel/accel_controlD{i}" for i in range(n)]
-    elif adapter == "xla":
-        paths = [f"/dev/neuron{i}" for i in range(-(-n // NEURON_CORES_PER_DEVICE))]
-    else:
-        paths = []
+    files = range(-(-n // family.batch_units_per_file))
+    paths = [pattern.format(i=i) for pattern in family.batch_device_files for i in files]
     return [], [{"hostPath": p, "containerPath": p, "permissions": ["READ", "WRITE", "MKNOD"]} for p in paths]
 
 
@@ -90,6 +85,10 @@ class AwsBatchEngine(Engine):
 
     def wrap(self, spec, target, built, job, settings):
         s = dict(settings.settings)
+        family = DEVICE_FAMILIES[DEVICES[target.device].adapter]
+        if not (family.host or family.batch_gpu or family.batch_device_files):
+            raise _refuse(spec, target, "device", f"AWS Batch cannot give a container {family.name} devices "
+                          f"({target.device}): no AWS instance has them", "run this target with another engine")
         if len(built.launches) != 1:
             raise _refuse(spec, target, "job_definition", f"engine aws_batch places one deepspeed launch per node, "
                           f"the backend gave {len(built.launches)}", "leave engine deepspeed { ssh } unset")
@@ -163,10 +162,10 @@ class AwsBatchEngine(Engine):
                  f"{' '.join(ENTRYPOINT)}: the nodes report to the main node over TCP, it writes the hostfile, "
                  "every node starts deepspeed --no_ssh --node_rank N",
                  "the run folder's files travel in the job definition's environment (" + NODE_ENV + ")"]
-        if DEVICES[target.device].adapter in ("hpu", "xla"):
+        if family.batch_device_files:
             notes.append("assumption: accelerators mapped as linuxParameters.devices (" +
-                         ("/dev/accel/accel<N> + accel_controlD<N>" if DEVICES[target.device].adapter == "hpu"
-                          else "/dev/neuron<N>") + "); AWS Batch has no resource type for them")
+                         " + ".join(p.replace("{i}", "<N>") for p in family.batch_device_files) +
+                         "); AWS Batch has no resource type for them")
         if efa:
             notes.append(f"EFA: {adapters} adapter(s) mapped (/dev/infiniband/uverbs0..{adapters - 1}), memlock "
                          "unlimited")

@@ -30,6 +30,7 @@ from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Pl
 from accelctl.engines.aws_batch import efa_adapters
 from accelctl.engines import kubernetes_settings
 from accelctl.engines.base import Engine, engine_refusal
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -50,7 +51,6 @@ RUN_DIR_ENV = "ACCELCTL_RUN_DIR"
 RUN_VOLUME = "accelctl-run"
 SHM_VOLUME = "dshm"
 #: device family (catalog adapter) -> the extended resource its device plugin registers
-RESOURCES = {"cuda": "nvidia.com/gpu", "hpu": "habana.ai/gaudi", "xla": "aws.amazon.com/neuroncore"}
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: the launch heads a pod runs -> the container command (the image's python, ``accelctl.contract.launchers``)
 HEADS = {head: launchers.command(head, "python") for head in ("torchrun", "deepspeed")}
@@ -159,9 +159,12 @@ def _settings(spec: WorkloadSpec, target: TargetSpec, s: dict) -> None:
 def _resources(spec: WorkloadSpec, target: TargetSpec, s: dict) -> tuple[dict, int]:
     """(resource limits of one node's pod, EFA adapters asked for)."""
     limits: dict[str, str] = {}
-    resource = RESOURCES.get(DEVICES[target.device].adapter)
-    if resource:
-        limits[resource] = str(target.devices)
+    family = DEVICE_FAMILIES[DEVICES[target.device].adapter]
+    if family.k8s_resource:
+        limits[family.k8s_resource] = str(target.devices)
+    elif not family.host:
+        raise _refuse(spec, target, "device", f"Kubernetes has no resource accelctl knows for {family.name} devices "
+                      f"({target.device}): a pod could not ask for them", "run this target with another engine")
     adapters = efa_adapters(target.instance) if target.instance else 0
     efa = s.get("efa", adapters > 0 and target.nodes > 1)
     if efa and not adapters:

@@ -23,6 +23,7 @@ from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.engines import slurm_settings
 from accelctl.engines.slurm_agents import AGENTS, Agent, word
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -67,8 +68,8 @@ def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settin
              f"#SBATCH --cpus-per-task={int(s.get('cpus_per_task') or max(1, target.devices * threads))}"]
     if s.get("gres"):
         lines.append(f"#SBATCH --gres={s['gres']}")
-    elif DEVICES[target.device].adapter == "cuda":
-        lines.append(f"#SBATCH --gres=gpu:{target.devices}")
+    elif gres := DEVICE_FAMILIES[DEVICES[target.device].adapter].slurm_gres:
+        lines.append(f"#SBATCH --gres={gres}:{target.devices}")
     if s.get("time_limit"):
         lines.append(f"#SBATCH --time={slurm_time(float(s['time_limit']))}")
     for key, flag in (("partition", "partition"), ("account", "account"), ("qos", "qos"),

@@ -8,6 +8,7 @@ from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
 FAMILY = DeviceFamily("cuda", "nccl", "PyTorch with CUDA", f"{WORKER_DEVICES}:CudaAdapter",
                       Detection(device_files=("/dev/nvidia0",), tools=("nvidia-smi",)), probes=("torch",),
                       sdk="cuda", sdk_title="CUDA", options=("te_layers", "te_version", "pin_memory"),
-                      parallelisms=("fsdp", "tensor", "pipeline"), fused_sdpa=True)
+                      parallelisms=("fsdp", "tensor", "pipeline"), k8s_resource="nvidia.com/gpu", slurm_gres="gpu",
+                      batch_gpu=True, fused_sdpa=True)
 
 PROBES: dict[str, str] = {}

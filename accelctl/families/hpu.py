@@ -9,7 +9,8 @@ FAMILY = DeviceFamily("hpu", "hccl", "Habana SynapseAI's PyTorch bridge (habana_
                       f"{WORKER_DEVICES}:HpuAdapter",
                       Detection(device_files=("/dev/accel/accel*",), tools=("hl-smi",)), probes=("habana",),
                       sdk="synapseai", sdk_title="SynapseAI", options=("hpu_graphs", "lazy_mode"),
-                      parallelisms=("fsdp", "tensor", "pipeline"))
+                      parallelisms=("fsdp", "tensor", "pipeline"), k8s_resource="habana.ai/gaudi",
+                      batch_device_files=("/dev/accel/accel{i}", "/dev/accel/accel_controlD{i}"))
 
 #: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
 PROBES = {

@@ -53,6 +53,15 @@ class DeviceFamily(Value):
     #: elsewhere refused at the parallel line, E520) and, by strategy, why one is not
     parallelisms: tuple[str, ...] = ()
     not_built: tuple[tuple[str, str], ...] = ()
+    #: the Kubernetes extended resource a pod asks for one of its devices by ("" = none)
+    k8s_resource: str = ""
+    #: the Slurm gres its devices are counted in (``--gres=NAME:N``; "" = none asked for)
+    slurm_gres: str = ""
+    #: AWS Batch: its devices are the ``GPU`` resource type, or else device files mapped into the
+    #: container (``{i}`` numbered), each holding ``batch_units_per_file`` of its devices
+    batch_gpu: bool = False
+    batch_device_files: tuple[str, ...] = ()
+    batch_units_per_file: int = 1
     #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
     #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
     fused_sdpa: bool = False

@@ -11,7 +11,10 @@ FAMILY = DeviceFamily("xla", "xla", "torch-xla (and torch-neuronx on Trainium/In
                       options=("neuron_parallel_compile", "xla_use_bf16"), parallelisms=("tensor", "pipeline"),
                       not_built=(("fsdp", "Neuron shards through neuronx-distributed (optimum-neuron), not torch FSDP: "
                                           "parallel = zero(stage = 1, tp = N) (ZeRO-1 over the data-parallel ranks, "
-                                          "tensor parallel inside each group of N NeuronCores)"),))
+                                          "tensor parallel inside each group of N NeuronCores)"),),
+                      # counted in NeuronCores (the catalog's unit), two to a /dev/neuron device
+                      k8s_resource="aws.amazon.com/neuroncore", batch_device_files=("/dev/neuron{i}",),
+                      batch_units_per_file=2)
 
 #: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
 PROBES = {
