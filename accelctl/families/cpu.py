@@ -8,7 +8,7 @@ from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
 # OMP_WAIT_POLICY=PASSIVE: spinning idle threads slowed generation on a small machine
 # (docs/internals/run-and-engines.md)
 FAMILY = DeviceFamily("cpu", "gloo", "PyTorch", f"{WORKER_DEVICES}:CpuAdapter", Detection(always=True),
-                      probes=("torch",), parallelisms=("fsdp", "tensor", "pipeline"), host=True, idle_threads_sleep=True, fused_sdpa=True)
+                      probes=("torch",), parallelisms=("fsdp", "tensor", "pipeline"), host=True, deepspeed_accelerator="cpu", idle_threads_sleep=True, fused_sdpa=True)
 
 #: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
 PROBES = {

@@ -9,6 +9,6 @@ FAMILY = DeviceFamily("cuda", "nccl", "PyTorch with CUDA", f"{WORKER_DEVICES}:Cu
                       Detection(device_files=("/dev/nvidia0",), tools=("nvidia-smi",)), probes=("torch",),
                       sdk="cuda", sdk_title="CUDA", options=("te_layers", "te_version", "pin_memory"),
                       parallelisms=("fsdp", "tensor", "pipeline"), k8s_resource="nvidia.com/gpu", slurm_gres="gpu",
-                      batch_gpu=True, fused_sdpa=True)
+                      batch_gpu=True, deepspeed_accelerator="cuda", deepspeed_fused_optimizers=True, fused_sdpa=True)
 
 PROBES: dict[str, str] = {}

@@ -10,7 +10,8 @@ FAMILY = DeviceFamily("hpu", "hccl", "Habana SynapseAI's PyTorch bridge (habana_
                       Detection(device_files=("/dev/accel/accel*",), tools=("hl-smi",)), probes=("habana",),
                       sdk="synapseai", sdk_title="SynapseAI", options=("hpu_graphs", "lazy_mode"),
                       parallelisms=("fsdp", "tensor", "pipeline"), k8s_resource="habana.ai/gaudi",
-                      batch_device_files=("/dev/accel/accel{i}", "/dev/accel/accel_controlD{i}"))
+                      batch_device_files=("/dev/accel/accel{i}", "/dev/accel/accel_controlD{i}"),
+                      deepspeed_accelerator="hpu")
 
 #: ``accelctl doctor``'s probes of this stack, each printing one JSON object in a child interpreter
 PROBES = {

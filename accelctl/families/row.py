@@ -62,6 +62,10 @@ class DeviceFamily(Value):
     batch_gpu: bool = False
     batch_device_files: tuple[str, ...] = ()
     batch_units_per_file: int = 1
+    #: DeepSpeed's accelerator for it (``DS_ACCELERATOR``; "" = the deepspeed backend does not
+    #: plan for it), and whether DeepSpeed's fused CUDA optimizers (FusedLamb, FusedAdam) run there
+    deepspeed_accelerator: str = ""
+    deepspeed_fused_optimizers: bool = False
     #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
     #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
     fused_sdpa: bool = False

@@ -16,13 +16,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Backend, Built, refusal
-from accelctl.backends.deepspeed.launch import adapter_of, build_launch
+from accelctl.backends.deepspeed.launch import ACCELERATOR, adapter_of, build_launch
 from accelctl.backends.deepspeed.release import (AUTOTP, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE,
                                                  TRANSFORMERS_VERSION, installed_version)
 from accelctl.contract import envnames, jsontext
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Plan
 from accelctl.errors import Diagnostic
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
@@ -125,7 +126,8 @@ def ds_config(spec: WorkloadSpec, target: TargetSpec) -> dict[str, Any]:
         cfg["fp16"] = {"enabled": True}  # dynamic loss scaling (loss_scale 0)
     opt = spec.optimizer
     own = (DS_OPTIMIZER.get(opt.name) if p.offload_optimizer != "none" else
-           DS_CUDA_OPTIMIZER.get(opt.name) if DEVICES[target.device].adapter == "cuda" else None)
+           DS_CUDA_OPTIMIZER.get(opt.name) if DEVICE_FAMILIES[adapter_of(target)].deepspeed_fused_optimizers
+           else None)
     if own is not None:
         name, extra = own
         cfg["optimizer"] = {"type": name, "params": {"lr": opt.lr, "weight_decay": opt.weight_decay, **extra}}
@@ -156,7 +158,7 @@ def to_json(cfg: dict[str, Any]) -> str:
 class DeepSpeedBackend(Backend):
     name = "deepspeed"
     worker_strategy = "deepspeed"
-    adapters = ("cpu", "cuda", "hpu")
+    adapters = tuple(ACCELERATOR)  # the families DeepSpeed has an accelerator for
     precisions = ("fp32", "bf16", "fp16")
     #: zero selects it; none/data run as ZeRO stage 0 when the target asks for backend = deepspeed
     strategies = ("zero", "data", "none")

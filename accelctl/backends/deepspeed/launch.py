@@ -17,12 +17,13 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 from accelctl.errors import Diagnostic, PlanError
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.values import is_hostname
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
-#: device adapter -> DS_ACCELERATOR
-ACCELERATOR = {"cpu": "cpu", "cuda": "cuda", "hpu": "hpu"}
+#: device family -> DS_ACCELERATOR (the families that have one)
+ACCELERATOR = {f.name: f.deepspeed_accelerator for f in DEVICE_FAMILIES.values() if f.deepspeed_accelerator}
 HOSTFILE = "hostfile"
 ENV_FILE = "deepspeed_env"
 #: "0" keeps DeepSpeed's shared-memory all-reduce off in the worker (accelctl.worker.ds_engine)
