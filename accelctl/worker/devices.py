@@ -19,9 +19,6 @@ import torch
 from accelctl.families import FAMILIES
 from accelctl.contract.job import DeviceJob
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
-
-
 def lamb(params, opt) -> torch.optim.Optimizer:
     """timm's ``Lamb`` (timm.optim.Lamb: plain torch ops, so it runs on every device the loop
     does).  Its own global gradient-norm clip (``max_grad_norm``, 1.0 by default) is off: the
@@ -114,7 +111,7 @@ class CpuAdapter:
         from accelctl.worker.data import Batches
         from accelctl.worker.xla_extras import host_loader
 
-        pin = self.name == "cuda" and job.device.pin_memory
+        pin = job.device.pin_memory and "pin_memory" in FAMILIES[self.name].options  # a family that takes it
         loader = host_loader(batches, workers, pin_memory=pin)
         return Batches(iter(loader), batches.samples, batches.tokens_per_sample,
                        f"{batches.source} ({workers} loader workers{', pinned memory' if pin else ''})")
