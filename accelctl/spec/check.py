@@ -19,7 +19,7 @@ from accelctl.spec import schema as S
 from accelctl.spec import values as V
 from accelctl.spec import check_shape as CS
 from accelctl.spec.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
-from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, single_string_arg, typed_entries
+from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, plain_block, single_string_arg, typed_entries
 from accelctl.spec.check_dataset import check_dataset, resolve_dataset
 from accelctl.spec.models import (FAMILIES, KNOWN_MODELS, MAX_SIZE, OPTIONAL, real_architecture, shape_problems,
                                   stand_in_for)
@@ -192,8 +192,7 @@ def check_checkpoint(it: ast.Item | None, ctx: Ctx, origins: Origins, task: Task
     """``checkpoint { every = N steps  keep = K  dir = "path" }`` (training tasks only)."""
     if it is None:
         return CheckpointSpec()
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "checkpoint is a block", it.span, "write checkpoint { every = 100 steps }")
+    if not plain_block(it, ctx, "checkpoint", "write checkpoint { every = 100 steps }"):
         return CheckpointSpec()
     if task is not None and not task.training:
         ctx.error("E235", f"checkpoint does not apply to a {task.kind} task", it.kind_span,
@@ -213,8 +212,7 @@ def check_track(it: ast.Item | None, ctx: Ctx, origins: Origins) -> TrackSpec:
     tracker is E592 too."""
     if it is None:
         return TrackSpec()
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "track is a block", it.span, 'write track { mlflow = "sqlite:///mlflow.db" }')
+    if not plain_block(it, ctx, "track", 'write track { mlflow = "sqlite:///mlflow.db" }'):
         return TrackSpec()
     items = items_by_key(it.items, ctx)
     vals = typed_entries(items, S.TRACK_KEYS, ctx, "track", origins, "track")

@@ -13,7 +13,7 @@ from typing import Any
 from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
 from accelctl.spec import schema as S
-from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, typed_entries
+from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.types import MeasureSpec, ModelSpec, OptimizerSpec, OptimizeSpec, TaskSpec
 from accelctl.spec.values import Ctx
@@ -22,8 +22,7 @@ from accelctl.spec.values import Ctx
 def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str = "measure") -> MeasureSpec:
     if it is None:
         return MeasureSpec()
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "measure is a block", it.span, "write measure { warmup = 2 steps  steps = 10 steps }")
+    if not plain_block(it, ctx, "measure", "write measure { warmup = 2 steps  steps = 10 steps }"):
         return MeasureSpec()
     items = items_by_key(it.items, ctx)
     vals = typed_entries(items, S.MEASURE_KEYS, ctx, "measure", origins, prefix)
@@ -38,8 +37,7 @@ def optimize_values(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str
     """The keys written in an ``optimize { compile = on ... }`` block (workload or target)."""
     if it is None:
         return {}
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "optimize is a block", it.span, "write optimize { compile = on }")
+    if not plain_block(it, ctx, "optimize", "write optimize { compile = on }"):
         return {}
     vals = typed_entries(items_by_key(it.items, ctx), S.OPTIMIZE_KEYS, ctx, "optimize", origins, prefix)
     if vals:

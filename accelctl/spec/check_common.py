@@ -28,6 +28,15 @@ class Origins(dict):
         self.setdefault(path, span)
 
 
+def plain_block(it: ast.Item, ctx: Ctx, what: str, example: str) -> bool:
+    """Is ``it`` a ``what { ... }`` block with nothing before its brace?  Else E209 at it, with
+    ``example`` as the hint."""
+    if isinstance(it, ast.Block) and it.header is None:
+        return True
+    ctx.error("E209", f"{what} is a block", it.span, example)
+    return False
+
+
 def items_by_key(items: Iterable[ast.Item], ctx: Ctx, multi: tuple[str, ...] = ()) -> dict[str, Any]:
     """Index a block's items by key, reporting duplicates (E204) except for ``multi`` kinds."""
     out: dict[str, Any] = {}

@@ -18,7 +18,7 @@ from accelctl.errors import did_you_mean
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
-from accelctl.spec.check_common import items_by_key
+from accelctl.spec.check_common import items_by_key, plain_block
 from accelctl.spec.types import StackSpec
 
 #: SDK -> (how a plan names it, the device family that runs it), from the families' rows
@@ -88,8 +88,7 @@ def _sdk(v: ast.Value, ctx: V.Ctx) -> tuple[str, str] | None:
 def check_stack(it: ast.Item, ctx: V.Ctx, origins, prefix: str) -> dict[str, Any]:
     """The keys one ``stack { }`` block writes (``packages`` a dict of pins), each recorded in
     ``origins`` under ``prefix`` (``stack.packages.transformers``)."""
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "stack is a block", it.span, 'write stack { packages { transformers = "4.43.4" } }')
+    if not plain_block(it, ctx, "stack", 'write stack { packages { transformers = "4.43.4" } }'):
         return {}
     out: dict[str, Any] = {}
     for key, item in items_by_key(it.items, ctx).items():
@@ -117,8 +116,7 @@ def check_stack(it: ast.Item, ctx: V.Ctx, origins, prefix: str) -> dict[str, Any
 
 
 def _packages(it: ast.Item, ctx: V.Ctx, origins, prefix: str) -> dict[str, str]:
-    if not isinstance(it, ast.Block) or it.header is not None:
-        ctx.error("E209", "packages is a block", it.span, 'write packages { transformers = "4.43.4" }')
+    if not plain_block(it, ctx, "packages", 'write packages { transformers = "4.43.4" }'):
         return {}
     pins: dict[str, str] = {}
     seen: dict[str, ast.Item] = {}

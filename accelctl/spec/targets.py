@@ -17,7 +17,7 @@ from accelctl.spec import parallel_rules
 from accelctl.spec import schema as S
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
-from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, typed_entries
+from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
 from accelctl.spec.models import FAMILIES
 from accelctl.spec.stack import check_stack
 from accelctl.spec.stack import resolve as resolve_stack
@@ -211,8 +211,7 @@ def batch_values(blk: ast.Item | None, ctx: Ctx, origins: Origins, path: str) ->
     """The typed entries of a ``batch { ... }`` block (empty when absent)."""
     if blk is None:
         return {}
-    if not isinstance(blk, ast.Block) or blk.header is not None:
-        ctx.error("E209", "batch is a block", blk.span, "write batch { micro = 8  accumulation = 1 }")
+    if not plain_block(blk, ctx, "batch", "write batch { micro = 8  accumulation = 1 }"):
         return {}
     return typed_entries(items_by_key(blk.items, ctx), S.BATCH_KEYS, ctx, "batch", origins, path)
 
