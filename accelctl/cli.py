@@ -178,6 +178,7 @@ def _command(argv: list[str], done: argparse.Namespace) -> int:
             build_parser().print_help()
             return exitcodes.OK
         argv = ["tui"]
+    private_files.new_command()
     reply = Reply(None) if wants_json(argv) else None
     try:
         args = _parse(argv, reply)

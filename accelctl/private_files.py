@@ -137,6 +137,13 @@ def distrust(what: str, path: Path, reason: str) -> None:
         pass
 
 
+def new_command() -> None:
+    """Forget what earlier commands of this process were told: a command run in-process (the
+    TUI, an embedding, a test) gets its own warnings, and its ``--json`` document no others."""
+    _warned.clear()
+    _pending.clear()
+
+
 def take_warnings() -> list[Diagnostic]:
     """The warnings ``distrust`` gave since the last call, in order (for a ``--json`` document)."""
     taken = list(_pending)

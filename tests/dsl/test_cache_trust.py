@@ -219,6 +219,27 @@ def test_an_entry_owned_by_another_user_is_a_miss(tmp_path, cache_in):
     assert parse_cache.load(str(path), GOOD) is not None
 
 
+def test_a_commands_json_document_carries_its_own_warnings_not_an_earlier_commands(tmp_path, capsys):
+    """In one process (the TUI, a test run) a warning given to an earlier command is not in the
+    next command's ``--json`` diagnostics, and a command that meets the folder is warned again."""
+    from accelctl.cli import main
+
+    path = tmp_path / "w.wl"
+    path.write_text(GOOD, encoding="utf-8")
+    private_files.distrust("an earlier command's cache", tmp_path / "elsewhere", "it was not private")
+    capsys.readouterr()
+    assert main(["validate", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["diagnostics"] == []
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    for _ in range(2):
+        os.environ[parse_cache.ENV] = str(shared / "parsed")
+        assert main(["validate", str(path), "--json"]) == 0
+        codes = [d["code"] for d in json.loads(capsys.readouterr().out)["diagnostics"]]
+        assert codes == ["W010"], codes
+
+
 def test_a_sticky_world_writable_folder_above_is_fine(tmp_path):
     """``/tmp`` (1777, root's): nobody can rename another's entries in it."""
     top = tmp_path / "tmp-like"
