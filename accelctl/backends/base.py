@@ -84,8 +84,6 @@ class Built:
 
 class Backend:
     name: str = ""
-    #: device adapters (catalog ``Device.adapter``) this backend drives
-    adapters: tuple[str, ...] = ()
     precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
     strategies: tuple[str, ...] = ("none",)
     tasks: tuple[str, ...] = ("pretrain", "finetune", "generate", "infer")
@@ -104,6 +102,11 @@ class Backend:
     #: the library its fp8 runs through (``precision fp8 { library = ... }``): "torchao" runs
     #: only torchao's and is training only; "" = the backend's own fp8 (not torchao's)
     fp8_library: str = ""
+
+    @property
+    def adapters(self) -> tuple[str, ...]:
+        """The device families this backend drives: those whose row lists it (``DeviceFamily.backends``)."""
+        return tuple(f.name for f in FAMILIES.values() if self.name in f.backends)
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
         """Whether this backend is the natural choice for the target (registry order decides ties)."""

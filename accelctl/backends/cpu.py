@@ -11,7 +11,6 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 class CpuBackend(Backend):
     name = "cpu"
-    adapters = ("cpu",)
     strategies = ("none", "data")
     summary = "one process on the host CPU"
     #: fp8 only in the rehearsal of a torchao fp8 target (a cpu target's fp8 is E501): emulated

@@ -49,7 +49,6 @@ SHARDED = ("fsdp", "tensor", "pipeline")
 
 class TorchrunBackend(Backend):
     name = "torchrun"
-    adapters = ("cpu", "cuda")
     strategies = ("none", "data", *SHARDED)
     summary = "torchrun, one process per device, DistributedDataParallel, FSDP2, tensor and pipeline parallel"
     #: fp8 through torchao's float8 training (Transformer Engine's is the te_fp8 subclass's)

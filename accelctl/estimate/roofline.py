@@ -26,6 +26,7 @@ from accelctl.estimate import traffic as T
 from accelctl.estimate import unet_elementwise as UE
 from accelctl.estimate import work
 from accelctl.estimate.factors import DEFAULT, Factors
+from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.plan import memory
 from accelctl.plan.activations import hpu_lazy
 from accelctl.spec import fp8_layers
@@ -293,15 +294,12 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
                     f"of the stage's work)")
 
 
-#: runtimes that compile the whole step into fused graphs (the Neuron compiler through XLA);
-#: Gaudi's lazy mode is the catalog's ``lazy_graphs`` (``hpu_lazy``)
-COMPILING_ADAPTERS = frozenset({"xla"})
-
-
 def eager(target: TargetSpec) -> bool:
-    """Every operator a kernel of its own (CUDA and the host CPU without torch.compile)."""
+    """Every operator a kernel of its own (CUDA and the host CPU without torch.compile): not a
+    family that compiles the whole step (``DeviceFamily.compiles_step``), nor Gaudi's lazy mode
+    (the catalog's ``lazy_graphs``, ``hpu_lazy``)."""
     dev = DEVICES.get(target.device)
-    return not (hpu_lazy(target) or (dev is not None and dev.adapter in COMPILING_ADAPTERS))
+    return not (hpu_lazy(target) or (dev is not None and DEVICE_FAMILIES[dev.adapter].compiles_step))
 
 
 def _elementwise_s(spec: WorkloadSpec, target: TargetSpec, s: dict[str, Any], z: F.Sizes, bw: float) -> float:

@@ -1,15 +1,15 @@
-"""Device families, one module each (``cpu``, ``cuda``, ``hpu``, ``xla``): the registry below is
+"""Device families, one module each (``cpu``, ``cuda``, ``rocm``, ``hpu``, ``xla``): the registry below is
 the one place a family is listed.  A module holds its ``FAMILY`` row (``accelctl.families.row``)
 and its ``accelctl doctor`` probes; the planner resolves a target's family into the job
 (``WorkerJob.device``), so the worker never maps device kinds itself."""
 
 from __future__ import annotations
 
-from accelctl.families import cpu, cuda, hpu, xla
+from accelctl.families import cpu, cuda, hpu, rocm, xla
 from accelctl.families.row import WORKER_DEVICES, Detection, DeviceFamily
 
 #: every family, in the order detection and ``accelctl doctor`` go through them
-MODULES = (cpu, cuda, hpu, xla)
+MODULES = (cpu, cuda, rocm, hpu, xla)
 
 FAMILIES: dict[str, DeviceFamily] = {m.FAMILY.name: m.FAMILY for m in MODULES}
 

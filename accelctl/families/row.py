@@ -40,6 +40,9 @@ class DeviceFamily(Value):
     #: names of the ``accelctl doctor`` probes (``accelctl.families.PROBES``) that tell whether
     #: its stack works here
     probes: tuple[str, ...]
+    #: the backends (``accelctl.spec.plugins.BACKENDS``) that plan for its devices; which of
+    #: them a target gets is the registry's order and the target's settings
+    backends: tuple[str, ...] = ()
     #: its device is the machine accelctl runs on
     host: bool = False
     #: OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``)
@@ -69,3 +72,9 @@ class DeviceFamily(Value):
     #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
     #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
     fused_sdpa: bool = False
+    #: its runtime compiles the whole step into fused graphs (the Neuron compiler through XLA),
+    #: so an estimate counts no per-operator launch overhead
+    compiles_step: bool = False
+    #: what no check here can run for it (its runtime, when neither its software nor its
+    #: devices install here): said in every plan for it and in ``plan --check`` as NOT RUN
+    not_run: str = ""

@@ -11,10 +11,12 @@ botocore's service model).  This module only asks the plan's backend and engine.
 
 from __future__ import annotations
 
-from accelctl.backends.findings import CheckResult
+from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import Plan
+from accelctl.families import FAMILIES
 from accelctl.plan.registry import BACKENDS, ENGINES
 from accelctl.plan.stack import unchecked
+from accelctl.spec.catalog import DEVICES
 from accelctl.spec.types import WorkloadSpec
 
 __all__ = ["CheckResult", "check_plan"]
@@ -26,4 +28,7 @@ def check_plan(plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
     spec = spec.for_target(spec.target(plan.target))
     node = engine.node_plan(plan) if engine else plan
     results = [*(backend.check(node, spec) if backend else []), *(engine.check(plan, spec) if engine else [])]
+    family = FAMILIES[DEVICES[plan.device].adapter] if plan.device in DEVICES else None
+    if family is not None and family.not_run:  # what its row says no check here can run
+        results.append(not_run(f"{family.stack}: its runtime", family.not_run))
     return results + unchecked(spec.target(plan.target), results)

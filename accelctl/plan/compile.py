@@ -6,6 +6,7 @@ from accelctl.contract import hostfacts
 from accelctl.contract.hostfacts import HostFacts
 from accelctl.contract.plan import Plan
 from accelctl.errors import Diagnostic, PlanError
+from accelctl.families import FAMILIES
 from accelctl.plan import parallel_layout
 from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, threads_per_process
 from accelctl.plan.memory import estimate
@@ -96,6 +97,9 @@ def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, r
     built = with_stack(spec, target, engine_name, settings, eng.wrap(spec, target, built, job, settings))
     warnings = [*built.warnings, *checkpoint_warnings(target, job)]
     notes = [*built.notes, *optimize_notes(job), *filter(None, [weights_note(target, job)]), fit.describe()]
+    not_run_here = FAMILIES[DEVICES[target.device].adapter].not_run
+    if not_run_here:
+        notes.append(f"NOT RUN here: {not_run_here}")
     if job.strategy == parallel_layout.WORKER_STRATEGY:  # the worker's DeviceMesh (a vendor stack says its own)
         notes += parallel_layout.notes(spec, target)
     if rehearsal is not None:

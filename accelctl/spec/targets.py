@@ -35,10 +35,15 @@ from accelctl.spec.types import (
 )
 from accelctl.spec.values import Ctx
 
-#: a target option that only one device family takes -> that family (from the families' rows)
-FAMILY_OF_OPTION: dict[str, str] = {opt: f.name for f in DEVICE_FAMILIES.values() for opt in f.options}
+#: a target option that only some device families take -> those families (from their rows)
+FAMILIES_OF_OPTION: dict[str, tuple[str, ...]] = {
+    opt: tuple(f.name for f in DEVICE_FAMILIES.values() if opt in f.options)
+    for f in DEVICE_FAMILIES.values() for opt in f.options}
 
 FP8_DEVICES = tuple(d.name for d in DEVICES.values() if d.fp8)
+#: where fp8 runs, by family: "h100, l4, l40s (CUDA) or gaudi2, gaudi3 (SynapseAI)"
+FP8_WHERE = " or ".join(f"{', '.join(d for d in FP8_DEVICES if DEVICES[d].adapter == fam)} ({f.sdk_title or f.name})"
+                        for fam, f in DEVICE_FAMILIES.items() if any(DEVICES[d].adapter == fam for d in FP8_DEVICES))
 
 
 def check_precision(it: ast.Item | None, ctx: Ctx, origins: Origins, path: str) -> PrecisionSpec | None:
@@ -270,11 +275,10 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
     if t.precision.dtype == "fp8" and not dev.fp8:
         ctx.error("E501", f"fp8 is not available on {t.device}", items.get("precision", items.get(
             "device", ast.Word(t.name, span))).span,
-                  f"fp8 needs Transformer Engine on Hopper/Ada ({', '.join(d for d in FP8_DEVICES if not d.startswith('gaudi'))})"
-                  f" or Gaudi2/Gaudi3; set precision = bf16 for target {t.name}")
-    for opt, adapter in FAMILY_OF_OPTION.items():
-        if t.options.get(opt) and dev.adapter != adapter:
-            ctx.error("E505", f"{opt} is for {adapter} devices, not {t.device}", items[opt].span,
+                  f"fp8 runs on {FP8_WHERE}; set precision = bf16 for target {t.name}")
+    for opt, families in FAMILIES_OF_OPTION.items():
+        if t.options.get(opt) and dev.adapter not in families:
+            ctx.error("E505", f"{opt} is for {' and '.join(families)} devices, not {t.device}", items[opt].span,
                       f"remove {opt} from target {t.name}")
     if t.options.get("xla_use_bf16") and t.precision.dtype != "bf16":
         ctx.error("E243", f"xla_use_bf16 = on is bf16 throughout; target {t.name} runs {t.precision.dtype}",

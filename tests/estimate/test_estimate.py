@@ -115,8 +115,9 @@ def test_cli_json_one_record_per_target_for_every_workload():
 def test_gaudi_fp32_is_estimated_from_a_stated_assumption():
     """T5-3B (seed 000) trains in fp32 on Gaudi2; Habana publishes no fp32 peak, so the
     estimate was E580 "the gaudi2 datasheet gives no fp32 peak".  Now 1/4 of the bf16 MME
-    peak (catalog.GAUDI_FP32_OF_BF16), marked ASSUMPTION in the why text and the record."""
-    from accelctl.spec.catalog import DATASHEETS, DEVICES, GAUDI_FP32_OF_BF16
+    peak (accelctl.families.hpu.GAUDI_FP32_OF_BF16), marked ASSUMPTION in the why text and the record."""
+    from accelctl.families.hpu import GAUDI_FP32_OF_BF16
+    from accelctl.spec.catalog import DATASHEETS, DEVICES
 
     for device in ("gaudi", "gaudi2", "gaudi3"):
         fp32 = DATASHEETS[device].flops["fp32"]

@@ -41,7 +41,7 @@ def test_every_family_names_an_importable_adapter_class():
 def test_an_unknown_family_has_no_adapter():
     from accelctl.worker.devices import adapter_for
 
-    with pytest.raises(ValueError, match="'tpu' has no worker adapter; known: cpu, cuda, hpu, xla"):
+    with pytest.raises(ValueError, match="'tpu' has no worker adapter; known: cpu, cuda, rocm, hpu, xla"):
         adapter_for(DeviceJob(adapter="tpu"), 0)
 
 
@@ -70,7 +70,7 @@ def test_doctor_runs_the_probes_the_plug_ins_name_once_each():
         for name in fam.probes:
             assert table[name] == PROBES[name]
     assert {"deepspeed", "transformer_engine"} <= set(table)
-    assert list(table)[:4] == ["torch", "habana", "torch_xla", "neuron"]
+    assert list(table)[:5] == ["torch", "torch_rocm", "habana", "torch_xla", "neuron"]
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -90,12 +90,13 @@ OPTION_VALUES = {"hpu_graphs": "on", "lazy_mode": "on", "te_layers": "on", "pin_
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES.values() if f.options], ids=lambda f: f.name)
 def test_a_familys_options_are_refused_on_any_other_familys_device_from_its_row(family):
-    """The check reads each family's options from its row: on another family's device each is
-    E505 naming this family; on its own, not."""
+    """The check reads each family's options from its row: on the device of a family whose row
+    lacks it each is E505 naming the families that take it; on its own, not."""
     assert set(family.options) <= set(OPTION_VALUES), "give the new option a value in OPTION_VALUES"
     own = next(d.name for d in DEVICES.values() if d.adapter == family.name)
-    other = next(d.name for d in DEVICES.values() if d.adapter != family.name and not d.host)
     for opt in family.options:
+        takers = [f.name for f in FAMILIES.values() if opt in f.options]
+        other = next(d.name for d in DEVICES.values() if d.adapter not in takers and not d.host)
         extra = "  precision = bf16" if opt == "xla_use_bf16" else ""
         for device, refused in ((own, False), (other, True)):
             text = (f"workload w {{ task pretrain  model gpt2(layers = 2, hidden = 64, heads = 2)\n"
@@ -103,11 +104,11 @@ def test_a_familys_options_are_refused_on_any_other_familys_device_from_its_row(
             found = [d for d in check_all(parse(text, "<f>"))[1] if d.code == "E505"]
             assert bool(found) == refused, (opt, device, found)
             if refused:
-                assert found[0].message == f"{opt} is for {family.name} devices, not {device}"
+                assert found[0].message == f"{opt} is for {' and '.join(takers)} devices, not {device}"
 
 
 def test_the_sdks_a_stack_may_pin_are_the_families():
     from accelctl.spec.stack import SDKS
 
     assert SDKS == {f.sdk: (f.sdk_title, f.name) for f in FAMILIES.values() if f.sdk}
-    assert set(SDKS) == {"cuda", "synapseai", "neuron"}
+    assert set(SDKS) == {"cuda", "rocm", "synapseai", "neuron"}

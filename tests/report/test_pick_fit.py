@@ -165,7 +165,7 @@ def test_pick_offers_tensor_parallel_where_fsdp_does_not_fit(tmp_path, capsys):
     from accelctl.spec.types import ParallelSpec
 
     wl = _llama7b_without_checkpointing(tmp_path)
-    code, doc = _pick(capsys, str(wl), "-w", "llama2_7b_zero3", "--work", "1e6 samples")
+    code, doc = _pick(capsys, str(wl), "-w", "llama2_7b_zero3", "--work", "1e6 samples", "--top", "500")
     assert code == 0, doc
     picks = doc["result"]["picks"]
     # the rows of the h100 target (micro-batch 4; the gaudi2 target's micro-batch 1 fits FSDP alone)

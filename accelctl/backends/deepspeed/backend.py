@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Backend, Built, refusal
-from accelctl.backends.deepspeed.launch import ACCELERATOR, adapter_of, build_launch
+from accelctl.backends.deepspeed.launch import adapter_of, build_launch
 from accelctl.backends.deepspeed.release import (AUTOTP, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE,
                                                  TRANSFORMERS_VERSION, installed_version)
 from accelctl.contract import envnames, jsontext
@@ -158,7 +158,6 @@ def to_json(cfg: dict[str, Any]) -> str:
 class DeepSpeedBackend(Backend):
     name = "deepspeed"
     worker_strategy = "deepspeed"
-    adapters = tuple(ACCELERATOR)  # the families DeepSpeed has an accelerator for
     precisions = ("fp32", "bf16", "fp16")
     #: zero selects it; none/data run as ZeRO stage 0 when the target asks for backend = deepspeed
     strategies = ("zero", "data", "none")
@@ -234,9 +233,6 @@ class DeepSpeedBackend(Backend):
 class DeepSpeedInferenceBackend(Backend):
     name = "deepspeed_inference"
     worker_strategy = "deepspeed_inference"
-    #: not hpu: DeepSpeed-inference on Gaudi is optimum-habana's run_generation.py --use_deepspeed
-    #: (backend gaudi, seed 003); a target it refuses must stay refused, not fall through to here
-    adapters = ("cpu", "cuda")
     precisions = ("fp32", "bf16", "fp16")
     strategies = ("deepspeed_inference",)
     tasks = ("generate", "infer")

@@ -100,7 +100,6 @@ def master_port_note(flags: list[str]) -> list[str]:
 
 class GaudiBackend(Backend):
     name = "gaudi"
-    adapters = ("hpu",)
     precisions = ("fp32", "bf16", "fp8")
     strategies = ("none", "data", "deepspeed_inference", "fsdp", "tensor", "pipeline")
     summary = "Intel Gaudi through optimum-habana: gaudi_spawn.py, lazy mode, HPU graphs, GaudiConfig"

@@ -151,7 +151,6 @@ def fp8_shape_problems(shape: dict, micro: int) -> list[str]:
 
 class TeFp8Backend(TorchrunBackend):
     name = "te_fp8"
-    adapters = ("cuda",)
     precisions = ("fp32", "bf16", "fp16", "fp8")
     fp8_library = "transformer_engine"
     strategies = ("none", "data")

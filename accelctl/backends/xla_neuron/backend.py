@@ -87,7 +87,6 @@ def precompile_job(job: WorkerJob) -> WorkerJob:
 
 class XlaNeuronBackend(Backend):
     name = "xla_neuron"
-    adapters = ("xla",)
     precisions = ("fp32", "bf16")
     strategies = ("none", "data", *SPLITS)
     summary = "torch-xla on Trainium/Inferentia2: torchrun, one process per NeuronCore, xla process group"
