@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Backend, Built, refusal
-from accelctl.backends.deepspeed.launch import adapter_of, build_launch
+from accelctl.backends.deepspeed.launch import accelerator_of, adapter_of, build_launch
 from accelctl.backends.deepspeed.release import (AUTOTP, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE,
                                                  TRANSFORMERS_VERSION, installed_version)
 from accelctl.contract import envnames, jsontext
@@ -205,7 +205,7 @@ class DeepSpeedBackend(Backend):
         built.notes.insert(0, f"{CONFIG_FILE}: ZeRO stage {z['stage']}, {precision}, train_batch_size "
                               f"{cfg['train_batch_size']} = micro {cfg['train_micro_batch_size_per_gpu']} x "
                               f"accumulation {cfg['gradient_accumulation_steps']} x {target.data_parallel} ranks")
-        if adapter_of(target) == "hpu":
+        if accelerator_of(target) == "hpu":
             built.notes.append("Gaudi: DeepSpeed's HPU accelerator needs SynapseAI's habana_frameworks on every "
                                "node (DS_ACCELERATOR=hpu raises without it)")
         if "optimizer" in cfg and target.parallel.offload_optimizer == "none":
@@ -216,7 +216,7 @@ class DeepSpeedBackend(Backend):
             built.notes.append(f"ZeRO-Offload: DeepSpeed's {cfg['optimizer']['type']} (DeepSpeedCPUAdam); its "
                                "cpu_adam op is a ~100 s C++ JIT build on first use (cached in "
                                "$TORCH_EXTENSIONS_DIR)")
-        elif spec.optimizer.name == "lamb" and adapter_of(target) == "hpu":
+        elif spec.optimizer.name == "lamb" and accelerator_of(target) == "hpu":
             built.notes.append(LAMB_HPU_NOTE)
         else:
             built.notes.append(f"optimizer: the worker's {'timm' if spec.optimizer.name == 'lamb' else 'torch.optim'} "
@@ -246,7 +246,7 @@ class DeepSpeedInferenceBackend(Backend):
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
-        p, family, adapter = target.parallel, spec.model.family, adapter_of(target)
+        p, family, accelerator = target.parallel, spec.model.family, accelerator_of(target)
         if p.strategy not in self.strategies:
             return out
 
@@ -256,7 +256,7 @@ class DeepSpeedInferenceBackend(Backend):
         if target.world_size != p.tp:
             no(f"deepspeed_inference runs one process per tensor-parallel shard: nodes x devices "
                f"= {target.world_size} must equal tp = {p.tp}", "parallel", "devices")
-        if p.kernel_inject and adapter == "cpu":
+        if p.kernel_inject and accelerator == "cpu":
             no("kernel injection does not exist on CPU: DeepSpeed's CPU accelerator has no "
                "InferenceBuilder ('This op had not been implemented on CPU backend'); "
                "set kernel_inject = off", "parallel")
@@ -272,7 +272,7 @@ class DeepSpeedInferenceBackend(Backend):
             if not AUTOTP.get(family, True):
                 no(f"DeepSpeed AutoTP cannot shard {family} ('AutoTP not supported for model. Please use "
                    "kernel injection'); use tp = 1, or kernel_inject = on on a GPU", "parallel", "model")
-            elif too_new and adapter == "cpu":
+            elif too_new and accelerator == "cpu":
                 no(f"AutoTP of BLOOM fails with transformers {transformers} and DeepSpeed {deepspeed}: the alibi "
                    "tensor is not sharded, so generate stops with 'The expanded size of the tensor ... must match'; "
                    "use tp = 1 (or transformers <= 4.43.4)", "parallel")
@@ -291,7 +291,7 @@ class DeepSpeedInferenceBackend(Backend):
         built.notes.insert(0, f"{INFERENCE_FILE}: tp_size {target.parallel.tp} ({how}), dtype {cfg['dtype']}")
         transformers = stack_versions(target)[0]
         if (spec.model.family == "bloom" and target.parallel.tp > 1 and not target.parallel.kernel_inject
-                and adapter_of(target) != "cpu" and transformers
+                and accelerator_of(target) != "cpu" and transformers
                 and _major_minor(transformers) > BLOOM_LAST_TRANSFORMERS):
             built.warnings.append(f"AutoTP of BLOOM failed on CPU with transformers {transformers} (alibi not "
                                   f"sharded); not verified on {target.device}")

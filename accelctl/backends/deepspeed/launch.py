@@ -39,6 +39,13 @@ def adapter_of(target: TargetSpec) -> str:
     return DEVICES[target.device].adapter
 
 
+def accelerator_of(target: TargetSpec) -> str:
+    """DeepSpeed's accelerator for the target's device (``DS_ACCELERATOR``: cpu, cuda, hpu; "" =
+    none), from its family's row: what DeepSpeed's own behaviour depends on, whatever the family
+    is called (one on torch's CUDA API on other hardware runs the cuda one)."""
+    return ACCELERATOR.get(adapter_of(target), "")
+
+
 def _engine_settings(spec: WorkloadSpec) -> dict[str, Any]:
     eng = spec.engines.get("deepspeed")
     return dict(eng.settings) if eng is not None else {}
@@ -87,9 +94,9 @@ def _hosts(spec: WorkloadSpec, target: TargetSpec, settings: dict[str, Any]) -> 
 
 
 def _launch_env(target: TargetSpec, job: WorkerJob, extra: dict[str, str]) -> dict[str, str]:
-    adapter = adapter_of(target)
-    env = dict(process_env(job), DS_ACCELERATOR=ACCELERATOR[adapter], **extra)
-    if adapter == "cpu":
+    accelerator = accelerator_of(target)
+    env = dict(process_env(job), DS_ACCELERATOR=accelerator, **extra)
+    if accelerator == "cpu":
         env[SHM_ENV] = "0"
     if DEVICES[target.device].lazy_graphs:
         # Gaudi: SynapseAI's bridge reads its mode at import: the target's lazy_mode (the worker marks steps by it)
@@ -146,10 +153,10 @@ def build_launch(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob, config:
         notes.append(f"ssh = off: start launch nodeN on node N ({target.nodes} launches)")
     else:
         launches = [Launch("deepspeed", tuple(head + tail), env, processes=target.world_size)]
-    adapter = adapter_of(target)
+    accelerator = accelerator_of(target)
     notes.append(f"{target.world_size} processes ({target.nodes} node(s) x {target.devices}) x {job.threads} "
-                 f"thread(s), DS_ACCELERATOR={ACCELERATOR[adapter]}, process group {job.device.comm}")
-    if adapter == "cpu":
+                 f"thread(s), DS_ACCELERATOR={accelerator}, process group {job.device.comm}")
+    if accelerator == "cpu":
         notes.append(f"{SHM_ENV}=0: DeepSpeed's shared-memory all-reduce stays off (its first use is a 70-240 s "
                      "C++ JIT build; gloo carries the all-reduces)")
     return Built(launches, files, notes, warnings)

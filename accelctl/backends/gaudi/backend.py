@@ -110,7 +110,7 @@ class GaudiBackend(Backend):
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:
         out = super().unsupported(spec, target)
         dev = DEVICES[target.device]
-        if dev.adapter != "hpu":
+        if dev.adapter not in self.adapters:
             return out
 
         def no(reason: str, *settings: str) -> None:
