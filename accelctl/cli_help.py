@@ -4,7 +4,7 @@ a bare ``accelctl`` does (clig.dev: help on no arguments, examples first).
 ``explain(parser, verb)`` runs on each parser ``accelctl.cli.build_parser`` builds (a verb's as it
 is built): options registered without ``help=`` get the text of ``SHARED_HELP`` (the same option
 means the same thing in every verb), and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py
-walks every action of every verb and fails on one without help.  Imports nothing.
+walks every action of every verb and fails on one without help.  Imports only the plug-in table.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from accelctl.spec import plugins
+
 #: option or positional dest -> its help where a verb registered it without one
 SHARED_HELP = {
     "workload": "only this workload of the file (default: every workload in it)",
     "target": "only this target of the workload (a name from its target blocks; default: each target, or the "
               "first that can run here for run)",
-    "engine": "launch through this engine instead of the target's: local, torchrun, slurm, kubernetes, aws_batch",
+    "engine": "launch through this engine instead of the target's: " + ", ".join(plugins.ENGINES),
     "file": "the workload file (.wl)",
     "files": "workload files (.wl), one or more",
     "format": "output format (default: text)",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from accelctl.dsl.parser import parse
 from accelctl.errors import WorkloadError
+from accelctl.spec import plugins
 from accelctl.spec import schema as S
 from accelctl.spec import types as T
 from accelctl.spec.check import check_all
@@ -177,24 +178,18 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
     },
 }
 
-ENGINE_MEANINGS: dict[str, str] = {
-    "rdzv_backend": "torchrun rendezvous backend", "rdzv_endpoint": "host:port of the rendezvous",
-    "rdzv_id": "rendezvous id", "join_timeout": "how long ranks wait to join", "max_restarts": "restarts of failed ranks",
-    "master_port": "port of rank 0", "hosts": "host names (written to the hostfile)", "hostfile": "an existing hostfile",
-    "master_addr": "address of rank 0", "ssh": "launch over ssh", "launcher": "DeepSpeed multi-node launcher",
-    "partition": "Slurm partition", "account": "Slurm account", "qos": "Slurm QOS", "constraint": "node features",
-    "time_limit": "job time limit", "cpus_per_task": "CPUs per task", "mem": "memory per node", "gres": "generic "
-    "resources, e.g. \"gpu:8\"", "container_image": "container image (pyxis/enroot)", "namespace": "Kubernetes "
-    "namespace", "image": "container image", "service_account": "service account", "priority_class": "priority class",
-    "cpu": "CPU request per pod", "memory": "memory request / limit", "efa": "attach EFA network interfaces",
-    "job_queue": "AWS Batch job queue", "job_definition": "AWS Batch job definition name", "role_arn": "job role ARN",
-    "vcpus": "vCPUs per node", "attempts": "retry attempts",
-    "node_selector": "pod nodeSelector, \"LABEL=VALUE\" each", "restart_policy": "replicas' restartPolicy "
-    "(default never)", "backoff_limit": "runPolicy.backoffLimit: retries before the job fails",
-    "clean_pod_policy": "runPolicy.cleanPodPolicy (default running)", "active_deadline":
-    "runPolicy.activeDeadlineSeconds", "volume_claim": "PVC holding the run folder (required)", "volume_path":
-    "where the PVC is mounted, in the pods and here (required)", "shm_size": "size limit of /dev/shm (memory)",
+#: the DeepSpeed launcher block's settings (backend deepspeed's, not an engine: an engine's
+#: meanings are in its row, ``accelctl.spec.plugins.EngineRow.meanings``)
+LAUNCHER_MEANINGS: dict[str, str] = {
+    "hosts": "host names (written to the hostfile)", "hostfile": "an existing hostfile",
+    "master_addr": "address of rank 0", "master_port": "port of rank 0", "ssh": "launch over ssh",
+    "launcher": "DeepSpeed multi-node launcher",
 }
+
+
+def engine_meanings(block: str) -> dict[str, str]:
+    """What each setting of ``engine <block> { }`` means: the engine row's, or the launcher's."""
+    return dict(plugins.engine_row(block).meanings) if block in plugins.ENGINES else LAUNCHER_MEANINGS
 
 # dataclass that holds each table's defaults, and key -> field where the names differ
 DEFAULTS_FROM: dict[str, tuple[type, dict[str, str]]] = {
@@ -232,9 +227,12 @@ def _fmt_default(value) -> str:
 
 
 def missing_meanings() -> list[str]:
-    """Schema keys without a meaning here (a new key needs one line in KEYS / ENGINE_MEANINGS)."""
+    """Schema keys without a meaning (a new key needs one line in KEYS, an engine's setting one in
+    its row's ``meanings``), and engines without a summary."""
     out = [f"{t} key '{k}'" for t, keys in schema_tables().items() for k in keys if k not in KEYS[t]]
-    out += [f"engine key '{k}'" for table in S.ENGINE_KEYS.values() for k in table if k not in ENGINE_MEANINGS]
+    out += [f"engine {b} key '{k}'" for b, table in S.ENGINE_KEYS.items() for k in table
+            if k not in engine_meanings(b)]
+    out += [f"engine {n} (its row's summary)" for n in plugins.ENGINES if not plugins.engine_row(n).summary]
     return out
 
 
@@ -266,13 +264,16 @@ def key_table(table: str) -> str:
 def engine_tables() -> str:
     out = []
     for engine, table in S.ENGINE_KEYS.items():
-        out.append(f"**engine {engine}**" + (" — no settings" if not table else ""))
+        meanings = engine_meanings(engine)
+        what = plugins.engine_row(engine).summary if engine in plugins.ENGINES else (
+            "the DeepSpeed launcher of backend deepspeed, under the target's engine")
+        out.append(f"**engine {engine}** — {what}" + ("; no settings" if not table else ""))
         out.append("")
         if table:
             out += ["| key | type | accepts | meaning |", "|---|---|---|---|"]
             for key, vt in table.items():
                 kind = vt.name if not vt.name.startswith("one of") else "choice"
-                out.append(f"| `{key}` | {kind} | {_cell(vt.detail)} | {_cell(ENGINE_MEANINGS[key])} |")
+                out.append(f"| `{key}` | {kind} | {_cell(vt.detail)} | {_cell(meanings[key])} |")
             out.append("")
     return "\n".join(out).rstrip()
 
@@ -595,6 +596,7 @@ def sections() -> dict[str, str]:
         raise SystemExit("scripts/gen_language_tables.py: add a meaning for " + ", ".join(missing))
     out = {f"keys-{t}": key_table(t) for t in schema_tables()}
     out["engines"] = engine_tables()
+    out["engine-codes"] = engine_codes_table()
     out["units"] = units_table()
     out["families"] = families_table()
     out["known-models"] = known_models_table()
@@ -604,6 +606,14 @@ def sections() -> dict[str, str]:
     out["stack"] = stack_table()
     out["diagnostics"] = diagnostics_table()
     return out
+
+
+def engine_codes_table() -> str:
+    """Each engine's plan-time refusal code, from its row."""
+    rows = ["| code | meaning |", "|---|---|"]
+    rows += [f"| {r.code} | {_cell(r.refuses)} |" for r in sorted(
+        (plugins.engine_row(n) for n in plugins.ENGINES), key=lambda r: r.code) if r.code]
+    return "\n".join(rows)
 
 
 def stack_table() -> str:

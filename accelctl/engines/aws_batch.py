@@ -39,7 +39,7 @@ ENTRYPOINT = ("python", "-m", "accelctl.engines.batch_entrypoint")
 #: what the supervisor's submission amounts to (after RegisterJobDefinition), as the AWS CLI would
 SUBMIT = ("aws", "batch", "submit-job", "--cli-input-json", f"file://{RUN_DIR}/{SUBMIT_FILE}")
 #: the code of an aws_batch engine setting that is missing or cannot work
-CODE = "E546"
+CODE = batch_settings.ROW.code
 #: instance memory in GiB (AWS instance type pages); Batch reserves some for its agent, so a
 #: job asks for RESERVE of it
 INSTANCE_MEMORY_GIB = {
@@ -78,9 +78,7 @@ def accelerator(target: TargetSpec) -> tuple[list[dict], list[dict]]:
 
 
 class AwsBatchEngine(Engine):
-    name = "aws_batch"
-    summary = "AWS Batch multi-node parallel job (job definition + SubmitJob, DeepSpeed per node)"
-    settings = batch_settings.SETTINGS
+    row = batch_settings.ROW
     backends = ("deepspeed",)
 
     def wrap(self, spec, target, built, job, settings):

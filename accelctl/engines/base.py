@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from accelctl.backends.base import Built
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
+from accelctl.engines import local_settings
 from accelctl.errors import Diagnostic, PlanError
+from accelctl.spec.plugins import EngineRow
 from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # a check's result type: imported by the checks (plan --check), not by planning
@@ -27,13 +29,21 @@ if TYPE_CHECKING:  # a check's result type: imported by the checks (plan --check
 
 
 class Engine:
+    #: the engine's facts (``accelctl.spec.plugins.EngineRow``, in its small ``<engine>_settings``
+    #: module): its name, summary and settings are the row's
+    row: EngineRow | None = None
     name: str = ""
     summary: str = ""
     #: backends whose per-node command this engine knows how to place
     backends: tuple[str, ...] = ()
-    #: ``engine <name> { ... }`` settings -> value type, declared in the engine's small
-    #: ``<engine>_settings`` module (``accelctl.engines.settings``), which the schema reads
+    #: ``engine <name> { ... }`` settings -> value type, the row's (which the schema reads)
     settings: Mapping[str, Any] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        row = cls.__dict__.get("row")
+        if row is not None:
+            cls.name, cls.summary, cls.settings = row.name, row.summary, row.settings
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec, backend: str) -> list[str]:
         if self.backends and backend not in self.backends:
@@ -76,8 +86,7 @@ class Engine:
 
 
 class LocalEngine(Engine):
-    name = "local"
-    summary = "run on this machine"
+    row = local_settings.ROW
 
     def wrap(self, spec, target, built, job, settings):
         return built

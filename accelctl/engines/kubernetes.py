@@ -45,7 +45,7 @@ CONTAINER = "pytorch"
 PORT_NAME = "pytorchjob-port"
 MASTER_PORT = 23456
 #: the code of an engine kubernetes setting that is missing or cannot work
-CODE = "E549"
+CODE = kubernetes_settings.ROW.code
 #: the variable the submitter fills with the run folder (on the shared volume)
 RUN_DIR_ENV = "ACCELCTL_RUN_DIR"
 RUN_VOLUME = "accelctl-run"
@@ -229,9 +229,7 @@ def render(job: dict) -> str:
 
 
 class KubernetesEngine(Engine):
-    name = "kubernetes"
-    summary = "Kubeflow Training Operator v1 PyTorchJob (master + workers), run folder on a shared volume"
-    settings = kubernetes_settings.SETTINGS
+    row = kubernetes_settings.ROW
     backends = ("torchrun", "xla_neuron", "deepspeed")
 
     def wrap(self, spec, target, built, job, settings):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from accelctl.engines.settings import IMAGE
 from accelctl.spec import values as V
+from accelctl.spec.plugins import EngineRow
 
 _NAME = V.token(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", '"default"', "Kubernetes name")
 
@@ -27,3 +28,31 @@ SETTINGS: dict[str, V.VType] = {
     "memory": V.quantity("bytes"),
     "efa": V.boolean(),
 }
+
+ROW = EngineRow(
+    name="kubernetes",
+    engine="accelctl.engines.kubernetes:KubernetesEngine",
+    summary="Kubeflow Training Operator v1 PyTorchJob (master + workers), run folder on a shared volume",
+    settings=SETTINGS,
+    meanings={
+        "namespace": "Kubernetes namespace", "image": "container image", "service_account": "service account",
+        "priority_class": "priority class", "node_selector": "pod nodeSelector, \"LABEL=VALUE\" each",
+        "restart_policy": "replicas' restartPolicy (default never)",
+        "backoff_limit": "runPolicy.backoffLimit: retries before the job fails",
+        "clean_pod_policy": "runPolicy.cleanPodPolicy (default running)",
+        "active_deadline": "runPolicy.activeDeadlineSeconds",
+        "volume_claim": "PVC holding the run folder (required)",
+        "volume_path": "where the PVC is mounted, in the pods and here (required)",
+        "shm_size": "size limit of /dev/shm (memory)", "cpu": "CPU request per pod",
+        "memory": "memory request / limit", "efa": "attach EFA network interfaces",
+    },
+    code="E549",
+    refuses="`engine kubernetes` cannot place the target: no `image`, no shared volume (`volume_claim` + "
+            "`volume_path`: the only way the events come back), a `namespace`/`service_account`/`priority_class`/"
+            "`volume_claim` that is not a Kubernetes name, a `volume_path` that is not an absolute folder, a "
+            "`node_selector` entry that is not `LABEL=VALUE`, `efa = on` on an instance without EFA, a device family "
+            "Kubernetes has no resource for, or a backend build that is not one torchrun/DeepSpeed launch "
+            "(`neuron_parallel_compile`)",
+    scheduler="accelctl.engines.kubernetes_scheduler:KubernetesScheduler",
+    image_key="image",
+)

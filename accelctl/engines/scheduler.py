@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -23,6 +22,7 @@ from typing import Any
 
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.errors import first_line
+from accelctl.spec import plugins
 
 
 class AppState(str, enum.Enum):
@@ -109,18 +109,16 @@ class Scheduler:
         return iter(())
 
 
-#: engine name -> ``module:class`` of its scheduler (imported when asked: nothing heavy at plan time)
-SCHEDULERS = {
-    "slurm": "accelctl.engines.slurm_scheduler:SlurmScheduler",
-    "kubernetes": "accelctl.engines.kubernetes_scheduler:KubernetesScheduler",
-    "aws_batch": "accelctl.engines.batch_scheduler:BatchScheduler",
-}
+def has_scheduler(name: str) -> bool:
+    """Engine (or handle scheme) ``name`` submits its job to a scheduler (its row names one)."""
+    return name in plugins.ENGINES and bool(plugins.engine_row(name).scheduler)
 
 
 def scheduler_for(name: str) -> Scheduler:
     """The scheduler of engine (or handle scheme) ``name``; KeyError for an engine without one."""
-    module, _, cls = SCHEDULERS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    if not has_scheduler(name):
+        raise KeyError(name)
+    return plugins.resolve(plugins.engine_row(name).scheduler)()
 
 
 def record(run_dir: Path, handle: AppHandle, described: Described | None, fallback: str = "") -> None:

@@ -1,13 +1,12 @@
-"""How engines declare their settings (``engine <name> { ... }``), and the value types several share.
+"""How engines declare themselves, and the value types several share.
 
-Each engine states its settings once, in a small module of its own beside it
-(``<engine>_settings.py``: a ``SETTINGS`` table of setting -> value type, and whatever pattern
-the engine itself checks again), which its ``Engine`` class exposes as ``settings``.  The
-language reads them from there (``accelctl.spec.schema.ENGINE_KEYS``, through
-``accelctl.spec.plugins.ENGINE_SETTINGS``: names, like the plug-in table, so the check pass
-imports these small modules and never an engine), and so do the docs and completion, which
-read the schema.  These modules import nothing but the spec's value types: ``validate`` stays
-as light as it was (``tests/engines/test_engine_settings.py`` checks both).
+Each engine states its facts once, in a small module of its own beside it
+(``<engine>_settings.py``): a ``ROW`` (``accelctl.spec.plugins.EngineRow``) holding its
+``SETTINGS`` table (setting -> value type), their meanings, its summary, its refusal code and
+where its classes are, with whatever pattern the engine itself checks again.  The language
+(``accelctl.spec.schema.ENGINE_KEYS``), the docs, completion and the planner read the row
+through ``accelctl.spec.plugins.ENGINES``, so the check pass imports these small modules and
+never an engine.  They import nothing but the spec's value types and the row's class.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ SCRIPT = "job.sbatch"
 #: the submission, in the run folder (the job's $SLURM_SUBMIT_DIR, where it reads job.json)
 SUBMIT = ("sbatch", "--parsable", SCRIPT)
 #: the code of an engine slurm setting that cannot reach the batch script
-CODE = "E547"
+CODE = slurm_settings.ROW.code
 #: what a Slurm name (partition, account, QOS), a constraint expression (features joined by
 #: & | , with [] () * counts) and a gres may hold: the engine's declared patterns (``slurm_settings``)
 NAME_RE = re.compile(slurm_settings.NAME_PATTERN)
@@ -98,9 +98,7 @@ def render_script(spec: WorkloadSpec, target: TargetSpec, launch: Launch, settin
 
 
 class SlurmEngine(Engine):
-    name = "slurm"
-    summary = "Slurm batch job (sbatch), one launcher agent per node (torchrun c10d, deepspeed --no_ssh)"
-    settings = slurm_settings.SETTINGS
+    row = slurm_settings.ROW
     backends = tuple(AGENTS)
 
     def wrap(self, spec, target, built, job, settings):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from accelctl.engines.settings import IMAGE
 from accelctl.spec import values as V
+from accelctl.spec.plugins import EngineRow
 
 NAME_PATTERN = r"[A-Za-z0-9_.-]+"
 CONSTRAINT_PATTERN = r"[A-Za-z0-9_.,&|\[\]()*:-]+"
@@ -26,3 +27,21 @@ SETTINGS: dict[str, V.VType] = {
     "gres": V.token(GRES_PATTERN, '"gpu:1"', "Slurm gres"),
     "container_image": IMAGE,
 }
+
+ROW = EngineRow(
+    name="slurm",
+    engine="accelctl.engines.slurm:SlurmEngine",
+    summary="Slurm batch job (sbatch), one launcher agent per node (torchrun c10d, deepspeed --no_ssh)",
+    settings=SETTINGS,
+    meanings={
+        "partition": "Slurm partition", "account": "Slurm account", "qos": "Slurm QOS", "constraint": "node features",
+        "time_limit": "job time limit", "cpus_per_task": "CPUs per task", "mem": "memory per node",
+        "gres": "generic resources, e.g. \"gpu:8\"", "container_image": "container image (pyxis/enroot)",
+    },
+    code="E547",
+    refuses="`engine slurm`: a `partition`/`account`/`qos`/`constraint`/`gres` with a character a `#SBATCH` line "
+            "cannot take, `container_image` (not supported yet), or a backend build that is not one launch per node",
+    scheduler="accelctl.engines.slurm_scheduler:SlurmScheduler",
+    image_note="engine slurm does not pass it (pyxis/enroot --container-image is not built yet); the nodes must run "
+               "that image's software",
+)

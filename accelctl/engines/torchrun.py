@@ -22,7 +22,7 @@ from accelctl.engines.base import Engine, engine_refusal
 from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 #: the code of a torchrun engine setting that cannot work
-CODE = "E548"
+CODE = torchrun_settings.ROW.code
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_JOIN_TIMEOUT_S = 600
 #: a host name, an IPv4 address or a bracketed IPv6 address; a port
@@ -52,9 +52,7 @@ def endpoint(spec: WorkloadSpec, target: TargetSpec, settings: dict) -> tuple[st
 
 
 class TorchrunEngine(Engine):
-    name = "torchrun"
-    summary = "one torchrun agent per node, c10d rendezvous (run launch nodeI on node I)"
-    settings = torchrun_settings.SETTINGS
+    row = torchrun_settings.ROW
     backends = ("torchrun",)
 
     def wrap(self, spec, target, built, job, settings):

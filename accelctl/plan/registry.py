@@ -10,7 +10,6 @@ that selects the target (cold ``plan`` is measured against ``import lark, rich``
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, MutableMapping
 from dataclasses import replace
 
@@ -25,8 +24,7 @@ from accelctl.spec.types import TargetSpec, WorkloadSpec
 
 def load_plugin(path: str):
     """The object a ``"module:Class"`` path names, instantiated."""
-    module, _, cls = path.partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    return plugins.resolve(path)()
 
 
 def _load_all(table: dict[str, str]) -> dict:
@@ -76,7 +74,7 @@ class PluginTable(MutableMapping):
 BACKENDS: MutableMapping[str, Backend] = PluginTable(plugins.BACKENDS)
 
 #: engines by name (``engine = ...`` in a target, ``--engine`` on the command line)
-ENGINES: MutableMapping[str, Engine] = PluginTable(plugins.ENGINES)
+ENGINES: MutableMapping[str, Engine] = PluginTable({name: plugins.engine_row(name).engine for name in plugins.ENGINES})
 
 
 #: parallel strategies built for some device families only (their rows' ``parallelisms``):

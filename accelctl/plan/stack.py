@@ -19,12 +19,11 @@ import dataclasses
 from accelctl.backends.base import Built
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
 from accelctl.spec.catalog import DEVICES
+from accelctl.spec.plugins import engine_row
 from accelctl.spec.stack import SDKS
 from accelctl.spec.types import EngineSpec, StackSpec, TargetSpec, WorkloadSpec
 
 REQUIREMENTS = "requirements.txt"
-#: engines whose submission runs a container image, and the key of their block that names it
-IMAGE_KEYS = {"kubernetes": "image", "aws_batch": "image"}
 #: Habana's DeepSpeed fork, as its README installs it
 HABANA_DEEPSPEED = "deepspeed @ git+https://github.com/HabanaAI/DeepSpeed.git@{version}"
 
@@ -46,8 +45,8 @@ def sdk_name(stack: StackSpec) -> str:
 def engine_settings(target: TargetSpec, engine: str, settings: EngineSpec) -> EngineSpec:
     """The engine block's settings with the stack's image where the engine takes one and the
     block names none."""
-    key = IMAGE_KEYS.get(engine)
-    if key is None or not target.stack.image or settings.settings.get(key):
+    key = engine_row(engine).image_key
+    if not key or not target.stack.image or settings.settings.get(key):
         return settings
     return dataclasses.replace(settings, settings={**settings.settings, key: target.stack.image})
 
@@ -84,15 +83,14 @@ def with_stack(spec: WorkloadSpec, target: TargetSpec, engine: str, settings: En
 
 
 def _image_note(image: str, engine: str, settings: EngineSpec) -> str:
-    key = IMAGE_KEYS.get(engine)
-    if key is not None:
-        named = settings.settings.get(key)
+    row = engine_row(engine)
+    if row.image_key:
+        key, named = row.image_key, settings.settings.get(row.image_key)
         if named and named != image:
             return f"stack: image {image}; engine {engine} {{ {key} = \"{named}\" }} names its own, which the job runs"
         return f"stack: image {image}: the {engine} job runs in it (docker pull {image})"
-    if engine == "slurm":
-        return (f"stack: image {image}: engine slurm does not pass it (pyxis/enroot --container-image is not "
-                "built yet); the nodes must run that image's software")
+    if row.image_note:
+        return f"stack: image {image}: {row.image_note}"
     return (f"stack: image {image}: engine {engine} starts the processes on this machine, outside it; on the "
             f"target's machine: docker pull {image} and run the launch inside it (docker run --rm --ipc=host "
             f"-v {RUN_DIR}:{RUN_DIR} {image} ...)")

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError, Diagnostic, RunError, attach_source
+from accelctl.spec import plugins
 
 
 def exit_code(status: str) -> int:
@@ -127,7 +128,7 @@ def refuse_unstartable(chosen: Sequence[Chosen], source: str | None, req: Reques
             why = missing_here(c.spec, c.spec.target(p.target), p.engine, present)
             if why is not None:
                 raise AccelctlError(why, exit_code=exitcodes.NO_DEVICE)
-        if p.engine in ("local", "torchrun"):  # launches this machine starts: their folders must resolve here
+        if p.engine in plugins.ENGINES and plugins.engine_row(p.engine).runs_here:  # launches this machine starts: their folders must resolve here
             unset = env_filled(p)[1]
             if unset:
                 raise AccelctlError(f"target {p.target}: the plan runs in ${unset[0]} (the optimum-habana "

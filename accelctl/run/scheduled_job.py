@@ -11,8 +11,8 @@ from pathlib import Path
 
 from accelctl import exitcodes
 from accelctl.contract import scheduler as scheduler_file
-from accelctl.engines.scheduler import SCHEDULERS, AppHandle, Described, Scheduler, cancel_and_wait, record, \
-    scheduler_for
+from accelctl.engines.scheduler import AppHandle, Described, Scheduler, cancel_and_wait, has_scheduler, \
+    record, scheduler_for
 from accelctl.errors import RunError, first_line
 
 
@@ -23,7 +23,7 @@ def handle_of(run_dir: Path) -> AppHandle | None:
         handle = AppHandle.parse(job.handle) if job is not None and job.handle else None
     except ValueError:
         return None
-    return handle if handle is not None and handle.scheduler in SCHEDULERS else None
+    return handle if handle is not None and has_scheduler(handle.scheduler) else None
 
 
 def describe(run_dir: Path) -> tuple[AppHandle, Described | None, str] | None:

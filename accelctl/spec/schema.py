@@ -6,8 +6,6 @@ key to its value type (``accelctl.spec.values``).
 
 from __future__ import annotations
 
-import importlib
-
 from accelctl.dsl import ast
 from accelctl.spec import plugins, te_versions
 from accelctl.spec import values as V
@@ -130,18 +128,11 @@ TRACK_KEYS: dict[str, V.VType] = {
 LAUNCHER_BLOCKS = ("deepspeed",)
 
 
-def _declared(name: str) -> dict[str, V.VType]:
-    """Engine ``name``'s settings as the engine declares them (``plugins.ENGINE_SETTINGS``: its
-    small ``<engine>_settings`` module, which imports only the value types; never the engine)."""
-    module, _, attr = plugins.ENGINE_SETTINGS[name].partition(":")
-    return dict(getattr(importlib.import_module(module), attr))
-
-
-#: ``engine <name> { ... }`` blocks -> their settings: each engine's own declaration, and the
-#: DeepSpeed launcher's block (backend deepspeed's, not an engine)
+#: ``engine <name> { ... }`` blocks -> their settings: each engine's row (``plugins.ENGINES``:
+#: small modules importing only the value types, never the engine), then the DeepSpeed
+#: launcher's block (backend deepspeed's, not an engine)
 ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
-    "local": {},
-    "torchrun": _declared("torchrun"),
+    **{name: dict(plugins.engine_row(name).settings) for name in plugins.ENGINES},
     "deepspeed": {
         "hosts": V.hostname_list(),
         "hostfile": V.path(),
@@ -150,9 +141,6 @@ ENGINE_KEYS: dict[str, dict[str, V.VType]] = {
         "ssh": V.boolean(),
         "launcher": V.choice("pdsh", "openmpi", "mvapich", "slurm", "impi"),
     },
-    "slurm": _declared("slurm"),
-    "kubernetes": _declared("kubernetes"),
-    "aws_batch": _declared("aws_batch"),
 }
 #: the engines a target may name (``engine = ...``): the plug-ins of accelctl.plan.registry.ENGINES
 ENGINES = tuple(k for k in ENGINE_KEYS if k not in LAUNCHER_BLOCKS)

@@ -22,7 +22,7 @@ def test_the_schema_reads_each_engines_own_declaration():
         table = S.ENGINE_KEYS[name]
         assert list(table) == list(engine.settings), name
         assert all(table[k] is engine.settings[k] for k in table), name  # the engine's value types, not copies
-    assert {n for n, e in ENGINES.items() if e.settings} == set(plugins.ENGINE_SETTINGS)
+    assert all(engine.row is plugins.engine_row(name) for name, engine in ENGINES.items())
 
 
 def test_a_setting_the_engine_does_not_declare_is_refused_at_its_line():
@@ -41,5 +41,5 @@ def test_validate_imports_the_declarations_and_no_engine():
             "print(sorted(m for m in sys.modules if m.startswith(('accelctl.engines', 'accelctl.backends'))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     loaded = ast.literal_eval(out)
-    declared = {where.partition(":")[0] for where in plugins.ENGINE_SETTINGS.values()}
+    declared = {where.partition(":")[0] for where in plugins.ENGINES.values()}
     assert set(loaded) == {"accelctl.engines", "accelctl.engines.settings", *declared}, loaded
