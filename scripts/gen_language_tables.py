@@ -22,6 +22,7 @@ from accelctl.spec import plugins
 from accelctl.spec import schema as S
 from accelctl.spec import types as T
 from accelctl.spec.check import check_all
+from accelctl.spec.options import OPTIONS
 from accelctl.spec.stack import SDKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,24 +142,8 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "gradient_checkpointing": ("recompute activations (this target)", "the workload's setting"),
         "engine": ("how it is launched: local or an `engine` block of the workload", None),
         "backend": ("force a backend instead of the planner's choice", "chosen by the planner"),
-        "hpu_graphs": ("Gaudi: capture HPU graphs", "backend default"),
-        "lazy_mode": ("Gaudi: lazy execution mode", "backend default"),
-        "te_layers": ("CUDA: swap transformer blocks for Transformer Engine layers", "off"),
-        "dataloader_workers": ("data-loader worker processes per rank", "backend default"),
-        "pin_memory": ("CUDA: the data loader's batches in page-locked host memory (DataLoader pin_memory; "
-                       "with dataloader_workers > 0)", "off"),
-        "threads": ("intra-op CPU threads per process", "cores ÷ processes"),
-        "weights": ("overrides the model's weights setting for this target", "the model's"),
-        "hub": ("Hugging Face Hub access of the worker: online (weights, configs and datasets by id, HF_HOME "
-                "and the HF cache respected) or offline (HF_HUB_OFFLINE=1: cache and local paths only)",
-                "online on accelerators, offline on cpu"),
-        "neuron_parallel_compile": ("Neuron: pre-compile graphs in parallel (neuron_parallel_compile)", "off"),
-        "xla_use_bf16": ("Neuron: XLA_USE_BF16=1, every fp32 tensor held and computed in bf16 (seed 004), no "
-                         "autocast; needs precision bf16 (E243); deprecated by torch-xla after 2.6", "off"),
-        "script": ("what the launcher starts: accelctl's own loop (worker) or the backend's documented example "
-                   "script (example, e.g. optimum-habana's run_generation.py)", "worker"),
-        "te_version": ("Transformer Engine version the plan targets (its autocast API changed in 2.9)",
-                       "the te_fp8 backend's (2.20)"),
+        # the options: their rows (accelctl.spec.options)
+        **{name: (row.doc, row.unset) for name, row in OPTIONS.items()},
     },
     "parallel": {
         "stage": ("ZeRO stage 0–3 (`zero` only)", "0"),

@@ -40,7 +40,7 @@ def missing_fact(target: TargetSpec) -> str:
     host = (f"{per_core:g} host vCPUs per NeuronCore ({target.instance}: {INSTANCES[target.instance].vcpus} "
             f"vCPUs for {INSTANCES[target.instance].devices} cores)" if per_core is not None
             else "the host's vCPUs per NeuronCore (no catalogued instance)")
-    workers = target.options.get("dataloader_workers")
+    workers = target.options.dataloader_workers
     loader = f"; {workers} loader workers per process" if workers is not None else ""
     return (f"; not modelled: the host time per step of torch-xla's tracing and the data loader "
             f"({host}{loader}): no published figure gives it, and it is the missing fact that would separate trn1 "

@@ -123,7 +123,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT, expl
     if sheet is None and target.device in DEVICES and DEVICES[target.device].host:
         from accelctl.estimate import host
 
-        sheet = host.datasheet(int(target.options.get("threads") or 1))
+        sheet = host.datasheet(target.options.threads or 1)
     dtype = PEAK_DTYPE.get(target.precision.dtype, "bf16")
     if sheet is None:
         est.status = f"no datasheet for device {target.device} (the host CPU: measure it with accelctl run)"
@@ -264,7 +264,7 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
                                          count=2 * accum * tp_coll.count))
     # the host's time per layer pass (eager dispatch; a captured graph replays it cheaply)
     layer_passes = int(s.get("layers", 0) or 0) * passes * accum
-    per_pass = fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else fx.train_layer_overhead_s
+    per_pass = fx.graph_layer_overhead_s if target.options.hpu_graphs else fx.train_layer_overhead_s
     t_host = layer_passes * per_pass.value
     window = (t_core - t_opt) / accum * fx.backward_share.value
     t_comm = exposed = 0.0
@@ -314,7 +314,7 @@ def _elementwise_s(spec: WorkloadSpec, target: TargetSpec, s: dict[str, Any], z:
     autocast = dtype in ("bf16", "fp16", "fp8") and target.parallel.strategy != "zero"
     e = 4 if dtype == "fp32" else 2
     e_res = 4 if (autocast or dtype == "fp32") else 2
-    per_token = EW.forward_bytes_per_token(h, f, e, e_res, autocast, bool(target.options.get("te_layers")))
+    per_token = EW.forward_bytes_per_token(h, f, e, e_res, autocast, bool(target.options.te_layers))
     passes = EW.TRAINING_PASSES + (1 if target.gradient_checkpointing else 0)
     step = passes * per_token + (EW.fp8_cast_bytes_per_token(h, f) if dtype == "fp8" else 0.0)
     return step * layers * _tokens(fam, s, z) / (target.parallel.tp * target.parallel.pp) / bw
@@ -405,7 +405,7 @@ def _generation(est, spec, target, s, z, fx, peak, bw, e, sheet) -> None:
     t_pre = max(pre * b / split / peak, weight_bytes / bw)
     t_compute = pre * b / split / peak
     t_mem = weight_bytes / bw
-    per_layer = (fx.graph_layer_overhead_s if target.options.get("hpu_graphs") else
+    per_layer = (fx.graph_layer_overhead_s if target.options.hpu_graphs else
                  fx.fused_layer_overhead_s if p.kernel_inject else fx.eager_layer_overhead_s)
     overhead_per_layer = per_layer.value
     est.sources["layer_overhead"] = f"{per_layer.value * 1e6:.3g} us per decoder layer and token: {per_layer.source}"

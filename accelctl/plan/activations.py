@@ -144,8 +144,8 @@ def hpu_lazy(target: TargetSpec) -> bool:
     """A device that trains in lazy mode (the catalog's ``lazy_graphs``: Gaudi), not turned off
     by the target (``lazy_mode = off``; optimum-habana's ``use_lazy_mode`` defaults to True, and
     it runs FSDP eager: ``accelctl.backends.gaudi.fsdp``)."""
-    return DEVICES[target.device].lazy_graphs and bool(target.options.get("lazy_mode",
-                                                                           target.parallel.strategy != "fsdp"))
+    lazy = target.options.lazy_mode
+    return DEVICES[target.device].lazy_graphs and (target.parallel.strategy != "fsdp" if lazy is None else lazy)
 
 
 #: families whose worker model has no dropout (timm's VisionTransformer: drop rates 0)

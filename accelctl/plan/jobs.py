@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from accelctl.contract import hostfacts
 from accelctl.plan.activations import hpu_lazy
 from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.models import objective_for
+from accelctl.spec.options import OPTIONS
 from accelctl.spec.types import ModelSpec, TargetSpec, WorkloadSpec
 
 
@@ -21,8 +22,8 @@ def threads_per_process(target: TargetSpec, processes: int) -> int:
     machine's for a cpu target, a catalogued instance's vCPUs, else 1 as torchrun).  Ranks never
     share a core: oversubscribing made steps several times slower.
     """
-    if "threads" in target.options:
-        return int(target.options["threads"])
+    if target.options.threads is not None:
+        return target.options.threads
     inst = INSTANCES.get(target.instance)
     if DEVICES[target.device].host:
         cores = hostfacts.current().cores
@@ -63,12 +64,12 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     data = replace(d, ref=str((base / d.ref).expanduser()) if d.kind == "files" else d.ref,
                    fallback=str((base / fallback).expanduser()) if fallback not in ("", "synthetic") else fallback)
     model = replace(m, ref=str((base / m.ref).expanduser()) if m.source == "local" else m.ref,
-                    weights=initial_weights(t.kind, str(target.options.get("weights", m.weights))))
+                    weights=initial_weights(t.kind, target.options.weights or m.weights))
     device_kind = DEVICES[target.device]
     family = FAMILIES[device_kind.adapter]
     architecture, scale = model_to_build(m, device_kind.host)
-    # the target's device options (typed by the schema) land in the DeviceJob field of the same name
-    device_options = {f.name: target.options[f.name] for f in fields(DeviceJob) if f.name in target.options}
+    # the options whose row says so land in the DeviceJob field of the same name
+    device_options = {k: v for k, v in target.options.written().items() if OPTIONS[k].job}
     if device_kind.lazy_graphs:  # lazy unless the target says off, or runs FSDP (eager on Gaudi)
         device_options["lazy_mode"] = hpu_lazy(target)
     device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm, **device_options)
@@ -105,7 +106,7 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
 def hub_access(target: TargetSpec) -> str:
     """The target's ``hub`` option, else online on an accelerator (the real weights and data
     come from the Hub there) and offline on the host (its cache and local paths only)."""
-    return str(target.options.get("hub") or ("offline" if DEVICES[target.device].host else "online"))
+    return (target.options.hub or ("offline" if DEVICES[target.device].host else "online"))
 
 
 def optimize_notes(job: WorkerJob) -> list[str]:
@@ -130,7 +131,7 @@ def checkpoint_warnings(target: TargetSpec, job: WorkerJob) -> list[str]:
     every = job.checkpoint.every
     if not every:
         return []
-    if target.options.get("script") == "example":
+    if target.options.script == "example":
         return ["checkpoint { } is ignored: this target runs the backend's example script, not accelctl's loop, "
                 "so no checkpoint is saved and the run cannot be resumed"]
     total = job.measure.warmup + job.measure.steps * job.measure.repeat

@@ -18,15 +18,19 @@ from accelctl.plan.rehearsal_size import SIZE
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.parallel_plans import PIPELINE_FAMILIES, PLANS
 from accelctl.spec.parallel_rules import positions
-from accelctl.spec.schema import INFERENCE_STRATEGIES, TARGET_OPTIONS
+from accelctl.spec.options import OPTIONS, TargetOptions
+from accelctl.spec.schema import INFERENCE_STRATEGIES
 from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
 
 #: the catalog's host device (the CPU accelctl runs on)
 HOST = next(name for name, d in DEVICES.items() if d.host)
 #: layouts whose tensor parallel a rehearsal keeps (the worker's, on gloo ranks): tensor, fsdp × tensor
 TENSOR_REHEARSED = ("tensor", "fsdp")
-#: target options that still mean something on the host
-KEPT_OPTIONS = ("threads",)
+
+
+def rehearsed_options(options: TargetOptions) -> TargetOptions:
+    """The options that still mean something on this CPU (their rows say which); the rest unset."""
+    return TargetOptions(**{k: v for k, v in options.written().items() if OPTIONS[k].rehearsed})
 
 
 def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) -> tuple[TargetSpec, Rehearsal]:
@@ -54,7 +58,7 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
     parallel, world, kept = _tensor_here(spec, target.parallel, world, changes)
     parallel, world, staged = _pipeline_here(spec, parallel, world, target.batch.accumulation, changes)
     parallel = _parallel_here(parallel, world, changes, keep_tp=kept, keep_pp=staged)
-    dropped = sorted(k for k in target.options if k in TARGET_OPTIONS and k not in KEPT_OPTIONS)
+    dropped = sorted(k for k in target.options.written() if not OPTIONS[k].rehearsed)
     if dropped:
         changes.append("device options not rehearsed: " + ", ".join(dropped))
     if target.nodes > 1:
@@ -63,7 +67,7 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
         target, device=HOST, instance="", nodes=1, devices=world, price_per_hour=None, memory_bytes=0,
         parallel=parallel, precision=precision, engine="local", backend="",
         batch=dataclasses.replace(target.batch, global_size=None),
-        options={k: v for k, v in target.options.items() if k in KEPT_OPTIONS})
+        options=rehearsed_options(target.options))
     return moved, Rehearsal(of=target.name, device=target.device, world_size=target.world_size,
                             changes=tuple(changes))
 
@@ -208,14 +212,14 @@ def _fp8_rehearsal_target(spec: WorkloadSpec, target: TargetSpec) -> tuple[Targe
                "(same weights, same batches)"]
     if target.world_size > 1 or target.parallel.strategy != "none":
         changes.append(f"{target.world_size} processes, parallel {target.parallel.strategy} -> 1 process (both arms in it)")
-    dropped = sorted(k for k in target.options if k in TARGET_OPTIONS and k not in KEPT_OPTIONS)
+    dropped = sorted(k for k in target.options.written() if not OPTIONS[k].rehearsed)
     if dropped:
         changes.append("device options not rehearsed: " + ", ".join(dropped))
     moved = dataclasses.replace(
         target, device=HOST, instance="", nodes=1, devices=1, price_per_hour=None, memory_bytes=0,
         parallel=ParallelSpec(), precision=PrecisionSpec(dtype=baseline, fp8=recipe), engine="local", backend="",
         batch=dataclasses.replace(target.batch, global_size=None),
-        options={k: v for k, v in target.options.items() if k in KEPT_OPTIONS})
+        options=rehearsed_options(target.options))
     return moved, Rehearsal(of=target.name, device=target.device, world_size=target.world_size,
                             changes=tuple(changes))
 

@@ -56,7 +56,7 @@ def candidates(spec, nodes=NODES) -> list[str]:
 def _key(r: SO.Row) -> tuple:
     t = r.spec.target(r.target)
     return (t.instance, t.nodes, t.devices, t.parallel, t.precision, t.batch.micro, t.batch.accumulation,
-            tuple(sorted(t.options.items())), t.gradient_checkpointing)
+            t.options, t.gradient_checkpointing)
 
 
 def pick(path: str, work: str, deadline_h: float | None = None, budget_usd: float | None = None,

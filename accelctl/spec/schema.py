@@ -11,6 +11,7 @@ from accelctl.spec import plugins, te_versions
 from accelctl.spec import values as V
 from accelctl.spec.catalog import DEVICES
 from accelctl.spec.models import FAMILIES
+from accelctl.spec.options import KINDS, OPTIONS, OptionKey
 
 TASK_KINDS = ("pretrain", "finetune", "generate", "infer")
 TRAINING = ("pretrain", "finetune")
@@ -148,6 +149,21 @@ ENGINES = tuple(k for k in ENGINE_KEYS if k not in LAUNCHER_BLOCKS)
 #: the backends a target may name (``backend = ...``), from the plug-in table
 BACKENDS = tuple(plugins.BACKENDS)
 
+
+
+def option_type(row: OptionKey) -> V.VType:
+    """The checker of a target option's values, from its row's kind."""
+    if row.kind == "boolean":
+        return V.boolean()
+    if row.kind == "integer":
+        return V.integer(row.lo, row.hi)
+    if row.kind == "choice":
+        return V.choice(*row.choices)
+    if row.kind == "te_version":
+        return te_versions.te_version()
+    raise ValueError(f"a target option of unknown kind {row.kind!r} (kinds: {', '.join(KINDS)})")
+
+
 TARGET_KEYS: dict[str, V.VType] = {
     "device": V.choice(*DEVICES, code="E502"),
     "instance": V.name_or_string(),
@@ -165,29 +181,13 @@ TARGET_KEYS: dict[str, V.VType] = {
                      "launcher that backend deepspeed (parallel = zero(...)) starts under the target's engine "
                      f"({', '.join(ENGINES)})"}),
     "backend": V.choice(*BACKENDS),
-    "hpu_graphs": V.boolean(),
-    "lazy_mode": V.boolean(),
-    "te_layers": V.boolean(),
-    "dataloader_workers": V.integer(0, 1024),
-    "pin_memory": V.boolean(),
-    "threads": V.integer(1, 1024),
-    "weights": V.choice("auto", "real", "random", "stand_in"),
-    "neuron_parallel_compile": V.boolean(),
-    # Neuron: torch-xla's XLA_USE_BF16=1 (seed 004): every fp32 tensor held and computed in bf16
-    "xla_use_bf16": V.boolean(),
-    # what the launcher starts: accelctl's own loop (worker), or the backend's documented
-    # vendor example script (example: optimum-habana's run_generation.py / run_clm.py ...)
-    "script": V.choice("worker", "example"),
-    # the Transformer Engine version the plan targets (its autocast API changed in 2.9)
-    "te_version": te_versions.te_version(),
-    # Hugging Face Hub access of the worker (weights, configs, datasets)
-    "hub": V.choice("online", "offline"),
+    # the options, one row each: accelctl.spec.options
+    **{name: option_type(row) for name, row in OPTIONS.items()},
 }
 #: target keys handled by the check pass itself (not plain typed values)
 TARGET_SPECIAL = ("parallel", "precision", "batch", "measure", "optimizer", "optimize", "stack")
-#: target keys that become backend options
-TARGET_OPTIONS = ("hpu_graphs", "lazy_mode", "te_layers", "dataloader_workers", "pin_memory", "threads", "weights",
-                  "neuron_parallel_compile", "script", "te_version", "hub", "xla_use_bf16")
+#: target keys that become options (``TargetSpec.options``)
+TARGET_OPTIONS = tuple(OPTIONS)
 
 PARALLEL_STRATEGIES: dict[str, tuple[str, ...]] = {
     "none": (),

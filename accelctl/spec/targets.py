@@ -19,6 +19,7 @@ from accelctl.spec.catalog import DEVICES, INSTANCES
 from accelctl.spec.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
 from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
 from accelctl.spec.models import FAMILIES
+from accelctl.spec.options import TargetOptions
 from accelctl.spec.stack import check_stack
 from accelctl.spec.stack import resolve as resolve_stack
 from accelctl.spec.types import (
@@ -197,7 +198,7 @@ def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] |
     measure = check_measure(items["measure"], ctx, origins, f"{pre}.measure") if "measure" in items else None
     optimizer = (check_optimizer(items["optimizer"], ctx, origins, task, f"{pre}.optimizer")
                  if "optimizer" in items else None)
-    options = {k: vals[k] for k in S.TARGET_OPTIONS if k in vals}
+    options = TargetOptions(**{k: vals[k] for k in S.TARGET_OPTIONS if k in vals})
     optimize = check_optimize(optimize_values(items.get("optimize"), ctx, origins, f"{pre}.optimize"), wl_optimize,
                               model, ctx, origins, f"{pre}.optimize")
     own_stack = check_stack(items["stack"], ctx, origins, f"{pre}.stack") if "stack" in items else {}
@@ -277,10 +278,10 @@ def _rules(t: TargetSpec, items: dict, task: TaskSpec | None, model: ModelSpec |
             "device", ast.Word(t.name, span))).span,
                   f"fp8 runs on {FP8_WHERE}; set precision = bf16 for target {t.name}")
     for opt, families in FAMILIES_OF_OPTION.items():
-        if t.options.get(opt) and dev.adapter not in families:
+        if getattr(t.options, opt) and dev.adapter not in families:
             ctx.error("E505", f"{opt} is for {' and '.join(families)} devices, not {t.device}", items[opt].span,
                       f"remove {opt} from target {t.name}")
-    if t.options.get("xla_use_bf16") and t.precision.dtype != "bf16":
+    if t.options.xla_use_bf16 and t.precision.dtype != "bf16":
         ctx.error("E243", f"xla_use_bf16 = on is bf16 throughout; target {t.name} runs {t.precision.dtype}",
                   items["xla_use_bf16"].span, f"set precision = bf16 for target {t.name}, or remove xla_use_bf16")
     if (task is not None and model is not None and task.training and not dev.trains_convolutions

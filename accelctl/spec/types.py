@@ -15,6 +15,7 @@ from typing import Any
 
 from accelctl.errors import Span
 from accelctl.frozen import Value, value
+from accelctl.spec.options import TargetOptions
 
 
 @value
@@ -278,8 +279,8 @@ class TargetSpec(Value):
     engine: str = "local"
     #: backend forced by the workload ("" = chosen by the planner)
     backend: str = ""
-    #: backend options: hpu_graphs, lazy_mode, te_layers, dataloader_workers, threads...
-    options: dict[str, Any] = field(default_factory=dict)
+    #: the options it wrote (hpu_graphs, threads ...), typed: accelctl.spec.options
+    options: TargetOptions = field(default_factory=TargetOptions)
     #: this target's own measurement / optimizer (None = the workload's), e.g. a cpu target
     #: that counts fewer steps, or a 16-node target with a larger learning rate
     measure: MeasureSpec | None = None
@@ -350,6 +351,7 @@ class WorkloadSpec(Value):
         if not self.track.enabled:  # written only where the workload has a track block
             d.pop("track")
         for t, target in zip(d["targets"], self.targets):  # written only where a stack applies
+            t["options"] = target.options.written()
             if target.stack.empty:
                 t.pop("stack")
         return d

@@ -690,7 +690,7 @@ workload local_bloom {
     (launch,) = plan(spec, "one").launches
     ref = launch.argv[launch.argv.index("--model_name_or_path") + 1]
     assert ref == str((tmp_path / "models" / "bloom").resolve())
-    (offline,) = plan(spec, replace(spec.target("one"), options={**spec.target("one").options, "hub": "offline"})
+    (offline,) = plan(spec, replace(spec.target("one"), options=replace(spec.target("one").options, hub="offline"))
                       ).launches
     assert offline.env["HF_HUB_OFFLINE"] == "1" and offline.env["HF_DATASETS_OFFLINE"] == "1"
     assert "HF_HUB_OFFLINE" not in launch.env  # hub online, the default on an accelerator

@@ -72,7 +72,7 @@ def test_the_gaudi_example_prompt_from_the_issue():
     plans = []
     for spec in specs:
         for t in spec.targets:
-            if t.options.get("script") == "example" and spec.task.prompt == HOSTILE:
+            if t.options.script == "example" and spec.task.prompt == HOSTILE:
                 plans.append(plan(spec, t))
     assert plans, "no Gaudi example plan with the prompt"
     for p in plans:

@@ -153,7 +153,7 @@ def test_autocast_api_follows_the_targeted_version(version, api):
 
 
 def test_te_version_option_changes_the_api(spec):
-    t = dataclasses.replace(spec.target("p5"), options={**spec.target("p5").options, "te_version": "2.8"})
+    t = dataclasses.replace(spec.target("p5"), options=dataclasses.replace(spec.target("p5").options, te_version="2.8"))
     cfg = te_config(spec, t)
     assert cfg["transformer_engine"] == "2.8" and cfg["autocast"]["function"] == "fp8_autocast"
     assert cfg["autocast"]["recipe_keyword"] == "fp8_recipe"

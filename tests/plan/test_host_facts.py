@@ -18,6 +18,7 @@ from accelctl import hostinfo
 from accelctl.api import load, plan, render_plan_text
 from accelctl.contract.hostfacts import HostFacts
 from accelctl.errors import AccelctlError
+from accelctl.spec.options import TargetOptions
 from accelctl.spec.catalog import DEVICES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def test_the_host_given_is_the_host_used(another_machine):
     """Each fact reaches the plan: cores (threads, a rehearsal's processes), flags (a rehearsal's
     bf16), memory (the fit), calibration (the 16-bit warning) -- from ``host``, not the machine."""
     (spec,) = [s for s in load(ROOT / "workloads" / "ddp_cpu.wl") if s.name == "ddp_cpu"]
-    cpu = dataclasses.replace(spec.targets[0], options={})  # threads from the cores
+    cpu = dataclasses.replace(spec.targets[0], options=TargetOptions())  # threads from the cores
     assert (plan(spec, cpu, host=REFERENCE).job.threads, plan(spec, cpu, host=AVX512_BF16).job.threads) == (1, 4)
     assert "of 17.18 GB: fits" in render_plan_text(plan(spec, cpu, host=REFERENCE))
     big = HostFacts(cores=64, cpu_model="big", flags=REFERENCE.flags, memory_bytes=2**40)

@@ -30,7 +30,7 @@ def _with(target, micro: int):
 
 
 def _eager(target):
-    return dataclasses.replace(target, options={**target.options, "lazy_mode": False})
+    return dataclasses.replace(target, options=dataclasses.replace(target.options, lazy_mode=False))
 
 
 BLOOM = """

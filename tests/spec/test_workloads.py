@@ -117,7 +117,7 @@ def test_bloomz_seed_003():
                 continue
             # 16-bit: bf16 on Gaudi; the A100 runs fp16 (the GPU scripts the seed links, 003:62)
             assert t.precision.dtype == ("fp16" if t.device == "a100" else "bf16")
-            assert t.options.get("hpu_graphs", False) == t.device.startswith("gaudi")
+            assert bool(t.options.hpu_graphs) == t.device.startswith("gaudi")
             if t.devices == 8:
                 assert (t.parallel.strategy, t.parallel.tp) == ("deepspeed_inference", 8)
             elif t.device == "a100" and t.parallel.kernel_inject:
@@ -224,7 +224,7 @@ def test_vit_fp8_seed_002():
     assert p5.instance == "p5.48xlarge" and p5.device == "h100" and p5.devices == 8
     assert p5.price_per_hour == 98.32
     assert p5.precision.dtype == "fp8" and p5.precision.fp8 is not None
-    assert p5.precision.fp8.format == "hybrid" and p5.options["te_layers"] is True
+    assert p5.precision.fp8.format == "hybrid" and p5.options.te_layers is True
     assert p5.batch.micro == 128
     p4d = spec.target("p4d")
     assert (p4d.device, p4d.price_per_hour, p4d.precision.dtype, p4d.batch.micro) == ("a100_40gb", 32.77, "bf16", 64)
@@ -239,7 +239,7 @@ def test_vit_neuron_seed_004():
     (spec,) = load("vit_neuron.wl").values()
     assert spec.optimizer.name == "adam" and spec.measure.warmup == 10
     assert spec.measure.warmup + spec.measure.steps == 501     # steps 1-10 skipped, 11-501 counted
-    workers = {t.instance: t.options["dataloader_workers"] for t in spec.targets if t.device != "cpu"}
+    workers = {t.instance: t.options.dataloader_workers for t in spec.targets if t.device != "cpu"}
     assert workers == {"trn1.2xlarge": 4, "trn1.32xlarge": 4, "inf2.xlarge": 2, "inf2.8xlarge": 8,
                        "inf2.24xlarge": 8, "inf2.48xlarge": 8}
     for t in spec.targets:

@@ -132,7 +132,7 @@ class GaudiBackend(Backend):
             no("multi-node Gaudi through gaudi_spawn.py is a hostfile plus DeepSpeed's ssh launcher from one node, "
                "which accelctl does not plan; use nodes = 1, or parallel = zero(...) (backend deepspeed on hpu, "
                "one launcher per node under engine slurm)", "nodes")
-        if target.options.get("hpu_graphs") and not lazy_mode(target):
+        if target.options.hpu_graphs and not lazy_mode(target):
             # optimum/habana/transformers/training_args.py __post_init__: "--use_hpu_graphs_for_inference
             # and --use_hpu_graphs_for_training cannot be used in eager mode. Please set --use_lazy_mode"
             no("HPU graphs need lazy mode (optimum-habana refuses HPU graphs in eager mode); "
@@ -189,12 +189,12 @@ class GaudiBackend(Backend):
     def _build_worker(self, spec, target, job, env) -> Built:
         cfg = gaudi_config(spec, target)
         env[GAUDI_CONFIG_ENV] = f"{RUN_DIR}/{GAUDI_CONFIG_FILE}"
-        if "threads" in target.options:
+        if target.options.threads is not None:
             # only when asked: the planning host's core count says nothing about a Gaudi server's
             env["OMP_NUM_THREADS"] = str(job.threads)
         role = "GaudiConfig (optimum-habana): autocast, fused AdamW, fused clip-norm; read by the worker's hpu_extras"
         notes = [f"lazy mode {'on' if lazy_mode(target) else 'off'}, HPU graphs "
-                 f"{'on' if target.options.get('hpu_graphs') else 'off'}, {target.precision.dtype}"]
+                 f"{'on' if target.options.hpu_graphs else 'off'}, {target.precision.dtype}"]
         if example_key(spec) == "diffusion":
             role += f"; accelctl's own, in place of {SD_GAUDI_CONFIG} (seed 000's)"
             notes.append(f"GaudiConfig: seed 000 ran with {SD_GAUDI_CONFIG} (text_to_image_generation.py loads it "

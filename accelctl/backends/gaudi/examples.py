@@ -107,13 +107,14 @@ def example_key(spec: WorkloadSpec) -> str:
 
 
 def script_mode(target: TargetSpec) -> str:
-    return str(target.options.get("script", "worker"))
+    return target.options.script or "worker"
 
 
 def lazy_mode(target: TargetSpec) -> bool:
     """Lazy mode is the HPU default (optimum-habana's ``use_lazy_mode`` defaults to True), but
     for FSDP, which optimum-habana runs eager (``accelctl.backends.gaudi.fsdp``)."""
-    return bool(target.options.get("lazy_mode", target.parallel.strategy != "fsdp"))
+    lazy = target.options.lazy_mode
+    return target.parallel.strategy != "fsdp" if lazy is None else lazy
 
 
 def dataset_config(spec: WorkloadSpec) -> str:
@@ -145,7 +146,7 @@ def generation_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | Non
     # under DeepSpeed (WORLD_SIZE > 0) the script loads bf16 regardless; one card needs the flag
     if target.precision.dtype == "bf16" and target.world_size == 1:
         args.append("--bf16")
-    if target.options.get("hpu_graphs"):
+    if target.options.hpu_graphs:
         args.append("--use_hpu_graphs")
     if t.kv_cache:
         args.append("--use_kv_cache")
@@ -226,7 +227,7 @@ def training_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | None 
     else:
         # GaudiTrainingArguments.use_lazy_mode defaults to True: eager must say so
         args += ["--use_lazy_mode", "False"]
-    if target.options.get("hpu_graphs"):
+    if target.options.hpu_graphs:
         args.append("--use_hpu_graphs_for_training")
     if target.precision.dtype == "bf16":
         args.append("--bf16")
@@ -259,7 +260,7 @@ def diffusion_args(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob | None
     if spec.seed != defaults["--seed"]:
         args += ["--seed", str(spec.seed)]
     args += ["--throughput_warmup_steps", str(ms.warmup), "--image_save_dir", f"{RUN_DIR}/images", "--use_habana"]
-    if target.options.get("hpu_graphs"):
+    if target.options.hpu_graphs:
         args.append("--use_hpu_graphs")
     args += ["--gaudi_config_name", SD_GAUDI_CONFIG]
     if target.precision.dtype == "bf16":

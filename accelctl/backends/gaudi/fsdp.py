@@ -38,7 +38,7 @@ def fsdp_limits(spec: WorkloadSpec, target: TargetSpec, no: Callable[..., None],
     if p.tp > 1:
         no("fsdp(tp = N): optimum-habana's training takes no tensor-parallel degree; use fsdp without tp",
            "parallel")
-    if target.options.get("lazy_mode") is True:
+    if target.options.lazy_mode is True:
         no("optimum-habana runs FSDP in eager mode with torch.compile (its README: PT_HPU_LAZY_MODE=0, "
            "--use_lazy_mode False, --torch_compile_backend hpu_backend); remove lazy_mode = on", "lazy_mode")
     if spec.model.family not in WRAPPED_BLOCK:

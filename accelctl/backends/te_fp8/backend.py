@@ -81,7 +81,7 @@ def autocast_api(version: str) -> tuple[str, str]:
 
 
 def te_version(target: TargetSpec) -> str:
-    return str(target.options.get("te_version") or TE_DEFAULT_VERSION)
+    return target.options.te_version or TE_DEFAULT_VERSION
 
 
 def te_config(spec: WorkloadSpec, target: TargetSpec) -> dict:
@@ -124,7 +124,7 @@ def linear_swap(spec: WorkloadSpec, target: TargetSpec) -> tuple[list[str], list
 def vit_shapes(spec: WorkloadSpec, target: TargetSpec) -> list[tuple[str, dict, bool]]:
     """The ViT shapes the worker may build: (label, shape, certain)."""
     m = spec.model
-    weights = str(target.options.get("weights", m.weights))
+    weights = target.options.weights or m.weights
     real = m.real_shape if {"hidden", "image_size", "patch"} <= set(m.real_shape) else {}
     if m.source == "arch" or weights == "stand_in" or (weights == "auto" and not real):
         return [("model", m.stand_in, m.source == "arch" or weights == "stand_in")]
@@ -161,7 +161,7 @@ class TeFp8Backend(TorchrunBackend):
     probes = PROBES
 
     def selects(self, spec: WorkloadSpec, target: TargetSpec) -> bool:
-        wants_te = is_te_fp8(target) or bool(target.options.get("te_layers"))
+        wants_te = is_te_fp8(target) or bool(target.options.te_layers)
         return wants_te and super().selects(spec, target)
 
     def unsupported(self, spec: WorkloadSpec, target: TargetSpec) -> list[Diagnostic]:

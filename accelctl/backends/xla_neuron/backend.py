@@ -67,8 +67,8 @@ WORKER_MODULE = "accelctl.worker"
 
 def dataloader_workers(target: TargetSpec) -> tuple[int, str]:
     """Workers per process and why."""
-    if "dataloader_workers" in target.options:
-        return int(target.options["dataloader_workers"]), "set by the target"
+    if target.options.dataloader_workers is not None:
+        return target.options.dataloader_workers, "set by the target"
     inst = INSTANCES.get(target.instance)
     if inst is None or not inst.vcpus:
         return DEFAULT_WORKERS, "no instance type named, so no vCPU count; set instance = ... or dataloader_workers"
@@ -104,7 +104,7 @@ class XlaNeuronBackend(Backend):
                                f"({spec.model.family})", "model"))
         if through_optimum(spec, target):
             out += [refusal(spec, target, reason, *settings) for reason, settings in optimum_limits(spec, target)]
-            if spec.task.kind == "generate" and target.options.get("neuron_parallel_compile"):
+            if spec.task.kind == "generate" and target.options.neuron_parallel_compile:
                 out.append(refusal(spec, target, "optimum-cli export neuron compiles the model itself: remove "
                                    "neuron_parallel_compile", "neuron_parallel_compile"))
         return out
@@ -130,7 +130,7 @@ class XlaNeuronBackend(Backend):
 
         if any(OPTIMUM_NEURON in " ".join(launch.argv) for launch in plan.launches):
             return [*check_torchrun_launches(plan), check_optimum_plan(plan)]
-        asked = (XLA_USE_BF16,) if spec.target(plan.target).options.get("xla_use_bf16") else ()
+        asked = (XLA_USE_BF16,) if spec.target(plan.target).options.xla_use_bf16 else ()
         return [*check_torchrun_launches(plan), *check_results(plan, TORCH_XLA_VERSION, FORBIDDEN_ENV, asked)]
 
     def build(self, spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Built:
@@ -141,7 +141,7 @@ class XlaNeuronBackend(Backend):
             torchrun += ["--standalone", "--nnodes=1"]
         torchrun += [f"--nproc_per_node={cores}"]
         env = dict(process_env(job), **{WORKERS_ENV: str(workers)}, **NEURON_ENV)
-        if target.options.get("xla_use_bf16"):
+        if target.options.xla_use_bf16:
             env[XLA_USE_BF16] = "1"
         if through_optimum(spec, target):
             return self._build_optimum(spec, target, job, torchrun, env)
@@ -151,7 +151,7 @@ class XlaNeuronBackend(Backend):
             f"{cores} processes, one per NeuronCore, process group xla (init_method xla://), "
             f"MpDeviceLoader, xm.optimizer_step; torch-xla {TORCH_XLA_VERSION} (needs torch 2.9.0)",
             f"{workers} data-loader workers per process ({why})",
-            XLA_USE_BF16_NOTE if target.options.get("xla_use_bf16") else
+            XLA_USE_BF16_NOTE if target.options.xla_use_bf16 else
             ("bf16: torch.autocast('xla', dtype=bfloat16) around the forward, compiler auto-cast off "
              "(NEURON_CC_FLAGS=--auto-cast=none); deliberately not seed 004's XLA_USE_BF16=1, which holds the "
              "weights, gradients and optimizer states in bf16 too (other numerics, half their memory): it is "
@@ -165,7 +165,7 @@ class XlaNeuronBackend(Backend):
         ]
         files: list[GeneratedFile] = []
         launches = [run]
-        if target.options.get("neuron_parallel_compile"):
+        if target.options.neuron_parallel_compile:
             pre_env = dict(env)
             inst = INSTANCES.get(target.instance)
             if inst is not None and inst.vcpus and inst.vcpus <= SMALL_HOST_VCPUS:
@@ -187,7 +187,7 @@ class XlaNeuronBackend(Backend):
             launches, notes, warnings = generate_launches(spec, target, job, env)
             return Built(launches, [], notes, warnings)
         launches, notes = training_launches(spec, target, job, torchrun, env)
-        if target.options.get("neuron_parallel_compile"):
+        if target.options.neuron_parallel_compile:
             run = launches[0]
             argv = list(run.argv)
             argv[argv.index("--max_steps") + 1] = str(PRECOMPILE_STEPS)
