@@ -142,8 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``accelctl`` program (``argv`` None: the console script, ``python -m accelctl.cli``), or
     one command in-process (``argv`` given: tests, embedding).  As the program, ``run`` ends the
     process with ``os._exit`` once its output is flushed: the interpreter's shutdown after the
-    last summary took 1.0-1.3 s here (0.015 s with ``os._exit``: docs/bench.md), and every
-    file of the run is closed by then."""
+    last summary takes a second or more (docs/bench.md), and every file of the run is closed
+    by then."""
     done = argparse.Namespace(args=None)  # the command's parsed arguments, for the program's end
     try:  # a reader of stdout gone (``accelctl runs | head -1``): exit 141, for every verb
         code = _command(list(sys.argv[1:] if argv is None else argv), done)

@@ -5,12 +5,12 @@ and the error ``(estimated - published) / published``.
 Leave-one-out is kept by construction: every factor the estimate uses comes from datasheets
 and papers (``accelctl.estimate.factors``), none is fitted to a seed's figure, so no row's
 estimate has seen its own number.  A row is estimated from exactly the shipped workload target
-that reproduces it (``ROWS``; the report names it): since issue 29 the workloads are the seeds'
+that reproduces it (``ROWS``; the report names it): the workloads are the seeds'
 experiments as run (``tests/spec/seed_facts.txt``), so no row patches its workload any more (the
 model, sequence length, batch or kernel injection it used to swap in are now in the files).
 The one conversion left is of the published unit: seed 000's SD latencies are per image
-(``PER_IMAGE``), a call's latency over its batch.  A row whose error moved with issue 29 says
-by how much and why (``CHANGED``).
+(``PER_IMAGE``), a call's latency over its batch.  A row whose error moved when the workloads
+became the experiments as run says by how much and why (``CHANGED``).
 
 Each row also says *why* the estimate misses by what it does (``why``): what the published
 figure implies (the fraction of the peak its time needs; per generated token, the time beyond
@@ -62,7 +62,8 @@ _SD_PER_IMAGE = ("huggingface/blog habana-gaudi-2-benchmark.md (R. Pierrard, 202
 #: table -> rows whose published figure is seconds per image: a call's latency over its batch
 PER_IMAGE: dict[str, tuple[str, ...]] = {"000-sd": ("gaudi1", "gaudi2", "a100")}
 
-#: the error each row had before issue 29 (the report's estimate of patched copies, or none)
+#: the error each row had before the workloads ran the seeds' experiments (the report's estimate
+#: of patched copies, or none)
 #: and why it moved; a row not named here kept its error to the rounding shown
 _P5_2X = ("no workload target ran p5 at the results table's doubled batch before; the workload's p5 targets now "
           "run 128 per GPU (002:104) and reproduce the implied row")
@@ -225,14 +226,14 @@ def estimate_row(table_id: str, row_id: str, row: dict[str, Any], metric: str, p
 
 
 def _changed(table_id: str, row_id: str, error: float | None) -> str:
-    """Why a row's error moved with issue 29 (``CHANGED``), with the error before."""
+    """Why a row's error moved when its workload became the experiment as run (``CHANGED``)."""
     before = CHANGED.get(table_id, {}).get(row_id)
     if before is None:
         return ""
     old, why = before
     was = "no estimate" if old is None else f"{old:+.1%}"
     now = "no estimate" if error is None else f"{error:+.1%}"
-    return f"error {was} -> {now} with issue 29: {why}"
+    return f"error {was} -> {now} since the workload runs the experiment as published: {why}"
 
 
 #: claims of the seeds the estimate speaks to: claim id -> (workload file, workload, target A, target B)

@@ -175,10 +175,10 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
 
 
 class DataSegmentWatch:
-    """The largest ``VmData`` any descendant of this process reaches while the block runs
-    (read from /proc every 20 ms): the figure ``RLIMIT_DATA`` holds each process to.  The
-    worker's resident memory is smaller by the libraries' writable data and thread stacks
-    (0.17 GB with torch and timm here), which a cap counts all the same."""
+    """The largest data segment (psutil's ``data``, read every 20 ms) any descendant of this
+    process reaches while the block runs: the figure ``RLIMIT_DATA`` holds each process to.
+    The worker's resident memory is smaller by the libraries' writable data and thread
+    stacks, which a cap counts all the same."""
 
     def __init__(self) -> None:
         import threading
@@ -196,39 +196,15 @@ class DataSegmentWatch:
         self._thread.join()
 
     def _poll(self) -> None:
-        me = os.getpid()
+        import psutil
+
+        me = psutil.Process()
         while not self._stop.wait(0.02):
-            for pid in _descendants(me):
-                self.peak = max(self.peak, _vm_data(pid))
-
-
-def _descendants(root: int) -> list[int]:
-    parent = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
-                    parent[int(name)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    out, todo = [], [root]
-    while todo:
-        kids = [p for p, pp in parent.items() if pp == todo[-1]]
-        todo.pop()
-        out += kids
-        todo += kids
-    return out
-
-
-def _vm_data(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+            for child in me.children(recursive=True):
+                try:
+                    self.peak = max(self.peak, child.memory_info().data)
+                except psutil.Error:  # ended between the listing and the read
+                    continue
 
 
 if __name__ == "__main__":

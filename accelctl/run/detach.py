@@ -275,9 +275,11 @@ def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
 
 
 def _argv(pid: int) -> list[str]:
+    import psutil
+
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
-    except OSError:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
         return []
 
 

@@ -113,5 +113,5 @@ def test_the_a100_sd_row_is_one_image_per_call_in_the_workload():
 
 def test_rows_whose_error_moved_say_why():
     rows = _estimated_rows(reference.reference_tables())
-    moved = [r for r in rows.values() if "with issue 29" in (r.get("estimate_why") or "")]
+    moved = [r for r in rows.values() if "since the workload runs the experiment as published" in (r.get("estimate_why") or "")]
     assert len(moved) == 3 and all("no estimate ->" in r["estimate_why"] for r in moved)
