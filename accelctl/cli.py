@@ -33,46 +33,84 @@ from typing import Sequence
 
 from accelctl import __version__, exitcodes, private_files
 from accelctl.cli_check import EXIT_CHECK_NOT_RUN  # noqa: F401 - the plan --check status, as tests name it
+from accelctl.cli_parser import Parser, Version
 from accelctl.cli_common import JSON_HELP, no_such_file_is_usage, print_error, reply_of, wide_of
 from accelctl.errors import AccelctlError
 from accelctl.reply import Reply, UsageError, wants_json
 
 
-#: every verb, in the order ``accelctl --help`` lists them -> the function that adds its parser
-#: (``module:function``, called with the subparsers action): a command builds only its verb's
-#: (``accelctl.cli_lazy``); the verbs that live with their feature import nothing heavy at module level
-VERBS = {
-    "validate": "accelctl.cli_check:add_validate",
-    "plan": "accelctl.cli_check:add_plan",
-    "estimate": "accelctl.cli_check:add_estimate",
-    "run": "accelctl.cli_run:add_parser",
-    "runs": "accelctl.cli:add_runs",  # and runs rm, runs gc
-    "report": "accelctl.report.cli:add_report",
-    "compare": "accelctl.report.cli:add_compare",
-    "sweep": "accelctl.report.cli:add_sweep",
-    "pick": "accelctl.report.decide_cli:add_pick",
-    "fit": "accelctl.report.decide_cli:add_fit",
-    "tui": "accelctl.tui.cli:register",
-    "status": "accelctl.cli_detach:add_status",
-    "logs": "accelctl.cli_detach:add_logs",
-    "attach": "accelctl.cli_detach:add_attach",
-    "cancel": "accelctl.cli_detach:add_cancel",
-    "doctor": "accelctl.cli_doctor:add_parser",
-    "init": "accelctl.cli:add_init",
-    "completion": "accelctl.cli:add_completion",
+#: every verb, in the order ``accelctl --help`` lists them -> (the function that adds its parser,
+#: ``module:function`` called with the verbs of ``build_parser``; its line in the verb list).  A
+#: command builds only its verb's parser: the verbs that live with their feature import nothing
+#: heavy at module level
+VERBS: dict[str, tuple[str, str]] = {
+    "validate": ("accelctl.cli_check:add_validate",
+        "check workload files; report every problem"),
+    "plan": ("accelctl.cli_check:add_plan",
+        "print the launch plan of a workload's targets"),
+    "estimate": ("accelctl.cli_check:add_estimate",
+        "predicted step time, throughput, bound and cost per target, before renting (roofline from the "
+        "architecture and the datasheets; no torch)"),
+    "run": ("accelctl.cli_run:add_parser",
+        "run a workload for real on one target"),
+    "runs": ("accelctl.cli:add_runs",
+        "list stored runs"),
+    "report": ("accelctl.report.cli:add_report",
+        "tables of stored runs: step time, throughput, cost; --reference: the published ones"),
+    "compare": ("accelctl.report.cli:add_compare",
+        "speed-up and price-performance of run B over run A, with 95%% CIs over independent runs (measure { "
+        "repeat = N })"),
+    "sweep": ("accelctl.report.cli:add_sweep",
+        "any setting over values (--over KEY=V1,V2 --estimate | --run), or one target at several device "
+        "counts (the scaling efficiency table)"),
+    "pick": ("accelctl.report.decide_cli:add_pick",
+        "every target x instance x layout that fits, ranked by cost by a deadline (or by time within a "
+        "budget) at equal work"),
+    "fit": ("accelctl.report.decide_cli:add_fit",
+        "the largest micro-batch that fits a target's memory by the memory model (and with checkpointing, "
+        "ZeRO, FSDP); --probe confirms it with a real step"),
+    "tui": ("accelctl.tui.cli:register",
+        "the terminal UI: workloads, plans, live runs, stored runs, comparisons"),
+    "status": ("accelctl.cli_detach:add_status",
+        "state, step and ETA of a run (no RUN: every run in progress)"),
+    "logs": ("accelctl.cli_detach:add_logs",
+        "a run's worker.log (stdout and stderr of its processes)"),
+    "attach": ("accelctl.cli_detach:add_attach",
+        "a running or finished run: the live TUI on a terminal, the console stream in a pipe (q, Ctrl-C or a "
+        "hang-up detaches; the run goes on)"),
+    "cancel": ("accelctl.cli_detach:add_cancel",
+        "stop a run from any terminal: its supervisor stops it as Ctrl-C does; waits until no process of it "
+        "is left"),
+    "doctor": ("accelctl.cli_doctor:add_parser",
+        "what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE), which extras are "
+        "installed, and which targets of FILEs run here"),
+    "init": ("accelctl.cli:add_init",
+        "write a commented workload that validates, to start from"),
+    "completion": ("accelctl.cli:add_completion",
+        "print the shell completion script (bash, zsh or fish): eval \"$(accelctl completion bash)\""),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from accelctl.cli_help import explain
-    from accelctl.cli_lazy import LazySubParsers
+def build_parser(argv: Sequence[str] | None = None) -> "Parser":
+    """accelctl's parser: every verb's (``argv`` None: completion, tests), or the verb ``argv``
+    names alone, the others listed by their help line only (a command's own parse)."""
+    import importlib
 
+    from accelctl.cli_help import explain
+
+    only = _verb_of(argv) if argv is not None else None
     ap = Parser(prog="accelctl", description="one workload, every accelerator: plan, run, compare")
-    ap.add_argument("--version", action="version", version=f"accelctl {__version__}")
-    sub = ap.add_subparsers(dest="cmd", required=True, action=LazySubParsers)
-    sub.built = explain  # help for every option, examples for every verb, as each verb is built
-    for verb, adds in VERBS.items():
-        sub.declare(verb, adds)
+    ap.add_argument("--version", action=Version, version=f"accelctl {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True, helps={verb: line for verb, (_, line) in VERBS.items()})
+    for verb, (adds, _) in VERBS.items():
+        if argv is not None and verb != only:
+            sub.add_parser(verb, add_help=False)
+            continue
+        module, function = adds.split(":")
+        getattr(importlib.import_module(module), function)(sub)
+        if verb not in ap.verbs:
+            raise RuntimeError(f"{adds} did not add the parser of {verb!r}")  # a bug in the verb table
+        explain(ap.verbs[verb], verb)  # help for every option, examples for every verb
     explain(ap)
     return ap
 
@@ -93,8 +131,7 @@ def add_init(sub) -> None:
 
 
 def add_completion(sub) -> None:
-    co = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish): "
-                        "eval \"$(accelctl completion bash)\"")
+    co = sub.add_parser("completion")
     co.add_argument("shell", choices=("bash", "zsh", "fish"))
     co.add_argument("--json", action="store_true", help=JSON_HELP)
     co.set_defaults(fn=cmd_completion)
@@ -116,26 +153,6 @@ def cmd_completion(args) -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors raise ``UsageError`` instead of exiting: ``main`` prints them
-    as argparse does, or puts them in the JSON document of a ``--json`` command line.  Its
-    subparsers (``add_subparsers``) are of this class too."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise UsageError(message, self.format_usage(), self.prog)
-
-    def _print_message(self, message: str, file=None) -> None:
-        """As argparse's, but a closed stdout (``accelctl --help | head -1``) is not swallowed:
-        ``main`` ends it with exit 141 as every verb (argparse would exit 0)."""
-        if message:
-            try:
-                (file or sys.stderr).write(message)
-            except BrokenPipeError:
-                raise
-            except (AttributeError, OSError):  # as argparse: a stream that cannot take it
-                pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -175,7 +192,7 @@ def _command(argv: list[str], done: argparse.Namespace) -> int:
         from accelctl.cli_help import bare_opens_tui
 
         if not bare_opens_tui():
-            build_parser().print_help()
+            build_parser([]).print_help()
             return exitcodes.OK
         argv = ["tui"]
     private_files.new_command()
@@ -238,19 +255,19 @@ class _HelpPrinted(Exception):
         self.text, self.code = text, code
 
 
-def _verb_of(argv: list[str]) -> str | None:
-    """The verb a command line names (None when it names none)."""
-    verbs = next(a.choices for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return next((a for a in argv if a in verbs), None)
+def _verb_of(argv: Sequence[str]) -> str | None:
+    """The verb a command line names: its first word that is one (no option of accelctl's own
+    takes a value).  None when it names none."""
+    return next((a for a in argv if a in VERBS), None)
 
 
 def _parse(argv: list[str], reply: Reply | None) -> argparse.Namespace:
     if reply is None:
-        return build_parser().parse_args(argv)
+        return build_parser(argv).parse_args(argv)
     buf = io.StringIO()
     try:
         with contextlib.redirect_stdout(buf):
-            return build_parser().parse_args(argv)
+            return build_parser(argv).parse_args(argv)
     except SystemExit as exc:  # --help, --version printed and exited
         raise _HelpPrinted(buf.getvalue(), exc.code if isinstance(exc.code, int) else exitcodes.OK) from None
 

@@ -16,7 +16,7 @@ EXIT_CHECK_NOT_RUN = exitcodes.CHECK_NOT_RUN
 
 
 def add_validate(sub) -> None:
-    v = sub.add_parser("validate", help="check workload files; report every problem")
+    v = sub.add_parser("validate")
     add_set(v)
     v.add_argument("files", nargs="+")
     v.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -25,7 +25,7 @@ def add_validate(sub) -> None:
 
 
 def add_plan(sub) -> None:
-    p = sub.add_parser("plan", help="print the launch plan of a workload's targets")
+    p = sub.add_parser("plan")
     add_set(p)
     p.add_argument("file")
     p.add_argument("--workload", "-w")
@@ -52,8 +52,7 @@ def add_plan(sub) -> None:
 
 
 def add_estimate(sub) -> None:
-    es = sub.add_parser("estimate", help="predicted step time, throughput, bound and cost per target, before "
-                        "renting (roofline from the architecture and the datasheets; no torch)")
+    es = sub.add_parser("estimate")
     add_set(es)
     es.add_argument("files", nargs="+", metavar="FILE")
     es.add_argument("--workload", "-w")

@@ -229,13 +229,13 @@ def _run_arg(p, nargs=None) -> None:
 
 
 def add_status(sub) -> None:
-    s = sub.add_parser("status", help="state, step and ETA of a run (no RUN: every run in progress)")
+    s = sub.add_parser("status")
     _run_arg(s, "?")
     s.set_defaults(fn=cmd_status)
 
 
 def add_logs(sub) -> None:
-    lg = sub.add_parser("logs", help="a run's worker.log (stdout and stderr of its processes)")
+    lg = sub.add_parser("logs")
     _run_arg(lg)
     lg.add_argument("--follow", "-f", action="store_true",
                     help="go on printing what is written until the run ends (Ctrl-C: stop following; the run goes on)")
@@ -244,16 +244,14 @@ def add_logs(sub) -> None:
 
 
 def add_attach(sub) -> None:
-    a = sub.add_parser("attach", help="a running or finished run: the live TUI on a terminal, the console stream "
-                                      "in a pipe (q, Ctrl-C or a hang-up detaches; the run goes on)")
+    a = sub.add_parser("attach")
     _run_arg(a)
     a.add_argument("--headless", action="store_true", help="the console stream even on a terminal (no TUI)")
     a.set_defaults(fn=cmd_attach)
 
 
 def add_cancel(sub) -> None:
-    c = sub.add_parser("cancel", help="stop a run from any terminal: its supervisor stops it as Ctrl-C does; "
-                                      "waits until no process of it is left")
+    c = sub.add_parser("cancel")
     _run_arg(c)
     c.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds to wait for the run to end before killing what is left (default 60)")

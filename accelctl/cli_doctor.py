@@ -15,8 +15,7 @@ from accelctl.errors import AccelctlError
 
 def add_parser(sub) -> None:
     """``accelctl doctor``."""
-    d = sub.add_parser("doctor", help="what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE), "
-                       "which extras are installed, and which targets of FILEs run here")
+    d = sub.add_parser("doctor")
     d.add_argument("files", nargs="*", metavar="FILE", help="workload files: what this machine can do with each "
                    "target (runs here, rehearse here, through its engine, refused)")
     d.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -1,8 +1,8 @@
 """Help that explains itself: every option's help text and each verb's examples, and what
 a bare ``accelctl`` does (clig.dev: help on no arguments, examples first).
 
-``explain(parser, verb)`` runs on each parser ``accelctl.cli.build_parser`` builds (a verb's as it
-is built): options registered without ``help=`` get the text of ``SHARED_HELP`` (the same option
+``explain(parser, verb)`` runs on each parser ``accelctl.cli.build_parser`` builds (an
+``accelctl.cli_parser.Parser``, which lists its arguments): options registered without ``help=`` get the text of ``SHARED_HELP`` (the same option
 means the same thing in every verb), and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py
 walks every action of every verb and fails on one without help.  Imports only the plug-in table.
 """
@@ -96,10 +96,10 @@ def epilog(verb: str | None) -> str | None:
     return "examples:\n" + "\n".join(f"  {cmd:<{width}}  {what}" for cmd, what in lines)
 
 
-def explain(parser: argparse.ArgumentParser, verb: str | None = None) -> None:
+def explain(parser, verb: str | None = None) -> None:
     """Fill the missing option help of ``parser`` (``verb``'s, None: the top one) from
     ``SHARED_HELP`` and add its examples."""
-    for action in parser._actions:
+    for action in parser.arguments:
         if not action.help and action.dest in SHARED_HELP:
             action.help = SHARED_HELP[action.dest]
     if parser.epilog is None and (text := epilog(verb)):

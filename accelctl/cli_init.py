@@ -30,7 +30,7 @@ TRAINING = ("pretrain", "finetune")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("init", help="write a commented workload that validates, to start from")
+    p = sub.add_parser("init")
     p.add_argument("model", nargs="?", default="gpt2",
                    help="a family (llama, bert, vit, ...), a Hub id or a local model folder (default: gpt2, tiny)")
     p.add_argument("-t", "--target", action="append", default=[], metavar="DEVICE|INSTANCE",

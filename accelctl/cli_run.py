@@ -18,7 +18,7 @@ from accelctl.errors import AccelctlError
 
 def add_parser(sub):
     """``accelctl run``."""
-    r = sub.add_parser("run", help="run a workload for real on one target")
+    r = sub.add_parser("run")
     add_set(r)
     r.add_argument("file", nargs="?", help="the workload file (with --resume: checked unchanged since the run)")
     r.add_argument("--workload", "-w")
@@ -125,7 +125,7 @@ def supervisor_argv(args) -> list[str]:
     (each value joined to its option, ``--set`` and ``--launch`` repeated), then ``--`` and the
     file, so that no value is ever taken for an option."""
     argv = []
-    for action in args.run_parser._actions:
+    for action in args.run_parser.arguments:
         if action.dest in _NOT_PASSED or not action.option_strings:
             continue
         value, flag = getattr(args, action.dest, None), max(action.option_strings, key=len)

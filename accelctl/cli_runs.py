@@ -85,7 +85,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     and ``runs gc`` (``accelctl.cli_detach``)."""
     from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
 
-    ls = sub.add_parser("runs", help="list stored runs")
+    ls = sub.add_parser("runs")
     ls.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     add_filters(ls)
     ls.add_argument("--json", action="store_true", help=JSON_HELP)

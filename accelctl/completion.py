@@ -125,20 +125,17 @@ def _short_run_ids(runs_dir: str | None) -> list[str]:
 # ---------------------------------------------------------------------------- the CLI's shape
 
 
-def _shape(parser: argparse.ArgumentParser) -> dict[str, dict]:
+def _shape(parser) -> dict[str, dict]:
     """{subcommand: {"options": [...], "values": {option: kind or [choices]}, "positional":
     [kind, ...]}} from the parser (hidden subcommands -- help=SUPPRESS -- left out)."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    hidden = {c.dest for c in sub._choices_actions if c.help == argparse.SUPPRESS}
-    listed = {c.dest for c in sub._choices_actions}
     shape = {}
-    for name, p in sub.choices.items():
-        if name in hidden or name not in listed:
+    for name, p in parser.verbs.items():
+        if parser.verb_help[name] in (None, argparse.SUPPRESS):  # not in the verb list
             continue
         options, values, positional = [], {}, []
-        for a in p._actions:
-            if isinstance(a, argparse._HelpAction) or a.help == argparse.SUPPRESS:
-                options += list(a.option_strings) if isinstance(a, argparse._HelpAction) else []
+        for a in p.arguments:
+            if "--help" in a.option_strings or a.help == argparse.SUPPRESS:
+                options += list(a.option_strings) if "--help" in a.option_strings else []
                 continue
             if not a.option_strings:
                 positional.append(list(a.choices) if a.choices else POSITIONAL_KINDS.get(a.dest, "file"))
@@ -155,7 +152,7 @@ def _shape(parser: argparse.ArgumentParser) -> dict[str, dict]:
 # ---------------------------------------------------------------------------- scripts
 
 
-def script(shell: str, parser: argparse.ArgumentParser) -> str:
+def script(shell: str, parser) -> str:
     if shell == "fish":
         return _fish(_shape(parser))
     text = _bash(_shape(parser))

@@ -17,14 +17,13 @@ from accelctl.cli import build_parser
 from accelctl.cli_help import EXAMPLES
 
 
-def _verbs(parser: argparse.ArgumentParser) -> dict[str | None, argparse.ArgumentParser]:
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {None: parser, **sub.choices}
+def _verbs(parser) -> dict:
+    return {None: parser, **parser.verbs}
 
 
 def test_every_option_of_every_verb_has_help():
     missing = [f"{verb or 'accelctl'} {'/'.join(a.option_strings) or a.dest}"
-               for verb, p in _verbs(build_parser()).items() for a in p._actions
+               for verb, p in _verbs(build_parser()).items() for a in p.arguments
                if a.help != argparse.SUPPRESS and not (a.help or "").strip()]
     assert not missing, f"options without help: {missing}"
 

@@ -137,12 +137,12 @@ def test_sweep_estimate_pick_and_fit_import_no_heavy_module():
 
 
 #: what ``validate`` may load of accelctl: the CLI (its own verb's module alone: the other verbs'
-#: parsers are built, and their modules imported, only when named, ``accelctl.cli_lazy``), the
+#: parsers are built, and their modules imported, only when named, ``accelctl.cli.build_parser``), the
 #: parser and the checker; planning, the plan contract, backends, engines, the runner and the
 #: statistics load only for the verbs that use them
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
                        "accelctl.exitcodes", "accelctl.reply", "accelctl.dsl", "accelctl.spec",
-                       "accelctl.cli_help", "accelctl.cli_lazy", "accelctl.cli_common", "accelctl.cli_check",
+                       "accelctl.cli_help", "accelctl.cli_parser", "accelctl.cli_common", "accelctl.cli_check",
                        "accelctl.frozen", "accelctl.private_files")
 
 def _modules_after(code: str) -> set[str]:

@@ -269,7 +269,7 @@ def _guarded(fn):
 
 
 def add_report(sub) -> None:
-    r = sub.add_parser("report", help="tables of stored runs: step time, throughput, cost; --reference: the published ones")
+    r = sub.add_parser("report")
     r.add_argument("runs", nargs="*", metavar="RUN", help="run ids or folders (default: every ok run)")
     r.add_argument("--reference", action="store_true", help="the published tables accelctl reproduces (with RUN: next to them)")
     r.add_argument("--all", action="store_true", help="include failed, stopped and incomplete runs")
@@ -288,8 +288,7 @@ def add_report(sub) -> None:
 
 
 def add_compare(sub) -> None:
-    c = sub.add_parser("compare", help="speed-up and price-performance of run B over run A, with 95%% CIs over "
-                                       "independent runs (measure { repeat = N })")
+    c = sub.add_parser("compare")
     c.add_argument("a", metavar="A", help="baseline run")
     c.add_argument("b", metavar="B", help="candidate run")
     c.add_argument("--tolerance", type=float, default=None,  # TOLERANCE: analysis.compare loads on use
@@ -306,8 +305,7 @@ def add_compare(sub) -> None:
 
 
 def add_sweep(sub) -> None:
-    s = sub.add_parser("sweep", help="any setting over values (--over KEY=V1,V2 --estimate | --run), or one target "
-                                     "at several device counts (the scaling efficiency table)")
+    s = sub.add_parser("sweep")
     s.add_argument("file")
     s.add_argument("--target", "-t")
     from accelctl.report.sweep_cli import add_over_arguments

@@ -55,8 +55,7 @@ def _counts(text: str) -> tuple[int, ...]:
 def add_pick(sub) -> None:
     from accelctl.report.cli import _common
 
-    p = sub.add_parser("pick", help="every target x instance x layout that fits, ranked by cost by a deadline (or "
-                                    "by time within a budget) at equal work")
+    p = sub.add_parser("pick")
     p.add_argument("file")
     p.add_argument("--work", required=True, metavar="'N samples|tokens|steps'",
                    help="the job, the same on every candidate: e.g. '5e8 samples', '2e11 tokens', '20000 steps' "
@@ -111,8 +110,7 @@ def cmd_fit(args) -> int:
 def add_fit(sub) -> None:
     from accelctl.report.cli import _common
 
-    f = sub.add_parser("fit", help="the largest micro-batch that fits a target's memory by the memory model "
-                                   "(and with checkpointing, ZeRO, FSDP); --probe confirms it with a real step")
+    f = sub.add_parser("fit")
     f.add_argument("file")
     f.add_argument("--target", "-t", required=True)
     f.add_argument("--workload", "-w")

@@ -7,7 +7,7 @@ import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("tui", help="the terminal UI: workloads, plans, live runs, stored runs, comparisons")
+    p = sub.add_parser("tui")
     p.add_argument("path", nargs="?", default=None,
                    help="a folder of .wl files, or one .wl file (default: ./workloads, else .)")
     p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
