@@ -1,6 +1,6 @@
 """The CLI explains itself: every option of every verb has help, every verb has examples
 that parse, and a bare ``accelctl`` opens the TUI on a terminal and prints the help in a
-pipe (exit 0; it was a usage error, exit 2).  accelctl.cli_help."""
+pipe (exit 0; it was a usage error, exit 2).  accelctl.cli.help."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from cli_pty import ROOT, in_pty
 
 from accelctl.cli import build_parser
-from accelctl.cli_help import EXAMPLES
+from accelctl.cli.help import EXAMPLES
 
 
 def _verbs(parser) -> dict:

@@ -1,5 +1,5 @@
 """A reader of stdout that goes away: every verb ends with exit 141 (128 + SIGPIPE) and
-no traceback (accelctl.cli_pipes).  Each command writes into a real pipe whose read end
+no traceback (accelctl.cli.pipes).  Each command writes into a real pipe whose read end
 is already closed (its first write meets EPIPE, however little it prints), and one runs
 under a real shell as ``accelctl runs | head -1``."""
 

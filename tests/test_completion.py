@@ -1,4 +1,4 @@
-"""Shell completion (accelctl.completion): the generated scripts run in the real shells.
+"""Shell completion (accelctl.cli.completion): the generated scripts run in the real shells.
 
 bash: the script is sourced in ``bash -c`` and its function called with ``COMP_WORDS`` /
 ``COMP_CWORD`` set, as bash's completion does; the names come from the real

@@ -142,7 +142,7 @@ def test_sweep_estimate_pick_and_fit_import_no_heavy_module():
 #: statistics load only for the verbs that use them
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
                        "accelctl.exitcodes", "accelctl.reply", "accelctl.dsl", "accelctl.spec",
-                       "accelctl.cli_help", "accelctl.cli_parser", "accelctl.cli_common", "accelctl.cli_check",
+                       "accelctl.cli.help", "accelctl.cli.parser", "accelctl.cli.common", "accelctl.cli.check",
                        "accelctl.frozen", "accelctl.private_files")
 
 def _modules_after(code: str) -> set[str]:

@@ -1,5 +1,5 @@
 """``accelctl init``: every file it writes validates, its targets plan (sharded where they must be)
-or say in plan's words why not, and it refuses what it cannot know (accelctl.cli_init)."""
+or say in plan's words why not, and it refuses what it cannot know (accelctl.cli.init)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``accelctl runs`` filters (--workload, --target, --status, --since) applied before the
-table, and a store folder named that does not exist said so (accelctl.cli_runs)."""
+table, and a store folder named that does not exist said so (accelctl.cli.runs)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.cli_run_times import since
+from accelctl.cli.run_times import since
 
 ROOT = Path(__file__).parents[1]
 STORE = ROOT / "tests" / "report" / "fixtures" / "store"

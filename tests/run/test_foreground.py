@@ -14,7 +14,7 @@ import pytest
 from test_json_output import TINY_RUN  # the cheapest real run the suite makes
 
 from accelctl.cli import build_parser
-from accelctl.cli_run import supervisor_argv
+from accelctl.cli.run import supervisor_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -166,7 +166,7 @@ def open_store():
     import rich.table  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    import accelctl.report.cli  # noqa: F401
+    import accelctl.cli.report  # noqa: F401
     import accelctl.report.compare  # noqa: F401
     import accelctl.report.render  # noqa: F401
     import accelctl.report.tables  # noqa: F401

@@ -1,5 +1,5 @@
 """`accelctl validate` and `accelctl plan` never import Textual: a command builds only its own
-verb's parser (``accelctl.cli.VERBS``), so the `tui` verb's module (``accelctl.tui.cli``, which
+verb's parser (``accelctl.cli.VERBS``), so the `tui` verb's module (``accelctl.cli.tui``, which
 imports nothing heavy either) is not even loaded; the app loads only when ``accelctl tui`` (or a
 live ``accelctl run``) starts it.  ``accelctl --help`` builds every verb: still no Textual.
 
@@ -47,18 +47,18 @@ def _modules_after(argv: list[str]) -> tuple[int, list[str]]:
 def test_validate_and_plan_do_not_import_textual(argv):
     rc, modules = _modules_after(argv)
     assert rc == 0
-    assert "accelctl.tui.cli" not in modules  # only the named verb's parser is built
+    assert "accelctl.cli.tui" not in modules  # only the named verb's parser is built
     heavy = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(APP)]
     assert not heavy, f"{argv[0]} imported {heavy}"
 
 
 def test_the_tui_verb_registers_without_textual_and_the_whole_help_needs_no_verb_module():
     rc, modules = _modules_after(["tui", "--help"])
-    assert rc == 0 and "accelctl.tui.cli" in modules
+    assert rc == 0 and "accelctl.cli.tui" in modules
     heavy = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(APP)]
     assert not heavy, f"tui --help imported {heavy}"
     rc, modules = _modules_after(["--help"])  # the verb list is the verb table's lines
-    assert rc == 0 and "accelctl.tui.cli" not in modules and "accelctl.cli_run" not in modules
+    assert rc == 0 and "accelctl.cli.tui" not in modules and "accelctl.cli.run" not in modules
 
 
 def test_tui_help_does_not_start_the_app():

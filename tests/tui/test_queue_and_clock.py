@@ -78,7 +78,7 @@ def test_the_log_panel_hides_the_libraries_warnings_until_asked():
 
 def test_accelctl_tui_exits_0_after_a_quit_even_if_the_last_run_failed(monkeypatch):
     import accelctl.tui.app as app_module
-    from accelctl.tui import cli
+    from accelctl.cli import tui as cli
 
     class Quits(app_module.AccelctlApp):
         def run(self, **kwargs):  # the user's quit after a failed run: the app's own code is 1

@@ -116,7 +116,7 @@ async def test_x_sends_the_stop_to_the_supervisor_and_the_run_ends_stopped(tmp_p
 
 @pytest.mark.asyncio
 async def test_q_then_leave_exits_the_tui_and_the_run_goes_on_to_its_end(tmp_path, capsys):
-    from accelctl.tui.cli import left_going
+    from accelctl.cli.tui import left_going
 
     app, runs = _app(tmp_path, 1500)
     async with app.run_test(size=(120, 30)) as pilot:

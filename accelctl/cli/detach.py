@@ -7,7 +7,7 @@
     accelctl runs rm RUN...             remove runs (never one in progress)
     accelctl runs gc --failed | --older-than 7d [--dry-run]
 
-``accelctl run FILE --detach``, which starts such a run, is ``run``'s (``accelctl.cli_run``);
+``accelctl run FILE --detach``, which starts such a run, is ``run``'s (``accelctl.cli.run``);
 ``runs rm`` and ``runs gc`` go under ``runs`` where the parser is built (``accelctl.cli.add_runs``).
 The logic lives in ``accelctl.run`` (``detach``, ``follow``, ``liveness``, ``housekeeping``);
 this module parses and prints.  Imports nothing heavy at module level.
@@ -20,7 +20,7 @@ import signal
 import sys
 
 from accelctl import exitcodes
-from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
+from accelctl.cli.common import JSON_HELP, RUNS_DIR_HELP
 from accelctl.errors import AccelctlError
 
 
@@ -29,7 +29,7 @@ def _reply(args):
 
 
 def _record(args, run_id: str):
-    from accelctl.cli_common import unknown_run_is_usage
+    from accelctl.cli.common import unknown_run_is_usage
     from accelctl.run.store import load_run
 
     return unknown_run_is_usage(load_run, run_id, args.runs_dir)
@@ -111,7 +111,7 @@ def cmd_attach(args) -> int:
     record = _record(args, args.run)
     reply = _reply(args)
     if reply is None and not args.headless:  # on a terminal: the live TUI (a pipe: the console stream)
-        from accelctl.cli_viewer import use_tui
+        from accelctl.cli.viewer import use_tui
 
         if use_tui(args):
             return _attach_tui(record, args.runs_dir)
@@ -174,7 +174,7 @@ def cmd_runs_rm(args) -> int:
 
 def cmd_runs_gc(args) -> int:
     from accelctl.api import list_runs
-    from accelctl.cli_run_times import started_unix_s
+    from accelctl.cli.run_times import started_unix_s
     from accelctl.run import housekeeping
 
     if not args.failed and args.older_than is None:
@@ -260,7 +260,7 @@ def add_cancel(sub) -> None:
 
 def add_runs_verbs(runs: argparse.ArgumentParser) -> None:
     """``runs rm`` and ``runs gc`` under ``runs`` (which alone still lists the store)."""
-    from accelctl.cli_run_times import since
+    from accelctl.cli.run_times import since
 
     verbs = runs.add_subparsers(dest="runs_verb", metavar="{rm,gc}",
                                 help="rm: remove runs; gc: remove failed or old runs (never a run in progress)")

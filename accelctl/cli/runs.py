@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from accelctl.cli_run_times import since, started_unix_s
+from accelctl.cli.run_times import since, started_unix_s
 
 #: the environment variable naming the store (accelctl.run.store.RUNS_DIR_ENV)
 RUNS_DIR_ENV = "ACCELCTL_RUNS_DIR"
@@ -82,8 +82,8 @@ def empty_message(runs_dir: str | None, filtered_out: int) -> str:
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """``accelctl runs``; returns its parser, under which ``accelctl.cli.add_runs`` adds ``runs rm``
-    and ``runs gc`` (``accelctl.cli_detach``)."""
-    from accelctl.cli_common import JSON_HELP, RUNS_DIR_HELP
+    and ``runs gc`` (``accelctl.cli.detach``)."""
+    from accelctl.cli.common import JSON_HELP, RUNS_DIR_HELP
 
     ls = sub.add_parser("runs")
     ls.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
@@ -100,7 +100,7 @@ def cmd_runs(args) -> int:
 
     from accelctl import exitcodes
     from accelctl.api import list_runs
-    from accelctl.cli_common import reply_of
+    from accelctl.cli.common import reply_of
     from accelctl.errors import AccelctlError
     from accelctl.run.store import RunStoreError
 

@@ -17,7 +17,7 @@ def cmd_pick(args) -> int:
     from accelctl.api import estimate_calibrations
     from accelctl.contract.hostfacts import HostFacts
     from accelctl.estimate import work as W
-    from accelctl.report.cli import _emit
+    from accelctl.cli.tables import emit
     from accelctl.report.pick import NODES, pick, row_dict, table
 
     W.parse_work(args.work)  # a bad --work is refused before anything is estimated
@@ -27,7 +27,7 @@ def cmd_pick(args) -> int:
     p = pick(args.file, args.work, deadline, budget, args.workload, nodes, args.top,
              estimate_calibrations(args.runs_dir), host=HostFacts.here())
     reply = getattr(args, "reply", None)
-    _emit([table(p)], args.format, args.output, reply, wide=args.wide,
+    emit([table(p)], args.format, args.output, reply, wide=args.wide,
           picks=[row_dict(i + 1, r) for i, r in enumerate(p.ranked)], left_out=p.counts, rule=p.rule,
           assumptions=p.assumptions)
     if not p.ranked:
@@ -53,7 +53,7 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def add_pick(sub) -> None:
-    from accelctl.report.cli import _common
+    from accelctl.cli.tables import table_options
 
     p = sub.add_parser("pick")
     p.add_argument("file")
@@ -66,7 +66,7 @@ def add_pick(sub) -> None:
     p.add_argument("--nodes", help="node counts to consider (default 1,2,4,8,16)")
     p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
     p.add_argument("--workload", "-w")
-    _common(p)
+    table_options(p)
     p.set_defaults(fn=cmd_pick)
 
 
@@ -108,7 +108,7 @@ def cmd_fit(args) -> int:
 
 
 def add_fit(sub) -> None:
-    from accelctl.report.cli import _common
+    from accelctl.cli.tables import table_options
 
     f = sub.add_parser("fit")
     f.add_argument("file")
@@ -117,5 +117,5 @@ def add_fit(sub) -> None:
     f.add_argument("--probe", action="store_true",
                    help="confirm with one real step at that micro-batch (and one at the next) under the target's "
                         "memory (cpu targets: this machine)")
-    _common(f)
+    table_options(f)
     f.set_defaults(fn=cmd_fit)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from accelctl.cli.common import textual_missing
+
 
 def register(sub) -> None:
     p = sub.add_parser("tui")
@@ -17,16 +19,6 @@ def register(sub) -> None:
                    help="preflight each run started here first, as run --preflight: a seconds-long all-reduce over "
                         "the planned world through the same launches and engine; the run starts only if it passes")
     p.set_defaults(fn=cmd_tui)
-
-
-def textual_missing() -> str | None:
-    """Why the TUI cannot start here (None when it can)."""
-    import importlib.util
-
-    for mod in ("textual", "textual_plotext"):
-        if importlib.util.find_spec(mod) is None:
-            return f"accelctl tui needs {mod.replace('_', '-')}: pip install 'accelctl[tui]'"
-    return None
 
 
 def cmd_tui(args) -> int:

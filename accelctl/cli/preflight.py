@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from accelctl.cli_common import color
+from accelctl.cli.common import color
 
 
 def print_preflight(c, pre, reply=None) -> None:

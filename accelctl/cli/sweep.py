@@ -12,8 +12,10 @@ is listed as not run, never as a pass.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from accelctl import exitcodes
+from accelctl.cli.tables import emit, guarded, plot, short_ids_of, table_options
 from accelctl.errors import AccelctlError
 
 
@@ -58,7 +60,7 @@ def warn(warnings, reply, wide: bool) -> None:
     if reply is not None:
         reply.add(warnings)
     else:
-        from accelctl.cli_common import print_diags
+        from accelctl.cli.common import print_diags
 
         print_diags(warnings, wide=wide)
 
@@ -129,3 +131,47 @@ def plot_front(sweep, path: str) -> None:
     except ModuleNotFoundError as exc:
         raise AccelctlError(f"--plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
     print(f"wrote {out}", file=sys.stderr)
+
+
+def cmd_sweep(args) -> int:
+    if args.over:
+        return cmd_sweep_over(args, emit)
+    if not args.target:
+        raise AccelctlError("sweep needs --target T (a device/node sweep) or --over KEY=V1,V2 --estimate|--run",
+                            exit_code=exitcodes.USAGE)
+    from accelctl.report.entry import entry_from_run
+    from accelctl.contract.hostfacts import HostFacts
+    from accelctl.report.sweep import parse_counts, run_sweep
+    from accelctl.report.tables import report_tables, scaling_tables
+
+    try:
+        devices, nodes = parse_counts(args.devices) if args.devices else [], parse_counts(args.nodes)
+    except ValueError as exc:
+        raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+    records = run_sweep(args.file, args.target, devices, nodes=nodes, workload=args.workload, engine=args.engine,
+                        backend=args.backend or "", runs_root=args.runs_dir, host=HostFacts.here(),
+                        progress=lambda m: print(m, file=sys.stderr, flush=True))
+    entries = [entry_from_run(r) for r in records]
+    reply = getattr(args, "reply", None)
+    emit(report_tables(entries) + scaling_tables(entries), args.format, args.output, reply, wide=args.wide,
+          ids=short_ids_of(records, args.runs_dir),
+          runs=[{"run_id": r.id, "status": r.status, "path": str(r.path)} for r in records])
+    if args.plot:
+        plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}", entries)
+    return exitcodes.OK if all(r.status == "ok" for r in records) else exitcodes.FAILED
+
+
+def add_sweep(sub) -> None:
+    s = sub.add_parser("sweep")
+    s.add_argument("file")
+    s.add_argument("--target", "-t")
+    add_over_arguments(s)
+    s.add_argument("--devices", "-d", help="comma-separated device counts per node, e.g. 1,2 (default: the target's)")
+    s.add_argument("--nodes", default="1", help="comma-separated node counts, run through the target's engine "
+                   "(e.g. 1,2 on Slurm; default 1)")
+    s.add_argument("--workload", "-w")
+    s.add_argument("--engine", "-e")
+    s.add_argument("--backend", help="force one backend for every point (e.g. torchrun)")
+    s.add_argument("--plot", metavar="FILE.png")
+    table_options(s)
+    s.set_defaults(fn=guarded(cmd_sweep))

@@ -1,6 +1,6 @@
 """When a stored run started, and the ``--since WHEN`` / ``--older-than AGE`` values it is
-compared with: shared by ``runs`` (its filter, ``accelctl.cli_runs``) and ``runs gc``
-(``accelctl.cli_detach``), so that neither verb module imports the other.  Standard library only."""
+compared with: shared by ``runs`` (its filter, ``accelctl.cli.runs``) and ``runs gc``
+(``accelctl.cli.detach``), so that neither verb module imports the other.  Standard library only."""
 
 from __future__ import annotations
 

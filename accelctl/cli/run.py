@@ -9,10 +9,10 @@ import signal
 import sys
 
 from accelctl import exitcodes
-from accelctl.cli_common import (FP8_HELP, RUNS_DIR_HELP, add_set, color, fp8_needs_rehearse, reply_of,
+from accelctl.cli.common import (FP8_HELP, RUNS_DIR_HELP, add_set, color, fp8_needs_rehearse, reply_of,
                                  unknown_run_is_usage)
-from accelctl.cli_preflight import print_preflight
-from accelctl.cli_viewer import use_tui
+from accelctl.cli.preflight import print_preflight
+from accelctl.cli.viewer import use_tui
 from accelctl.errors import AccelctlError
 
 
@@ -47,7 +47,7 @@ def add_parser(sub):
     r.add_argument("--detach", "-d", action="store_true",
                    help="start the run under its own supervisor (not this terminal's session), print its id and "
                         "return; then: accelctl status|logs|attach|cancel RUN")
-    from accelctl.cli_track import add_arguments as add_tracker_flags
+    from accelctl.cli.track import add_arguments as add_tracker_flags
 
     add_tracker_flags(r)
     r.set_defaults(fn=cmd_run, run_parser=r)
@@ -104,7 +104,7 @@ def checked(args):
         raise AccelctlError("run needs a workload FILE (or --resume RUN_ID)", exit_code=exitcodes.USAGE)
     fp8_needs_rehearse(args)
     from accelctl.api import load_selected_source
-    from accelctl.cli_track import with_flags
+    from accelctl.cli.track import with_flags
     from accelctl.run import orchestrate
 
     req = request_of(args)
@@ -177,7 +177,7 @@ def run_foreground(args) -> int:
         resume_checks(args)
     else:
         checked(args)
-    from accelctl.cli_common import reply_of
+    from accelctl.cli.common import reply_of
     from accelctl.run import foreground
 
     reply = reply_of(args)
@@ -233,7 +233,7 @@ def _detached(viewed, reply) -> None:
     except OSError:  # the terminal itself is gone
         pass
     if reply is None:  # a closed pipe, a hung-up terminal: nothing more to write there (the last flush must not fail)
-        from accelctl.cli_pipes import reader_gone
+        from accelctl.cli.pipes import reader_gone
 
         reader_gone()
     else:

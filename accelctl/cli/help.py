@@ -2,7 +2,7 @@
 a bare ``accelctl`` does (clig.dev: help on no arguments, examples first).
 
 ``explain(parser, verb)`` runs on each parser ``accelctl.cli.build_parser`` builds (an
-``accelctl.cli_parser.Parser``, which lists its arguments): options registered without ``help=`` get the text of ``SHARED_HELP`` (the same option
+``accelctl.cli.parser.Parser``, which lists its arguments): options registered without ``help=`` get the text of ``SHARED_HELP`` (the same option
 means the same thing in every verb), and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py
 walks every action of every verb and fails on one without help.  Imports only the plug-in table.
 """
@@ -115,6 +115,6 @@ def bare_opens_tui() -> bool:
             return False
     except (AttributeError, ValueError):
         return False
-    from accelctl.tui.cli import textual_missing
+    from accelctl.cli.common import textual_missing
 
     return textual_missing() is None

@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 from accelctl import exitcodes
-from accelctl.cli_common import JSON_HELP, color, no_such_file_is_usage, reply_of
+from accelctl.cli.common import JSON_HELP, color, no_such_file_is_usage, reply_of
 from accelctl.errors import AccelctlError
 
 
@@ -38,7 +38,7 @@ def cmd_doctor(args) -> int:
     if args.plan:  # the preflight of one target: can its planned world form, with its engine?
         no_such_file_is_usage(args.plan)
         from accelctl.api import load_selected
-        from accelctl.cli_preflight import preflight
+        from accelctl.cli.preflight import preflight
         from accelctl.run.orchestrate import Chosen, Request, choose
 
         req = Request(target=args.target, engine=args.engine, runs_dir=args.runs_dir,

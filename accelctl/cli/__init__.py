@@ -7,11 +7,11 @@
                                          (measure { repeat = N }: N independent runs, one series)
     accelctl runs                        list stored runs
 
-The verbs live in ``accelctl.cli_*`` (``cli_check``: validate, plan, estimate; ``cli_run``: run;
-``cli_runs``, ``cli_detach``, ``cli_doctor``, ``cli_init``; what several share is in ``cli_common``,
-``cli_viewer``, ``cli_run_times``) and with their feature
-(``accelctl.report.cli``, ``accelctl.tui.cli``); the run policy is ``accelctl.run.orchestrate``.
-``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only inside the
+The verbs live in this package, a module per verb group (``check``: validate, plan, estimate;
+``run``; ``runs``; ``detach``: status, logs, attach, cancel, runs rm/gc; ``report``: report,
+compare, sweep; ``decide``: pick, fit; ``tui``; ``doctor``; ``init``); what several share is in
+``common``, ``viewer`` and ``run_times``, the parser in ``parser``, help in ``help``.  The run
+policy is ``accelctl.run.orchestrate``.  ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only inside the
 launched worker.  No process-wide mutable state: what ``main`` needs at the end (``run``'s
 ``fast_exit``) is on the command's own arguments.
 
@@ -32,9 +32,9 @@ import sys
 from typing import Sequence
 
 from accelctl import __version__, exitcodes, private_files
-from accelctl.cli_check import EXIT_CHECK_NOT_RUN  # noqa: F401 - the plan --check status, as tests name it
-from accelctl.cli_parser import Parser, Version
-from accelctl.cli_common import JSON_HELP, no_such_file_is_usage, print_error, reply_of, wide_of
+from accelctl.cli.check import EXIT_CHECK_NOT_RUN  # noqa: F401 - the plan --check status, as tests name it
+from accelctl.cli.parser import Parser, Version
+from accelctl.cli.common import JSON_HELP, no_such_file_is_usage, print_error, reply_of, wide_of
 from accelctl.errors import AccelctlError
 from accelctl.reply import Reply, UsageError, wants_json
 
@@ -44,44 +44,44 @@ from accelctl.reply import Reply, UsageError, wants_json
 #: command builds only its verb's parser: the verbs that live with their feature import nothing
 #: heavy at module level
 VERBS: dict[str, tuple[str, str]] = {
-    "validate": ("accelctl.cli_check:add_validate",
+    "validate": ("accelctl.cli.check:add_validate",
         "check workload files; report every problem"),
-    "plan": ("accelctl.cli_check:add_plan",
+    "plan": ("accelctl.cli.check:add_plan",
         "print the launch plan of a workload's targets"),
-    "estimate": ("accelctl.cli_check:add_estimate",
+    "estimate": ("accelctl.cli.check:add_estimate",
         "predicted step time, throughput, bound and cost per target, before renting (roofline from the "
         "architecture and the datasheets; no torch)"),
-    "run": ("accelctl.cli_run:add_parser",
+    "run": ("accelctl.cli.run:add_parser",
         "run a workload for real on one target"),
     "runs": ("accelctl.cli:add_runs",
         "list stored runs"),
-    "report": ("accelctl.report.cli:add_report",
+    "report": ("accelctl.cli.report:add_report",
         "tables of stored runs: step time, throughput, cost; --reference: the published ones"),
-    "compare": ("accelctl.report.cli:add_compare",
+    "compare": ("accelctl.cli.report:add_compare",
         "speed-up and price-performance of run B over run A, with 95%% CIs over independent runs (measure { "
         "repeat = N })"),
-    "sweep": ("accelctl.report.cli:add_sweep",
+    "sweep": ("accelctl.cli.sweep:add_sweep",
         "any setting over values (--over KEY=V1,V2 --estimate | --run), or one target at several device "
         "counts (the scaling efficiency table)"),
-    "pick": ("accelctl.report.decide_cli:add_pick",
+    "pick": ("accelctl.cli.decide:add_pick",
         "every target x instance x layout that fits, ranked by cost by a deadline (or by time within a "
         "budget) at equal work"),
-    "fit": ("accelctl.report.decide_cli:add_fit",
+    "fit": ("accelctl.cli.decide:add_fit",
         "the largest micro-batch that fits a target's memory by the memory model (and with checkpointing, "
         "ZeRO, FSDP); --probe confirms it with a real step"),
-    "tui": ("accelctl.tui.cli:register",
+    "tui": ("accelctl.cli.tui:register",
         "the terminal UI: workloads, plans, live runs, stored runs, comparisons"),
-    "status": ("accelctl.cli_detach:add_status",
+    "status": ("accelctl.cli.detach:add_status",
         "state, step and ETA of a run (no RUN: every run in progress)"),
-    "logs": ("accelctl.cli_detach:add_logs",
+    "logs": ("accelctl.cli.detach:add_logs",
         "a run's worker.log (stdout and stderr of its processes)"),
-    "attach": ("accelctl.cli_detach:add_attach",
+    "attach": ("accelctl.cli.detach:add_attach",
         "a running or finished run: the live TUI on a terminal, the console stream in a pipe (q, Ctrl-C or a "
         "hang-up detaches; the run goes on)"),
-    "cancel": ("accelctl.cli_detach:add_cancel",
+    "cancel": ("accelctl.cli.detach:add_cancel",
         "stop a run from any terminal: its supervisor stops it as Ctrl-C does; waits until no process of it "
         "is left"),
-    "doctor": ("accelctl.cli_doctor:add_parser",
+    "doctor": ("accelctl.cli.doctor:add_parser",
         "what this machine can run (torch, CUDA, HPU, XLA, Neuron, DeepSpeed, TE), which extras are "
         "installed, and which targets of FILEs run here"),
     "init": ("accelctl.cli:add_init",
@@ -96,7 +96,7 @@ def build_parser(argv: Sequence[str] | None = None) -> "Parser":
     names alone, the others listed by their help line only (a command's own parse)."""
     import importlib
 
-    from accelctl.cli_help import explain
+    from accelctl.cli.help import explain
 
     only = _verb_of(argv) if argv is not None else None
     ap = Parser(prog="accelctl", description="one workload, every accelerator: plan, run, compare")
@@ -116,16 +116,16 @@ def build_parser(argv: Sequence[str] | None = None) -> "Parser":
 
 
 def add_runs(sub) -> None:
-    """``accelctl runs`` (``accelctl.cli_runs``) with ``runs rm`` and ``runs gc`` under it
-    (``accelctl.cli_detach``), joined here so that neither verb module imports the other."""
-    from accelctl.cli_detach import add_runs_verbs
-    from accelctl.cli_runs import add_parser
+    """``accelctl runs`` (``accelctl.cli.runs``) with ``runs rm`` and ``runs gc`` under it
+    (``accelctl.cli.detach``), joined here so that neither verb module imports the other."""
+    from accelctl.cli.detach import add_runs_verbs
+    from accelctl.cli.runs import add_parser
 
     add_runs_verbs(add_parser(sub))
 
 
 def add_init(sub) -> None:
-    from accelctl.cli_init import add_parser
+    from accelctl.cli.init import add_parser
 
     add_parser(sub).set_defaults(fn=_cmd_init)
 
@@ -138,14 +138,14 @@ def add_completion(sub) -> None:
 
 
 def _cmd_init(args) -> int:
-    from accelctl.cli_init import cmd_init
+    from accelctl.cli.init import cmd_init
 
     return cmd_init(args, reply_of(args))
 
 
 def cmd_completion(args) -> int:
-    """``accelctl completion bash|zsh|fish``: the shell's completion script (accelctl.completion)."""
-    from accelctl.completion import script
+    """``accelctl completion bash|zsh|fish``: the shell's completion script (accelctl.cli.completion)."""
+    from accelctl.cli.completion import script
 
     text = script(args.shell, build_parser())
     if reply := reply_of(args):
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _command(list(sys.argv[1:] if argv is None else argv), done)
         sys.stdout.flush()
     except (BrokenPipeError, SystemExit) as exc:
-        from accelctl.cli_pipes import closed_pipe_code
+        from accelctl.cli.pipes import closed_pipe_code
 
         code = closed_pipe_code(exc)
     # ``run`` on the console (not the live TUI) sets ``fast_exit``: its runs' files are closed when it returns
@@ -184,12 +184,12 @@ def _command(argv: list[str], done: argparse.Namespace) -> int:
     """Parse, run the verb, return its exit status (``accelctl.exitcodes``).  With ``--json``
     (or ``-f json``) stdout is one JSON document whatever happens (``accelctl.reply``):
     everything the verb prints goes to stderr meanwhile."""
-    if argv[:1] == ["__complete"]:  # the shells' fast path: no parser, no rich (accelctl.completion)
-        from accelctl.completion import complete
+    if argv[:1] == ["__complete"]:  # the shells' fast path: no parser, no rich (accelctl.cli.completion)
+        from accelctl.cli.completion import complete
 
         return complete(argv[1:])
     if not argv:  # bare ``accelctl``: the TUI on a terminal, the help otherwise (exit 0)
-        from accelctl.cli_help import bare_opens_tui
+        from accelctl.cli.help import bare_opens_tui
 
         if not bare_opens_tui():
             build_parser([]).print_help()
@@ -330,8 +330,8 @@ def _write_reply(reply: Reply, code: int) -> int:
 
 def _silence_stdout() -> None:
     """The reader went away (``accelctl plan ... | head``): stop quietly, as cat does
-    (``accelctl.cli_pipes``)."""
-    from accelctl.cli_pipes import reader_gone
+    (``accelctl.cli.pipes``)."""
+    from accelctl.cli.pipes import reader_gone
 
     reader_gone()
 

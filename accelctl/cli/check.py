@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from accelctl import exitcodes
-from accelctl.cli_common import (FP8_HELP, JSON_HELP, add_set, color, fp8_needs_rehearse, no_such_file_is_usage,
+from accelctl.cli.common import (FP8_HELP, JSON_HELP, add_set, color, fp8_needs_rehearse, no_such_file_is_usage,
                                  print_error, report_diags, reply_of, wide_of, width)
 from accelctl.errors import AccelctlError, WorkloadError
 
@@ -148,7 +148,7 @@ def cmd_plan(args) -> int:
     summary = None if (reply or args.full or args.check or args.rehearse or args.format != "text"
                        or len(chosen) < 2) else []
     if summary is not None:
-        from accelctl import cli_plan_summary
+        from accelctl.cli import plan_summary as cli_plan_summary
     for spec, t in chosen:
         try:
             p = make_plan(spec, t, args.engine, rehearse=args.rehearse, fp8=args.fp8, device_path=args.rehearse,

@@ -1,4 +1,4 @@
-"""Verbs of the reports: ``report``, ``compare``, ``sweep``.
+"""Verbs of the reports: ``report`` and ``compare`` (``sweep``: accelctl.cli.sweep).
 
     accelctl report [RUN...] [--reference] [--format rich|md|csv|json] [--plot FILE.png]
                     [--tensorboard DIR] [--mlflow [URI]] [--wandb [PROJECT]] [--all]
@@ -25,52 +25,10 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError, Diagnostic
-
-FORMATS = ("rich", "md", "csv", "json")
-
-
-def _emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, wide: bool = False,
-          ids: dict | None = None, **extra: Any) -> None:
-    """Print ``tables`` in ``fmt`` (or write them to ``output``): rich fitted to the output
-    width (``accelctl.report.fit``; not a terminal and no $COLUMNS: 200 wide, as before), short
-    run ids unless ``wide``; with ``reply`` (``--json``) they are the document's result instead
-    (and ``output``, when given, gets the same JSON)."""
-    from accelctl.report.render import json_data, print_rich, render
-
-    if reply is not None:
-        reply.result.update(json_data(tables, **extra))
-        if output:
-            reply.result["output"] = output
-    if fmt == "rich" and output is None:
-        from accelctl.report.fit import output_width
-
-        print_rich(tables, width=None if wide else output_width(sys.stdout, 200), ids=None if wide else ids)
-        return
-    text = render(tables, "md" if fmt == "rich" else fmt, **extra) or ""
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-        print(f"wrote {output}", file=sys.stderr)
-    elif reply is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _short_ids(records: list, runs_dir: str | None) -> dict[str, str]:
-    """{run id: its shortest tail unique in the store} for ``records``."""
-    from accelctl.report.fit import short_ids
-    from accelctl.run.store import runs_root
-
-    root = runs_root(runs_dir)
-    try:
-        universe = [n for n in os.listdir(root) if (root / n).is_dir()]
-    except OSError:
-        universe = []
-    return short_ids([r.id for r in records], universe)
-
+from accelctl.cli.tables import emit, entries_of, guarded, plot, short_ids_of, table_options
 
 #: ``compare`` refused the runs (E226/E227), or a run could not be found
 EXIT_REFUSED = exitcodes.USAGE
@@ -88,36 +46,6 @@ def _records(ids: list[str], runs_dir: str | None, any_status: bool, workload: s
         if r.unreadable:
             print(f"accelctl: run {r.id} is {r.status} (left out of the report)", file=sys.stderr)
     return [r for r in records if not r.unreadable and workload in (None, r.workload)]
-
-
-def _entries(records: list) -> list:
-    """The report entries of ``records``; one whose files have an unexpected shape is named
-    on stderr with its reason and left out."""
-    from accelctl.report.entry import entry_from_run
-
-    entries = [entry_from_run(r) for r in records]
-    for e in entries:
-        if e.status.startswith("unreadable"):
-            print(f"accelctl: run {e.source} is {e.status} (left out of the report)", file=sys.stderr)
-    return [e for e in entries if not e.status.startswith("unreadable")]
-
-
-def _plot(entries: list, path: str, title: str, runs: list, reference: bool = False) -> None:
-    """Bars of ``entries``; scaling curves of the ``runs`` entries (and the seeds')."""
-    from accelctl.report.plot import plot_report
-    from accelctl.report.tables import scaling_groups
-
-    curves = [(f"{w} ({d})", rows) for w, d, _, rows in scaling_groups(runs)]
-    if reference:
-        from accelctl.report.reference import load_reference, publication, table_scaling
-
-        curves += [(f"{publication(t['seed'])}: {t['id'][4:]}", list(table_scaling(t).values()))
-                   for t in load_reference()["tables"] if t["kind"] == "scaling"]
-    try:
-        out = plot_report(entries, path, curves, title=title)
-    except ModuleNotFoundError as exc:
-        raise AccelctlError(f"--plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
-    print(f"wrote {out}", file=sys.stderr)
 
 
 def cmd_report(args) -> int:
@@ -140,7 +68,7 @@ def _report(args, records: list) -> tuple[int, bool]:
     """The tables (and plot) of ``records``: (exit code, whether there was anything to report)."""
     from accelctl.report.tables import report_tables, scaling_tables
 
-    entries = _entries(records)
+    entries = entries_of(records)
     reply = getattr(args, "reply", None)
     if not entries and not args.reference:
         message = ("no runs to report (accelctl run FILE stores them under ./runs); "
@@ -166,9 +94,9 @@ def _report(args, records: list) -> tuple[int, bool]:
     else:
         tables += report_tables(entries) + scaling_tables(entries)
         plotted = entries
-    _emit(tables, args.format, args.output, reply, wide=args.wide, ids=_short_ids(records, args.runs_dir))
+    emit(tables, args.format, args.output, reply, wide=args.wide, ids=short_ids_of(records, args.runs_dir))
     if args.plot:
-        _plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""),
+        plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""),
               entries, reference=args.reference)
     return exitcodes.OK, True
 
@@ -194,8 +122,8 @@ def cmd_compare(args) -> int:
                                                     hint="--force compares them anyway") for r in c.refusals],
                             exit_code=EXIT_REFUSED)
     reply = getattr(args, "reply", None)
-    _emit([compare_table(c)], args.format, args.output, reply, wide=args.wide,
-          ids=_short_ids([r for rs in runs for r in rs], args.runs_dir), verdict=c.verdict, speedup=c.speedup,
+    emit([compare_table(c)], args.format, args.output, reply, wide=args.wide,
+          ids=short_ids_of([r for rs in runs for r in rs], args.runs_dir), verdict=c.verdict, speedup=c.speedup,
           speedup_ci=None if c.speedup_ci is None else [c.speedup_ci.low, c.speedup_ci.high],
           price_performance=c.price_performance, runs=list(c.runs), reason=c.reason,
           forced=[r.message for r in c.refusals])
@@ -210,62 +138,6 @@ def cmd_compare(args) -> int:
             reply.fail("Inconclusive", f"no verdict (--fail-on-regression): {c.reason}")
         return exitcodes.INCONCLUSIVE
     return exitcodes.OK
-
-
-def cmd_sweep(args) -> int:
-    if args.over:
-        from accelctl.report.sweep_cli import cmd_sweep_over
-
-        return cmd_sweep_over(args, _emit)
-    if not args.target:
-        raise AccelctlError("sweep needs --target T (a device/node sweep) or --over KEY=V1,V2 --estimate|--run",
-                            exit_code=exitcodes.USAGE)
-    from accelctl.report.entry import entry_from_run
-    from accelctl.contract.hostfacts import HostFacts
-    from accelctl.report.sweep import parse_counts, run_sweep
-    from accelctl.report.tables import report_tables, scaling_tables
-
-    try:
-        devices, nodes = parse_counts(args.devices) if args.devices else [], parse_counts(args.nodes)
-    except ValueError as exc:
-        raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
-    records = run_sweep(args.file, args.target, devices, nodes=nodes, workload=args.workload, engine=args.engine,
-                        backend=args.backend or "", runs_root=args.runs_dir, host=HostFacts.here(),
-                        progress=lambda m: print(m, file=sys.stderr, flush=True))
-    entries = [entry_from_run(r) for r in records]
-    reply = getattr(args, "reply", None)
-    _emit(report_tables(entries) + scaling_tables(entries), args.format, args.output, reply, wide=args.wide,
-          ids=_short_ids(records, args.runs_dir),
-          runs=[{"run_id": r.id, "status": r.status, "path": str(r.path)} for r in records])
-    if args.plot:
-        _plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}", entries)
-    return exitcodes.OK if all(r.status == "ok" for r in records) else exitcodes.FAILED
-
-
-def _common(p) -> None:
-    p.add_argument("--format", "-f", choices=FORMATS, default="rich",
-                   help="rich table (default), md, csv (one table, a 'table' column naming each row's) or json")
-    p.add_argument("--json", action="store_const", dest="format", const="json",
-                   help="one JSON document on stdout in every outcome, errors and diagnostics inside (docs/cli.md)")
-    p.add_argument("--output", "-o", help="write the text to this file instead of stdout")
-    p.add_argument("--runs-dir", default=None, help="run store (default $ACCELCTL_RUNS_DIR or ./runs)")
-    p.add_argument("--wide", action="store_true", help="rich tables: every column and full run ids, however "
-                   "wide (default: fitted to the terminal or $COLUMNS, short ids)")
-
-
-def _guarded(fn):
-    """Run-store errors (no such run, ambiguous id) are usage errors: one line (or the JSON
-    document's error), exit 2."""
-
-    def run(args) -> int:
-        from accelctl.run.store import RunStoreError
-
-        try:
-            return fn(args)
-        except RunStoreError as exc:
-            raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
-
-    return run
 
 
 def add_report(sub) -> None:
@@ -283,8 +155,8 @@ def add_report(sub) -> None:
                    help="also log each run to Weights & Biases offline (project default: the workload); "
                         "wandb sync uploads it")
     r.add_argument("--wandb-dir", metavar="DIR", help="where --wandb writes (default: the run store)")
-    _common(r)
-    r.set_defaults(fn=_guarded(cmd_report))
+    table_options(r)
+    r.set_defaults(fn=guarded(cmd_report))
 
 
 def add_compare(sub) -> None:
@@ -300,23 +172,5 @@ def add_compare(sub) -> None:
                         "5 (inconclusive) when there is no verdict (fewer than 3 runs a side)")
     c.add_argument("--force", action="store_true",
                    help="compare incomplete, failed or stopped runs and runs of different workloads anyway (never an unreadable one)")
-    _common(c)
-    c.set_defaults(fn=_guarded(cmd_compare))
-
-
-def add_sweep(sub) -> None:
-    s = sub.add_parser("sweep")
-    s.add_argument("file")
-    s.add_argument("--target", "-t")
-    from accelctl.report.sweep_cli import add_over_arguments
-
-    add_over_arguments(s)
-    s.add_argument("--devices", "-d", help="comma-separated device counts per node, e.g. 1,2 (default: the target's)")
-    s.add_argument("--nodes", default="1", help="comma-separated node counts, run through the target's engine "
-                   "(e.g. 1,2 on Slurm; default 1)")
-    s.add_argument("--workload", "-w")
-    s.add_argument("--engine", "-e")
-    s.add_argument("--backend", help="force one backend for every point (e.g. torchrun)")
-    s.add_argument("--plot", metavar="FILE.png")
-    _common(s)
-    s.set_defaults(fn=_guarded(cmd_sweep))
+    table_options(c)
+    c.set_defaults(fn=guarded(cmd_compare))

@@ -115,3 +115,13 @@ def fp8_needs_rehearse(args) -> None:
     """``--fp8`` (plan, estimate, run) only with ``--rehearse``: it names a kind of rehearsal."""
     if getattr(args, "fp8", False) and not args.rehearse:
         raise AccelctlError("--fp8 is a kind of rehearsal: use it with --rehearse", exit_code=exitcodes.USAGE)
+
+
+def textual_missing() -> str | None:
+    """Why the TUI cannot start here (None when it can)."""
+    import importlib.util
+
+    for mod in ("textual", "textual_plotext"):
+        if importlib.util.find_spec(mod) is None:
+            return f"accelctl tui needs {mod.replace('_', '-')}: pip install 'accelctl[tui]'"
+    return None
