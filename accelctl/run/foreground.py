@@ -21,7 +21,9 @@ from typing import Any, BinaryIO
 from accelctl import exitcodes
 from accelctl.run import detach, store
 
-POLL_S = 0.05
+#: the longest the viewer waits between two copies of the console stream: the supervisor's end
+#: and a signal wake it at once (a pidfd and a self-pipe), so this is only the stream's lag
+POLL_S = 0.2
 
 
 @dataclass
@@ -53,8 +55,14 @@ class Signals:
     def __init__(self) -> None:
         self.stop = self.hangup = False
         self.saved: dict[int, Any] = {}
+        #: a byte is written to ``wake[1]`` at each of these signals: a viewer waiting on
+        #: ``wake[0]`` (``wait_exit``) acts on it at once
+        self.wake: tuple[int, int] | None = None
 
     def __enter__(self) -> Signals:
+        self.wake = os.pipe()
+        for fd in self.wake:
+            os.set_blocking(fd, False)
         try:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self.saved[sig] = signal.signal(sig, self._stop)
@@ -65,8 +73,17 @@ class Signals:
 
     def _stop(self, signum, frame) -> None:
         self.stop = True
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            if self.wake is not None:
+                os.write(self.wake[1], b"\0")
+        except OSError:  # the pipe is full: a wake-up is already waiting
+            pass
 
     def _hangup(self, signum, frame) -> None:
+        self._wake()
         if not self.hangup:  # a viewer whose terminal is gone leaves, whatever its display does
             import threading
 
@@ -78,6 +95,10 @@ class Signals:
     def __exit__(self, *exc) -> None:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
+        if self.wake is not None:
+            for fd in self.wake:
+                os.close(fd)
+            self.wake = None
 
 
 class _Copy:
@@ -137,6 +158,19 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
 def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: Signals) -> Viewed:
     proc = spawned.proc
     asked = False
+    try:
+        exited = os.pidfd_open(proc.pid)  # readable once the supervisor has ended
+    except (AttributeError, OSError):  # not Linux 5.3+: polled
+        exited = None
+    try:
+        return _copy_until_end(proc, out, err, signals, exited)
+    finally:
+        if exited is not None:
+            os.close(exited)
+
+
+def _copy_until_end(proc, out: _Copy, err: _Copy, signals: Signals, exited: int | None) -> Viewed:
+    asked = False
     while True:
         code = proc.poll()  # before the copy: all it wrote before it ended is copied below
         try:
@@ -154,16 +188,27 @@ def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: Signals) -> 
         if signals.stop and not asked:  # stopped at once, as ``accelctl cancel`` does
             asked = True
             ask_stop(proc.pid)
-        wait_exit(proc, POLL_S)
+        wait_exit(proc, POLL_S, exited, signals.wake[0] if signals.wake else None)
 
 
-def wait_exit(proc, timeout_s: float) -> None:
+def wait_exit(proc, timeout_s: float, exited: int | None = None, wake: int | None = None) -> None:
     """Up to ``timeout_s`` for ``proc`` to end: the viewer ends as soon as its supervisor has,
-    not up to a whole poll later (a signal's handler runs meanwhile, as in a sleep)."""
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        pass
+    and acts on a signal as soon as it comes (``exited``: a pidfd of ``proc``; ``wake``: the
+    signals' self-pipe), sleeping meanwhile instead of polling."""
+    if exited is None:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+        return
+    import select
+
+    ready, _, _ = select.select([exited] + ([wake] if wake is not None else []), [], [], timeout_s)
+    if wake is not None and wake in ready:
+        try:
+            os.read(wake, 512)
+        except OSError:
+            pass
 
 
 def ask_stop(pid: int) -> None:

@@ -60,7 +60,7 @@ __all__ = ["EVENTS_DIR_ENV", "RunHandle", "RunResult", "launch", "launch_env", "
 
 log = logging.getLogger("accelctl.run")
 
-POLL_S = 0.05
+POLL_S = 0.2
 #: how long every rank's process must have been gone before a launcher still running is ended
 #: (``RunHandle._ranks_done``): a launcher that exits by itself meanwhile gives its own exit code
 LAUNCHER_TEARDOWN_S = 0.3
