@@ -198,7 +198,7 @@ PLAN_MUST_NOT_IMPORT = ("accelctl.engines.slurm", "accelctl.engines.slurm_agents
                         "accelctl.engines.aws_batch", "accelctl.engines.batch_entrypoint", "accelctl.engines.torchrun",
                         "accelctl.backends.gaudi", "accelctl.backends.xla_neuron", "accelctl.backends.te_fp8",
                         "accelctl.backends.deepspeed", "accelctl.backends.torchrun", "accelctl.backends.findings",
-                        "accelctl.report.fit", "accelctl.run", "rich", "socket", "subprocess", "secrets", "ctypes")
+                        "accelctl.report.width", "accelctl.run", "rich", "socket", "subprocess", "secrets", "ctypes")
 CPU_WORKLOAD = "bench/workloads/bert_mlm.wl"  # the file bench/comparisons/cli_plan.py times
 
 

@@ -46,7 +46,7 @@ def width(stream, wide: bool = False) -> int | None:
             return None  # what output_width says of a pipe here, without importing it (cold start)
     except (AttributeError, ValueError):
         return None
-    from accelctl.report.fit import output_width
+    from accelctl.report.width import output_width
 
     return output_width(stream, None, columns_in_pipe=False)
 

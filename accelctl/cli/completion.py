@@ -116,7 +116,7 @@ def _run_ids(runs_dir: str | None) -> list[str]:
 def _short_run_ids(runs_dir: str | None) -> list[str]:
     """The store's run ids as ``runs`` and ``report`` show them: each one's shortest unique
     tail (``0001``), newest first; the store resolves them."""
-    from accelctl.report.fit import short_ids
+    from accelctl.report.width import short_ids
 
     ids = _run_ids(runs_dir)
     return list(short_ids(ids).values())

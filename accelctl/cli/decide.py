@@ -18,7 +18,7 @@ def cmd_pick(args) -> int:
     from accelctl.contract.hostfacts import HostFacts
     from accelctl.estimate import work as W
     from accelctl.cli.tables import emit
-    from accelctl.report.pick import NODES, pick, row_dict, table
+    from accelctl.decide.pick import NODES, pick, row_dict, table
 
     W.parse_work(args.work)  # a bad --work is refused before anything is estimated
     deadline = W.parse_hours(args.deadline) if args.deadline else None
@@ -44,7 +44,7 @@ def cmd_pick(args) -> int:
 
 
 def _counts(text: str) -> tuple[int, ...]:
-    from accelctl.report.sweep import parse_counts
+    from accelctl.decide.sweep import parse_counts
 
     try:
         return tuple(parse_counts(text))
@@ -75,7 +75,7 @@ def cmd_fit(args) -> int:
 
     from accelctl.api import load_selected, named_target
     from accelctl.contract.hostfacts import HostFacts
-    from accelctl.report.batch_fit import fit, lines
+    from accelctl.decide.fit import fit, lines
 
     spec = load_selected(args.file, args.workload)[0]
     target = named_target(spec, args.target)
@@ -84,7 +84,7 @@ def cmd_fit(args) -> int:
     reply = getattr(args, "reply", None)
     probe = None
     if args.probe:
-        from accelctl.report.fit_probe import probe_fit
+        from accelctl.decide.fit_probe import probe_fit
 
         probe = probe_fit(args.file, spec, target, vs[0].micro, runs_root=args.runs_dir)
     if reply is not None:

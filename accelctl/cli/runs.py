@@ -117,7 +117,7 @@ def cmd_runs(args) -> int:
     if not runs:
         print(empty_message(args.runs_dir, len(stored)))
         return 0
-    from accelctl.report.fit import output_width
+    from accelctl.report.width import output_width
     from accelctl.report.render import print_runs
 
     # fitted to the terminal or $COLUMNS (80 where stdout is not a terminal, as rich did)

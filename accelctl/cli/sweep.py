@@ -35,7 +35,7 @@ def add_over_arguments(s) -> None:
 
 
 def cmd_sweep_over(args, emit) -> int:
-    from accelctl.report import sweep_over as SO
+    from accelctl.decide import sweep_over as SO
 
     if not (args.estimate or args.run):
         raise AccelctlError("sweep --over needs --estimate or --run", exit_code=exitcodes.USAGE)
@@ -69,9 +69,9 @@ def _run(args, overs, emit) -> int:
     """Each point x target that runs here, for real, one after the other."""
     from accelctl.api import one_process, plan, read_source
     from accelctl.contract.hostfacts import HostFacts
-    from accelctl.report import sweep_over as SO
+    from accelctl.decide import sweep_over as SO
     from accelctl.report.entry import entry_from_run
-    from accelctl.report.sweep import run_point
+    from accelctl.decide.sweep import run_point
     from accelctl.report.tables import report_tables
     from accelctl.run.orchestrate import Chosen, Request, refusal_text
     from accelctl.spec.catalog import DEVICES
@@ -141,7 +141,7 @@ def cmd_sweep(args) -> int:
                             exit_code=exitcodes.USAGE)
     from accelctl.report.entry import entry_from_run
     from accelctl.contract.hostfacts import HostFacts
-    from accelctl.report.sweep import parse_counts, run_sweep
+    from accelctl.decide.sweep import parse_counts, run_sweep
     from accelctl.report.tables import report_tables, scaling_tables
 
     try:

@@ -18,7 +18,7 @@ FORMATS = ("rich", "md", "csv", "json")
 def emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, wide: bool = False,
           ids: dict | None = None, **extra: Any) -> None:
     """Print ``tables`` in ``fmt`` (or write them to ``output``): rich fitted to the output
-    width (``accelctl.report.fit``; not a terminal and no $COLUMNS: 200 wide, as before), short
+    width (``accelctl.report.width``; not a terminal and no $COLUMNS: 200 wide, as before), short
     run ids unless ``wide``; with ``reply`` (``--json``) they are the document's result instead
     (and ``output``, when given, gets the same JSON)."""
     from accelctl.report.render import json_data, print_rich, render
@@ -28,7 +28,7 @@ def emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, w
         if output:
             reply.result["output"] = output
     if fmt == "rich" and output is None:
-        from accelctl.report.fit import output_width
+        from accelctl.report.width import output_width
 
         print_rich(tables, width=None if wide else output_width(sys.stdout, 200), ids=None if wide else ids)
         return
@@ -42,7 +42,7 @@ def emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, w
 
 def short_ids_of(records: list, runs_dir: str | None) -> dict[str, str]:
     """{run id: its shortest tail unique in the store} for ``records``."""
-    from accelctl.report.fit import short_ids
+    from accelctl.report.width import short_ids
     from accelctl.run.store import runs_root
 
     root = runs_root(runs_dir)

@@ -2,7 +2,7 @@
 why, the memory fit, the cost) or one JSON record per target.  No rich: the command must
 start and finish in well under a second.
 
-``text(..., width)`` fits a terminal of ``width`` columns (``accelctl.report.fit``'s rules,
+``text(..., width)`` fits a terminal of ``width`` columns (``accelctl.report.width``'s rules,
 in plain text): the table's columns are left out by ``PRIORITY`` (cost first, then the bound)
 until it fits, with a note naming them; the prose lines wrap at spaces under their own
 indent (a word is never cut).  ``width=None`` (a pipe, a file, ``--wide``): every line whole,

@@ -25,7 +25,7 @@ def bar_labels(entries: Sequence[Entry]) -> list[str]:
     """Each bar's label: the workload, the target with its device count, and the run (its
     short id, unique among the bars; a published figure its publication's name), one per line:
     ``fixture_train`` / ``small · 1 dev`` / ``run 0001``."""
-    from accelctl.report.fit import short_ids
+    from accelctl.report.width import short_ids
 
     runs = [e.source for e in entries if e.source and not e.publication]
     ids = short_ids([r.split(" ")[0] for r in runs])

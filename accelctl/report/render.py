@@ -188,7 +188,7 @@ def to_json(tables: Sequence[Table], **extra: Any) -> str:
 
 
 #: which columns stay longest when a table is narrower than its content (0 first; see
-#: ``accelctl.report.fit``): who and what ran, its step time and throughput, then the rest
+#: ``accelctl.report.width``): who and what ran, its step time and throughput, then the rest
 PRIORITY = {
     "target": 0, "label": 0, "metric": 0, "publication": 0, "claim": 1,
     "step_time": 1, "throughput": 2, "a": 1, "b": 1, "ratio": 2, "efficiency": 1, "published": 2,
@@ -204,10 +204,10 @@ PRIORITY = {
 def print_rich(tables: Sequence[Table], console: Any = None, width: int | None = None,
                ids: dict[str, str] | None = None) -> None:
     """``tables`` as rich tables fitted to ``width`` (None: every column, unbounded, as
-    ``--wide``); run ids in ``ids`` ({full: short}) are shown short (see ``accelctl.report.fit``)."""
+    ``--wide``); run ids in ``ids`` ({full: short}) are shown short (see ``accelctl.report.width``)."""
     from rich.text import Text
 
-    from accelctl.report.fit import FitColumn, console_for, fit_table, left_out_note, shorten, wrap_note
+    from accelctl.report.width import FitColumn, console_for, fit_table, left_out_note, shorten, wrap_note
 
     console = console or console_for(width)
     ids = ids or {}
@@ -249,7 +249,7 @@ def print_runs(runs: Sequence[Any], width: int | None, universe: Sequence[str] =
     ``--wide``, every column and full ids).  Priorities: id, workload, target, status, then
     step time and throughput, then backend and start time.  A scheduler's job (scheduler,
     id, state, exit code) is a second line under the status."""
-    from accelctl.report.fit import FitColumn, console_for, fit_table, left_out_note, short_ids, wrap_note
+    from accelctl.report.width import FitColumn, console_for, fit_table, left_out_note, short_ids, wrap_note
 
     ids = short_ids([r.id for r in runs], universe) if width is not None else {}
     columns = [FitColumn("id", 0, no_wrap=True), FitColumn("workload", 0), FitColumn("target", 0),

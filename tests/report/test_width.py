@@ -1,7 +1,7 @@
 """80 and 120 columns: ``runs``, ``report``, ``compare``, ``plan`` and ``validate`` in a real
 terminal (a pseudo-terminal of that size, no $COLUMNS), snapshot against golden text, no
 line longer than the terminal, the key figures present at 80; short run ids that the
-store resolves; ``--wide``; the pipe rules (accelctl.report.fit).
+store resolves; ``--wide``; the pipe rules (accelctl.report.width).
 
 Refresh the snapshots after an intended change with
 ``ACCELCTL_UPDATE_GOLDEN=1 pytest tests/report/test_width.py`` (the one rule:
@@ -22,7 +22,7 @@ from cli_pty import in_pty
 from golden_files import check_golden, check_no_stale
 
 from accelctl.errors import Diagnostic, Span
-from accelctl.report.fit import short_ids
+from accelctl.report.width import short_ids
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]

@@ -71,7 +71,7 @@ class RunsScreen(AppScreen):
         table = self.query_one(DataTable)
         row = table.cursor_row
         table.clear()
-        from accelctl.report.fit import short_ids
+        from accelctl.report.width import short_ids
 
         short = short_ids([r.id for r in self.records])
         for r in self.records:

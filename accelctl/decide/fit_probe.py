@@ -1,7 +1,7 @@
 """``accelctl fit --probe``: one real training step at the micro-batch the memory model found,
 under the target's memory, that catches the out-of-memory failure.
 
-Each probe is a child process (``python -m accelctl.report.fit_probe``) that caps its data
+Each probe is a child process (``python -m accelctl.decide.fit_probe``) that caps its data
 segment (``RLIMIT_DATA``: heap and anonymous mappings, what tensors live in) at the target's
 memory and runs the point through ``accelctl.api`` (plan, launch: the worker inherits the
 cap), one measured step and no warm-up.  The run's failure message tells an out-of-memory
@@ -75,7 +75,7 @@ def probe_fit(path: str, spec, target, micro: int, runs_root=None) -> Probe:
     the interpreter, torch, allocator slack -- the part the model's 2 GB reserve stands for on
     an accelerator), then ``micro`` and ``micro + 1`` capped at the target's memory plus that
     runtime; where ``micro`` runs out of memory, the boundary bisected (``boundary``)."""
-    from accelctl.report.batch_fit import at_micro, host_memory
+    from accelctl.decide.fit import at_micro, host_memory
     from accelctl.spec.catalog import DEVICES
 
     capacity = target.memory_bytes or host_memory()
@@ -128,7 +128,7 @@ def boundary(step, micro: int) -> dict[int, str]:
 def one_step(path: str, workload: str, target: str, micro: int, limit: int, runs_root) -> tuple[str, int | None]:
     """("ok" | "out of memory: ..." | "failed: ...", the largest data segment (``VmData``, what
     ``RLIMIT_DATA`` caps) a process of the run reached)."""
-    cmd = [sys.executable, "-m", "accelctl.report.fit_probe", str(path), workload, target, str(micro), str(limit),
+    cmd = [sys.executable, "-m", "accelctl.decide.fit_probe", str(path), workload, target, str(micro), str(limit),
            str(runs_root or "")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     last = (proc.stdout.strip().splitlines() or [""])[-1]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.report.sweep import parse_counts, sweep_targets
+from accelctl.decide.sweep import parse_counts, sweep_targets
 
 WORKLOAD = Path(__file__).parent / "fixtures" / "tiny_sweep.wl"
 

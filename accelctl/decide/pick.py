@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelctl.report import sweep_over as SO
+from accelctl.decide import sweep_over as SO
 from accelctl.spec.catalog import DATASHEETS, DEVICES, INSTANCES
 
 NODES = (1, 2, 4, 8, 16)

@@ -135,7 +135,7 @@ def _fit_vit(tmp_path) -> Path:
 def test_fit_probe_runs_real_steps_and_catches_out_of_memory(tmp_path):
     """One step uncapped runs and reports its memory; the same step capped below what it needs
     ends in an out-of-memory failure that the probe names (never a traceback, never a pass)."""
-    from accelctl.report.fit_probe import one_step
+    from accelctl.decide.fit_probe import one_step
 
     wl = _fit_vit(tmp_path)
     status, held = one_step(str(wl), "tiny_sweep", "cpu", 1, 0, str(tmp_path / "runs"))
@@ -182,7 +182,7 @@ def test_pick_offers_tensor_parallel_where_fsdp_does_not_fit(tmp_path, capsys):
 
 def test_pick_candidates_include_tensor_and_pipeline_layouts():
     from accelctl.api import load_selected
-    from accelctl.report.pick import candidates
+    from accelctl.decide.pick import candidates
 
     (spec,) = load_selected(str(ROOT / "workloads" / "llama2_70b.wl"), "llama2_70b_finetune")
     layouts = [c for c in candidates(spec) if c.startswith("parallel=")][0]
@@ -197,7 +197,7 @@ def test_the_probe_measures_the_data_segment_its_cap_counts():
     import subprocess
     import sys
 
-    from accelctl.report.fit_probe import DataSegmentWatch
+    from accelctl.decide.fit_probe import DataSegmentWatch
 
     with DataSegmentWatch() as watch:
         subprocess.run([sys.executable, "-c", "import time; b = bytearray(300 * 2**20); time.sleep(0.5)"], check=True)
@@ -208,7 +208,7 @@ def test_the_probe_measures_the_data_segment_its_cap_counts():
 def test_the_probe_bisects_to_the_largest_micro_batch_that_runs(largest, micro):
     """``boundary`` against a step that runs out of memory above ``largest``: it brackets the
     largest that runs within a sixteenth of the model's answer, or confirms the answer."""
-    from accelctl.report.fit_probe import MOST_PROBES, boundary
+    from accelctl.decide.fit_probe import MOST_PROBES, boundary
 
     calls = []
 
