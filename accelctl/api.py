@@ -17,8 +17,8 @@ from pathlib import Path
 from accelctl.dsl.ast import File
 from accelctl.dsl.parser import parse, parse_file, read_source
 from accelctl.errors import AccelctlError, Diagnostic, PlanError, RunError, Span, WorkloadError, attach_source
-from accelctl.spec.check import check, check_all
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.language.check import check, check_all
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 __all__ = [
     "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
@@ -102,12 +102,12 @@ def load_selected(path: str | Path, workload: str | None = None, sets=()) -> lis
 
 def load_selected_source(path: str | Path, workload: str | None = None, sets=()) -> tuple[str, list[WorkloadSpec]]:
     """``load_selected``, and the text it read (``load_source``); ``sets``: ``--set KEY=VALUE``
-    arguments, written into that text (``accelctl.spec.settings``), which is then what was
+    arguments, written into that text (``accelctl.language.settings``), which is then what was
     checked and what a run stores."""
     from accelctl.plan.select import select_workloads
 
     if sets:
-        from accelctl.spec import settings
+        from accelctl.language import settings
 
         text = settings.applied(str(path), read_source(path), settings.parse_sets(list(sets)), workload)
         specs = check(parse(text, str(path)))

@@ -1,7 +1,7 @@
 """Generate the key tables and the diagnostics table of docs/language.md.
 
-The tables are derived from the schema (``accelctl/spec/schema.py``), the value
-types (``accelctl/spec/values.py``), the spec defaults (``accelctl/spec/types.py``)
+The tables are derived from the schema (``accelctl/language/schema.py``), the value
+types (``accelctl/language/values.py``), the spec defaults (``accelctl/workload/types.py``)
 and, for each diagnostic, a small example run through the real parser and checker
 (the message shown is the one the tool prints).  Meanings of keys are written here,
 next to the generator, and a test fails when a schema key has none.
@@ -18,12 +18,12 @@ from pathlib import Path
 
 from accelctl.dsl.parser import parse
 from accelctl.errors import WorkloadError
-from accelctl.spec import plugins
-from accelctl.spec import schema as S
-from accelctl.spec import types as T
-from accelctl.spec.check import check_all
-from accelctl.spec.options import OPTIONS
-from accelctl.spec.stack import SDKS
+from accelctl.language import plugins
+from accelctl.language import schema as S
+from accelctl.workload import types as T
+from accelctl.language.check import check_all
+from accelctl.workload.options import OPTIONS
+from accelctl.language.stack import SDKS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "language.md"
@@ -142,7 +142,7 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
         "gradient_checkpointing": ("recompute activations (this target)", "the workload's setting"),
         "engine": ("how it is launched: local or an `engine` block of the workload", None),
         "backend": ("force a backend instead of the planner's choice", "chosen by the planner"),
-        # the options: their rows (accelctl.spec.options)
+        # the options: their rows (accelctl.workload.options)
         **{name: (row.doc, row.unset) for name, row in OPTIONS.items()},
     },
     "parallel": {
@@ -164,7 +164,7 @@ KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
 }
 
 #: the DeepSpeed launcher block's settings (backend deepspeed's, not an engine: an engine's
-#: meanings are in its row, ``accelctl.spec.plugins.EngineRow.meanings``)
+#: meanings are in its row, ``accelctl.language.plugins.EngineRow.meanings``)
 LAUNCHER_MEANINGS: dict[str, str] = {
     "hosts": "host names (written to the hostfile)", "hostfile": "an existing hostfile",
     "master_addr": "address of rank 0", "master_port": "port of rank 0", "ssh": "launch over ssh",
@@ -438,8 +438,8 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
 
 
 def _errors_past_the_limit(more: int) -> str:
-    """E006's message when ``more`` errors are past the limit (``accelctl.spec.values.Ctx``)."""
-    from accelctl.spec.values import MAX_ERRORS, Ctx
+    """E006's message when ``more`` errors are past the limit (``accelctl.language.values.Ctx``)."""
+    from accelctl.language.values import MAX_ERRORS, Ctx
 
     ctx = Ctx("example.wl")
     for _ in range(MAX_ERRORS + more):
@@ -465,15 +465,15 @@ def run_example(code: str, example: str, mode: str) -> str:
                 "E232": "--set KEY=VALUE: the setting cannot be written into F as it reads (the edited file would "
                         "mean something else)"}[code]
     if mode == "arg":  # a command-line argument, checked by the same parser as a file
-        from accelctl.spec.over import parse_over
+        from accelctl.language.over import parse_over
 
         try:
             parse_over(example.rsplit(" ", 1)[-1])
         except WorkloadError as exc:
             return exc.diagnostics[0].message
         raise AssertionError(f"example of {code} does not produce it")
-    if mode == "over":  # what a --set/--over argument names (accelctl.spec.over.check_names)
-        from accelctl.spec.over import check_names, parse_over
+    if mode == "over":  # what a --set/--over argument names (accelctl.language.over.check_names)
+        from accelctl.language.over import check_names, parse_over
 
         flag, arg = example.rsplit(" ", 2)[-2:]
         file = parse(BASE + "  target cpu { }\n}\n", "example.wl")
@@ -503,7 +503,7 @@ def diagnostics_table() -> str:
 # ----------------------------------------------------------------------------- catalogs
 
 def units_table() -> str:
-    from accelctl.spec.values import UNITS
+    from accelctl.language.values import UNITS
 
     rows = ["| dimension | units | converted to |", "|---|---|---|"]
     base = {"bytes": "bytes", "time": "seconds", "price": "USD per hour", "steps": "a count",
@@ -514,7 +514,7 @@ def units_table() -> str:
 
 
 def families_table() -> str:
-    from accelctl.spec.models import FAMILIES
+    from accelctl.models.catalog import FAMILIES
 
     rows = ["| family | built with | tasks | shape keys (stand-in defaults) |", "|---|---|---|---|"]
     for f in FAMILIES.values():
@@ -524,7 +524,7 @@ def families_table() -> str:
 
 
 def known_models_table() -> str:
-    from accelctl.spec.models import KNOWN_MODELS
+    from accelctl.models.catalog import KNOWN_MODELS
 
     rows = ["| Hub id | family | parameters (published) | architecture (what accelerator targets build) |",
             "|---|---|---|---|"]
@@ -535,7 +535,7 @@ def known_models_table() -> str:
 
 
 def devices_table() -> str:
-    from accelctl.spec.catalog import DEVICES
+    from accelctl.catalog import DEVICES
 
     rows = ["| device | vendor | runtime | memory | fp8 | note |", "|---|---|---|---|---|---|"]
     for d in DEVICES.values():
@@ -546,7 +546,7 @@ def devices_table() -> str:
 
 
 def instances_table() -> str:
-    from accelctl.spec.catalog import INSTANCES
+    from accelctl.catalog import INSTANCES
 
     rows = ["| instance | device × count | vCPUs | usd/h | price source |", "|---|---|---|---|---|"]
     for i in INSTANCES.values():
@@ -602,9 +602,9 @@ def engine_codes_table() -> str:
 
 
 def stack_table() -> str:
-    """The SDKs and packages a ``stack { }`` may name (accelctl.spec.stack)."""
+    """The SDKs and packages a ``stack { }`` may name (accelctl.language.stack)."""
     from accelctl.plan.stack import requirement
-    from accelctl.spec import stack
+    from accelctl.language import stack
 
     rows = ["| written | what | in the plan |", "|---|---|---|"]
     rows += [f'| `sdk = {k}("VERSION")` | {name} | note; on {adapter} devices only (E240) |'

@@ -18,7 +18,7 @@ from accelctl.contract.hostfacts import HostFacts
 from accelctl.errors import PlanError
 from accelctl.frozen import Value
 from accelctl.plan.compile import compile_plan
-from accelctl.spec import types
+from accelctl.workload import types
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = HostFacts(cores=4, cpu_model="test cpu", flags=frozenset({"avx2"}), memory_bytes=64 * 2**30)

@@ -36,7 +36,7 @@ def test_validate_imports_no_heavy_module_importtime():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     imported = [line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
                 if line.startswith("import time:") and "|" in line]
-    assert "accelctl.spec.check" in imported and "accelctl.dsl.lalr" in imported  # the log is what we think
+    assert "accelctl.language.check" in imported and "accelctl.dsl.lalr" in imported  # the log is what we think
     heavy = sorted({m for m in imported if _is_heavy(m)})
     assert not heavy, f"validate imported {heavy}"
 
@@ -101,7 +101,7 @@ def test_cold_validate_loads_the_standard_library_lark_and_accelctl_only():
     bench/comparisons/cli_*.py): past ``import lark``, nothing but accelctl and the standard
     library, and a bounded number of modules."""
     loaded, floor = _cold_command_modules("validate")
-    assert "accelctl.spec.check" in loaded and "accelctl.dsl.lalr" in loaded  # it validated
+    assert "accelctl.language.check" in loaded and "accelctl.dsl.lalr" in loaded  # it validated
     assert _packages_past_the_floor(loaded, floor) == {"accelctl"}
     assert len(loaded - floor) <= MODULE_BUDGET, sorted(loaded - floor)
 
@@ -141,7 +141,8 @@ def test_sweep_estimate_pick_and_fit_import_no_heavy_module():
 #: parser and the checker; planning, the plan contract, backends, engines, the runner and the
 #: statistics load only for the verbs that use them
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
-                       "accelctl.exitcodes", "accelctl.reply", "accelctl.dsl", "accelctl.spec",
+                       "accelctl.exitcodes", "accelctl.reply", "accelctl.dsl", "accelctl.language",
+                       "accelctl.workload", "accelctl.models", "accelctl.catalog",
                        "accelctl.cli.help", "accelctl.cli.parser", "accelctl.cli.common", "accelctl.cli.check",
                        "accelctl.frozen", "accelctl.private_files")
 
@@ -167,7 +168,7 @@ def test_validate_loads_no_more_modules_than_plan():
                                   f"with contextlib.redirect_stdout(io.StringIO()): main(['plan', {wl!r}])")
     ours = sorted(m for m in loaded if m.split(".")[0] == "accelctl")
     outside = [m for m in ours if not (m in VALIDATE_MAY_IMPORT or m.startswith(
-        ("accelctl.dsl.", "accelctl.spec.", "accelctl.plan", "accelctl.backends", "accelctl.engines",
+        ("accelctl.dsl.", "accelctl.language.", "accelctl.workload.", "accelctl.models.", "accelctl.plan", "accelctl.backends", "accelctl.engines",
          "accelctl.contract", "accelctl.families")))]
     assert not outside, f"validate imported {outside}"
     assert "accelctl.dsl.lalr" in loaded
@@ -228,7 +229,7 @@ def test_cold_estimate_reads_the_run_store_path_without_what_writing_a_run_needs
 def test_the_plug_in_tables_still_load_every_plug_in_on_demand():
     """The lazy registry is the same table: every name, in order, each object of its class."""
     loaded = _modules_after("from accelctl.plan.registry import BACKENDS, ENGINES\n"
-                            "from accelctl.spec import plugins\n"
+                            "from accelctl.language import plugins\n"
                             "assert list(BACKENDS) == list(plugins.BACKENDS) and list(ENGINES) == list(plugins.ENGINES)\n"
                             "assert 'slurm' in ENGINES and ENGINES.get('no such engine') is None\n"
                             "assert [b.name for b in BACKENDS.values()] == list(plugins.BACKENDS)\n"

@@ -14,7 +14,7 @@ from accelctl import exitcodes
 from accelctl.api import plan, validate
 from accelctl.cli import build_parser
 from accelctl.errors import AccelctlError, PlanError
-from accelctl.spec.models import FAMILIES
+from accelctl.models.catalog import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA_CONFIG = ROOT / "workloads" / "configs" / "Llama-2-7b-hf.json"

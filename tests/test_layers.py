@@ -21,7 +21,7 @@ OWNERS = ("backends/", "engines/", "plan/registry.py", "families/", "worker/devi
 def _names() -> set[str]:
     from accelctl.families import FAMILIES
     from accelctl.plan.registry import BACKENDS
-    from accelctl.spec.catalog import DEVICES
+    from accelctl.catalog import DEVICES
 
     return set(BACKENDS) | set(FAMILIES) | set(DEVICES)
 
@@ -99,7 +99,7 @@ def test_no_device_family_is_told_by_its_name_outside_its_own_module():
     """A family's facts are its row's (``accelctl.families``): code elsewhere reads a field of
     the row, never the family's name, so a new family (docs/extending.md) changes no other file."""
     from accelctl.families import FAMILIES
-    from accelctl.spec.catalog import DEVICES
+    from accelctl.catalog import DEVICES
 
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -102,7 +102,7 @@ def test_the_worker_warns_from_the_same_measurement(tmp_path, monkeypatch):
     import torch
 
     from accelctl.contract.job import DeviceJob, WorkerJob
-    from accelctl.spec.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
+    from accelctl.workload.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
     from accelctl.worker import precision
     from accelctl.worker.devices import adapter_for
 

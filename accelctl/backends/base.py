@@ -15,8 +15,8 @@ from accelctl.families import FAMILIES
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # a check's result type: imported by the checks (plan --check), not by planning
     from accelctl.backends.findings import CheckResult

@@ -6,7 +6,7 @@ from accelctl.backends.base import WORKER, Backend, Built, process_env, refusal
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch
 from accelctl.errors import Diagnostic
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 
 class CpuBackend(Backend):

@@ -1,15 +1,15 @@
 """What a torchao float8 plan says and refuses (``precision fp8 { library = torchao }`` on the
 torchrun backend): the recipe, the linear layers that go FP8 and those kept in bf16
-(``accelctl.spec.fp8_layers``, for the shape this target runs), and FSDP2's FP8 all-gather."""
+(``accelctl.models.fp8_layers``, for the shape this target runs), and FSDP2's FP8 all-gather."""
 
 from __future__ import annotations
 
 from accelctl.backends.base import refusal
 from accelctl.errors import Diagnostic
-from accelctl.spec import fp8_layers
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.models import real_architecture
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.models import fp8_layers
+from accelctl.catalog import DEVICES
+from accelctl.models.catalog import real_architecture
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 RECIPES = {
     "tensorwise": "dynamic tensorwise scaling (one scale per tensor, cuBLAS FP8 GEMM)",

@@ -77,7 +77,7 @@ def _validate_with_sets(path, sets, host):
     if not sets:
         return validate(path, host)
     from accelctl.dsl.parser import read_source
-    from accelctl.spec import settings
+    from accelctl.language import settings
 
     try:
         return validate_text(settings.applied(str(path), read_source(path), settings.parse_sets(list(sets))), path, host)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from accelctl.spec import plugins
+from accelctl.language import plugins
 
 #: option or positional dest -> its help where a verb registered it without one
 SHARED_HELP = {

@@ -72,7 +72,7 @@ class Model:
 
 
 def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Path) -> Model:
-    from accelctl.spec.models import FAMILIES, KNOWN_MODELS
+    from accelctl.models.catalog import FAMILIES, KNOWN_MODELS
 
     if ref in FAMILIES and not config:
         fam = FAMILIES[ref]
@@ -87,7 +87,7 @@ def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Pat
         return Model(known.family, f'model hf("{ref}")', hub=True, context=known.seq_len, shape=dict(known.shape),
                      comment=f"the catalog's {ref}: its real shape plans and estimates; the cpu target runs a "
                              "tiny stand-in of it")
-    from accelctl.spec.check_common import HUB_ID
+    from accelctl.language.check_common import HUB_ID
 
     folder = _model_folder(ref)
     if folder is None and not HUB_ID.fullmatch(ref):
@@ -125,7 +125,7 @@ def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Pat
 def _model_folder(ref: str) -> Path | None:
     """The local model folder ``ref`` names, or None where it names none (a Hub id); a path
     that names nothing, or a file, is refused."""
-    from accelctl.spec.check_common import HUB_ID
+    from accelctl.language.check_common import HUB_ID
 
     local = Path(ref).expanduser()
     if local.is_dir():
@@ -146,7 +146,7 @@ def _config_for(ref: str, folder: Path | None, config: str | None, out_dir: Path
     if folder is not None:
         p = folder / "config.json"
         return p if os.path.lexists(p) else None
-    from accelctl.spec import hf_config
+    from accelctl.models import hf_config
 
     try:
         return hf_config.find(ref, "hub", out_dir, online=False)
@@ -157,7 +157,7 @@ def _config_for(ref: str, folder: Path | None, config: str | None, out_dir: Path
 def _shape_from(path: Path) -> tuple[str, dict]:
     """(family, shape) of a config.json, as validate, plan and estimate read it: a file they
     would refuse (E426) is refused here, in the same words."""
-    from accelctl.spec import hf_config
+    from accelctl.models import hf_config
 
     try:
         return hf_config.load(path)
@@ -177,7 +177,7 @@ def _written(given: str, path: Path, out_dir: Path) -> str:
     """A path the user gave (a model folder, --config), as the written file names it: relative
     to the file's folder (workload paths are), unless it was given absolute and lies elsewhere;
     never with a leading '-' (a flag, E216) nor a control character (no one-line string holds it)."""
-    from accelctl.spec.values import control_character
+    from accelctl.language.values import control_character
 
     if Path(given).expanduser().is_absolute():
         text = _relative(path, out_dir)
@@ -198,7 +198,7 @@ def _string(text: str) -> str:
 
 
 def _family_in_name(ref: str) -> str | None:
-    from accelctl.spec.models import FAMILIES
+    from accelctl.models.catalog import FAMILIES
 
     low = ref.lower().replace("-", "_")
     for name in sorted(FAMILIES, key=len, reverse=True):  # mixtral before mistral's prefix, gpt_neox before gpt2
@@ -218,7 +218,7 @@ def _identifier(text: str) -> str:
 
 def task_lines(family: str, task: str, model: Model) -> tuple[list[str], list[str]]:
     """(task and dataset lines, optimizer/batch lines) of the workload."""
-    from accelctl.spec.models import FAMILIES
+    from accelctl.models.catalog import FAMILIES
 
     fam = FAMILIES[family]
     seq = min(512, model.context) if model.context else 128
@@ -255,7 +255,7 @@ class Target:
 
 
 def base_target(value: str) -> Target:
-    from accelctl.spec.catalog import DEVICES, INSTANCES
+    from accelctl.catalog import DEVICES, INSTANCES
 
     if value in INSTANCES:
         inst = INSTANCES[value]
@@ -280,7 +280,7 @@ def _described(target: Target) -> str:
 
 def escalations(target: Target, task: str) -> list[list[str]]:
     """What to add, in order, to a target that does not fit as first written."""
-    from accelctl.spec.catalog import INSTANCES
+    from accelctl.catalog import INSTANCES
 
     inst = next((INSTANCES[ln.split("= ", 1)[1]] for ln in target.lines if ln.startswith("instance = ")), None)
     n = inst.devices if inst else 8
@@ -349,7 +349,7 @@ def refusal(text: str, path: Path, target: str, written: bool = False) -> str:
 def scaffold(args, out_dir: Path, file_of=lambda name: "FILE") -> tuple[str, str, list[str]]:
     """(the workload's name, the file's text, each target's verdict: plans, or plan's refusal);
     ``file_of``: the workload's name -> the file as its comment names it."""
-    from accelctl.spec.models import FAMILIES
+    from accelctl.models.catalog import FAMILIES
 
     model = resolve_model(args.model, args.family, args.config, out_dir)
     tasks = FAMILIES[model.family].tasks
@@ -428,6 +428,6 @@ def _path(out: str | None, name: str) -> Path:
 def _named(path: Path) -> str:
     """The file as the comment above its workload names it (one line: "FILE" where the path
     has a control character)."""
-    from accelctl.spec.values import control_character
+    from accelctl.language.values import control_character
 
     return "FILE" if control_character(str(path), lines=False) else str(path)

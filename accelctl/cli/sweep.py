@@ -74,7 +74,7 @@ def _run(args, overs, emit) -> int:
     from accelctl.decide.sweep import run_point
     from accelctl.report.tables import report_tables
     from accelctl.run.orchestrate import Chosen, Request, refusal_text
-    from accelctl.spec.catalog import DEVICES
+    from accelctl.catalog import DEVICES
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)
     warn(sweep.warnings, getattr(args, "reply", None), args.wide)

@@ -43,7 +43,7 @@ def with_flags(args: Any, plans: list) -> list:
     out = []
     for spec, p, why, n in plans:
         from accelctl.plan.tracking import tracking_notes
-        from accelctl.spec.types import TrackSpec
+        from accelctl.workload.types import TrackSpec
 
         track = p.tracking or TrackSpec()
         track = dataclasses.replace(

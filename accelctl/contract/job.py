@@ -2,7 +2,7 @@
 
 A ``WorkerJob`` is everything the training/inference loop needs, resolved for one target: no
 defaults are left for the worker to guess.  It embeds the spec's own frozen types
-(``accelctl.spec.types``) resolved by the planner, so a new workload key is one spec field and
+(``accelctl.workload.types``) resolved by the planner, so a new workload key is one spec field and
 one reader in the worker, never a mirror copied field by field.  What the worker needs beyond the
 spec is typed here (``DeviceJob``, ``strategy``, the test-only ``DebugJob``).  Plain data: it
 prints in a plan and round-trips through JSON (``accelctl.contract.codec``).
@@ -18,7 +18,7 @@ from typing import Any
 from accelctl.contract import codec
 from accelctl.contract.placeholders import data_json
 from accelctl.frozen import Value, value
-from accelctl.spec.types import (
+from accelctl.workload.types import (
     BatchSpec,
     CheckpointSpec,
     DatasetSpec,

@@ -23,7 +23,7 @@ from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR  # noqa: F401  (the plan's placeholders)
 from accelctl.frozen import Value, value
-from accelctl.spec.types import TrackSpec
+from accelctl.workload.types import TrackSpec
 
 #: control characters no launch word or generated file may hold (tab and newline may)
 _UNWRITABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

@@ -76,7 +76,7 @@ def probe_fit(path: str, spec, target, micro: int, runs_root=None) -> Probe:
     an accelerator), then ``micro`` and ``micro + 1`` capped at the target's memory plus that
     runtime; where ``micro`` runs out of memory, the boundary bisected (``boundary``)."""
     from accelctl.decide.fit import at_micro, host_memory
-    from accelctl.spec.catalog import DEVICES
+    from accelctl.catalog import DEVICES
 
     capacity = target.memory_bytes or host_memory()
     p = Probe(target.device, micro, capacity)
@@ -153,7 +153,7 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
     from accelctl.api import launch, load_selected_source, plan
     from accelctl.contract.hostfacts import HostFacts
     from accelctl.run.store import read_run
-    from accelctl.spec.types import MeasureSpec
+    from accelctl.workload.types import MeasureSpec
 
     source, specs = load_selected_source(path, workload)
     spec = specs[0]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelctl.decide import sweep_over as SO
-from accelctl.spec.catalog import DATASHEETS, DEVICES, INSTANCES
+from accelctl.catalog import DATASHEETS, DEVICES, INSTANCES
 
 NODES = (1, 2, 4, 8, 16)
 #: data-parallel layouts, then tensor and pipeline parallel and FSDP x TP (a node's 8 devices, or

@@ -1,6 +1,6 @@
 """``accelctl sweep FILE --over KEY=V1,V2 [--over ...] [--zip] --estimate | --run``.
 
-Every point is the workload's AST with the ``--over`` settings applied (``accelctl.spec.over``)
+Every point is the workload's AST with the ``--over`` settings applied (``accelctl.language.over``)
 and checked by the check pass, exactly as if the file said so; a value the check refuses in
 the argument itself (unknown key, wrong type, out of range) refuses the sweep, naming the
 argument; a point the rules refuse (E402: devices that tp does not divide...) is a row that
@@ -22,8 +22,8 @@ from typing import Any
 
 from accelctl.dsl import ast
 from accelctl.errors import AccelctlError, Diagnostic, WorkloadError
-from accelctl.spec import over as O
-from accelctl.spec.catalog import DEVICES
+from accelctl.language import over as O
+from accelctl.catalog import DEVICES
 
 #: the work per row when neither --work nor the workload's train_steps say (units of the throughput)
 DEFAULT_UNITS = 1e6
@@ -133,7 +133,7 @@ def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: 
     ``explain`` False: estimates without their why text's extras (the sweep's table shows none)."""
     from accelctl.api import estimate_targets, parse, read_source
     from accelctl.estimate import work as W
-    from accelctl.spec.check import check_all
+    from accelctl.language.check import check_all
 
     text = read_source(path)
     file = parse(text, path)
@@ -244,7 +244,7 @@ def _check_group(path, text, members, overs, bad_values) -> dict[int, tuple]:
     blocks side by side in one workload, renamed ``NAME__k`` (the check pass then checks the
     workload's own settings once, each target on its own).  A group with any error is checked
     again point by point, so each point's diagnostics are its own."""
-    from accelctl.spec.check import check_all
+    from accelctl.language.check import check_all
 
     blocks, owner = [], {}
     for k, (_, _, w, _) in enumerate(members):

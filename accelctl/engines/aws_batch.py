@@ -27,8 +27,8 @@ from accelctl.engines.base import Engine
 from accelctl.engines.batch_entrypoint import NODE_ENV, node_argv
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.spec.catalog import DEVICES, INSTANCES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES, INSTANCES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult

@@ -21,15 +21,15 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 from accelctl.engines import local_settings
 from accelctl.errors import Diagnostic, PlanError
-from accelctl.spec.plugins import EngineRow
-from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
+from accelctl.language.plugins import EngineRow
+from accelctl.workload.types import EngineSpec, TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # a check's result type: imported by the checks (plan --check), not by planning
     from accelctl.backends.findings import CheckResult
 
 
 class Engine:
-    #: the engine's facts (``accelctl.spec.plugins.EngineRow``, in its small ``<engine>_settings``
+    #: the engine's facts (``accelctl.language.plugins.EngineRow``, in its small ``<engine>_settings``
     #: module): its name, summary and settings are the row's
     row: EngineRow | None = None
     name: str = ""

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from accelctl.engines.settings import IMAGE
-from accelctl.spec import values as V
-from accelctl.spec.plugins import EngineRow
+from accelctl.language import values as V
+from accelctl.language.plugins import EngineRow
 
 _NAME = V.token(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}|arn:aws[A-Za-z0-9_:/.+=@-]{1,1600}", '"dl1-queue"',
                 "AWS Batch name or ARN")

@@ -31,8 +31,8 @@ from accelctl.engines.aws_batch import efa_adapters
 from accelctl.engines import kubernetes_settings
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 MANIFEST = "pytorchjob.json"
 #: what the supervisor's submission amounts to (the API call it makes, as kubectl would)

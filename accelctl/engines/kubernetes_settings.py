@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from accelctl.engines.settings import IMAGE
-from accelctl.spec import values as V
-from accelctl.spec.plugins import EngineRow
+from accelctl.language import values as V
+from accelctl.language.plugins import EngineRow
 
 _NAME = V.token(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", '"default"', "Kubernetes name")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accelctl.spec.plugins import EngineRow
+from accelctl.language.plugins import EngineRow
 
 ROW = EngineRow(
     name="local",

@@ -22,7 +22,7 @@ from typing import Any
 
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.errors import first_line
-from accelctl.spec import plugins
+from accelctl.language import plugins
 
 
 class AppState(str, enum.Enum):

@@ -24,8 +24,8 @@ from accelctl.engines.base import Engine, engine_refusal
 from accelctl.engines import slurm_settings
 from accelctl.engines.slurm_agents import AGENTS, Agent, word
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult

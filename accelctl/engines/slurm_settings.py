@@ -8,8 +8,8 @@ What a Slurm name (partition, account, QOS), a constraint expression (features j
 from __future__ import annotations
 
 from accelctl.engines.settings import IMAGE
-from accelctl.spec import values as V
-from accelctl.spec.plugins import EngineRow
+from accelctl.language import values as V
+from accelctl.language.plugins import EngineRow
 
 NAME_PATTERN = r"[A-Za-z0-9_.-]+"
 CONSTRAINT_PATTERN = r"[A-Za-z0-9_.,&|\[\]()*:-]+"

@@ -19,7 +19,7 @@ from accelctl.backends.base import WORKER
 from accelctl.contract.plan import FREE_PORT, Launch, Plan
 from accelctl.engines import torchrun_settings
 from accelctl.engines.base import Engine, engine_refusal
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 #: the code of a torchrun engine setting that cannot work
 CODE = torchrun_settings.ROW.code

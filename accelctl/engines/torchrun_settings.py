@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from accelctl.spec import values as V
-from accelctl.spec.plugins import EngineRow
+from accelctl.language import values as V
+from accelctl.language.plugins import EngineRow
 
 SETTINGS: dict[str, V.VType] = {
     "rdzv_backend": V.choice("c10d", "static"),

@@ -68,7 +68,7 @@ class Sample:
 def samples_from_runs(run_ids, runs_root=None) -> list[Sample]:
     from accelctl.dsl.parser import parse_file
     from accelctl.run.store import WORKLOAD_FILE, RunStoreError, load_run
-    from accelctl.spec.check import check
+    from accelctl.language.check import check
 
     out = []
     for rid in run_ids:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelctl.spec import param_count as P
+from accelctl.models import param_count as P
 
 #: families built of transformer layers (hidden, layers) that ``_layer`` counts
 TRANSFORMER_FAMILIES = ("gpt2", "bloom", "bert", "t5", "vit", *P.COUNTED)
@@ -52,7 +52,7 @@ class Sizes:
 
 
 def _counted(family: str, s: dict[str, Any], tokens: int, kv_len: int, head_tokens: int) -> float:
-    """The families of ``accelctl.spec.param_count``: query width apart from the hidden width
+    """The families of ``accelctl.models.param_count``: query width apart from the hidden width
     (gemma's head_dim), narrower K and V (grouped-query, multi-query), and a mixture's MLP
     run by ``experts_per_token`` experts per token, plus its router."""
     g = P.dims(family, s)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from accelctl import hostinfo
-from accelctl.spec.catalog import Datasheet, Figure
+from accelctl.catalog import Datasheet, Figure
 
 _DATE = "2026-11"
 STREAM_PER_THREAD = 10e9

@@ -10,8 +10,8 @@ names it in the estimate's why.  See docs/estimate.md ("Where the numbers come f
 
 from __future__ import annotations
 
-from accelctl.spec.catalog import DEVICES, INSTANCES
-from accelctl.spec.types import TargetSpec
+from accelctl.catalog import DEVICES, INSTANCES
+from accelctl.workload.types import TargetSpec
 
 #: the devices this note is for (Neuron devices counted in NeuronCores)
 NEURON_DEVICES = frozenset({"trn1", "inf2"})

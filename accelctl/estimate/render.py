@@ -53,7 +53,7 @@ def not_estimated(spec, e: Estimate):
     from accelctl.errors import Diagnostic
 
     return Diagnostic("E580", f"target {e.target}: no estimate: {e.status}", spec.origins.get(f"targets.{e.target}"),
-                      spec.path, "accelctl estimate needs the device's datasheet (accelctl/spec/catalog.py "
+                      spec.path, "accelctl estimate needs the device's datasheet (accelctl/catalog.py "
                       "DATASHEETS)", severity="warning")
 
 

@@ -29,9 +29,9 @@ from accelctl.estimate.factors import DEFAULT, Factors
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.plan import memory
 from accelctl.plan.activations import hpu_lazy
-from accelctl.spec import fp8_layers
-from accelctl.spec.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.models import fp8_layers
+from accelctl.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 #: dtype whose peak a precision computes at
 PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
@@ -88,7 +88,7 @@ def _shape(spec: WorkloadSpec, target: TargetSpec) -> tuple[dict[str, Any], str]
     which runs the stand-in."""
     m = spec.model
     if m.real_shape and not synchronous(target):
-        from accelctl.spec.models import real_architecture
+        from accelctl.models.catalog import real_architecture
 
         return real_architecture(m.family, m.real_shape), "real"
     return dict(m.stand_in), "stand-in (what the host CPU runs)" if synchronous(target) else "stand-in"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from accelctl.dsl import ast
 from accelctl.errors import Diagnostic, Span, WorkloadError
-from accelctl.spec.catalog import DEVICES
+from accelctl.catalog import DEVICES
 
 SAMPLE_UNITS = {"sample": "samples", "samples": "samples", "sequences": "samples", "images": "samples",
                 "token": "tokens", "tokens": "tokens", "step": "steps", "steps": "steps"}

@@ -24,7 +24,7 @@ PROBES = {
 
 
 # --------------------------------------------------------------------------- hardware
-#: its devices (``accelctl.spec.catalog.DEVICES``)
+#: its devices (``accelctl.catalog.DEVICES``)
 DEVICES: tuple[Device, ...] = (
     Device("cpu", "any", "cpu", 0, {}, fp8=False, bf16=False, host=True, note="host CPU; runs fp32 stand-ins"),
 )

@@ -17,7 +17,7 @@ PROBES: dict[str, str] = {}
 
 
 # --------------------------------------------------------------------------- hardware
-#: its devices (``accelctl.spec.catalog.DEVICES``)
+#: its devices (``accelctl.catalog.DEVICES``)
 DEVICES: tuple[Device, ...] = (
     Device("v100", "nvidia", "cuda", 32 * GB, {"fp32": 15.7 * TFLOPS, "fp16": 125 * TFLOPS},
            bf16=False, interconnect="NVLink 2 (300 GB/s)"),
@@ -52,7 +52,7 @@ _NV_L40S = "NVIDIA L40S datasheet (resources.nvidia.com/en-us-l40s/l40s-datashee
 
 _DEV = {d.name: d for d in DEVICES}
 
-#: what estimates read besides the peaks (``accelctl.spec.catalog.DATASHEETS``)
+#: what estimates read besides the peaks (``accelctl.catalog.DATASHEETS``)
 DATASHEETS: tuple[Datasheet, ...] = (
     sheet(_DEV["v100"], _NV_V100, "2020-01", 900e9, 150e9),
     sheet(_DEV["a100_40gb"], _NV_A100, "2021-06", 1555e9, 300e9),     # NVLink 600 GB/s bidirectional
@@ -62,7 +62,7 @@ DATASHEETS: tuple[Datasheet, ...] = (
     sheet(_DEV["l40s"], _NV_L40S, "2023-08", 864e9, 32e9),
 )
 
-#: network between nodes of its instances, bytes/s per node per direction (``accelctl.spec.catalog.SCALE_OUT``)
+#: network between nodes of its instances, bytes/s per node per direction (``accelctl.catalog.SCALE_OUT``)
 SCALE_OUT: dict[str, Figure] = {
     "p4d.24xlarge": Figure(400e9 / 8, "AWS P4d instance page: 400 Gbps EFA", "2020-11"),
     "p4de.24xlarge": Figure(400e9 / 8, "AWS P4de instance page: 400 Gbps EFA", "2022-05"),

@@ -1,6 +1,6 @@
 """The hardware rows a device family's module fills in: its devices, the instances that rent
 them with their prices, and the datasheets estimates read.  Pure data, each figure with its
-source and date; ``accelctl.spec.catalog`` gathers every family's rows."""
+source and date; ``accelctl.catalog`` gathers every family's rows."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ PROBES = {
 
 
 # --------------------------------------------------------------------------- hardware
-#: its devices (``accelctl.spec.catalog.DEVICES``)
+#: its devices (``accelctl.catalog.DEVICES``)
 DEVICES: tuple[Device, ...] = (
     Device("gaudi", "habana", "hpu", 32 * GB, {}, interconnect="RoCE 10x100 GbE on chip", lazy_graphs=True,
            note="Gaudi1 HL-205 (dl1.24xlarge)"),
@@ -63,7 +63,7 @@ def _gaudi_fp32(bf16: float, date: str) -> dict[str, Figure]:
 
 _DEV = {d.name: d for d in DEVICES}
 
-#: what estimates read besides the peaks (``accelctl.spec.catalog.DATASHEETS``)
+#: what estimates read besides the peaks (``accelctl.catalog.DATASHEETS``)
 DATASHEETS: tuple[Datasheet, ...] = (
     # Gaudi1: 32 GB HBM2 at 1 TB/s; 10 x 100 GbE RoCE on chip, 7 of them full-mesh inside
     # the node (seed 001: 700 Gbps) = 87.5 GB/s per direction
@@ -77,7 +77,7 @@ DATASHEETS: tuple[Datasheet, ...] = (
     sheet(_DEV["gaudi3"], _HB_G3, "2024-04", 3700e9, 525e9, assumed=_gaudi_fp32(1835e12, "2024-04")),
 )
 
-#: network between nodes of its instances, bytes/s per node per direction (``accelctl.spec.catalog.SCALE_OUT``)
+#: network between nodes of its instances, bytes/s per node per direction (``accelctl.catalog.SCALE_OUT``)
 SCALE_OUT: dict[str, Figure] = {
     "dl1.24xlarge": Figure(400e9 / 8, "AWS DL1 instance page: 400 Gbps EFA (seed 001)", "2021-10"),
 }

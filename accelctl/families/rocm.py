@@ -31,7 +31,7 @@ PROBES = {
 
 
 # --------------------------------------------------------------------------- hardware
-#: its devices (``accelctl.spec.catalog.DEVICES``)
+#: its devices (``accelctl.catalog.DEVICES``)
 DEVICES: tuple[Device, ...] = (
     # fp8 = False: accelctl's fp8 paths (Transformer Engine, torchao's float8) are checked on
     # CUDA only; the datasheet's fp8 peak stays for the record
@@ -51,7 +51,7 @@ INSTANCES: tuple[Instance, ...] = (
 _AMD_MI300X = ("AMD Instinct MI300X accelerator data sheet "
                "(amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf)")
 
-#: what estimates read besides the peaks (``accelctl.spec.catalog.DATASHEETS``)
+#: what estimates read besides the peaks (``accelctl.catalog.DATASHEETS``)
 DATASHEETS: tuple[Datasheet, ...] = (
     # 5.3 TB/s HBM3; 7 Infinity Fabric links of 128 GB/s (bidirectional) to the node's other
     # seven GPUs = 896 GB/s, 448 GB/s per direction

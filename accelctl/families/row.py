@@ -1,5 +1,5 @@
 """The row a device family fills in: everything accelctl knows about one runtime (the family a
-device kind belongs to, ``accelctl.spec.catalog.Device.adapter``).  Pure data: nothing here
+device kind belongs to, ``accelctl.catalog.Device.adapter``).  Pure data: nothing here
 imports a framework or the worker, whose adapter is named as a lazy ``"module:Class"`` path."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class DeviceFamily(Value):
     #: names of the ``accelctl doctor`` probes (``accelctl.families.PROBES``) that tell whether
     #: its stack works here
     probes: tuple[str, ...]
-    #: the backends (``accelctl.spec.plugins.BACKENDS``) that plan for its devices; which of
+    #: the backends (``accelctl.language.plugins.BACKENDS``) that plan for its devices; which of
     #: them a target gets is the registry's order and the target's settings
     backends: tuple[str, ...] = ()
     #: its device is the machine accelctl runs on

@@ -28,7 +28,7 @@ PROBES = {
 
 
 # --------------------------------------------------------------------------- hardware
-#: its devices (``accelctl.spec.catalog.DEVICES``)
+#: its devices (``accelctl.catalog.DEVICES``)
 DEVICES: tuple[Device, ...] = (
     # Neuron devices are counted in NeuronCores (what torchrun --nproc_per_node counts).
     Device("trn1", "aws", "xla", 16 * GB, {"fp32": 23.75 * TFLOPS, "bf16": 95 * TFLOPS},
@@ -54,7 +54,7 @@ _AWS_NEURON = ("AWS Neuron docs, Trainium / Inferentia2 architecture "
 
 _DEV = {d.name: d for d in DEVICES}
 
-#: what estimates read besides the peaks (``accelctl.spec.catalog.DATASHEETS``)
+#: what estimates read besides the peaks (``accelctl.catalog.DATASHEETS``)
 DATASHEETS: tuple[Datasheet, ...] = (
     # per NeuronCore-v2 (two per chip): half the chip's 820 GB/s HBM; NeuronLink-v2
     # 768 GB/s per trn1 chip, 192 GB/s per inf2 chip (halved per core)
@@ -62,7 +62,7 @@ DATASHEETS: tuple[Datasheet, ...] = (
     sheet(_DEV["inf2"], _AWS_NEURON, "2023-04", 410e9, 96e9),
 )
 
-#: network between nodes of its instances, bytes/s per node per direction (``accelctl.spec.catalog.SCALE_OUT``)
+#: network between nodes of its instances, bytes/s per node per direction (``accelctl.catalog.SCALE_OUT``)
 SCALE_OUT: dict[str, Figure] = {
     "trn1.32xlarge": Figure(800e9 / 8, "AWS Trn1 instance page: 800 Gbps EFA", "2022-10"),
 }

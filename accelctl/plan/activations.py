@@ -13,9 +13,9 @@ from dataclasses import replace
 
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.frozen import Value, value
-from accelctl.spec import param_count as P
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.models import param_count as P
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 #: prompt tokens assumed for generation when the dataset does not say (``prompt_tokens``):
 #: run_generation.py's dataset prompts keep 16 tokens (seed 003: "first 16 tokens as prompt")

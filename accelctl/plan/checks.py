@@ -16,8 +16,8 @@ from accelctl.contract.plan import Plan
 from accelctl.families import FAMILIES
 from accelctl.plan.registry import BACKENDS, ENGINES
 from accelctl.plan.stack import unchecked
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import WorkloadSpec
 
 __all__ = ["CheckResult", "check_plan"]
 

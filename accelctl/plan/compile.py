@@ -15,9 +15,9 @@ from accelctl.plan.registry import BACKENDS, ENGINES, choose
 from accelctl.plan.stack import engine_settings, with_stack
 from accelctl.plan.tracking import missing_trackers, resolve_tracking, tracking_notes
 from accelctl.plan.weights import unreachable_weights, weights_note
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.schema import ENGINE_KEYS
-from accelctl.spec.types import EngineSpec, TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.language.schema import ENGINE_KEYS
+from accelctl.workload.types import EngineSpec, TargetSpec, WorkloadSpec
 
 
 def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint: str = "") -> Diagnostic:

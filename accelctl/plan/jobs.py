@@ -11,10 +11,10 @@ from accelctl.families import FAMILIES
 from accelctl.contract.job import DeviceJob, WorkerJob
 from accelctl.contract import hostfacts
 from accelctl.plan.activations import hpu_lazy
-from accelctl.spec.catalog import DEVICES, INSTANCES
-from accelctl.spec.models import objective_for
-from accelctl.spec.options import OPTIONS
-from accelctl.spec.types import ModelSpec, TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES, INSTANCES
+from accelctl.models.catalog import objective_for
+from accelctl.workload.options import OPTIONS
+from accelctl.workload.types import ModelSpec, TargetSpec, WorkloadSpec
 
 
 def threads_per_process(target: TargetSpec, processes: int) -> int:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from accelctl.contract.job import DebugJob
 from accelctl.frozen import Value, value
 from accelctl.plan import activations as act
-from accelctl.spec import param_count as P
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.models import param_count as P
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 RESERVE_BYTES = 2 * 10**9
 GB = 1e9
@@ -86,7 +86,7 @@ TYPICAL_VOCAB = {"bert": 30522, "gpt2": 50257, "bloom": 250880, "t5": 32128, "ll
 
 def params_of(family: str, layers: int, hidden: int, ffn: int, vocab: int, extra: dict) -> float:
     """Parameter count of a model of this shape: exactly as its class builds it for the
-    families of ``accelctl.spec.param_count`` (every expert of a mixture), else a transformer's
+    families of ``accelctl.models.param_count`` (every expert of a mixture), else a transformer's
     attention 4h², MLP 2·h·ffn and embeddings."""
     if family in P.EXACT:
         return float(P.total(family, {**extra, "layers": layers, "hidden": hidden, "vocab": vocab}))

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 from accelctl.contract.mesh import Mesh, stage_layers
 from accelctl.plan.memory import estimate, fmt_bytes
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.parallel_plans import PLANS, describe_split
-from accelctl.spec.parallel_rules import positions
-from accelctl.spec.types import ParallelSpec, TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.models.parallel_plans import PLANS, describe_split
+from accelctl.models.parallel_rules import positions
+from accelctl.workload.types import ParallelSpec, TargetSpec, WorkloadSpec
 
 SHARDED = ("fsdp", "tensor", "pipeline")
 #: the worker strategy that builds this mesh (``accelctl.worker.strategy``)

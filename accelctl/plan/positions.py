@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from accelctl.contract.job import WorkerJob
 from accelctl.errors import Diagnostic
-from accelctl.spec.models import FAMILIES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.models.catalog import FAMILIES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 CODE = "E532"
 

@@ -1,7 +1,7 @@
 """The registry of backends: the one place that chooses a backend for a target.
 
 Which plug-ins exist, and in which order they are asked, is data
-(``accelctl.spec.plugins``: name -> "module:Class"); this module imports them from there,
+(``accelctl.language.plugins``: name -> "module:Class"); this module imports them from there,
 each the first time it is asked for (``PluginTable``): ``accelctl plan`` of a cpu target
 imports the cpu backend and the local engine, not the Slurm, Kubernetes and AWS Batch
 engines (their subprocess/socket imports) nor the vendor backends that come after the one
@@ -17,9 +17,9 @@ from accelctl.backends.base import Backend, refusal
 from accelctl.engines.base import Engine
 from accelctl.errors import Diagnostic
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.spec import plugins
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.language import plugins
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 
 def load_plugin(path: str):
@@ -47,7 +47,7 @@ class PluginTable(MutableMapping):
             path = self._paths[name]  # KeyError: not a plug-in (``.get`` -> None)
             plugin = load_plugin(path)
             if plugin.name != name:  # raised on every access, never kept
-                raise RuntimeError(f"accelctl.spec.plugins lists {path} as {name!r}, but it calls itself "
+                raise RuntimeError(f"accelctl.language.plugins lists {path} as {name!r}, but it calls itself "
                                    f"{plugin.name!r}")
             self._loaded[name] = plugin
         return self._loaded[name]

@@ -13,7 +13,7 @@ import dataclasses
 
 from accelctl.contract.plan import Rehearsal
 from accelctl.contract import hostfacts
-from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
+from accelctl.workload.types import MeasureSpec, TargetSpec, WorkloadSpec
 
 #: samples per process of a rehearsal's micro-batch, per core of this machine
 MICRO_PER_CORE = 2

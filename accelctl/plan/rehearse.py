@@ -15,12 +15,12 @@ from accelctl.contract.plan import Rehearsal
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.contract import hostfacts
 from accelctl.plan.rehearsal_size import SIZE
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.parallel_plans import PIPELINE_FAMILIES, PLANS
-from accelctl.spec.parallel_rules import positions
-from accelctl.spec.options import OPTIONS, TargetOptions
-from accelctl.spec.schema import INFERENCE_STRATEGIES
-from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.models.parallel_plans import PIPELINE_FAMILIES, PLANS
+from accelctl.models.parallel_rules import positions
+from accelctl.workload.options import OPTIONS, TargetOptions
+from accelctl.language.schema import INFERENCE_STRATEGIES
+from accelctl.workload.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
 
 #: the catalog's host device (the CPU accelctl runs on)
 HOST = next(name for name, d in DEVICES.items() if d.host)

@@ -18,7 +18,7 @@ import shlex
 from accelctl.contract.placeholders import ENV_PLACEHOLDER_ROLES, fill
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Plan
 from accelctl.errors import AccelctlError, PlanError
-from accelctl.spec.types import WorkloadSpec
+from accelctl.workload.types import WorkloadSpec
 
 FORMATS = ("text", "json", "sh")
 #: what ``plan --format sh`` runs for ``{free_port}`` (as ``accelctl.run.commands.free_port``)

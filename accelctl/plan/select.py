@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 
 from accelctl.errors import AccelctlError, Diagnostic, PlanError, Span, WorkloadError, attach_source, did_you_mean
 from accelctl.families import present_adapters
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 
 def select_workloads(specs: Iterable[WorkloadSpec], path: str, name: str | None = None) -> list[WorkloadSpec]:

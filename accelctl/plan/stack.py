@@ -1,4 +1,4 @@
-"""What a plan makes of its target's ``stack { }`` (``accelctl.spec.stack``).
+"""What a plan makes of its target's ``stack { }`` (``accelctl.language.stack``).
 
 * ``requirements.txt``: the pinned packages, as ``pip install -r`` reads them (Habana's
   DeepSpeed fork from its git tag);
@@ -18,10 +18,10 @@ import dataclasses
 
 from accelctl.backends.base import Built
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.plugins import engine_row
-from accelctl.spec.stack import SDKS
-from accelctl.spec.types import EngineSpec, StackSpec, TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.language.plugins import engine_row
+from accelctl.language.stack import SDKS
+from accelctl.workload.types import EngineSpec, StackSpec, TargetSpec, WorkloadSpec
 
 REQUIREMENTS = "requirements.txt"
 #: Habana's DeepSpeed fork, as its README installs it

@@ -16,7 +16,7 @@ import dataclasses
 import importlib.util
 from pathlib import Path
 
-from accelctl.spec.types import TrackSpec, WorkloadSpec
+from accelctl.workload.types import TrackSpec, WorkloadSpec
 
 #: tracker -> (the module it needs, what installs it)
 LIBRARIES = {"mlflow": ("mlflow", "'accelctl[track]' mlflow-skinny==3.17.2"), "wandb": ("wandb", "'accelctl[track]'"),

@@ -1,7 +1,7 @@
 """One verdict from ``validate`` to the rented machine: what ``plan`` would refuse
 of a valid workload, reported by ``validate`` at the same line, with the same code and words.
 
-``validate`` checks the language (``accelctl.spec.check``); a valid workload can still name
+``validate`` checks the language (``accelctl.language.check``); a valid workload can still name
 a target no backend or engine plans (an engine that is not built, a strategy its device
 family does not run, a model that does not fit ...).  ``plan_refusals`` plans every target of a spec the
 way ``accelctl plan`` does and returns each refusal as a warning: the workload is valid and
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from accelctl.errors import Diagnostic, PlanError
-from accelctl.spec.types import WorkloadSpec
+from accelctl.workload.types import WorkloadSpec
 
 #: how validate marks a target that plan refuses (the diagnostic keeps plan's code and words)
 SEVERITY = "warning"

@@ -11,8 +11,8 @@ from pathlib import Path
 from accelctl.contract.job import WorkerJob
 from accelctl.errors import Diagnostic
 from accelctl.hostinfo import in_hf_cache
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 
 def unreachable_weights(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Diagnostic | None:

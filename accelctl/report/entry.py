@@ -247,7 +247,7 @@ def _entry_from_run(record: Any) -> Entry:
 
 
 def _host(device) -> bool:
-    from accelctl.spec.catalog import DEVICES
+    from accelctl.catalog import DEVICES
 
     return device in DEVICES and DEVICES[device].host
 

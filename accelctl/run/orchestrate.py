@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError, Diagnostic, RunError, attach_source
-from accelctl.spec import plugins
+from accelctl.language import plugins
 
 
 def exit_code(status: str) -> int:

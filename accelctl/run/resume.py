@@ -27,7 +27,7 @@ from accelctl.dsl.source import read_source
 from accelctl.errors import RunError, WorkloadError
 from accelctl.run import store, storefiles
 from accelctl.run.ownership import Ownership, claim
-from accelctl.spec import settings
+from accelctl.language import settings
 
 ATTEMPTS_DIR = "attempts"
 

@@ -28,7 +28,7 @@ from accelctl.contract.boundedfile import Unreadable
 from accelctl.contract.events import PHASES, Event, event_from_dict
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
-from accelctl.spec.types import WorkloadSpec
+from accelctl.workload.types import WorkloadSpec
 
 #: caps: a run's JSON records and workload file; its events (room for a long run's steps)
 JSON_CAP = boundedfile.CAP_BYTES

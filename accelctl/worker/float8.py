@@ -3,7 +3,7 @@
 ``torchao.float8.convert_to_float8_training`` swaps ``nn.Linear`` layers for ``Float8Linear``
 (dynamic scales, ``torch._scaled_mm``).  ``recipe = tensorwise`` (default; ``format`` hybrid or
 e4m3; FP8 all-gather under FSDP2, as torchtitan) or ``rowwise`` (its FSDP2 all-gather stays bf16).
-Which linears convert is ``accelctl.spec.fp8_layers``'s rule, the one the plan prints; GPT-2's
+Which linears convert is ``accelctl.models.fp8_layers``'s rule, the one the plan prints; GPT-2's
 ``Conv1D`` becomes ``nn.Linear`` first.  On the host torchao's ``emulate = True`` runs the same
 casts.  On a GPU compile the model: eager, the casts and amax reductions cost more than the FP8
 GEMMs save (docs/device-runs.md).  Details: docs/internals/estimate-backends-worker.md.
@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from accelctl.spec.fp8_layers import FP8_DIM, is_head
+from accelctl.models.fp8_layers import FP8_DIM, is_head
 
 
 def wanted(job) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from accelctl.spec.types import Fp8Recipe
+from accelctl.workload.types import Fp8Recipe
 from accelctl.worker.fp8_emulation import Fp8Linear, convert
 
 #: mean |relative loss divergence| over the last half of the steps above which FP8 "diverged"

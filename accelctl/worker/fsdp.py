@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from accelctl.spec.parallel_plans import PLANS
+from accelctl.models.parallel_plans import PLANS
 
 #: the all-gathered width (fp8: torchao's Float8Linear runs under bf16; its FP8 all-gather, where
 #: on, gathers the converted weights in FP8 and the rest in bf16)

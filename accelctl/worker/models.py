@@ -2,7 +2,7 @@
 
 On an accelerator target the real architecture; on the host (a cpu target or a CPU rehearsal) the
 stand-in: the same library class from a tiny config.  Shape keys are the DSL's
-(``accelctl.spec.models.FAMILIES``), missing ones the family defaults; an empty architecture is
+(``accelctl.models.catalog.FAMILIES``), missing ones the family defaults; an empty architecture is
 the model's own Hub config.  Weights: ``real`` (``from_pretrained``, an error if absent),
 ``random`` (``stand_in`` its older name), ``auto`` (real when reachable, else random, warned).
 The Hub is reached only when the job's hub access is online (else ``HF_HUB_OFFLINE=1``).
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from accelctl.hostinfo import in_hf_cache
-from accelctl.spec.models import FAMILIES
+from accelctl.models.catalog import FAMILIES
 
 #: model kinds the loops dispatch on
 CAUSAL_LM, MASKED_LM, SEQ2SEQ, IMAGE_CLASSIFIER, DIFFUSION = (

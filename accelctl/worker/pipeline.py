@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from accelctl.contract.mesh import stage_layers
-from accelctl.spec.parallel_plans import PLANS
+from accelctl.models.parallel_plans import PLANS
 from accelctl.worker import mesh_grads
 from accelctl.worker.context import NonFiniteLoss
 from accelctl.worker.models import CAUSAL_LM

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch.distributed as dist
 
 from accelctl.contract.mesh import Mesh
-from accelctl.spec.parallel_plans import PLANS
+from accelctl.models.parallel_plans import PLANS
 from accelctl.worker import mesh_grads
 from accelctl.worker.plain_strategy import Plain
 

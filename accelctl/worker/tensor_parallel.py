@@ -1,4 +1,4 @@
-"""Tensor parallel: a family's parallelize plan (``accelctl.spec.parallel_plans``) applied to each
+"""Tensor parallel: a family's parallelize plan (``accelctl.models.parallel_plans``) applied to each
 transformer block on the TP mesh with torch's ``parallelize_module``.
 
 Column-wise modules keep their output local, row-wise ones all-reduce it; a fused ``[Q | K | V]``
@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from accelctl.spec.parallel_plans import FUSED_QKV, PLANS, ROWWISE
+from accelctl.models.parallel_plans import FUSED_QKV, PLANS, ROWWISE
 
 
 def as_linear(module: nn.Module) -> nn.Module:

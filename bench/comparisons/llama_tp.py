@@ -1,6 +1,6 @@
 """``llama_fsdp``'s model and batches under tensor parallel (tp = 2 over the 2 gloo ranks: both
 read one data shard, 4 samples a step): ``accelctl run bench/workloads/llama_2ranks.wl -t tp``
-(the worker applies ``accelctl/spec/parallel_plans.py``'s llama plan) vs the bare torchrun
+(the worker applies ``accelctl/models/parallel_plans.py``'s llama plan) vs the bare torchrun
 script's own ``parallelize_module`` with the same split (q/k/v, gate, up column-wise; o, down
 row-wise).  The optimizer is torch's plain AdamW in both (the fused kernel takes one tensor
 kind per call; the split weights are DTensors, the norms and embeddings plain tensors).

@@ -18,7 +18,7 @@ from accelctl.backends.deepspeed import inject_check
 from accelctl.dsl.parser import parse
 from accelctl.plan.checks import check_plan
 from accelctl.plan.compile import compile_plan
-from accelctl.spec.check import check
+from accelctl.language.check import check
 
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = ROOT / ".venv-ds-legacy"

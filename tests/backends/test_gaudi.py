@@ -699,7 +699,7 @@ workload local_bloom {
 def test_hpu_extras_read_the_plan_without_habana(tmp_path, monkeypatch):
     """The worker side imports nothing from Habana until a function needs it."""
     from accelctl.contract import envnames
-    from accelctl.spec.types import OptimizerSpec
+    from accelctl.workload.types import OptimizerSpec
     from accelctl.worker import hpu_extras
 
     cfg = tmp_path / "gaudi_config.json"

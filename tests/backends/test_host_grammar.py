@@ -23,7 +23,7 @@ import pytest
 from accelctl.api import load, plan, render_plan_sh, validate_text
 from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.errors import PlanError
-from accelctl.spec.values import is_hostname
+from accelctl.language.values import is_hostname
 
 ROOT = Path(__file__).resolve().parents[2]
 

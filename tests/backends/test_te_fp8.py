@@ -362,7 +362,7 @@ LLAMA_WL = """workload w {{
 def llama_plan(ffn: int):
     from accelctl.api import plan
     from accelctl.dsl.parser import parse
-    from accelctl.spec.check import check
+    from accelctl.language.check import check
 
     (s,) = check(parse(LLAMA_WL.format(ffn=ffn), "w.wl"))
     return plan(s, "h100")

@@ -26,7 +26,7 @@ from accelctl.backends.xla_neuron.cpu_rehearsal import rehearsal, xla_python, xl
 from accelctl.contract.envnames import DEBUG_RAGGED_BATCH_EVERY
 from accelctl.contract.events import event_from_dict
 from accelctl.run.console import ConsoleSink
-from accelctl.spec.types import MeasureSpec
+from accelctl.workload.types import MeasureSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 XLA_PY = xla_python()

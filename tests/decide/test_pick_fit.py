@@ -162,7 +162,7 @@ def test_pick_offers_tensor_parallel_where_fsdp_does_not_fit(tmp_path, capsys):
     (and every row it ranks was planned: the compiler's verdict, no rule of pick's own)."""
     from accelctl.api import load_selected
     from accelctl.plan import memory
-    from accelctl.spec.types import ParallelSpec
+    from accelctl.workload.types import ParallelSpec
 
     wl = _llama7b_without_checkpointing(tmp_path)
     code, doc = _pick(capsys, str(wl), "-w", "llama2_7b_zero3", "--work", "1e6 samples", "--top", "500")

@@ -43,9 +43,9 @@ def test_grid_points_equal_the_file_edit(tmp_path, capsys):
     assert [(r["over.precision"], r["over.batch.micro"]) for r in rows] == [
         ("bf16", "64"), ("bf16", "128"), ("fp8", "64"), ("fp8", "128")]
     text = Path(VIT).read_text()
-    # the file edit, made by the other writer of settings (--set: spans of the text, accelctl.spec.settings):
+    # the file edit, made by the other writer of settings (--set: spans of the text, accelctl.language.settings):
     # p5_te's own precision and batch written in its block
-    from accelctl.spec import settings
+    from accelctl.language import settings
 
     edited = settings.applied(VIT, text, settings.parse_sets(["target.p5_te.precision=fp8",
                                                               "target.p5_te.batch.micro=64"]))

@@ -259,7 +259,7 @@ def test_the_checker_refuses_what_no_text_can_hold_whatever_built_it(tmp_path, c
     """An AST made by a program (or read from anywhere) is checked on its values: a NaN is not
     taken for a positive learning rate, a newline is no part of a name."""
     from accelctl.dsl import ast
-    from accelctl.spec.check import check_all
+    from accelctl.language.check import check_all
 
     workloads = parse_text(GOOD, "w.wl")
     specs, diags = check_all(ast.File("w.wl", GOOD, (change(workloads[0]),)))

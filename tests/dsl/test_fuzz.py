@@ -36,10 +36,10 @@ from accelctl.api import plan, render_plan, validate
 
 from accelctl.dsl import lalr, parser
 from accelctl.errors import AccelctlError, Span, WorkloadError
-from accelctl.spec import schema as S
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.check import check_all
-from accelctl.spec.models import FAMILIES
+from accelctl.language import schema as S
+from accelctl.catalog import DEVICES
+from accelctl.language.check import check_all
+from accelctl.models.catalog import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
 #: inputs per run (the CI's figure; ACCELCTL_FUZZ_INPUTS=100000 for a longer hunt)

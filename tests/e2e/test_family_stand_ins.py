@@ -4,7 +4,7 @@ One file names seven Hub models by id, each with its real config.json (tests/dat
 workloads/configs); ``accelctl run`` runs their cpu targets in one shared worker process
 (training for some, generation for the others).  Each run must build the family's own
 transformers class at the stand-in's shape: the parameters the worker counted equal
-``accelctl.spec.param_count`` of the stand-in the check pass derived from the real shape
+``accelctl.models.param_count`` of the stand-in the check pass derived from the real shape
 (grouped-query ratio, tied head, experts), which differs between those structures.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import load
-from accelctl.spec import param_count
+from accelctl.models import param_count
 
 ROOT = Path(__file__).resolve().parents[2]
 #: family -> its config.json (the Hub id is the file's name under its owner) and task

@@ -34,7 +34,7 @@ workload tiny_gpt2_fp8 {
 
 def _vit_fp8_small() -> str:
     """vit_fp8.wl as written (model, stand-in, recipe), with a CI-sized batch and step count."""
-    from accelctl.spec import settings
+    from accelctl.language import settings
 
     path = ROOT / "workloads" / "vit_fp8.wl"
     text = path.read_text(encoding="utf-8")

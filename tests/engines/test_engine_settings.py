@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from accelctl.plan.registry import ENGINES
-from accelctl.spec import plugins
-from accelctl.spec import schema as S
+from accelctl.language import plugins
+from accelctl.language import schema as S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def test_a_setting_the_engine_does_not_declare_is_refused_at_its_line():
 
 
 def test_validate_imports_the_declarations_and_no_engine():
-    code = ("import sys; import accelctl.spec.check; "
+    code = ("import sys; import accelctl.language.check; "
             "print(sorted(m for m in sys.modules if m.startswith(('accelctl.engines', 'accelctl.backends'))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     loaded = ast.literal_eval(out)

@@ -15,7 +15,7 @@ from accelctl.contract.plan import Launch
 from accelctl.engines import aws_batch, kubernetes, slurm
 from accelctl.errors import PlanError
 from accelctl.families import FAMILIES
-from accelctl.spec.catalog import DEVICES
+from accelctl.catalog import DEVICES
 
 WORKLOAD = """
 workload w {

@@ -1,5 +1,5 @@
 """An engine is one row in one table: a toy engine written in one file and registered by one
-line of ``accelctl.spec.plugins.ENGINES`` is validated, planned, refused at its own code,
+line of ``accelctl.language.plugins.ENGINES`` is validated, planned, refused at its own code,
 listed by ``--engine``'s help and documented, with no other change to accelctl."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import dataclasses
 
 from accelctl.contract.plan import GeneratedFile
 from accelctl.engines.base import Engine, engine_refusal
-from accelctl.spec import values as V
-from accelctl.spec.plugins import EngineRow
+from accelctl.language import values as V
+from accelctl.language.plugins import EngineRow
 
 ROW = EngineRow(
     name="toy",
@@ -49,7 +49,7 @@ class ToyEngine(Engine):
 DRIVER = '''
 import sys
 sys.path.insert(0, sys.argv.pop(1))
-from accelctl.spec import plugins
+from accelctl.language import plugins
 plugins.ENGINES["toy"] = "toy_engine:ROW"
 if sys.argv[1] == "--docs":
     sys.path.insert(0, "scripts")

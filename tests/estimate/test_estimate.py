@@ -17,8 +17,8 @@ from accelctl.dsl.parser import parse
 from accelctl.estimate import flops as F
 from accelctl.estimate import traffic
 from accelctl.estimate.roofline import estimate
-from accelctl.spec.check import check
-from accelctl.spec.models import real_architecture
+from accelctl.language.check import check
+from accelctl.models.catalog import real_architecture
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = sorted(str(p) for p in (ROOT / "workloads").glob("*.wl"))
@@ -117,7 +117,7 @@ def test_gaudi_fp32_is_estimated_from_a_stated_assumption():
     estimate was E580 "the gaudi2 datasheet gives no fp32 peak".  Now 1/4 of the bf16 MME
     peak (accelctl.families.hpu.GAUDI_FP32_OF_BF16), marked ASSUMPTION in the why text and the record."""
     from accelctl.families.hpu import GAUDI_FP32_OF_BF16
-    from accelctl.spec.catalog import DATASHEETS, DEVICES
+    from accelctl.catalog import DATASHEETS, DEVICES
 
     for device in ("gaudi", "gaudi2", "gaudi3"):
         fp32 = DATASHEETS[device].flops["fp32"]
@@ -236,7 +236,7 @@ def test_eager_stable_diffusion_pays_the_unets_element_wise_kernels_and_launches
     one = dataclasses.replace(a100, batch=dataclasses.replace(a100.batch, micro=1, global_size=None))
     e = estimate(spec, one)
     s = spec.for_target(one).model.real_shape
-    from accelctl.spec.models import real_architecture
+    from accelctl.models.catalog import real_architecture
 
     s = real_architecture("stable_diffusion", s)
     bw = 2039e9 * DEFAULT.bandwidth.value
@@ -317,7 +317,7 @@ def test_pipeline_bubble_is_pp_minus_1_over_the_micro_batches():
     """A pipeline stage idles (pp - 1) / m of its work a step (GPipe and 1F1B alike): more
     micro-batches a step shrink the bubble; the why text says how large it is."""
     from accelctl.api import load_selected
-    from accelctl.spec.types import ParallelSpec
+    from accelctl.workload.types import ParallelSpec
 
     (spec,) = load_selected(str(ROOT / "workloads" / "llama2_7b.wl"), "llama2_7b_zero3")
     h100 = dataclasses.replace(spec.target("h100"), nodes=1, parallel=ParallelSpec(strategy="pipeline", pp=4))

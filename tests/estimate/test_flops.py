@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from accelctl.estimate import flops
-from accelctl.spec.models import FAMILIES
+from accelctl.models.catalog import FAMILIES
 
 torch = pytest.importorskip("torch")
 flop_counter = pytest.importorskip("torch.utils.flop_counter")
@@ -147,7 +147,7 @@ def test_unet_attention_score_elements_of_sd_v1():
     latent's pixels plus cross-attention to 77 tokens: 5 blocks each at 64x64, 32x32 and 16x16
     latents (2 down, 3 up) and the mid block at 8x8."""
     from accelctl.estimate import flops as F
-    from accelctl.spec.models import KNOWN_MODELS
+    from accelctl.models.catalog import KNOWN_MODELS
 
     s = KNOWN_MODELS["CompVis/stable-diffusion-v1-4"].shape
     by_hand = 8 * (5 * 4096 * (4096 + 77) + 5 * 1024 * (1024 + 77) + 5 * 256 * (256 + 77) + 64 * (64 + 77))

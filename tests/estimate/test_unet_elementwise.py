@@ -17,7 +17,7 @@ import pytest
 
 from accelctl.estimate import flops as F
 from accelctl.estimate import unet_elementwise as UE
-from accelctl.spec.models import FAMILIES, KNOWN_MODELS
+from accelctl.models.catalog import FAMILIES, KNOWN_MODELS
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")

@@ -13,7 +13,7 @@ from accelctl.api import check, check_all, parse, plan
 from accelctl.backends.base import process_env
 from accelctl.families import FAMILIES, PROBES, Detection, present_adapters
 from accelctl.contract.job import DeviceJob
-from accelctl.spec.catalog import DEVICES
+from accelctl.catalog import DEVICES
 
 
 def test_every_catalogued_device_has_a_family_and_agrees_on_host_ness():
@@ -108,7 +108,7 @@ def test_a_familys_options_are_refused_on_any_other_familys_device_from_its_row(
 
 
 def test_the_sdks_a_stack_may_pin_are_the_families():
-    from accelctl.spec.stack import SDKS
+    from accelctl.language.stack import SDKS
 
     assert SDKS == {f.sdk: (f.sdk_title, f.name) for f in FAMILIES.values() if f.sdk}
     assert set(SDKS) == {"cuda", "rocm", "synapseai", "neuron"}

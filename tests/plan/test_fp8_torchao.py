@@ -9,7 +9,7 @@ import pytest
 from accelctl.api import plan
 from accelctl.dsl.parser import parse
 from accelctl.errors import PlanError, WorkloadError
-from accelctl.spec.check import check, check_all
+from accelctl.language.check import check, check_all
 
 WL = """workload w {{
   task {task}
@@ -129,7 +129,7 @@ def test_mixtral_s_experts_stay_bf16_with_the_reason_and_the_flops_they_leave():
     says so with their share of the weight GEMMs, and the estimate's FP8 share leaves them out."""
     from accelctl.estimate import flops as F
     from accelctl.estimate.roofline import fp8_coverage
-    from accelctl.spec import fp8_layers
+    from accelctl.models import fp8_layers
 
     model = "mixtral(layers = 2, hidden = 64, heads = 4, kv_heads = 2, ffn = 128, experts = 4, experts_per_token = 2)"
     spec = spec_of("fp8 { library = torchao }", model=model, target="device = h100  devices = 2  parallel = fsdp")

@@ -18,8 +18,8 @@ from accelctl import hostinfo
 from accelctl.api import load, plan, render_plan_text
 from accelctl.contract.hostfacts import HostFacts
 from accelctl.errors import AccelctlError
-from accelctl.spec.options import TargetOptions
-from accelctl.spec.catalog import DEVICES
+from accelctl.workload.options import TargetOptions
+from accelctl.catalog import DEVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = [(spec, t) for wl in sorted((ROOT / "workloads").glob("*.wl")) for spec in load(wl) for t in spec.targets]

@@ -280,6 +280,6 @@ def test_seed_004_vit_batch_16_fits_every_neuron_core():
 
 
 def test_the_catalogs_lazy_graph_devices_are_the_gaudis():
-    from accelctl.spec.catalog import DEVICES
+    from accelctl.catalog import DEVICES
 
     assert {n for n, d in DEVICES.items() if d.lazy_graphs} == {n for n, d in DEVICES.items() if d.adapter == "hpu"}

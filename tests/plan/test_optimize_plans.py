@@ -9,7 +9,7 @@ import pytest
 from accelctl.api import plan
 from accelctl.dsl.parser import parse
 from accelctl.errors import PlanError
-from accelctl.spec.check import check
+from accelctl.language.check import check
 
 WL = """workload w {{
   task {task}

@@ -15,7 +15,7 @@ import pytest
 
 from accelctl import api
 from accelctl.errors import PlanError
-from accelctl.spec.catalog import DEVICES
+from accelctl.catalog import DEVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 

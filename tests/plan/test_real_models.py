@@ -16,8 +16,8 @@ import pytest
 
 from accelctl import api
 from accelctl.errors import PlanError
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import PrecisionSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import PrecisionSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from accelctl import api
 from accelctl.estimate import flops as F
 from accelctl.estimate.roofline import estimate
 from accelctl.plan import memory
-from accelctl.spec import param_count
+from accelctl.models import param_count
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The registry is a name -> module map: the plug-in table (``accelctl.spec.plugins``) lists
+"""The registry is a name -> module map: the plug-in table (``accelctl.language.plugins``) lists
 every backend and engine once, the check pass offers exactly those names, and the registry
 imports them from there."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from accelctl.plan import registry
-from accelctl.spec import plugins, schema
+from accelctl.language import plugins, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,7 +142,7 @@ def test_the_engines_the_language_accepts_are_the_engine_plug_ins():
     """issue 28: `engine = deepspeed` validated (ENGINE_KEYS lists the DeepSpeed launcher's block)
     and plan then refused it (E521); the language's engines are the registry's."""
     from accelctl.plan.registry import ENGINES as PLUG_INS
-    from accelctl.spec.schema import ENGINES, LAUNCHER_BLOCKS
+    from accelctl.language.schema import ENGINES, LAUNCHER_BLOCKS
 
     assert set(ENGINES) == set(PLUG_INS)
     assert set(LAUNCHER_BLOCKS) & set(PLUG_INS) == set()

@@ -11,7 +11,7 @@ from reference_hosts import REFERENCE
 from accelctl import api
 from accelctl.errors import PlanError
 from accelctl.hostinfo import cpu_count
-from accelctl.spec.catalog import DEVICES
+from accelctl.catalog import DEVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [(path.name, spec.name, t.name) for path in sorted((ROOT / "workloads").glob("*.wl"))

@@ -13,8 +13,8 @@ from accelctl import api
 from accelctl.errors import PlanError
 from accelctl.hostinfo import cpu_has_native
 from accelctl.plan.rehearse import first_fp8_target, fp8_baseline
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import Fp8Recipe
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import Fp8Recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 VIT = ROOT / "workloads" / "vit_fp8.wl"

@@ -17,7 +17,7 @@ from accelctl.contract.job import DeviceJob
 from accelctl.errors import PlanError
 from accelctl.families import FAMILIES
 from accelctl.plan.checks import check_plan
-from accelctl.spec.catalog import DATASHEETS, DEVICES, INSTANCES, SCALE_OUT
+from accelctl.catalog import DATASHEETS, DEVICES, INSTANCES, SCALE_OUT
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = """

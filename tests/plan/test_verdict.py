@@ -153,7 +153,7 @@ def test_the_workers_lamb_is_timms_and_it_trains():
     torch = pytest.importorskip("torch")
     from timm.optim import Lamb
 
-    from accelctl.spec.types import OptimizerSpec
+    from accelctl.workload.types import OptimizerSpec
     from accelctl.worker.devices import lamb
 
     torch.manual_seed(0)

@@ -8,7 +8,7 @@ import pytest
 
 from accelctl.contract.job import DebugJob, DeviceJob, WorkerJob
 from accelctl.contract.plan import Launch, Plan
-from accelctl.spec.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
+from accelctl.workload.types import DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
 
 FAKE_WORKER = str(Path(__file__).with_name("fake_worker.py"))
 

@@ -333,7 +333,7 @@ def test_prior_events_count_each_step_once_across_attempts():
 
 def test_plan_carries_the_checkpoint_and_warns_when_none_would_be_saved(tmp_path):
     from accelctl.api import load, plan
-    from accelctl.spec.types import CheckpointSpec
+    from accelctl.workload.types import CheckpointSpec
 
     workload = tmp_path / "w.wl"
     workload.write_text(CPU_WORKLOAD.replace("every = 5 steps  keep = 2", 'every = 500 steps  keep = 2  dir = "ck"'))

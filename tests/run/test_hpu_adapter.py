@@ -88,7 +88,7 @@ def test_hpu_adapter_uses_the_fused_kernels_the_plans_gaudi_config_selects(haban
 
 def test_without_a_gaudi_config_the_hpu_adapter_keeps_torchs_optimizer(habana, monkeypatch):
     from accelctl.contract.job import DeviceJob
-    from accelctl.spec.types import OptimizerSpec
+    from accelctl.workload.types import OptimizerSpec
     from accelctl.worker.devices import adapter_for
 
     monkeypatch.delenv(envnames.GAUDI_CONFIG, raising=False)

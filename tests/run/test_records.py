@@ -17,7 +17,7 @@ import pytest
 datasets = pytest.importorskip("datasets")
 
 from accelctl.contract.job import DeviceJob, WorkerJob  # noqa: E402
-from accelctl.spec.types import (  # noqa: E402
+from accelctl.workload.types import (  # noqa: E402
     DatasetSpec,
     MeasureSpec,
     ModelSpec,

@@ -321,7 +321,7 @@ def test_console_sink_prints_plain_lines_when_headless(runs, make_plan):
 
 @pytest.mark.slow
 def test_real_worker_tiny_pretrain(runs, make_plan, make_job):
-    from accelctl.spec.types import DatasetSpec, ModelSpec
+    from accelctl.workload.types import DatasetSpec, ModelSpec
 
     job = make_job(
         warmup=1, steps=3, repeat=1,
@@ -371,7 +371,7 @@ def test_console_summary_rows_for_generation_and_failure():
 def test_real_worker_two_ranks_under_torchrun(runs, make_plan, make_job):
     from dataclasses import replace
 
-    from accelctl.spec.types import BatchSpec, ModelSpec
+    from accelctl.workload.types import BatchSpec, ModelSpec
 
     model = ModelSpec(family="gpt2", source="arch", stand_in={"layers": 1, "hidden": 32, "heads": 2, "vocab": 128}, weights="stand_in")
     job = replace(make_job(warmup=1, steps=3, repeat=1, model=model), batch=BatchSpec(micro=2))

@@ -24,7 +24,7 @@ from accelctl.run import runner
 from accelctl.run.store import load_run, write_series
 from accelctl.run.tracking import start_tracking
 from accelctl.run.tracking.fields import RUN_ID_TAG
-from accelctl.spec.types import TrackSpec
+from accelctl.workload.types import TrackSpec
 
 
 def _launch(plan, **kw):

@@ -20,7 +20,7 @@ from accelctl.errors import RunError
 from accelctl.plan.tracking import local_ranks, logging_launch, tracks_here
 from accelctl.run import runner
 from accelctl.run.tracking import check_available, start_tracking
-from accelctl.spec.types import TrackSpec
+from accelctl.workload.types import TrackSpec
 
 TWO_NODES = """
 workload tr2 {

@@ -21,7 +21,7 @@ import pytest
 
 from accelctl.contract.events import RunFailed, RunFinished, RunStarted, StepMetrics, read_events
 from accelctl.contract.job import DebugJob, DeviceJob, WorkerJob
-from accelctl.spec.types import BatchSpec, DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
+from accelctl.workload.types import BatchSpec, DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "DeepSpeed is a machine learning framework"

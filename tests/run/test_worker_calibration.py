@@ -12,7 +12,7 @@ from accelctl.contract import calibration
 from accelctl.contract.envnames import CALIBRATION_FILE
 from accelctl.contract.events import RunStarted, StepMetrics
 from accelctl.hostinfo import cpu_model
-from accelctl.spec.types import DatasetSpec, MeasureSpec, TaskSpec
+from accelctl.workload.types import DatasetSpec, MeasureSpec, TaskSpec
 
 GPT2 = {"layers": 1, "hidden": 32, "heads": 2, "vocab": 300, "max_positions": 64}
 

@@ -13,7 +13,7 @@ import pytest
 from test_worker import ROOT, assert_ok, make_job
 
 from accelctl.contract.events import read_events
-from accelctl.spec.types import MeasureSpec, TaskSpec
+from accelctl.workload.types import MeasureSpec, TaskSpec
 
 GPT2 = {"layers": 1, "hidden": 32, "heads": 2, "vocab": 300, "max_positions": 64}
 

@@ -1,5 +1,5 @@
 """The workloads of the schema walk (issue 23 item 2): one small workload per key and value the
-language accepts, generated from the tables of ``accelctl.spec.schema``, and the verdict on
+language accepts, generated from the tables of ``accelctl.language.schema``, and the verdict on
 each -- refused before launch (a positioned diagnostic from validate, plan or the rehearsal's
 plan), or a plan that runs here (a cpu target, or the CPU rehearsal of an accelerator target).
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from accelctl import api
 from accelctl.errors import AccelctlError
-from accelctl.spec import schema as S
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.models import FAMILIES
+from accelctl.language import schema as S
+from accelctl.catalog import DEVICES
+from accelctl.models.catalog import FAMILIES
 
 #: values of keys whose type does not give a usable one (numbers, strings, names)
 SAMPLES: dict[str, list[str]] = {

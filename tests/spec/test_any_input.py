@@ -66,8 +66,8 @@ def test_out_of_range_input_is_a_positioned_diagnostic(line, code, points_at):
 
 def test_every_numeric_field_has_a_finite_upper_bound():
     """A field without an upper bound let ``micro = <400 digits>`` through to an OverflowError."""
-    from accelctl.spec import schema as S
-    from accelctl.spec import values as V
+    from accelctl.language import schema as S
+    from accelctl.language import values as V
 
     tables = {"task": {k: t for k, (t, _) in S.TASK_KEYS.items()}, "dataset": S.DATASET_KEYS, "fp8": S.FP8_KEYS,
               "batch": S.BATCH_KEYS, "optimizer": S.OPTIMIZER_KEYS, "measure": S.MEASURE_KEYS,

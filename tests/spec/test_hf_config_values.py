@@ -1,4 +1,4 @@
-"""A model's config.json is read in one place (``accelctl.spec.hf_config.load``) for every verb:
+"""A model's config.json is read in one place (``accelctl.models.hf_config.load``) for every verb:
 a file or a value no model can have -- huge, negative, zero, not a whole number, sizes at odds
 with each other, a file that is no regular file, not UTF-8, not JSON or nested past Python's
 reader -- is the same words from ``init`` (its one-line refusal) and from ``validate``, ``plan``
@@ -15,7 +15,7 @@ import pytest
 from accelctl import api, exitcodes
 from accelctl.cli import build_parser, main
 from accelctl.errors import AccelctlError
-from accelctl.spec import hf_config
+from accelctl.models import hf_config
 
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
          "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096}

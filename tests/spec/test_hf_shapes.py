@@ -1,4 +1,4 @@
-"""The real shape of a model named by Hub id or path (``accelctl.spec.check_shape``): from
+"""The real shape of a model named by Hub id or path (``accelctl.language.check_shape``): from
 ``shape = ...`` beside the id, from config.json (a path, a local model folder, the HF cache,
 the Hub only when asked and never for long), and accelerator targets refused at the model
 line where none gives it."""
@@ -16,8 +16,8 @@ import pytest
 from accelctl import api
 from accelctl.dsl.parser import parse
 from accelctl.errors import PlanError
-from accelctl.spec import hf_config
-from accelctl.spec.check import check_all
+from accelctl.models import hf_config
+from accelctl.language.check import check_all
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA2 = ROOT / "workloads/configs/Llama-2-7b-hf.json"

@@ -1,4 +1,4 @@
-"""The target options are one typed field each (accelctl.spec.options): the schema, the job
+"""The target options are one typed field each (accelctl.workload.options): the schema, the job
 builder, the rehearsal and docs/language.md read its row."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from accelctl.api import load, plan
 from accelctl.contract.job import DeviceJob
-from accelctl.spec import schema
-from accelctl.spec.options import OPTIONS, TargetOptions
+from accelctl.language import schema
+from accelctl.workload.options import OPTIONS, TargetOptions
 
 GAUDI = """workload w {
   task finetune

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from accelctl.spec import hf_config, param_count
+from accelctl.models import hf_config, param_count
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {p.stem: p for p in [*sorted((ROOT / "tests/data/hf_configs").glob("*.json")),
@@ -102,7 +102,7 @@ def test_config_reader_takes_falcon_multi_query_over_num_kv_heads():
 
 
 def _classic_cases():
-    from accelctl.spec.models import FAMILIES, KNOWN_MODELS
+    from accelctl.models.catalog import FAMILIES, KNOWN_MODELS
 
     yield from ((f"{f}-stand-in", f, dict(FAMILIES[f].shape)) for f in ("bloom", "gpt2", "bert", "t5", "vit"))
     for ref in ("bigscience/bloomz-7b1", "bert-large-uncased", "t5-3b", "gpt2", "timm/vit_base_patch16_224",

@@ -1,4 +1,4 @@
-"""``--set KEY=VALUE`` (accelctl.spec.settings): a setting written into the workload's text at
+"""``--set KEY=VALUE`` (accelctl.language.settings): a setting written into the workload's text at
 the parser's spans, meaning exactly what the setting applied to the AST means; what a run keeps
 and what --resume compares are that edited text."""
 
@@ -16,7 +16,7 @@ from accelctl.cli import main
 from accelctl.dsl.parser import read_source
 from accelctl.errors import WorkloadError
 from accelctl.run.resume import check_workload_unchanged
-from accelctl.spec import settings
+from accelctl.language import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2 = ROOT / "workloads" / "tiny_gpt2.wl"

@@ -12,7 +12,7 @@ import pytest
 from accelctl.dsl.parser import parse
 from accelctl.plan.compile import compile_plan
 from accelctl.plan.stack import unchecked
-from accelctl.spec.check import check
+from accelctl.language.check import check
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ def test_pins_that_inject_plan_with_their_requirements_and_stack_notes():
                      "plain")
     # the engines that take an image run the stack's, unless their block names its own
     from accelctl.plan.stack import engine_settings
-    from accelctl.spec.types import EngineSpec
+    from accelctl.workload.types import EngineSpec
 
     t = spec.target("a100")
     assert engine_settings(t, "kubernetes", EngineSpec("kubernetes")).settings == {"image": t.stack.image}

@@ -51,7 +51,7 @@ def copy(tmp_path_factory) -> Path:
     """accelctl copied, its options module given the toy field, nothing else touched."""
     root = tmp_path_factory.mktemp("toy_option")
     shutil.copytree(ROOT / "accelctl", root / "accelctl", ignore=shutil.ignore_patterns("__pycache__"))
-    options = root / "accelctl" / "spec" / "options.py"
+    options = root / "accelctl" / "workload" / "options.py"
     text = options.read_text(encoding="utf-8")
     assert text.count(ANCHOR) == 1
     options.write_text(text.replace(ANCHOR, FIELD + "\n" + ANCHOR), encoding="utf-8")

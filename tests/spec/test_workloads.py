@@ -18,8 +18,8 @@ import pytest
 from golden_files import check_golden, check_no_stale
 
 from accelctl.dsl.parser import parse_file
-from accelctl.spec.check import check_all
-from accelctl.spec.types import WorkloadSpec
+from accelctl.language.check import check_all
+from accelctl.workload.types import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"

@@ -12,7 +12,7 @@ import torch
 
 from accelctl.contract.events import RunFailed, StepMetrics, read_events
 from accelctl.contract.job import DeviceJob, WorkerJob
-from accelctl.spec.types import (
+from accelctl.workload.types import (
     BatchSpec,
     DatasetSpec,
     MeasureSpec,

@@ -14,7 +14,7 @@ import pytest
 
 from accelctl.contract.events import LogMessage, RunFailed, RunFinished, RunStarted, StepMetrics, read_events
 from accelctl.contract.job import DeviceJob, WorkerJob
-from accelctl.spec.types import (
+from accelctl.workload.types import (
     BatchSpec,
     DatasetSpec,
     Fp8Recipe,

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from accelctl.spec.types import Fp8Recipe
+from accelctl.workload.types import Fp8Recipe
 from accelctl.worker.fp8_emulation import Fp8Linear, ScaledCast, convert
 
 

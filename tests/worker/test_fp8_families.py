@@ -1,6 +1,6 @@
 """torchao float8 training (emulated on this CPU, as ``accelctl run --rehearse`` runs an fp8
 target) for every family built of linears: the layers the worker converts are exactly those
-the plan lists (``accelctl.spec.fp8_layers``), and a few bf16-autocast training steps with
+the plan lists (``accelctl.models.fp8_layers``), and a few bf16-autocast training steps with
 them give finite losses close to the same model's without FP8."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from accelctl.contract.job import DeviceJob, WorkerJob
-from accelctl.spec import fp8_layers
-from accelctl.spec.models import FAMILIES
-from accelctl.spec import types as T
+from accelctl.models import fp8_layers
+from accelctl.models.catalog import FAMILIES
+from accelctl.workload import types as T
 
 pytest.importorskip("torchao")
 

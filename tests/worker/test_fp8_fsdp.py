@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from accelctl.contract.events import LogMessage, read_events
-from accelctl.spec.types import Fp8Recipe, ParallelSpec, PrecisionSpec
+from accelctl.workload.types import Fp8Recipe, ParallelSpec, PrecisionSpec
 
 sys.path.insert(0, str(Path(__file__).parent))
 from parallel_jobs import job, run_ranks  # noqa: E402

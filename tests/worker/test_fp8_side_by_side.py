@@ -8,7 +8,7 @@ import contextlib
 import torch
 from torch import nn
 
-from accelctl.spec.types import Fp8Recipe
+from accelctl.workload.types import Fp8Recipe
 from accelctl.worker import fp8_rehearsal
 
 

@@ -19,7 +19,7 @@ import pytest
 from parallel_jobs import job, run_ranks
 
 from accelctl.contract.events import LogMessage, RunFinished, read_events
-from accelctl.spec.types import MeasureSpec, OptimizeSpec, ParallelSpec
+from accelctl.workload.types import MeasureSpec, OptimizeSpec, ParallelSpec
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from parallel_jobs import ADAMW, SGD, SHAPES, job, reference, run_ranks
 
 from accelctl.contract.events import LogMessage, read_events
 from accelctl.contract.mesh import Mesh
-from accelctl.spec.types import ParallelSpec
+from accelctl.workload.types import ParallelSpec
 
 LAYOUTS = {
     "fsdp": (ParallelSpec(strategy="fsdp"), 2),

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from accelctl.contract.mesh import Mesh, stage_layers
-from accelctl.spec.parallel_plans import PIPELINE_FAMILIES, PLANS
-from accelctl.spec.types import ParallelSpec
+from accelctl.models.parallel_plans import PIPELINE_FAMILIES, PLANS
+from accelctl.workload.types import ParallelSpec
 from parallel_jobs import SHAPES, job
 
 

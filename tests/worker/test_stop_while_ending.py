@@ -26,7 +26,7 @@ import pytest
 from accelctl.contract.events import RunFailed, RunFinished, StepMetrics, read_events
 from accelctl.contract.job import DebugJob, DeviceJob, WorkerJob
 from accelctl.contract.ids import WORKER_EXCEPTION, WORKER_NAN, WORKER_OK, WORKER_STOPPED
-from accelctl.spec.types import BatchSpec, DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
+from accelctl.workload.types import BatchSpec, DatasetSpec, MeasureSpec, ModelSpec, OptimizerSpec, PrecisionSpec, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 VIT = {"layers": 1, "hidden": 32, "heads": 4, "mlp_ratio": 2.0, "image_size": 32, "patch": 8, "classes": 10}

@@ -24,8 +24,8 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Plan
 from accelctl.errors import Diagnostic
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult

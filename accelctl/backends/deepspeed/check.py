@@ -29,7 +29,7 @@ from accelctl.backends.deepspeed.release import AUTOTP_CLASS, CONFIG_FILE, DEEPS
 from accelctl.backends.findings import CheckResult, not_run
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Launch, Plan
 from accelctl.errors import Diagnostic, did_you_mean
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 BACKENDS = ("deepspeed", "deepspeed_inference")
 

@@ -18,9 +18,9 @@ from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.values import is_hostname
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.language.values import is_hostname
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 #: device family -> DS_ACCELERATOR (the families that have one)
 ACCELERATOR = {f.name: f.deepspeed_accelerator for f in DEVICE_FAMILIES.values() if f.deepspeed_accelerator}

@@ -25,8 +25,8 @@ from accelctl.contract import envnames, jsontext
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult

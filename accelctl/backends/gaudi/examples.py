@@ -20,8 +20,8 @@ from accelctl.backends.gaudi.fsdp import fsdp_args
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import RUN_DIR
-from accelctl.spec.models import objective_for
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.models.catalog import objective_for
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 FLAGS_FILE = Path(__file__).with_name("data") / "optimum_habana_flags.json"
 GAUDI_CONFIG_FILE = "gaudi_config.json"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from accelctl.contract import jsontext
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 FSDP_CONFIG_FILE = "fsdp_config.json"
 #: accelerate's FSDP_SHARDING_STRATEGY order (1-based): FULL_SHARD, SHARD_GRAD_OP

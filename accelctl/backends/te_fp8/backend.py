@@ -22,11 +22,11 @@ from accelctl.contract import envnames, jsontext
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.errors import Diagnostic
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec import fp8_layers
-from accelctl.spec.models import FAMILIES
-from accelctl.spec.te_versions import AUTOCAST_API
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.catalog import DEVICES
+from accelctl.models import fp8_layers
+from accelctl.models.catalog import FAMILIES
+from accelctl.language.te_versions import AUTOCAST_API
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult

@@ -23,9 +23,9 @@ from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic
-from accelctl.spec.catalog import INSTANCES
-from accelctl.spec.models import FAMILIES
-from accelctl.spec.types import MeasureSpec, TargetSpec, WorkloadSpec
+from accelctl.catalog import INSTANCES
+from accelctl.models.catalog import FAMILIES
+from accelctl.workload.types import MeasureSpec, TargetSpec, WorkloadSpec
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, Launch, Plan, Rehearsal
-from accelctl.spec.models import FAMILIES
+from accelctl.models.catalog import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Neuron-only variables: read by neuronx-cc / the Neuron runtime, meaningless on PJRT CPU

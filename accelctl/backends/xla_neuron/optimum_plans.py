@@ -18,7 +18,7 @@ from accelctl.backends.xla_neuron.optimum_table import VERSION, stored
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import OPTIMUM_NEURON, placeholder_in
 from accelctl.contract.plan import RUN_DIR, Launch
-from accelctl.spec.types import TargetSpec, WorkloadSpec
+from accelctl.workload.types import TargetSpec, WorkloadSpec
 
 #: the strategies that split a model: optimum-neuron's (the worker's are none and data)
 SPLITS = ("zero", "tensor", "pipeline")

@@ -1,7 +1,7 @@
 """The plug-ins accelctl has, by name, and the one place that imports them lazily.
 
 Pure data, low enough for the check pass to offer the names (``backend = ...`` in a
-target, ``accelctl.spec.schema.BACKENDS``) without importing a single plug-in.  A backend
+target, ``accelctl.language.schema.BACKENDS``) without importing a single plug-in.  A backend
 is its package under ``accelctl/backends/`` plus one row in ``BACKENDS``; an engine is its
 modules under ``accelctl/engines/`` plus one row in ``ENGINES`` naming its ``EngineRow``,
 which holds every fact about it the language, the docs and the planner read.  Everything
@@ -52,7 +52,7 @@ class EngineRow(Value):
     engine: str
     #: one line for the docs and ``--engine``'s help
     summary: str
-    #: ``engine <name> { ... }`` settings -> value type (``accelctl.spec.values``)
+    #: ``engine <name> { ... }`` settings -> value type (``accelctl.language.values``)
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: setting -> what it means (docs/language.md)
     meanings: Mapping[str, str] = field(default_factory=dict)

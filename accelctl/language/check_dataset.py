@@ -1,7 +1,7 @@
 """The dataset block of the check pass: its source, its keys, and the Hub catalog's rules.
 
 ``dataset hf("cnn_dailymail") { config = "3.0.0"  split = "train"  column = "article" }``
-is checked against ``accelctl.spec.hub_datasets``: a catalogued dataset that needs a
+is checked against ``accelctl.language.hub_datasets``: a catalogued dataset that needs a
 config name and has none (E414), or a config name, split or column it does not have
 (E415), is a positioned error; an uncatalogued Hub id is passed through as written.
 Defaults come from the catalog too (the text column; for seq2seq the summary column).
@@ -15,12 +15,12 @@ from typing import Any
 
 from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
-from accelctl.spec import schema as S
-from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, single_string_arg, typed_entries
-from accelctl.spec.hub_datasets import HubDataset, hub_dataset
-from accelctl.spec.models import objective_for
-from accelctl.spec.types import DatasetSpec, ModelSpec, TaskSpec
-from accelctl.spec.values import Ctx
+from accelctl.language import schema as S
+from accelctl.language.check_common import Origins, call_kwargs, items_by_key, single_string_arg, typed_entries
+from accelctl.language.hub_datasets import HubDataset, hub_dataset
+from accelctl.models.catalog import objective_for
+from accelctl.workload.types import DatasetSpec, ModelSpec, TaskSpec
+from accelctl.language.values import Ctx
 
 #: keys that only mean something for a Hub dataset (not arguments of synthetic(...))
 HUB_ONLY = ("config",)

@@ -1,8 +1,8 @@
 """The real shape of a model named by Hub id or path, for the check pass (``check_model``).
 
-A catalogued model has its shape in ``accelctl.spec.models.KNOWN_MODELS``.  Any other gets
+A catalogued model has its shape in ``accelctl.models.catalog.KNOWN_MODELS``.  Any other gets
 it, in order, from ``shape = <family>(...)`` written in the model block, or from its own
-config.json (``accelctl.spec.hf_config``: ``config = "path"``, the local folder, the HF
+config.json (``accelctl.models.hf_config``: ``config = "path"``, the local folder, the HF
 cache, the Hub when the model block says ``hub = online``).  Where none gives it, every
 accelerator target is refused at the model line (E425): its memory, estimate and cost would
 be the stand-in's.  A config.json the workload names that cannot be used is E426, as is any
@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.dsl import ast
-from accelctl.spec import hf_config
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.models import real_architecture
-from accelctl.spec.types import ModelSpec, TargetSpec
-from accelctl.spec.values import Ctx
+from accelctl.models import hf_config
+from accelctl.catalog import DEVICES
+from accelctl.models.catalog import real_architecture
+from accelctl.workload.types import ModelSpec, TargetSpec
+from accelctl.language.values import Ctx
 
 
 def written_shape(items: dict[str, Any], ctx: Ctx, check_shape) -> tuple[str, dict[str, Any]] | None:

@@ -15,7 +15,7 @@ from typing import Any
 from accelctl.frozen import Value, value
 
 #: what values an option takes: on/off, a whole number in [lo, hi], one of ``choices``, or a
-#: Transformer Engine release (``accelctl.spec.te_versions``)
+#: Transformer Engine release (``accelctl.language.te_versions``)
 KINDS = ("boolean", "integer", "choice", "te_version")
 
 

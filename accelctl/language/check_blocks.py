@@ -1,8 +1,8 @@
 """The blocks a workload and each of its targets both write: ``measure``, ``optimizer`` and
 ``optimize``.
 
-The workload pass (``accelctl.spec.check``) checks the workload's; the targets pass
-(``accelctl.spec.targets``) checks each target's over them.
+The workload pass (``accelctl.language.check``) checks the workload's; the targets pass
+(``accelctl.language.targets``) checks each target's over them.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
-from accelctl.spec import schema as S
-from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
-from accelctl.spec.models import FAMILIES
-from accelctl.spec.types import MeasureSpec, ModelSpec, OptimizerSpec, OptimizeSpec, TaskSpec
-from accelctl.spec.values import Ctx
+from accelctl.language import schema as S
+from accelctl.language.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
+from accelctl.models.catalog import FAMILIES
+from accelctl.workload.types import MeasureSpec, ModelSpec, OptimizerSpec, OptimizeSpec, TaskSpec
+from accelctl.language.values import Ctx
 
 
 def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str = "measure") -> MeasureSpec:

@@ -1,8 +1,8 @@
 """The check pass: AST -> frozen, typed WorkloadSpecs, or every diagnostic at once.
 
 ``check(file)`` walks each workload, coerces every value through the schema tables
-(``accelctl.spec.schema``), resolves each target's effective settings
-(``accelctl.spec.targets``) and runs the cross-field rules.  It never stops at the
+(``accelctl.language.schema``), resolves each target's effective settings
+(``accelctl.language.targets``) and runs the cross-field rules.  It never stops at the
 first problem: all diagnostics of a file are collected, then raised together.
 """
 
@@ -15,18 +15,18 @@ from typing import Any
 from accelctl.dsl import ast
 from accelctl.dsl.lexemes import value_problems
 from accelctl.errors import Diagnostic, Span, WorkloadError, attach_source, did_you_mean
-from accelctl.spec import schema as S
-from accelctl.spec import values as V
-from accelctl.spec import check_shape as CS
-from accelctl.spec.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
-from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, plain_block, single_string_arg, typed_entries
-from accelctl.spec.check_dataset import check_dataset, resolve_dataset
-from accelctl.spec.models import (FAMILIES, KNOWN_MODELS, MAX_SIZE, OPTIONAL, real_architecture, shape_problems,
+from accelctl.language import schema as S
+from accelctl.language import values as V
+from accelctl.language import check_shape as CS
+from accelctl.language.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
+from accelctl.language.check_common import Origins, call_kwargs, items_by_key, plain_block, single_string_arg, typed_entries
+from accelctl.language.check_dataset import check_dataset, resolve_dataset
+from accelctl.models.catalog import (FAMILIES, KNOWN_MODELS, MAX_SIZE, OPTIONAL, real_architecture, shape_problems,
                                   stand_in_for)
-from accelctl.spec.stack import check_stack
-from accelctl.spec.targets import (batch_values, check_engines, check_precision, check_sequence_split,
+from accelctl.language.stack import check_stack
+from accelctl.language.targets import (batch_values, check_engines, check_precision, check_sequence_split,
                                    check_targets)
-from accelctl.spec.types import (
+from accelctl.workload.types import (
     CheckpointSpec,
     ModelSpec,
     OptimizeSpec,
@@ -34,7 +34,7 @@ from accelctl.spec.types import (
     TrackSpec,
     WorkloadSpec,
 )
-from accelctl.spec.values import BAD, Ctx
+from accelctl.language.values import BAD, Ctx
 
 
 # ------------------------------------------------------------------------ blocks
@@ -235,7 +235,7 @@ def check_workload(w: ast.Workload, ctx: Ctx, base: Path) -> WorkloadSpec | None
             if isinstance(it, ast.Entry) and key in ("precision", "task", "optimizer"):
                 items[key] = ast.Statement(key, it.value, it.span, it.key_span)
             continue
-        from accelctl.spec.glued import glued_hint  # here: only a misspelt block or key needs it
+        from accelctl.language.glued import glued_hint  # here: only a misspelt block or key needs it
 
         if isinstance(it, ast.Block):
             ctx.error("E201", f"unknown block '{key}'", it.kind_span,

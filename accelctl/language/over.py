@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from accelctl.dsl import ast
 from accelctl.dsl.lexemes import is_name
 from accelctl.errors import Diagnostic, Span, WorkloadError, did_you_mean
-from accelctl.spec import schema as S
+from accelctl.language import schema as S
 
 #: the first line number of the spans of ``--over`` argument k (OVER_LINE + k)
 OVER_LINE = 1_000_000_000

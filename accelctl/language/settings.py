@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from accelctl.dsl import ast
 from accelctl.errors import Diagnostic, Span, WorkloadError
-from accelctl.spec import over as O
+from accelctl.language import over as O
 
 #: the statements written ``key value`` rather than ``key = value``
 STATEMENTS = ("precision", "task", "optimizer")
@@ -204,7 +204,7 @@ def applied(path: str, text: str, sets: list[O.Over], workload: str | None = Non
     its ``--set`` argument, and so do those of a setting that names no target or key of the
     workloads (``workload``: of that one, when the file has it; ``over.check_names``)."""
     from accelctl.dsl.parser import parse
-    from accelctl.spec.check import check
+    from accelctl.language.check import check
 
     file = parse(text, path)
     named = [w for w in file.workloads if w.name == workload] or list(file.workloads)

@@ -39,8 +39,8 @@ class Family(Value):
 
 
 _LM = {"layers": 2, "hidden": 64, "heads": 4, "ffn": 172, "vocab": 1000, "max_positions": 512}
-#: the decoder-only families read from config.json (``accelctl.spec.hf_config``), counted
-#: exactly by ``accelctl.spec.param_count``; ``kv_heads`` (default: heads), ``head_dim``
+#: the decoder-only families read from config.json (``accelctl.models.hf_config``), counted
+#: exactly by ``accelctl.models.param_count``; ``kv_heads`` (default: heads), ``head_dim``
 #: (default: hidden / heads) and llama's ``attn_bias`` are accepted beside these (``OPTIONAL``)
 _DECODERS: dict[str, dict[str, int | float | bool]] = {
     "mistral": {**_LM, "tied": False},

@@ -13,16 +13,16 @@ from accelctl.dsl import ast
 from accelctl.errors import Span, did_you_mean
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.hostinfo import CPU_16BIT_HINT
-from accelctl.spec import parallel_rules
-from accelctl.spec import schema as S
-from accelctl.spec.catalog import DEVICES, INSTANCES
-from accelctl.spec.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
-from accelctl.spec.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
-from accelctl.spec.models import FAMILIES
-from accelctl.spec.options import TargetOptions
-from accelctl.spec.stack import check_stack
-from accelctl.spec.stack import resolve as resolve_stack
-from accelctl.spec.types import (
+from accelctl.models import parallel_rules
+from accelctl.language import schema as S
+from accelctl.catalog import DEVICES, INSTANCES
+from accelctl.language.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
+from accelctl.language.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
+from accelctl.models.catalog import FAMILIES
+from accelctl.workload.options import TargetOptions
+from accelctl.language.stack import check_stack
+from accelctl.language.stack import resolve as resolve_stack
+from accelctl.workload.types import (
     BatchSpec,
     EngineSpec,
     Fp8Recipe,
@@ -34,7 +34,7 @@ from accelctl.spec.types import (
     TargetSpec,
     TaskSpec,
 )
-from accelctl.spec.values import Ctx
+from accelctl.language.values import Ctx
 
 #: a target option that only some device families take -> those families (from their rows)
 FAMILIES_OF_OPTION: dict[str, tuple[str, ...]] = {

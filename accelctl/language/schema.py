@@ -1,17 +1,17 @@
 """What may be written where: the keys of every block, as data.
 
 The check pass reads these tables; adding a key is adding a row.  Each table maps a
-key to its value type (``accelctl.spec.values``).
+key to its value type (``accelctl.language.values``).
 """
 
 from __future__ import annotations
 
 from accelctl.dsl import ast
-from accelctl.spec import plugins, te_versions
-from accelctl.spec import values as V
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.models import FAMILIES
-from accelctl.spec.options import KINDS, OPTIONS, OptionKey
+from accelctl.language import plugins, te_versions
+from accelctl.language import values as V
+from accelctl.catalog import DEVICES
+from accelctl.models.catalog import FAMILIES
+from accelctl.workload.options import KINDS, OPTIONS, OptionKey
 
 TASK_KINDS = ("pretrain", "finetune", "generate", "infer")
 TRAINING = ("pretrain", "finetune")
@@ -49,7 +49,7 @@ MODEL_KEYS: dict[str, V.VType] = {
     "family": V.choice(*FAMILIES),
     "weights": V.choice("auto", "real", "random", "stand_in"),
     "gradient_checkpointing": V.boolean(),
-    # where the real shape comes from (accelctl.spec.check_shape): a config.json path, and
+    # where the real shape comes from (accelctl.language.check_shape): a config.json path, and
     # whether validate/plan/estimate may fetch it from the Hub (never unless asked)
     "config": V.string(),
     "hub": V.choice("online", "offline"),
@@ -181,7 +181,7 @@ TARGET_KEYS: dict[str, V.VType] = {
                      "launcher that backend deepspeed (parallel = zero(...)) starts under the target's engine "
                      f"({', '.join(ENGINES)})"}),
     "backend": V.choice(*BACKENDS),
-    # the options, one row each: accelctl.spec.options
+    # the options, one row each: accelctl.workload.options
     **{name: option_type(row) for name, row in OPTIONS.items()},
 }
 #: target keys handled by the check pass itself (not plain typed values)

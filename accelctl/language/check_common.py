@@ -2,7 +2,7 @@
 entries or a call's arguments through the value types, and record where each setting was
 written.
 
-Kept apart from ``accelctl.spec.check`` so that the passes it runs (targets, dataset, stack)
+Kept apart from ``accelctl.language.check`` so that the passes it runs (targets, dataset, stack)
 can use them without importing the pass that imports them.
 """
 
@@ -13,8 +13,8 @@ from typing import Any, Iterable
 
 from accelctl.dsl import ast
 from accelctl.errors import Span, did_you_mean
-from accelctl.spec import values as V
-from accelctl.spec.values import BAD, Ctx
+from accelctl.language import values as V
+from accelctl.language.values import BAD, Ctx
 
 
 #: a Hugging Face Hub repository id: NAME or OWNER/NAME (never a flag, never a path outside)

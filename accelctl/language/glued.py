@@ -6,8 +6,8 @@ live in ``accelctl.dsl.hints``."""
 from __future__ import annotations
 
 from accelctl.dsl.hints import glued_hint_text
-from accelctl.spec import schema as S
-from accelctl.spec.models import FAMILIES
+from accelctl.language import schema as S
+from accelctl.models.catalog import FAMILIES
 
 
 def _names() -> dict[str, tuple[str, ...] | None]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from accelctl.frozen import Value, value
-from accelctl.spec.models import FAMILIES
+from accelctl.models.catalog import FAMILIES
 
 #: torch._scaled_mm needs both GEMM dimensions of a weight divisible by this
 FP8_DIM = 16
@@ -59,7 +59,7 @@ def is_head(name: str) -> bool:
 
 
 def _decoder(family: str, s: dict[str, Any], seq: int) -> list[Linear]:
-    from accelctl.spec import param_count as P
+    from accelctl.models import param_count as P
 
     h, L = int(s["hidden"]), int(s["layers"])
     ffn = int(s.get("ffn") or 4 * h)
@@ -182,7 +182,7 @@ def split(family: str, s: dict[str, Any], seq: int = 128, target: int = 32) -> S
 def _experts(s: dict[str, Any], seq: int) -> Linear:
     """Mixtral's routed experts as the GEMMs one token runs: its top-k experts' gate, up and
     down projections (``count`` = layers × top-k × 3 matrices of h × f)."""
-    from accelctl.spec import param_count as P
+    from accelctl.models import param_count as P
 
     g = P.dims("mixtral", s)
     return Linear(f"model.layers.*.mlp.experts (gate_up_proj, down_proj; top-{g.active_experts} of {g.experts})",

@@ -16,10 +16,10 @@ from typing import Any
 from accelctl.dsl import ast
 from accelctl.errors import did_you_mean
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.spec import values as V
-from accelctl.spec.catalog import DEVICES
-from accelctl.spec.check_common import items_by_key, plain_block
-from accelctl.spec.types import StackSpec
+from accelctl.language import values as V
+from accelctl.catalog import DEVICES
+from accelctl.language.check_common import items_by_key, plain_block
+from accelctl.workload.types import StackSpec
 
 #: SDK -> (how a plan names it, the device family that runs it), from the families' rows
 SDKS: dict[str, tuple[str, str]] = {f.sdk: (f.sdk_title, f.name) for f in DEVICE_FAMILIES.values() if f.sdk}

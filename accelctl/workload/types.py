@@ -1,6 +1,6 @@
 """WorkloadSpec: the typed, validated, frozen form of a workload.
 
-Built only by the check pass (``accelctl.spec.check``).  Every field is resolved:
+Built only by the check pass (``accelctl.language.check``).  Every field is resolved:
 units are converted (bytes, seconds, USD per hour, counts), defaults are filled in,
 and each target carries its effective settings (workload-level settings with the
 target's overrides applied), so planners never look back at the AST.
@@ -15,7 +15,7 @@ from typing import Any
 
 from accelctl.errors import Span
 from accelctl.frozen import Value, value
-from accelctl.spec.options import TargetOptions
+from accelctl.workload.options import TargetOptions
 
 
 @value
@@ -239,7 +239,7 @@ class EngineSpec(Value):
 
 @value
 class StackSpec(Value):
-    """``stack { ... }``: what the target's machine must run (``accelctl.spec.stack``)."""
+    """``stack { ... }``: what the target's machine must run (``accelctl.language.stack``)."""
 
     #: container image to run in ("" = none named)
     image: str = ""
@@ -279,7 +279,7 @@ class TargetSpec(Value):
     engine: str = "local"
     #: backend forced by the workload ("" = chosen by the planner)
     backend: str = ""
-    #: the options it wrote (hpu_graphs, threads ...), typed: accelctl.spec.options
+    #: the options it wrote (hpu_graphs, threads ...), typed: accelctl.workload.options
     options: TargetOptions = field(default_factory=TargetOptions)
     #: this target's own measurement / optimizer (None = the workload's), e.g. a cpu target
     #: that counts fewer steps, or a 16-node target with a larger learning rate

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelctl.spec.parallel_plans import PIPELINE_FAMILIES, PLANS
+from accelctl.models.parallel_plans import PIPELINE_FAMILIES, PLANS
 
 CODE = "E416"
 #: the strategies these rules are for (the worker's DeviceMesh strategies)

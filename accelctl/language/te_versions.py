@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from accelctl.dsl import ast
-from accelctl.spec import values as V
+from accelctl.language import values as V
 
 #: FP8 autocast by TE version, newest first: (first version, function, recipe keyword).
 #: TE v2.9 (70f5366) added ``autocast`` and made ``fp8_autocast`` a deprecated wrapper.

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from accelctl.spec.models import MAX_SIZE, shape_problems
+from accelctl.models.catalog import MAX_SIZE, shape_problems
 
 #: seconds an online fetch of config.json may take (connect and read), then it is reported
 HUB_TIMEOUT_S = 10
@@ -237,7 +237,7 @@ class _Reader:
 
 def shape_of(cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(family, shape keys) of a parsed config.json, every value it takes checked, and the
-    sizes checked against each other (``accelctl.spec.models.shape_problems``)."""
+    sizes checked against each other (``accelctl.models.catalog.shape_problems``)."""
     mtype = cfg.get("model_type")
     family = FAMILY_OF.get(mtype) if isinstance(mtype, str) else None
     if family is None:
@@ -255,7 +255,7 @@ def shape_of(cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def _decoder(family: str, r: _Reader) -> dict[str, Any]:
-    """The decoder-only families read from config.json: their shape keys (``accelctl.spec.models``)."""
+    """The decoder-only families read from config.json: their shape keys (``accelctl.models.catalog``)."""
     h = r.size("hidden", "hidden_size")
     heads = r.size("heads", "num_attention_heads", "n_head")
     s: dict[str, Any] = {"layers": r.size("layers", "num_hidden_layers", "n_layer"), "hidden": h, "heads": heads,
