@@ -20,7 +20,7 @@ from typing import Any
 
 from accelctl.analysis import cost
 from accelctl.estimate import elementwise as EW
-from accelctl.estimate import flops as F
+from accelctl.models import flops as F
 from accelctl.estimate import neuron
 from accelctl.estimate import traffic as T
 from accelctl.estimate import unet_elementwise as UE
@@ -28,7 +28,7 @@ from accelctl.estimate import work
 from accelctl.estimate.factors import DEFAULT, Factors
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.plan import memory
-from accelctl.plan.activations import hpu_lazy
+from accelctl.models.activations import hpu_lazy
 from accelctl.models import fp8_layers
 from accelctl.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet
 from accelctl.workload.types import TargetSpec, WorkloadSpec

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelctl.estimate import flops as F
+from accelctl.models import flops as F
 
 #: tokens of the CLIP prompt the cross-attention attends to
 CONTEXT_TOKENS = 77

@@ -37,7 +37,7 @@ class Device(Value):
     trains_convolutions: bool = True
     #: trains in lazy mode unless the target says ``lazy_mode = off``: the first iteration
     #: accumulates the whole step in one graph before any of it runs (SynapseAI's PyTorch
-    #: bridge; seed 000), which the memory fit counts (``accelctl.plan.activations``)
+    #: bridge; seed 000), which the memory fit counts (``accelctl.models.activations``)
     lazy_graphs: bool = False
     #: tensor parallel goes through neuronx-distributed (optimum-neuron's models): key/value
     #: heads are replicated up to the tp degree (training: ``kv_size_multiplier``) and, for

@@ -10,7 +10,7 @@ from typing import Any
 from accelctl.families import FAMILIES
 from accelctl.contract.job import DeviceJob, WorkerJob
 from accelctl.contract import hostfacts
-from accelctl.plan.activations import hpu_lazy
+from accelctl.models.activations import hpu_lazy
 from accelctl.catalog import DEVICES, INSTANCES
 from accelctl.models.catalog import objective_for
 from accelctl.workload.options import OPTIONS

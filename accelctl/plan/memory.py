@@ -3,7 +3,7 @@
 Bytes per parameter Ψ per device: weights (2Ψ in 16-bit, 4Ψ in fp32), gradients, optimizer state
 (mixed-precision Adam 12Ψ: ZeRO's "16Ψ in all", Rajbhandari et al., 2020), divided by ZeRO stage,
 offload, FSDP, tensor × pipeline parallelism; activations and KV cache
-(``accelctl.plan.activations``); the host CPU's synthetic image pool (``data_pool``); and a fixed
+(``accelctl.models.activations``); the host CPU's synthetic image pool (``data_pool``); and a fixed
 runtime reserve.  docs/language.md ("Memory fit") states the model, its assumptions and sources, and the seeds' fit / no-fit
 facts it agrees with (tests/plan/test_memory.py).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from accelctl.contract.job import DebugJob
 from accelctl.frozen import Value, value
-from accelctl.plan import activations as act
+from accelctl.models import activations as act
 from accelctl.models import param_count as P
 from accelctl.catalog import DEVICES
 from accelctl.workload.types import TargetSpec, WorkloadSpec

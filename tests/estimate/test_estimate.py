@@ -14,7 +14,7 @@ import pytest
 from accelctl.api import estimate_targets, load
 from accelctl.contract.envnames import CALIBRATION_FILE
 from accelctl.dsl.parser import parse
-from accelctl.estimate import flops as F
+from accelctl.models import flops as F
 from accelctl.estimate import traffic
 from accelctl.estimate.roofline import estimate
 from accelctl.language.check import check
@@ -228,7 +228,7 @@ def test_eager_stable_diffusion_pays_the_unets_element_wise_kernels_and_launches
     speed after the products and the launches through the launch queue; Gaudi's lazy mode
     (a graph compiler) gets neither.  A slower host per operator leaves the device waiting
     at batch 1 (small kernels), not at the large batch."""
-    from accelctl.estimate import flops as F
+    from accelctl.models import flops as F
     from accelctl.estimate import unet_elementwise as UE
     from accelctl.estimate.factors import DEFAULT, Factor
 

@@ -1,4 +1,4 @@
-"""The FLOP count of ``accelctl.estimate.flops`` against PyTorch's own FlopCounterMode, on the
+"""The FLOP count of ``accelctl.models.flops`` against PyTorch's own FlopCounterMode, on the
 stand-in of every family, built by the worker's own builder (forward + backward for training,
 one forward for diffusion's parts).  FlopCounterMode counts matrix products and
 convolutions; so does the estimate.  Tolerance: 10% (15% for Stable Diffusion, whose
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from accelctl.estimate import flops
+from accelctl.models import flops
 from accelctl.models.catalog import FAMILIES
 
 torch = pytest.importorskip("torch")
@@ -146,7 +146,7 @@ def test_unet_attention_score_elements_of_sd_v1():
     """SD v1's UNet at 512 px: 16 transformer blocks with 8 heads, self-attention over the
     latent's pixels plus cross-attention to 77 tokens: 5 blocks each at 64x64, 32x32 and 16x16
     latents (2 down, 3 up) and the mid block at 8x8."""
-    from accelctl.estimate import flops as F
+    from accelctl.models import flops as F
     from accelctl.models.catalog import KNOWN_MODELS
 
     s = KNOWN_MODELS["CompVis/stable-diffusion-v1-4"].shape

@@ -15,7 +15,7 @@ import functools
 
 import pytest
 
-from accelctl.estimate import flops as F
+from accelctl.models import flops as F
 from accelctl.estimate import unet_elementwise as UE
 from accelctl.models.catalog import FAMILIES, KNOWN_MODELS
 

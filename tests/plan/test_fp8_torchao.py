@@ -127,7 +127,7 @@ def test_mixtral_s_experts_stay_bf16_with_the_reason_and_the_flops_they_leave():
     """transformers 5.23 holds Mixtral's experts as fused 3-D tensors (not nn.Linear); torchao
     0.18's FP8 grouped GEMM for them is CUDA sm90+ and Triton only (``fp8_layers``): the plan
     says so with their share of the weight GEMMs, and the estimate's FP8 share leaves them out."""
-    from accelctl.estimate import flops as F
+    from accelctl.models import flops as F
     from accelctl.estimate.roofline import fp8_coverage
     from accelctl.models import fp8_layers
 

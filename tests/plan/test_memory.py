@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import check, load, parse
-from accelctl.plan import activations as act
+from accelctl.models import activations as act
 from accelctl.plan.memory import estimate, shape_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from accelctl import api
-from accelctl.estimate import flops as F
+from accelctl.models import flops as F
 from accelctl.estimate.roofline import estimate
 from accelctl.plan import memory
 from accelctl.models import param_count
