@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.test_import_cycles import _graph
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "accelctl"
 
@@ -121,19 +123,6 @@ def test_the_family_check_finds_each_shape_it_forbids():
         assert not _family_name_tests(fine, names, {"gaudi2"}), fine
 
 
-def _imports_of(path: Path) -> set[str]:
-    """Every module ``path`` imports, function-level imports included."""
-    import ast
-
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-    return out
-
-
 def test_no_verb_module_of_the_cli_imports_another():
     """Each verb group is one module of accelctl/cli/ (named by the verb table); what two share
     lives in a helper module beside them, never in a verb module that the other imports."""
@@ -141,6 +130,6 @@ def test_no_verb_module_of_the_cli_imports_another():
 
     verb_modules = {adds.split(":")[0] for adds, _ in VERBS.values()} - {"accelctl.cli"}
     assert all(m.startswith("accelctl.cli.") for m in verb_modules), verb_modules
-    crossing = {m: sorted(_imports_of(PACKAGE / "cli" / f"{m.rsplit('.', 1)[1]}.py") & (verb_modules - {m}))
-                for m in verb_modules}
+    graph = _graph(PACKAGE)  # every import, function-level ones too
+    crossing = {m: sorted(graph[m] & (verb_modules - {m})) for m in verb_modules}
     assert not {m: i for m, i in crossing.items() if i}, crossing

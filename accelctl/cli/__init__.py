@@ -9,10 +9,10 @@
 
 The verbs live in this package, a module per verb group (``check``: validate, plan, estimate;
 ``run``; ``runs``; ``detach``: status, logs, attach, cancel, runs rm/gc; ``report``: report,
-compare, sweep; ``decide``: pick, fit; ``tui``; ``doctor``; ``init``); what several share is in
-``common``, ``viewer`` and ``run_times``, the parser in ``parser``, help in ``help``.  The run
-policy is ``accelctl.run.orchestrate``.  ``validate`` and ``plan`` import neither torch nor textual: the heavy stacks load only inside the
-launched worker.  No process-wide mutable state: what ``main`` needs at the end (``run``'s
+compare; ``sweep``; ``decide``: pick, fit; ``tui``; ``doctor``; ``init``); what several share is
+in ``common``, ``tables``, ``viewer`` and ``run_times``, the parser in ``parser``, help in
+``help``.  The run policy is ``accelctl.run.orchestrate``.  ``validate`` and ``plan`` import
+neither torch nor textual: the heavy stacks load only inside the launched worker.  No process-wide mutable state: what ``main`` needs at the end (``run``'s
 ``fast_exit``) is on the command's own arguments.
 
 Every verb takes ``--json`` (``-f json`` where it has ``-f``): ``main`` then sends whatever
@@ -335,6 +335,3 @@ def _silence_stdout() -> None:
 
     reader_gone()
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,9 +2,10 @@
 a bare ``accelctl`` does (clig.dev: help on no arguments, examples first).
 
 ``explain(parser, verb)`` runs on each parser ``accelctl.cli.build_parser`` builds (an
-``accelctl.cli.parser.Parser``, which lists its arguments): options registered without ``help=`` get the text of ``SHARED_HELP`` (the same option
-means the same thing in every verb), and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py
-walks every action of every verb and fails on one without help.  Imports only the plug-in table.
+``accelctl.cli.parser.Parser``, which lists its arguments): options registered without
+``help=`` get the text of ``SHARED_HELP`` (the same option means the same thing in every verb),
+and each verb gets its ``EXAMPLES`` as an epilog.  tests/test_cli_help.py walks every argument
+of every verb and fails on one without help.  Imports only the plug-in table.
 """
 
 from __future__ import annotations

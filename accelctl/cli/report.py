@@ -4,7 +4,6 @@
                     [--tensorboard DIR] [--mlflow [URI]] [--wandb [PROJECT]] [--all]
                     [--workload W] [--runs-dir DIR]
     accelctl compare A B [--tolerance 0.05] [--fail-on-regression] [--force] [--format ...]
-    accelctl sweep FILE --target T [--devices 1,2] [--nodes 1,2] [--backend torchrun]
 
 RUN, A and B are run ids (or unique prefixes/suffixes) or run folders; a run of a
 ``measure { repeat = N }`` series stands for its whole series in ``compare``.  A run the
@@ -23,7 +22,6 @@ document.  This module imports nothing heavy at module level (no torch, rich or 
 
 from __future__ import annotations
 
-import os
 import sys
 
 from accelctl import exitcodes

@@ -1,4 +1,8 @@
-"""``accelctl sweep FILE --over KEY=V1,V2 ... --estimate | --run`` (``sweep_over`` does the work).
+"""``accelctl sweep``: one target at several device and node counts (``accelctl.decide.sweep``:
+the scaling efficiency table), or any setting over values (``accelctl.decide.sweep_over``).
+
+    accelctl sweep FILE --target T [--devices 1,2] [--nodes 1,2] [--backend torchrun]
+    accelctl sweep FILE --over KEY=V1,V2 ... --estimate | --run
 
 ``--estimate``: a table of every point x target (step time, throughput, bound, memory fit,
 job time and cost at equal work, the Pareto front of time vs cost), as rich, md, csv
@@ -34,14 +38,14 @@ def add_over_arguments(s) -> None:
     s.add_argument("--csv", action="store_const", dest="format", const="csv", default="rich", help="the table as CSV")
 
 
-def cmd_sweep_over(args, emit) -> int:
+def cmd_sweep_over(args) -> int:
     from accelctl.decide import sweep_over as SO
 
     if not (args.estimate or args.run):
         raise AccelctlError("sweep --over needs --estimate or --run", exit_code=exitcodes.USAGE)
     overs = SO.parse_overs(args.over)
     if args.run:
-        return _run(args, overs, emit)
+        return _run(args, overs)
     from accelctl.api import estimate_calibrations
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target,
@@ -65,7 +69,7 @@ def warn(warnings, reply, wide: bool) -> None:
         print_diags(warnings, wide=wide)
 
 
-def _run(args, overs, emit) -> int:
+def _run(args, overs) -> int:
     """Each point x target that runs here, for real, one after the other."""
     from accelctl.api import one_process, plan, read_source
     from accelctl.contract.hostfacts import HostFacts
@@ -135,7 +139,7 @@ def plot_front(sweep, path: str) -> None:
 
 def cmd_sweep(args) -> int:
     if args.over:
-        return cmd_sweep_over(args, emit)
+        return cmd_sweep_over(args)
     if not args.target:
         raise AccelctlError("sweep needs --target T (a device/node sweep) or --over KEY=V1,V2 --estimate|--run",
                             exit_code=exitcodes.USAGE)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from accelctl import exitcodes
+from accelctl.cli.common import unknown_run_is_usage
 from accelctl.errors import AccelctlError
 
 FORMATS = ("rich", "md", "csv", "json")
@@ -99,11 +99,6 @@ def guarded(fn):
     document's error), exit 2."""
 
     def run(args) -> int:
-        from accelctl.run.store import RunStoreError
-
-        try:
-            return fn(args)
-        except RunStoreError as exc:
-            raise AccelctlError(str(exc), exit_code=exitcodes.USAGE) from None
+        return unknown_run_is_usage(fn, args)
 
     return run

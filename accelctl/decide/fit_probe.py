@@ -126,8 +126,8 @@ def boundary(step, micro: int) -> dict[int, str]:
 
 
 def one_step(path: str, workload: str, target: str, micro: int, limit: int, runs_root) -> tuple[str, int | None]:
-    """("ok" | "out of memory: ..." | "failed: ...", the largest data segment (``VmData``, what
-    ``RLIMIT_DATA`` caps) a process of the run reached)."""
+    """("ok" | "out of memory: ..." | "failed: ...", the largest data segment (what
+    ``RLIMIT_DATA`` caps: ``DataSegmentWatch``) a process of the run reached)."""
     cmd = [sys.executable, "-m", "accelctl.decide.fit_probe", str(path), workload, target, str(micro), str(limit),
            str(runs_root or "")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)

@@ -157,7 +157,6 @@ def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
 
 def _view(spawned: detach.Spawned, out: _Copy, err: _Copy, signals: Signals) -> Viewed:
     proc = spawned.proc
-    asked = False
     try:
         exited = os.pidfd_open(proc.pid)  # readable once the supervisor has ended
     except (AttributeError, OSError):  # not Linux 5.3+: polled
