@@ -32,6 +32,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . scripts/uv.sh
 uv_ensure
+# pip upgraded before the side set-ups start: each reads pip's settings through `pip config
+# list` (scripts/uv.sh), which fails while pip is being replaced -- silently, under set -e
+uv_install .venv/bin/python --upgrade pip
 jobs_started=()
 if [ "$test_mode" = 1 ]; then
     # The side environments share nothing with .venv's install: they are built beside it, in
@@ -45,7 +48,6 @@ if [ "$test_mode" = 1 ]; then
     # tmux, zsh, fish, g++, Slurm + munge from apt (scripts/setup-apt.sh)
     ./scripts/setup-apt.sh & jobs_started+=("$!:setup-apt.sh")
 fi
-uv_install .venv/bin/python --upgrade pip
 # Every package pinned (scripts/constraints.txt): torch 2.14.1 + torchvision 0.29.1 come
 # from this machine kind's local wheel store; an unpinned torch could pull a multi-GB build.
 uv_install .venv/bin/python -c scripts/constraints.txt -e ".[$extras]"

@@ -9,8 +9,8 @@
 #   uv_ensure                 install the pinned uv into .venv (needs .venv/bin/python)
 #   uv_install PYTHON ARGS... `uv pip install` into PYTHON's environment with pip's settings
 
-uv_pip_setting() {  # the first value pip reports for KEY: a PIP_* variable before the files
-    .venv/bin/python -m pip config list 2>/dev/null \
+uv_pip_setting() {  # the first value pip reported for KEY (PIP_CONFIG, read by uv_ensure)
+    printf '%s\n' "$PIP_CONFIG" \
         | sed -n "s/^[^.]*\.$1='\(.*\)'\$/\1/p" | head -n 1  # KEY: a pattern without groups
 }
 
@@ -35,6 +35,12 @@ uv_ensure() {
     # unsafe-best-match: like pip, the pinned version from whichever index has it (uv's default
     # stops at the first index that knows the name)
     UV_FLAGS=(--index-strategy unsafe-best-match --compile-bytecode)
+    # read once, and said when it fails (a pip being replaced meanwhile): without it every
+    # wheel would come from PyPI alone
+    if ! PIP_CONFIG=$(.venv/bin/python -m pip config list); then
+        echo "$0: \`pip config list\` failed: pip's indexes and wheel store are unknown" >&2
+        return 1
+    fi
     local value
     # word splitting on purpose: pip splits these lists on whitespace too
     for value in $(uv_pip_setting 'find[-_]links'); do UV_FLAGS+=(--find-links "$value"); done
