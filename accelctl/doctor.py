@@ -19,6 +19,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from accelctl import entrypoints
 from accelctl.families import FAMILIES, PROBES, present_adapters
 from accelctl.hostinfo import cpu_count
 
@@ -110,7 +111,7 @@ def calibrate(threads: list[int], seconds: float = 2.0, n: int = 2048, timeout: 
         raise RuntimeError(f"cannot store a calibration in {calibration.path()}: {problem}")
     stored = []
     for count in threads:
-        cmd = [sys.executable, "-m", "accelctl.worker.calibrate", "--threads", str(count), "--n", str(n),
+        cmd = [sys.executable, "-m", entrypoints.CALIBRATE, "--threads", str(count), "--n", str(n),
                "--seconds", str(seconds)]
         cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if cp.returncode != 0:

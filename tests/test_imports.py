@@ -141,7 +141,7 @@ def test_sweep_estimate_pick_and_fit_import_no_heavy_module():
 #: parser and the checker; planning, the plan contract, backends, engines, the runner and the
 #: statistics load only for the verbs that use them
 VALIDATE_MAY_IMPORT = ("accelctl", "accelctl.api", "accelctl.cli", "accelctl.errors", "accelctl.hostinfo",
-                       "accelctl.exitcodes", "accelctl.reply", "accelctl.dsl", "accelctl.language",
+                       "accelctl.exitcodes", "accelctl.entrypoints", "accelctl.reply", "accelctl.dsl", "accelctl.language",
                        "accelctl.workload", "accelctl.models", "accelctl.catalog",
                        "accelctl.cli.help", "accelctl.cli.parser", "accelctl.cli.common", "accelctl.cli.check",
                        "accelctl.frozen", "accelctl.private_files")

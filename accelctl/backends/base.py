@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from accelctl import entrypoints
 from accelctl.families import FAMILIES
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
@@ -21,7 +22,7 @@ from accelctl.workload.types import TargetSpec, WorkloadSpec
 if TYPE_CHECKING:  # a check's result type: imported by the checks (plan --check), not by planning
     from accelctl.backends.findings import CheckResult
 
-WORKER = ("-m", "accelctl.worker", "{run_dir}/job.json")
+WORKER = ("-m", entrypoints.WORKER, "{run_dir}/job.json")
 
 def option(flag: str, value: str) -> list[str]:
     """``flag value`` as argv words, or the one word ``flag=value`` when the value starts with

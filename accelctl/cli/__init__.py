@@ -212,13 +212,19 @@ def _command(argv: list[str], done: argparse.Namespace) -> int:
         reply.command = _verb_of(argv)
         reply.result = {"text": done.text}
         return _write_reply(reply, done.code)
-    if reply is not None and not (getattr(args, "json", False) or getattr(args, "format", None) == "json"):
-        reply = None  # e.g. ``-f json -f text``: the last word wins, as argparse says
-    args.reply = reply
     done.args = args
-    if reply is None:
+    # e.g. ``-f json -f text``: the last word wins, as argparse says
+    return execute(args, reply is not None and (getattr(args, "json", False) or getattr(args, "format", None) == "json"))
+
+
+def execute(args: argparse.Namespace, json_document: bool) -> int:
+    """Run the verb ``args.fn`` (the command ``args.cmd``) as a command: its exit status, and with
+    ``json_document`` one JSON document on stdout whatever happens, what it prints on stderr.
+    Also the run's supervisor's (``accelctl.cli.supervise``), which is given no command line."""
+    if not json_document:
+        args.reply = None
         return _execute(args, None)
-    reply.command = args.cmd
+    reply = args.reply = Reply(args.cmd)
     with _stdout_to_stderr():  # progress and logs: stderr; stdout: the document alone
         code = _execute(args, reply)
     reply.add(private_files.take_warnings())  # a cache or store others could write, not used

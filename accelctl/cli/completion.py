@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path

@@ -10,13 +10,11 @@ from accelctl.cli.common import color
 
 def print_preflight(c, pre, reply=None) -> None:
     """A preflight's one-line verdict (and into ``reply``)."""
-    from accelctl.run.orchestrate import preflight_world
-
-    world = preflight_world(c)
+    world = c.world
     print(color(pre.message, "32" if pre.ok else "1;31", sys.stdout), flush=True)
     if reply is not None:
         reply.result.setdefault("preflights", []).append(
-            {"workload": c.spec.name, "target": c.plan.target, "engine": c.plan.engine, "world": world, "ok": pre.ok,
+            {"workload": c.name, "target": c.plan.target, "engine": c.plan.engine, "world": world, "ok": pre.ok,
              "message": pre.message})
 
 

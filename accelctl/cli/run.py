@@ -1,17 +1,17 @@
-"""``accelctl run``: parse its options into an orchestrator ``Request`` and show the runs --
-on the console stream or in the live TUI.  The policy (target choice, the pre-checks, preflight,
-repeats, shared workers, exit codes) is ``accelctl.run.orchestrate``'s; this module prints.
+"""``accelctl run``: read, check and plan the workloads once, then start the runs' own supervisor
+(``accelctl.cli.supervise``) on those plans (``accelctl.run.batch``) and view it -- on the console
+stream or in the live TUI -- or leave it running (``--detach``).  The policy (target choice, the
+pre-checks, preflight, repeats, shared workers, exit codes) is ``accelctl.run.orchestrate``'s.
 Imports nothing heavy at module level."""
 
 from __future__ import annotations
 
-import signal
+import dataclasses
 import sys
 
 from accelctl import exitcodes
-from accelctl.cli.common import (FP8_HELP, RUNS_DIR_HELP, add_set, color, fp8_needs_rehearse, reply_of,
+from accelctl.cli.common import (FP8_HELP, RUNS_DIR_HELP, add_set, fp8_needs_rehearse, reply_of,
                                  unknown_run_is_usage)
-from accelctl.cli.preflight import print_preflight
 from accelctl.cli.viewer import use_tui
 from accelctl.errors import AccelctlError
 
@@ -50,15 +50,8 @@ def add_parser(sub):
     from accelctl.cli.track import add_arguments as add_tracker_flags
 
     add_tracker_flags(r)
-    r.set_defaults(fn=cmd_run, run_parser=r)
+    r.set_defaults(fn=cmd_run)
     return r
-
-
-def _stop_like_ctrl_c(signum, frame) -> None:
-    """SIGTERM / SIGHUP to a run's supervisor stop the run as Ctrl-C does (its launches get the
-    SIGINT -> SIGTERM -> SIGKILL sequence, the run is recorded ``stopped``), instead of
-    killing the runner and leaving its workers running."""
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 def request_of(args):
@@ -71,30 +64,35 @@ def request_of(args):
 
 
 def cmd_run(args) -> int:
-    """``accelctl run``: ``--detach`` starts the run's supervisor and returns; the supervisor
-    (``accelctl.run.detach``'s mark in its environment) runs it; a foreground run starts the same
-    supervisor and views it: on the console stream (``accelctl.run.foreground``) or, on a terminal,
-    in the live TUI (``accelctl.tui.supervised``)."""
-    if args.detach:  # the run's own supervisor, in a session of its own
-        return run_detached(args)
-    from accelctl.run.detach import detached
-
+    """``accelctl run``: the workloads checked and planned here (a refusal is this command's,
+    positioned, and nothing starts), then their supervisor started on the plans: left running
+    with ``--detach``, else viewed -- on a terminal in the live TUI, else on the console stream."""
     if args.json:
         args.headless = True  # no TUI: the console stream goes to stderr, the document to stdout
-    supervisor = detached()  # this process is the run's supervisor: a SIGHUP does not stop it
-    if not supervisor and use_tui(args) and not args.launch and not args.resume:
-        return run_in_tui(args)
-    if not supervisor:
-        return run_foreground(args)
-    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     if args.resume:
-        return resume_run(args)
-    source, chosen, req = checked(args)
-    face = ConsoleFace(args, source=source)
-    args.fast_exit = True  # (set before the runs: a stop's exit code 130 ends the program as fast)
-    from accelctl.run import orchestrate
+        resume_checks(args)
+        chosen, runs = [], batch_of(args, resume=args.resume)
+    else:
+        source, chosen, req = checked(args)
+        runs = batch_of(args, chosen, source, req)
+    if args.detach:  # the run's own supervisor, in a session of its own
+        return run_detached(args, runs)
+    if use_tui(args) and not args.launch and not args.resume:
+        return run_in_tui(args, chosen, runs)
+    return run_foreground(args, runs)
 
-    return orchestrate.run_all(chosen, source, req, face)
+
+def batch_of(args, chosen=(), source=None, req=None, resume=None):
+    """What the supervisor is given (``accelctl.run.batch.Batch``): the plans as checked here, and
+    the store resolved here."""
+    from accelctl.run.batch import Batch
+    from accelctl.run.orchestrate import Request
+    from accelctl.run.store import runs_root
+
+    req = dataclasses.replace(req or Request(), runs_dir=str(runs_root(args.runs_dir)))
+    document = reply_of(args) is not None and not args.detach  # a detached one has no reader for it
+    return Batch(tuple(c.planned() for c in chosen), source, req, json=document, resume=resume,
+                 resume_file=args.file if resume else None)
 
 
 def checked(args):
@@ -116,37 +114,14 @@ def checked(args):
     return source, chosen, req
 
 
-#: ``run``'s options a supervisor is not given as they were: it is headless, stores where it is told
-_NOT_PASSED = {"file", "detach", "json", "headless", "runs_dir", "help"}
-
-
-def supervisor_argv(args) -> list[str]:
-    """``run``'s command line for the run's supervisor, rebuilt from ``args``: every option given
-    (each value joined to its option, ``--set`` and ``--launch`` repeated), then ``--`` and the
-    file, so that no value is ever taken for an option."""
-    argv = []
-    for action in args.run_parser.arguments:
-        if action.dest in _NOT_PASSED or not action.option_strings:
-            continue
-        value, flag = getattr(args, action.dest, None), max(action.option_strings, key=len)
-        if value is None or value == action.default:
-            continue
-        if value is True or (action.const is not None and value == action.const):
-            argv.append(flag)
-        else:
-            argv += [f"{flag}={v}" for v in (value if isinstance(value, list) else [value])]
-    return argv + (["--", args.file] if args.file else [])
-
-
-def run_detached(args) -> int:
+def run_detached(args, runs) -> int:
     """``accelctl run ... --detach``: the run's supervisor started in a session of its own; the
-    first run's id on stdout (the hints on stderr).  A workload refused before any run: the
-    supervisor's output and exit code are this command's."""
-    from accelctl.run import detach, store
+    first run's id on stdout (the hints on stderr).  A supervisor that ended before any run (a
+    failed preflight, a resume refused): its output and exit code are this command's."""
+    from accelctl.run import batch, detach, store
 
-    argv = supervisor_argv(args)  # each value joined to its option, the file after "--"
     try:
-        started = detach.start(argv, store.runs_root(args.runs_dir))
+        started = detach.start(batch.encode(runs), store.runs_root(args.runs_dir))
     except KeyboardInterrupt as exc:
         print(f"accelctl: {exc}", file=sys.stderr)
         raise
@@ -170,18 +145,13 @@ def run_detached(args) -> int:
     return exitcodes.OK
 
 
-def run_foreground(args) -> int:
-    """``accelctl run`` in the foreground: the same checks here first (a refusal is this command's,
-    positioned, and nothing starts), then the run's own supervisor started and viewed."""
-    if args.resume:
-        resume_checks(args)
-    else:
-        checked(args)
-    from accelctl.cli.common import reply_of
+def run_foreground(args, runs) -> int:
+    """``accelctl run`` in the foreground: the run's own supervisor started and viewed on the
+    console stream."""
     from accelctl.run import foreground
 
     reply = reply_of(args)
-    viewed = foreground.run(supervisor_argv(args), args.runs_dir, json_document=reply is not None)
+    viewed = foreground.run(runs, args.runs_dir)
     args.fast_exit = True
     _say_killed(viewed)
     if viewed.detached:
@@ -196,11 +166,10 @@ def run_foreground(args) -> int:
     return viewed.code
 
 
-def run_in_tui(args) -> int:
-    """``accelctl run FILE`` on a terminal: the same checks here first, then the run's own
-    supervisor started and its runs shown in the live TUI, one after the other; leaving the TUI
-    while a run goes on (``q``, a hang-up) only detaches from it."""
-    _, chosen, _ = checked(args)
+def run_in_tui(args, chosen, runs) -> int:
+    """``accelctl run FILE`` on a terminal: the run's own supervisor started and its runs shown in
+    the live TUI, one after the other; leaving the TUI while a run goes on (``q``, a hang-up)
+    only detaches from it."""
     from pathlib import Path
 
     from accelctl.tui.app import AccelctlApp, Selection
@@ -208,7 +177,7 @@ def run_in_tui(args) -> int:
 
     spec = chosen[0].spec
     path = Path(spec.path) if spec.path and spec.path != "<input>" else None
-    viewed = view(supervisor_argv(args), args.runs_dir, path, Selection(path, spec.name, chosen[0].plan.target),
+    viewed = view(runs, args.runs_dir, path, Selection(path, spec.name, chosen[0].plan.target),
                   sum(c.repeats for c in chosen), app_factory=AccelctlApp)
     args.fast_exit = True
     _say_killed(viewed)
@@ -239,101 +208,6 @@ def _detached(viewed, reply) -> None:
     else:
         reply.result = {"run_id": viewed.run_id, "supervisor_pid": viewed.pid}
         reply.fail("Detached", f"{viewed.detached}: detached from {who}; it goes on")
-
-
-class ConsoleFace:
-    """The run's supervisor's face for the orchestrator: the console stream (``ConsoleSink``), which
-    a viewer (``accelctl.run.foreground``, ``accelctl.tui.supervised``) shows; ``run --json`` fills
-    the document."""
-
-    def __init__(self, args, source: str | None = None) -> None:
-        self.args, self.source = args, source
-
-    def say(self, text: str, error: bool = False) -> None:
-        print(f"accelctl: {text}", file=sys.stderr if error else sys.stdout, flush=True)
-
-    def announce(self, c, only) -> None:
-        announce(c.spec, c.plan, c.why, only)
-
-    def preflighted(self, c, result) -> None:
-        print_preflight(c, result, reply_of(self.args))
-
-    def sinks(self, c):
-        from accelctl.run.console import ConsoleSink
-
-        return [ConsoleSink(headless=self.args.headless, job=c.plan.job, rehearsal=c.plan.rehearsal)]
-
-    def ran(self, c, result, sinks, series_id) -> int | None:
-        record_run(self.args, c.plan, result, series_id)
-        if any(getattr(s, "reader_gone", False) for s in sinks):  # ``accelctl run | head``: stdout's reader left
-            return exitcodes.BROKEN_PIPE
-        return None
-
-    def not_run(self, names: list[str]) -> None:
-        for name in names:
-            print(f"accelctl: workload {name} not run: the run before it was stopped", file=sys.stderr, flush=True)
-        if reply := reply_of(self.args):  # run --json: the workloads a stop left out, named
-            reply.result.setdefault("not_run", []).extend(names)
-
-
-def record_run(args, p, result, series: str | None = None) -> None:
-    """``run --json``: a finished run in the document (its id, status, folder, summary.json)."""
-    if reply := reply_of(args):
-        reply.result.setdefault("runs", []).append({
-            "run_id": result.run_dir.name, "status": result.status, "run_dir": str(result.run_dir),
-            "workload": p.workload, "target": p.target, "backend": p.backend, "engine": p.engine,
-            "rehearsal": p.rehearsal is not None, "series": series, "summary": result.summary})
-        if result.status != "ok":
-            failure = (result.summary or {}).get("failure") or {}
-            why = failure.get("message") if isinstance(failure, dict) else None
-            reply.fail("RunStopped" if result.status == "stopped" else "RunFailed",
-                       f"run {result.run_dir.name} {result.status}" + (f": {why}" if why else ""))
-
-
-def announce(spec, p, why: str, only) -> None:
-    """The lines ``accelctl run`` prints before a workload's run: target, rehearsal, warnings."""
-    from accelctl.contract.plan import FREE_PORT
-
-    print(f"accelctl: workload {spec.name} -> target {p.target} ({why}); backend {p.backend}", flush=True)
-    if p.rehearsal is not None:
-        print(color(f"REHEARSAL of target {p.rehearsal.of} ({p.rehearsal.world_size} x {p.rehearsal.device}) on "
-                     f"{p.rehearsal.on} with the stand-in: " + ("; ".join(p.rehearsal.changes) or "same layout"),
-                     "1;33", sys.stdout), flush=True)
-    for w in p.warnings:
-        print(color(f"WARNING: {w}", "1;33", sys.stdout), flush=True)
-    from accelctl.plan.tracking import logging_launch, tracks_here
-
-    if p.tracking is not None and p.tracking.enabled and not tracks_here(p, only):
-        print(f"accelctl: tracking: not from this runner: the runner of launch {logging_launch(p)} (rank 0) logs "
-              "the run", flush=True)
-    else:
-        for note in (n for n in p.notes if n.startswith("tracking: ")):  # track { ... }: where it goes
-            print(f"accelctl: {note}", flush=True)
-    if only is not None:
-        print(f"accelctl: starting launch(es) {', '.join(only)} only; the others run elsewhere", flush=True)
-        if any(FREE_PORT in a for ln in p.launches for a in ln.argv):
-            print(color(f"WARNING: the plan uses {FREE_PORT}, a port this accelctl picks for itself: other "
-                         "machines cannot know it (set a fixed port, e.g. engine torchrun { rdzv_endpoint = "
-                         '"NODE0:29400" })', "1;33", sys.stdout), flush=True)
-
-
-
-def resume_run(args) -> int:
-    """``accelctl run [FILE] --resume RUN_ID``: the run's own plan, from its newest checkpoint,
-    into its own folder (FILE, when given, is the workload file checked unchanged)."""
-    from accelctl.api import prepare_resume, resume
-    from accelctl.run.console import ConsoleSink
-    from accelctl.run.orchestrate import exit_code, wait
-
-    resume_checks(args)
-    point = prepare_resume(args.resume, args.runs_dir, args.file)
-    args.fast_exit = True
-    print(f"accelctl: resuming run {point.run_dir.name} after step {point.step} "
-          f"(checkpoint {point.checkpoint})", flush=True)
-    sink = ConsoleSink(headless=args.headless, job=point.job, rehearsal=point.plan.rehearsal)
-    result = wait(resume(point, sinks=[sink]))
-    record_run(args, point.plan, result)
-    return exit_code(result.status)
 
 
 def resume_checks(args) -> None:

@@ -1,7 +1,7 @@
 """``accelctl fit --probe``: one real training step at the micro-batch the memory model found,
 under the target's memory, that catches the out-of-memory failure.
 
-Each probe is a child process (``python -m accelctl.decide.fit_probe``) that caps its data
+Each probe is a child process (this module, ``python -m``) that caps its data
 segment (``RLIMIT_DATA``: heap and anonymous mappings, what tensors live in) at the target's
 memory and runs the point through ``accelctl.api`` (plan, launch: the worker inherits the
 cap), one measured step and no warm-up.  The run's failure message tells an out-of-memory
@@ -9,15 +9,9 @@ failure (``MemoryError``, torch's ``can't allocate memory``, ``std::bad_alloc``)
 other.  Only where this machine has the target's device: the host CPU for a cpu target;
 elsewhere the probe is NOT RUN (exit 4), never a pass.
 
-What the model leaves out on this CPU (measured on the 2-layer h128 64-pixel ViT of
-tests/report/test_pick_fit.py, 1 GB): glibc's heap.  The worker's data segment grows 2.04 MB a
-sample (VmData peak, micro-batch 305 -> 611: 1.558 -> 2.181 GB) where its tensors and data pool
-grow 1.63 MB, the model's figure (tests/plan/test_memory_measured.py): after the first large
-block is freed, glibc raises its mmap threshold and serves later activations from the heap,
-which keeps freed blocks.  With a fixed threshold (``MALLOC_MMAP_THRESHOLD_=131072``) the
-resident peak grows 1.64 MB a sample.  So the model's 611 runs out of memory under the cap:
-the probe bisects to 496 ran / 534 ran out of memory and says NOT confirmed; it does not pass it
-(before the measured terms and the data-segment runtime: 710 predicted, 355 ran).
+What the model leaves out on this CPU is glibc's heap: freed activations stay in it once glibc
+raises its mmap threshold, so the model's largest micro-batch can run out of memory under the
+cap -- the probe then bisects and says NOT confirmed, never a pass (figures: docs/bench.md).
 """
 
 from __future__ import annotations
@@ -128,7 +122,7 @@ def boundary(step, micro: int) -> dict[int, str]:
 def one_step(path: str, workload: str, target: str, micro: int, limit: int, runs_root) -> tuple[str, int | None]:
     """("ok" | "out of memory: ..." | "failed: ...", the largest data segment (what
     ``RLIMIT_DATA`` caps: ``DataSegmentWatch``) a process of the run reached)."""
-    cmd = [sys.executable, "-m", "accelctl.decide.fit_probe", str(path), workload, target, str(micro), str(limit),
+    cmd = [sys.executable, "-m", __name__, str(path), workload, target, str(micro), str(limit),
            str(runs_root or "")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     last = (proc.stdout.strip().splitlines() or [""])[-1]

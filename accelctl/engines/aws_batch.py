@@ -17,6 +17,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
+from accelctl import entrypoints
 from accelctl.backends.base import Built
 from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
 from accelctl.contract import jsontext
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) n
 
 JOB_DEFINITION_FILE = "batch_job_definition.json"
 SUBMIT_FILE = "batch_submit_job.json"
-ENTRYPOINT = ("python", "-m", "accelctl.engines.batch_entrypoint")
+ENTRYPOINT = ("python", "-m", entrypoints.BATCH_ENTRYPOINT)
 #: what the supervisor's submission amounts to (after RegisterJobDefinition), as the AWS CLI would
 SUBMIT = ("aws", "batch", "submit-job", "--cli-input-json", f"file://{RUN_DIR}/{SUBMIT_FILE}")
 #: the code of an aws_batch engine setting that is missing or cannot work

@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from accelctl import entrypoints
 from accelctl.contract.plan import Plan
 
-WORKER_MODULE = "accelctl.worker"
-PREFLIGHT_MODULE = "accelctl.worker.preflight"
+WORKER_MODULE = entrypoints.WORKER
+PREFLIGHT_MODULE = entrypoints.PREFLIGHT
 #: the module name as a whole word of a generated file (not ``accelctl.worker.x``, not a path)
 _WORD = re.compile(r"(?<![\w./])accelctl\.worker(?![\w./])")
 

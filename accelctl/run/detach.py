@@ -1,13 +1,13 @@
 """Runs that outlive the terminal: ``accelctl run FILE --detach`` and ``accelctl cancel RUN``.
 
-``start`` starts the run's supervisor (``accelctl run`` itself, headless) in a session of its own,
-stdin ``/dev/null``, its console stream under ``<store>/.detached/``, and returns once a run folder
-names it in ``runner.json`` (or once it ended before any run).  It is a runner like any other, so
-one killed with SIGKILL leaves no worker behind; ``DETACHED_ENV`` makes it ignore SIGHUP.  A
-foreground run starts the same supervisor (``spawn``).  ``cancel`` stops a run from any process:
-SIGTERM to its supervisor, then a wait until nothing of the run is left, killing only what is
-proven the run's (``accelctl.run.proof``); a scheduler's job left behind by a lost supervisor is
-cancelled by its handle (``accelctl.run.scheduled_job``).
+``start`` starts the run's supervisor (``entrypoints.SUPERVISOR``, given the checked and planned
+runs on its stdin: ``accelctl.run.batch``) in a session of its own, its console stream under
+``<store>/.detached/``, and returns once a run folder names it in ``runner.json`` (or once it
+ended before any run).  It is a runner like any other, so one killed with SIGKILL leaves no
+worker behind; it ignores SIGHUP.  A foreground run starts the same supervisor (``spawn``).
+``cancel`` stops a run from any process: SIGTERM to its supervisor, then a wait until nothing of
+the run is left, killing only what is proven the run's (``accelctl.run.proof``); a scheduler's
+job left behind by a lost supervisor is cancelled by its handle (``accelctl.run.scheduled_job``).
 """
 
 from __future__ import annotations
@@ -24,13 +24,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelctl import exitcodes
+from accelctl import entrypoints, exitcodes
 from accelctl.contract import supervision
 from accelctl.errors import RunError
 from accelctl.run import liveness, proof, scheduled_job, store
 
-#: set in the environment of a detached supervisor (and taken out of it before its launches start)
-DETACHED_ENV = "ACCELCTL_DETACHED"
 #: the folder of the store holding the detached supervisors' console streams
 CONSOLE_DIR = ".detached"
 #: the prefix of a viewed supervisor's console folder in ``$TMPDIR`` (``viewer_folder``)
@@ -70,26 +68,29 @@ class Spawned:
     errors: Path | None = None
 
 
-def spawn(run_argv: list[str], root: Path, cwd: str | None = None, split: bool = False,
+def spawn(batch: bytes, root: Path, cwd: str | None = None, split: bool = False,
           folder: Path | None = None) -> Spawned:
-    """Start ``accelctl run --headless *run_argv`` as a supervisor of its own session storing into
-    ``root`` and return at once; ``split``: its stderr in a file beside its console (``.stderr``);
-    the console files in ``folder`` (default: the store's ``CONSOLE_DIR``)."""
+    """Start the supervisor (``entrypoints.SUPERVISOR``) of ``batch`` (``accelctl.run.batch``:
+    checked and planned, given on its stdin) in a session of its own, storing into ``root``, and
+    return at once; ``split``: its stderr in a file beside its console (``.stderr``); the console
+    files in ``folder`` (default: the store's ``CONSOLE_DIR``)."""
     base = store.runs_root(root)
     if folder is None:
         folder = base / CONSOLE_DIR
         folder.mkdir(parents=True, exist_ok=True)
     console = folder / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}.console"
     errors = console.with_suffix(".stderr") if split else None
-    env = {**os.environ, DETACHED_ENV: "1"}
+    env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parents[2])  # this accelctl, whatever the cwd
     env["PYTHONPATH"] = os.pathsep.join([package_parent, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep)
                                                             if p and p != package_parent]])
-    with open(console, "ab") as out, open(errors or os.devnull, "ab") as err:
+    # the batch in an unnamed file: read by the supervisor at its start, never blocking this one
+    with tempfile.TemporaryFile() as given, open(console, "ab") as out, open(errors or os.devnull, "ab") as err:
+        given.write(batch)
+        given.seek(0)
         proc = subprocess.Popen(  # noqa: S603 - an argv list, never a shell
-            [sys.executable, "-m", "accelctl.cli", "run", "--headless", f"--runs-dir={base}", *run_argv],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err if split else subprocess.STDOUT, cwd=cwd, env=env,
-            start_new_session=True, close_fds=True)
+            [sys.executable, "-m", entrypoints.SUPERVISOR], stdin=given, stdout=out,
+            stderr=err if split else subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True, close_fds=True)
     ident = supervision.identity(proc.pid)
     if ident:  # named by its supervisor, so that ``runs gc`` knows when it has ended
         console, errors = (_named(p, ident) if p else None for p in (console, errors))
@@ -103,13 +104,12 @@ def _named(path: Path, ident: str) -> Path:
         return path
 
 
-def start(run_argv: list[str], root: Path, cwd: str | None = None) -> Started:
-    """Start ``accelctl run *run_argv`` (given without ``--detach``, the workload file last) as a
-    detached supervisor storing into ``root``; return when its first run folder exists or it
-    has ended."""
+def start(batch: bytes, root: Path, cwd: str | None = None) -> Started:
+    """Start the supervisor of ``batch`` detached, storing into ``root``; return when its first
+    run folder exists or it has ended."""
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
-    spawned = spawn(run_argv, root, cwd)
+    spawned = spawn(batch, root, cwd)
     proc, console = spawned.proc, spawned.console
     try:
         while True:
@@ -202,15 +202,6 @@ def first_run_of(pid: int, base: Path, before: set[str]) -> str | None:
     return None
 
 
-def detached() -> bool:
-    """This process is a detached supervisor: its SIGHUP does nothing, and its launches do not
-    inherit the mark (taken out of the environment here)."""
-    if os.environ.pop(DETACHED_ENV, None) is None:
-        return False
-    signal.signal(signal.SIGHUP, lambda signum, frame: None)  # a handler, not SIG_IGN: exec resets it
-    return True
-
-
 @dataclass(frozen=True)
 class Cancelled:
     """How ``cancel`` ended: the run's status now, whether it was still going when asked, and
@@ -249,7 +240,7 @@ def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
         raise RunError(f"run {record.id} has no supervisor or process proven to be its own (its runner.json names "
                        f"{(info or {}).get('runner') or 'no runner'}, which does not hold the run folder's lock): "
                        "nothing was signalled", exit_code=exitcodes.FAILED)
-    if pid is not None and "run" not in _argv(pid):  # the TUI, a sweep: SIGTERM would end more than the run
+    if pid is not None and entrypoints.SUPERVISOR not in _argv(pid):  # the TUI, a sweep: SIGTERM would end more
         raise RunError(f"run {record.id} is run inside pid {pid} ({' '.join(_argv(pid))[:80]}), not by an "
                        "`accelctl run`: stop it there", exit_code=exitcodes.USAGE)
     if pid is not None:

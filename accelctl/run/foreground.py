@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from accelctl import exitcodes
-from accelctl.run import detach, store
+from accelctl.run import batch, detach, store
 
 #: the longest the viewer waits between two copies of the console stream: the supervisor's end
 #: and a signal wake it at once (a pidfd and a self-pipe), so this is only the stream's lag
@@ -126,15 +126,15 @@ class _Copy:
             self.file.close()
 
 
-def run(run_argv: list[str], root, json_document: bool = False) -> Viewed:
-    """Start the supervisor of ``accelctl run *run_argv`` (with ``--json`` when
-    ``json_document``: its document is read back into ``Viewed.document``) and view it."""
-    argv = ["--json", *run_argv] if json_document else run_argv
+def run(runs: batch.Batch, root) -> Viewed:
+    """Start the supervisor of ``runs`` and view it (with ``runs.json`` its document is read back
+    into ``Viewed.document``)."""
+    json_document = runs.json
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
     with Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
         # the console files out of the store: a full store must not stop the supervisor's prints
-        spawned = detach.spawn(argv, root, split=True, folder=detach.viewer_folder(root))
+        spawned = detach.spawn(batch.encode(runs), root, split=True, folder=detach.viewer_folder(root))
         # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
         out = _Copy(spawned.console, None if json_document else sys.stdout)
         err = _Copy(spawned.errors, sys.stderr)

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, Union
 
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError, Diagnostic, RunError, attach_source
 from accelctl.language import plugins
+from accelctl.run.batch import Planned, Request
 
 
 def exit_code(status: str) -> int:
@@ -26,28 +25,34 @@ def exit_code(status: str) -> int:
     return {"ok": exitcodes.OK, "stopped": exitcodes.STOPPED}.get(status, exitcodes.FAILED)
 
 
-@dataclass(frozen=True)
-class Request:
-    """What a face asks of a run, beside the workloads: ``only`` the launches started here
-    (``--launch``; None: all), ``preflight`` first (``--preflight``)."""
-
-    target: str | None = None
-    engine: str | None = None
-    rehearse: bool = False
-    fp8: bool = False
-    runs_dir: str | Path | None = None
-    only: tuple[str, ...] | None = None
-    preflight: bool = False
-    preflight_timeout: float = 300.0
-
-
 class Chosen(NamedTuple):
-    """A workload, its plan (one process of a repeat series), why that target, and N."""
+    """A workload, its plan (one process of a repeat series), why that target, and N; read
+    through the same names as ``Planned``, what a supervisor is handed (``planned``)."""
 
     spec: Any
     plan: Any
     why: str
     repeats: int
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def spec_json(self) -> str:
+        return self.spec.to_json()
+
+    @property
+    def world(self) -> int:
+        """The planned world the preflight must form (0: a rehearsal, whatever the stand-in forms)."""
+        return 0 if self.plan.rehearsal is not None else self.spec.target(self.plan.target).world_size
+
+    def planned(self) -> Planned:
+        return Planned(self.name, self.plan, self.spec_json, self.why, self.repeats, self.world)
+
+
+#: what the run steps below read: a face's ``Chosen`` or a supervisor's ``Planned``
+Runnable = Union[Chosen, Planned]
 
 
 def one_process(spec, target):
@@ -154,21 +159,16 @@ def refusal_text(exc: AccelctlError) -> str:
     return exc.diagnostics[0].message if exc.diagnostics else str(exc)
 
 
-def preflight_world(c: Chosen) -> int:
-    """The planned world the preflight must form (0: a rehearsal, whatever the stand-in forms)."""
-    return 0 if c.plan.rehearsal is not None else c.spec.target(c.plan.target).world_size
-
-
-def preflight_line(c: Chosen) -> str:
+def preflight_line(c: Runnable) -> str:
     """What a face says as the preflight starts."""
-    return f"preflight of target {c.plan.target} (world {preflight_world(c) or '?'}, engine {c.plan.engine}) ..."
+    return f"preflight of target {c.plan.target} (world {c.world or '?'}, engine {c.plan.engine}) ..."
 
 
-def run_preflight(c: Chosen, req: Request):
+def run_preflight(c: Runnable, req: Request):
     """``c``'s preflight (``accelctl.run.preflight``); a ``PreflightResult``."""
     from accelctl.run.preflight import run_preflight as preflight
 
-    return preflight(c.plan, planned=preflight_world(c), runs_dir=req.runs_dir, timeout_s=req.preflight_timeout,
+    return preflight(c.plan, planned=c.world, runs_dir=req.runs_dir, timeout_s=req.preflight_timeout,
                      only=req.only)
 
 
@@ -187,7 +187,7 @@ class Series:
     other; with N > 1 each run folder gets ``series.json`` (the series' id is the first run's).
     A repeat that does not end ok ends the series."""
 
-    def __init__(self, c: Chosen, source: str | None, req: Request) -> None:
+    def __init__(self, c: Runnable, source: str | None, req: Request) -> None:
         self.chosen, self.source, self.req = c, source, req
         self.index = 0
         self.series_id: str | None = None
@@ -205,7 +205,7 @@ class Series:
 
         c, n = self.chosen, self.chosen.repeats
         self.index += 1
-        handle = launch(c.plan, source_text=self.source, spec_json=c.spec.to_json(), runs_root=self.req.runs_dir,
+        handle = launch(c.plan, source_text=self.source, spec_json=c.spec_json, runs_root=self.req.runs_dir,
                         sinks=list(sinks), only=self.req.only)
         if n > 1:
             self.series_id = self.series_id or handle.run_id
@@ -245,14 +245,14 @@ class Face(Protocol):
     """How a face shows a batch of runs (``run_all``)."""
 
     def say(self, text: str, error: bool = False) -> None: ...
-    def announce(self, c: Chosen, only) -> None: ...
-    def preflighted(self, c: Chosen, result) -> None: ...
-    def sinks(self, c: Chosen) -> Sequence[Any]: ...
-    def ran(self, c: Chosen, result, sinks, series_id: str | None) -> int | None: ...
+    def announce(self, c: Runnable, only) -> None: ...
+    def preflighted(self, c: Runnable, result) -> None: ...
+    def sinks(self, c: Runnable) -> Sequence[Any]: ...
+    def ran(self, c: Runnable, result, sinks, series_id: str | None) -> int | None: ...
     def not_run(self, names: list[str]) -> None: ...
 
 
-def plan_groups(chosen: Sequence[Chosen], req: Request) -> list[list[int]]:
+def plan_groups(chosen: Sequence[Runnable], req: Request) -> list[list[int]]:
     """Indexes of ``chosen`` grouped into worker processes: workloads whose stacks match share one
     (``accelctl.run.shared``); a preflight, ``--launch`` and repeats (independent processes) keep
     one each."""
@@ -263,7 +263,7 @@ def plan_groups(chosen: Sequence[Chosen], req: Request) -> list[list[int]]:
     return groups([c.plan if c.repeats == 1 else None for c in chosen])
 
 
-def run_all(chosen: Sequence[Chosen], source: str | None, req: Request, face: Face) -> int:
+def run_all(chosen: Sequence[Runnable], source: str | None, req: Request, face: Face) -> int:
     """Run every chosen workload in order, as ``accelctl run FILE`` does; the exit status: 0 all
     ok, 1 one failed, 130 stopped (a stop ends the batch), or what ``face.ran`` said."""
     code = exitcodes.OK
@@ -278,7 +278,7 @@ def run_all(chosen: Sequence[Chosen], source: str | None, req: Request, face: Fa
     return code
 
 
-def _run_one(c: Chosen, index: int, count: int, source, req: Request, face: Face) -> int:
+def _run_one(c: Runnable, index: int, count: int, source, req: Request, face: Face) -> int:
     face.announce(c, req.only)
     if req.preflight:
         face.say(preflight_line(c))
@@ -294,20 +294,20 @@ def _run_one(c: Chosen, index: int, count: int, source, req: Request, face: Face
     return series.exit_code
 
 
-def _run_shared(items: Sequence[Chosen], source, req: Request, face: Face) -> int:
+def _run_shared(items: Sequence[Runnable], source, req: Request, face: Face) -> int:
     """Several workloads' plans in ONE worker process (``accelctl.run.shared``), each still a run
     of its own.  A failed run does not stop the next; a stop ends them all (the runs not started
     are not recorded, and named through ``face.not_run``)."""
     from accelctl.run.shared import SharedRuns
 
-    runs = SharedRuns([c.plan for c in items], source_text=source, spec_jsons=[c.spec.to_json() for c in items],
+    runs = SharedRuns([c.plan for c in items], source_text=source, spec_jsons=[c.spec_json for c in items],
                       runs_root=req.runs_dir)
     code = exitcodes.OK
     try:
         for k, c in enumerate(items):
             face.announce(c, None)
             if k == 0:
-                face.say(f"one worker process runs workloads {', '.join(i.spec.name for i in items)} in order "
+                face.say(f"one worker process runs workloads {', '.join(i.name for i in items)} in order "
                          "(the same stack: command, environment, backend)")
             sinks = face.sinks(c)
             result = runs.start(list(sinks)).wait()  # Ctrl-C / SIGTERM while it waits: stopped, then returned

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import psutil
 
+from accelctl import entrypoints
+
 #: a worker runs this module (``python [-u] -m accelctl.worker JOB``); a launcher's command line
 #: may name it too, after its own ``-m`` (``python -m deepspeed.launcher.launch ... -m
 #: accelctl.worker JOB``): the FIRST ``-m`` is what a process runs
-_WORKER = "accelctl.worker"
+_WORKER = entrypoints.WORKER
 #: a process that has ended: a zombie not yet reaped by its launcher, or one on its way out
 _ENDED = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 

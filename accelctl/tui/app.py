@@ -4,9 +4,8 @@ Compare and Help on top, a command palette, the footer's keys.
 The app holds the shared state (the workload folder, the selection, the live run) and
 hands it down; screens post ``SelectionChanged`` up and the run screen's feed posts run
 events up.  The app runs nothing itself: it displays and sends commands.  ``action_run`` makes
-the same checks as ``accelctl run`` and starts the run's own supervisor (``accelctl run
---headless`` in a session of its own: ``accelctl.tui.supervised.start``), whose runs it shows in
-turn; ``action_stop`` / the quit dialog send that supervisor the stop (SIGTERM, as ``accelctl
+the same checks and plan as ``accelctl run`` and starts the run's own supervisor on that plan
+(in a session of its own: ``accelctl.tui.supervised.start``), whose runs it shows in turn; ``action_stop`` / the quit dialog send that supervisor the stop (SIGTERM, as ``accelctl
 cancel``); leaving, or a hang-up, leaves the run going.  Under ``accelctl run FILE``
 (``supervisor``) the same, with a supervisor started before the app, which leaves when it ends.
 ``live_handle`` (``accelctl.tui.live.run_live``, the overhead benchmark) shows a run this
@@ -291,8 +290,8 @@ class AccelctlApp(App):
         await self.switch_mode(mode)
 
     async def action_run(self) -> None:
-        """Start the selected workload › target as ``accelctl run FILE -w W -t T --headless
-        [--preflight]`` would: the same checks first, here (a refusal is a notice, and nothing
+        """Start the selected workload › target as ``accelctl run FILE -w W -t T [--preflight]``
+        would: the same checks and plan, here (a refusal is a notice, and nothing
         starts), then the run's own supervisor, which preflights when asked and runs every repeat
         of ``measure { repeat = N }``; its runs are shown in turn (``_follow_supervisor``)."""
         if self.busy:
@@ -309,7 +308,7 @@ class AccelctlApp(App):
         import asyncio
 
         from accelctl.errors import AccelctlError
-        from accelctl.run import orchestrate
+        from accelctl.run import batch, orchestrate
         from accelctl.tui import supervised
 
         req = orchestrate.Request(target=sel.target, runs_dir=self.runs_root, preflight=self.preflight)
@@ -323,11 +322,9 @@ class AccelctlApp(App):
         c = chosen[0]
         if req.preflight:
             self.notify(orchestrate.preflight_line(c))
-        # each value joined to its option, the file after --: nothing of the workload is taken for an option
-        argv = [f"--workload={spec.name}", f"--target={sel.target}", *(["--preflight"] if req.preflight else []),
-                "--", str(wf.path)]
+        runs = batch.Batch((c.planned(),), wf.text, req)  # the supervisor runs this plan, never parsing again
         try:
-            sup = await asyncio.wrap_future(self._launcher.submit(supervised.start, argv, self.runs_root))
+            sup = await asyncio.wrap_future(self._launcher.submit(supervised.start, runs, self.runs_root))
         except OSError as exc:  # no process could start (a full $TMPDIR, no fork): the TUI stays up
             self.notify(f"{type(exc).__name__}: {exc}", title="cannot start the run", severity="error", timeout=8)
             return

@@ -1,7 +1,7 @@
 """``accelctl run FILE`` on a terminal: start + attach.
 
 The run's supervisor is the one ``run --detach`` and the console stream start
-(``accelctl.run.detach.spawn``: ``accelctl run --headless`` in a session of its own); this
+(``accelctl.run.detach.spawn``: given the checked and planned runs, in a session of its own); this
 process only shows its runs in the TUI, each in turn as the supervisor starts it (their
 folders name the supervisor in ``runner.json``), read from the run store as they are written.
 
@@ -11,8 +11,8 @@ folders name the supervisor in ``runner.json``), read from the run store as they
   detaches; the run goes on (``accelctl attach RUN`` follows it again);
 * ``n`` (skip to the next workload) cannot be sent to a supervisor: it is not offered here.
 
-``r`` in ``accelctl tui`` starts its run the same way (``start``: the supervisor of
-``accelctl run --headless``, viewed in turn, run by run); there the TUI stays up once it ends.
+``r`` in ``accelctl tui`` starts its run the same way (``start``: the supervisor of the run it
+checked and planned, viewed in turn, run by run); there the TUI stays up once it ends.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from accelctl import exitcodes
-from accelctl.run import detach, foreground, store
+from accelctl.run import batch, detach, foreground, store
 
 
 class Supervisor:
@@ -108,25 +108,25 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _VERDICT = re.compile(r"(preflight (ok|failed)\b|preflight: |no preflight for )")
 
 
-def start(run_argv: list[str], root) -> Supervisor:
-    """Start the supervisor of ``accelctl run --headless *run_argv`` storing into ``root`` (its
-    console files in a folder of their own under ``$TMPDIR``) and return it at once."""
+def start(runs: batch.Batch, root) -> Supervisor:
+    """Start the supervisor of ``runs`` (checked and planned) storing into ``root`` (its console
+    files in a folder of their own under ``$TMPDIR``) and return it at once."""
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
-    spawned = detach.spawn(run_argv, root, split=True, folder=detach.viewer_folder(root))
+    spawned = detach.spawn(batch.encode(runs), root, split=True, folder=detach.viewer_folder(root))
     return Supervisor(spawned, base, before)
 
 
-def view(run_argv: list[str], root, path: Path | None, selection, count: int, *, app_factory,
+def view(runs: batch.Batch, root, path: Path | None, selection, count: int, *, app_factory,
          headless: bool = False, size: tuple[int, int] | None = None) -> foreground.Viewed:
-    """Start the supervisor of ``accelctl run *run_argv`` and view its runs in the TUI (``count``
+    """Start the supervisor of ``runs`` and view its runs in the TUI (``count``
     of them expected: "1 of N"); how viewing ended, the run's exit status when the supervisor ended.
 
     ``app_factory`` is the app class (``accelctl.tui.app.AccelctlApp``, or a test's subclass),
     given by the caller: the app starts supervisors with ``start``, so this module does not
     import it back."""
     with foreground.Signals() as signals:  # from before the start: a SIGTERM meanwhile stops the run it starts
-        sup = start(run_argv, root)
+        sup = start(runs, root)
         spawned = sup.spawned
         app = app_factory(path, runs_root=root, supervisor=sup, signals=signals,
                           selection=selection, queue=(1, count) if count > 1 else None)

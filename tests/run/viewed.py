@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from accelctl.entrypoints import SUPERVISOR
+
 
 def supervisor_of(viewer: subprocess.Popen, timeout_s: float = 60) -> int:
     """The pid of the supervisor a foreground ``accelctl run`` (``viewer``) started."""
@@ -23,7 +25,7 @@ def supervisor_of(viewer: subprocess.Popen, timeout_s: float = 60) -> int:
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"accelctl.cli" in argv and b"--headless" in argv:
+            if SUPERVISOR.encode() in argv:
                 return int(pid)
         if viewer.poll() is not None:
             break

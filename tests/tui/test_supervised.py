@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from test_json_output import TINY_RUN  # the cheapest real run the suite makes
 
-from accelctl import exitcodes
-from accelctl.run import detach, store
+from accelctl import api, exitcodes
+from accelctl.run import batch, detach, orchestrate, store
 from accelctl.tui.app import AccelctlApp, Selection
 from accelctl.tui.screens.dialogs import QuitScreen
 from accelctl.tui.supervised import view
@@ -60,7 +60,10 @@ def _view(tmp_path: Path, *workloads: tuple[str, int], app=None):
     wl = tmp_path / "w.wl"
     wl.write_text("".join(tiny(n, s) for n, s in workloads))
     runs = tmp_path / "runs"
-    viewed = view(["--", str(wl)], runs, wl, Selection(wl, workloads[0][0], "cpu"), len(workloads), headless=True,
+    req = orchestrate.Request(runs_dir=str(runs))
+    source, specs = api.load_selected_source(str(wl), None, [])
+    given = batch.Batch(tuple(c.planned() for c in orchestrate.choose(specs, req)), source, req)  # as `run` plans
+    viewed = view(given, runs, wl, Selection(wl, workloads[0][0], "cpu"), len(workloads), headless=True,
                   size=(100, 30), app_factory=app or Watched)
     return viewed, runs
 

@@ -1,6 +1,6 @@
 """``r`` in ``accelctl tui`` (issue 25 item 3: the TUI only displays and sends commands): the run
-is started as ``accelctl run FILE -w W -t T --headless`` starts it, under its own supervisor
-(``accelctl.tui.supervised.start``), and viewed from its folder; ``x`` sends the stop to that
+is checked and planned as ``accelctl run FILE -w W -t T`` does it, started under its own
+supervisor on that plan (``accelctl.tui.supervised.start``), and viewed from its folder; ``x`` sends the stop to that
 supervisor; ``q`` asks stop / leave, and leaving leaves the run going; once it ends the TUI stays
 up.  Real supervisors, real torch runs of a tiny model (a few seconds each)."""
 
@@ -18,6 +18,7 @@ from test_json_output import TINY_RUN  # the cheapest real run the suite makes
 from tui_screen import wait_for
 
 from accelctl import exitcodes
+from accelctl.entrypoints import SUPERVISOR
 from accelctl.run import detach, store
 from accelctl.tui.app import AccelctlApp, Selection
 from accelctl.tui.screens.dialogs import QuitScreen
@@ -92,7 +93,7 @@ async def test_r_starts_the_run_under_its_own_supervisor_and_the_tui_stays_up_af
         assert app.screen.model.status == "ok"
     (run_dir,) = _runs(runs)
     assert _supervisor_pid(run_dir) == sup.pid != os.getpid()  # its folder names the supervisor, not the TUI
-    assert sup.spawned.proc.args[3:5] == ["run", "--headless"] and sup.spawned.proc.returncode == 0
+    assert sup.spawned.proc.args[1:] == ["-m", SUPERVISOR] and sup.spawned.proc.returncode == 0
     assert store.read_run(run_dir).status == "ok"
     _nothing_left(run_dir)
     assert not sup.spawned.console.parent.exists()  # its console folder went with it
@@ -214,14 +215,31 @@ def test_the_supervisor_runs_at_the_priority_the_app_was_made_with_not_the_displ
 
 
 @pytest.mark.asyncio
-async def test_a_workload_the_supervisor_refuses_is_a_notice_and_the_tui_stays_up(tmp_path):
-    """The file changed on disk after the TUI read it: the TUI's checks pass, the supervisor's
-    (``accelctl run`` reads the file again) refuse it before any run; its first error line is shown."""
+async def test_a_file_changed_after_the_tui_read_it_runs_as_the_tui_checked_it(tmp_path):
+    """The supervisor is given the plan the TUI made and never reads the file again: bytes written
+    to the file after the TUI read it (here a workload that does not validate) change nothing."""
     app, runs = _app(tmp_path, 3)
+    checked = app.selection.path.read_text()
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         app.selected_spec()  # read and checked by the TUI
         app.selection.path.write_text("workload tiny_json {\n  task pretrain { objective = nope }\n}\n")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.live is not None and app.live.done and app.supervisor is None,
+                       timeout=240, what="the run, to its end, and its supervisor's")
+        assert app.is_running and app.screen.model.status == "ok"
+    (run_dir,) = _runs(runs)
+    assert (run_dir / "workload.wl").read_text() == checked
+
+
+@pytest.mark.asyncio
+async def test_a_supervisor_that_ends_before_any_run_is_a_notice_and_the_tui_stays_up(tmp_path):
+    """The supervisor cannot make the run's folder (a file holds the store's place): it ends before
+    any run, and its first error line is the TUI's notice."""
+    app, runs = _app(tmp_path, 3)
+    runs.write_text("not a folder")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
         ended = []  # the supervisor as its end is handled: its refusal can come before a poll sees it
         handle_end = app._supervisor_ended
         app._supervisor_ended = lambda sup: (ended.append(sup), handle_end(sup))[1]
@@ -230,8 +248,7 @@ async def test_a_workload_the_supervisor_refuses_is_a_notice_and_the_tui_stays_u
         assert app.is_running and app.live is None
     (sup,) = ended
     assert sup.spawned.proc.returncode == exitcodes.FAILED and sup.runs == []
-    assert any(":1:10: error[E207]: missing model" in m for m in app.shown), app.shown
-    assert _runs(runs) == []
+    assert any("run store: File exists creating a run folder" in m for m in app.shown), app.shown
 
 
 @pytest.mark.asyncio

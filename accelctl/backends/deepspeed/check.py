@@ -24,6 +24,7 @@ import types
 from functools import lru_cache
 from typing import Any, Iterator
 
+from accelctl import entrypoints
 from accelctl.backends.deepspeed import launch as L
 from accelctl.backends.deepspeed.release import AUTOTP_CLASS, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE
 from accelctl.backends.findings import CheckResult, not_run
@@ -364,7 +365,7 @@ def check_launch(launch: Launch, plan: Plan, spec: WorkloadSpec, target: TargetS
                       f"DeepSpeed's launcher rejects launch {launch.name}: {error}", launch.shell())]
     out: list[Diagnostic] = []
     bad = []
-    if args.user_script != "accelctl.worker" or not args.module:
+    if args.user_script != entrypoints.WORKER or not args.module:
         bad.append(f"it would run {args.user_script!r} as a {'module' if args.module else 'script'}, "
                    "not the module accelctl.worker")
     if not args.no_local_rank:

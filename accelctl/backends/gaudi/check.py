@@ -27,6 +27,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from accelctl import entrypoints
+
 FLAGS_FILE = Path(__file__).with_name("data") / "optimum_habana_flags.json"
 SPAWN = "examples/gaudi_spawn.py"
 NOTE = "gaudi_spawn.py runs: "
@@ -344,7 +346,7 @@ def check_plan(plan: dict[str, Any], name: str = "") -> Report:
         if argv[0] != "python":
             rep.errors.append(f"{launch['name']}: expected a python command, got {argv[0]}")
             continue
-        if argv[1:3] == ["-m", "accelctl.worker"]:
+        if argv[1:3] == ["-m", entrypoints.WORKER]:
             rep.ok.append("single card: accelctl's worker runs directly")
             continue
         script, args = argv[1], argv[2:]
@@ -399,7 +401,7 @@ def check_results(plan):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         fh.write(plan.to_json())
     try:
-        cp = subprocess.run([str(py), "-m", "accelctl.backends.gaudi.check", fh.name], capture_output=True,
+        cp = subprocess.run([str(py), "-m", __name__, fh.name], capture_output=True,
                             text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     finally:
         os.unlink(fh.name)

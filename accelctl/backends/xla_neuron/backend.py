@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from accelctl import entrypoints
 from accelctl.backends.base import Backend, Built, process_env, refusal
 from accelctl.backends.torchrun import check_torchrun_launches
 from accelctl.backends.xla_neuron.optimum_plans import SPLITS, generate_launches, through_optimum, training_launches
@@ -62,7 +63,7 @@ PRECOMPILE_JOB = "job_precompile.json"
 #: steps of the pre-compilation run: enough to meet every graph (the optimizer's first step
 #: differs from the next ones: AdamW builds its state), far fewer than the measured run
 PRECOMPILE_STEPS = 2
-WORKER_MODULE = "accelctl.worker"
+WORKER_MODULE = entrypoints.WORKER
 
 
 def dataloader_workers(target: TargetSpec) -> tuple[int, str]:

@@ -14,6 +14,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+from accelctl import entrypoints
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, Launch, Plan, Rehearsal
 from accelctl.models.catalog import FAMILIES
@@ -83,7 +84,7 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
     job, env = rehearsal(neuron, stand_in.job, RUN_DIR)
     job = dataclasses.replace(job, events_dir="")  # the job is data, no placeholder: the runner fills it per run
     version = torch_xla_version()
-    launch = Launch("xla-cpu", (str(python), "-m", "accelctl.worker", f"{RUN_DIR}/job.json"), env, processes=1)
+    launch = Launch("xla-cpu", (str(python), "-m", entrypoints.WORKER, f"{RUN_DIR}/job.json"), env, processes=1)
     r = stand_in.rehearsal
     changes = (
         f"{r.world_size} processes -> 1 (PJRT CPU gives each process a world of its own)",
