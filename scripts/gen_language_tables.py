@@ -3,8 +3,8 @@
 The tables are derived from the schema (``accelctl/language/schema.py``), the value
 types (``accelctl/language/values.py``), the spec defaults (``accelctl/workload/types.py``)
 and, for each diagnostic, a small example run through the real parser and checker
-(the message shown is the one the tool prints).  Meanings of keys are written here,
-next to the generator, and a test fails when a schema key has none.
+(the message shown is the one the tool prints).  A key's meaning is its row's, beside its type
+in the schema (``VType.explained``); a test fails when a schema key has none.
 
     PYTHONPATH=. .venv/bin/python scripts/gen_language_tables.py           # rewrite docs/language.md
     PYTHONPATH=. .venv/bin/python scripts/gen_language_tables.py --check   # exit 1 if it is stale
@@ -22,7 +22,6 @@ from accelctl.language import plugins
 from accelctl.language import schema as S
 from accelctl.workload import types as T
 from accelctl.language.check import check_all
-from accelctl.workload.options import OPTIONS
 from accelctl.language.stack import SDKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,137 +30,6 @@ BEGIN = "<!-- BEGIN GENERATED: {name} (scripts/gen_language_tables.py) -->"
 END = "<!-- END GENERATED: {name} -->"
 
 # ----------------------------------------------------------------------------- key meanings
-# table -> key -> (meaning, default written by hand or None to take it from the spec dataclass)
-
-KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
-    "workload": {
-        "description": ("one line shown in plans and reports", '""'),
-        "seed": ("random seed of data and stand-in weights", None),
-        "gradient_checkpointing": ("recompute activations in the backward pass (all targets)", "off"),
-    },
-    "task": {
-        "objective": ("training objective", "by model family: bert → mlm, t5 → seq2seq, vit → classification, "
-                                            "others → causal_lm"),
-        "train_steps": ("optimizer steps of the real job (projected time and cost); not what is run", "0 (unknown)"),
-        "prompt": ("the prompt text", '"DeepSpeed is a machine learning framework"'),
-        "max_new_tokens": ("tokens generated per call (exactly this many)", "required"),
-        "decoding": ("search", None),
-        "kv_cache": ("reuse the key/value cache between tokens; static pre-allocates it (fixed shapes: what "
-                     "compiled decoding needs)", "on (dynamic)"),
-        "batch_size": ("prompts or images per call: shorthand for `batch { micro = N }`", "1"),
-        "inference_steps": ("denoising steps per image batch (diffusion)", "0 (the pipeline's default)"),
-        "guidance_scale": ("classifier-free guidance scale (diffusion; 1 disables it)", None),
-    },
-    "model": {
-        "family": ("architecture family, when the Hub id is not in the model catalog", "from the catalog or stand_in"),
-        "weights": ("real: load them (an error if they cannot be had); random: random weights in the architecture "
-                    "the target builds; auto: real when reachable, else random; stand_in: the older spelling of "
-                    "random", None),
-        "gradient_checkpointing": ("recompute activations in the backward pass", "off"),
-        "config": ("the model's config.json (a file, or a folder holding one; relative to the workload file): "
-                   "its real shape for plans and estimates", '"" (a local model\'s folder, else the HF cache)'),
-        "hub": ("online: validate/plan/estimate may fetch config.json (only) from the Hub, bounded to 10 s",
-                "offline"),
-    },
-    "dataset": {
-        "seq_len": ("tokens per sample (source length for seq2seq)", None),
-        "target_len": ("target tokens per sample (seq2seq)", None),
-        "image_size": ("image height and width in pixels", None),
-        "channels": ("image channels", None),
-        "classes": ("number of classes (classification)", None),
-        "config": ("config name of a Hub dataset, `load_dataset(id, config)`: required by some "
-                   "(cnn_dailymail: 1.0.0, 2.0.0, 3.0.0); Hub datasets only", '"" (none)'),
-        "split": ("split to load (of a Hub dataset, or the name local files are loaded as)", None),
-        "column": ("text column (the source of seq2seq)", '"" (the catalog\'s, else `text`, else the first text '
-                                                          'column)'),
-        "target_column": ("seq2seq: the summary column used as the target (e.g. `highlights`)",
-                          '"" (the catalog\'s for seq2seq, else the text\'s continuation)'),
-        "prompt_tokens": ("generation from a dataset: keep this many prompt tokens of each record", "0 (all)"),
-        "mlm_probability": ("masked-LM masking probability", None),
-    },
-    "fp8": {
-        "format": ("hybrid: E4M3 forward, E5M2 backward; e4m3: E4M3 both ways", None),
-        "amax_history": ("amax history length of delayed scaling", None),
-        "amax_algo": ("how the scale is computed from the history", None),
-        "margin": ("scaling margin (powers of 2)", None),
-        "library": ("transformer_engine: TE layers and FP8 autocast (delayed scaling); torchao: "
-                    "`convert_to_float8_training` (Float8Linear, dynamic scaling; training only)", None),
-        "recipe": ("torchao only: tensorwise (one scale per tensor; FSDP2 all-gathers the weights in FP8) or "
-                   "rowwise (one scale per row, E4M3 throughout, power-of-2 scales; more accurate, slower)", None),
-    },
-    "batch": {
-        "micro": ("samples per device per micro-step", None),
-        "accumulation": ("micro-steps per optimizer step (gradient accumulation)", None),
-        "global": ("samples per optimizer step over all data-parallel ranks; checked: "
-                   "global = micro × accumulation × data-parallel size", "derived"),
-    },
-    "optimizer": {
-        "lr": ("learning rate", None),
-        "weight_decay": ("weight decay", None),
-        "momentum": ("momentum (sgd)", None),
-        "grad_clip": ("clip the gradient norm to this (0 = off)", None),
-    },
-    "measure": {
-        "warmup": ("steps run first and excluded from the figures (compilation, caches)", None),
-        "steps": ("steps counted per repeat; must be more than warmup", None),
-        "repeat": ("independent runs: `accelctl run` starts the workload this many times, each a fresh "
-                   "process (one series); `accelctl compare` needs 3 a side for a verdict", None),
-    },
-    "checkpoint": {
-        "every": ("save the training state after every this many optimizer steps (warm-up steps count)",
-                  "required"),
-        "keep": ("complete checkpoints kept; older ones are deleted once a newer one is complete", None),
-        "dir": ("folder for the checkpoints (relative to the workload file); each run saves under "
-                "`<dir>/<run id>/`", "`checkpoints/` in the run folder"),
-    },
-    "optimize": {
-        "compile": ("`torch.compile` the model (inductor; on a CPU it needs a C++ compiler); compiled in the "
-                    "warm-up steps, reported apart (`compile_s`, `compiles`, `recompiles` after warm-up); "
-                    "generation: transformers compiles the decoding step (needs `kv_cache = static`)", None),
-        "compile_mode": ("torch.compile's mode (needs `compile = on`)", None),
-        "channels_last": ("weights and 4-D image inputs in the channels-last (NHWC) memory format "
-                          "(image models: vit, stable_diffusion)", None),
-    },
-    "track": {
-        "mlflow": ("MLflow tracking URI the runner logs the run to, live: `sqlite:///PATH` (relative to the workload "
-                   "file; `sqlite:////abs/PATH` absolute), `file:PATH`, `http(s)://HOST:PORT`", "no MLflow"),
-        "wandb": ("W&B project the runner logs the run to, offline (`$WANDB_DIR`, else the run folder; "
-                  "`wandb sync` uploads)", "no W&B"),
-        "experiment": ("MLflow experiment (and W&B group) of the runs", "the workload's name"),
-        "tensorboard": ("a TensorBoard event file in the run folder's `tensorboard/`, written live", None),
-    },
-    "target": {
-        "device": ("device kind (the device catalog)", "the instance's device, or the target's name if it is "
-                                                     "a device kind"),
-        "instance": ("instance type (the instance catalog gives device, count, price)", '""'),
-        "nodes": ("number of nodes (instances)", None),
-        "devices": ("devices per node", "the instance's device count, else 1"),
-        "price": ("price of the whole allocation per hour (overrides the catalog)", "instance price × nodes"),
-        "memory": ("memory per device (overrides the catalog)", "the device's memory"),
-        "micro_batch": ("samples per device per micro-step for this target", "the workload's batch micro"),
-        "gradient_checkpointing": ("recompute activations (this target)", "the workload's setting"),
-        "engine": ("how it is launched: local or an `engine` block of the workload", None),
-        "backend": ("force a backend instead of the planner's choice", "chosen by the planner"),
-        # the options: their rows (accelctl.workload.options)
-        **{name: (row.doc, row.unset) for name, row in OPTIONS.items()},
-    },
-    "parallel": {
-        "stage": ("ZeRO stage 0–3 (`zero` only)", "0"),
-        "tp": ("tensor-parallel size", None),
-        "pp": ("pipeline-parallel size", None),
-        "offload_optimizer": ("ZeRO optimizer-state offload (stage ≥ 1)", None),
-        "offload_param": ("ZeRO parameter offload (stage 3)", None),
-        "kernel_inject": ("DeepSpeed-inference kernel injection", None),
-        "reshard_after_forward": ("FSDP: free a block's gathered parameters after its forward (ZeRO-3 memory; off: "
-                                  "keep them for backward, ZeRO-2 memory)", None),
-        "offload": ("FSDP: parameter shards, gradients and the optimizer step on the host", None),
-        "schedule": ("pipeline schedule (`torch.distributed.pipelining`): gpipe, one_f_one_b (1F1B; needs accumulation "
-                     "≥ pp)", None),
-        "sequence_parallel": ("tensor parallel's sequence parallel: norms, residuals and dropouts on 1/tp of the "
-                              "sequence (all-gather before, reduce-scatter after each split region); tp > 1, tp "
-                              "dividing the sequence", None),
-    },
-}
 
 #: the DeepSpeed launcher block's settings (backend deepspeed's, not an engine: an engine's
 #: meanings are in its row, ``accelctl.language.plugins.EngineRow.meanings``)
@@ -212,9 +80,10 @@ def _fmt_default(value) -> str:
 
 
 def missing_meanings() -> list[str]:
-    """Schema keys without a meaning (a new key needs one line in KEYS, an engine's setting one in
-    its row's ``meanings``), and engines without a summary."""
-    out = [f"{t} key '{k}'" for t, keys in schema_tables().items() for k in keys if k not in KEYS[t]]
+    """Schema keys without a meaning (a new key's row in accelctl/language/schema.py needs its
+    ``.explained(...)``, an engine's setting one in its row's ``meanings``), and engines without a
+    summary."""
+    out = [f"{t} key '{k}'" for t, keys in schema_tables().items() for k, vt in keys.items() if not vt.meaning]
     out += [f"engine {b} key '{k}'" for b, table in S.ENGINE_KEYS.items() for k in table
             if k not in engine_meanings(b)]
     out += [f"engine {n} (its row's summary)" for n in plugins.ENGINES if not plugins.engine_row(n).summary]
@@ -222,7 +91,7 @@ def missing_meanings() -> list[str]:
 
 
 def default_of(table: str, key: str) -> str:
-    meaning, default = KEYS[table][key]
+    default = schema_tables()[table][key].unset
     if default is not None:
         return default
     cls, renames = DEFAULTS_FROM[table]
@@ -242,7 +111,7 @@ def key_table(table: str) -> str:
         if table == "task":
             extra = f" *({'/'.join(S.TASK_KEYS[key][1])})*"
         rows.append(f"| `{key}` | {kind} | {_cell(vt.detail)} | {_cell(default_of(table, key))} | "
-                    f"{_cell(KEYS[table][key][0])}{extra} |")
+                    f"{_cell(vt.meaning)}{extra} |")
     return "\n".join(rows)
 
 

@@ -18,18 +18,34 @@ TRAINING = ("pretrain", "finetune")
 
 #: task key -> (type, task kinds that accept it)
 TASK_KEYS: dict[str, tuple[V.VType, tuple[str, ...]]] = {
-    "objective": (V.choice("mlm", "causal_lm", "seq2seq", "classification"), TRAINING),
-    "train_steps": (V.integer(1, 10**9, unit_dim="steps"), TRAINING),
-    "prompt": (V.string(), ("generate",)),
-    "max_new_tokens": (V.integer(1, 1_000_000, unit_dim="tokens"), ("generate",)),
-    "decoding": (V.choice("greedy", "sample"), ("generate",)),
+    "objective": (V.choice("mlm", "causal_lm", "seq2seq", "classification").explained(
+        "training objective",
+        unset="by model family: bert → mlm, t5 → seq2seq, vit → classification, others → causal_lm"), TRAINING),
+    "train_steps": (V.integer(1, 10**9, unit_dim="steps").explained(
+        "optimizer steps of the real job (projected time and cost); not what is run",
+        unset="0 (unknown)"), TRAINING),
+    "prompt": (V.string().explained(
+        "the prompt text",
+        unset='"DeepSpeed is a machine learning framework"'), ("generate",)),
+    "max_new_tokens": (V.integer(1, 1_000_000, unit_dim="tokens").explained(
+        "tokens generated per call (exactly this many)",
+        unset="required"), ("generate",)),
+    "decoding": (V.choice("greedy", "sample").explained("search"), ("generate",)),
     "kv_cache": (V.VType("on/off/static", lambda v, ctx, key: kv_cache_value(v, ctx, key),
                          "on, off (also true/false ...), dynamic (= on: grows per token), static (pre-allocated "
-                         "for prompt + max_new_tokens: fixed shapes, what compiled decoding needs)"),
+                         "for prompt + max_new_tokens: fixed shapes, what compiled decoding needs)").explained(
+        "reuse the key/value cache between tokens; static pre-allocates it (fixed shapes: what compiled decoding "
+        "needs)",
+        unset="on (dynamic)"),
                  ("generate",)),
-    "batch_size": (V.integer(1, 1_000_000, unit_dim="samples"), ("generate", "infer")),
-    "inference_steps": (V.integer(1, 10_000, unit_dim="steps"), ("infer",)),
-    "guidance_scale": (V.number(0.0, 100.0), ("infer",)),
+    "batch_size": (V.integer(1, 1_000_000, unit_dim="samples").explained(
+        "prompts or images per call: shorthand for `batch { micro = N }`",
+        unset="1"), ("generate", "infer")),
+    "inference_steps": (V.integer(1, 10_000, unit_dim="steps").explained(
+        "denoising steps per image batch (diffusion)",
+        unset="0 (the pipeline's default)"), ("infer",)),
+    "guidance_scale": (V.number(0.0, 100.0).explained(
+        "classifier-free guidance scale (diffusion; 1 disables it)"), ("infer",)),
 }
 KV_CACHE_LAYOUTS = ("dynamic", "static")
 _ON_OFF = V.boolean()
@@ -46,83 +62,132 @@ def kv_cache_value(v, ctx: V.Ctx, key: str):
 GENERATION_KEYS = {"prompt", "max_new_tokens", "decoding", "kv_cache"}
 
 MODEL_KEYS: dict[str, V.VType] = {
-    "family": V.choice(*FAMILIES),
-    "weights": V.choice("auto", "real", "random", "stand_in"),
-    "gradient_checkpointing": V.boolean(),
+    "family": V.choice(*FAMILIES).explained(
+        "architecture family, when the Hub id is not in the model catalog",
+        unset="from the catalog or stand_in"),
+    "weights": V.choice("auto", "real", "random", "stand_in").explained(
+        "real: load them (an error if they cannot be had); random: random weights in the architecture the target "
+        "builds; auto: real when reachable, else random; stand_in: the older spelling of random"),
+    "gradient_checkpointing": V.boolean().explained("recompute activations in the backward pass", unset="off"),
     # where the real shape comes from (accelctl.language.check_shape): a config.json path, and
     # whether validate/plan/estimate may fetch it from the Hub (never unless asked)
-    "config": V.string(),
-    "hub": V.choice("online", "offline"),
+    "config": V.string().explained(
+        "the model's config.json (a file, or a folder holding one; relative to the workload file): its real shape "
+        "for plans and estimates",
+        unset='"" (a local model\'s folder, else the HF cache)'),
+    "hub": V.choice("online", "offline").explained(
+        "online: validate/plan/estimate may fetch config.json (only) from the Hub, bounded to 10 s",
+        unset="offline"),
 }
 
 DATASET_KEYS: dict[str, V.VType] = {
-    "seq_len": V.integer(1, 1_000_000, unit_dim="tokens"),
-    "target_len": V.integer(1, 1_000_000, unit_dim="tokens"),
-    "image_size": V.integer(8, 8192),
-    "channels": V.integer(1, 64),
-    "classes": V.integer(2, 10_000_000),
-    "config": V.string(lines=False),
-    "split": V.string(lines=False),
-    "column": V.string(lines=False),
-    "target_column": V.string(lines=False),
-    "prompt_tokens": V.integer(1, 1_000_000, unit_dim="tokens"),
-    "mlm_probability": V.number(0.0, 1.0, positive=True),
+    "seq_len": V.integer(1, 1_000_000, unit_dim="tokens").explained(
+        "tokens per sample (source length for seq2seq)"),
+    "target_len": V.integer(1, 1_000_000, unit_dim="tokens").explained("target tokens per sample (seq2seq)"),
+    "image_size": V.integer(8, 8192).explained("image height and width in pixels"),
+    "channels": V.integer(1, 64).explained("image channels"),
+    "classes": V.integer(2, 10_000_000).explained("number of classes (classification)"),
+    "config": V.string(lines=False).explained(
+        "config name of a Hub dataset, `load_dataset(id, config)`: required by some (cnn_dailymail: 1.0.0, 2.0.0, "
+        "3.0.0); Hub datasets only",
+        unset='"" (none)'),
+    "split": V.string(lines=False).explained(
+        "split to load (of a Hub dataset, or the name local files are loaded as)"),
+    "column": V.string(lines=False).explained(
+        "text column (the source of seq2seq)",
+        unset='"" (the catalog\'s, else `text`, else the first text column)'),
+    "target_column": V.string(lines=False).explained(
+        "seq2seq: the summary column used as the target (e.g. `highlights`)",
+        unset='"" (the catalog\'s for seq2seq, else the text\'s continuation)'),
+    "prompt_tokens": V.integer(1, 1_000_000, unit_dim="tokens").explained(
+        "generation from a dataset: keep this many prompt tokens of each record",
+        unset="0 (all)"),
+    "mlm_probability": V.number(0.0, 1.0, positive=True).explained("masked-LM masking probability"),
 }
 DATASET_SOURCES = ("synthetic", "files", "hf")
 
 FP8_KEYS: dict[str, V.VType] = {
-    "format": V.choice("hybrid", "e4m3"),
-    "amax_history": V.integer(1, 1_000_000),
-    "amax_algo": V.choice("max", "most_recent"),
-    "margin": V.integer(0, 64),
-    "library": V.choice("transformer_engine", "torchao"),
-    "recipe": V.choice("tensorwise", "rowwise"),
+    "format": V.choice("hybrid", "e4m3").explained("hybrid: E4M3 forward, E5M2 backward; e4m3: E4M3 both ways"),
+    "amax_history": V.integer(1, 1_000_000).explained("amax history length of delayed scaling"),
+    "amax_algo": V.choice("max", "most_recent").explained("how the scale is computed from the history"),
+    "margin": V.integer(0, 64).explained("scaling margin (powers of 2)"),
+    "library": V.choice("transformer_engine", "torchao").explained(
+        "transformer_engine: TE layers and FP8 autocast (delayed scaling); torchao: `convert_to_float8_training` "
+        "(Float8Linear, dynamic scaling; training only)"),
+    "recipe": V.choice("tensorwise", "rowwise").explained(
+        "torchao only: tensorwise (one scale per tensor; FSDP2 all-gathers the weights in FP8) or rowwise (one "
+        "scale per row, E4M3 throughout, power-of-2 scales; more accurate, slower)"),
 }
 #: the fp8 keys of Transformer Engine's delayed scaling, which torchao's float8 (dynamic scaling) has not
 FP8_DELAYED_SCALING_KEYS = ("amax_history", "amax_algo", "margin")
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 
 BATCH_KEYS: dict[str, V.VType] = {
-    "micro": V.integer(1, 1_000_000, unit_dim="samples"),
-    "accumulation": V.integer(1, 1_000_000),
-    "global": V.integer(1, 10**9, unit_dim="samples"),
+    "micro": V.integer(1, 1_000_000, unit_dim="samples").explained("samples per device per micro-step"),
+    "accumulation": V.integer(1, 1_000_000).explained("micro-steps per optimizer step (gradient accumulation)"),
+    "global": V.integer(1, 10**9, unit_dim="samples").explained(
+        "samples per optimizer step over all data-parallel ranks; checked: global = micro × accumulation × "
+        "data-parallel size",
+        unset="derived"),
 }
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
 OPTIMIZER_KEYS: dict[str, V.VType] = {
-    "lr": V.number(hi=100.0, positive=True),
-    "weight_decay": V.number(0.0, 10.0),
-    "momentum": V.number(0.0, 1.0),
-    "grad_clip": V.number(0.0, 1e6),
+    "lr": V.number(hi=100.0, positive=True).explained("learning rate"),
+    "weight_decay": V.number(0.0, 10.0).explained("weight decay"),
+    "momentum": V.number(0.0, 1.0).explained("momentum (sgd)"),
+    "grad_clip": V.number(0.0, 1e6).explained("clip the gradient norm to this (0 = off)"),
 }
 
 MEASURE_KEYS: dict[str, V.VType] = {
-    "warmup": V.integer(0, 1_000_000, unit_dim="steps"),
-    "steps": V.integer(1, 10_000_000, unit_dim="steps"),
-    "repeat": V.integer(1, 100),
+    "warmup": V.integer(0, 1_000_000, unit_dim="steps").explained(
+        "steps run first and excluded from the figures (compilation, caches)"),
+    "steps": V.integer(1, 10_000_000, unit_dim="steps").explained(
+        "steps counted per repeat; must be more than warmup"),
+    "repeat": V.integer(1, 100).explained(
+        "independent runs: `accelctl run` starts the workload this many times, each a fresh process (one series); "
+        "`accelctl compare` needs 3 a side for a verdict"),
 }
 
 #: ``optimize { ... }``: how the worker runs the model, per workload or per target (the target's
 #: keys over the workload's); which backends can do each is the backend plug-in's to say
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 OPTIMIZE_KEYS: dict[str, V.VType] = {
-    "compile": V.boolean(),
-    "compile_mode": V.choice(*COMPILE_MODES),
-    "channels_last": V.boolean(),
+    "compile": V.boolean().explained(
+        "`torch.compile` the model (inductor; on a CPU it needs a C++ compiler); compiled in the warm-up steps, "
+        "reported apart (`compile_s`, `compiles`, `recompiles` after warm-up); generation: transformers compiles "
+        "the decoding step (needs `kv_cache = static`)"),
+    "compile_mode": V.choice(*COMPILE_MODES).explained("torch.compile's mode (needs `compile = on`)"),
+    "channels_last": V.boolean().explained(
+        "weights and 4-D image inputs in the channels-last (NHWC) memory format (image models: vit, "
+        "stable_diffusion)"),
 }
 
 CHECKPOINT_KEYS: dict[str, V.VType] = {
-    "every": V.integer(1, 10_000_000, unit_dim="steps"),
-    "keep": V.integer(1, 1000),
-    "dir": V.string(lines=False),
+    "every": V.integer(1, 10_000_000, unit_dim="steps").explained(
+        "save the training state after every this many optimizer steps (warm-up steps count)",
+        unset="required"),
+    "keep": V.integer(1, 1000).explained(
+        "complete checkpoints kept; older ones are deleted once a newer one is complete"),
+    "dir": V.string(lines=False).explained(
+        "folder for the checkpoints (relative to the workload file); each run saves under `<dir>/<run id>/`",
+        unset="`checkpoints/` in the run folder"),
 }
 
 #: ``track { ... }``: live logging of the run to experiment trackers (accelctl.run.tracking)
 TRACK_KEYS: dict[str, V.VType] = {
-    "mlflow": V.tracking_uri(),
-    "wandb": V.project_name(),
-    "experiment": V.string(),
-    "tensorboard": V.boolean(),
+    "mlflow": V.tracking_uri().explained(
+        "MLflow tracking URI the runner logs the run to, live: `sqlite:///PATH` (relative to the workload file; "
+        "`sqlite:////abs/PATH` absolute), `file:PATH`, `http(s)://HOST:PORT`",
+        unset="no MLflow"),
+    "wandb": V.project_name().explained(
+        "W&B project the runner logs the run to, offline (`$WANDB_DIR`, else the run folder; `wandb sync` uploads)",
+        unset="no W&B"),
+    "experiment": V.string().explained(
+        "MLflow experiment (and W&B group) of the runs",
+        unset="the workload's name"),
+    "tensorboard": V.boolean().explained(
+        "a TensorBoard event file in the run folder's `tensorboard/`, written live"),
 }
 
 #: engine blocks that configure a launcher rather than place runs: ``engine deepspeed { hosts = ... }``
@@ -152,7 +217,11 @@ BACKENDS = tuple(plugins.BACKENDS)
 
 
 def option_type(row: OptionKey) -> V.VType:
-    """The checker of a target option's values, from its row's kind."""
+    """The row of a target option's key: its checker, from its row's kind, and its meaning."""
+    return _option_checker(row).explained(row.doc, row.unset)
+
+
+def _option_checker(row: OptionKey) -> V.VType:
     if row.kind == "boolean":
         return V.boolean()
     if row.kind == "integer":
@@ -165,22 +234,37 @@ def option_type(row: OptionKey) -> V.VType:
 
 
 TARGET_KEYS: dict[str, V.VType] = {
-    "device": V.choice(*DEVICES, code="E502"),
-    "instance": V.name_or_string(),
-    "nodes": V.integer(1, 100_000),
-    "devices": V.integer(1, 1024),
-    "price": V.quantity("price"),
-    "memory": V.quantity("bytes", lo=1),
-    "micro_batch": V.integer(1, 1_000_000, unit_dim="samples"),
-    "gradient_checkpointing": V.boolean(),
+    "device": V.choice(*DEVICES, code="E502").explained(
+        "device kind (the device catalog)",
+        unset="the instance's device, or the target's name if it is a device kind"),
+    "instance": V.name_or_string().explained(
+        "instance type (the instance catalog gives device, count, price)",
+        unset='""'),
+    "nodes": V.integer(1, 100_000).explained("number of nodes (instances)"),
+    "devices": V.integer(1, 1024).explained("devices per node", unset="the instance's device count, else 1"),
+    "price": V.quantity("price").explained(
+        "price of the whole allocation per hour (overrides the catalog)",
+        unset="instance price × nodes"),
+    "memory": V.quantity("bytes", lo=1).explained(
+        "memory per device (overrides the catalog)",
+        unset="the device's memory"),
+    "micro_batch": V.integer(1, 1_000_000, unit_dim="samples").explained(
+        "samples per device per micro-step for this target",
+        unset="the workload's batch micro"),
+    "gradient_checkpointing": V.boolean().explained(
+        "recompute activations (this target)",
+        unset="the workload's setting"),
     # the engines (accelctl.plan.registry.ENGINES): every block of ENGINE_KEYS but the DeepSpeed
     # launcher's, which configures backend deepspeed's own launch and places nothing by itself
     # (so ``engine = deepspeed`` is refused here, not first validated and then refused by plan)
     "engine": V.choice(*ENGINES, code="E508", not_these={
         "deepspeed": "deepspeed is not an engine: `engine deepspeed { hosts = ... }` configures the DeepSpeed "
                      "launcher that backend deepspeed (parallel = zero(...)) starts under the target's engine "
-                     f"({', '.join(ENGINES)})"}),
-    "backend": V.choice(*BACKENDS),
+                     f"({', '.join(ENGINES)})"}).explained(
+        "how it is launched: local or an `engine` block of the workload"),
+    "backend": V.choice(*BACKENDS).explained(
+        "force a backend instead of the planner's choice",
+        unset="chosen by the planner"),
     # the options, one row each: accelctl.workload.options
     **{name: option_type(row) for name, row in OPTIONS.items()},
 }
@@ -204,23 +288,31 @@ TRAINING_STRATEGIES = ("zero", "fsdp")
 INFERENCE_STRATEGIES = ("deepspeed_inference",)
 OFFLOAD = V.choice("none", "cpu", "nvme")
 PARALLEL_ARGS: dict[str, V.VType] = {
-    "stage": V.integer(),
-    "tp": V.integer(1, 1024),
-    "pp": V.integer(1, 1024),
-    "offload_optimizer": OFFLOAD,
-    "offload_param": OFFLOAD,
-    "kernel_inject": V.boolean(),
-    "reshard_after_forward": V.boolean(),
-    "offload": V.choice("none", "cpu"),
-    "schedule": V.choice("gpipe", "one_f_one_b"),
-    "sequence_parallel": V.boolean(),
+    "stage": V.integer().explained("ZeRO stage 0–3 (`zero` only)", unset="0"),
+    "tp": V.integer(1, 1024).explained("tensor-parallel size"),
+    "pp": V.integer(1, 1024).explained("pipeline-parallel size"),
+    "offload_optimizer": OFFLOAD.explained("ZeRO optimizer-state offload (stage ≥ 1)"),
+    "offload_param": OFFLOAD.explained("ZeRO parameter offload (stage 3)"),
+    "kernel_inject": V.boolean().explained("DeepSpeed-inference kernel injection"),
+    "reshard_after_forward": V.boolean().explained(
+        "FSDP: free a block's gathered parameters after its forward (ZeRO-3 memory; off: keep them for backward, "
+        "ZeRO-2 memory)"),
+    "offload": V.choice("none", "cpu").explained(
+        "FSDP: parameter shards, gradients and the optimizer step on the host"),
+    "schedule": V.choice("gpipe", "one_f_one_b").explained(
+        "pipeline schedule (`torch.distributed.pipelining`): gpipe, one_f_one_b (1F1B; needs accumulation ≥ pp)"),
+    "sequence_parallel": V.boolean().explained(
+        "tensor parallel's sequence parallel: norms, residuals and dropouts on 1/tp of the sequence (all-gather "
+        "before, reduce-scatter after each split region); tp > 1, tp dividing the sequence"),
 }
 
 WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer", "measure", "checkpoint", "optimize",
                    "track", "stack",
                    "engine", "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
-    "description": V.string(),
-    "seed": V.integer(0, 2**31 - 1),
-    "gradient_checkpointing": V.boolean(),
+    "description": V.string().explained("one line shown in plans and reports", unset='""'),
+    "seed": V.integer(0, 2**31 - 1).explained("random seed of data and stand-in weights"),
+    "gradient_checkpointing": V.boolean().explained(
+        "recompute activations in the backward pass (all targets)",
+        unset="off"),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from dataclasses import field, replace
 from typing import Any, Callable
 
 from accelctl.dsl import ast
@@ -95,16 +96,24 @@ def describe(v: ast.Value) -> str:
 class VType(Value):
     """A value type: ``name`` for messages, ``fn(value, ctx, key)`` to coerce.
 
-    ``detail`` states the accepted range and units for people (docs/language.md is
-    generated from it by scripts/gen_language_tables.py).
+    ``detail`` states the accepted range and units for people.  In a key table of
+    ``accelctl.language.schema`` a type is also the key's row (``explained``): what the key
+    means and, where the workload types' own default does not say it, what an unwritten one
+    does (``unset``).  docs/language.md is generated from these (scripts/gen_language_tables.py).
     """
 
     name: str
     fn: Callable[[ast.Value, Ctx, str], Any]
     detail: str = ""
+    meaning: str = field(default="", compare=False)
+    unset: str | None = field(default=None, compare=False)
 
     def coerce(self, v: ast.Value, ctx: Ctx, key: str) -> Any:
         return self.fn(v, ctx, key)
+
+    def explained(self, meaning: str, unset: str | None = None) -> VType:
+        """This type as one key's row: its meaning and, when given, what an unwritten key does."""
+        return replace(self, meaning=meaning, unset=unset)
 
 
 def _range(x, lo, hi, v, ctx, key):
