@@ -181,7 +181,7 @@ def pytest_collection_modifyitems(config, items):
 #: loadgroup``), longest first, as measured in CI (``--durations``): started first, so that the
 #: last minutes of a run are short tests on both workers, not one long test on one
 LONGEST = (
-    "tests/spec/test_schema_walk.py::test_every_workload_the_walk_plans_runs_without_failing",
+    "tests/language/test_schema_walk.py::test_every_workload_the_walk_plans_runs_without_failing",
     "tests/run/test_sharded_resume.py::",
     "tests/estimate/test_flops.py::test_vit_training_step",
     "tests/dsl/test_fuzz.py::test_fuzz_the_front_end",

@@ -1,8 +1,8 @@
 # BERT 1.5B pre-training (phase 1, 001:15) with DeepSpeed ZeRO stage 1 on DL1 (Gaudi1)
 # instances (seed 001: "Using DeepSpeed to accelerate PyTorch and training large
 # language models on Habana Gaudi-based DL1 EC2 instances").  Each fact below cites its
-# seed line (shared/seeds/001_3c72942091a9051d.txt, "001:N"); tests/spec/seed_facts.txt keeps
-# the same facts and tests/spec/test_seed_workloads.py checks this file against them.
+# seed line (shared/seeds/001_3c72942091a9051d.txt, "001:N"); tests/language/seed_facts.txt keeps
+# the same facts and tests/language/test_seed_workloads.py checks this file against them.
 #
 # Model (001:19): the BERT 1.5B model reference, 48 layers, hidden 1600, 25 heads,
 # pre-trained from its configuration (random initial weights: an architecture, not a Hub

@@ -1,7 +1,7 @@
 # BERT pre-training, phase 1, on Gaudi1, Gaudi2 and A100 80GB (seed 000:
 # "Faster training and inference: Habana Gaudi2 vs NVIDIA A100 80GB", Optimum Habana).
 # Each fact cites its seed line (shared/seeds/000_46826d03e7119840.txt, "000:N");
-# tests/spec/seed_facts.txt keeps the same facts, tests/spec/test_seed_workloads.py checks
+# tests/language/seed_facts.txt keeps the same facts, tests/language/test_seed_workloads.py checks
 # this file against them.  (The file and workload names are kept: tests, docs and stored
 # runs refer to them.  The model is the one the seed's run trained: BERT-base.)
 #

@@ -1,6 +1,6 @@
 # BERT-Large scaling baseline on 1 to 8 DL1 (Gaudi1) instances, DeepSpeed ZeRO-1,
 # BF16, data parallel (seed 001: 001:7, 001:17).  Each fact cites its seed line
-# (shared/seeds/001_3c72942091a9051d.txt, "001:N"); tests/spec/seed_facts.txt keeps them.
+# (shared/seeds/001_3c72942091a9051d.txt, "001:N"); tests/language/seed_facts.txt keeps them.
 # BERT-Large: 24 layers, hidden 1024, 16 heads, ~340M parameters (001:19), pre-trained from
 # its configuration (random initial weights: bert-large-uncased's config, never its
 # trained checkpoint).

@@ -1,8 +1,8 @@
 # BLOOMZ greedy-generation latency on Gaudi2, A100 80GB and Gaudi1 (seed 003:
 # "Fast inference on large language models: BLOOMZ on Habana Gaudi2", Optimum Habana
 # + DeepSpeed-inference).  Each fact cites its seed line
-# (shared/seeds/003_bee665444e54f01c.txt, "003:N"); tests/spec/seed_facts.txt keeps them,
-# tests/spec/test_seed_workloads.py checks this file against them.
+# (shared/seeds/003_bee665444e54f01c.txt, "003:N"); tests/language/seed_facts.txt keeps them,
+# tests/language/test_seed_workloads.py checks this file against them.
 #
 # Benchmark as published: batch 1 (003:17), greedy search, 100 new tokens (003:18), key/value
 # cache on, 16-bit weights, DeepSpeed-inference model parallelism over 8 devices (003:18),

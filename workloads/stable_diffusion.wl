@@ -1,7 +1,7 @@
 # Stable Diffusion inference latency on Gaudi1, Gaudi2 and A100 80GB (seed 000:
 # "Faster training and inference: Habana Gaudi2 vs NVIDIA A100 80GB", Optimum Habana
 # GaudiStableDiffusionPipeline).  Each fact cites its seed line
-# (shared/seeds/000_46826d03e7119840.txt, "000:N"); tests/spec/seed_facts.txt keeps them.
+# (shared/seeds/000_46826d03e7119840.txt, "000:N"); tests/language/seed_facts.txt keeps them.
 #
 # One device (000:41), bf16 on Gaudi, fp16 on A100 (000:41); Gaudi generates by batches
 # of 8 (000:37) with the Habana/stable-diffusion Gaudi configuration (000:37); the first

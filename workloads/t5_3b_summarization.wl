@@ -1,6 +1,6 @@
 # T5-3B fine-tuning for summarization on CNN / DailyMail (seed 000: "Faster training
 # and inference: Habana Gaudi2 vs NVIDIA A100 80GB", Optimum Habana).  Each fact cites
-# its seed line (shared/seeds/000_46826d03e7119840.txt, "000:N"); tests/spec/seed_facts.txt
+# its seed line (shared/seeds/000_46826d03e7119840.txt, "000:N"); tests/language/seed_facts.txt
 # keeps them.
 #
 # 8 devices, distributed, fp32 with gradient checkpointing (000:45), CNN DailyMail

@@ -1,7 +1,7 @@
 # FP8 training with Transformer Engine on H100 (p5.48xlarge) vs A100 (p4d.24xlarge)
 # (seed 002: "Accelerating PyTorch training with FP8 on H100 using Transformer Engine").
 # Each fact cites its seed line (shared/seeds/002_f19ff210cddc15ba.txt, "002:N");
-# tests/spec/seed_facts.txt keeps them, tests/spec/test_seed_workloads.py checks this file.
+# tests/language/seed_facts.txt keeps them, tests/language/test_seed_workloads.py checks this file.
 #
 # Toy model (002:29, 002:31): timm 0.9.10 VisionTransformer(embed_dim=1280, depth=32,
 # num_heads=16), timm's defaults otherwise (patch 16, 224 x 224, 1000 classes, mlp_ratio

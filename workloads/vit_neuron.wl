@@ -1,7 +1,7 @@
 # Training a ViT on AWS Trainium (trn1) vs Inferentia2 (inf2) with torch-xla / Neuron
 # (seed 004: "Training on AWS Inferentia2").  Each fact cites its seed line
-# (shared/seeds/004_d2bc0e5ef521a59f.txt, "004:N"); tests/spec/seed_facts.txt keeps them,
-# tests/spec/test_seed_workloads.py checks this file against them.
+# (shared/seeds/004_d2bc0e5ef521a59f.txt, "004:N"); tests/language/seed_facts.txt keeps them,
+# tests/language/test_seed_workloads.py checks this file against them.
 #
 # Toy model (004:25, 004:29): timm 0.9.5 VisionTransformer() with its default shape
 # (ViT-Base: embed 768, depth 12, heads 12, patch 16, 224 x 224, 1000 classes), random

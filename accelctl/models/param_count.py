@@ -2,7 +2,7 @@
 
 Each formula is the sum of the weight (and bias) tensors transformers' own class builds for that
 config: llama / mistral / qwen2 / gemma / mixtral (grouped-query attention, gated MLP, mixtral's
-experts and router), gpt_neox and falcon.  ``tests/spec/test_param_count.py`` checks them against
+experts and router), gpt_neox and falcon.  ``tests/language/test_param_count.py`` checks them against
 the classes built on the meta device from the real models' config.json.  Per-family tensors: docs/internals/estimate-backends-worker.md.
 """
 

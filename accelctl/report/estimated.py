@@ -6,7 +6,7 @@ Leave-one-out is kept by construction: every factor the estimate uses comes from
 and papers (``accelctl.estimate.factors``), none is fitted to a seed's figure, so no row's
 estimate has seen its own number.  A row is estimated from exactly the shipped workload target
 that reproduces it (``ROWS``; the report names it): the workloads are the seeds'
-experiments as run (``tests/spec/seed_facts.txt``), so no row patches its workload any more (the
+experiments as run (``tests/language/seed_facts.txt``), so no row patches its workload any more (the
 model, sequence length, batch or kernel injection it used to swap in are now in the files).
 The one conversion left is of the published unit: seed 000's SD latencies are per image
 (``PER_IMAGE``), a call's latency over its batch.  A row whose error moved when the workloads

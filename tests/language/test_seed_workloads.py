@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from accelctl import api
-from tests.spec.seed_facts import SEED_FACTS, Fact
+from tests.language.seed_facts import SEED_FACTS, Fact
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT.parents[0] / "shared" / "seeds"

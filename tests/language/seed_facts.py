@@ -1,6 +1,6 @@
 """The seeds' facts (``seed_facts.txt``, one a line, each with the seed line that states it or
 the source the seed names for a fact it leaves open), read into ``Fact`` rows for
-``tests/spec/test_seed_workloads.py``."""
+``tests/language/test_seed_workloads.py``."""
 
 from __future__ import annotations
 

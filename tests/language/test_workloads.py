@@ -3,7 +3,7 @@ the facts of the seed it reproduces survive parse -> AST -> spec.
 
 Regenerate the golden specs after an intended change with::
 
-    ACCELCTL_UPDATE_GOLDEN=1 PYTHONPATH=. .venv/bin/python -m pytest tests/spec/test_workloads.py
+    ACCELCTL_UPDATE_GOLDEN=1 PYTHONPATH=. .venv/bin/python -m pytest tests/language/test_workloads.py
 
 (the one rule for goldens: tests/golden_files.py)
 """

@@ -295,8 +295,8 @@ def test_every_code_the_sources_can_emit_is_tested():
     for src in sources:
         emitted |= set(re.findall(r'"([EW]\d{3})"', src.read_text(encoding="utf-8")))
     # the codes of command-line arguments (sweep --over, --set), which no workload text produces:
-    # tested with their arguments in tests/decide/test_sweep_over.py, tests/spec/test_settings.py and
-    # tests/spec/test_override_names.py (E597: a key path naming a target the workload lacks);
+    # tested with their arguments in tests/decide/test_sweep_over.py, tests/language/test_settings.py and
+    # tests/language/test_override_names.py (E597: a key path naming a target the workload lacks);
     # E109, an AST no text can give (made by a program, or a forged cache entry): tests/dsl/test_cache_trust.py
     assert emitted - ARGUMENT_CODES - NO_TEXT_CODES == set(CASES)
 
