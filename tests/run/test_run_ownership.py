@@ -185,6 +185,7 @@ def test_one_owner_at_a_time_for_run_and_resume(tmp_path):
         assert not (run_dir / ownership.OWNER_FILE).read_text()  # released with the run's end
 
         # 2. two resumes at once: exactly one is accepted, the other refused without touching the folder
+        stopped_at, _ = layout.latest(run_dir / "checkpoints")  # before either could save one of its own
         a, b = start("run", "--resume", run_dir.name), start("run", "--resume", run_dir.name)
         wait_for(lambda: a.poll() is not None or b.poll() is not None, timeout=120)
         loser, winner = (a, b) if a.poll() is not None else (b, a)
@@ -193,9 +194,10 @@ def test_one_owner_at_a_time_for_run_and_resume(tmp_path):
         assert "Traceback" not in err and "resuming run" not in out
         (line,) = err.strip().splitlines()
         assert run_dir.name in line and f"pid {supervisor_of(winner)}" in line, line
-        stopped_at, _ = layout.latest(run_dir / "checkpoints")
-        # mid-run: the accepted resume has saved a checkpoint of its own
+        # mid-run: the accepted resume has saved a checkpoint of its own, and its resume is in the
+        # run's record (merged from the rank's file at the supervisor's next tick, not at once)
         wait_for(lambda: layout.latest(run_dir / "checkpoints")[0] > stopped_at, proc=winner)
+        wait_for(lambda: resumed_steps(run_dir), proc=winner)
         assert resumed_steps(run_dir) == [stopped_at]
         assert sorted(p.name for p in (run_dir / "attempts").iterdir()) == ["1"]
         assert winner.poll() is None

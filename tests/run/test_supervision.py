@@ -232,7 +232,14 @@ def test_a_rank_killed_by_a_signal_is_a_failure_not_a_user_stop(kind, rank, sig,
     summary = json.loads((run_dir / store.SUMMARY_FILE).read_text())
     assert summary["status"] == "failed"
     assert summary["failure"]["rank"] == rank, summary["failure"]
-    assert summary["failure"]["message"].startswith(f"rank {rank} killed by {name}"), summary["failure"]
+    message = summary["failure"]["message"]
+    if kind == "zero2_cpu" and message.startswith(f"rank {rank} went first, without reporting why"):
+        # the DeepSpeed launcher polls once a second and reports the first failed rank it meets:
+        # when rank 0 failed on the dead peer within that second, it reports rank 0's exit 1, and
+        # rank 1's signal is known only if a supervisor tick saw it a zombie before it was reaped
+        assert "exits with return code = 1" in message and "return code = -" not in message, message
+    else:
+        assert message.startswith(f"rank {rank} killed by {name}"), summary["failure"]
     assert f"rank {rank} killed by {name}" in rest  # on the console too
     assert run_processes(run_dir) == []
 
