@@ -163,8 +163,8 @@ def test_calibrated_cpu_estimate_predicts_a_batch_it_was_not_fitted_on(tmp_path,
         (ids[target],) = [p.name for p in tmp_path.iterdir() if p.is_dir() and p.name not in ids.values()]
     measured = json.loads((tmp_path / ids["b4"] / "summary.json").read_text())["stats"]["step_time"]["median"]
 
-    def predicted(*extra: str) -> dict:
-        proc = _cli("estimate", str(CPU_WL), "-t", "b4", "-f", "json", "--runs-dir", str(tmp_path), *extra)
+    def predicted(*extra: str, target: str = "b4") -> dict:
+        proc = _cli("estimate", str(CPU_WL), "-t", target, "-f", "json", "--runs-dir", str(tmp_path), *extra)
         assert proc.returncode == 0, proc.stderr
         (record,) = json.loads(proc.stdout)["result"]["estimates"]
         return record
@@ -172,7 +172,11 @@ def test_calibrated_cpu_estimate_predicts_a_batch_it_was_not_fitted_on(tmp_path,
     before = predicted("--no-calibration")
     after = predicted("--calibrate", ids["b2"], ids["b8"])
     fitted = [v for v in after["sources"].values() if "fitted" in v]
-    assert fitted and all(ids["b2"] in v and ids["b4"] not in v for v in fitted)
+    if not fitted:  # nothing moved: right only where the nominal estimate was within GOOD_ENOUGH of both runs
+        errs = [math.log(predicted("--no-calibration", target=t)["step_time_s"] / json.loads(
+            (tmp_path / ids[t] / "summary.json").read_text())["stats"]["step_time"]["median"]) for t in ("b2", "b8")]
+        assert math.sqrt(sum(e * e for e in errs) / len(errs)) <= calibrate.GOOD_ENOUGH, errs
+    assert all(ids["b2"] in v and ids["b4"] not in v for v in fitted)
     # (the per-layer host time is fitted too when the two runs' timings allow a positive one; on
     # a loaded machine they may not, and the fraction alone is fitted: not asserted here)
     # closeness as a ratio (timings err by factors): |log(estimated / measured)|
