@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import codec
-from accelctl.contract.placeholders import data_json
 from accelctl.frozen import Value, value
 from accelctl.workload.types import (
     BatchSpec,
@@ -124,9 +123,9 @@ class WorkerJob(Value):
         return codec.to_dict(self)
 
     def to_json(self) -> str:
-        """``job.json``: data, never a template (``placeholders.data_json``: a ``{`` of a
-        string is written ``\\u007b``, so no filler of a plan's placeholders rewrites a prompt)."""
-        return data_json(self.to_dict(), indent=2, sort_keys=True)
+        """``job.json``: data, never a template (no filler of a plan's placeholders reads it, so a
+        prompt's ``{run_dir}`` reaches the worker as written)."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "WorkerJob":
@@ -159,7 +158,7 @@ class JobList(Value):
     jobs: tuple[QueuedJob, ...]
 
     def to_json(self) -> str:
-        return data_json(codec.to_dict(self), indent=2, sort_keys=True)
+        return json.dumps(codec.to_dict(self), indent=2, sort_keys=True)
 
 
 def read_queue(path: str | Path) -> list[tuple[WorkerJob, str]]:

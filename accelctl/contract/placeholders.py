@@ -1,21 +1,18 @@
 """A plan's placeholders, filled only where the plan put them.
 
-Launch words, environment values, working folders and generated files are templates that may hold
-``{run_dir}``, ``{free_port}`` and ``{optimum_habana}``.  Every filler (the runner, ``plan -f sh``,
-the engines' scripts) uses ``fill``: one pass, so a value holding another placeholder's name is
-never filled again.  The worker's job is data, never a template: ``data_json`` writes each ``{``
-of a string as ``\\u007b``, so no filler finds a placeholder in it and every JSON reader reads the
-string as written.  Workload text reaches a template only as a vendor script's argument, where a
-placeholder is refused at its line (``placeholder_in``).
+Launch words, environment values, working folders and generated files marked ``template`` may
+hold ``{run_dir}``, ``{free_port}`` and ``{optimum_habana}``.  Every filler (the runner,
+``plan -f sh``, the engines' scripts) uses ``fill``: one pass, so a value holding another
+placeholder's name is never filled again.  Data is never a template: the worker's job, and a
+generated file whose ``template`` is off (a job or a request as planned), reach their reader as
+written, so a prompt's ``{run_dir}`` stays a prompt.  Workload text reaches a template only as a
+vendor script's argument, where a placeholder is refused at its line (``placeholder_in``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from accelctl.contract import jsontext
 
 RUN_DIR = "{run_dir}"
 #: one free TCP port per run, picked by the runner on 127.0.0.1 when it materialises the plan
@@ -57,9 +54,3 @@ def placeholder_in(text: str) -> str | None:
     m = PATTERN.search(text)
     return None if m is None else m.group(0)
 
-
-def data_json(obj: Any, **kwargs: Any) -> str:
-    """``json.dumps(obj, **kwargs)`` (``indent``, ``separators``, ``sort_keys``) with every ``{``
-    inside a string written ``\\u007b``: the same JSON to a reader, and no placeholder to a filler
-    (see the module doc)."""
-    return jsontext.dumps(obj, indent=kwargs.pop("indent", None), braces_escaped=True, **kwargs)

@@ -68,6 +68,9 @@ class GeneratedFile(Value):
     #: what the file is for, shown in ``accelctl plan``
     role: str = ""
     executable: bool = False
+    #: its ``{run_dir}``-style placeholders are filled when the run folder is written; False:
+    #: data (a job, a request) written exactly as planned, every string as the workload wrote it
+    template: bool = True
 
 
 @value

@@ -5,7 +5,7 @@
 Where: ``$ACCELCTL_PARSE_CACHE`` (``off``: none), else ``parsed/`` in ``hostinfo.cache_dir()``; one
 entry per file path, at most ``MAX_ENTRIES``, texts up to ``MAX_CACHED_BYTES``.  An entry is keyed
 by the text and everything the parse depends on (``fingerprint()``), authenticated with the
-folder's secret (``KEY_FILE``), and holds the AST as ``marshal``led plain tuples (never pickle);
+folder's secret (``KEY_FILE``), and holds the AST as JSON arrays of plain values (never pickle);
 anything that does not match, or holds a value no lexer makes, is a miss and parsed again.  A
 folder others could write is not used.  Details: docs/internals/estimate-backends-worker.md.
 """
@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import _thread
 import functools
-import marshal
+import json
 import os
 from itertools import repeat
 from pathlib import Path
 
-try:  # hashlib's own BLAKE2b; hashlib would first load OpenSSL (libcrypto), which nothing else here needs
-    from _blake2 import blake2b
-except ImportError:  # a Python built without it
-    from hashlib import blake2b
+from hashlib import blake2b
 
 from accelctl import private_files
 from accelctl.dsl import ast, lexemes
@@ -34,7 +31,7 @@ ENV = "ACCELCTL_PARSE_CACHE"
 #: the cache, as its warning names it
 WHAT = "the parsed-workload cache"
 #: the first bytes of every entry; bump the digit when the layout below changes
-MAGIC = b"accelctl-parsed-2\n"
+MAGIC = b"accelctl-parsed-3\n"
 #: entries kept; writing past this removes the oldest quarter
 MAX_ENTRIES = 128
 #: larger texts are parsed every time (an entry is larger than its text)
@@ -124,7 +121,7 @@ def load(path: str, text: str) -> tuple[ast.Workload, ...] | None:
         return None  # truncated, corrupt, or not written by this user's accelctl
     names: list[str] = []
     try:
-        workloads = tuple([_workload(w, names) for w in marshal.loads(payload)])
+        workloads = tuple([_workload(w, names) for w in json.loads(payload)])
     except Exception:  # noqa: BLE001 -- whatever is wrong with an entry, the text is parsed again
         return None
     return workloads if lexemes.all_names(names) else None
@@ -194,7 +191,7 @@ def store(path: str, text: str, workloads: tuple[ast.Workload, ...]) -> None:
     want = key(text)
     if want is None:
         return
-    payload = marshal.dumps(tuple(_plain_workload(w) for w in workloads))
+    payload = _encoded([_plain_workload(w) for w in workloads])
     entry = entry_path(path, where)
     tmp = entry.with_name(f"{entry.name}.{os.getpid()}.{_thread.get_ident()}.tmp")  # this writer's own
     problem = private_files.make_folder(where)
@@ -243,10 +240,15 @@ def _prune(where: Path) -> None:
             pass
 
 
-# ----------------------------------------------------------------- the AST as plain tuples and back
-# Each node is a tuple: a tag (its class), its fields, each span as four ints in place.
+# ----------------------------------------------------------------- the AST as JSON arrays and back
+# Each node is an array: a tag (its class), its fields, each span as four ints in place.
 
 _STR, _NUM, _QUANTITY, _WORD, _KWARG, _CALL, _LIST, _ENTRY, _STATEMENT, _BLOCK = range(10)
+
+
+def _encoded(plain) -> bytes:
+    """An entry's payload: the plain values as compact ASCII JSON."""
+    return json.dumps(plain, separators=(",", ":")).encode("ascii")
 
 
 def _plain_workload(w: ast.Workload) -> tuple:
@@ -254,7 +256,7 @@ def _plain_workload(w: ast.Workload) -> tuple:
 
 
 def _plain(node) -> tuple:
-    """A node as a tagged tuple of str, int, float and tuples."""
+    """A node as a tagged tuple of str, int, float and tuples (JSON arrays in the entry)."""
     kind = type(node)
     if kind is ast.Str:
         return (_STR, node.value, *node.span)
@@ -291,8 +293,8 @@ _LEAVES = {_STR: (ast.Str, 6), _WORD: (ast.Word, 6), _NUM: (ast.Num, 7), _QUANTI
 
 
 def _nodes(items, names: list[str]) -> tuple:
-    if type(items) is not tuple:
-        raise TypeError("items that are not a tuple")
+    if type(items) is not list:
+        raise TypeError("items that are not a list")
     return tuple(map(_node, items, repeat(names)))  # map: the loop in C
 
 
@@ -338,8 +340,8 @@ def _node(t: tuple, names: list[str]):
 
 def _kwargs(items, names: list[str]) -> tuple:
     """A call's keyword arguments: (tag, name, value, span) each."""
-    if type(items) is not tuple:
-        raise TypeError("keyword arguments that are not a tuple")
+    if type(items) is not list:
+        raise TypeError("keyword arguments that are not a list")
     out = []
     for t in items:
         if t[0] != _KWARG or len(t) != 7:

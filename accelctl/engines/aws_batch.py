@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING
 from accelctl import entrypoints
 from accelctl.backends.base import Built
 from accelctl.backends.deepspeed.launch import DEFAULT_MASTER_PORT, HOSTFILE
-from accelctl.contract import jsontext
-from accelctl.contract.placeholders import data_json
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines import batch_settings
 from accelctl.engines.base import Engine
@@ -117,9 +115,11 @@ class AwsBatchEngine(Engine):
         # entrypoint fills {run_dir} only, so a per-run {free_port} becomes that default)
         argv = [a.replace(FREE_PORT, str(DEFAULT_MASTER_PORT)) for a in launch.argv]
         node = {"argv": argv, "slots": target.devices,
-                "files": {f.path: f.content for f in files}, "job": job.to_dict()}
-        # data_json: the job's strings reach the worker as written (a prompt's "{run_dir}" is not a placeholder)
-        env = {**launch.env, NODE_ENV: data_json(node, sort_keys=True, separators=(",", ":"))}
+                "files": {f.path: f.content for f in files if f.template}, "job": job.to_dict()}
+        if any(not f.template for f in files):
+            node["data"] = {f.path: f.content for f in files if not f.template}
+        # the node fills {run_dir} in its argv, files and environment, never in the job (data)
+        env = {**launch.env, NODE_ENV: json.dumps(node, sort_keys=True, separators=(",", ":"))}
         requirements, devices = accelerator(target)
         requirements = [{"type": "VCPU", "value": str(vcpus)}, {"type": "MEMORY", "value": str(memory_mib)},
                         *requirements]
@@ -148,9 +148,10 @@ class AwsBatchEngine(Engine):
         submit = {"jobName": _name(f"{spec.name}-{target.name}"), "jobQueue": s["job_queue"],
                   "jobDefinition": definition_name}
         out_files = [
-            GeneratedFile(JOB_DEFINITION_FILE, jsontext.dumps(definition, sort_keys=True) + "\n",
-                          role="AWS Batch RegisterJobDefinition request (multinode)"),
-            GeneratedFile(SUBMIT_FILE, jsontext.dumps(submit, sort_keys=True) + "\n",
+            # as submitted: its {run_dir} is each node's, filled there (batch_entrypoint)
+            GeneratedFile(JOB_DEFINITION_FILE, json.dumps(definition, indent=2, sort_keys=True) + "\n",
+                          role="AWS Batch RegisterJobDefinition request (multinode)", template=False),
+            GeneratedFile(SUBMIT_FILE, json.dumps(submit, indent=2, sort_keys=True) + "\n",
                           role="AWS Batch SubmitJob request (jobDefinition: the registered revision)"),
         ]
         submit_launch = Launch("submit", SUBMIT, {}, processes=0)

@@ -160,8 +160,10 @@ def report(index: int, main: str, port: int, timeout: float, bind: str | None) -
 
 def unpack(node: dict, run_dir: Path) -> None:
     """The run folder's files, ``{run_dir}`` filled in, ``job.json`` with its events folder
-    (the job is data: its strings are written as they are, a prompt's ``{run_dir}`` too)."""
+    (data, as the files under ``data``: its strings are written as they are, a prompt's
+    ``{run_dir}`` too)."""
     files = {name: content.replace(RUN_DIR, str(run_dir)) for name, content in dict(node.get("files", {})).items()}
+    files.update(dict(node.get("data", {})))
     job = dict(node["job"], run_id=run_dir.name, events_dir=str(run_dir))
     files["job.json"] = json.dumps(job, indent=2, sort_keys=True)
     for name, content in files.items():

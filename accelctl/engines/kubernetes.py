@@ -24,7 +24,7 @@ from pathlib import Path
 
 from accelctl.backends.base import Built
 from accelctl.backends.findings import CheckResult, not_run
-from accelctl.contract import envnames, jsontext, launchers
+from accelctl.contract import envnames, launchers
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.engines.aws_batch import efa_adapters
@@ -225,7 +225,7 @@ def manifest(spec: WorkloadSpec, target: TargetSpec, launch: Launch, s: dict) ->
 
 
 def render(job: dict) -> str:
-    return jsontext.dumps(job, ensure_ascii=False) + "\n"
+    return json.dumps(job, indent=2, ensure_ascii=False) + "\n"
 
 
 class KubernetesEngine(Engine):

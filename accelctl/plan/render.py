@@ -104,7 +104,7 @@ def env_filled(plan: Plan, environ=None) -> tuple[Plan, list[str]]:
     launches = tuple(dataclasses.replace(
         ln, argv=tuple(fill_env(a, ln.env) for a in ln.argv), cwd=fill_env(ln.cwd, ln.env),
         env={k: fill_env(v, ln.env) for k, v in ln.env.items()}) for ln in plan.launches)
-    files = tuple(dataclasses.replace(f, content=fill_env(f.content, {})) for f in plan.files)
+    files = tuple(dataclasses.replace(f, content=fill_env(f.content, {})) if f.template else f for f in plan.files)
     return dataclasses.replace(plan, launches=launches, files=files), missing
 
 
@@ -142,12 +142,13 @@ def render_plan_sh(plan: Plan) -> str:
     plan, missing = env_filled(plan)
     # what is still unset here is the script's to read from its own environment, or to stop on
     out += [f': "${{{var}:?set {var} to the optimum-habana checkout}}"' for var in missing]
-    files = [(f.path, f.content) for f in plan.files]
-    if any(FREE_PORT in t for t in [*(c for _, c in files), *(ln.shell() for ln in plan.launches)]):
+    files = [(f.path, f.content, f.template) for f in plan.files]
+    if any(FREE_PORT in c for _, c, template in files if template) or any(
+            FREE_PORT in ln.shell() for ln in plan.launches):
         out.append('free_port="${FREE_PORT:-$(python3 -c ' + shlex.quote(FREE_PORT_PY) + ')}"')
     executable = {f.path for f in plan.files if f.executable}
-    for path, content in files:
-        out.append(write_file_sh(path, content))
+    for path, content, template in files:
+        out.append(write_file_sh(path, content, template))
         if path in executable:
             out.append(f"chmod +x \"$run_dir\"/{shlex.quote(path)}")
     # last, as the runner writes it (the job wins over a file of its name); a scheduler's job as the
@@ -227,15 +228,17 @@ def job_sh(job) -> str:
     return f"printf '%s' {quoted} > \"$run_dir\"/job.json"
 
 
-def write_file_sh(path: str, content: str) -> str:
+def write_file_sh(path: str, content: str, template: bool = False) -> str:
     """The sh line that writes ``content`` byte for byte to ``$run_dir/path``: ``printf '%s'``
     (a builtin of every POSIX shell, so no argument size limit) of one single-quoted word.
     No heredoc: a heredoc ends at a line equal to its delimiter, which a value could hold;
     inside single quotes nothing is special, and shlex.quote closes, escapes and reopens
-    around each ``'``.  ``{run_dir}``/``{free_port}`` are filled in as the runner does."""
+    around each ``'``.  A ``template``'s ``{run_dir}``/``{free_port}`` are filled in as the runner
+    does; other content is data, written as it is."""
     if "\0" in content:
         raise PlanError(f"{path}: a NUL byte cannot travel through a shell word")
-    line = f"printf '%s' {_fill_placeholders(shlex.quote(content))} > \"$run_dir\"/{shlex.quote(path)}"
+    word = shlex.quote(content)
+    line = f"printf '%s' {_fill_placeholders(word) if template else word} > \"$run_dir\"/{shlex.quote(path)}"
     folder = path.rpartition("/")[0]
     return f"mkdir -p \"$run_dir\"/{shlex.quote(folder)}\n{line}" if folder else line
 

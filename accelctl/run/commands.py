@@ -64,7 +64,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def uses(plan: Plan, placeholder: str) -> bool:
     """Whether any launch (argv, environment, folder) or generated file of ``plan`` uses ``placeholder``."""
-    texts = [f.content for f in plan.files]
+    texts = [f.content for f in plan.files if f.template]
     for launch in plan.launches:
         texts += [*launch.argv, *launch.env.values(), launch.cwd]
     return any(placeholder in t for t in texts)

@@ -126,14 +126,15 @@ def _write(path: Path, text: str, executable: bool = False) -> Path:
 
 def write_generated_files(run_dir: Path, files: Iterable[GeneratedFile],
                           run_values: Mapping[str, str] | None = None) -> list[Path]:
-    """Write each generated file inside ``run_dir`` with ``{run_dir}`` substituted.
+    """Write each generated file inside ``run_dir``, a template's ``{run_dir}`` substituted.
 
     Every path is checked before anything is written, so a plan with one escaping
     path writes nothing.
     """
     files = list(files)
     targets = [inside(run_dir, f.path) for f in files]
-    return [_write(t, substitute(f.content, run_dir, run_values), f.executable) for t, f in zip(targets, files)]
+    return [_write(t, substitute(f.content, run_dir, run_values) if f.template else f.content, f.executable)
+            for t, f in zip(targets, files)]
 
 
 def job_for_run(job: WorkerJob, run_dir: Path, events_dir: Path | None = None) -> WorkerJob:

@@ -2,13 +2,15 @@
 
 ``prompt = "Explain {run_dir} and port {free_port}"`` became ``Explain <runs>/<id> and port
 {free_port}`` in the runner's job.json and ``Explain <plan-dir>/run and port 40404`` in ``plan -f
-sh``'s.  The job is data now (``placeholders.data_json``), the fillers work in one pass, and
+sh``'s.  The job is data now (no filler reads it, nor a generated file whose ``template`` is
+off), the fillers work in one pass, and
 workload text that would land in a template (a vendor script's argv, a hostfile path, a volume
 path) is refused at its line.  Every placeholder name is tried, alone and together.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -17,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import plan, render_plan_sh, validate_text
-from accelctl.contract.placeholders import FREE_PORT, OPTIMUM_HABANA, PLACEHOLDERS, RUN_DIR, data_json, fill
-from accelctl.contract.plan import Plan
+from accelctl.contract.placeholders import FREE_PORT, OPTIMUM_HABANA, PLACEHOLDERS, RUN_DIR, fill
+from accelctl.contract.plan import GeneratedFile, Plan
 from accelctl.engines.aws_batch import JOB_DEFINITION_FILE
 from accelctl.engines.batch_entrypoint import NODE_ENV, unpack
 from accelctl.errors import PlanError
@@ -50,8 +52,8 @@ def _plan(prompt: str) -> Plan:
 def test_the_job_is_data_no_filler_finds_a_placeholder_in_it(text, tmp_path):
     p = _plan(text)
     assert json.loads(p.job.to_json())["task"]["prompt"] == text
-    assert not any(ph in p.job.to_json() for ph in PLACEHOLDERS)
-    # the run store's writer (a str.replace of {run_dir} over the JSON text) keeps it
+    assert p.job.to_json() == json.dumps(p.job.to_dict(), indent=2, sort_keys=True)  # no brace escaped
+    # the run store writes the job as data
     job = store.write_inputs(tmp_path, p, source_text=None, spec_json=None, run_values={FREE_PORT: "4242"})
     assert job.task.prompt == text
     assert json.loads((tmp_path / "job.json").read_text())["task"]["prompt"] == text
@@ -103,10 +105,22 @@ def test_fillers_work_in_one_pass():
 
 
 @pytest.mark.parametrize("text", TEXTS, ids=ascii)
-def test_data_json_reads_back_as_written_and_hides_every_placeholder(text):
-    doc = {"a": [text, {"b": text}], text: 1}
-    out = data_json(doc, sort_keys=True)
-    assert json.loads(out) == doc and not any(ph in out for ph in PLACEHOLDERS)
+def test_a_data_file_is_written_as_planned_and_a_template_is_filled(text, tmp_path):
+    """The run store and ``plan -f sh`` fill a generated file's placeholders only where it is a
+    template; a data file (``template=False``) holding the same text is written byte for byte."""
+    doc = json.dumps({"a": [text, {"b": text}], text: 1}, sort_keys=True) + "\n"
+    files = (GeneratedFile("data.json", doc, template=False), GeneratedFile("conf", "at {run_dir}/x\n"))
+    store.write_generated_files(tmp_path / "store", files, {FREE_PORT: "4242"})
+    assert (tmp_path / "store" / "data.json").read_text() == doc
+    assert (tmp_path / "store" / "conf").read_text() == f"at {tmp_path / 'store'}/x\n"
+    plan_sh = dataclasses.replace(_plan("x"), files=files)
+    script = tmp_path / "plan.sh"
+    script.write_text(render_plan_sh(plan_sh))
+    rd = tmp_path / "run"
+    subprocess.run(["sh", str(script)], cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "RUN_DIR": str(rd),
+                                                          "FREE_PORT": "4242"}, capture_output=True, timeout=60)
+    assert (rd / "data.json").read_text() == doc
+    assert (rd / "conf").read_text() == f"at {rd}/x\n"
 
 
 CHECKPOINTED = (ROOT / "workloads" / "bert_1_5b_zero1.wl").read_text().replace(
@@ -116,9 +130,9 @@ CHECKPOINTED = (ROOT / "workloads" / "bert_1_5b_zero1.wl").read_text().replace(
 
 
 def test_aws_batch_carries_the_job_as_data_to_the_node(tmp_path):
-    """The job rides in the job definition (a generated file the run store fills) and the
+    """The job rides in the job definition (a data file: written as it is submitted) and the
     entrypoint writes it on the node: the workload's text arrives as written, while the plan's
-    own {run_dir} in the node's launch is filled there."""
+    own {run_dir} in the node's launch and files is filled there."""
     specs, diags = validate_text(CHECKPOINTED, str(tmp_path / "w.wl"))
     assert not [d for d in diags if d.severity == "error"], diags
     p = plan(specs[0], "dl1_8n")
@@ -126,6 +140,7 @@ def test_aws_batch_carries_the_job_as_data_to_the_node(tmp_path):
     assert want.endswith("ck/{run_dir}-{free_port}")
     store.write_generated_files(tmp_path, p.files, {FREE_PORT: "4242"})
     definition = json.loads((tmp_path / JOB_DEFINITION_FILE).read_text())
+    assert definition == p.request["definition"]
     env = definition["nodeProperties"]["nodeRangeProperties"][0]["container"]["environment"]
     node = json.loads(next(e["value"] for e in env if e["name"] == NODE_ENV))
     assert node["job"]["checkpoint"]["dir"] == want

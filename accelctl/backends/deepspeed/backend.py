@@ -19,7 +19,7 @@ from accelctl.backends.base import Backend, Built, refusal
 from accelctl.backends.deepspeed.launch import accelerator_of, adapter_of, build_launch
 from accelctl.backends.deepspeed.release import (AUTOTP, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE,
                                                  TRANSFORMERS_VERSION, installed_version)
-from accelctl.contract import envnames, jsontext
+from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import GeneratedFile, Plan
 from accelctl.errors import Diagnostic
@@ -148,7 +148,7 @@ def inference_config(spec: WorkloadSpec, target: TargetSpec) -> dict[str, Any]:
 
 
 def to_json(cfg: dict[str, Any]) -> str:
-    return jsontext.dumps(cfg) + "\n"
+    return json.dumps(cfg, indent=2) + "\n"
 
 
 # ----------------------------------------------------------------------------- backends

@@ -13,6 +13,7 @@ against the installed optimum-habana.  Design notes: docs/internals/estimate-bac
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import BASE_ENV, LAMB_ON_HPU, WORKER, Backend, Built, hub_env, refusal
@@ -21,7 +22,7 @@ from accelctl.backends.gaudi.examples import (EXAMPLES, GAUDI_CONFIG_FILE, SD_GA
                                               example_diffusion_notes, example_key, example_limits, example_train_file,
                                               example_training_notes, flags_data, lazy_mode, max_grad_norm,
                                               script_mode, GAUDI_FP8_REFUSAL)
-from accelctl.contract import envnames, jsontext
+from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
 from accelctl.errors import Diagnostic
@@ -200,7 +201,7 @@ class GaudiBackend(Backend):
             notes.append(f"GaudiConfig: seed 000 ran with {SD_GAUDI_CONFIG} (text_to_image_generation.py loads it "
                          "with script = example); the worker reads accelctl's own gaudi_config.json "
                          f"(use_torch_autocast {str(cfg['use_torch_autocast']).lower()})")
-        files = [GeneratedFile(GAUDI_CONFIG_FILE, jsontext.dumps(cfg, sort_keys=True) + "\n", role=role)]
+        files = [GeneratedFile(GAUDI_CONFIG_FILE, json.dumps(cfg, indent=2, sort_keys=True) + "\n", role=role)]
         n = target.world_size
         if n == 1:
             argv = ("python", *WORKER)
@@ -233,7 +234,7 @@ class GaudiBackend(Backend):
         if spec.task.training:
             clip = max_grad_norm(spec, target)
             files.append(GeneratedFile(GAUDI_CONFIG_FILE,
-                                       jsontext.dumps(gaudi_config(spec, target, clip), sort_keys=True) + "\n",
+                                       json.dumps(gaudi_config(spec, target, clip), indent=2, sort_keys=True) + "\n",
                                        role="GaudiConfig for --gaudi_config_name"))
             notes += example_training_notes(spec, target)
             if target.parallel.strategy == "fsdp":

@@ -10,9 +10,9 @@ installed ``GaudiTrainingArguments``.  ``script = worker`` with ``fsdp`` is refu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
-from accelctl.contract import jsontext
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
 from accelctl.workload.types import TargetSpec, WorkloadSpec
 
@@ -105,7 +105,7 @@ def fsdp_args(target: TargetSpec) -> list[str]:
 
 
 def fsdp_file(spec: WorkloadSpec, target: TargetSpec) -> GeneratedFile:
-    return GeneratedFile(FSDP_CONFIG_FILE, jsontext.dumps(fsdp_config(spec, target), sort_keys=True) + "\n",
+    return GeneratedFile(FSDP_CONFIG_FILE, json.dumps(fsdp_config(spec, target), indent=2, sort_keys=True) + "\n",
                          role="fsdp_config.json for --fsdp_config (GaudiTrainingArguments -> accelerate's FSDP)")
 
 

@@ -18,7 +18,7 @@ from accelctl.backends import float8_plan
 from accelctl.backends.base import Built, refusal
 from accelctl.backends.te_fp8.versions import version_tuple
 from accelctl.backends.torchrun import TorchrunBackend
-from accelctl.contract import envnames, jsontext
+from accelctl.contract import envnames
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.errors import Diagnostic
@@ -192,7 +192,7 @@ class TeFp8Backend(TorchrunBackend):
         built = super().build(spec, target, job)  # torchrun --nproc_per_node=<GPUs>, nccl
         cfg = te_config(spec, target)
         launches = [_with_env(launch, {CONFIG_ENV: f"{RUN_DIR}/{CONFIG_FILE}"}) for launch in built.launches]
-        files = [*built.files, GeneratedFile(CONFIG_FILE, jsontext.dumps(cfg, sort_keys=True) + "\n",
+        files = [*built.files, GeneratedFile(CONFIG_FILE, json.dumps(cfg, indent=2, sort_keys=True) + "\n",
                                              role="Transformer Engine layer, FP8 recipe and autocast API")]
         layer = ", ".join(f"{k}={v!r}" for k, v in cfg["layer"]["kwargs"].items())
         if cfg["layer"]["class"] == "Linear":

@@ -175,7 +175,8 @@ class XlaNeuronBackend(Backend):
                          pre_env, processes=cores, wait=True)
             launches.insert(0, pre)
             files.append(GeneratedFile(PRECOMPILE_JOB, precompile_job(job).to_json() + "\n",
-                                       role="short job for neuron_parallel_compile (graph extraction only)"))
+                                       role="short job for neuron_parallel_compile (graph extraction only)",
+                                       template=False))
             notes.append(f"pre-compilation first: neuron_parallel_compile runs {PRECOMPILE_STEPS} steps with "
                          f"dummy outputs, compiles the graphs in parallel into {NEURON_ENV['NEURON_COMPILE_CACHE_URL']}"
                          ", then the measured run starts (same cache)")
