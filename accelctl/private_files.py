@@ -106,6 +106,22 @@ def open_file(path: Path, flags: int = os.O_RDONLY) -> int:
     return fd
 
 
+def file_problem(path: Path) -> str:
+    """Why the file at ``path`` is not one to replace with this user's own ("" when it is, or
+    when nothing is there): a link, FIFO, device or folder, or a file others own or could write."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError) as exc:
+        return f"{path}: {getattr(exc, 'strerror', None) or exc}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    if not _owner_ok(st, root_too=False) or st.st_mode & 0o022:
+        return f"{path} is owned by uid {st.st_uid} with mode {st.st_mode & 0o7777:o}: others could have written it"
+    return ""
+
+
 def read_file(path: Path, limit: int) -> bytes:
     """At most ``limit`` bytes of ``path``, opened as ``open_file`` opens it."""
     fd = open_file(path)

@@ -119,3 +119,66 @@ def test_doctor_calibrate_refuses_a_folder_others_can_write_before_measuring(tmp
     assert cp.returncode == 1, cp.stdout + cp.stderr
     assert "cannot store a calibration" in cp.stderr and "writable by its group and others" in cp.stderr
     assert "Traceback" not in cp.stderr and not (folder / "c.json").exists()
+
+
+GOOD_ENTRY = {"device": "Some CPU", "threads": 1, "date": "2026-11-23", "flops": {"float32": 9e10}}
+
+
+@pytest.mark.parametrize("bad", [
+    {"flops": {"float32": "abc", "bfloat16": "x"}}, {"flops": {"float32": [1], "bfloat16": {}}},
+    {"flops": {"float32": float("nan")}}, {"flops": {"float32": -1.0}}, {"flops": {"float32": float("inf")}},
+    {"flops": []}, {"threads": True}, {"threads": 0}, {"threads": "1"}, {"device": 5}, {"samples": {"float32": 1.5}},
+    {"method": None}, {"unknown": 1}, "an entry under another key", "the top level a list"])
+def test_a_stored_file_with_values_this_code_never_writes_reads_as_not_calibrated(tmp_path, bad):
+    """A private file of the right shape but wrong values (types, ranges, keys) is foreign:
+    no calibration, never a crash of plan or estimate and never a NaN or negative ceiling."""
+    file = tmp_path / "calibration.json"
+    entries = {"Some CPU | threads=1": {**GOOD_ENTRY, **bad} if isinstance(bad, dict) else GOOD_ENTRY}
+    doc = {"schema": calibration.SCHEMA, "entries": entries}
+    if bad == "an entry under another key":
+        doc["entries"] = {"Other CPU | threads=1": GOOD_ENTRY}
+    elif bad == "the top level a list":
+        doc = [1, 2]
+    file.write_text(json.dumps(doc))
+    os.chmod(file, 0o600)
+    assert calibration.load_all(file) == {}
+    file.write_text(json.dumps({"schema": calibration.SCHEMA, "entries": {"Some CPU | threads=1": GOOD_ENTRY}}))
+    assert calibration.lookup("Some CPU", 1, file) is not None  # the same file, its values as written: read
+
+
+def test_plan_and_estimate_go_on_past_a_stored_file_with_bad_values(tmp_path):
+    file = tmp_path / "calibration.json"
+    bad = {**GOOD_ENTRY, "device": cpu_model(), "flops": {"float32": "abc", "bfloat16": "x"}}
+    file.write_text(json.dumps({"schema": calibration.SCHEMA, "entries": {calibration.key(cpu_model(), 1): bad}}))
+    os.chmod(file, 0o600)
+    wl = tmp_path / "w.wl"
+    wl.write_text("workload w {\n  task pretrain { train_steps = 3 }\n  model gpt2(layers = 1, hidden = 32, heads = 2)\n"
+                  "  precision bf16\n  target cpu { devices = 1  threads = 1 }\n}\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), CALIBRATION_FILE: str(file)}
+    for verb in ("plan", "estimate"):
+        cp = subprocess.run([sys.executable, "-m", "accelctl.cli", verb, str(wl)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+        assert cp.returncode == 0 and "Traceback" not in cp.stderr, (verb, cp.stderr[-2000:])
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_doctor_calibrate_never_replaces_what_is_not_a_regular_file_of_yours(tmp_path, kind):
+    """``ACCELCTL_CALIBRATION_FILE`` naming a FIFO or a link (a device alike: ``/dev/full``) is
+    refused before measuring, naming the path, and what is there stays as it was."""
+    folder = tmp_path / "cal"
+    folder.mkdir(mode=0o700)
+    file, aside = folder / "c.json", tmp_path / "aside.txt"
+    aside.write_text("keep me\n")
+    if kind == "fifo":
+        os.mkfifo(file)
+    else:
+        file.symlink_to(aside)
+    assert calibration.store_problem(file) == f"{file} is not a regular file"
+    with pytest.raises(OSError):
+        calibration.store(entry(1, 9e10), file)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), CALIBRATION_FILE: str(file)}
+    cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "doctor", "--calibrate", "--threads", "1",
+                         "--seconds", "0.1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 1 and f"{file} is not a regular file" in cp.stderr, cp.stdout + cp.stderr
+    assert "measuring" not in cp.stdout and "Traceback" not in cp.stderr
+    assert (file.is_fifo() if kind == "fifo" else file.is_symlink()) and aside.read_text() == "keep me\n"

@@ -84,6 +84,10 @@ def cmd_logs(args) -> int:
     if args.rank is not None and not 0 <= args.rank < world:
         raise AccelctlError(f"run {record.id} has ranks 0 to {world - 1}: no rank {args.rank}",
                             exit_code=exitcodes.USAGE)
+    from accelctl.contract import boundedfile
+
+    if why := boundedfile.problem(record.path / LOG_FILE, 1 << 62):  # "" when missing: no lines yet
+        raise AccelctlError(f"run {record.id}: {why}, not read", exit_code=exitcodes.FAILED)
     stopped = _Detach() if args.follow else (lambda: False)
     reply = _reply(args)
     kept = []

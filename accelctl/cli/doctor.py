@@ -78,6 +78,9 @@ def cmd_calibrate(args) -> int:
     threads = args.threads or sorted({1, cpu_count()})
     if any(n < 1 for n in threads) or args.seconds <= 0:
         raise AccelctlError("doctor --calibrate: --threads and --seconds must be positive", exit_code=exitcodes.USAGE)
+    if problem := calibration.store_problem():  # before measuring: nothing to store it in
+        raise AccelctlError(f"doctor --calibrate: cannot store a calibration in {calibration.path()}: {problem}",
+                            exit_code=exitcodes.FAILED)
     print(f"measuring the matmul ceiling ({args.seconds:g} s per dtype) for threads {threads} ...", flush=True)
     try:
         entries = calibrate(threads, seconds=args.seconds)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, field
+from dataclasses import asdict, field, fields
 from pathlib import Path
 
 from accelctl import private_files
@@ -71,18 +71,46 @@ def load_all(file: Path | None = None) -> dict[str, Calibration]:
         return {}
     try:
         data = json.loads(private_files.read_file(file, MAX_BYTES).decode("utf-8"))
-        return {k: Calibration(**v) for k, v in data.get("entries", {}).items()}
     except private_files.Untrusted as exc:
         private_files.distrust(WHAT, file, exc.strerror or str(exc))
-    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
-        pass
-    return {}
+        return {}
+    except (OSError, ValueError, RecursionError):
+        return {}
+    entries = data.get("entries") if isinstance(data, dict) and data.get("schema") == SCHEMA else None
+    if not isinstance(entries, dict):
+        return {}
+    checked = {k: _entry(v) for k, v in entries.items()}
+    if any(c is None or k != key(c.device, c.threads) for k, c in checked.items()):
+        return {}  # not a file this code wrote
+    return checked  # type: ignore[return-value]
+
+
+_FIELDS = {f.name for f in fields(Calibration)}
+
+
+def _positive(x: object, kind: type) -> bool:
+    return (type(x) is kind or (kind is float and type(x) is int)) and 0 < x < float("inf")  # type: ignore[operator]
+
+
+def _entry(v: object) -> Calibration | None:
+    """One stored entry, every value of the type and range this code writes; None otherwise."""
+    if not isinstance(v, dict) or not {"device", "threads", "date", "flops"} <= set(v) <= _FIELDS:
+        return None
+    texts_ok = all(type(v.get(name, "")) is str for name in ("device", "date", "method", "torch"))
+    flops, samples = v["flops"], v.get("samples", {})
+    if (not texts_ok or not _positive(v["threads"], int) or not isinstance(flops, dict) or not isinstance(samples, dict)
+            or not all(type(k) is str and _positive(x, float) for k, x in flops.items())
+            or not all(type(k) is str and _positive(x, int) for k, x in samples.items())):
+        return None
+    return Calibration(**v)
 
 
 def store_problem(file: Path | None = None) -> str:
-    """Why a calibration cannot be stored at ``file`` (its folder made, mode 0700, if missing);
-    "" when it can."""
-    return private_files.make_folder((file or path()).parent)
+    """Why a calibration cannot be stored at ``file`` (its folder made, mode 0700, if missing):
+    a folder others could write, or something there that is not this user's own regular file
+    (a device, a FIFO, a link: never replaced); "" when it can."""
+    file = file or path()
+    return private_files.make_folder(file.parent) or private_files.file_problem(file)
 
 
 def lookup(device: str, threads: int, file: Path | None = None) -> Calibration | None:
@@ -120,8 +148,15 @@ def store(entry: Calibration, file: Path | None = None) -> Path:
     text = json.dumps({"schema": SCHEMA, "entries": {k: asdict(v) for k, v in sorted(entries.items())}}, indent=2)
     import tempfile  # here: ``plan`` reads calibrations and never stores one (cold start)
 
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
-    os.replace(tmp, file)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+            os.replace(tmp, file)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot store the calibration in {file}: {exc.strerror or exc}") from None
     return file

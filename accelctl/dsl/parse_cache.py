@@ -143,6 +143,9 @@ def _secret(where: str, create: bool = False) -> bytes | None:
         data = private_files.read_file(path, 2 * _HASH)
     except FileNotFoundError:
         data = _new_secret(path) if create else b""
+    except private_files.Untrusted as exc:  # its secret is no secret: the cache is not used
+        private_files.distrust(WHAT, path, exc.strerror or str(exc))
+        data = b""
     except (OSError, ValueError):
         data = b""
     if len(data) != _HASH:
@@ -285,23 +288,32 @@ def _workload(t: tuple, names: list[str]) -> ast.Workload:
     if len(t) != 10:
         raise ValueError("a workload that is not ten values")
     names.append(t[0])
-    return ast.Workload(t[0], _nodes(t[1], names), _span(t, 2), _span(t, 6))
+    return ast.Workload(t[0], _nodes(t[1], names, _ITEMS), _span(t, 2), _span(t, 6))
 
 
 #: a node's class from its tag, and its length as a tagged tuple (the tag, the fields, four ints a span)
 _LEAVES = {_STR: (ast.Str, 6), _WORD: (ast.Word, 6), _NUM: (ast.Num, 7), _QUANTITY: (ast.Quantity, 7)}
 
 
-def _nodes(items, names: list[str]) -> tuple:
+#: the tags of a value (what an entry, a header, an argument or a list item holds) and of an item
+#: (what a workload or a block holds): a node of the other kind where one goes is no parse
+_VALUES = frozenset((_STR, _NUM, _QUANTITY, _WORD, _CALL, _LIST))
+_ITEMS = frozenset((_ENTRY, _STATEMENT, _BLOCK))
+
+
+def _nodes(items, names: list[str], kinds: frozenset = _VALUES) -> tuple:
     if type(items) is not list:
         raise TypeError("items that are not a list")
-    return tuple(map(_node, items, repeat(names)))  # map: the loop in C
+    return tuple(map(_node, items, repeat(names), repeat(kinds)))  # map: the loop in C
 
 
-def _node(t: tuple, names: list[str]):
-    """The node a tagged tuple of ``_plain`` stands for, each number finite, each unit the
-    language's, each string UTF-8 text; its names go into ``names`` (``lexemes.all_names`` checks
-    them at once); a ValueError/TypeError for anything else."""
+def _node(t: list, names: list[str], kinds: frozenset = _VALUES):
+    """The node a tagged array of ``_plain`` stands for, of one of ``kinds`` (a value where a
+    value goes, an item where an item goes), each number finite, each unit the language's, each
+    string UTF-8 text; its names go into ``names`` (``lexemes.all_names`` checks them at once); a
+    ValueError/TypeError for anything else."""
+    if type(t) is not list or not t or type(t[0]) is not int or t[0] not in kinds:
+        raise ValueError("a node that is not one of what goes there")
     tag = t[0]
     if tag in _LEAVES:  # (text or name, span) or (number, text or unit, span)
         kind, size = _LEAVES[tag]
@@ -324,7 +336,7 @@ def _node(t: tuple, names: list[str]):
         if len(t) != 12:
             raise ValueError("a block that is not twelve values")
         names.append(t[1])
-        return ast.Block(t[1], None if t[2] is None else _node(t[2], names), _nodes(t[3], names), _span(t, 4),
+        return ast.Block(t[1], None if t[2] is None else _node(t[2], names), _nodes(t[3], names, _ITEMS), _span(t, 4),
                          _span(t, 8))
     if tag == _CALL:  # (name, args, kwargs, span, name span)
         if len(t) != 12:
@@ -344,7 +356,7 @@ def _kwargs(items, names: list[str]) -> tuple:
         raise TypeError("keyword arguments that are not a list")
     out = []
     for t in items:
-        if t[0] != _KWARG or len(t) != 7:
+        if type(t) is not list or len(t) != 7 or t[0] != _KWARG:
             raise ValueError("a keyword argument that is not seven values")
         names.append(t[1])
         out.append(ast.KwArg(t[1], _node(t[2], names), _span(t, 3)))

@@ -315,7 +315,7 @@ class KubernetesEngine(Engine):
 
         on = (shlex.quote(mount), shlex.quote(claim))
         return [
-            f'case "$run_dir" in {on[0]}|{on[0]}/*) ;; *) '
+            f'case "$run_dir" in {on[0]}/?*) ;; *) '
             + refuse("the run folder %s is not under %s, where the pods mount PVC %s: set RUN_DIR to a folder "
                      "under it (the PVC mounted here at the same path)", '"$run_dir"', *on) + " ;; esac",
             'case "$run_dir" in */.|*/./*|*/..|*/../*) '

@@ -165,15 +165,18 @@ def _drop(ed: _Edits, items, keys) -> None:
             ed.delete(it.span)
 
 
-def write(text: str, file: ast.File, sets: list[O.Over]) -> str:
-    """``text`` with every setting written in (see module doc); one ``_Edits`` pass per setting,
-    re-parsed between them so the next one reads the spans of the text it edits."""
+def write(text: str, file: ast.File, sets: list[O.Over], workload: str | None = None) -> str:
+    """``text`` with every setting written in (see module doc) -- into workload ``workload``
+    only, when given; one ``_Edits`` pass per setting, re-parsed between them so the next one
+    reads the spans of the text it edits."""
     from accelctl.dsl.parser import parse
 
     for o in sets:
         ed = _Edits(text)
         value = o.values[0]
         for w in file.workloads:
+            if workload is not None and w.name != workload:
+                continue
             path = o.path
             if path[0] in ("target", "targets") and len(path) > 2:
                 for t in _targets(w, path[1]):
@@ -199,8 +202,9 @@ def write(text: str, file: ast.File, sets: list[O.Over]) -> str:
 
 
 def applied(path: str, text: str, sets: list[O.Over], workload: str | None = None) -> str:
-    """The text of the file at ``path`` with ``sets`` written in, checked to mean what the
-    settings applied to its AST mean (E232 otherwise); diagnostics of a bad value point into
+    """The text of the file at ``path`` with ``sets`` written in (into workload ``workload`` alone
+    when the file has it, else into every workload), checked to mean what the settings applied
+    to its AST mean (E232 otherwise); diagnostics of a bad value point into
     its ``--set`` argument, and so do those of a setting that names no target or key of the
     workloads (``workload``: of that one, when the file has it; ``over.check_names``)."""
     from accelctl.dsl.parser import parse
@@ -208,12 +212,16 @@ def applied(path: str, text: str, sets: list[O.Over], workload: str | None = Non
 
     file = parse(text, path)
     named = [w for w in file.workloads if w.name == workload] or list(file.workloads)
+    only = workload if any(w.name == workload for w in file.workloads) else None
     if unknown := O.check_names(named, sets, file_workloads=file.workloads):
         raise WorkloadError(diagnostics=unknown)
     expected_file = file
     for o in sets:
         ws = []
         for w in expected_file.workloads:
+            if only is not None and w.name != only:
+                ws.append(w)
+                continue
             w = O.apply(w, o, o.values[0], _chosen(w, o.path, expected_file) if O.is_target_key(o.path) else None)
             ws.append(O.drop_global(w) if reshapes(o) else w)
         expected_file = _with_workloads(expected_file, ws)
@@ -228,7 +236,7 @@ def applied(path: str, text: str, sets: list[O.Over], workload: str | None = Non
                 seen.add(key)
                 unique.append(d)
         raise WorkloadError(diagnostics=unique) from None
-    edited = write(text, file, sets)
+    edited = write(text, file, sets, only)
     try:
         got = [s.to_json() for s in check(parse(edited, path))]
     except WorkloadError:

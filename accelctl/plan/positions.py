@@ -58,5 +58,7 @@ def too_long(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Diagnost
     what = f"a prompt of {prompt} token(s)" if exact else "a prompt of at least 1 token"
     return Diagnostic(CODE, f"{what} + max_new_tokens {job.task.max_new_tokens} takes {need} positions (the last new "
                             f"token is not fed back), more than {name}", span, spec.path,
-                      f"lower max_new_tokens to at most {limit - prompt + 1}, shorten the prompt, or give the model "
-                      f"more positions (max_positions in its shape)")
+                      (f"lower max_new_tokens to at most {limit - prompt + 1}, shorten the prompt, or give the model "
+                       f"more positions (max_positions in its shape)") if prompt <= limit else
+                      (f"shorten the prompt to at most {limit} tokens (alone it is longer than that), or give the "
+                       f"model more positions (max_positions in its shape)"))

@@ -136,7 +136,7 @@ def render_plan_sh(plan: Plan) -> str:
     # a file holding the run folder (a scheduler's job.json does) holds it as it is
     written = plan.request is not None or any(RUN_DIR in f.content for f in plan.files)
     out = ["#!/bin/sh", f"# accelctl plan: workload {plan.workload} -> target {plan.target} ({plan.backend})",
-           "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', *([RUN_DIR_GUARD] if written else []),
+           "set -eu", 'run_dir="${RUN_DIR:-$(pwd)/run}"', TRAILING_SLASHES, *([RUN_DIR_GUARD] if written else []),
            *(engine.sh_preflight(plan) if engine else []),
            'mkdir -p "$run_dir/events"', 'export ACCELCTL_EVENTS_DIR="$run_dir/events"']
     plan, missing = env_filled(plan)
@@ -201,6 +201,8 @@ def _fill_placeholders(quoted: str) -> str:
     return fill(quoted, shell_values)
 
 
+#: ``$RUN_DIR/`` is the folder ``$RUN_DIR``: its name is the run's id (``${run_dir##*/}``)
+TRAILING_SLASHES = 'while [ "$run_dir" != / ] && [ "${run_dir%/}" != "$run_dir" ]; do run_dir="${run_dir%/}"; done'
 #: the files the script writes hold the run folder as it is (``{run_dir}``, the job's ``events_dir``):
 #: a JSON string, a line of a script or hostfile end at what this refuses
 RUN_DIR_GUARD = (r'case "$run_dir" in *[\\\"]*|*[[:cntrl:]]*) printf '

@@ -141,6 +141,19 @@ def _owner_pid(fd: int) -> int | None:
         time.sleep(0.01)
 
 
+def holds_open(pid: int, run_dir: Path) -> bool:
+    """Whether process ``pid`` has this folder's lock file open by this folder's path: what the
+    owner that claimed it has, and what a copy of the folder (its ``owner.lock`` hard-linked to a
+    live run's) or a forged pid in the file never has."""
+    import psutil  # here: readers of the store need it only to prove an owner
+
+    want = os.path.realpath(run_dir / OWNER_FILE)
+    try:
+        return any(f.path == want for f in psutil.Process(pid).open_files())
+    except psutil.Error:
+        return False
+
+
 def held_by(run_dir: Path) -> int | None | bool:
     """Whether a process owns ``run_dir``, without blocking and without taking the lock: the
     owner's pid, True when owned by a process whose pid is not known, False when not owned (or

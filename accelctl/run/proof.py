@@ -3,7 +3,8 @@
 After a crash or a reboot the pids a ``runner.json`` lists may be others' (as root, system
 services'), and a folder can be copied or forged.  So a process is a run's only when the run was
 recorded on this machine in this boot and the process is the run's supervisor (alive as
-``runner.json`` names it, holding this folder's ``owner.lock``: ``accelctl.run.ownership``), or
+``runner.json`` names it, holding this folder's ``owner.lock`` open by this folder's path:
+``accelctl.run.ownership``), or
 carries the run's marker (``ACCELCTL_EVENTS_DIR`` naming this folder) or descends from one that
 does (``accelctl.run.markers``).  A process group id alone is never enough: torchrun's ranks run
 in sessions of their own.  Reading here never writes and never waits.
@@ -34,7 +35,8 @@ def runner_info(run_dir: Path) -> dict[str, Any] | None:
 
 def supervisor(run_dir: Path, info: Mapping[str, Any] | None = None) -> int | None:
     """The pid of the run's supervisor, where proven: recorded here in this boot, alive as
-    recorded, and holding this folder's ``owner.lock``; else None."""
+    recorded, and holding this folder's ``owner.lock`` (the pid in it, the file open by this
+    folder's path); else None."""
     info = runner_info(run_dir) if info is None else info
     if not info or not recorded_here(info):
         return None
@@ -42,7 +44,8 @@ def supervisor(run_dir: Path, info: Mapping[str, Any] | None = None) -> int | No
     parsed = supervision.parse(ident)
     if parsed is None or not supervision.alive(ident):
         return None
-    return parsed[0] if ownership.held_by(run_dir) == parsed[0] else None
+    pid = parsed[0]
+    return pid if ownership.held_by(run_dir) == pid and ownership.holds_open(pid, run_dir) else None
 
 
 def processes(run_dir: Path, info: Mapping[str, Any] | None = None) -> list[int]:

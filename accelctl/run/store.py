@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -450,7 +451,16 @@ def _run_dirs(base: Path) -> list[Path]:
         return []
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise RunStoreError(f"cannot read the run store {base}: {getattr(exc, 'strerror', None) or exc}") from None
-    return [base / n for n in names if _ID_RE.match(n) and os.path.isdir(base / n)]
+    return [base / n for n in names if _ID_RE.match(n) and _own_folder(base / n)]
+
+
+def _own_folder(path: Path) -> bool:
+    """``path`` is a folder itself, not a link to one (a link in the store named like a run
+    would make a folder elsewhere read, and its processes signalled, as the store's run)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def list_runs(root: str | os.PathLike[str] | None = None) -> list[RunRecord]:
@@ -486,7 +496,7 @@ def load_run(id_or_path: str | os.PathLike[str], root: str | os.PathLike[str] | 
     signalled, as a run's)."""
     base = runs_root(root)
     name = os.fspath(id_or_path)
-    if is_run_id(name) and (base / name).is_dir():
+    if is_run_id(name) and _own_folder(base / name):
         return read_run(base / name)
     if os.sep in name or name in (".", "..") or (os.path.isdir(name) and not _run_dirs_named(base, name)):
         return read_run(_store_folder(name, base))

@@ -134,6 +134,33 @@ def _swap(plain, old, new):
     return out
 
 
+@pytest.mark.parametrize("what", ["a block where a value goes", "a string where an item goes",
+                                  "an entry as a call's argument", "a node that is no array"])
+def test_an_entry_of_a_shape_no_parse_makes_is_a_miss_even_with_the_key(tmp_path, cache_in, what):
+    """An entry keyed as this user's accelctl keys it, whose nodes are each well formed but one
+    stands where no parse puts it: a miss, parsed again -- never a crash of the checker."""
+    path = tmp_path / "w.wl"
+    path.write_text(GOOD, encoding="utf-8")
+    plain = json.loads(parse_cache._encoded([parse_cache._plain_workload(parse_text(GOOD, str(path))[0])]))
+    items = plain[0][1]
+    block = next(i for i in items if i[0] == parse_cache._BLOCK)
+    entry = block[3][0]
+    call = next(i for i in items if i[0] == parse_cache._STATEMENT and i[2][0] == parse_cache._CALL)[2]
+    if what == "a block where a value goes":
+        entry[2] = json.loads(json.dumps(block))
+    elif what == "a string where an item goes":
+        items.insert(0, [parse_cache._STR, "hi", 1, 1, 1, 3])
+    elif what == "an entry as a call's argument":
+        call[2].append(entry)
+    else:
+        items.insert(0, "x")
+    _write(cache_in, path, GOOD, parse_cache._encoded(plain))
+    assert parse_cache.load(str(path), GOOD) is None
+    r = _cli("plan", str(path), env={parse_cache.ENV: str(cache_in)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert parse_cache.load(str(path), GOOD) is not None  # parsed again, and kept again
+
+
 @pytest.mark.parametrize("kind", ["fifo", "link", "device"])
 def test_a_fifo_link_or_device_at_an_entry_path_is_a_miss_never_a_wait(tmp_path, cache_in, kind):
     path = tmp_path / "w.wl"
@@ -153,6 +180,25 @@ def test_a_fifo_link_or_device_at_an_entry_path_is_a_miss_never_a_wait(tmp_path,
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not entry.is_symlink() and stat.S_ISREG(entry.lstat().st_mode)  # replaced by a real entry
     assert (kind != "link") or (tmp_path / "elsewhere").read_bytes() == good
+
+
+@pytest.mark.parametrize("kind", ["writable by its group", "a fifo"])
+def test_a_folder_secret_others_could_know_is_one_warning_and_no_cache(tmp_path, cache_in, kind):
+    path = tmp_path / "w.wl"
+    path.write_text(GOOD, encoding="utf-8")
+    parse_file(path)
+    key = cache_in / parse_cache.KEY_FILE
+    parse_cache._SECRETS.clear()
+    if kind == "a fifo":
+        key.unlink()
+        os.mkfifo(key)
+    else:
+        os.chmod(key, 0o660)
+    assert parse_cache.load(str(path), GOOD) is None
+    assert [w.name for w in parse_file(path).workloads] == ["w"]
+    warned = private_files.take_warnings()
+    assert [d.code for d in warned] == ["W010"] and str(key) in warned[0].path
+    parse_cache._SECRETS.clear()
 
 
 def test_the_folders_it_makes_are_0700_whatever_the_umask(tmp_path, monkeypatch):

@@ -141,6 +141,7 @@ def test_a_run_folder_the_pods_cannot_reach_is_refused_before_anything_is_writte
              ("run", "is not under"), (f"{volume}x/r", "is not under"),
              (volume / "a" / ".." / "b", "has a . or .."), (f"{volume}/./b", "has a . or .."),
              (volume / 'a"b', "a double quote"), (volume / "a\\b", "a backslash"),
+             (volume, "is not under"), (f"{volume}//", "is not under"),
              (volume / "$(HOME)", "$"), (volume / "a\nb", "a control character"),
              (volume / "a\x1bb", "a control character")]
     for run_dir, says in cases:
@@ -151,6 +152,20 @@ def test_a_run_folder_the_pods_cannot_reach_is_refused_before_anything_is_writte
     # kubectl is asked for last, still before anything is written
     r = run_script(tmp_path, shell, text, volume / "r", path=str(tmp_path / "no-bin"))
     assert r.returncode == 1 and "kubectl is not on PATH" in r.stderr and list(volume.iterdir()) == []
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_run_folder_given_with_a_trailing_slash_is_that_folder(tmp_path, volume, shell):
+    """``RUN_DIR=/vol/r2/``: the job's run id is ``r2`` and its folder ``/vol/r2``, as without it."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "kubectl").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "kubectl").chmod(0o755)
+    r = run_script(tmp_path, shell, render_plan_sh(make_plan(volume)), f"{volume}/r2//",
+                   path=f"{stub}:/usr/bin:/bin")
+    assert r.returncode == 0, r.stderr
+    job = json.loads((volume / "r2" / "job.json").read_text())
+    assert job["run_id"] == "r2" and job["events_dir"] == str(volume / "r2")
 
 
 def test_the_loopback_refuses_what_the_api_server_does(tmp_path, volume, loopback):

@@ -80,6 +80,26 @@ def test_plan_and_estimate_take_the_setting(capsys):
     assert one["step_time_s"] < base["step_time_s"]  # half the micro-batch, about half the step
 
 
+@pytest.mark.parametrize("chosen,setting,other", [
+    ("tiny_gpt2_train", "optimizer.lr=0.1", "tiny_gpt2_generate"),
+    ("tiny_gpt2_train", "optimizer.weight_decay=0.0", "tiny_gpt2_generate"),
+    ("tiny_gpt2_generate", "task.max_new_tokens=8 tokens", "tiny_gpt2_train")])
+def test_with_w_a_setting_is_written_into_that_workload_alone(chosen, setting, other, capsys):
+    """``-w NAME --set KEY=VALUE``: the key is the chosen workload's; another workload of the file,
+    to which it may not even apply (an optimizer for a generate task), keeps its text."""
+    text, specs = load_selected_source(GPT2, chosen, [setting])
+    assert [s.name for s in specs] == [chosen]
+    source = read_source(GPT2)
+    text = text.split("\n# (accelctl: the settings below", 1)[0] + "\n"  # the settings recorded at the end
+
+    def block(t: str, name: str) -> str:
+        return t.split(f"workload {name} {{", 1)[1].split("\nworkload ", 1)[0]
+    assert block(text, other) == block(source, other) and block(text, chosen) != block(source, chosen)
+    assert main(["plan", str(GPT2), "-w", chosen, "--set", setting, "--json"]) == 0
+    assert main(["estimate", str(GPT2), "-w", chosen, "--set", setting, "--json"]) == 0
+    capsys.readouterr()
+
+
 def test_resume_writes_the_recorded_settings_into_the_file_before_comparing(tmp_path):
     wl = tmp_path / "w.wl"
     wl.write_text(read_source(GPT2))

@@ -155,6 +155,18 @@ def test_a_prompt_and_max_new_tokens_over_the_positions_are_refused_at_their_lin
     assert (d.code, d.span.line, d.span.column) == ("E532", 4, 5) and "65 positions" in d.message
 
 
+@pytest.mark.parametrize("prompt_len", [64, 70, 200])
+def test_a_hint_never_asks_for_fewer_than_one_new_token(prompt_len):
+    """A prompt that alone fills the positions (or is longer): the hint says to shorten it, and
+    every number in it is one the language takes."""
+    specs, _ = validate_text(GEN % ('"' + "x" * prompt_len + '"', 2), "w.wl")
+    with pytest.raises(PlanError) as exc:
+        plan(specs[0], "cpu")
+    (d,) = exc.value.diagnostics
+    assert d.code == "E532" and "-" not in d.hint.split("(")[0]
+    assert ("at most 1" in d.hint) if prompt_len == 64 else "shorten the prompt to at most 64 tokens" in d.hint
+
+
 @pytest.mark.slow
 def test_where_only_the_tokenizer_knows_the_worker_names_the_failure(tmp_path):
     """A job past the plan's check (as a Hub tokenizer's count would be): the worker stops

@@ -84,6 +84,75 @@ def test_a_run_argument_outside_the_store_is_refused_and_nothing_is_signalled(tm
     assert bystander.poll() is None and outside.is_dir()
 
 
+def _other_hex(run_dir: Path) -> str:
+    """A run id's last part that differs from ``run_dir``'s from its first character on."""
+    return next(h for h in ("beef", "cafe") if h[0] != run_dir.name[-4])
+
+
+def _lock_holder(lock: Path, write_pid: int | None = None) -> subprocess.Popen:
+    """A process holding ``lock`` exclusively (as a run's supervisor holds its ``owner.lock``),
+    the pid ``write_pid`` (its own by default) written in it."""
+    code = ("import fcntl, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "os.ftruncate(fd, 0); os.write(fd, (sys.argv[2] or str(os.getpid())).encode())\n"
+            "print('held', flush=True); time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(lock), str(write_pid or "")], stdout=subprocess.PIPE,
+                            start_new_session=True, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+@pytest.mark.parametrize("case", ["a copy whose owner.lock is a hard link to a live run's",
+                                  "a live run's supervisor pid written in a lock another process holds"])
+def test_cancel_of_a_copied_or_forged_folder_leaves_the_live_run_alone(tmp_path, case):
+    """The live run's supervisor (here a process holding run A's ``owner.lock``, recorded in A's
+    ``runner.json``) is proven A's only: a folder B that shares A's lock file by a hard link
+    (``cp -al``, ``rsync --link-dest``), or whose lock names A's supervisor while another process
+    holds it, gets nothing signalled -- and ``cancel`` does not wait for that lock's holder."""
+    a = stored_run(tmp_path, CPU_WORKLOAD)
+    supervisor = _lock_holder(a / "owner.lock")
+    others = []
+    try:
+        _forge_runner(a, supervision.identity(supervisor.pid), supervisor.pid)
+        b = a.with_name(a.name[:-4] + _other_hex(a))
+        subprocess.run(["cp", "-a", str(a), str(b)], check=True)
+        (b / "owner.lock").unlink()
+        if "hard link" in case:
+            os.link(a / "owner.lock", b / "owner.lock")
+        else:
+            (b / "owner.lock").write_text(str(supervisor.pid))
+            others.append(_lock_holder(b / "owner.lock", write_pid=supervisor.pid))
+        started = time.monotonic()
+        done = accelctl("cancel", b.name, "--timeout", "30", runs=tmp_path / "runs")
+        assert supervisor.poll() is None, "the live run's supervisor was signalled"
+        assert all(o.poll() is None for o in others)
+        assert done.returncode == exitcodes.FAILED and "nothing was signalled" in done.stderr, done
+        assert time.monotonic() - started < 20
+    finally:
+        for proc in (supervisor, *others):
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_a_link_in_the_store_named_like_a_run_is_no_run(tmp_path, bystander):
+    """A symbolic link in the store, named like a run id, to a run folder elsewhere (its
+    ``runner.json`` naming the bystander): no verb takes it, by id, prefix or path."""
+    run_dir = stored_run(tmp_path, CPU_WORKLOAD)
+    _forge_runner(run_dir, supervision.identity(bystander.pid), bystander.pid)
+    outside = tmp_path / "elsewhere"
+    subprocess.run(["cp", "-a", str(run_dir), str(outside)], check=True)
+    link = run_dir.with_name(run_dir.name[:-4] + _other_hex(run_dir))
+    link.symlink_to(outside)
+    for name in (link.name, link.name[:-3], str(link)):  # the id, a prefix only it has, the path
+        for verb in (("cancel",), ("status",), ("logs",), ("report",)):
+            done = accelctl(*verb, name, runs=tmp_path / "runs")
+            assert done.returncode == exitcodes.USAGE, (verb, name, done)
+    listed = accelctl("runs", "--json", runs=tmp_path / "runs")
+    assert link.name not in listed.stdout and run_dir.name in listed.stdout
+    assert bystander.poll() is None
+
+
 def _tree(pid: int) -> list[int]:
     """``pid`` and every process below it (whichever of its threads forked them)."""
     import psutil
@@ -166,3 +235,17 @@ def test_runs_gc_takes_no_viewer_folder_of_another_user_or_a_fifo_note(tmp_path,
         assert detach._viewer_folders(runs) == [mine]
     else:
         assert detach._viewer_folders(runs) == [mine, theirs]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_logs_of_a_worker_log_that_is_no_regular_file_says_so(tmp_path, kind):
+    run_dir = stored_run(tmp_path, CPU_WORKLOAD)
+    log = run_dir / store.LOG_FILE
+    log.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(log)
+    else:
+        log.symlink_to("/etc/hostname")
+    done = accelctl("logs", run_dir.name, runs=tmp_path / "runs")
+    assert done.returncode == exitcodes.FAILED and "worker.log" in done.stderr and "not read" in done.stderr, done
+    assert done.stdout == ""
