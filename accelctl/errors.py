@@ -12,10 +12,9 @@ span it points at, and a hint.  Passes collect diagnostics and report them all a
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Iterable, NamedTuple, Sequence
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, uncompared
 
 
 class Span(NamedTuple):
@@ -34,7 +33,7 @@ class Span(NamedTuple):
         return {"line": self.line, "column": self.column, "end_line": self.end_line, "end_column": self.end_column}
 
 
-@value
+@uncompared("source_line")
 class Diagnostic(Value):
     """One finding at a place in a workload: an error, or a warning (a target ``plan`` refuses).
     A file reports at most ``spec.values.MAX_ERRORS`` errors, so their size does not matter."""
@@ -46,7 +45,7 @@ class Diagnostic(Value):
     hint: str = ""
     severity: str = "error"
     #: the source text of ``span.line``, filled in by ``attach_source``
-    source_line: str = field(default="", compare=False)
+    source_line: str = ""
 
     def to_dict(self) -> dict:
         d = {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path}

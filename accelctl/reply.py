@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any, Iterable, Sequence
 
 from accelctl import exitcodes
+from accelctl.frozen import Value, to_dict
 
 SCHEMA = 1
 
@@ -62,8 +63,8 @@ def plain(value: Any) -> Any:
         return plain(float(value))
     if hasattr(value, "to_dict"):
         return plain(value.to_dict())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return plain(dataclasses.asdict(value))
+    if isinstance(value, Value) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        return plain(to_dict(value))
     if isinstance(value, PurePath):
         return str(value)
     return str(value)

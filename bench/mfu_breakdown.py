@@ -107,13 +107,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import dataclasses
 import json
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: this checkout's accelctl
@@ -188,7 +188,7 @@ class Workload:
         spec = api.load_selected(path)[0]
         target = spec.targets[0]
         if compile:
-            target = dataclasses.replace(target, optimize=dataclasses.replace(target.optimize, compile=True))
+            target = replace(target, optimize=replace(target.optimize, compile=True))
         job = api.plan(spec, target).job
         if job.precision.dtype != "fp32" or job.batch.accumulation != 1 or job.device.adapter != "cpu":
             raise SystemExit(f"{path}: this breakdown covers fp32 CPU workloads without accumulation")

@@ -12,12 +12,12 @@ in the schema (``VType.explained``); a test fails when a schema key has none.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
 from accelctl.dsl.parser import parse
 from accelctl.errors import WorkloadError
+from accelctl.frozen import fields
 from accelctl.language import plugins
 from accelctl.language import schema as S
 from accelctl.workload import types as T
@@ -95,7 +95,7 @@ def default_of(table: str, key: str) -> str:
     if default is not None:
         return default
     cls, renames = DEFAULTS_FROM[table]
-    field = {f.name: f for f in dataclasses.fields(cls)}[renames.get(key, key)]
+    field = {f.name: f for f in fields(cls)}[renames.get(key, key)]
     return _fmt_default(field.default)
 
 

@@ -13,7 +13,7 @@ PY="${PYTHON:-python3}"
 VENV="${HABANA_VENV:-.venv-habana}"
 want=1.21.2
 if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c \
-    "import importlib.metadata as m, sys; sys.exit(m.version('optimum-habana') != '$want')" 2>/dev/null; then
+    "import importlib.metadata as m, sys; sys.exit(m.version('optimum-habana') != '$want' or not m.version('msgspec'))" 2>/dev/null; then
     echo "$VENV: optimum-habana $want already installed"
     exit 0
 fi
@@ -23,5 +23,5 @@ uv_ensure
 "$PY" -m venv "$VENV"
 # every package pinned (scripts/habana-constraints.txt): no resolver backtracking; torch
 # 2.13.0+cpu from the local wheel store (pip's find-links, scripts/uv.sh)
-uv_install "$VENV/bin/python" -c scripts/habana-constraints.txt torch==2.13.0 "optimum-habana==$want"
+uv_install "$VENV/bin/python" -c scripts/habana-constraints.txt torch==2.13.0 "optimum-habana==$want" msgspec
 echo "$VENV: optimum-habana $want installed in $(( $(date +%s) - start )) s"

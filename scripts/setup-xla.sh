@@ -18,7 +18,7 @@ VENV="${XLA_VENV:-.venv-xla}"
 want=2.9.0
 marker=accelctl-xla-ready  # written last: tests and plan --check use the venv only once it is there
 if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c \
-    "import importlib.metadata as m, sys; sys.exit(not (m.version('torch-xla') == m.version('torch').split('+')[0] == '$want') or not m.version('timm'))" 2>/dev/null; then
+    "import importlib.metadata as m, sys; sys.exit(not (m.version('torch-xla') == m.version('torch').split('+')[0] == '$want') or not m.version('timm') or not m.version('msgspec'))" 2>/dev/null; then
     echo "$VENV: torch-xla $want already installed"
     touch "$VENV/$marker"
     exit 0
@@ -31,6 +31,6 @@ uv_ensure
 # every package pinned (scripts/xla-constraints.txt): no resolver backtracking, and torchvision
 # held at 0.24.0 (the torch 2.9.0 match) so nothing can lift torch off 2.9.0
 uv_install "$VENV/bin/python" -c scripts/xla-constraints.txt \
-    "torch==$want" "torch-xla==$want" torchvision timm
+    "torch==$want" "torch-xla==$want" torchvision timm msgspec
 touch "$VENV/$marker"
 echo "$VENV: torch-xla $want installed in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1)"

@@ -12,6 +12,7 @@ import pytest
 from accelctl import exitcodes
 
 from accelctl.cli import EXIT_CHECK_NOT_RUN, main
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "deepspeed", "textual", "transformers", "timm", "diffusers")
@@ -209,14 +210,13 @@ def test_plan_check_rejection_keeps_exit_1_even_beside_a_check_not_run(monkeypat
 
 
 def test_plan_check_reports_a_rejected_command():
-    import dataclasses
 
     from accelctl.api import load, plan
     from accelctl.plan.checks import check_plan
 
     spec = load(ROOT / "workloads" / "ddp_cpu.wl")[0]
     p = plan(spec, "cpu")
-    bad = dataclasses.replace(p, launches=(dataclasses.replace(p.launches[0], argv=("torchrun", "--max-restarts", "x",
+    bad = replace(p, launches=(replace(p.launches[0], argv=("torchrun", "--max-restarts", "x",
                                                                                     "w.py")),))
     (result,) = check_plan(bad, spec)
     assert result.ok is False and "invalid int value" in result.messages[0]

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 
-@value
 class Finding(Value):
     #: what was checked: "te_recipe.json: recipe", "te_layers.py:57" ...
     subject: str

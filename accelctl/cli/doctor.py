@@ -11,6 +11,7 @@ import textwrap
 from accelctl import exitcodes
 from accelctl.cli.common import JSON_HELP, color, no_such_file_is_usage, reply_of
 from accelctl.errors import AccelctlError
+from accelctl.frozen import to_dict
 
 
 def add_parser(sub) -> None:
@@ -57,7 +58,7 @@ def cmd_doctor(args) -> int:
     if reply := reply_of(args):
         reply.result = {"host": host_facts(), "probes": [p.__dict__ for p in run_probes()],
                         "extras": extras_installed(), "targets": targets_here(args.files),
-                        "calibrations": [c.__dict__ for c in stored_calibrations()]}
+                        "calibrations": [to_dict(c) for c in stored_calibrations()]}
         return exitcodes.OK
     print_doctor(host_facts(), run_probes, extras_installed(), targets_here(args.files), color)
     ceilings = stored_calibrations()
@@ -90,7 +91,7 @@ def cmd_calibrate(args) -> int:
         print(f"  {describe_calibration(c)}")
     print(f"stored in {calibration.path()}")
     if reply := reply_of(args):
-        reply.result = {"calibrations": [c.__dict__ for c in entries], "stored_in": str(calibration.path())}
+        reply.result = {"calibrations": [to_dict(c) for c in entries], "stored_in": str(calibration.path())}
     return exitcodes.OK
 
 

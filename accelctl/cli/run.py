@@ -6,7 +6,6 @@ Imports nothing heavy at module level."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 from accelctl import exitcodes
@@ -14,6 +13,7 @@ from accelctl.cli.common import (FP8_HELP, RUNS_DIR_HELP, add_set, fp8_needs_reh
                                  unknown_run_is_usage)
 from accelctl.cli.viewer import use_tui
 from accelctl.errors import AccelctlError
+from accelctl.frozen import replace
 
 
 def add_parser(sub):
@@ -89,7 +89,7 @@ def batch_of(args, chosen=(), source=None, req=None, resume=None):
     from accelctl.run.orchestrate import Request
     from accelctl.run.store import runs_root
 
-    req = dataclasses.replace(req or Request(), runs_dir=str(runs_root(args.runs_dir)))
+    req = replace(req or Request(), runs_dir=str(runs_root(args.runs_dir)))
     document = reply_of(args) is not None and not args.detach  # a detached one has no reader for it
     return Batch(tuple(c.planned() for c in chosen), source, req, json=document, resume=resume,
                  resume_file=args.file if resume else None)

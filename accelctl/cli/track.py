@@ -11,9 +11,9 @@ writes the event file in the run folder's ``tensorboard/``, with DIR under ``DIR
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
+from accelctl.frozen import replace
 
 
 #: the tracker flags of ``run``: (flag, metavar, help); each takes an optional value
@@ -46,11 +46,11 @@ def with_flags(args: Any, plans: list) -> list:
         from accelctl.workload.types import TrackSpec
 
         track = p.tracking or TrackSpec()
-        track = dataclasses.replace(
+        track = replace(
             track, mlflow=uri or track.mlflow,
             wandb=(args.wandb or os.environ.get("WANDB_PROJECT") or p.workload) if wandb_on else track.wandb,
             experiment=track.experiment or p.workload,
             tensorboard=track.tensorboard or tb is not None, tensorboard_dir=tb or track.tensorboard_dir)
         notes = tuple(n for n in p.notes if not n.startswith("tracking: ")) + tuple(tracking_notes(track))
-        out.append((spec, dataclasses.replace(p, tracking=track, notes=notes), why, n))
+        out.append((spec, replace(p, tracking=track, notes=notes), why, n))
     return out

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, field, fields
 from pathlib import Path
 
 from accelctl import private_files
 from accelctl.contract.envnames import CALIBRATION_FILE
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, field, fields, to_dict
 from accelctl.hostinfo import cache_dir
 
 SCHEMA = 1
@@ -38,7 +37,6 @@ def key(device: str, threads: int) -> str:
     return f"{device} | threads={threads}"
 
 
-@value
 class Calibration(Value):
     """One measured ceiling: FLOP/s per dtype name (``float32``, ``bfloat16``)."""
 
@@ -145,7 +143,7 @@ def store(entry: Calibration, file: Path | None = None) -> Path:
         raise private_files.Untrusted(f"cannot store the calibration in {file}: {problem}")
     entries = load_all(file)
     entries[key(entry.device, entry.threads)] = entry
-    text = json.dumps({"schema": SCHEMA, "entries": {k: asdict(v) for k, v in sorted(entries.items())}}, indent=2)
+    text = json.dumps({"schema": SCHEMA, "entries": {k: to_dict(v) for k, v in sorted(entries.items())}}, indent=2)
     import tempfile  # here: ``plan`` reads calibrations and never stores one (cold start)
 
     try:

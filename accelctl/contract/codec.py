@@ -1,4 +1,4 @@
-"""Frozen dataclasses to and from JSON-ready dicts, driven by their type hints.
+"""Value types (``accelctl.frozen``) to and from JSON-ready dicts, driven by their type hints.
 
 One function each way serves every contract type (the job and the spec types it embeds),
 so a new field is a new field: no per-class ``from_dict`` to keep in step.
@@ -6,12 +6,13 @@ so a new field is a new field: no per-class ``from_dict`` to keep in step.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import types
 import typing
 from functools import lru_cache
 from typing import Any, TypeVar
+
+from accelctl import frozen
+from accelctl.frozen import Value
 
 T = TypeVar("T")
 
@@ -30,7 +31,7 @@ def _build(tp: Any, value: Any) -> Any:
             if arm is type(None):
                 continue
             return _build(arm, value)
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+    if isinstance(tp, type) and issubclass(tp, Value) and isinstance(value, dict):
         return from_dict(tp, value)
     if origin is tuple and isinstance(value, list):
         args = typing.get_args(tp)
@@ -40,13 +41,13 @@ def _build(tp: Any, value: Any) -> Any:
 
 
 def from_dict(cls: type[T], data: dict[str, Any]) -> T:
-    """``cls`` built from ``data`` (nested dataclasses, optionals and tuples rebuilt).
+    """``cls`` built from ``data`` (nested value types, optionals and tuples rebuilt).
 
     Unknown keys are an error (a job written by another accelctl version is refused, not
     half-read); missing keys take the field's default.
     """
     hints = _hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = set(cls.__struct_fields__)
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}")
@@ -54,23 +55,5 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
-    """``dataclasses.asdict(obj)``: the same dict, built without its deep copies of the
-    leaves (a job's are str, int, float, bool and None, which a copy returns as they are;
-    any other leaf is still copied)."""
-    return _plain(obj)
-
-
-_IMMUTABLE = (str, int, float, bool, type(None))
-
-
-def _plain(x: Any) -> Any:
-    kind = type(x)
-    if kind in _IMMUTABLE:
-        return x
-    if hasattr(kind, "__dataclass_fields__"):  # as asdict: a dataclass instance becomes a dict
-        return {f.name: _plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
-    if kind is list or kind is tuple:
-        return kind([_plain(v) for v in x])
-    if kind is dict:
-        return {_plain(k): _plain(v) for k, v in x.items()}
-    return copy.deepcopy(x)  # as asdict does with a leaf (a dataclass class included: it is no instance)
+    """``obj`` as nested dicts, lists and tuples (``frozen.to_dict``)."""
+    return frozen.to_dict(obj)

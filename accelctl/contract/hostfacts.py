@@ -16,10 +16,9 @@ from contextvars import ContextVar
 
 from accelctl import hostinfo
 from accelctl.contract import calibration
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 
-@value
 class HostFacts(Value):
     """``cores``: the processor cores this process may use; ``cpu_model``, ``flags``: the CPU's
     name and /proc/cpuinfo flags; ``memory_bytes``: memory available (0: unknown);

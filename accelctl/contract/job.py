@@ -11,12 +11,11 @@ prints in a plan and round-trips through JSON (``accelctl.contract.codec``).
 from __future__ import annotations
 
 import json
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from accelctl.contract import codec
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, field
 from accelctl.workload.types import (
     BatchSpec,
     CheckpointSpec,
@@ -30,7 +29,6 @@ from accelctl.workload.types import (
     TaskSpec,
 )
 
-@value
 class DeviceJob(Value):
     """How the worker drives the device: the family's adapter and collective backend,
     resolved by the planner from the device catalog, and the device options a target set."""
@@ -53,7 +51,6 @@ class DeviceJob(Value):
     precompile: bool = False
 
 
-@value
 class DebugJob(Value):
     """Test hooks.  No workload key sets them; tests write them into a job directly."""
 
@@ -73,7 +70,6 @@ class DebugJob(Value):
     fake: dict[str, Any] = field(default_factory=dict)
 
 
-@value
 class WorkerJob(Value):
     run_id: str
     workload: str
@@ -140,7 +136,6 @@ class WorkerJob(Value):
 JOBS_FILE = "jobs.json"
 
 
-@value
 class QueuedJob(Value):
     """One job of a shared worker's list: its ``job.json`` and the ``worker.log`` of its run
     folder (the worker's stdout and stderr go there while it runs this job)."""
@@ -149,7 +144,6 @@ class QueuedJob(Value):
     log: str = ""
 
 
-@value
 class JobList(Value):
     """``python -m accelctl.worker jobs.json``: one worker process runs these jobs in order
     (the runner's ``accelctl.run.shared``), importing torch and the model libraries once.

@@ -9,14 +9,13 @@ worker builds its ``DeviceMesh`` from it; both read the same arithmetic here.
 
 from __future__ import annotations
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 
 #: mesh dimensions, outermost first
 DIMS = ("pp", "dp", "tp")
 
 
-@value
 class Mesh(Value):
     pp: int = 1
     dp: int = 1

@@ -12,17 +12,15 @@ into processes (``accelctl.run.runner``).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shlex
-from dataclasses import field
 from typing import Any
 
 from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR  # noqa: F401  (the plan's placeholders)
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, field, to_dict
 from accelctl.workload.types import TrackSpec
 
 #: control characters no launch word or generated file may hold (tab and newline may)
@@ -30,7 +28,6 @@ _UNWRITABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _NUL = re.compile("\x00")
 
 
-@value
 class Launch(Value):
     """One command to start (on one host, or one per node for a multi-node engine)."""
 
@@ -59,7 +56,6 @@ class Launch(Value):
         return f"cd {shlex.quote(self.cwd)} && {line}" if self.cwd else line
 
 
-@value
 class GeneratedFile(Value):
     """A file the plan writes into the run folder before launching."""
 
@@ -73,7 +69,6 @@ class GeneratedFile(Value):
     template: bool = True
 
 
-@value
 class Rehearsal(Value):
     """What a CPU rehearsal stands for (``accelctl run --rehearse``): the accelerator target,
     and how this run differs from it."""
@@ -90,7 +85,6 @@ class Rehearsal(Value):
     on: str = "this CPU"
 
 
-@value
 class Plan(Value):
     workload: str
     target: str
@@ -130,7 +124,7 @@ class Plan(Value):
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = to_dict(self)
         d["job"] = self.job.to_dict()
         if self.tracking is None:  # written only where the workload has a track block
             d.pop("tracking")

@@ -9,9 +9,9 @@ the model says does not fit; an out-of-memory failure is caught and named.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
+from accelctl.frozen import replace
 
 #: the largest micro-batch looked for (the language's own limit on micro)
 MOST = 1_000_000
@@ -38,7 +38,7 @@ def at_micro(spec, target, micro: int):
     """``target`` at micro-batch ``micro`` (no global batch), and the memory model's figures there."""
     from accelctl.plan import memory
 
-    t = dataclasses.replace(target, batch=dataclasses.replace(target.batch, micro=micro, global_size=None))
+    t = replace(target, batch=replace(target.batch, micro=micro, global_size=None))
     return t, memory.estimate(spec, t)
 
 
@@ -60,15 +60,15 @@ def variants(spec, target) -> list[tuple[str, object]]:
     """The target as written, with gradient checkpointing switched, ZeRO 1-3 and FSDP (training)."""
     out = [("as written", target)]
     gc = target.gradient_checkpointing
-    out.append((f"gradient checkpointing {'off' if gc else 'on'}", dataclasses.replace(target, gradient_checkpointing=not gc)))
+    out.append((f"gradient checkpointing {'off' if gc else 'on'}", replace(target, gradient_checkpointing=not gc)))
     if spec.task.training:
         p = target.parallel
         for stage in (1, 2, 3):
             if not (p.strategy == "zero" and p.zero_stage == stage):
-                out.append((f"zero(stage = {stage})", dataclasses.replace(
-                    target, parallel=dataclasses.replace(p, strategy="zero", zero_stage=stage))))
+                out.append((f"zero(stage = {stage})", replace(
+                    target, parallel=replace(p, strategy="zero", zero_stage=stage))))
         if p.strategy != "fsdp":
-            out.append(("fsdp", dataclasses.replace(target, parallel=dataclasses.replace(p, strategy="fsdp"))))
+            out.append(("fsdp", replace(target, parallel=replace(p, strategy="fsdp"))))
     return out
 
 
@@ -77,7 +77,7 @@ def fit(spec, target, host=None) -> list[Variant]:
     from accelctl.errors import PlanError
 
     if not target.memory_bytes:  # the host CPU without memory = ...: this machine's memory
-        target = dataclasses.replace(target, memory_bytes=host_memory())
+        target = replace(target, memory_bytes=host_memory())
     out = []
     for name, t in variants(spec, target):
         m = largest(spec, t)

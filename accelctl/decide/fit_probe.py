@@ -16,14 +16,13 @@ cap -- the probe then bisects and says NOT confirmed, never a pass (figures: doc
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from accelctl.frozen import replace
 
 OOM = re.compile(r"MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory", re.I)
 
@@ -155,9 +154,9 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
     t = spec.target(target_name)
     # memory_bytes 0 (the host's): the plan's own E530 check does not stop a step past the model's
     # answer; the cap above is what holds it to the target's memory
-    t = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=micro, global_size=None), measure=None,
+    t = replace(t, batch=replace(t.batch, micro=micro, global_size=None), measure=None,
                             memory_bytes=0)
-    spec = dataclasses.replace(spec, measure=once, targets=tuple(t if x.name == t.name else x for x in spec.targets))
+    spec = replace(spec, measure=once, targets=tuple(t if x.name == t.name else x for x in spec.targets))
     # the probe's process plans for the machine it runs on (this one): its facts, read here
     handle = launch(plan(spec, t, host=HostFacts.here()), source_text=source, spec_json=spec.to_json(), runs_root=runs_root or None)
     with DataSegmentWatch() as watch:

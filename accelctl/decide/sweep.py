@@ -1,6 +1,6 @@
 """A scaling study for real: one target run at several device (and node) counts.
 
-For each count the target is replaced (``dataclasses.replace``) with ``devices = n``
+For each count the target is replaced (``frozen.replace``) with ``devices = n``
 (and ``nodes``), planned with ``accelctl.api.plan`` and run with ``accelctl.api.launch``,
 one after the other (never two at once: they would share the machine).  Weak scaling,
 as in seed 001: the micro-batch and gradient accumulation per device stay, so the
@@ -19,11 +19,11 @@ node defaults to the target's.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from accelctl.frozen import replace
 
 
 def parse_counts(text: str) -> list[int]:
@@ -49,9 +49,9 @@ def sweep_targets(target: Any, devices: Sequence[int], nodes: Sequence[int] = (1
     for n in nodes:
         for d in devices:
             price = target.price_per_hour * n / target.nodes if target.price_per_hour is not None else None
-            out.append(dataclasses.replace(
+            out.append(replace(
                 target, devices=d, nodes=n, price_per_hour=price, backend=backend or target.backend,
-                batch=dataclasses.replace(target.batch, global_size=None)))
+                batch=replace(target.batch, global_size=None)))
     return out
 
 
@@ -88,7 +88,7 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
     req = Request(engine=engine, runs_dir=runs_root)
     records = []
     for t in sweep_targets(base, devices, nodes, backend):
-        point = dataclasses.replace(spec, targets=tuple(t if x.name == base.name else x for x in spec.targets))
+        point = replace(spec, targets=tuple(t if x.name == base.name else x for x in spec.targets))
         one, t1, n = one_process(point, t)
         p = plan(one, t1, engine, host=host)
         label = f"{spec.name} / {t.name}: nodes {t.nodes} x devices {t.devices}"

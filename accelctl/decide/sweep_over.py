@@ -15,7 +15,6 @@ cheaper.  ``--run`` runs the points through ``accelctl.api`` one after the other
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from accelctl.dsl import ast
 from accelctl.errors import AccelctlError, Diagnostic, WorkloadError
 from accelctl.language import over as O
 from accelctl.catalog import DEVICES
+from accelctl.frozen import replace
 
 #: the work per row when neither --work nor the workload's train_steps say (units of the throughput)
 DEFAULT_UNITS = 1e6
@@ -261,10 +261,10 @@ def _check_group(path, text, members, overs, bad_values) -> dict[int, tuple]:
         per: dict[int, list] = {}
         for t in spec.targets:
             k, name = owner[t.name]
-            per.setdefault(k, []).append(dataclasses.replace(t, name=name))
+            per.setdefault(k, []).append(replace(t, name=name))
         for k, (i, label, _, _) in enumerate(members):
             targets = tuple(per.get(k, ()))
-            out[i] = (label, dataclasses.replace(spec, targets=targets), targets, None)
+            out[i] = (label, replace(spec, targets=targets), targets, None)
         return out
     for i, label, w, chosen in members:
         specs, diags = check_all(ast.File(path, text, (w,)))

@@ -5,7 +5,6 @@ The parser (``accelctl.dsl.parser``, lark with the inline transformer of
 untyped here (a ``Word`` is just a name); giving them meaning is the check pass's job.
 """
 
-from dataclasses import field
 from typing import NamedTuple, Union
 
 from accelctl import frozen
@@ -99,14 +98,14 @@ class Workload(NamedTuple):
     name_span: Span
 
 
-@frozen.value
+@frozen.uncompared("lexed")
 class File(frozen.Value):  # frozen.Value: this module's Value is a value of the language
     path: str
     text: str
     workloads: tuple[Workload, ...]
     #: every name, number, unit and string came from lexing ``text`` (the parser, or a parse-cache
     #: entry checked against it): the checker need not look at them again (``dsl.lexemes``)
-    lexed: bool = field(default=False, compare=False)
+    lexed: bool = False
 
 
 def number_text(x: int | float) -> str:

@@ -12,7 +12,6 @@ assumption the plan's notes state: docs/internals/run-and-engines.md.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import TYPE_CHECKING
@@ -28,6 +27,7 @@ from accelctl.errors import Diagnostic, PlanError
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.catalog import DEVICES, INSTANCES
 from accelctl.workload.types import TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult
@@ -189,7 +189,7 @@ class AwsBatchEngine(Engine):
         else:
             launches = (Launch("deepspeed", tuple(argv), env, processes=node["slots"]),)
         kept = [f for f in plan.files if f.path not in (JOB_DEFINITION_FILE, SUBMIT_FILE)]
-        return dataclasses.replace(plan, launches=launches, files=(*kept, *extra), request=None)
+        return replace(plan, launches=launches, files=(*kept, *extra), request=None)
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """Both requests validated by botocore's own Batch service model (offline)."""

@@ -13,7 +13,6 @@ the job as data (``Plan.request``).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import posixpath
@@ -23,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from accelctl.backends.base import Built
-from accelctl.backends.findings import CheckResult, not_run
+from accelctl.backends.findings import CheckResult
 from accelctl.contract import envnames, launchers
 from accelctl.contract.placeholders import placeholder_in
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch, Plan
@@ -33,6 +32,7 @@ from accelctl.engines.base import Engine, engine_refusal
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.catalog import DEVICES
 from accelctl.workload.types import TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 MANIFEST = "pytorchjob.json"
 #: what the supervisor's submission amounts to (the API call it makes, as kubectl would)
@@ -280,7 +280,7 @@ class KubernetesEngine(Engine):
             argv = node_command(node["argv"], node["nodes"], node["devices"], values.__getitem__, str)
             return Launch(f"node{rank}", (head, *argv[3:]), env, processes=node["devices"])
 
-        return dataclasses.replace(plan, launches=tuple(launch(r) for r in range(node["nodes"])), request=None,
+        return replace(plan, launches=tuple(launch(r) for r in range(node["nodes"])), request=None,
                                    files=tuple(f for f in plan.files if f.path != MANIFEST))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:

@@ -11,7 +11,6 @@ rest: ``dryrun(plan)``; ``submit(request, run_dir, env)`` -> an ``AppHandle``, k
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import re
 import time
@@ -23,6 +22,7 @@ from typing import Any
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.errors import first_line
 from accelctl.language import plugins
+from accelctl.frozen import replace
 
 
 class AppState(str, enum.Enum):
@@ -145,7 +145,7 @@ def cancel_and_wait(sched: Scheduler, handle: AppHandle, timeout_s: float | None
             say(f"accelctl: describing {handle}: {first_line(exc, 200, None)}")
         else:
             if last is None or last.state.terminal:
-                done = last or dataclasses.replace(sched.gone, state=AppState.CANCELLED)
+                done = last or replace(sched.gone, state=AppState.CANCELLED)
                 say(f"accelctl: {handle} cancelled ({done.raw})")
                 return done
         if time.monotonic() > deadline:

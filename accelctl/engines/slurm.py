@@ -12,7 +12,6 @@ environment (``ACCELCTL_PYTHON``, ``--export=ALL``).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import re
@@ -26,6 +25,7 @@ from accelctl.engines.slurm_agents import AGENTS, Agent, word
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.catalog import DEVICES
 from accelctl.workload.types import TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult
@@ -119,7 +119,7 @@ class SlurmEngine(Engine):
         bad = [k for k in env if not ENV_NAME_RE.fullmatch(k)]
         if bad:
             raise _refuse(spec, target, "partition", f"environment name {bad[0]!r} cannot be exported", "")
-        launch = dataclasses.replace(launch, env=env)
+        launch = replace(launch, env=env)
         script = render_script(spec, target, launch, s, job.threads, agent)
         request = {"script": SCRIPT, "backend": job.backend, "nodes": target.nodes, "devices": target.devices,
                    "env": env, "cwd": launch.cwd, "args": agent.args(launch.argv)}
@@ -144,7 +144,7 @@ class SlurmEngine(Engine):
         r = plan.request or {}
         launch, extra = AGENTS[r["backend"]].node_launch(list(r["args"]), r["nodes"], r["devices"], dict(r["env"]),
                                                          r["cwd"])
-        return dataclasses.replace(plan, launches=(launch,), request=None,
+        return replace(plan, launches=(launch,), request=None,
                                    files=tuple(f for f in plan.files if f.path != SCRIPT) + tuple(extra))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:

@@ -18,7 +18,7 @@ import shlex
 from accelctl.backends.deepspeed.launch import ENV_FILE, HOSTFILE
 from accelctl.contract import launchers
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, GeneratedFile, Launch
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 #: placeholder -> the script's shell expression (what it stands for on the node)
 SHELL_VALUES = {RUN_DIR: '"$SLURM_SUBMIT_DIR"', FREE_PORT: '"$port"', "{optimum_habana}": '"$OPTIMUM_HABANA_DIR"'}
@@ -50,7 +50,6 @@ def _without(args: list[str], flags: tuple[str, ...], valued: tuple[str, ...]) -
     return out
 
 
-@value
 class Agent(Value):
     """How one backend's per-node launcher runs under ``srun``."""
 

@@ -11,7 +11,6 @@ never joined.  The backend's check (torch's own argument parser) reads every age
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 
@@ -20,6 +19,7 @@ from accelctl.contract.plan import FREE_PORT, Launch, Plan
 from accelctl.engines import torchrun_settings
 from accelctl.engines.base import Engine, engine_refusal
 from accelctl.workload.types import TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 #: the code of a torchrun engine setting that cannot work
 CODE = torchrun_settings.ROW.code
@@ -91,7 +91,7 @@ class TorchrunEngine(Engine):
         if host in ("127.0.0.1", "localhost") and n > 1 and s.get("rdzv_endpoint") is None:
             notes.append("rendezvous on loopback (no rdzv_endpoint): every node on this machine; for a cluster set "
                          'engine torchrun { rdzv_endpoint = "NODE0:PORT" }')
-        return dataclasses.replace(built, launches=launches, notes=notes, warnings=warnings)
+        return replace(built, launches=launches, notes=notes, warnings=warnings)
 
     def explain_failure(self, plan: Plan, log_text: str, started: dict[str, bool],
                         values: dict[str, str] | None = None) -> str | None:

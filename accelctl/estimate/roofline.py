@@ -13,7 +13,6 @@ per-layer overhead (eager or graphs) and tensor-parallel all-reduces.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from accelctl.models.activations import hpu_lazy
 from accelctl.models import fp8_layers
 from accelctl.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet
 from accelctl.workload.types import TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 #: dtype whose peak a precision computes at
 PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
@@ -196,7 +196,7 @@ def _coverage(fam: str, shape: tuple, z: F.Sizes) -> tuple[float, str]:
 
 def _gain_over_bf16(spec: WorkloadSpec, target: TargetSpec, fx: Factors, fp8: Estimate) -> str:
     """"; bf16 -> fp8: x1.23 (bf16 268 ms)": the same target's estimate in bf16 against this one."""
-    bf16 = estimate(spec, dataclasses.replace(target, precision=dataclasses.replace(target.precision, dtype="bf16",
+    bf16 = estimate(spec, replace(target, precision=replace(target.precision, dtype="bf16",
                                                                                      fp8=None)), fx)
     if not (bf16.step_time_s and fp8.step_time_s):
         return ""
@@ -252,7 +252,7 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
         # ZeRO-2's with the blocks kept gathered (reshard_after_forward = off); its weights of
         # this rank's tp part, unsharded, are those of the same layout without FSDP
         stage = 3 if p.reshard_after_forward else 2
-        whole = memory.estimate(spec, dataclasses.replace(target, parallel=dataclasses.replace(p, strategy="tensor")),
+        whole = memory.estimate(spec, replace(target, parallel=replace(p, strategy="tensor")),
                                 real=fit.basis == "real")
         params = whole.weights / (4 if target.precision.dtype == "fp32" else 2)
     colls = T.gradient_sync(params * e_grad, target.devices, target.nodes, target.data_parallel, stage,
@@ -260,7 +260,7 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
     tp_coll = T.tensor_parallel_per_token(p.tp, int(s.get("layers", 0)), int(s.get("hidden", 0)),
                                           micro * _tokens(fam, s, z), e_grad)
     if tp_coll is not None:  # forward and backward, every micro-step; on the critical path
-        colls.append(dataclasses.replace(tp_coll, intra_bytes=2 * accum * tp_coll.intra_bytes,
+        colls.append(replace(tp_coll, intra_bytes=2 * accum * tp_coll.intra_bytes,
                                          count=2 * accum * tp_coll.count))
     # the host's time per layer pass (eager dispatch; a captured graph replays it cheaply)
     layer_passes = int(s.get("layers", 0) or 0) * passes * accum

@@ -4,16 +4,14 @@ source and date; ``accelctl.catalog`` gathers every family's rows."""
 
 from __future__ import annotations
 
-from dataclasses import field
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, field
 
 TFLOPS = 1e12
 GB = 10**9
 GiB = 2**30
 
 
-@value
 class Device(Value):
     name: str
     vendor: str
@@ -47,7 +45,6 @@ class Device(Value):
     note: str = ""
 
 
-@value
 class Instance(Value):
     name: str
     device: str
@@ -59,7 +56,6 @@ class Instance(Value):
     network: str = ""
 
 
-@value
 class Figure(Value):
     value: float
     #: vendor datasheet / whitepaper (name or URL); "ASSUMPTION: ..." where none is published
@@ -68,7 +64,6 @@ class Figure(Value):
     date: str
 
 
-@value
 class Datasheet(Value):
     device: str
     #: dense peak FLOP/s per dtype: the figures of ``Device.peak_flops``, with their source

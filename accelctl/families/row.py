@@ -4,14 +4,13 @@ imports a framework or the worker, whose adapter is named as a lazy ``"module:Cl
 
 from __future__ import annotations
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 from accelctl.hostinfo import first_sign
 
 #: the module of the worker's device adapters
 WORKER_DEVICES = "accelctl.worker.devices"
 
 
-@value
 class Detection(Value):
     """Signs that a machine has a family's devices: device files (glob patterns) or a vendor
     tool on PATH; the first sign found is reported as how we know."""
@@ -27,7 +26,6 @@ class Detection(Value):
         return first_sign(self.device_files, self.tools)
 
 
-@value
 class DeviceFamily(Value):
     name: str
     #: torch.distributed backend its ranks join

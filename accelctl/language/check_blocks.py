@@ -7,7 +7,6 @@ The workload pass (``accelctl.language.check``) checks the workload's; the targe
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from accelctl.dsl import ast
@@ -17,6 +16,7 @@ from accelctl.language.check_common import Origins, call_kwargs, items_by_key, p
 from accelctl.models.catalog import FAMILIES
 from accelctl.workload.types import MeasureSpec, ModelSpec, OptimizerSpec, OptimizeSpec, TaskSpec
 from accelctl.language.values import Ctx
+from accelctl.frozen import replace
 
 
 def check_measure(it: ast.Item | None, ctx: Ctx, origins: Origins, prefix: str = "measure") -> MeasureSpec:
@@ -50,7 +50,7 @@ def check_optimize(written: dict[str, Any], below: OptimizeSpec, model: ModelSpe
     """``written`` (one block's keys) over ``below`` (the workload's, for a target), with the
     rules of what the block itself wrote: channels_last needs image input (E222), a
     compile_mode needs compile = on (E223)."""
-    opt = dataclasses.replace(below, **written)
+    opt = replace(below, **written)
     if written.get("channels_last") and model is not None and not FAMILIES[model.family].image_input:
         ctx.error("E222", f"channels_last applies to image models; {model.family} takes token ids",
                   origins[f"{prefix}.channels_last"],

@@ -9,7 +9,6 @@ Defaults come from the catalog too (the text column; for seq2seq the summary col
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from accelctl.language.hub_datasets import HubDataset, hub_dataset
 from accelctl.models.catalog import objective_for
 from accelctl.workload.types import DatasetSpec, ModelSpec, TaskSpec
 from accelctl.language.values import Ctx
+from accelctl.frozen import replace
 
 #: keys that only mean something for a Hub dataset (not arguments of synthetic(...))
 HUB_ONLY = ("config",)
@@ -121,5 +121,5 @@ def resolve_dataset(data: DatasetSpec, task: TaskSpec | None, model: ModelSpec |
                   "target_column names the summary column of seq2seq training (objective = seq2seq); remove it")
     known = hub_dataset(data.ref) if data.kind == "hf" else None
     if seq2seq and not data.target_column and known is not None and known.target_column:
-        return dataclasses.replace(data, target_column=known.target_column)
+        return replace(data, target_column=known.target_column)
     return data

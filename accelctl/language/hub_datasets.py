@@ -9,11 +9,10 @@ is passed through unchecked.  Where each fact comes from is said next to it.
 
 from __future__ import annotations
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 
 
-@value
 class HubDataset(Value):
     hub_id: str
     #: config name -> the columns of its records

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Any
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, field
 
 #: backend name -> "module:Class", in selection order: the first backend that selects a
 #: target wins.  Vendor stacks first (Gaudi, Neuron), then what a target's settings ask for
@@ -42,7 +41,6 @@ ENGINES: dict[str, str] = {
 }
 
 
-@value
 class EngineRow(Value):
     """Every fact about an engine that is not its code: what the language accepts in its block,
     what the docs say of it, where its classes are, and how a plan treats it."""

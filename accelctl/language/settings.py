@@ -13,6 +13,7 @@ from __future__ import annotations
 from accelctl.dsl import ast
 from accelctl.errors import Diagnostic, Span, WorkloadError
 from accelctl.language import over as O
+from accelctl.frozen import replace
 
 #: the statements written ``key value`` rather than ``key = value``
 STATEMENTS = ("precision", "task", "optimizer")
@@ -256,6 +257,5 @@ def recorded(text: str) -> list[str]:
 
 
 def _with_workloads(file, workloads):
-    import dataclasses
 
-    return dataclasses.replace(file, workloads=tuple(workloads))
+    return replace(file, workloads=tuple(workloads))

@@ -11,12 +11,11 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from dataclasses import field, replace
 from typing import Any, Callable
 
 from accelctl.dsl import ast
 from accelctl.errors import Diagnostic, did_you_mean
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, replace, uncompared
 
 BAD: Any = object()
 
@@ -92,7 +91,7 @@ def describe(v: ast.Value) -> str:
     return f"{kinds[type(v)]} ({ast.value_text(v)})"
 
 
-@value
+@uncompared("meaning", "unset")
 class VType(Value):
     """A value type: ``name`` for messages, ``fn(value, ctx, key)`` to coerce.
 
@@ -105,8 +104,8 @@ class VType(Value):
     name: str
     fn: Callable[[ast.Value, Ctx, str], Any]
     detail: str = ""
-    meaning: str = field(default="", compare=False)
-    unset: str | None = field(default=None, compare=False)
+    meaning: str = ""
+    unset: str | None = None
 
     def coerce(self, v: ast.Value, ctx: Ctx, key: str) -> Any:
         return self.fn(v, ctx, key)

@@ -9,10 +9,9 @@ the sequence length, ``b`` the micro-batch.  Transformer layers follow Korthikan
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from accelctl.families import FAMILIES as DEVICE_FAMILIES
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, replace
 from accelctl.models import param_count as P
 from accelctl.catalog import DEVICES
 from accelctl.workload.types import TargetSpec, WorkloadSpec
@@ -26,7 +25,6 @@ PROMPT_TOKENS = 16
 ATTENTION_WIDTH = {"t5-3b": 4096, "google-t5/t5-3b": 4096}
 
 
-@value
 class Block(Value):
     """One transformer layer: hidden h, attention width d, MLP width f, heads a; the width of
     its keys (and of its values), narrower than d under grouped-query attention (0 = d)."""
@@ -45,7 +43,6 @@ class Block(Value):
                        kv=max(self.kv // tp, 1) if self.kv else 0)
 
 
-@value
 class Kept(Value):
     """What the layers' kernels keep for backward beyond the paper's fused-kernel count (``kept_for``;
     from ``tests/plan/measured_memory.py``): ``mask`` bytes per dropout element (1 fused, ``e`` on the
@@ -115,7 +112,6 @@ def lm_head(positions: float, b: int, vocab: int, e: int, loss: bool) -> float:
 
 
 # --------------------------------------------------------------------------- shapes
-@value
 class Arch(Value):
     """What the activation models need beside ``memory.Shape``."""
 
@@ -235,7 +231,6 @@ def generation(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -
 
 
 # --------------------------------------------------------------------------- diffusion
-@value
 class UNet(Value):
     """The shape of a latent-diffusion pipeline that decides its activations."""
 

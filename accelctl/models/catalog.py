@@ -10,13 +10,11 @@ can estimate memory for the real model while the CPU runs the stand-in.
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, field
 
 
-@value
 class Family(Value):
     name: str
     #: what builds it: transformers, timm, diffusers
@@ -104,7 +102,6 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-@value
 class KnownModel(Value):
     """A real model's architecture and published size, so planning needs no network."""
 

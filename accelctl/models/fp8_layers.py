@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 from accelctl.models.catalog import FAMILIES
 
 #: torch._scaled_mm needs both GEMM dimensions of a weight divisible by this
@@ -28,7 +28,6 @@ EXPERTS_KEPT = ("fused 3-D expert tensors, not nn.Linear; torchao 0.18's FP8 gro
                 "CUDA sm90+, with no emulation to rehearse or check it on a CPU: not planned")
 
 
-@value
 class Linear(Value):
     """``count`` linear modules named ``name`` (``*`` = the layer index), each ``d_in`` -> ``d_out``
     over ``tokens`` tokens of one sample."""
@@ -129,7 +128,6 @@ def linears(family: str, s: dict[str, Any], seq: int = 128, target: int = 32) ->
             Linear("lm_head", 1, h, int(s["vocab"]), target)]
 
 
-@value
 class Split(Value):
     """A model's linears split into those FP8 runs and those kept in bf16 (with the reason)."""
 

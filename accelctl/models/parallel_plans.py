@@ -11,13 +11,12 @@ pipeline parallel splits into stages (``mesh.stage_layers``).  Details: docs/int
 
 from __future__ import annotations
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 
 COLWISE, ROWWISE, FUSED_QKV = "colwise", "rowwise", "colwise_fused_qkv"
 
 
-@value
 class FamilyPlan(Value):
     #: the ModuleList of transformer blocks, from the model's root
     blocks: str

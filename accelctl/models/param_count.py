@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 #: families whose layers are llama's (RMSNorm, rotary, gated MLP, grouped-query attention)
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "gemma", "mixtral")
@@ -20,7 +20,6 @@ COUNTED = (*LLAMA_LIKE, "gpt_neox", "falcon")
 EXACT = (*COUNTED, "bloom", "gpt2", "bert", "t5", "vit")
 
 
-@value
 class Dims(Value):
     """The widths of one decoder layer."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from accelctl.catalog import DEVICES, INSTANCES
 from accelctl.models.catalog import objective_for
 from accelctl.workload.options import OPTIONS
 from accelctl.workload.types import ModelSpec, TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 
 def threads_per_process(target: TargetSpec, processes: int) -> int:

@@ -11,7 +11,7 @@ facts it agrees with (tests/plan/test_memory.py).
 from __future__ import annotations
 
 from accelctl.contract.job import DebugJob
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 from accelctl.models import activations as act
 from accelctl.models import param_count as P
 from accelctl.catalog import DEVICES
@@ -21,7 +21,6 @@ RESERVE_BYTES = 2 * 10**9
 GB = 1e9
 
 
-@value
 class Shape(Value):
     params: float
     layers: int
@@ -31,7 +30,6 @@ class Shape(Value):
     vocab: int
 
 
-@value
 class MemoryFit(Value):
     weights: float
     gradients: float

@@ -8,7 +8,6 @@ Printed as notes of ``accelctl plan``; a big mesh prints its first ranks and the
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from accelctl.contract.mesh import Mesh, stage_layers
 from accelctl.plan.memory import estimate, fmt_bytes
@@ -16,6 +15,7 @@ from accelctl.catalog import DEVICES
 from accelctl.models.parallel_plans import PLANS, describe_split
 from accelctl.models.parallel_rules import positions
 from accelctl.workload.types import ParallelSpec, TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 SHARDED = ("fsdp", "tensor", "pipeline")
 #: the worker strategy that builds this mesh (``accelctl.worker.strategy``)

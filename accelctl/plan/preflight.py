@@ -13,11 +13,11 @@ worker (an optimum-habana example script) has no preflight: ``None``.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from accelctl import entrypoints
 from accelctl.contract.plan import Plan
+from accelctl.frozen import replace
 
 WORKER_MODULE = entrypoints.WORKER
 PREFLIGHT_MODULE = entrypoints.PREFLIGHT
@@ -26,12 +26,12 @@ _WORD = re.compile(r"(?<![\w./])accelctl\.worker(?![\w./])")
 
 
 def preflight_plan(plan: Plan) -> Plan | None:
-    launches = tuple(dataclasses.replace(ln, argv=tuple(PREFLIGHT_MODULE if a == WORKER_MODULE else a
+    launches = tuple(replace(ln, argv=tuple(PREFLIGHT_MODULE if a == WORKER_MODULE else a
                                                         for a in ln.argv)) for ln in plan.launches)
-    files = tuple(dataclasses.replace(f, content=_WORD.sub(PREFLIGHT_MODULE, f.content)) for f in plan.files)
+    files = tuple(replace(f, content=_WORD.sub(PREFLIGHT_MODULE, f.content)) for f in plan.files)
     if launches == plan.launches and files == plan.files:
         return None
     note = ("PREFLIGHT: init_process_group + one all-reduce + barrier over the planned world, "
             "through the same launches and engine")
     # a preflight is not a run of the workload: nothing of it goes to the experiment trackers
-    return dataclasses.replace(plan, launches=launches, files=files, notes=(note, *plan.notes), tracking=None)
+    return replace(plan, launches=launches, files=files, notes=(note, *plan.notes), tracking=None)

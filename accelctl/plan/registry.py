@@ -11,7 +11,6 @@ that selects the target (cold ``plan`` is measured against ``import lark, rich``
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
-from dataclasses import replace
 
 from accelctl.backends.base import Backend, refusal
 from accelctl.engines.base import Engine
@@ -20,6 +19,7 @@ from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.language import plugins
 from accelctl.catalog import DEVICES
 from accelctl.workload.types import TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 
 def load_plugin(path: str):

@@ -9,11 +9,11 @@ bf16 is ``rehearse.rehearsal_target``'s.  Timing of all targets with these caps:
 
 from __future__ import annotations
 
-import dataclasses
 
 from accelctl.contract.plan import Rehearsal
 from accelctl.contract import hostfacts
 from accelctl.workload.types import MeasureSpec, TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 #: samples per process of a rehearsal's micro-batch, per core of this machine
 MICRO_PER_CORE = 2
@@ -48,15 +48,15 @@ def sized_for_this_cpu(spec: WorkloadSpec, target: TargetSpec, rehearsal: Rehear
     caps applied, one line, added to ``rehearsal.changes``."""
     changes: list[str] = []
     b = target.batch
-    batch = dataclasses.replace(b, micro=_capped("micro-batch", b.micro, micro_cap(cores), changes),
+    batch = replace(b, micro=_capped("micro-batch", b.micro, micro_cap(cores), changes),
                                 accumulation=_capped("accumulation", b.accumulation, SIZE["accumulation"], changes))
     d = spec.dataset
-    data = dataclasses.replace(
+    data = replace(
         d, seq_len=_capped("sequence length", d.seq_len, SIZE["seq_len"], changes, " tokens"),
         target_len=_capped("target length", d.target_len, SIZE["target_len"], changes, " tokens"),
         prompt_tokens=_capped("prompt tokens", d.prompt_tokens, SIZE["prompt_tokens"], changes))
     t = spec.task
-    task = dataclasses.replace(
+    task = replace(
         t, max_new_tokens=_capped("new tokens", t.max_new_tokens, SIZE["max_new_tokens"], changes),
         inference_steps=_capped("denoising steps", t.inference_steps, SIZE["inference_steps"], changes))
     # the measure that applies: the target's own, else the workload's (WorkloadSpec.for_target)
@@ -65,12 +65,12 @@ def sized_for_this_cpu(spec: WorkloadSpec, target: TargetSpec, rehearsal: Rehear
     if not changes:
         return spec, target, rehearsal
     line = f"sized for this CPU ({cores if cores is not None else hostfacts.current().cores} cores): " + ", ".join(changes)
-    return (dataclasses.replace(spec, dataset=data, task=task, measure=measure),
-            dataclasses.replace(target, batch=batch, measure=own),
-            dataclasses.replace(rehearsal, changes=(*rehearsal.changes, line)))
+    return (replace(spec, dataset=data, task=task, measure=measure),
+            replace(target, batch=batch, measure=own),
+            replace(rehearsal, changes=(*rehearsal.changes, line)))
 
 
 def _measure(m: MeasureSpec, changes: list[str]) -> MeasureSpec:
     warmup = _capped("warm-up steps", m.warmup, SIZE["warmup"], changes)
     steps = _capped("measured steps", m.steps, SIZE["steps"], changes)
-    return dataclasses.replace(m, warmup=warmup, steps=steps)
+    return replace(m, warmup=warmup, steps=steps)

@@ -9,7 +9,6 @@ baseline precision in one process (``accelctl.worker.fp8_rehearsal``).
 
 from __future__ import annotations
 
-import dataclasses
 
 from accelctl.contract.plan import Rehearsal
 from accelctl.errors import Diagnostic, PlanError
@@ -21,6 +20,7 @@ from accelctl.models.parallel_rules import positions
 from accelctl.workload.options import OPTIONS, TargetOptions
 from accelctl.language.schema import INFERENCE_STRATEGIES
 from accelctl.workload.types import Fp8Recipe, ParallelSpec, PrecisionSpec, TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 #: the catalog's host device (the CPU accelctl runs on)
 HOST = next(name for name, d in DEVICES.items() if d.host)
@@ -63,10 +63,10 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
         changes.append("device options not rehearsed: " + ", ".join(dropped))
     if target.nodes > 1:
         changes.append(f"{target.nodes} nodes -> 1 (engine {target.engine} -> local)")
-    moved = dataclasses.replace(
+    moved = replace(
         target, device=HOST, instance="", nodes=1, devices=world, price_per_hour=None, memory_bytes=0,
         parallel=parallel, precision=precision, engine="local", backend="",
-        batch=dataclasses.replace(target.batch, global_size=None),
+        batch=replace(target.batch, global_size=None),
         options=rehearsed_options(target.options))
     return moved, Rehearsal(of=target.name, device=target.device, world_size=target.world_size,
                             changes=tuple(changes))
@@ -102,7 +102,7 @@ def _tensor_here(spec: WorkloadSpec, p: ParallelSpec, world: int, changes: list[
             changes.append(f"tensor parallel (tp {p.tp}) -> 1: no tp of 2 or more divides the stand-in's "
                            f"{shape.get('heads')} heads and {shape.get('kv_heads', shape.get('heads'))} key/value "
                            f"heads and fits this machine's {world} processes")
-            p = dataclasses.replace(p, tp=1, sequence_parallel=False,
+            p = replace(p, tp=1, sequence_parallel=False,
                                     strategy="fsdp" if p.strategy == "fsdp" else "data" if world > 1 else "none")
         return p, world, False
     if tp != p.tp:
@@ -117,7 +117,7 @@ def _tensor_here(spec: WorkloadSpec, p: ParallelSpec, world: int, changes: list[
     if sp and n % tp:
         changes.append(f"sequence parallel off: the rehearsal's {n} positions ({made_of}) do not divide by tp {tp}")
         sp = False
-    return dataclasses.replace(p, tp=tp, sequence_parallel=sp), world, True
+    return replace(p, tp=tp, sequence_parallel=sp), world, True
 
 
 def _stage_limits(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation: int) -> dict[str, int]:
@@ -158,32 +158,32 @@ def _pipeline_here(spec: WorkloadSpec, p: ParallelSpec, world: int, accumulation
     why = " and ".join(k for k, v in _stage_limits(spec, p, world, accumulation).items() if v == pp)
     if pp == 1:
         changes.append(f"pipeline parallel (pp {p.pp}) -> 1: no 2 stages fit {why}; schedule {p.schedule} dropped")
-        return dataclasses.replace(p, pp=1, strategy="data" if world > 1 else "none"), world, False
+        return replace(p, pp=1, strategy="data" if world > 1 else "none"), world, False
     if pp != p.pp:
         changes.append(f"pipeline parallel pp {p.pp} -> {pp} ({why}; schedule {p.schedule} kept)")
     if world % pp:
         changes.append(f"{world} processes -> {world - world % pp} (whole pipelines of {pp} stages)")
         world -= world % pp
-    return dataclasses.replace(p, pp=pp), world, True
+    return replace(p, pp=pp), world, True
 
 
 def _parallel_here(p: ParallelSpec, world: int, changes: list[str], keep_tp: bool = False,
                    keep_pp: bool = False) -> ParallelSpec:
     if (p.pp > 1 and not keep_pp) or (p.tp > 1 and not keep_tp):
         changes.append(f"tensor/pipeline parallel (tp {p.tp}, pp {p.pp}) -> 1: each process holds the whole stand-in")
-        p = dataclasses.replace(p, tp=1, pp=1, sequence_parallel=False)
+        p = replace(p, tp=1, pp=1, sequence_parallel=False)
         if p.strategy in ("tensor", "pipeline"):
-            p = dataclasses.replace(p, strategy="data" if world > 1 else "none")
+            p = replace(p, strategy="data" if world > 1 else "none")
     if p.kernel_inject:
         changes.append("DeepSpeed kernel injection off (its kernels are CUDA-only)")
-        p = dataclasses.replace(p, kernel_inject=False)
+        p = replace(p, kernel_inject=False)
     if p.offload != "none":  # FSDP2 offload (the zero stages have their own keys)
         changes.append("FSDP CPU offload -> none: the shards already live in this CPU's memory "
                        "(torch's CPUOffloadPolicy moves them off a GPU)")
-        p = dataclasses.replace(p, offload="none")
+        p = replace(p, offload="none")
     if p.offload_optimizer == "nvme" or p.offload_param == "nvme":
         changes.append("NVMe offload -> none")
-        p = dataclasses.replace(p, offload_optimizer="none", offload_param="none")
+        p = replace(p, offload_optimizer="none", offload_param="none")
     return p
 
 
@@ -215,10 +215,10 @@ def _fp8_rehearsal_target(spec: WorkloadSpec, target: TargetSpec) -> tuple[Targe
     dropped = sorted(k for k in target.options.written() if not OPTIONS[k].rehearsed)
     if dropped:
         changes.append("device options not rehearsed: " + ", ".join(dropped))
-    moved = dataclasses.replace(
+    moved = replace(
         target, device=HOST, instance="", nodes=1, devices=1, price_per_hour=None, memory_bytes=0,
         parallel=ParallelSpec(), precision=PrecisionSpec(dtype=baseline, fp8=recipe), engine="local", backend="",
-        batch=dataclasses.replace(target.batch, global_size=None),
+        batch=replace(target.batch, global_size=None),
         options=rehearsed_options(target.options))
     return moved, Rehearsal(of=target.name, device=target.device, world_size=target.world_size,
                             changes=tuple(changes))

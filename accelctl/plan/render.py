@@ -19,6 +19,7 @@ from accelctl.contract.placeholders import ENV_PLACEHOLDER_ROLES, fill
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Plan
 from accelctl.errors import AccelctlError, PlanError
 from accelctl.workload.types import WorkloadSpec
+from accelctl.frozen import replace
 
 FORMATS = ("text", "json", "sh")
 #: what ``plan --format sh`` runs for ``{free_port}`` (as ``accelctl.run.commands.free_port``)
@@ -85,7 +86,6 @@ def env_filled(plan: Plan, environ=None) -> tuple[Plan, list[str]]:
     replaced by its variable's value (the launch's environment over ``environ``, default
     ``os.environ``) in every launch word, environment value, folder and generated file, as the
     runner fills them; and the variables a placeholder still needs (unset here)."""
-    import dataclasses
     import os
 
     environ = os.environ if environ is None else environ
@@ -101,20 +101,19 @@ def env_filled(plan: Plan, environ=None) -> tuple[Plan, list[str]]:
 
         return fill(text, values, unset)  # one pass: a value naming a placeholder is not filled again
 
-    launches = tuple(dataclasses.replace(
+    launches = tuple(replace(
         ln, argv=tuple(fill_env(a, ln.env) for a in ln.argv), cwd=fill_env(ln.cwd, ln.env),
         env={k: fill_env(v, ln.env) for k, v in ln.env.items()}) for ln in plan.launches)
-    files = tuple(dataclasses.replace(f, content=fill_env(f.content, {})) if f.template else f for f in plan.files)
-    return dataclasses.replace(plan, launches=launches, files=files), missing
+    files = tuple(replace(f, content=fill_env(f.content, {})) if f.template else f for f in plan.files)
+    return replace(plan, launches=launches, files=files), missing
 
 
 def printed(plan: Plan) -> Plan:
     """``plan`` as ``accelctl plan`` prints it (text and json): environment placeholders filled
     from this environment, a warning naming each variable that is not set."""
-    import dataclasses
 
     plan, missing = env_filled(plan)
-    return dataclasses.replace(plan, warnings=(*plan.warnings, *map(unset_warning, missing))) if missing else plan
+    return replace(plan, warnings=(*plan.warnings, *map(unset_warning, missing))) if missing else plan
 
 
 def unset_warning(var: str) -> str:
@@ -216,12 +215,11 @@ def job_sh(job) -> str:
     ``events_dir`` (the run folder; empty for launches that run here) are each written as a marker,
     whose JSON string is then replaced by the shell's value in the quoted word.
     """
-    import dataclasses
     import secrets
 
     marks = {f"accelctl-{secrets.token_hex(16)}": value for value in ('"${run_dir##*/}"', '"$run_dir"')}
     run_id, events_dir = marks
-    text = dataclasses.replace(job, run_id=run_id, events_dir=events_dir).to_json()
+    text = replace(job, run_id=run_id, events_dir=events_dir).to_json()
     quoted = shlex.quote(text)
     for mark, value in marks.items():
         if text.count(mark) != 1:  # a workload string holding a fresh random token: never, but not silently

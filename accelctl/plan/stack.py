@@ -14,7 +14,6 @@ for the host CPU, whose run uses what is installed here (a warning where a pin d
 
 from __future__ import annotations
 
-import dataclasses
 
 from accelctl.backends.base import Built
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
@@ -22,6 +21,7 @@ from accelctl.catalog import DEVICES
 from accelctl.language.plugins import engine_row
 from accelctl.language.stack import SDKS
 from accelctl.workload.types import EngineSpec, StackSpec, TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 REQUIREMENTS = "requirements.txt"
 #: Habana's DeepSpeed fork, as its README installs it
@@ -48,7 +48,7 @@ def engine_settings(target: TargetSpec, engine: str, settings: EngineSpec) -> En
     key = engine_row(engine).image_key
     if not key or not target.stack.image or settings.settings.get(key):
         return settings
-    return dataclasses.replace(settings, settings={**settings.settings, key: target.stack.image})
+    return replace(settings, settings={**settings.settings, key: target.stack.image})
 
 
 def with_stack(spec: WorkloadSpec, target: TargetSpec, engine: str, settings: EngineSpec, built: Built) -> Built:
@@ -79,7 +79,7 @@ def with_stack(spec: WorkloadSpec, target: TargetSpec, engine: str, settings: En
             if have != version:
                 warnings.append(f"stack pins {name} {version}; this machine has {have or 'none'}: a run here uses "
                                 "what is installed")
-    return dataclasses.replace(built, files=files, notes=notes, warnings=warnings)
+    return replace(built, files=files, notes=notes, warnings=warnings)
 
 
 def _image_note(image: str, engine: str, settings: EngineSpec) -> str:

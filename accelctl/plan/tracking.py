@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 from pathlib import Path
 
 from accelctl.workload.types import TrackSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 #: tracker -> (the module it needs, what installs it)
 LIBRARIES = {"mlflow": ("mlflow", "'accelctl[track]' mlflow-skinny==3.17.2"), "wandb": ("wandb", "'accelctl[track]'"),
@@ -37,7 +37,7 @@ def resolve_tracking(spec: WorkloadSpec) -> TrackSpec | None:
     if not track.enabled:
         return None
     base = Path(spec.path).resolve().parent if spec.path and spec.path != "<input>" else Path.cwd()
-    return dataclasses.replace(track, mlflow=_absolute_uri(track.mlflow, base) if track.mlflow else "",
+    return replace(track, mlflow=_absolute_uri(track.mlflow, base) if track.mlflow else "",
                                experiment=track.experiment or spec.name)
 
 

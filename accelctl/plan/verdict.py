@@ -11,10 +11,10 @@ its other targets plan, but that target is refused before anything is launched, 
 
 from __future__ import annotations
 
-import dataclasses
 
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.workload.types import WorkloadSpec
+from accelctl.frozen import replace
 
 #: how validate marks a target that plan refuses (the diagnostic keeps plan's code and words)
 SEVERITY = "warning"
@@ -31,5 +31,5 @@ def plan_refusals(spec: WorkloadSpec, host=None) -> list[Diagnostic]:
         try:
             compile_plan(spec, target, host=host)
         except PlanError as exc:
-            out += [dataclasses.replace(d, severity=SEVERITY) for d in exc.diagnostics]
+            out += [replace(d, severity=SEVERITY) for d in exc.diagnostics]
     return out

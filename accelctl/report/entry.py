@@ -20,7 +20,6 @@ counts sequences/s, other training and inference samples/s, generation tokens/s.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import statistics
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from accelctl.analysis.ci import Interval
 from accelctl.analysis.provenance import count_text, is_stand_in
 from accelctl.analysis.stats import StepStats, measured_step_times, per_device, steady_state
 from accelctl.run.store import SPEC_FILE, read_object
+from accelctl.frozen import replace
 
 
 #: the run column of a publication's figure (its name is ``Entry.publication``)
@@ -236,7 +236,7 @@ def _entry_from_run(record: Any) -> Entry:
         where = on if on and on != "this CPU" else entry.device
         # nor its job time and cost (the target's train_steps at this CPU's step time), nor an
         # MFU above 1 (a FLOP count against a peak of another device, or a stale calibration)
-        entry = dataclasses.replace(
+        entry = replace(
             entry, ran=(f"REHEARSAL of {rehearsal['of']} on {where}, stand-in, {params}" if rehearsal
                         else f"stand-in, {params}"),
             **({"instance": "", "price_per_hour": None, "nodes": 1, "train_steps": None, "work_samples": None,
@@ -290,7 +290,7 @@ def entry_from_series(records: Sequence[Any]) -> Entry:
         return entries[0]
     first = entries[0]
     times = [e.run_values[0] for e in entries if e.run_values]
-    return dataclasses.replace(
+    return replace(
         first,
         source=f"{records[0].series_id or first.source} (series of {len(entries)} runs)",
         status=series_status(records, [e.status for e in entries]),

@@ -10,7 +10,6 @@ here prints.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol, Union
 
@@ -18,6 +17,7 @@ from accelctl import exitcodes
 from accelctl.errors import AccelctlError, Diagnostic, RunError, attach_source
 from accelctl.language import plugins
 from accelctl.run.batch import Planned, Request
+from accelctl.frozen import replace
 
 
 def exit_code(status: str) -> int:
@@ -65,10 +65,10 @@ def one_process(spec, target):
         return spec, target, 1
 
     def once(m):
-        return dataclasses.replace(m, repeat=1) if m is not None else None
+        return replace(m, repeat=1) if m is not None else None
 
-    targets = tuple(dataclasses.replace(t, measure=once(t.measure)) for t in spec.targets)
-    one = dataclasses.replace(spec, measure=once(spec.measure), targets=targets)
+    targets = tuple(replace(t, measure=once(t.measure)) for t in spec.targets)
+    one = replace(spec, measure=once(spec.measure), targets=targets)
     return one, one.target(target.name), n
 
 

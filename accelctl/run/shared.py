@@ -12,7 +12,6 @@ always reaps the worker: no orphan.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import signal
 import subprocess
@@ -29,6 +28,7 @@ from accelctl.run import procgroup, store
 from accelctl.run.commands import ResolvedLaunch, run_values
 from accelctl.run.ownership import Ownership, claim
 from accelctl.run.runner import DEFAULT_GRACE_S, RunHandle
+from accelctl.frozen import replace
 
 #: seconds ``close`` gives a worker to exit by itself after its last job (``os._exit`` right
 #: after the last event: well under this) before its process group is killed
@@ -82,7 +82,7 @@ class SharedWorker:
 
     def take(self, launch: ResolvedLaunch) -> ResolvedLaunch:
         """The first run's resolved launch, reading the job list instead of its ``job.json``."""
-        self.launch = dataclasses.replace(launch, argv=(*launch.argv[:-1], str(self.jobs_file)))
+        self.launch = replace(launch, argv=(*launch.argv[:-1], str(self.jobs_file)))
         return self.launch
 
     def running(self) -> bool:

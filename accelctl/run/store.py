@@ -18,7 +18,7 @@ import re
 import stat
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from accelctl.contract.scheduler import SchedulerJob
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.errors import RunError
+from accelctl.frozen import replace
 
 if TYPE_CHECKING:  # the events of a lost run (``lost_run_result``), imported only to compute one
     from accelctl.contract.events import Event

@@ -11,7 +11,6 @@ reason as ``unreadable: <reason>``.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
@@ -28,6 +27,7 @@ from accelctl.contract.boundedfile import Unreadable
 from accelctl.contract.events import PHASES, Event, event_from_dict
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
+from accelctl.frozen import Value
 from accelctl.workload.types import WorkloadSpec
 
 #: caps: a run's JSON records and workload file; its events (room for a long run's steps)
@@ -181,7 +181,7 @@ def _check_hint(tp: Any, value: Any, where: str) -> None:
             except BadShape as exc:
                 problems.append(exc)
         raise problems[0]
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and issubclass(tp, Value):
         if not isinstance(value, dict):
             raise _fail(where, "an object", value)
         hints = _hints(tp)

@@ -11,12 +11,12 @@ GEMMs save (docs/device-runs.md).  Details: docs/internals/estimate-backends-wor
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 import torch
 
 from accelctl.models.fp8_layers import FP8_DIM, is_head
+from accelctl.frozen import replace
 
 
 def wanted(job) -> bool:
@@ -41,7 +41,7 @@ def config_for(job, emulate: bool):
 
     r = job.precision.fp8
     if r.recipe == "rowwise":
-        return dataclasses.replace(Float8LinearConfig.from_recipe_name("rowwise"), emulate=emulate)
+        return replace(Float8LinearConfig.from_recipe_name("rowwise"), emulate=emulate)
     kw = dict(emulate=emulate, enable_fsdp_float8_all_gather=fsdp_all_gather(job))
     if r.format == "e4m3":
         return Float8LinearConfig(cast_config_grad_output=CastConfig(target_dtype=torch.float8_e4m3fn), **kw)

@@ -9,17 +9,15 @@ Pure data (the frozen value base only): the plan contract and the worker read th
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 #: what values an option takes: on/off, a whole number in [lo, hi], one of ``choices``, or a
 #: Transformer Engine release (``accelctl.language.te_versions``)
 KINDS = ("boolean", "integer", "choice", "te_version")
 
 
-@value
 class OptionKey(Value):
     """What one target option is: the values it takes, its meaning and where it goes."""
 
@@ -38,12 +36,15 @@ class OptionKey(Value):
     rehearsed: bool = False
 
 
-def key(kind: str, doc: str, unset: str, **row: Any) -> Any:
-    """A ``TargetOptions`` field: unwritten (``None``) by default, its row in the field's metadata."""
-    return dataclasses.field(default=None, metadata={"key": OptionKey(kind, doc, unset, **row)})
+_ROWS: list[OptionKey] = []  # each ``key(...)`` of TargetOptions' fields, in the fields' order
 
 
-@value
+def key(kind: str, doc: str, unset: str, **row: Any) -> None:
+    """A ``TargetOptions`` field's default (unwritten: ``None``); its row is kept, in the order
+    of the fields, for ``OPTIONS``."""
+    _ROWS.append(OptionKey(kind, doc, unset, **row))
+
+
 class TargetOptions(Value):
     """The options a target wrote, typed; ``None`` where it wrote none (its row says what then)."""
 
@@ -81,4 +82,4 @@ class TargetOptions(Value):
 
 
 #: every target option's row, by name, in the order of the fields
-OPTIONS: dict[str, OptionKey] = {f.name: f.metadata["key"] for f in dataclasses.fields(TargetOptions)}
+OPTIONS: dict[str, OptionKey] = dict(zip(TargetOptions.__struct_fields__, _ROWS, strict=True))

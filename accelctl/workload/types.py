@@ -8,17 +8,14 @@ target's overrides applied), so planners never look back at the AST.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import field
 from typing import Any
 
 from accelctl.errors import Span
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value, field, replace, to_dict, uncompared
 from accelctl.workload.options import TargetOptions
 
 
-@value
 class TaskSpec(Value):
     #: pretrain, finetune, generate or infer
     kind: str
@@ -48,7 +45,6 @@ class TaskSpec(Value):
         return self.kind in ("pretrain", "finetune")
 
 
-@value
 class ModelSpec(Value):
     #: hf (Hub id), local (path) or arch (architecture + size, random init)
     source: str
@@ -69,7 +65,6 @@ class ModelSpec(Value):
     gradient_checkpointing: bool | None = None
 
 
-@value
 class DatasetSpec(Value):
     #: synthetic, files (local path: jsonl, csv, parquet, text, an image folder) or hf (Hub id)
     kind: str = "synthetic"
@@ -95,7 +90,6 @@ class DatasetSpec(Value):
     mlm_probability: float = 0.15
 
 
-@value
 class Fp8Recipe(Value):
     """Transformer Engine ``DelayedScaling`` settings."""
 
@@ -112,14 +106,12 @@ class Fp8Recipe(Value):
     recipe: str = "tensorwise"
 
 
-@value
 class PrecisionSpec(Value):
     #: fp32, bf16, fp16 or fp8 (mixed precision: master weights stay fp32)
     dtype: str = "fp32"
     fp8: Fp8Recipe | None = None
 
 
-@value
 class BatchSpec(Value):
     #: samples per device per micro-step
     micro: int = 1
@@ -129,7 +121,6 @@ class BatchSpec(Value):
     global_size: int | None = None
 
 
-@value
 class OptimizerSpec(Value):
     #: adamw, adam, sgd, lamb
     name: str = "adamw"
@@ -140,7 +131,6 @@ class OptimizerSpec(Value):
     grad_clip: float = 0.0
 
 
-@value
 class MeasureSpec(Value):
     #: steps run first and excluded from steady-state figures (compile, warm caches)
     warmup: int = 2
@@ -151,7 +141,6 @@ class MeasureSpec(Value):
     repeat: int = 1
 
 
-@value
 class OptimizeSpec(Value):
     """``optimize { compile = on  compile_mode = default  channels_last = on }``: how the
     worker runs the model (``accelctl.worker.optimize``).  Which backends can do it is theirs
@@ -169,7 +158,6 @@ class OptimizeSpec(Value):
         return self.compile or self.channels_last
 
 
-@value
 class CheckpointSpec(Value):
     """``checkpoint { every = N steps  keep = K  dir = "path" }``: training state saved
     every ``every`` optimizer steps so ``accelctl run --resume RUN_ID`` can continue."""
@@ -182,7 +170,6 @@ class CheckpointSpec(Value):
     dir: str = ""
 
 
-@value
 class TrackSpec(Value):
     """``track { mlflow = "URI"  wandb = "project"  experiment = "name"  tensorboard = on }``:
     where the runner logs the run live (``accelctl.run.tracking``), besides its run folder."""
@@ -203,7 +190,6 @@ class TrackSpec(Value):
         return bool(self.mlflow or self.wandb or self.tensorboard)
 
 
-@value
 class ParallelSpec(Value):
     #: none, data, zero, deepspeed_inference, tensor, pipeline, fsdp
     strategy: str = "none"
@@ -229,7 +215,6 @@ class ParallelSpec(Value):
     sequence_parallel: bool = False
 
 
-@value
 class EngineSpec(Value):
     #: local, torchrun, deepspeed, slurm, kubernetes, aws_batch
     kind: str = "local"
@@ -237,7 +222,6 @@ class EngineSpec(Value):
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-@value
 class StackSpec(Value):
     """``stack { ... }``: what the target's machine must run (``accelctl.language.stack``)."""
 
@@ -256,7 +240,6 @@ class StackSpec(Value):
         return not (self.image or self.ami or self.sdk or self.packages)
 
 
-@value
 class TargetSpec(Value):
     name: str
     #: device kind from the catalog
@@ -299,7 +282,7 @@ class TargetSpec(Value):
         return max(1, self.world_size // (self.parallel.tp * self.parallel.pp))
 
 
-@value
+@uncompared("origins")
 class WorkloadSpec(Value):
     name: str
     path: str
@@ -318,7 +301,7 @@ class WorkloadSpec(Value):
     track: TrackSpec = field(default_factory=TrackSpec)
     #: where each setting was written: dotted field path -> span (for diagnostics
     #: raised after checking, e.g. by DeepSpeed's own config validation)
-    origins: dict[str, Span] = field(default_factory=dict, compare=False, repr=False)
+    origins: dict[str, Span] = field(default_factory=dict)
 
     def target(self, name: str) -> TargetSpec:
         for t in self.targets:
@@ -342,11 +325,11 @@ class WorkloadSpec(Value):
         where the target has neither: a sweep asks this twice a point)."""
         if target.measure is None and target.optimizer is None:
             return self
-        return dataclasses.replace(self, measure=target.measure or self.measure,
+        return replace(self, measure=target.measure or self.measure,
                                    optimizer=target.optimizer or self.optimizer)
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = to_dict(self)
         d.pop("origins")
         if not self.track.enabled:  # written only where the workload has a track block
             d.pop("track")

@@ -14,7 +14,6 @@ Three tiers:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import socket
@@ -33,6 +32,7 @@ from accelctl.backends.deepspeed.release import AUTOTP, AUTOTP_CLASS
 from accelctl.contract.plan import GeneratedFile, Launch, Plan
 from accelctl.errors import PlanError, attach_source
 from accelctl.plan import registry
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -463,7 +463,7 @@ def _doctored(p: Plan, name: str, edit) -> Plan:
     cfg = cfg_of(p, name)
     edit(cfg)
     files = tuple(GeneratedFile(f.path, json.dumps(cfg), f.role) if f.path == name else f for f in p.files)
-    return dataclasses.replace(p, files=files)
+    return replace(p, files=files)
 
 
 @pytest.mark.parametrize("edit,needle,line_has", [
@@ -503,7 +503,7 @@ def test_every_generated_command_parses_with_the_launchers_parser(deepspeed):
 
 
 def _with_launch(p: Plan, argv) -> Plan:
-    return dataclasses.replace(p, launches=(Launch("deepspeed", tuple(argv), dict(p.launches[0].env)),))
+    return replace(p, launches=(Launch("deepspeed", tuple(argv), dict(p.launches[0].env)),))
 
 
 def test_launcher_rejections_are_diagnostics(deepspeed):
@@ -527,11 +527,11 @@ def test_hostfile_is_read_by_fetch_hostfile(deepspeed):
     spec = load(SEED_001)
     p = plan(spec, "dl1_16")
     assert ds_check.read_hostfile(file_of(p, "hostfile")) == {f"node{i}": 8 for i in range(1, 17)}
-    short = dataclasses.replace(p, files=tuple(
+    short = replace(p, files=tuple(
         GeneratedFile(f.path, "node1 slots=8\nnode2 slots=8\n") if f.path == "hostfile" else f for f in p.files))
     (d,) = ds_check.check_plan_with_deepspeed(short, spec)
     assert d.code == "E542" and "would start 16 process(es)" in d.message and "not the target's 16 x 8 = 128" in d.message
-    broken = dataclasses.replace(p, files=tuple(
+    broken = replace(p, files=tuple(
         GeneratedFile(f.path, "node1 slots=eight\n") if f.path == "hostfile" else f for f in p.files))
     (d,) = ds_check.check_plan_with_deepspeed(broken, spec)
     assert d.code == "E543" and "bad entry" in d.message

@@ -8,7 +8,6 @@ The plan tests need nothing beyond the main venv.  The real-software tests run
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import os
 import re
 import shlex
@@ -26,6 +25,7 @@ from accelctl.backends.gaudi.check import SPAWN, Report, argparse_parser, check_
 from accelctl.contract.plan import Plan
 from accelctl.errors import PlanError, WorkloadError
 from accelctl.plan import registry
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 HABANA_PY = Path(os.environ.get("HABANA_VENV", ROOT / ".venv-habana")) / "bin" / "python"

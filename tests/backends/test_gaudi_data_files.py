@@ -15,6 +15,7 @@ from accelctl.api import load, plan, render_plan, validate
 from accelctl.backends.gaudi.data_files import MAX_CONVERTED_BYTES
 from accelctl.backends.gaudi.examples import flags_data
 from accelctl.errors import PlanError
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 HABANA_PY = ROOT / ".venv-habana" / "bin" / "python"
@@ -101,7 +102,6 @@ def test_summarization_reads_csv_or_json_only_so_a_text_folder_is_refused(tmp_pa
 @pytest.mark.slow
 @pytest.mark.skipif(not HABANA_PY.exists(), reason="no .venv-habana: the optimum-habana check cannot run")
 def test_optimum_habanas_own_argument_and_data_checks_accept_the_converted_file_and_reject_a_folder(tmp_path):
-    import dataclasses
 
     from accelctl.api import check_plan
 
@@ -113,7 +113,7 @@ def test_optimum_habanas_own_argument_and_data_checks_accept_the_converted_file_
     assert good.ok, good.messages
     argv = list(p.launches[0].argv)
     argv[argv.index("--train_file") + 1] = str(tmp_path / "corpus")  # what 7b59439 rendered
-    bad = dataclasses.replace(p, launches=(dataclasses.replace(p.launches[0], argv=tuple(argv)),))
+    bad = replace(p, launches=(replace(p.launches[0], argv=tuple(argv)),))
     (result,) = check_plan(bad, spec)
     assert result.ok is False and any("`train_file` should be a csv or a json or a txt file" in m
                                       for m in result.messages)

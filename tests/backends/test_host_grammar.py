@@ -11,7 +11,6 @@ the installed DeepSpeed's own parser as exactly the hosts the plan lists.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -24,6 +23,7 @@ from accelctl.api import load, plan, render_plan_sh, validate_text
 from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.errors import PlanError
 from accelctl.language.values import is_hostname
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,8 +122,8 @@ def test_run_refuses_before_making_a_run_folder(tmp_path):
 
 def _spec_with(settings: dict):
     spec = next(s for s in load_text(workload('hosts = ["node-1", "node-2"]')))
-    eng = dataclasses.replace(spec.engines["deepspeed"], settings={**spec.engines["deepspeed"].settings, **settings})
-    return dataclasses.replace(spec, engines={**spec.engines, "deepspeed": eng})
+    eng = replace(spec.engines["deepspeed"], settings={**spec.engines["deepspeed"].settings, **settings})
+    return replace(spec, engines={**spec.engines, "deepspeed": eng})
 
 
 def load_text(text: str):
@@ -145,9 +145,9 @@ def test_the_plan_refuses_a_bad_host_the_check_pass_did_not_see(settings):
 
 def test_plan_sh_refuses_a_nul_anywhere_rather_than_cut_a_word():
     p = plan(load_text(workload('hosts = ["node-1", "node-2"]'))[0], "t")
-    for bad in (dataclasses.replace(p, launches=(Launch("x", ("echo", "a\x00b")),)),
-                dataclasses.replace(p, launches=(Launch("x", ("echo",), env={"E": "a\x00b"}),)),
-                dataclasses.replace(p, files=(GeneratedFile("hostfile", "a\x00b slots=1\n"),))):
+    for bad in (replace(p, launches=(Launch("x", ("echo", "a\x00b")),)),
+                replace(p, launches=(Launch("x", ("echo",), env={"E": "a\x00b"}),)),
+                replace(p, files=(GeneratedFile("hostfile", "a\x00b slots=1\n"),))):
         with pytest.raises(PlanError, match=r"\\x00"):
             render_plan_sh(bad)
 
@@ -177,8 +177,8 @@ def test_plan_check_compares_the_hostfile_deepspeed_reads_with_the_planned_hosts
     p = plan(spec, "t")
     target = spec.target("t")
     assert [d for d in check_launch(p.launches[0], p, spec, target) if d.severity == "error"] == []
-    forged = tuple(dataclasses.replace(f, content="node-1 slots=2\nattacker.example slots=2\n")
+    forged = tuple(replace(f, content="node-1 slots=2\nattacker.example slots=2\n")
                    if f.path == "hostfile" else f for f in p.files)
-    diags = check_launch(p.launches[0], dataclasses.replace(p, files=forged), spec, target)
+    diags = check_launch(p.launches[0], replace(p, files=forged), spec, target)
     assert [d.code for d in diags if d.severity == "error"] == ["E543"]
     assert "attacker.example" in diags[0].message and diags[0].span.line == 4

@@ -14,6 +14,7 @@ from accelctl.backends.xla_neuron import optimum_table
 from accelctl.backends.xla_neuron.optimum_check import check_optimum_plan
 from accelctl.errors import PlanError, WorkloadError
 from accelctl.plan.memory import estimate
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = ROOT / "workloads" / "configs" / "Llama-2-7b-hf.json"
@@ -137,20 +138,19 @@ def test_generate_exports_the_causal_lm_and_runs_generation_py_on_it():
 
 
 def test_the_check_rejects_what_optimum_neurons_interfaces_do_not_take():
-    import dataclasses
 
     p = plan(_spec(GENERATE), "tp8")
     export, run = p.launches
-    bad_type = dataclasses.replace(export, argv=tuple("inf1" if a == "inf2" else a for a in export.argv))
-    dropped = dataclasses.replace(export, argv=(*export.argv[:-1], "--auto_cast_type", "bf16", export.argv[-1]))
+    bad_type = replace(export, argv=tuple("inf1" if a == "inf2" else a for a in export.argv))
+    dropped = replace(export, argv=(*export.argv[:-1], "--auto_cast_type", "bf16", export.argv[-1]))
     for launch, words in ((bad_type, "invalid choice: 'inf1'"), (dropped, "auto_cast_type passed")):
-        result = check_optimum_plan(dataclasses.replace(p, launches=(launch, run)))
+        result = check_optimum_plan(replace(p, launches=(launch, run)))
         assert result.ok is False and words in " ".join(result.messages), result.messages
     t = plan(_spec(TRAIN), "zero1")
     (launch,) = t.launches
-    typo = dataclasses.replace(launch, argv=tuple("--tensor_paralel_size" if a == "--tensor_parallel_size" else a
+    typo = replace(launch, argv=tuple("--tensor_paralel_size" if a == "--tensor_parallel_size" else a
                                                   for a in launch.argv))
-    result = check_optimum_plan(dataclasses.replace(t, launches=(typo,)))
+    result = check_optimum_plan(replace(t, launches=(typo,)))
     assert result.ok is False and "unrecognized arguments: --tensor_paralel_size" in " ".join(result.messages)
 
 

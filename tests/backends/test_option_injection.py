@@ -10,13 +10,13 @@ and no argv word may start with it."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from accelctl.api import load, plan, validate_text
 from accelctl.errors import AccelctlError
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "--trust_remote_code"
@@ -25,7 +25,7 @@ HOSTILE = "--trust_remote_code"
 def _variants(spec):
     """The spec with HOSTILE in each text field that may reach a command line (as if it got
     past the check, which refuses it where it can: Hub ids and paths, E216)."""
-    r = dataclasses.replace
+    r = replace
     yield "prompt", r(spec, task=r(spec.task, prompt=HOSTILE))
     yield "model.ref", r(spec, model=r(spec.model, ref=HOSTILE))
     d = spec.dataset

@@ -7,7 +7,6 @@ transformer-engine==2.20.2``) and skip when it is absent.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import sys
 import types
@@ -19,6 +18,7 @@ from backend_plans import load_spec, plan_with
 from accelctl.backends.te_fp8 import backend as te_fp8
 from accelctl.backends.te_fp8.backend import TeFp8Backend, autocast_api, te_config
 from accelctl.contract.plan import Plan
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 TE_LAYERS = ROOT / "accelctl" / "worker" / "te_layers.py"
@@ -121,25 +121,25 @@ def test_p4d_bf16_is_not_a_te_target_but_te_layers_on_is(spec):
 
 
 def test_fp8_on_a100_is_refused_with_a_reason(spec):
-    t = dataclasses.replace(spec.target("p5"), device="a100", instance="")
+    t = replace(spec.target("p5"), device="a100", instance="")
     assert any("fp8 needs a Hopper/Ada GPU" in r.hint for r in TeFp8Backend().unsupported(spec, t))
 
 
 def test_fp8_shapes_te_would_reject_are_refused(spec):
     # stand-in ViT: 32 px / 8 px patches = 16 patches + class token = 17 tokens
-    small = dataclasses.replace(spec, model=dataclasses.replace(
+    small = replace(spec, model=replace(
         spec.model, stand_in={"layers": 2, "hidden": 64, "heads": 4, "mlp_ratio": 4.0, "image_size": 32,
                               "patch": 8, "classes": 10}, real_shape={}))
     t = spec.target("p5")
-    odd = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=4))
+    odd = replace(t, batch=replace(t.batch, micro=4))
     why = TeFp8Backend().unsupported(small, odd)
     assert any("4 x 17 = 68 is not a multiple of 8" in r.hint for r in why)
-    even = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=8))
+    even = replace(t, batch=replace(t.batch, micro=8))
     assert not TeFp8Backend().unsupported(small, even)
 
 
 def test_non_vit_families_are_refused(spec):
-    bert = dataclasses.replace(spec, model=dataclasses.replace(spec.model, family="bert"))
+    bert = replace(spec, model=replace(spec.model, family="bert"))
     assert any("has no TE block swap" in r.hint for r in TeFp8Backend().unsupported(bert, spec.target("p5")))
 
 
@@ -153,7 +153,7 @@ def test_autocast_api_follows_the_targeted_version(version, api):
 
 
 def test_te_version_option_changes_the_api(spec):
-    t = dataclasses.replace(spec.target("p5"), options=dataclasses.replace(spec.target("p5").options, te_version="2.8"))
+    t = replace(spec.target("p5"), options=replace(spec.target("p5").options, te_version="2.8"))
     cfg = te_config(spec, t)
     assert cfg["transformer_engine"] == "2.8" and cfg["autocast"]["function"] == "fp8_autocast"
     assert cfg["autocast"]["recipe_keyword"] == "fp8_recipe"

@@ -24,6 +24,7 @@ from accelctl.backends.xla_neuron.backend import XlaNeuronBackend
 from accelctl.backends.xla_neuron.cpu_rehearsal import xla_python
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE_PATH = ROOT / "accelctl" / "backends" / "xla_neuron" / "data" / "torch_xla-2.9.0.json"
@@ -130,12 +131,11 @@ def test_torchrun_commands_parse_with_torchs_own_parser(spec, target):
 
 
 def test_fp16_and_cuda_targets_are_not_xla_neuron(spec):
-    import dataclasses
 
     t = spec.target("trn1")
-    fp16 = dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="fp16"))
+    fp16 = replace(t, precision=replace(t.precision, dtype="fp16"))
     assert any("does not run fp16" in r.hint for r in XlaNeuronBackend().unsupported(spec, fp16))
-    gpu = dataclasses.replace(t, device="h100")
+    gpu = replace(t, device="h100")
     assert not XlaNeuronBackend().selects(spec, gpu)
 
 
@@ -212,13 +212,12 @@ def test_plan_check_runs_torchruns_parser_and_the_torch_xla_table(spec, table):
 
 
 def test_plan_check_rejects_a_deprecated_variable_in_a_launch(spec):
-    import dataclasses
 
     from accelctl.plan.checks import check_plan
 
     p = plan(spec, "trn1")
     run = p.launches[-1]
-    bad = dataclasses.replace(p, launches=(dataclasses.replace(run, env={**run.env, "XLA_USE_BF16": "1"}),))
+    bad = replace(p, launches=(replace(run, env={**run.env, "XLA_USE_BF16": "1"}),))
     (parser, api, _installed) = check_plan(bad, spec)
     assert parser.ok is True and api.ok is False
     assert any("XLA_USE_BF16 is deprecated in torch-xla 2.9.0" in m for m in api.messages)

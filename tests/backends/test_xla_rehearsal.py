@@ -11,7 +11,6 @@ these tests skip and say so.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -27,6 +26,7 @@ from accelctl.contract.envnames import DEBUG_RAGGED_BATCH_EVERY
 from accelctl.contract.events import event_from_dict
 from accelctl.run.console import ConsoleSink
 from accelctl.workload.types import MeasureSpec
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 XLA_PY = xla_python()
@@ -45,7 +45,7 @@ def plans():
 def run_worker(tmp_path: Path, **extra_env) -> tuple[subprocess.CompletedProcess, list[dict], object]:
     neuron, stand_in = plans()
     job, env = rehearsal(neuron, stand_in.job, tmp_path)
-    job = dataclasses.replace(job, measure=MEASURE)
+    job = replace(job, measure=MEASURE)
     path = tmp_path / "job.json"
     path.write_text(job.to_json())
     base = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR", "LANG") if k in os.environ}
@@ -76,7 +76,7 @@ def ragged(tmp_path_factory):
 def test_rehearsal_keeps_the_neuron_device_path_and_env():
     neuron, stand_in = plans()
     job, env = rehearsal(neuron, stand_in.job, "/tmp/x")
-    assert job.device == dataclasses.replace(neuron.job.device, precompile=False)
+    assert job.device == replace(neuron.job.device, precompile=False)
     assert job.device.adapter != stand_in.job.device.adapter  # xla, not the host's eager adapter
     assert env["PJRT_DEVICE"] == "CPU" and "NEURON_CC_FLAGS" not in env
     assert env["ACCELCTL_DATALOADER_WORKERS"] == neuron.launches[-1].env["ACCELCTL_DATALOADER_WORKERS"] == "2"

@@ -8,13 +8,13 @@ states, and fit's micro-batch is the largest whose memory estimate fits while th
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from accelctl.cli import main
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 BERT = str(ROOT / "workloads" / "bert_1_5b_zero1.wl")
@@ -89,7 +89,7 @@ def test_fit_t5_3b_on_gaudi2_is_micro_batch_1(capsys):
     assert (v["name"], v["largest_micro"]) == ("as written", 1)
     (spec,) = load(T5)
     t = spec.target("gaudi2")
-    at = [memory.estimate(spec, dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=m, global_size=None)))
+    at = [memory.estimate(spec, replace(t, batch=replace(t.batch, micro=m, global_size=None)))
           for m in (1, 2)]
     assert at[0].fits and not at[1].fits
     assert v["total_bytes"] == at[0].total and v["above_bytes"] == at[1].total
@@ -107,7 +107,7 @@ def test_fit_is_the_boundary_of_the_memory_model(capsys):
         assert v["total_bytes"] <= t.memory_bytes < v["above_bytes"]
     by = {v["name"]: v["largest_micro"] for v in doc["result"]["variants"]}
     assert by["gradient checkpointing on"] > by["as written"]  # what checkpointing buys, by the model
-    assert memory.estimate(spec, dataclasses.replace(t, batch=dataclasses.replace(
+    assert memory.estimate(spec, replace(t, batch=replace(
         t.batch, micro=by["as written"], global_size=None))).fits
 
 
@@ -173,9 +173,9 @@ def test_pick_offers_tensor_parallel_where_fsdp_does_not_fit(tmp_path, capsys):
     assert [p for p in h100_rows if " tp" in p["layout"]], [(p["layout"], p["from_target"]) for p in picks]
     (spec,) = load_selected(str(wl), "llama2_7b_zero3")
     h100 = spec.target("h100")
-    one_node = dataclasses.replace(h100, nodes=1)
-    fsdp = dataclasses.replace(one_node, parallel=ParallelSpec(strategy="fsdp"))
-    fsdp_tp = dataclasses.replace(one_node, parallel=ParallelSpec(strategy="fsdp", tp=4))
+    one_node = replace(h100, nodes=1)
+    fsdp = replace(one_node, parallel=ParallelSpec(strategy="fsdp"))
+    fsdp_tp = replace(one_node, parallel=ParallelSpec(strategy="fsdp", tp=4))
     assert not memory.estimate(spec, fsdp).fits and memory.estimate(spec, fsdp_tp).fits
     assert not [p for p in h100_rows if p["layout"] == "fsdp" and p["instance"] == "p5.48xlarge"]
 

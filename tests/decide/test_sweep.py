@@ -5,13 +5,13 @@ prints the efficiency table computed from what they measured."""
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 from pathlib import Path
 
 import pytest
 
 from accelctl.decide.sweep import parse_counts, sweep_targets
+from accelctl.frozen import replace
 
 WORKLOAD = Path(__file__).parent / "fixtures" / "tiny_sweep.wl"
 
@@ -23,7 +23,7 @@ def test_parse_counts_and_targets():
     with pytest.raises(ValueError):
         parse_counts("0")
     (spec,) = load(WORKLOAD)
-    base = dataclasses.replace(spec.target("cpu"), price_per_hour=2.0)
+    base = replace(spec.target("cpu"), price_per_hour=2.0)
     t1, t2, t3 = sweep_targets(base, [1, 2], [1, 2])[:3]
     assert (t1.devices, t1.nodes, t1.price_per_hour, t1.batch.global_size) == (1, 1, 2.0, None)
     assert (t3.devices, t3.nodes, t3.price_per_hour) == (1, 2, 4.0)  # price scales with nodes

@@ -7,7 +7,6 @@ finite and falling for training, exactly 100 new tokens per call for BLOOMZ.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from accelctl.api import load
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [(wl.name, spec.name)
@@ -81,7 +81,7 @@ def test_rehearsal_of_an_accelerator_target_runs_here_and_is_marked_everywhere(t
     entry = entry_from_run(load_run(run_dir.name, str(tmp_path)))
     assert entry.ran.startswith("REHEARSAL of p5_fp8 on cpu, stand-in") and "REHEARSAL" in entry.name
     assert entry.price_per_hour is None  # the H100 instance's price is not what this run cost
-    real_looking = dataclasses.replace(entry, ran="", source="other")
+    real_looking = replace(entry, ran="", source="other")
     notes = compare_table(compare(real_looking, entry)).notes
     assert any(n.startswith("NOT THE SAME MODEL") for n in notes)
 

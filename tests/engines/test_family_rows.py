@@ -5,7 +5,6 @@ a container without its devices."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -16,6 +15,7 @@ from accelctl.engines import aws_batch, kubernetes, slurm
 from accelctl.errors import PlanError
 from accelctl.families import FAMILIES
 from accelctl.catalog import DEVICES
+from accelctl.frozen import replace
 
 WORKLOAD = """
 workload w {

@@ -13,6 +13,7 @@ from accelctl.api import launch, plan, validate_text
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
 from accelctl.engines.slurm import SCRIPT, SlurmEngine
 from accelctl.run.store import read_run
+from accelctl.frozen import replace
 
 TEMPLATE = """
 workload tiny_ds_slurm {
@@ -84,10 +85,9 @@ def test_the_node_plan_is_what_deepspeeds_own_parser_accepts():
     assert ln.env["DS_ACCELERATOR"] == "cpu" and ln.env["ACCELCTL_DS_CONFIG"] == "{run_dir}/ds_config.json"
     assert check_launch(ln, node, spec, spec.targets[0]) == []
     # the same check fails a node plan whose hostfile disagrees with the target's world
-    import dataclasses
 
     from accelctl.contract.plan import GeneratedFile
-    wrong = dataclasses.replace(node, files=tuple(f if f.path != "hostfile" else GeneratedFile("hostfile", "node0 slots=1\n")
+    wrong = replace(node, files=tuple(f if f.path != "hostfile" else GeneratedFile("hostfile", "node0 slots=1\n")
                                                   for f in node.files))
     assert any(d.code == "E542" for d in check_launch(ln, wrong, spec, spec.targets[0]))
 

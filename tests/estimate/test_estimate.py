@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ from accelctl.estimate import traffic
 from accelctl.estimate.roofline import estimate
 from accelctl.language.check import check
 from accelctl.models.catalog import real_architecture
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = sorted(str(p) for p in (ROOT / "workloads").glob("*.wl"))
@@ -62,7 +62,7 @@ def test_bounds_are_what_the_physics_says():
     assert 0 < e.optimizer_s < 0.3 * e.compute_s  # AdamW's pass over weights, gradients and states
     # one sample per device on 8 nodes: the gradient all-reduce over 400 Gbps EFA cannot hide
     spec, t = _one("bert_large_scaling.wl", "bert_large_scaling", "dl1_8n")
-    tiny = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=1, global_size=None))
+    tiny = replace(t, batch=replace(t.batch, micro=1, global_size=None))
     e = estimate(spec, tiny)
     assert e.bound_by == "communication" and e.exposed_communication_s > 0
     assert e.step_time_s > e.compute_s
@@ -71,7 +71,7 @@ def test_bounds_are_what_the_physics_says():
 def test_step_time_scales_with_the_batch_and_the_network():
     spec, t = _one("bert_large_scaling.wl", "bert_large_scaling", "dl1_1n")
     base = estimate(spec, t)
-    double = estimate(spec, dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=2 * t.batch.micro)))
+    double = estimate(spec, replace(t, batch=replace(t.batch, micro=2 * t.batch.micro)))
     assert double.compute_s == pytest.approx(2 * base.compute_s)
     eight = estimate(*_one("bert_large_scaling.wl", "bert_large_scaling", "dl1_8n"))
     assert eight.communication_s > base.communication_s
@@ -137,7 +137,7 @@ def test_gaudi_fp32_is_estimated_from_a_stated_assumption():
     assert e.sources["peak"].startswith("108 TFLOP/s fp32: ASSUMPTION")
     # the same model on the same device in bf16: the assumed fp32 rate is the only change,
     # so the compute part grows by at most the rate's 4x
-    bf16 = estimate(spec, dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="bf16")))
+    bf16 = estimate(spec, replace(t, precision=replace(t.precision, dtype="bf16")))
     assert bf16.step_time_s < e.step_time_s <= 4 * bf16.step_time_s + 1e-9
 
 
@@ -170,7 +170,7 @@ def test_the_host_cpu_is_estimated_from_its_stored_ceiling_and_only_this_cpus(tm
 
 def test_fp8_speeds_up_the_linear_layers_only():
     spec, t = _one("vit_fp8.wl", "vit_huge_fp8", "p5_fp8")
-    bf16 = estimate(spec, dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="bf16", fp8=None)))
+    bf16 = estimate(spec, replace(t, precision=replace(t.precision, dtype="bf16", fp8=None)))
     fp8 = estimate(spec, t)
     # H100: fp8 peak = 2 x bf16; attention's products stay 16-bit, so the gain is under 2x
     assert bf16.compute_s / 2 < fp8.compute_s < bf16.compute_s
@@ -178,7 +178,7 @@ def test_fp8_speeds_up_the_linear_layers_only():
 
 def test_tensor_parallel_training_pays_activation_all_reduces():
     spec, t = _one("bert_large_scaling.wl", "bert_large_scaling", "dl1_1n")
-    tp2 = dataclasses.replace(t, parallel=dataclasses.replace(t.parallel, strategy="tensor", tp=2, zero_stage=0))
+    tp2 = replace(t, parallel=replace(t.parallel, strategy="tensor", tp=2, zero_stage=0))
     plain, split = estimate(spec, t), estimate(spec, tp2)
     assert split.compute_s == pytest.approx(plain.compute_s / 2)   # each rank does half the products
     # 2 all-reduces per layer, forward and backward: 24 layers x 4 of micro x 128 x 1024 x 2 bytes
@@ -233,7 +233,7 @@ def test_eager_stable_diffusion_pays_the_unets_element_wise_kernels_and_launches
     from accelctl.estimate.factors import DEFAULT, Factor
 
     spec, a100 = _one("stable_diffusion.wl", "stable_diffusion", "a100")
-    one = dataclasses.replace(a100, batch=dataclasses.replace(a100.batch, micro=1, global_size=None))
+    one = replace(a100, batch=replace(a100.batch, micro=1, global_size=None))
     e = estimate(spec, one)
     s = spec.for_target(one).model.real_shape
     from accelctl.models.catalog import real_architecture
@@ -298,7 +298,7 @@ def test_the_fp8_gain_comes_from_the_share_of_flops_fp8_covers():
     from accelctl.estimate.roofline import fp8_coverage
 
     spec, t = _fp8_llama(11008)
-    bf16 = estimate(spec, dataclasses.replace(t, precision=dataclasses.replace(t.precision, dtype="bf16", fp8=None)))
+    bf16 = estimate(spec, replace(t, precision=replace(t.precision, dtype="bf16", fp8=None)))
     fp8 = estimate(spec, t)
     share, said = fp8_coverage(spec, real_architecture("llama", spec.model.real_shape), F.Sizes(seq=2048))
     # Llama-7B at 2048 tokens: the 7 projections of 32 layers; lm_head and attention's products stay bf16
@@ -320,10 +320,10 @@ def test_pipeline_bubble_is_pp_minus_1_over_the_micro_batches():
     from accelctl.workload.types import ParallelSpec
 
     (spec,) = load_selected(str(ROOT / "workloads" / "llama2_7b.wl"), "llama2_7b_zero3")
-    h100 = dataclasses.replace(spec.target("h100"), nodes=1, parallel=ParallelSpec(strategy="pipeline", pp=4))
+    h100 = replace(spec.target("h100"), nodes=1, parallel=ParallelSpec(strategy="pipeline", pp=4))
 
     def at(accum: int):
-        t = dataclasses.replace(h100, batch=dataclasses.replace(h100.batch, accumulation=accum, global_size=None))
+        t = replace(h100, batch=replace(h100.batch, accumulation=accum, global_size=None))
         return estimate(spec, t)
 
     one, sixteen = at(1), at(16)

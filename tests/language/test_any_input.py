@@ -18,6 +18,7 @@ from accelctl import cli
 from accelctl.api import plan, render_plan, validate, validate_text
 from accelctl.dsl import parser, source
 from accelctl.plan.render import FORMATS
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "workload w {\n  task pretrain { }\n  model bert()\n  %s\n  target cpu { }\n}\n"
@@ -100,11 +101,10 @@ def test_lr_1e308_plans_and_json_is_valid():
 
 def test_render_json_refuses_a_non_finite_value():
     """A non-finite number that got past the check is an error, not ``Infinity`` in the output."""
-    import dataclasses
 
     specs, _ = validate_text(BASE % "optimizer adamw(lr = 5.0)", "w.wl")
     p = plan(specs[0], "cpu")
-    bad = dataclasses.replace(p, job=dataclasses.replace(p.job, optimizer=dataclasses.replace(
+    bad = replace(p, job=replace(p.job, optimizer=replace(
         p.job.optimizer, lr=float("inf"))))
     with pytest.raises(ValueError):
         render_plan(bad, "json")

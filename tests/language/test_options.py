@@ -3,7 +3,6 @@ builder, the rehearsal and docs/language.md read its row."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
@@ -11,6 +10,7 @@ from accelctl.api import load, plan
 from accelctl.contract.job import DeviceJob
 from accelctl.language import schema
 from accelctl.workload.options import OPTIONS, TargetOptions
+from accelctl.frozen import replace
 
 GAUDI = """workload w {
   task finetune
@@ -28,7 +28,7 @@ def test_every_option_is_a_target_key_of_its_rows_kind():
 
 
 def test_an_option_whose_row_says_job_has_the_device_field_of_its_name():
-    device_fields = {f.name for f in dataclasses.fields(DeviceJob)}
+    device_fields = set(DeviceJob.__struct_fields__)
     assert {n for n, row in OPTIONS.items() if row.job} <= device_fields
 
 
@@ -47,6 +47,6 @@ def test_options_land_in_the_job_and_the_rehearsal_keeps_only_the_rows_that_say_
 
 
 def test_a_row_of_an_unknown_kind_is_refused_by_the_schema():
-    bad = dataclasses.replace(OPTIONS["threads"], kind="colour")
+    bad = replace(OPTIONS["threads"], kind="colour")
     with pytest.raises(ValueError, match="unknown kind 'colour'"):
         schema.option_type(bad)

@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +34,6 @@ def _vm(key: str) -> int:
 
 
 def _step_child(path: str, target: str, micro: int) -> dict:
-    import dataclasses
 
     import torch
     from torch.distributed._tools.mem_tracker import MemTracker
@@ -47,7 +47,7 @@ def _step_child(path: str, target: str, micro: int) -> dict:
     torch.set_num_threads(1)
     (spec,) = load(path)
     t = spec.target(target)
-    t = dataclasses.replace(t, batch=dataclasses.replace(t.batch, micro=micro, accumulation=1, global_size=None),
+    t = replace(t, batch=replace(t.batch, micro=micro, accumulation=1, global_size=None),
                             memory_bytes=0)
     job = plan(spec, t).job
     built = models.build(job, lambda *a: None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import replace
 
 import pytest
 
@@ -14,6 +13,7 @@ from accelctl.backends.base import process_env
 from accelctl.families import FAMILIES, PROBES, Detection, present_adapters
 from accelctl.contract.job import DeviceJob
 from accelctl.catalog import DEVICES
+from accelctl.frozen import replace
 
 
 def test_every_catalogued_device_has_a_family_and_agrees_on_host_ness():

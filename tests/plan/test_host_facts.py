@@ -7,7 +7,6 @@ says it is slow).  And the facts given are the ones used: another host, another 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from accelctl.contract.hostfacts import HostFacts
 from accelctl.errors import AccelctlError
 from accelctl.workload.options import TargetOptions
 from accelctl.catalog import DEVICES
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = [(spec, t) for wl in sorted((ROOT / "workloads").glob("*.wl")) for spec in load(wl) for t in spec.targets]
@@ -65,7 +65,7 @@ def test_the_host_given_is_the_host_used(another_machine):
     """Each fact reaches the plan: cores (threads, a rehearsal's processes), flags (a rehearsal's
     bf16), memory (the fit), calibration (the 16-bit warning) -- from ``host``, not the machine."""
     (spec,) = [s for s in load(ROOT / "workloads" / "ddp_cpu.wl") if s.name == "ddp_cpu"]
-    cpu = dataclasses.replace(spec.targets[0], options=TargetOptions())  # threads from the cores
+    cpu = replace(spec.targets[0], options=TargetOptions())  # threads from the cores
     assert (plan(spec, cpu, host=REFERENCE).job.threads, plan(spec, cpu, host=AVX512_BF16).job.threads) == (1, 4)
     assert "of 17.18 GB: fits" in render_plan_text(plan(spec, cpu, host=REFERENCE))
     big = HostFacts(cores=64, cpu_model="big", flags=REFERENCE.flags, memory_bytes=2**40)
@@ -76,11 +76,11 @@ def test_the_host_given_is_the_host_used(another_machine):
     assert "bf16 -> fp32" in avx2.notes[0] and "bf16 -> fp32" not in native.notes[0]
     assert avx2.job.precision.dtype == "fp32" and native.job.precision.dtype == "bf16"
     # the 16-bit warning: the flags decide, and a stored calibration beats them
-    bf16_cpu = dataclasses.replace(cpu, precision=dataclasses.replace(cpu.precision, dtype="bf16"))
+    bf16_cpu = replace(cpu, precision=replace(cpu.precision, dtype="bf16"))
     slow = [w for w in plan(spec, bf16_cpu, host=REFERENCE).warnings if "slower than fp32" in w]
     assert slow and "without native bf16" in slow[0]
     assert not [w for w in plan(spec, bf16_cpu, host=AVX512_BF16).warnings if "slower than fp32" in w]
-    measured = dataclasses.replace(AVX512_BF16, calibrations=_calibrations(AVX512_BF16.cpu_model))
+    measured = replace(AVX512_BF16, calibrations=_calibrations(AVX512_BF16.cpu_model))
     slow = [w for w in plan(spec, bf16_cpu, host=measured).warnings if "slower than fp32" in w]
     assert slow and "measured at 0.1x" in slow[0]
 

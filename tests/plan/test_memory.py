@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from accelctl.api import check, load, parse
 from accelctl.models import activations as act
 from accelctl.plan.memory import estimate, shape_for
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,11 +26,11 @@ def _workload(file: str, name: str):
 
 
 def _with(target, micro: int):
-    return dataclasses.replace(target, batch=dataclasses.replace(target.batch, micro=micro))
+    return replace(target, batch=replace(target.batch, micro=micro))
 
 
 def _eager(target):
-    return dataclasses.replace(target, options=dataclasses.replace(target.options, lazy_mode=False))
+    return replace(target, options=replace(target.options, lazy_mode=False))
 
 
 BLOOM = """
@@ -82,7 +82,7 @@ def test_checkpointing_shrinks_activations():
     spec = _spec(T5)
     for t in (spec.target("a100"), _eager(spec.target("gaudi2"))):
         with_gc = estimate(spec, t)
-        without = estimate(spec, dataclasses.replace(t, gradient_checkpointing=False))
+        without = estimate(spec, replace(t, gradient_checkpointing=False))
         assert with_gc.activations < without.activations / 5
 
 
@@ -143,13 +143,13 @@ def test_t5_3b_activations_count_encoder_decoder_and_the_target_length():
     decoder adds cross-attention to the 1024 source tokens; the target length counts."""
     spec = _workload("t5_3b_summarization.wl", "t5_3b_summarization")
     a100 = spec.target("a100")  # 16 per device as the seed's A100 ran; the figures below are one sample's
-    a100 = dataclasses.replace(a100, batch=dataclasses.replace(a100.batch, micro=1, global_size=None))
-    full = estimate(spec, dataclasses.replace(a100, gradient_checkpointing=False)).activations
+    a100 = replace(a100, batch=replace(a100.batch, micro=1, global_size=None))
+    full = estimate(spec, replace(a100, gradient_checkpointing=False)).activations
     assert 14 * GB < full < 17 * GB  # 24 x 522 MB encoder + 24 x 109 MB decoder layers + the head
     arch = act.arch_for(spec, shape_for(spec, True), True)
     assert (arch.block.attn, arch.block.ffn, arch.decoder_layers) == (4096, 16384, 24)
-    longer = dataclasses.replace(spec, dataset=dataclasses.replace(spec.dataset, target_len=512))
-    assert estimate(longer, dataclasses.replace(a100, gradient_checkpointing=False)).activations > full + GB
+    longer = replace(spec, dataset=replace(spec.dataset, target_len=512))
+    assert estimate(longer, replace(a100, gradient_checkpointing=False)).activations > full + GB
 
 
 def test_lazy_mode_graph_holds_the_step():
@@ -158,8 +158,8 @@ def test_lazy_mode_graph_holds_the_step():
     spec = _workload("t5_3b_summarization.wl", "t5_3b_summarization")
     g2 = spec.target("gaudi2")
     lazy = estimate(spec, g2).activations
-    assert lazy == estimate(spec, dataclasses.replace(g2, gradient_checkpointing=False)).activations
-    plain = estimate(spec, dataclasses.replace(_eager(g2), gradient_checkpointing=False)).activations
+    assert lazy == estimate(spec, replace(g2, gradient_checkpointing=False)).activations
+    plain = estimate(spec, replace(_eager(g2), gradient_checkpointing=False)).activations
     head = act.lm_head(128, 1, 32128, 4, loss=True)
     # eager adds backward's working set beside the kept activations; the lazy graph's 2x holds it
     arch = act.arch_for(spec, shape_for(spec, True), True)
@@ -182,7 +182,7 @@ def test_seed_003_bloom_176b_on_one_device_does_not_fit_any():
     spec = _workload("bloomz.wl", "bloomz_176b")
     for name in ("gaudi2", "a100"):
         t = spec.target(name)
-        one = dataclasses.replace(t, devices=1, parallel=dataclasses.replace(t.parallel, tp=1))
+        one = replace(t, devices=1, parallel=replace(t.parallel, tp=1))
         assert not estimate(spec, one).fits, name
 
 
@@ -201,7 +201,7 @@ def test_generation_counts_the_kv_cache_and_the_prefill():
     assert fit.kv_cache == pytest.approx(2 * 70 * 116 * 14336 / 8 * 2)
     # prefill: one layer's working set at 16 tokens and the prompt's logits (250880 entries each)
     assert 16 * 250880 * 2 < fit.activations < 64 * 10**6
-    longer = dataclasses.replace(spec, dataset=dataclasses.replace(spec.dataset, prompt_tokens=2048))
+    longer = replace(spec, dataset=replace(spec.dataset, prompt_tokens=2048))
     assert estimate(longer, spec.target("gaudi2")).activations > 10 * fit.activations
 
 
@@ -227,7 +227,7 @@ def test_diffusion_activations_follow_the_unet():
     fit = estimate(spec, g1)
     assert fit.activations == pytest.approx(2 * 16 * (skips + peak))  # bf16, 8 images x 2 (guidance)
     assert 8 * GB < fit.activations < 10 * GB  # not "16 MB for 8 images"
-    no_cfg = dataclasses.replace(spec, task=dataclasses.replace(spec.task, guidance_scale=1.0))
+    no_cfg = replace(spec, task=replace(spec.task, guidance_scale=1.0))
     assert estimate(no_cfg, g1).activations == pytest.approx(fit.activations / 2)
     # the VAE decodes at 512² after the loop: 8 images x (2 x 256 + 128) x 512² elements in bf16
     assert act.vae_decode_elements(u) == (2 * 256 + 128) * 512**2

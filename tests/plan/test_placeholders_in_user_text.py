@@ -10,7 +10,6 @@ path) is refused at its line.  Every placeholder name is tried, alone and togeth
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from accelctl.engines.aws_batch import JOB_DEFINITION_FILE
 from accelctl.engines.batch_entrypoint import NODE_ENV, unpack
 from accelctl.errors import PlanError
 from accelctl.run import commands, runner, store
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -113,7 +113,7 @@ def test_a_data_file_is_written_as_planned_and_a_template_is_filled(text, tmp_pa
     store.write_generated_files(tmp_path / "store", files, {FREE_PORT: "4242"})
     assert (tmp_path / "store" / "data.json").read_text() == doc
     assert (tmp_path / "store" / "conf").read_text() == f"at {tmp_path / 'store'}/x\n"
-    plan_sh = dataclasses.replace(_plan("x"), files=files)
+    plan_sh = replace(_plan("x"), files=files)
     script = tmp_path / "plan.sh"
     script.write_text(render_plan_sh(plan_sh))
     rd = tmp_path / "run"

@@ -8,7 +8,6 @@ published size of the seed's model.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from accelctl import api
 from accelctl.errors import PlanError
 from accelctl.catalog import DEVICES
 from accelctl.workload.types import PrecisionSpec
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,8 +69,8 @@ def _meta_params(job) -> int:
     if key not in _COUNTS:
         # the architecture only: random weights, no Hub traffic; fp8 builds need the plan's
         # Transformer Engine recipe, and the count is the same in bf16
-        job = dataclasses.replace(job, precision=PrecisionSpec(dtype="bf16"), hub="offline",
-                                  model=dataclasses.replace(job.model, weights="random"))
+        job = replace(job, precision=PrecisionSpec(dtype="bf16"), hub="offline",
+                                  model=replace(job.model, weights="random"))
         with torch.device("meta"):
             built = models.build(job, lambda level, message: None)
         _COUNTS[key] = models.count_params(built.model)

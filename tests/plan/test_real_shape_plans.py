@@ -6,7 +6,6 @@ in memory while its FLOPs count the active ones."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from accelctl.models import flops as F
 from accelctl.estimate.roofline import estimate
 from accelctl.plan import memory
 from accelctl.models import param_count
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,7 +57,7 @@ def test_grouped_query_attention_narrows_the_kv_cache():
     target = spec.target("h100")
     gqa = memory.estimate(spec, target)
     mha_shape = {**spec.model.real_shape, "kv_heads": spec.model.real_shape["heads"]}
-    mha = memory.estimate(dataclasses.replace(spec, model=dataclasses.replace(spec.model, real_shape=mha_shape)),
+    mha = memory.estimate(replace(spec, model=replace(spec.model, real_shape=mha_shape)),
                           target)
     assert spec.model.real_shape["kv_heads"] == 8 and gqa.kv_cache > 0
     assert mha.kv_cache == pytest.approx(4 * gqa.kv_cache)   # 32 heads over 8 key/value heads
@@ -74,7 +74,7 @@ def test_mixture_memory_holds_every_expert_and_flops_count_the_active_ones():
     # each decoded token multiplies the active weights (2 of 8 experts, the router, attention, head)
     per_token = F.decoder_matmul_params("mixtral", s)
     assert 12.5e9 < per_token < 12.9e9
-    dense = dataclasses.replace(spec.model, real_shape={**s, "experts_per_token": 8})
+    dense = replace(spec.model, real_shape={**s, "experts_per_token": 8})
     assert F.decoder_matmul_params("mixtral", dense.real_shape) > 3 * per_token
     est = estimate(spec, spec.target("h100"))
     assert est.basis == "real"

@@ -15,6 +15,7 @@ from accelctl import api
 from accelctl.errors import PlanError
 from accelctl.plan.rehearsal_size import SIZE, micro_cap, sized_for_this_cpu
 from accelctl.plan.rehearse import rehearsal_target
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,9 +142,8 @@ def _stats(mfu: float):
     from accelctl.analysis.stats import steady_state
 
     real = steady_state([])
-    import dataclasses
 
-    return dataclasses.replace(real, mfu=type("M", (), {"mean": mfu})())
+    return replace(real, mfu=type("M", (), {"mean": mfu})())
 
 
 def _fake_rehearsal_record(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from accelctl import api
 from accelctl.errors import PlanError
 from accelctl.hostinfo import cpu_count
 from accelctl.catalog import DEVICES
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [(path.name, spec.name, t.name) for path in sorted((ROOT / "workloads").glob("*.wl"))
@@ -118,7 +118,7 @@ workload tpr {
 ])
 def test_tensor_parallel_rehearses_on_gloo_ranks_at_a_tp_the_stand_in_and_the_cores_take(cores, tp, world, change,
                                                                                       monkeypatch):
-    host = dataclasses.replace(REFERENCE, cores=cores)  # the plan's host facts (accelctl.contract.hostfacts)
+    host = replace(REFERENCE, cores=cores)  # the plan's host facts (accelctl.contract.hostfacts)
     (spec,) = api.check(api.parse(TENSOR, "tpr.wl"))
     p = api.plan(spec, "fsdp_tp", rehearse=True, host=host)
     assert p.rehearsal.of == "fsdp_tp" and p.notes[0].startswith("REHEARSAL of target fsdp_tp")
@@ -144,7 +144,7 @@ def test_a_vit_rehearsal_drops_sequence_parallel_where_the_stand_in_s_tokens_do_
         "    stand_in = vit(layers = 2, hidden = 64, heads = 4, image_size = 32, patch = 8) }\n"
         "  dataset synthetic(image_size = 24, classes = 10)\n"
         "  target h { device = h100  devices = 2  parallel = tensor(tp = 2, sequence_parallel = on) }\n}\n", "v.wl"))
-    host = dataclasses.replace(REFERENCE, cores=2)  # the plan's host facts (accelctl.contract.hostfacts)
+    host = replace(REFERENCE, cores=2)  # the plan's host facts (accelctl.contract.hostfacts)
     p = api.plan(spec, "h", rehearse=True, host=host)
     assert p.job.parallel.tp == 2 and not p.job.parallel.sequence_parallel
     assert ("sequence parallel off: the rehearsal's 17 positions (16 patches + the class token) do not divide by "
@@ -179,7 +179,7 @@ SCHEDULES = {"gpipe": "gpipe", "ofob": "one_f_one_b"}
 ])
 def test_pipeline_parallel_rehearses_on_gloo_ranks_at_a_pp_the_stand_in_and_the_cores_take(
         target, cores, pp, world, change, monkeypatch):
-    host = dataclasses.replace(REFERENCE, cores=cores)  # the plan's host facts (accelctl.contract.hostfacts)
+    host = replace(REFERENCE, cores=cores)  # the plan's host facts (accelctl.contract.hostfacts)
     (spec,) = api.check(api.parse(PIPELINE, "ppr.wl"))
     p = api.plan(spec, target, rehearse=True, host=host)
     assert p.rehearsal.of == target and change in p.notes[0], p.notes[0]

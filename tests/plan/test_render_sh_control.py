@@ -10,7 +10,6 @@ and dash, and nothing may run.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from accelctl.api import plan, render_plan, render_plan_sh, validate_text
 from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.errors import PlanError
+from accelctl.frozen import replace
 
 SHELLS = [s for s in ("bash", "dash") if shutil.which(s)]
 TEXT = """
@@ -55,7 +55,7 @@ def _refused(p) -> str:
 def test_a_workload_name_with_a_control_character_is_refused_naming_it(base, name, tmp_path):
     spec, _ = base
     evil = name.format(mark=tmp_path / "PWNED")
-    p = plan(dataclasses.replace(spec, name=evil), "cpu")  # planned from the spec, as a forged parse gives it
+    p = plan(replace(spec, name=evil), "cpu")  # planned from the spec, as a forged parse gives it
     message = _refused(p)
     assert f"the workload name {evil!r} holds " in message, message
 
@@ -63,17 +63,17 @@ def test_a_workload_name_with_a_control_character_is_refused_naming_it(base, nam
 @pytest.mark.parametrize("field,what", [("target", "target name"), ("backend", "backend")])
 def test_the_other_names_of_the_comment_line_are_refused(base, field, what):
     _, p = base
-    message = _refused(dataclasses.replace(p, **{field: "cpu\ntouch PWNED"}))
+    message = _refused(replace(p, **{field: "cpu\ntouch PWNED"}))
     assert f"the {what} 'cpu\\ntouch PWNED' holds the control character \\x0a" in message
 
 
 def test_a_generated_file_name_or_an_environment_name_that_would_leave_its_word_is_refused(base):
     _, p = base
-    named = dataclasses.replace(p, files=(*p.files, GeneratedFile("a\nb.json", "{}")))
+    named = replace(p, files=(*p.files, GeneratedFile("a\nb.json", "{}")))
     assert "the generated file name 'a\\nb.json' holds the control character \\x0a" in _refused(named)
     (launch,) = p.launches
     for key in ("X;touch PWNED;Y", "A\nB", "1X", "X-Y", ""):
-        env = dataclasses.replace(p, launches=(dataclasses.replace(launch, env={**launch.env, key: "1"}),))
+        env = replace(p, launches=(replace(launch, env={**launch.env, key: "1"}),))
         assert f"environment name {key!r} is not a shell variable name" in _refused(env)
 
 
@@ -90,7 +90,7 @@ def test_control_characters_in_quoted_values_stay_in_their_words(base, shell, tm
     work = tmp_path / "w\nd"
     work.mkdir()
     probe = Launch("probe", ("sh", "-c", record, "sh", *evil), env={"EVIL": "".join(evil)}, cwd=str(work))
-    hostile = dataclasses.replace(p, launches=(probe,), files=(GeneratedFile("evil.txt", "".join(evil)),))
+    hostile = replace(p, launches=(probe,), files=(GeneratedFile("evil.txt", "".join(evil)),))
     script = tmp_path / "plan.sh"
     script.write_text(render_plan_sh(hostile), encoding="utf-8")
     rd = tmp_path / "rd"

@@ -10,7 +10,6 @@ byte as the runner writes it (``{run_dir}``/``{free_port}`` filled in).
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,6 +20,7 @@ from accelctl.api import load, plan, render_plan_sh
 from accelctl.contract.plan import FREE_PORT, GeneratedFile, Launch
 from accelctl.errors import AccelctlError
 from accelctl.run.store import job_for_run, substitute
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELLS = [s for s in ("bash", "dash") if shutil.which(s)]
@@ -57,13 +57,13 @@ PLANS = _plans()
 def _hostile(p, evil: list[str]):
     """``p`` with every payload in every generated file and the job, and a launch whose
     argv and environment hold them and record the argv it got."""
-    files = tuple(dataclasses.replace(f, content=f.content + "".join(evil)) for f in p.files)
+    files = tuple(replace(f, content=f.content + "".join(evil)) for f in p.files)
     files += (GeneratedFile("payloads.txt", "\x1e".join(evil), executable=True),
               GeneratedFile("sub dir/$(touch x)/f.txt", evil[0]))
     record = 'for a in "$@"; do printf "%s\\036" "$a"; done > "$RUN_DIR/argv.out"'
     probe = Launch("probe", ("sh", "-c", record, "sh", *evil), env={"EVIL": evil[0], "EVIL2": evil[3]})
-    job = dataclasses.replace(p.job, task=dataclasses.replace(p.job.task, prompt="".join(evil)))
-    return dataclasses.replace(p, files=files, job=job, launches=(probe,))
+    job = replace(p.job, task=replace(p.job.task, prompt="".join(evil)))
+    return replace(p, files=files, job=job, launches=(probe,))
 
 
 def test_there_are_plans_with_generated_files():

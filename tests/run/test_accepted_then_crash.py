@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from accelctl.run import runner
 from accelctl.language.te_versions import is_known
 from accelctl.worker.data import mask_tokens
 from accelctl.worker.models import ByteTokenizer
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,8 +173,8 @@ def test_where_only_the_tokenizer_knows_the_worker_names_the_failure(tmp_path):
     with ``sequence_too_long`` before generating, not an IndexError."""
     specs, _ = validate_text(GEN % ('"Hello"', 60), "w.wl")
     p = plan(specs[0], "cpu")
-    job = dataclasses.replace(p.job, task=dataclasses.replace(p.job.task, max_new_tokens=61))
-    handle = runner.launch(dataclasses.replace(p, job=job), source_text=GEN, spec_json={"name": "g"},
+    job = replace(p.job, task=replace(p.job.task, max_new_tokens=61))
+    handle = runner.launch(replace(p, job=job), source_text=GEN, spec_json={"name": "g"},
                            runs_root=tmp_path)
     result = handle.wait(timeout=300)
     assert result.status == "failed"
@@ -189,8 +189,8 @@ def test_a_training_sequence_only_the_worker_can_measure_is_a_named_failure(tmp_
     worker stops with ``sequence_too_long`` before its first step."""
     specs, _ = validate_text(MLM % "512", "w.wl")
     p = plan(specs[0], "cpu")
-    job = dataclasses.replace(p.job, data=dataclasses.replace(p.job.data, seq_len=1024))
-    handle = runner.launch(dataclasses.replace(p, job=job), source_text=MLM, spec_json={"name": "mlm8"},
+    job = replace(p.job, data=replace(p.job.data, seq_len=1024))
+    handle = runner.launch(replace(p, job=job), source_text=MLM, spec_json={"name": "mlm8"},
                            runs_root=tmp_path)
     result = handle.wait(timeout=300)
     failure = result.summary["failure"]

@@ -29,6 +29,7 @@ from accelctl.contract import checkpoint as layout
 from accelctl.contract.events import CheckpointSaved, RunResumed, StepMetrics, read_events
 from accelctl.errors import RunError
 from accelctl.run.resume import live_processes, prepare_resume, resume_prior_events
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
@@ -213,7 +214,6 @@ def test_deepspeed_zero2_checkpoint_save_and_resume_with_identical_losses(tmp_pa
 
 @pytest.mark.slow
 def test_a_worker_killed_in_the_middle_of_a_save_resumes_from_the_checkpoint_before(tmp_path):
-    from dataclasses import replace
 
     from accelctl.api import load, plan
     from accelctl.contract.job import DebugJob, WorkerJob
@@ -256,7 +256,6 @@ def test_a_worker_killed_in_the_middle_of_a_save_resumes_from_the_checkpoint_bef
 def test_a_run_whose_rank_dies_in_the_middle_of_a_save_leaves_no_cut_save(tmp_path):
     """A rank killed in its part of a save (by its launcher, or kill -9) cannot remove the save's
     folder: the runner does, once every process of the run is gone."""
-    from dataclasses import replace
 
     from accelctl.api import load, plan
     from accelctl.contract.job import DebugJob

@@ -18,6 +18,7 @@ import pytest
 
 from accelctl.contract.events import LogMessage, RunFailed, RunFinished, RunStarted, StepMetrics, read_events
 from accelctl.contract.plan import GeneratedFile, Launch
+from accelctl.frozen import replace
 from accelctl.run import runner
 from accelctl.run.console import ConsoleSink
 
@@ -329,7 +330,6 @@ def test_real_worker_tiny_pretrain(runs, make_plan, make_job):
         data=DatasetSpec(kind="synthetic", seq_len=16),
     )
     plan = make_plan(launches=[Launch(name="worker", argv=("python", "-m", "accelctl.worker", "{run_dir}/job.json"))])
-    from dataclasses import replace
 
     plan = replace(plan, job=job)
     _, result = run(plan)
@@ -369,7 +369,6 @@ def test_console_summary_rows_for_generation_and_failure():
 
 @pytest.mark.slow
 def test_real_worker_two_ranks_under_torchrun(runs, make_plan, make_job):
-    from dataclasses import replace
 
     from accelctl.workload.types import BatchSpec, ModelSpec
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from test_checkpoint_resume import (
 
 from accelctl.contract import checkpoint as layout
 from accelctl.contract.events import RunResumed, read_events
+from accelctl.frozen import replace
 
 #: 1 warm-up and 19 measured steps, a checkpoint every 4: the last step (20) saves one, which the
 #: reference run is cut in; the kill after the first save leaves 16 steps to spare (40 took twice

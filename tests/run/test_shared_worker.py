@@ -12,7 +12,6 @@ processes: the real CLI, the real worker, real PyTorch and transformers.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from accelctl.api import load, plan
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
 from accelctl.run import store
 from accelctl.run.shared import SharedRuns, groups, signature
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,7 +153,7 @@ def test_plans_of_one_stack_share_a_worker_and_others_do_not(tmp_path):
     assert signature(a) is not None and signature(a) == signature(b)
     assert groups([a, b]) == [[0, 1]]
     assert groups([a, None, b]) == [[0], [1], [2]]  # a repeat series (None) runs alone, and splits the file
-    other = dataclasses.replace(b, launches=(dataclasses.replace(b.launches[0], env={**b.launches[0].env,
+    other = replace(b, launches=(replace(b.launches[0], env={**b.launches[0].env,
                                                                                      "OMP_NUM_THREADS": "2"}),))
     assert groups([a, other]) == [[0], [1]]
     ddp = _plans((ROOT / "workloads" / "ddp_cpu.wl").read_text(), tmp_path)[0]
@@ -161,8 +161,8 @@ def test_plans_of_one_stack_share_a_worker_and_others_do_not(tmp_path):
 
 
 def _with_nan(p, step: int):
-    job = dataclasses.replace(p.job, debug=dataclasses.replace(p.job.debug, inject_nan_at_step=step))
-    return dataclasses.replace(p, job=job)
+    job = replace(p.job, debug=replace(p.job.debug, inject_nan_at_step=step))
+    return replace(p, job=job)
 
 
 @pytest.mark.slow

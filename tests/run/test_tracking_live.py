@@ -7,7 +7,6 @@ supervisor thread, and a tracker this Python cannot import refuses the run befor
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import socket
 import sys
@@ -25,6 +24,7 @@ from accelctl.run.store import load_run, write_series
 from accelctl.run.tracking import start_tracking
 from accelctl.run.tracking.fields import RUN_ID_TAG
 from accelctl.workload.types import TrackSpec
+from accelctl.frozen import replace
 
 
 def _launch(plan, **kw):
@@ -33,7 +33,7 @@ def _launch(plan, **kw):
 
 
 def _tracked(plan, uri: str):
-    return dataclasses.replace(plan, tracking=TrackSpec(mlflow=uri, experiment="tiny-live"))
+    return replace(plan, tracking=TrackSpec(mlflow=uri, experiment="tiny-live"))
 
 
 def _mlflow_run(uri: str, run_id: str):
@@ -150,7 +150,7 @@ def test_a_tracker_this_python_cannot_import_refuses_the_run(runs, make_plan, tm
     """``sys.modules[name] = None`` is how Python itself marks a module as not importable:
     ``importlib.util.find_spec`` answers None, as for a library not installed."""
     monkeypatch.setitem(sys.modules, "wandb", None)
-    plan = dataclasses.replace(make_plan("ok"), tracking=TrackSpec(wandb="proj"))
+    plan = replace(make_plan("ok"), tracking=TrackSpec(wandb="proj"))
     with pytest.raises(RunError, match="E594.*wandb"):
         _launch(plan)
     assert not runs.exists() or not any(runs.iterdir())  # nothing started, no run folder

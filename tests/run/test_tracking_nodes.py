@@ -6,7 +6,6 @@ processes, a real sqlite MLflow store read back through MLflow's client)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -21,6 +20,7 @@ from accelctl.plan.tracking import local_ranks, logging_launch, tracks_here
 from accelctl.run import runner
 from accelctl.run.tracking import check_available, start_tracking
 from accelctl.workload.types import TrackSpec
+from accelctl.frozen import replace
 
 TWO_NODES = """
 workload tr2 {
@@ -51,13 +51,13 @@ def test_the_rank_0_launch_of_a_two_node_plan_is_the_one_that_logs(tmp_path):
     assert not tracks_here(p, ["node1"])
     assert local_ranks(p) is None and local_ranks(p, ["node0"]) == 2 and local_ranks(p, ["node0", "node1"]) == 4
     assert start_tracking(p, tmp_path, time.time(), ["node1"]) is None
-    assert not tracks_here(dataclasses.replace(p, tracking=None), ["node0"])
+    assert not tracks_here(replace(p, tracking=None), ["node0"])
 
 
 def test_a_wait_pass_before_the_ranks_does_not_log(tmp_path):
     p = _two_node_plan(tmp_path)
     compile_pass = Launch(name="precompile", argv=("true",), wait=True)
-    p = dataclasses.replace(p, launches=(compile_pass, *p.launches))
+    p = replace(p, launches=(compile_pass, *p.launches))
     assert logging_launch(p) == "node0" and not tracks_here(p, ["precompile"])
 
 
@@ -75,7 +75,7 @@ def test_only_the_logging_node_needs_the_tracker_libraries(tmp_path, monkeypatch
 def test_a_node_runner_releases_steps_once_its_own_ranks_reported_them(tmp_path):
     """Node 0's runner sees ranks 0 and 1 of a world of 4: a step reaches the trackers when those
     two reported it (live), not at the end of the run waiting for ranks it never sees."""
-    p = dataclasses.replace(_two_node_plan(tmp_path), tracking=TrackSpec(tensorboard=True, experiment="tr2"))
+    p = replace(_two_node_plan(tmp_path), tracking=TrackSpec(tensorboard=True, experiment="tr2"))
     sink = start_tracking(p, tmp_path, time.time(), ["node0"])
     try:
         for rank in (0, 1):
@@ -95,7 +95,7 @@ def test_a_node_runner_releases_steps_once_its_own_ranks_reported_them(tmp_path)
 def _fake_two_nodes(make_plan, fake_worker, uri: str):
     launches = tuple(Launch(name=f"node{r}", argv=("python", fake_worker, "{run_dir}/job.json"),
                             env={"RANK": str(r), "WORLD_SIZE": "2"}) for r in (0, 1))
-    return dataclasses.replace(make_plan("ok", launches=launches), tracking=TrackSpec(mlflow=uri, experiment="nodes"))
+    return replace(make_plan("ok", launches=launches), tracking=TrackSpec(mlflow=uri, experiment="nodes"))
 
 
 @pytest.mark.slow

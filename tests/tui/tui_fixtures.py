@@ -4,11 +4,11 @@ worker is ``fake_worker.py`` replaying a recorded run live (fast, no torch)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 from accelctl.contract.plan import Launch, Plan
+from accelctl.frozen import replace
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -29,10 +29,10 @@ def fake_plan(run: str, **options) -> Plan:
     """The recorded run's plan, launching ``fake_worker.py`` to replay its events."""
     src = recorded(run)
     plan = Plan.from_dict(json.loads((src / "plan.json").read_text()))
-    job = dataclasses.replace(plan.job, debug=dataclasses.replace(
+    job = replace(plan.job, debug=replace(
         plan.job.debug, fake={**plan.job.debug.fake, "replay": str(src / "events.jsonl"), **options}))
     launch = Launch(name="worker", argv=("python", FAKE_WORKER, "{run_dir}/job.json"))
-    return dataclasses.replace(plan, launches=(launch,), job=job)
+    return replace(plan, launches=(launch,), job=job)
 
 
 def spec_json(run: str) -> str:

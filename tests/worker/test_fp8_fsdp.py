@@ -6,7 +6,6 @@ same FSDP2 run in bf16 and differs from it (FP8 did run)."""
 from __future__ import annotations
 
 
-import dataclasses
 import os
 import math
 import sys
@@ -19,6 +18,7 @@ from accelctl.workload.types import Fp8Recipe, ParallelSpec, PrecisionSpec
 
 sys.path.insert(0, str(Path(__file__).parent))
 from parallel_jobs import job, run_ranks  # noqa: E402
+from accelctl.frozen import replace
 
 pytest.importorskip("torchao")
 #: 2 ranks x 5 steps each run, ~20-30 s on the 2-core lab machine
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 def curve(tmp_path: Path, name: str, precision: PrecisionSpec) -> tuple[list[float], list[str]]:
     folder = tmp_path / name
-    j = dataclasses.replace(job("llama", ParallelSpec(strategy="fsdp"), folder), precision=precision)
+    j = replace(job("llama", ParallelSpec(strategy="fsdp"), folder), precision=precision)
     losses = run_ranks(j, folder, 2)
     said = [e.message for e in read_events(folder / "events" / "rank0.jsonl") if isinstance(e, LogMessage)]
     return losses, said

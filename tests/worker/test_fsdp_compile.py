@@ -13,21 +13,21 @@ Slow: two torchruns of 2 workers, one of them compiling with inductor (a C++ com
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 from parallel_jobs import job, run_ranks
 
 from accelctl.contract.events import LogMessage, RunFinished, read_events
 from accelctl.workload.types import MeasureSpec, OptimizeSpec, ParallelSpec
+from accelctl.frozen import replace
 
 pytestmark = pytest.mark.slow
 
 
 def test_fsdp_blocks_compile_and_train_as_eager(tmp_path):
     base = job("llama", ParallelSpec(strategy="fsdp"), tmp_path / "eager")
-    base = dataclasses.replace(base, measure=MeasureSpec(warmup=2, steps=2))  # compile = on: 2 warm-up steps
-    compiled = dataclasses.replace(base, run_id="compiled", optimize=OptimizeSpec(compile=True),
+    base = replace(base, measure=MeasureSpec(warmup=2, steps=2))  # compile = on: 2 warm-up steps
+    compiled = replace(base, run_id="compiled", optimize=OptimizeSpec(compile=True),
                                    events_dir=str(tmp_path / "compiled" / "events"))
     eager = run_ranks(base, tmp_path / "eager", 2)
     got = run_ranks(compiled, tmp_path / "compiled", 2)

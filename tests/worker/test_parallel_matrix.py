@@ -26,6 +26,7 @@ from parallel_jobs import ADAMW, SGD, SHAPES, job, reference, run_ranks
 from accelctl.contract.events import LogMessage, read_events
 from accelctl.contract.mesh import Mesh
 from accelctl.workload.types import ParallelSpec
+from accelctl.frozen import replace
 
 LAYOUTS = {
     "fsdp": (ParallelSpec(strategy="fsdp"), 2),
@@ -105,14 +106,13 @@ def test_vit_sequence_parallel_where_its_tokens_divide_by_tp(tmp_path):
     """A ViT's sequence is its patches and the class token (197 at 224/16: refused, E416); at
     24 px in 8 px patches it is 9 + 1 = 10 positions, which tp 2 splits: timm's blocks run
     sequence parallel with the single process's loss curve."""
-    import dataclasses
 
     import parallel_jobs
 
     shape = {**parallel_jobs.SHAPES_PLANNED_ONLY["vit"], "image_size": 24}
     j = job("vit", ParallelSpec(strategy="tensor", tp=2, sequence_parallel=True), tmp_path / "vit")
-    j = dataclasses.replace(j, model=dataclasses.replace(j.model, stand_in=shape), architecture=shape,
-                            data=dataclasses.replace(j.data, image_size=24))
+    j = replace(j, model=replace(j.model, stand_in=shape), architecture=shape,
+                            data=replace(j.data, image_size=24))
     got = run_ranks(j, tmp_path / "vit", 2)
     assert got == pytest.approx(reference(j, 1), abs=1e-5) and len(set(got)) > 1
     said = [e.message for r in range(2) for e in read_events(tmp_path / "vit" / "events" / f"rank{r}.jsonl")
@@ -124,9 +124,8 @@ def test_vit_sequence_parallel_where_its_tokens_divide_by_tp(tmp_path):
 def test_fsdp_x_tp_sequence_parallel_under_gradient_checkpointing(tmp_path):
     """The 70B layout's combination: FSDP × TP × sequence parallel with each block recomputed in
     backward (its sequence slicing and gathering run again inside the recomputation)."""
-    import dataclasses
 
     j = job("llama", ParallelSpec(strategy="fsdp", tp=2, sequence_parallel=True), tmp_path / "gc")
-    j = dataclasses.replace(j, gradient_checkpointing=True)
+    j = replace(j, gradient_checkpointing=True)
     got = run_ranks(j, tmp_path / "gc", 4)
     assert got == pytest.approx(reference(j, 2), abs=1e-5) and len(set(got)) > 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelctl.contract.plan import RUN_DIR, GeneratedFile
-from accelctl.frozen import Value, value
+from accelctl.frozen import Value
 
 #: the most a plan converts into its own file (a plan prints its generated files)
 MAX_CONVERTED_BYTES = 1 << 20
@@ -21,7 +21,6 @@ MAX_CONVERTED_BYTES = 1 << 20
 KINDS = {"txt": "txt", "text": "txt", "csv": "csv", "json": "json", "jsonl": "json"}
 
 
-@value
 class TrainFile(Value):
     """What ``--train_file`` gets: the path (``arg``), the generated file holding a conversion
     (``file``), a plan note; or why the script cannot take the data (``refused``)."""

@@ -27,6 +27,7 @@ from accelctl.models import fp8_layers
 from accelctl.models.catalog import FAMILIES
 from accelctl.language.te_versions import AUTOCAST_API
 from accelctl.workload.types import TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult
@@ -245,6 +246,5 @@ def is_te_fp8(target: TargetSpec) -> bool:
 
 
 def _with_env(launch, extra: dict[str, str]):
-    from dataclasses import replace
 
     return replace(launch, env={**launch.env, **extra})

@@ -23,6 +23,7 @@ from typing import Any
 
 from accelctl.backends.findings import Finding
 from accelctl.backends.te_fp8.versions import version_tuple
+from accelctl.frozen import replace
 
 PYTORCH = "transformer_engine.pytorch"
 RECIPE = "transformer_engine.common.recipe"
@@ -212,7 +213,7 @@ class TeSource:
             if isinstance(base, ast.Name):
                 sig = self.signature(mod, base.id)
                 if sig is not None:
-                    return dataclasses.replace(sig, qualname=qual)
+                    return replace(sig, qualname=qual)
         return None
 
     def export_signature(self, name: str) -> Signature | None:

@@ -11,7 +11,6 @@ cache first; compilation is never part of step time.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 from accelctl import entrypoints
@@ -27,6 +26,7 @@ from accelctl.errors import Diagnostic
 from accelctl.catalog import INSTANCES
 from accelctl.models.catalog import FAMILIES
 from accelctl.workload.types import MeasureSpec, TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 if TYPE_CHECKING:  # plan --check's result type: planning (validate's verdict) needs none
     from accelctl.backends.findings import CheckResult
@@ -82,8 +82,8 @@ def precompile_job(job: WorkerJob) -> WorkerJob:
     """The job for ``neuron_parallel_compile``: the same graphs, a few steps, events to the log."""
     m = job.measure
     warmup = min(m.warmup, PRECOMPILE_STEPS)
-    return dataclasses.replace(job, measure=MeasureSpec(warmup=warmup, steps=PRECOMPILE_STEPS, repeat=1),
-                               device=dataclasses.replace(job.device, precompile=True), events_dir="")
+    return replace(job, measure=MeasureSpec(warmup=warmup, steps=PRECOMPILE_STEPS, repeat=1),
+                               device=replace(job.device, precompile=True), events_dir="")
 
 
 class XlaNeuronBackend(Backend):
@@ -118,7 +118,7 @@ class XlaNeuronBackend(Backend):
             # optimum-neuron's programs need the Neuron SDK: the stand-in rehearses the step, not them
             split = (f"its tensor parallel as accelctl's own plan, tp {stand_in.job.parallel.tp} over gloo ranks"
                      if stand_in.job.parallel.tp > 1 else "the model split undone")
-            return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, (
+            return replace(stand_in, warnings=(*stand_in.warnings, (
                 f"target {real.target} runs optimum-neuron's programs ({', '.join(x.name for x in real.launches)}), "
                 f"which need the Neuron SDK: this rehearsal runs accelctl's loop with the stand-in instead, {split}")))
         return rehearsal_plan(real, stand_in)
@@ -193,7 +193,7 @@ class XlaNeuronBackend(Backend):
             run = launches[0]
             argv = list(run.argv)
             argv[argv.index("--max_steps") + 1] = str(PRECOMPILE_STEPS)
-            launches.insert(0, dataclasses.replace(run, name="precompile", argv=("neuron_parallel_compile", *argv),
+            launches.insert(0, replace(run, name="precompile", argv=("neuron_parallel_compile", *argv),
                                                    wait=True))
             notes.append(f"pre-compilation first: neuron_parallel_compile runs finetune_llama.py for "
                          f"{PRECOMPILE_STEPS} steps and compiles its graphs into the cache")

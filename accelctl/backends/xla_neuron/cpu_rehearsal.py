@@ -10,14 +10,14 @@ file; nothing imported), else the plain rehearsal with a warning.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
 from accelctl import entrypoints
 from accelctl.contract.job import WorkerJob
-from accelctl.contract.plan import RUN_DIR, Launch, Plan, Rehearsal
+from accelctl.contract.plan import RUN_DIR, Launch, Plan
 from accelctl.models.catalog import FAMILIES
+from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Neuron-only variables: read by neuronx-cc / the Neuron runtime, meaningless on PJRT CPU
@@ -61,7 +61,7 @@ def unavailable(stand_in: Plan, missing: str = "") -> Plan:
             "(about 5 min, 7 GB)")
     why = (f"the XLA CPU rehearsal (torch-xla's own code path: xla device, MpDeviceLoader, xm.optimizer_step, "
            f"compiles counted) is not available: {lack}. This is the plain CPU rehearsal (eager PyTorch)")
-    return dataclasses.replace(stand_in, warnings=(*stand_in.warnings, why))
+    return replace(stand_in, warnings=(*stand_in.warnings, why))
 
 
 def venv_has(dist: str, venv: Path | None = None) -> bool:
@@ -82,7 +82,7 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
     # the plain rehearsal's threads per process: more OpenMP threads in the parent than one
     # hang the forked loader workers at their first batch (libgomp's pool does not survive fork)
     job, env = rehearsal(neuron, stand_in.job, RUN_DIR)
-    job = dataclasses.replace(job, events_dir="")  # the job is data, no placeholder: the runner fills it per run
+    job = replace(job, events_dir="")  # the job is data, no placeholder: the runner fills it per run
     version = torch_xla_version()
     launch = Launch("xla-cpu", (str(python), "-m", entrypoints.WORKER, f"{RUN_DIR}/job.json"), env, processes=1)
     r = stand_in.rehearsal
@@ -91,13 +91,13 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
         "PJRT_DEVICE NEURON -> CPU; " + ", ".join(NEURON_ONLY) + f" dropped; {CACHE_ENV} in the run folder",
         *filter(None, (_kept(c) for c in r.changes if " processes -> " not in c)),
     )
-    rehearsal_of = dataclasses.replace(r, changes=changes, on=where(version))
+    rehearsal_of = replace(r, changes=changes, on=where(version))
     head = (f"REHEARSAL on {where(version)} of target {r.of} ({r.world_size} x {r.device}) with the stand-in, "
             "random weights: " + "; ".join(changes))
     path = (f"{python} -m accelctl.worker: the worker's xla adapter (torch_xla.device(), MpDeviceLoader with "
             f"{env.get('ACCELCTL_DATALOADER_WORKERS', '?')} loader workers, xm.optimizer_step, torch_xla.sync()); "
             "graph compiles counted and timed apart from step time")
-    return dataclasses.replace(stand_in, backend=neuron.backend, launches=(launch,), files=(), job=job,
+    return replace(stand_in, backend=neuron.backend, launches=(launch,), files=(), job=job,
                                notes=(head, path, stand_in.notes[-1]), rehearsal=rehearsal_of)
 
 
@@ -121,8 +121,8 @@ def rehearsal(neuron: Plan, stand_in: WorkerJob, run_dir: str | Path) -> tuple[W
     rehearse=True)``): stand-in model, a precision this CPU runs, the workload's data and
     measure.  Its device becomes the Neuron plan's (the xla family), one process."""
     run_dir = Path(run_dir)
-    device = dataclasses.replace(neuron.job.device, precompile=False)
-    job = dataclasses.replace(stand_in, device=device, backend=neuron.backend, events_dir=str(run_dir / "events"),
+    device = replace(neuron.job.device, precompile=False)
+    job = replace(stand_in, device=device, backend=neuron.backend, events_dir=str(run_dir / "events"),
                               rehearsal_of=neuron.target)
     launch = neuron.launches[-1]  # the measured run (a precompile launch comes first)
     env = {k: v for k, v in launch.env.items() if k not in NEURON_ONLY}
