@@ -81,6 +81,10 @@ def test_doctor_calibrate_refuses_bad_arguments(tmp_path):
                         env=env, capture_output=True, text=True, timeout=120)
     assert cp.returncode == 2 and "must be positive" in cp.stderr and "Traceback" not in cp.stderr
     assert not (tmp_path / "c.json").exists()
+    for seconds in ("nan", "inf", "0", "-1", "61"):
+        cp = subprocess.run([sys.executable, "-m", "accelctl.cli", "doctor", "--calibrate", "--seconds", seconds],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert cp.returncode == 2 and "--seconds in (0, 60]" in cp.stderr and "measuring" not in cp.stdout, seconds
 
 
 @pytest.mark.parametrize("how", ["folder writable by others", "file writable by others", "file is a FIFO"])

@@ -217,7 +217,10 @@ def cmd_estimate(args) -> int:
     for f in args.files:
         no_such_file_is_usage(f)
     if args.calibrate:
-        stored, fitted = estimate_factors(args.calibrate, args.runs_dir)
+        try:
+            stored, fitted = estimate_factors(args.calibrate, args.runs_dir)
+        except OSError as exc:  # a full disk, a store not ours, a device where the file goes
+            raise AccelctlError(f"estimate --calibrate: {exc.strerror or exc}", exit_code=exitcodes.FAILED) from None
         print(f"accelctl estimate: calibration of {', '.join(fitted)} stored in {stored}", file=sys.stderr)
         if reply := reply_of(args):
             reply.result["calibration"] = {"stored": str(stored), "fitted": list(fitted)}

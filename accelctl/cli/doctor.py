@@ -69,6 +69,10 @@ def cmd_doctor(args) -> int:
     return 0
 
 
+#: the longest ``--seconds`` per dtype (the measurement runs under a 300 s timeout per thread count)
+MAX_SECONDS = 60
+
+
 def cmd_calibrate(args) -> int:
     import subprocess
 
@@ -77,8 +81,9 @@ def cmd_calibrate(args) -> int:
     from accelctl.hostinfo import cpu_count
 
     threads = args.threads or sorted({1, cpu_count()})
-    if any(n < 1 for n in threads) or args.seconds <= 0:
-        raise AccelctlError("doctor --calibrate: --threads and --seconds must be positive", exit_code=exitcodes.USAGE)
+    if any(n < 1 for n in threads) or not 0 < args.seconds <= MAX_SECONDS:  # NaN fails it too
+        raise AccelctlError(f"doctor --calibrate: --threads must be positive and --seconds in (0, {MAX_SECONDS}]",
+                            exit_code=exitcodes.USAGE)
     if problem := calibration.store_problem():  # before measuring: nothing to store it in
         raise AccelctlError(f"doctor --calibrate: cannot store a calibration in {calibration.path()}: {problem}",
                             exit_code=exitcodes.FAILED)

@@ -24,7 +24,7 @@ from accelctl.frozen import Value, field, to_dict
 from accelctl.workload.types import TrackSpec
 
 #: control characters no launch word or generated file may hold (tab and newline may)
-_UNWRITABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_UNWRITABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _NUL = re.compile("\x00")
 
 
@@ -120,7 +120,9 @@ class Plan(Value):
         for where, text in texts:
             m = bad.search(text)
             if m is not None:
-                return f"{where} would hold the control character \\x{ord(m.group()):02x}"
+                code = ord(m.group())
+                return f"{where} would hold the control character " + (
+                    f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
         return None
 
     def to_dict(self) -> dict[str, Any]:

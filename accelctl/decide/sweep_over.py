@@ -71,6 +71,7 @@ def parse_overs(args: list[str]) -> list[O.Over]:
             overs.append(O.parse_over(a, i))
         except WorkloadError as exc:
             diags += exc.diagnostics
+    diags += O.repeated(overs)
     if diags:
         raise WorkloadError(diagnostics=diags)
     return overs

@@ -382,10 +382,17 @@ def _number(x) -> int | float:
     return x
 
 
+#: a line or column past this is in no text the cache keeps (at most ``MAX_CACHED_BYTES``)
+_MAX_POSITION = MAX_CACHED_BYTES + 1
+
+
 def _span(t: tuple, at: int) -> Span:
-    """The span held as four ints at ``t[at:at + 4]``."""
+    """The span held as four ints at ``t[at:at + 4]``, each a position some kept text has."""
     four = t[at:at + 4]
     if (len(four) != 4 or type(four[0]) is not int or type(four[1]) is not int or type(four[2]) is not int
             or type(four[3]) is not int):
         raise TypeError("a span that is not four ints")
+    if not (0 <= four[0] <= _MAX_POSITION and 0 <= four[1] <= _MAX_POSITION and 0 <= four[2] <= _MAX_POSITION
+            and 0 <= four[3] <= _MAX_POSITION):
+        raise ValueError("a span past any text the cache keeps")
     return Span._make(four)

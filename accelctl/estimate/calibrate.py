@@ -193,7 +193,11 @@ _FIELDS = tuple(FITTABLE)
 
 def save(fitted: dict[str, Factors], runs_root=None) -> Path:
     """Merge ``fitted`` into the stored calibration (a pair fitted again replaces its entry)."""
+    from accelctl import private_files
+
     path = store_path(runs_root)
+    if problem := private_files.file_problem(path):  # a device, FIFO or link there is never replaced
+        raise OSError(f"cannot store the estimate's calibration: {problem}")
     entries = {k: v for k, v in _read(path).items()}
     for k, fx in fitted.items():
         entries[k] = {f: {"value": getattr(fx, f).value, "source": getattr(fx, f).source} for f in _FIELDS
@@ -212,19 +216,50 @@ def save(fitted: dict[str, Factors], runs_root=None) -> Path:
     return path
 
 
-def _read(path: Path) -> dict[str, dict]:
-    """The stored fit's entries: a regular file of the store, bounded, never a FIFO waited on or a
-    link followed (``boundedfile``); {} for anything else."""
-    from accelctl.contract import boundedfile
+#: the stored fit, as its warning names it
+WHAT = "the estimate's stored calibration"
 
+
+def _read(path: Path) -> dict[str, dict]:
+    """The stored fit's entries: a regular file of this user's only (``private_files``: one
+    warning otherwise), in a folder only they can write, bounded, never a FIFO waited on or a
+    link followed, every value one the fit could have stored; {} for anything else."""
+    from accelctl import private_files
+
+    if not path.parent.is_dir() or not os.path.lexists(path):
+        return {}
+    problem = private_files.folder_problem(path.parent)
+    if problem:
+        private_files.distrust(WHAT, path.parent, problem)
+        return {}
     try:
-        raw = boundedfile.read_regular(path, MAX_BYTES)
+        raw = private_files.read_file(path, MAX_BYTES)
         data = json.loads(raw.decode("utf-8")) if raw else None
-    except (boundedfile.Unreadable, OSError, ValueError, RecursionError):
+    except private_files.Untrusted as exc:
+        private_files.distrust(WHAT, path, exc.strerror or str(exc))
+        return {}
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("entries"), dict):
         return {}
-    return data["entries"]
+    entries = data["entries"]
+    if not all(isinstance(k, str) and _stored_entry(v) for k, v in entries.items()):
+        return {}  # not a file this code wrote
+    return entries
+
+
+def _stored_entry(entry: object) -> bool:
+    """``entry`` holds only fittable factors, each a finite number in the range the fit searches
+    and a text source."""
+    if not isinstance(entry, dict):
+        return False
+    for name, v in entry.items():
+        if name not in FITTABLE or not isinstance(v, dict) or set(v) != {"value", "source"}:
+            return False
+        x, (lo, hi) = v["value"], FITTABLE[name]
+        if type(x) not in (int, float) or not lo <= x <= hi or not isinstance(v["source"], str):
+            return False  # NaN fails the range too
+    return True
 
 
 def load(runs_root=None) -> dict[str, Factors]:

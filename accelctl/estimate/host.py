@@ -43,7 +43,9 @@ def _measured(threads: int) -> Figure | None:
 
 
 def datasheet(threads: int) -> Datasheet:
-    threads = max(1, threads)
+    """This CPU's figures for a process of ``threads`` threads: threads past its logical cores
+    add no FLOPs or bandwidth (they share those cores), so the figure counts the cores."""
+    threads = max(1, min(threads, hostinfo.cpu_count()))
     peak = _measured(threads)
     if peak is None:
         flags = hostinfo.cpu_flags()

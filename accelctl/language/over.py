@@ -61,6 +61,23 @@ def _diag(arg: str, code: str, message: str, column: int, hint: str = "", width:
     return Diagnostic(code, message, Span.point(1, column, width), f"{flag} {arg}", hint, source_line=arg)
 
 
+def repeated(overs: list[Over]) -> list[Diagnostic]:
+    """E231 for each argument that names a key an earlier one named (``micro`` and
+    ``batch.micro`` alike): the later one would silently replace the earlier's values."""
+    first: dict[str, Over] = {}
+    out = []
+    for o in overs:
+        if o.key in first:
+            key_part = o.arg.partition("=")[0]
+            out.append(_diag(o.arg, "E231", f"{o.key} is given twice ({first[o.key].where} and {o.where})", 1,
+                             f"give it once: {o.flag} {o.key}=" + ",".join((*first[o.key].texts, *o.texts))
+                             if o.flag == "--over" else f"give {o.key} once",
+                             width=max(1, len(key_part)), flag=o.flag))
+        else:
+            first[o.key] = o
+    return out
+
+
 def parse_over(arg: str, index: int = 0, flag: str = "--over") -> Over:
     """``KEY=V1,V2`` -> ``Over``; ``WorkloadError`` positioned in the argument when it is not one."""
     key, eq, vals = arg.partition("=")

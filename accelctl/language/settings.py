@@ -37,6 +37,7 @@ def parse_sets(args: list[str]) -> list[O.Over]:
                                     f"--set {a}", "e.g. --set batch.micro=16", source_line=a))
             continue
         overs.append(o)
+    diags += O.repeated(overs)
     if diags:
         raise WorkloadError(diagnostics=diags)
     return overs

@@ -288,8 +288,10 @@ def string_list(item: str = "", example: str = "") -> VType:
 # checked as what it is where it is written, so a newline, a quote or a leading '-' never
 # gets as far as a plan (the plan-time refusals of each engine stay as a second line).
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_CONTROL_ANY = re.compile(r"[\x00-\x1f\x7f]")
+#: C0 and C1 controls, DEL, and the Unicode line and paragraph separators (str.splitlines breaks
+#: a line at them, as at \x85)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_ANY = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 
 
@@ -297,7 +299,10 @@ def control_character(text: str, lines: bool = True) -> str | None:
     """The first control character of ``text`` other than tab and newline (``lines=False``:
     tab and newline too), as ``\\xNN``."""
     m = (_CONTROL if lines else _CONTROL_ANY).search(text)
-    return None if m is None else f"\\x{ord(m.group()):02x}"
+    if m is None:
+        return None
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 #: what may follow '%' in an IPv6 literal (an interface name or number): ``ipaddress`` takes

@@ -58,7 +58,14 @@ def too_long(spec: WorkloadSpec, target: TargetSpec, job: WorkerJob) -> Diagnost
     what = f"a prompt of {prompt} token(s)" if exact else "a prompt of at least 1 token"
     return Diagnostic(CODE, f"{what} + max_new_tokens {job.task.max_new_tokens} takes {need} positions (the last new "
                             f"token is not fed back), more than {name}", span, spec.path,
-                      (f"lower max_new_tokens to at most {limit - prompt + 1}, shorten the prompt, or give the model "
-                       f"more positions (max_positions in its shape)") if prompt <= limit else
-                      (f"shorten the prompt to at most {limit} tokens (alone it is longer than that), or give the "
-                       f"model more positions (max_positions in its shape)"))
+                      _shorter(prompt, job.task.max_new_tokens, limit))
+
+
+def _shorter(prompt: int, new: int, limit: int) -> str:
+    """The hint of a prompt + new tokens past ``limit`` positions: numbers that then fit."""
+    more = "or give the model more positions (max_positions in its shape)"
+    if prompt <= limit:  # one new token fits: fewer of them do
+        return f"lower max_new_tokens to at most {limit - prompt + 1}, shorten the prompt, {more}"
+    if new <= limit:
+        return f"shorten the prompt to at most {limit - new + 1} tokens (with max_new_tokens {new}), {more}"
+    return f"shorten the prompt and lower max_new_tokens to at most {limit} positions together, {more}"

@@ -119,7 +119,7 @@ def follow_lines(run_dir: Path, name: str, follow: bool, stopped: Callable[[], b
             if tail is None and _regular(path):
                 tail = JsonlTail(path)
             if tail is not None:
-                yield from tail.lines(final=not going)
+                yield from tail.each_line(final=not going)
             if not going or stopped():
                 return
             time.sleep(POLL_S)

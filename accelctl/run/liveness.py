@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from accelctl.contract import supervision
-from accelctl.run import ownership, store
+from accelctl.run import ownership, proof, store
 
 
 def supervisor(run_dir: Path) -> int | None:
-    """The pid of the live process that supervises the run (``runner.json``), else None."""
-    ident = str(store.read_json(run_dir / store.RUNNER_FILE).get("runner") or "")
-    parsed = supervision.parse(ident)
-    return parsed[0] if parsed and supervision.alive(ident) else None
+    """The pid of the live process proven to supervise the run (``accelctl.run.proof``), else None."""
+    return proof.supervisor(run_dir)
 
 
 def in_progress(record: store.RunRecord) -> str:

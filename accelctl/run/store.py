@@ -529,8 +529,9 @@ def _store_folder(path: str, base: Path) -> Path:
 
 
 def runner_gone(path: Path, info: Mapping[str, Any]) -> bool:
-    """``info`` (a checked ``runner.json``) names a runner of this machine and boot that is gone,
-    and no process of the run is left (its workers follow their runner within seconds).  A run
+    """``info`` (a checked ``runner.json``) names a runner of this machine and boot that is gone
+    (or alive but not holding this folder's ``owner.lock``: not this run's), and no process of
+    the run is left (its workers follow their runner within seconds).  A run
     recorded on another machine (a shared store) cannot be judged from here: not gone."""
     host = info.get("host") or {}
     here = _host()
@@ -539,10 +540,12 @@ def runner_gone(path: Path, info: Mapping[str, Any]) -> bool:
     if host.get("boot_id") != here["boot_id"]:
         return True  # the machine rebooted since: nothing of the run can be running
     from accelctl.contract import supervision  # here: threading; ``estimate`` only reads runs_root()
-    from accelctl.run import markers
+    from accelctl.run import markers, ownership
 
-    if supervision.alive(str(info["runner"])):
-        return False
+    runner = str(info["runner"])
+    parsed = supervision.parse(runner)
+    if parsed is not None and supervision.alive(runner) and ownership.holds_open(parsed[0], path):
+        return False  # its supervisor, alive and holding this folder's lock (a copy's runner holds none)
     return not markers.marked(path)  # its processes by their own mark, never by a recorded group
 
 

@@ -2,7 +2,9 @@
 
 Each rank appends one JSON object per line.  A reader may catch a line half written:
 ``JsonlTail`` keeps the bytes after the last newline until the rest arrives (bytes,
-not text, so a multi-byte character split across two reads stays whole).
+not text, so a multi-byte character split across two reads stays whole).  It reads in
+chunks and hands a line longer than ``MAX_LINE`` out in pieces of that size (a progress bar
+that rewrites itself with ``\r`` writes no newline for hours): memory stays bounded.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ import json
 from pathlib import Path
 
 from accelctl.contract.events import Event, event_from_dict
+
+#: the longest line handed out whole; longer ones come in pieces of this size
+MAX_LINE = 1 << 20
+_CHUNK = 1 << 20
 
 
 class JsonlTail:
@@ -23,12 +29,19 @@ class JsonlTail:
 
     def lines(self, final: bool = False) -> list[bytes]:
         """New complete lines; with ``final`` also a last line that lacks its newline."""
-        self.buf += self.fh.read()
-        *done, self.buf = self.buf.split(b"\n")
+        return list(self.each_line(final))
+
+    def each_line(self, final: bool = False):
+        """``lines``, one at a time as the file is read (a chunk at a time)."""
+        while chunk := self.fh.read(_CHUNK):
+            *done, self.buf = (self.buf + chunk).split(b"\n")
+            yield from done
+            while len(self.buf) > MAX_LINE:
+                piece, self.buf = self.buf[:MAX_LINE], self.buf[MAX_LINE:]
+                yield piece
         if final and self.buf.strip():
-            done.append(self.buf)
+            yield self.buf
             self.buf = b""
-        return done
 
     def close(self) -> None:
         self.fh.close()

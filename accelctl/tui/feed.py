@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract.events import Event
-from accelctl.run.store import EVENTS_FILE, PLAN_FILE, SUMMARY_FILE, UNREADABLE, file_problem, read_json, read_object
+from accelctl.run.store import EVENTS_FILE, PLAN_FILE, SUMMARY_FILE, file_problem, read_json, read_run
 from accelctl.run.storefiles import check_event
 
 #: events per message when replaying at full speed
@@ -102,6 +102,16 @@ class LiveSource:
 
     def status(self) -> str:
         return self.handle.wait().status
+
+
+def stored(run_dir: Path) -> tuple[str, dict[str, Any] | None]:
+    """(status, summary) of a run folder as the store reads it (``store.read_run``: what ``runs``,
+    ``status`` and ``report`` say, an unreadable events file included); summary None when none
+    can be read."""
+    record = read_run(run_dir)
+    if record.unreadable or not record.summary:
+        return record.status, None  # "incomplete", a lost run's reason, or why it cannot be read
+    return str(record.summary.get("status", "incomplete")), record.summary
 
 
 class ReplaySource:
@@ -201,12 +211,11 @@ class ReplaySource:
         return [ev], False
 
     def result(self) -> tuple[str, dict[str, Any] | None]:
+        """The run's status and summary as the store reads the folder (``store.read_run``: what
+        ``runs``, ``status`` and ``report`` say, an unreadable events file included)."""
         if self._fh is not None:
             self._fh.close()
-        summary, why = read_object(self.run_dir / SUMMARY_FILE)
-        if why:
-            return f"{UNREADABLE}: {why}", None
-        return (str(summary.get("status", "incomplete")) if summary else "incomplete"), summary or None
+        return stored(self.run_dir)
 
     def stop(self) -> None:  # a recording cannot be stopped
         pass
@@ -254,8 +263,7 @@ class SupervisedSource(ReplaySource):
         return self._finished()
 
     def status(self) -> str:
-        summary, why = read_object(self.run_dir / SUMMARY_FILE)
-        return str((summary or {}).get("status", "incomplete")) if not why else f"{UNREADABLE}: {why}"
+        return stored(self.run_dir)[0]
 
     def stop(self) -> None:
         self.supervisor.stop()

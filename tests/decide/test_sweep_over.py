@@ -90,6 +90,17 @@ def test_bad_value_is_refused_naming_the_argument(arg, code_, column, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("flag,first,second", [("--over", "batch.micro=1,2", "micro=3,4"),
+                                                ("--over", "precision=bf16", "precision=fp32"),
+                                                ("--set", "micro=2", "batch.micro=4")])
+def test_a_key_given_twice_is_refused_at_the_second(flag, first, second, capsys):
+    """The second would silently replace the first's values (a lost axis of the sweep)."""
+    verb = ["sweep", VIT, "-t", "p4d"] if flag == "--over" else ["plan", VIT, "-t", "p4d"]
+    code = main([*verb, flag, first, flag, second, *(["--estimate"] if flag == "--over" else [])])
+    err = capsys.readouterr().err
+    assert code == 1 and f"{flag} {second}:1:1: error[E231]" in err and "given twice" in err, err
+
+
 def test_a_point_the_rules_refuse_is_its_row(capsys):
     code = main(["sweep", VIT, "-t", "p4d", "--over", "devices=3,4", "--over", "parallel=tensor(tp = 2)",
                  "--estimate", "--csv"])

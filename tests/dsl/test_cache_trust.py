@@ -135,7 +135,8 @@ def _swap(plain, old, new):
 
 
 @pytest.mark.parametrize("what", ["a block where a value goes", "a string where an item goes",
-                                  "an entry as a call's argument", "a node that is no array"])
+                                  "an entry as a call's argument", "a node that is no array",
+                                  "a span past any text", "a negative span"])
 def test_an_entry_of_a_shape_no_parse_makes_is_a_miss_even_with_the_key(tmp_path, cache_in, what):
     """An entry keyed as this user's accelctl keys it, whose nodes are each well formed but one
     stands where no parse puts it: a miss, parsed again -- never a crash of the checker."""
@@ -152,6 +153,10 @@ def test_an_entry_of_a_shape_no_parse_makes_is_a_miss_even_with_the_key(tmp_path
         items.insert(0, [parse_cache._STR, "hi", 1, 1, 1, 3])
     elif what == "an entry as a call's argument":
         call[2].append(entry)
+    elif what == "a span past any text":
+        entry[-4:] = [5, 10**15, 5, 10**15 + 7]  # its key's span: a caret 10**15 columns in
+    elif what == "a negative span":
+        entry[-4:] = [-1, -5, 1, 1]
     else:
         items.insert(0, "x")
     _write(cache_in, path, GOOD, parse_cache._encoded(plain))

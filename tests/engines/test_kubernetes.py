@@ -197,6 +197,9 @@ def test_the_backends_env_is_escaped_for_kubernetes():
     (BLOCK.replace('"runs"', '"runs; rm -rf /"'), "volume_claim"),
     (BLOCK.replace('"/shared"', '"shared"'), "volume_path"),
     (BLOCK.replace('"/shared"', '"/a:b"'), "volume_path"),
+    (BLOCK.replace('"/shared"', '"/x\u0085y"'), "volume_path"),  # NEL: a C1 control, a line break to Python
+    (BLOCK.replace('"/shared"', '"/x\u009by"'), "volume_path"),  # CSI
+    (BLOCK.replace('"/shared"', '"/x\u2028y"'), "volume_path"),  # the line separator
     (BLOCK + '  node_selector = ["team"]', "node_selector"),
     (BLOCK + '  node_selector = ["team=$(touch /tmp/x)"]', "node_selector"),
     (BLOCK.replace('"reg.example/accelctl:1"', '"reg/a b"'), "image"),

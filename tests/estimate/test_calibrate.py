@@ -221,3 +221,43 @@ def test_saving_never_writes_through_a_link_planted_beside_the_store(tmp_path):
     calibrate.save({}, tmp_path)
     assert victim.read_text() == "keep me" and calibrate.load(tmp_path) == {}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".estimate-calibration-")]
+
+
+@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), "inf", 1e400, 1e-320, 2.0, True, None])
+def test_a_stored_factor_the_fit_never_stores_is_no_calibration(tmp_path, value):
+    """A factor 0 was a ZeroDivisionError (exit 70), NaN or negative a "fits" with a NaN or
+    negative step time: the store holds only values in the range the fit searches."""
+    store = tmp_path / calibrate.STORE_FILE
+    entry = {"mfu": {"value": value, "source": "planted"}}
+    store.write_text(json.dumps({"schema": calibrate.SCHEMA, "entries": {"cpu|fp32": entry}}))
+    assert calibrate.load(tmp_path) == {}
+    entry["mfu"]["value"] = 0.5  # the same file, a value the fit could store: read
+    store.write_text(json.dumps({"schema": calibrate.SCHEMA, "entries": {"cpu|fp32": entry}}))
+    assert calibrate.load(tmp_path)["cpu|fp32"].mfu.value == 0.5
+
+
+@pytest.mark.parametrize("how", ["file writable by others", "folder writable by others"])
+def test_a_stored_fit_others_could_have_written_is_one_warning_and_no_calibration(tmp_path, how):
+    import os
+
+    from accelctl import private_files
+
+    store = tmp_path / "runs" / calibrate.STORE_FILE
+    store.parent.mkdir()
+    store.write_text(json.dumps({"schema": calibrate.SCHEMA, "entries": {"cpu|fp32": {
+        "mfu": {"value": 0.5, "source": "x"}}}}))
+    os.chmod(store if how.startswith("file") else store.parent, 0o666 if how.startswith("file") else 0o777)
+    private_files._warned.clear()
+    private_files.take_warnings()
+    assert calibrate.load(store.parent) == {}
+    assert [d.code for d in private_files.take_warnings()] == ["W010"]
+
+
+def test_estimate_calibrate_never_replaces_a_device_or_fifo_at_the_store(tmp_path):
+    import os
+
+    store = tmp_path / calibrate.STORE_FILE
+    os.mkfifo(store)
+    with pytest.raises(OSError, match="not a regular file"):
+        calibrate.save({}, tmp_path)
+    assert store.is_fifo()

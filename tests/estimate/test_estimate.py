@@ -331,3 +331,14 @@ def test_pipeline_bubble_is_pp_minus_1_over_the_micro_batches():
     # per micro-batch the step costs (m + pp - 1) / m of the stage's work: 4x at m = 1, 19/16 at 16
     per_micro = [e.step_time_s - e.optimizer_s for e in (one, sixteen)]
     assert per_micro[0] / (per_micro[1] / 16) == pytest.approx(4 / (19 / 16), rel=0.1)
+
+
+def test_threads_past_the_hosts_cores_make_the_cpu_no_faster():
+    """``threads = 1024`` on a machine of a few cores: the figures count the cores (the
+    threads share them), so the estimate is the one of as many threads as cores."""
+    from accelctl.estimate import host
+    from accelctl.hostinfo import cpu_count
+
+    many, cores = host.datasheet(1024), host.datasheet(cpu_count())
+    assert many.flops["fp32"].value == cores.flops["fp32"].value
+    assert many.memory_bandwidth.value == cores.memory_bandwidth.value

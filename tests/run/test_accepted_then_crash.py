@@ -164,7 +164,11 @@ def test_a_hint_never_asks_for_fewer_than_one_new_token(prompt_len):
         plan(specs[0], "cpu")
     (d,) = exc.value.diagnostics
     assert d.code == "E532" and "-" not in d.hint.split("(")[0]
-    assert ("at most 1" in d.hint) if prompt_len == 64 else "shorten the prompt to at most 64 tokens" in d.hint
+    assert ("at most 1," in d.hint) if prompt_len == 64 else "shorten the prompt to at most 63 tokens" in d.hint
+    shorter = int(d.hint.split("at most ")[1].split()[0].rstrip(","))
+    if prompt_len > 64:  # the hint's own number fits
+        specs, _ = validate_text(GEN % ('"' + "x" * shorter + '"', 2), "w.wl")
+        assert plan(specs[0], "cpu").job.task.max_new_tokens == 2
 
 
 @pytest.mark.slow

@@ -63,10 +63,13 @@ def test_cancel_never_signals_a_process_a_forged_runner_json_names(tmp_path, bys
     if "no plan.json" in case:
         assert done.returncode == exitcodes.FAILED and "nothing was signalled" in done.stderr, done
         assert "plan.json is missing" in done.stderr
-    elif case == "its pid and start time as the runner":  # alive as recorded, but not holding the folder's lock
-        assert done.returncode == exitcodes.FAILED and "nothing was signalled" in done.stderr, done
-    else:  # a lost run (its runner gone, or of another boot): ended already, nothing to stop
+    else:  # a lost run (its runner gone, of another boot, or alive but not holding the folder's lock)
+        assert store.read_run(run_dir).status == "not started (runner lost)"  # runs, status, rm agree
         assert done.returncode == 0 and "had already ended: not started (runner lost)" in done.stdout, done
+        status = accelctl("status", run_dir.name, runs=tmp_path / "runs")
+        assert "running" not in status.stdout, status
+        removed = accelctl("runs", "rm", run_dir.name, runs=tmp_path / "runs")
+        assert removed.returncode == 0 and not run_dir.exists(), removed  # not kept as "in progress"
 
 
 def test_a_run_argument_outside_the_store_is_refused_and_nothing_is_signalled(tmp_path, bystander):
@@ -249,3 +252,25 @@ def test_logs_of_a_worker_log_that_is_no_regular_file_says_so(tmp_path, kind):
     done = accelctl("logs", run_dir.name, runs=tmp_path / "runs")
     assert done.returncode == exitcodes.FAILED and "worker.log" in done.stderr and "not read" in done.stderr, done
     assert done.stdout == ""
+
+
+def test_logs_of_a_log_without_newlines_comes_in_bounded_pieces(tmp_path):
+    """A progress bar rewriting itself with ``\\r`` writes no newline: ``logs`` hands the bytes
+    out in pieces of at most two ``MAX_LINE`` (a chunk read past a full piece), all of them, in
+    order, never the whole file at once."""
+    from accelctl.run.tail import MAX_LINE, JsonlTail
+
+    log = tmp_path / "worker.log"
+    body = b"first\n" + b"\r step 12345" * (MAX_LINE // 4) + b"\nlast"
+    log.write_bytes(body)
+    tail = JsonlTail(log)
+    pieces = list(tail.each_line(final=True))
+    tail.close()
+    assert pieces[0] == b"first" and pieces[-1] == b"last"
+    assert max(map(len, pieces)) <= 2 * MAX_LINE and len(pieces) > 3
+    assert b"".join(pieces[1:-1]) == body[len(b"first\n"):-len(b"\nlast")]
+    run_dir = stored_run(tmp_path, CPU_WORKLOAD)
+    (run_dir / store.LOG_FILE).write_bytes(body)
+    done = subprocess.run([sys.executable, "-m", "accelctl.cli", "logs", run_dir.name, "--runs-dir",
+                           str(tmp_path / "runs")], cwd=ROOT, env=ENV, capture_output=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.replace(b"\n", b"") == body.replace(b"\n", b"")

@@ -48,3 +48,25 @@ async def test_lost_runs_with_special_files_are_listed_unreadable(tmp_path):
         assert {r.id: str(table.get_cell(r.id, "status")) for r in app.screen.records} == status
         assert "unreadable: rank0.jsonl is a FIFO" in screen_text(app)
     assert not (fifo / "summary.json").exists() and not (zero / "summary.json").exists()
+
+
+@pytest.mark.parametrize("how", ["a link", "a FIFO"])
+async def test_a_replayed_run_ends_with_the_stores_reading_of_its_folder(tmp_path, how):
+    """The run view's replay ends with the status ``runs``/``status``/``report`` give the same
+    folder: an events file that is a link or a FIFO is unreadable there too, never "ok"."""
+    from accelctl.tui.feed import ReplaySource
+
+    good = recorded("tui_train-cpu-")
+    run = tmp_path / good.name
+    shutil.copytree(good, run)
+    events = run / store.EVENTS_FILE
+    events.unlink()
+    if how == "a link":
+        events.symlink_to("/etc/hostname")
+    else:
+        os.mkfifo(events)
+    source = ReplaySource(run)
+    while not source.read(0.01)[1]:
+        pass
+    status, summary = source.result()
+    assert status == store.read_run(run).status and status.startswith("unreadable: ") and summary is None
