@@ -84,7 +84,11 @@ def new_run_dir(workload: str, target: str, root: str | os.PathLike[str] | None 
     """Create and return a fresh, empty run folder with a unique, sortable id, writable by this
     user alone (``run --resume`` loads checkpoints only from such a folder)."""
     base = runs_root(root)
-    base.mkdir(parents=True, exist_ok=True)
+    if not base.is_dir():  # the store and what is missing above it: never writable by group or others
+        missing = [level for level in (base, *base.parents) if not os.path.lexists(level)]
+        base.mkdir(parents=True, exist_ok=True)
+        for level in missing:
+            os.chmod(level, level.stat().st_mode & 0o755)
     for _ in range(64):
         path = base / new_run_id(workload, target)
         try:

@@ -373,10 +373,12 @@ def test_the_store_makes_run_folders_no_one_else_can_write_whatever_the_umask(tm
 
     old = os.umask(0o002)
     try:
-        run_dir = store.new_run_dir("w", "cpu", tmp_path / "runs")
+        run_dir = store.new_run_dir("w", "cpu", tmp_path / "a" / "runs")
     finally:
         os.umask(old)
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o755
+    # and the store it made, with what was missing above it: the stored estimate fit lives there
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (run_dir.parent, run_dir.parent.parent)] == [0o755, 0o755]
 
 
 def test_a_checkpoint_marker_that_is_a_fifo_or_a_link_is_no_checkpoint_and_never_a_wait(tmp_path):
