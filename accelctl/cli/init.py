@@ -406,10 +406,7 @@ def cmd_init(args, reply=None) -> int:
     path = _path(out, name)
     if path.exists() and not args.force:
         raise usage(f"{path} exists: --force overwrites it, -o names another file")
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise usage(f"cannot write {path}: {exc.strerror or exc}") from None
+    _write(path, text)
     if reply is not None:
         reply.result["path"] = str(path)
         return exitcodes.OK
@@ -418,6 +415,18 @@ def cmd_init(args, reply=None) -> int:
         print(f"  target {v['target']}: " + ("plans" if v["plans"] else f"refused -- {v['refusal']}"))
     print(f"next: accelctl validate {path}  ·  accelctl plan {path}  ·  accelctl run {path} -t cpu")
     return exitcodes.OK
+
+
+def _write(path: Path, text: str) -> None:
+    """The workload file written whole or not at all (``exportpath.write_file``: a temporary
+    file renamed over it, a FIFO opened without waiting for a reader); a place that cannot
+    take it is exit 1 naming it and the errno, an earlier file (``--force``) left as it was."""
+    from accelctl.report.exportpath import refusal, write_file
+
+    try:
+        write_file(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise refusal("init", path, exc, "write") from None
 
 
 def _path(out: str | None, name: str) -> Path:

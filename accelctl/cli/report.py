@@ -26,7 +26,7 @@ import sys
 
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError, Diagnostic
-from accelctl.cli.tables import emit, entries_of, guarded, plot, short_ids_of, table_options
+from accelctl.cli.tables import check_plot, emit, entries_of, guarded, plot, short_ids_of, table_options
 
 #: ``compare`` refused the runs (E226/E227), or a run could not be found
 EXIT_REFUSED = exitcodes.USAGE
@@ -50,9 +50,11 @@ def cmd_report(args) -> int:
     from accelctl.report.exports import prepare
 
     records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
+    if args.plot:
+        check_plot(args.plot)  # its format, before any table: exit 1
     # the trackers' settings and places, checked before any table is printed: exit 2 naming the
     # setting, 1 naming a place that cannot be written (accelctl.report.exports)
-    exports = prepare(args)
+    exports = prepare(args, records)
     try:
         code, reported = _report(args, records)
         if reported:
@@ -144,7 +146,8 @@ def add_report(sub) -> None:
     r.add_argument("--reference", action="store_true", help="the published tables accelctl reproduces (with RUN: next to them)")
     r.add_argument("--all", action="store_true", help="include failed, stopped and incomplete runs")
     r.add_argument("--workload", "-w", help="only runs of this workload")
-    r.add_argument("--plot", metavar="FILE.png", help="also draw step time, throughput and scaling to a PNG")
+    r.add_argument("--plot", metavar="FILE.png", help="also draw step time, throughput and scaling to a PNG "
+                   "(another format by its extension: .svg, .pdf, ...)")
     r.add_argument("--tensorboard", metavar="DIR", help="also export each run as TensorBoard event files")
     r.add_argument("--mlflow", metavar="URI", nargs="?", const="", default=None,
                    help="also log each run as an MLflow run (default $MLFLOW_TRACKING_URI, else "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from accelctl.cli.common import unknown_run_is_usage
@@ -20,7 +19,8 @@ def emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, w
     """Print ``tables`` in ``fmt`` (or write them to ``output``): rich fitted to the output
     width (``accelctl.report.width``; not a terminal and no $COLUMNS: 200 wide, as before), short
     run ids unless ``wide``; with ``reply`` (``--json``) they are the document's result instead
-    (and ``output``, when given, gets the same JSON)."""
+    (and ``output``, when given, gets the same JSON).  ``output`` is written whole or not at all
+    (``exportpath.write_file``); a place that cannot take it is exit 1 naming it and the errno."""
     from accelctl.report.render import json_data, print_rich, render
 
     if reply is not None:
@@ -34,8 +34,13 @@ def emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, w
         return
     text = render(tables, "md" if fmt == "rich" else fmt, **extra) or ""
     if output:
-        Path(output).write_text(text, encoding="utf-8")
-        print(f"wrote {output}", file=sys.stderr)
+        from accelctl.report.exportpath import refusal, shown, write_file
+
+        try:
+            write_file(output, text.encode("utf-8"))
+        except OSError as exc:
+            raise refusal("--output", output, exc, "write") from None
+        print(f"wrote {shown(output)}", file=sys.stderr)
     elif reply is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -65,8 +70,24 @@ def entries_of(records: list) -> list:
     return [e for e in entries if not e.status.startswith("unreadable")]
 
 
+_NO_MATPLOTLIB = "--plot needs matplotlib ({}); pip install 'accelctl[report]'"
+
+
+def check_plot(path: str) -> None:
+    """``--plot PATH``'s extension, checked before any table is printed: one matplotlib does
+    not write is exit 1 (``accelctl.report.plot.plot_format``)."""
+    from accelctl.report.plot import plot_format
+
+    try:
+        plot_format(path)
+    except ModuleNotFoundError as exc:
+        raise AccelctlError(_NO_MATPLOTLIB.format(exc)) from None
+
+
 def plot(entries: list, path: str, title: str, runs: list, reference: bool = False) -> None:
-    """Bars of ``entries``; scaling curves of the ``runs`` entries (and the seeds')."""
+    """Bars of ``entries``; scaling curves of the ``runs`` entries (and the seeds').  A place
+    that cannot take the file is exit 1 naming it (``accelctl.report.plot``)."""
+    from accelctl.report.exportpath import shown
     from accelctl.report.plot import plot_report
     from accelctl.report.tables import scaling_groups
 
@@ -79,8 +100,8 @@ def plot(entries: list, path: str, title: str, runs: list, reference: bool = Fal
     try:
         out = plot_report(entries, path, curves, title=title)
     except ModuleNotFoundError as exc:
-        raise AccelctlError(f"--plot needs matplotlib ({exc}); pip install 'accelctl[report]'") from None
-    print(f"wrote {out}", file=sys.stderr)
+        raise AccelctlError(_NO_MATPLOTLIB.format(exc)) from None
+    print(f"wrote {shown(out)}", file=sys.stderr)
 
 
 def table_options(p) -> None:

@@ -13,12 +13,15 @@ removed again.
   place fails here, before any export starts, with the errno the system gave.
 * ``Undo``: the paths an export is about to create (the topmost missing one of each); ``undo()``
   removes them, never anything that was there before; ``keep()`` once the export is whole.
+* ``write_file(path, data)``: one file a command writes (``-o FILE``, ``--plot FILE``, ``init -o``)
+  whole or not at all; ``refusal(flag, path, exc, "write")`` is its line.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -68,14 +71,19 @@ def errno_in(text: str) -> OSError | None:
     return None
 
 
-def refusal(flag: str, path: str | os.PathLike[str], exc: BaseException) -> AccelctlError:
-    """The one line (exit 1) of an export that could not write ``path``."""
+def refusal(flag: str, path: str | os.PathLike[str], exc: BaseException, verb: str = "export to") -> AccelctlError:
+    """The one line (exit 1) of an export (or a file: ``verb`` "write") that could not write ``path``."""
     err = exc if isinstance(exc, OSError) and exc.errno else os_error(exc)
     if err is not None and err.errno:
-        why = f"{os.strerror(err.errno)} ({errno.errorcode.get(err.errno, err.errno)})"
+        text = err.strerror if isinstance(err, NotWritable) else os.strerror(err.errno)
+        why = f"{text} ({errno.errorcode.get(err.errno, err.errno)})"
     else:
         why = " ".join(str(getattr(exc, "message", exc)).split())[:300] or type(exc).__name__
-    return AccelctlError(f"{flag}: cannot export to {shown(path)}: {why}")
+    return AccelctlError(f"{flag}: cannot {verb} {shown(path)}: {why}")
+
+
+class NotWritable(OSError):
+    """A place ``write_file`` refuses; its ``strerror`` says why in words of its own."""
 
 
 def _not(no: int, path: Path) -> OSError:
@@ -169,3 +177,78 @@ def remove(path: Path) -> None:
             os.unlink(path)
     except OSError:
         pass
+
+
+# ----------------------------------------------------------------------------- one file
+
+
+def write_file(path: str | os.PathLike[str], data: bytes, make_folders: bool = False) -> None:
+    """Write ``data`` as the file ``path``, whole or not at all, or raise the ``OSError`` saying why.
+
+    A regular file (or nothing yet; through a link: the file it names) is written to a temporary
+    file in its folder, synced and renamed over it: a failure (a full disk) leaves no temporary
+    file and an earlier file as it was (its mode kept).  A FIFO or a character device
+    (``/dev/null``, ``/dev/stdout``) is written as it is, opened without waiting for a reader: a
+    FIFO nobody reads is ENXIO at once, never a hang.  A folder (EISDIR) or anything else
+    (a block device, a socket) is refused unopened.  ``make_folders``: the missing folders above
+    are made, and removed again if the write fails."""
+    given = os.fspath(path)
+    try:
+        st = os.stat(given)
+    except FileNotFoundError:
+        st = None
+    if st is None and given.endswith(os.sep):
+        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), given)
+    if st is not None and (stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode)):
+        return _write_stream(given, data, st.st_mode)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), given)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise NotWritable(errno.EINVAL, "not a regular file, a FIFO or a character device", given)
+    if st is not None and not os.access(given, os.W_OK):
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES), given)
+    real = Path(os.path.realpath(given))
+    undo = Undo()
+    if make_folders:
+        undo.track(real.parent)
+    tmp, fd = real.parent / f".{real.name[:50]}.{secrets.token_hex(6)}.partial", -1
+    try:
+        if make_folders:
+            try:
+                os.makedirs(real.parent, exist_ok=True)
+            except FileExistsError:  # a file where a folder goes
+                raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), os.fspath(real.parent)) from None
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        try:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, real)
+    except BaseException:
+        if fd != -1:  # made by this call (never another's file of that name)
+            remove(tmp)
+        undo.undo()
+        raise
+
+
+def _write_stream(path: str, data: bytes, st_mode: int) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(st_mode):
+            raise NotWritable(errno.ENXIO, "a FIFO no process reads", path) from None
+        raise
+    try:
+        os.set_blocking(fd, True)  # a reader is there: wait on it as any writer to a pipe does
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

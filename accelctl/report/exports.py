@@ -1,14 +1,16 @@
 """``accelctl report --tensorboard DIR --mlflow [URI] --wandb [PROJECT]``: the exports of the
 stored runs to the trackers, checked before any table is printed and written after.
 
-``prepare(args)`` checks the trackers' settings (``accelctl.run.tracking.settings``: exit 2
-naming the setting) and the places they write (``exportpath``: a TensorBoard folder, a local
-MLflow store's folder or sqlite file, the W&B folder), made and probed with a write; ``write``
-exports.  A place that cannot be written, then or halfway through (the disk fills), is exit 1:
+``prepare(args, records)`` checks the trackers' settings (``accelctl.run.tracking.settings``:
+exit 2 naming the setting) and the places they write (``exportpath``: a TensorBoard folder and
+each run's folder in it that is there already, a local MLflow store's folder or sqlite file,
+the W&B folder and its ``wandb`` folder), made and probed with a write; ``write`` exports.
+A place that cannot be written, then or halfway through (the disk fills), is exit 1:
 ``accelctl: error: --tensorboard: cannot export to PATH: No space left on device (ENOSPC)``
 (in ``--json``, the document's error).  An export that fails leaves nothing of itself: what it
 was about to create is removed (``exportpath.Undo``), an earlier export it replaces stays as it
-was; each tracker that finished keeps what it wrote.  A store MLflow refuses for another reason
+was -- of every run it exports, or of none (TensorBoard writes them all before placing any);
+each tracker that finished keeps what it wrote.  A store MLflow refuses for another reason
 is E595, a W&B failure that is not the folder's E596.
 """
 
@@ -56,9 +58,9 @@ class Exports:
             self.undo("wandb").keep()
 
 
-def prepare(args: Any) -> Exports:
-    """The exports ``args`` asks for, their settings and places checked (nothing exported);
-    on a refusal what the checks made is removed again."""
+def prepare(args: Any, records: list = ()) -> Exports:
+    """The exports ``args`` asks for of ``records``, their settings and places checked (nothing
+    exported); on a refusal what the checks made is removed again."""
     from accelctl.run.tracking import settings
 
     ex = Exports()
@@ -70,11 +72,14 @@ def prepare(args: Any) -> Exports:
 
             ex.wandb = args.wandb
             ex.wandb_flag = "--wandb-dir" if args.wandb_dir else "--wandb"
-            ex.wandb_dir = _folder(ex.wandb_flag, Path(args.wandb_dir or runs_root(args.runs_dir)), ex.undo("wandb"))
+            given = Path(args.wandb_dir or runs_root(args.runs_dir))
+            ex.wandb_dir = _folder(ex.wandb_flag, given, ex.undo("wandb"))
+            _inner(ex.wandb_flag, given, ["wandb"])
         if args.tensorboard is not None:
             settings.need("--tensorboard")
             if args.tensorboard:
                 ex.tensorboard = _folder("--tensorboard", Path(args.tensorboard), ex.undo("tensorboard"))
+                _inner("--tensorboard", Path(args.tensorboard), [r.id for r in records])
     except BaseException:
         ex.discard()
         raise
@@ -91,19 +96,32 @@ def _folder(flag: str, given: Path, undo: Undo) -> Path:
     return folder
 
 
+def _inner(flag: str, given: Path, names: list[str]) -> None:
+    """The folders an export writes in inside ``given`` (W&B's ``wandb``, a TensorBoard run's),
+    where something is there already: each must be a folder this process can write, else the
+    refusal names it (a file in its place: ENOTDIR)."""
+    for name in names:
+        inner = given.expanduser().absolute() / name
+        if os.path.lexists(inner):
+            try:
+                writable_folder(inner)
+            except OSError as exc:
+                raise refusal(flag, given / name, exc) from None
+
+
 # ----------------------------------------------------------------------------- TensorBoard
 
 
 def _tensorboard(records: list, folder: Path) -> None:
     try:
-        from accelctl.report.tensorboard import export_run
+        from accelctl.report.tensorboard import export_runs
     except ModuleNotFoundError as exc:
         raise AccelctlError(f"--tensorboard needs tensorboard ({exc}); pip install 'accelctl[report]'") from None
-    for r in records:
-        try:
-            path = export_run(r, folder)
-        except OSError as exc:
-            raise refusal("--tensorboard", folder, exc) from None
+    try:
+        paths = export_runs(records, folder)
+    except OSError as exc:
+        raise refusal("--tensorboard", folder, exc) from None
+    for path in paths:
         print(f"wrote {shown(path)}", file=sys.stderr)
 
 

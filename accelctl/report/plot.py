@@ -1,6 +1,9 @@
 """A PNG of a report: step time and throughput per target, and the scaling curve.
 
 matplotlib (the ``report`` extra) is imported here only, with the Agg backend.
+The format is the file's extension (``plot_format``: .png, .svg, .pdf, ...; none: PNG under the
+name as given); the file is drawn in memory and written whole or not at all (``_save``): a place
+that cannot take it is exit 1, one line naming the path and the errno.
 Each bar is labelled with its workload, target (and device count) and run (``bar_labels``).
 Panels: mean step time per entry with its 95 % CI as error bars; throughput per entry,
 one panel per unit; when the entries measure a workload at two or more device counts
@@ -13,8 +16,43 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from accelctl.errors import AccelctlError
 from accelctl.report.entry import Entry
+from accelctl.report.exportpath import refusal, shown, write_file
 from accelctl.report.scaling import ScaleRow
+
+
+def plot_format(path: str | Path) -> str:
+    """The format ``path`` is drawn in: its extension, PNG where it has none; an extension
+    matplotlib does not write is exit 1 (``AccelctlError``) naming the path and the formats."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    ext = Path(path).suffix[1:].lower()
+    known = FigureCanvasBase.get_supported_filetypes()
+    if ext and ext not in known:
+        raise AccelctlError(f"--plot: cannot write {shown(path)}: .{ext} is not a format matplotlib writes "
+                            f"({', '.join(sorted(known))})")
+    return ext or "png"
+
+
+def _save(fig: Any, path: str | Path, **options: Any) -> Path:
+    """Draw ``fig`` in ``path``'s format and write it there whole (the folders missing above it
+    made), or raise the ``AccelctlError`` (exit 1) naming the path: drawn in memory first, then
+    ``exportpath.write_file``, so a failed write leaves no file, no folder, and an earlier file
+    as it was."""
+    import io
+
+    fmt = plot_format(path)
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format=fmt, **options)
+    except RuntimeError as exc:  # a format whose tool is missing (pgf: a TeX)
+        raise AccelctlError(f"--plot: cannot draw {shown(path)} as {fmt}: {str(exc).splitlines()[0]}") from None
+    try:
+        write_file(path, buffer.getvalue(), make_folders=True)
+    except OSError as exc:
+        raise refusal("--plot", path, exc, "write") from None
+    return Path(path)
 
 
 def _clip(text: str, most: int = 18) -> str:
@@ -54,7 +92,7 @@ def _bars(ax, entries: Sequence[Entry], values: list[float], color: str, err=Non
 
 def plot_report(entries: Sequence[Entry], path: str | Path, scaling: Sequence[tuple[str, Sequence[ScaleRow]]] = (),
                 title: str = "accelctl report") -> Path:
-    """Write the PNG and return its path; raises ``ModuleNotFoundError`` without matplotlib.
+    """Write the figure (``_save``) and return its path; raises ``ModuleNotFoundError`` without matplotlib.
 
     Panels: step time (with CI error bars), one throughput panel per unit (so that
     samples/s and tokens/s never share an axis), then the scaling curves.  A panel whose
@@ -105,11 +143,10 @@ def plot_report(entries: Sequence[Entry], path: str | Path, scaling: Sequence[tu
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.98))
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    try:
+        return _save(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def plot_front(points: Sequence[tuple[float, float, bool, str]], path: str | Path, title: str) -> Path:
@@ -132,6 +169,7 @@ def plot_front(points: Sequence[tuple[float, float, bool, str]], path: str | Pat
     ax.set_title(title, fontsize=9)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(Path(path))
-    plt.close(fig)
-    return Path(path)
+    try:
+        return _save(fig, path)
+    finally:
+        plt.close(fig)

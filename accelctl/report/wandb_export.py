@@ -76,7 +76,9 @@ def export_runs(records: list, project: str | None, out_dir: str | os.PathLike[s
     import wandb
 
     folder = out / "wandb"
-    before = _links(folder)
+    if os.path.lexists(folder) and not folder.is_dir():  # a file in its place: never removed, never written
+        raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    before, made = _links(folder), not os.path.lexists(folder)
     aside = [(old, old.with_name(f".{old.name}.accelctl-aside")) for r in records
              for old in offline_dirs(out, wandb_run_id(r.id))]
     raising = logging.raiseExceptions
@@ -96,7 +98,7 @@ def export_runs(records: list, project: str | None, out_dir: str | os.PathLike[s
         for _, run_folder in done:
             _check_whole(run_folder)
     except BaseException:
-        _restore(folder, before, aside)
+        _restore(folder, before, aside, made)
         raise
     finally:
         logging.raiseExceptions = raising
@@ -114,9 +116,11 @@ def _links(folder: Path) -> dict[str, str | None] | None:
     return {n: (os.readlink(folder / n) if (folder / n).is_symlink() else None) for n in names}
 
 
-def _restore(folder: Path, before: dict[str, str | None] | None, aside: list[tuple[Path, Path]]) -> None:
+def _restore(folder: Path, before: dict[str, str | None] | None, aside: list[tuple[Path, Path]],
+             made: bool) -> None:
     """After a failed export: the offline folders set aside back in place (over a new one of
-    the same name), what it added to ``folder`` removed, wandb's links as they were."""
+    the same name), what it added to ``folder`` removed (all of it where it ``made`` it; where
+    it could not list it before, nothing), wandb's links as they were."""
     for old, kept in aside:
         if os.path.lexists(kept):
             remove(old)
@@ -125,7 +129,8 @@ def _restore(folder: Path, before: dict[str, str | None] | None, aside: list[tup
             except OSError:
                 pass
     if before is None:
-        remove(folder)
+        if made:
+            remove(folder)
         return
     for name, target in (_links(folder) or {}).items():
         if name not in before:

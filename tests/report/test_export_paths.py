@@ -252,3 +252,61 @@ def test_wandb_filling_halfway_puts_the_earlier_offline_run_back(mount_tmpfs, ca
     assert code == 1 and err == f"accelctl: error: --wandb-dir: cannot export to {disk}: " \
         "No space left on device (ENOSPC)\n"
     assert listing(disk) == before
+
+
+# ----------------------------------------------------------------------------- several runs: all or nothing
+
+RUN1 = "20260101-000000-fixture_train-small-0001"
+
+
+def test_tensorboard_of_two_runs_where_the_second_has_a_file_in_its_place(tmp_path, capsys):
+    """Refused before any table, naming the run's folder; the first run's export not made."""
+    tb = tmp_path / "tb"
+    tb.mkdir()
+    (tb / RUN).write_text("mine")
+    before = listing(tmp_path)
+    capsys.readouterr()
+    code = main(["report", "0001", "0002", "--runs-dir", str(RUNS), "-f", "md", "--tensorboard", str(tb)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err == f"accelctl: error: --tensorboard: cannot export to {tb / RUN}: Not a directory (ENOTDIR)\n"
+    assert listing(tmp_path) == before
+
+
+def test_tensorboard_of_two_runs_failing_on_the_second_leaves_the_first_as_it_was(tmp_path, capsys, monkeypatch):
+    from accelctl.run.tracking import writers
+
+    assert main(["report", "0001", "--runs-dir", str(RUNS), "-f", "md", "--tensorboard", str(tmp_path)]) == 0
+    before = listing(tmp_path)
+    finish, calls = writers.tb_finish, []
+
+    def second_fails(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return finish(*a, **k)
+
+    monkeypatch.setattr(writers, "tb_finish", second_fails)
+    capsys.readouterr()
+    code = main(["report", "0001", "0002", "--runs-dir", str(RUNS), "-f", "md", "--tensorboard", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert (code, err) == (1, f"accelctl: error: --tensorboard: cannot export to {tmp_path}: "
+                              "No space left on device (ENOSPC)\n")
+    assert listing(tmp_path) == before and len(calls) == 2
+
+
+def test_tensorboard_of_two_runs_writes_both(tmp_path, capsys):
+    assert main(["report", "0001", "0002", "--runs-dir", str(RUNS), "-f", "md", "--tensorboard", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [RUN1, RUN]
+    assert all(len(list((tmp_path / r).iterdir())) == 1 for r in (RUN1, RUN))
+
+
+def test_wandb_dir_whose_wandb_is_a_file(tmp_path, capsys):
+    """Named as the folder W&B writes in, and the file left as it was."""
+    (tmp_path / "wandb").write_text("mine")
+    capsys.readouterr()
+    code = main(["report", "0002", "--runs-dir", str(RUNS), "-f", "md", "--wandb", "p", "--wandb-dir", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err == f"accelctl: error: --wandb-dir: cannot export to {tmp_path / 'wandb'}: Not a directory (ENOTDIR)\n"
+    assert listing(tmp_path) == {"wandb": b"mine"}
