@@ -185,7 +185,7 @@ def remove(path: Path) -> None:
 def write_file(path: str | os.PathLike[str], data: bytes, make_folders: bool = False) -> None:
     """Write ``data`` as the file ``path``, whole or not at all, or raise the ``OSError`` saying why.
 
-    A regular file (or nothing yet; through a link: the file it names) is written to a temporary
+    A regular file (or nothing yet; not a link to one) is written to a temporary
     file in its folder, synced and renamed over it: a failure (a full disk) leaves no temporary
     file and an earlier file as it was (its mode kept).  A FIFO or a character device
     (``/dev/null``, ``/dev/stdout``) is written as it is, opened without waiting for a reader: a
@@ -207,6 +207,8 @@ def write_file(path: str | os.PathLike[str], data: bytes, make_folders: bool = F
         raise NotWritable(errno.EINVAL, "not a regular file, a FIFO or a character device", given)
     if st is not None and not os.access(given, os.W_OK):
         raise OSError(errno.EACCES, os.strerror(errno.EACCES), given)
+    if os.path.islink(given):  # replacing what a link names would pass by the kernel's checks of links
+        raise NotWritable(errno.ELOOP, "a symbolic link: give the file it names", given)
     real = Path(os.path.realpath(given))
     undo = Undo()
     if make_folders:
