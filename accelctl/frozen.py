@@ -15,20 +15,15 @@ import copy
 from typing import Any
 
 import msgspec
-from msgspec import NODEFAULT, field
+from msgspec import field
 from msgspec.structs import fields
 
-__all__ = ["NODEFAULT", "Value", "field", "fields", "is_value", "replace", "to_dict", "uncompared"]
+__all__ = ["Value", "field", "fields", "replace", "to_dict", "uncompared"]
 
 
 class Value(msgspec.Struct, frozen=True):
     """A frozen value: built by position or by name, equal when of the same class with equal
     fields, hashed as them, and never changed (``replace`` makes a changed copy)."""
-
-
-def is_value(obj: object) -> bool:
-    """``obj`` is an instance of a value type."""
-    return isinstance(obj, Value)
 
 
 def uncompared(*names: str):

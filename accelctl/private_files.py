@@ -94,12 +94,9 @@ def open_file(path: Path, flags: int = os.O_RDONLY) -> int:
     write (the descriptor closed), ``OSError`` when it cannot be opened."""
     fd = os.open(path, flags | _OPEN)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Untrusted(f"{path} is not a regular file")
-        if not _owner_ok(st, root_too=False) or st.st_mode & 0o022:
-            raise Untrusted(f"{path} is owned by uid {st.st_uid} with mode {st.st_mode & 0o7777:o}: "
-                            "others could have written it")
+        problem = _not_private(path, os.fstat(fd))
+        if problem:
+            raise Untrusted(problem)
     except BaseException:
         os.close(fd)
         raise
@@ -115,6 +112,12 @@ def file_problem(path: Path) -> str:
         return ""
     except (OSError, ValueError) as exc:
         return f"{path}: {getattr(exc, 'strerror', None) or exc}"
+    return _not_private(path, st)
+
+
+def _not_private(path: Path, st: os.stat_result) -> str:
+    """Why the file ``st`` describes is not this user's own regular file that only they can
+    write ("" when it is)."""
     if not stat.S_ISREG(st.st_mode):
         return f"{path} is not a regular file"
     if not _owner_ok(st, root_too=False) or st.st_mode & 0o022:

@@ -113,11 +113,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: this checkout's accelctl
     sys.path.insert(0, str(ROOT))
+
+from accelctl.frozen import replace  # noqa: E402  (after the path: this checkout's)
 
 WORKLOADS = [ROOT / "bench" / "workloads" / "bert_mlm.wl", ROOT / "bench" / "workloads" / "gpt2_clm.wl"]
 

@@ -217,7 +217,7 @@ def test_plan_check_reports_a_rejected_command():
     spec = load(ROOT / "workloads" / "ddp_cpu.wl")[0]
     p = plan(spec, "cpu")
     bad = replace(p, launches=(replace(p.launches[0], argv=("torchrun", "--max-restarts", "x",
-                                                                                    "w.py")),))
+                                                            "w.py")),))
     (result,) = check_plan(bad, spec)
     assert result.ok is False and "invalid int value" in result.messages[0]
 

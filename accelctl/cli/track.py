@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+
 from accelctl.frozen import replace
 
 

@@ -13,7 +13,6 @@ into processes (``accelctl.run.runner``).
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from typing import Any
 
@@ -21,11 +20,9 @@ from accelctl.contract import codec
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.placeholders import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR  # noqa: F401  (the plan's placeholders)
 from accelctl.frozen import Value, field, to_dict
+from accelctl.language.values import control_character
 from accelctl.workload.types import TrackSpec
 
-#: control characters no launch word or generated file may hold (tab and newline may)
-_UNWRITABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-_NUL = re.compile("\x00")
 
 
 class Launch(Value):
@@ -116,13 +113,10 @@ class Plan(Value):
         texts = [(f"file {f.path}", f.content) for f in self.files]
         for ln in self.launches:
             texts += [(f"launch {ln.name}", t) for t in (*ln.argv, *ln.env, *ln.env.values(), ln.cwd)]
-        bad = _NUL if nul_only else _UNWRITABLE
         for where, text in texts:
-            m = bad.search(text)
-            if m is not None:
-                code = ord(m.group())
-                return f"{where} would hold the control character " + (
-                    f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+            bad = ("\\x00" if "\0" in text else None) if nul_only else control_character(text)
+            if bad is not None:
+                return f"{where} would hold the control character {bad}"
         return None
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
 from accelctl.frozen import replace
 
 #: the largest micro-batch looked for (the language's own limit on micro)

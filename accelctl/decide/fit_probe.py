@@ -22,6 +22,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from accelctl.frozen import replace
 
 OOM = re.compile(r"MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory", re.I)
@@ -155,7 +156,7 @@ def _child(path: str, workload: str, target_name: str, micro: int, limit: int, r
     # memory_bytes 0 (the host's): the plan's own E530 check does not stop a step past the model's
     # answer; the cap above is what holds it to the target's memory
     t = replace(t, batch=replace(t.batch, micro=micro, global_size=None), measure=None,
-                            memory_bytes=0)
+                memory_bytes=0)
     spec = replace(spec, measure=once, targets=tuple(t if x.name == t.name else x for x in spec.targets))
     # the probe's process plans for the machine it runs on (this one): its facts, read here
     handle = launch(plan(spec, t, host=HostFacts.here()), source_text=source, spec_json=spec.to_json(), runs_root=runs_root or None)

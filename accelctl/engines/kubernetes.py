@@ -281,7 +281,7 @@ class KubernetesEngine(Engine):
             return Launch(f"node{rank}", (head, *argv[3:]), env, processes=node["devices"])
 
         return replace(plan, launches=tuple(launch(r) for r in range(node["nodes"])), request=None,
-                                   files=tuple(f for f in plan.files if f.path != MANIFEST))
+                       files=tuple(f for f in plan.files if f.path != MANIFEST))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """The manifest against the training operator's own SDK models (offline), then a

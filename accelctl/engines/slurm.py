@@ -145,7 +145,7 @@ class SlurmEngine(Engine):
         launch, extra = AGENTS[r["backend"]].node_launch(list(r["args"]), r["nodes"], r["devices"], dict(r["env"]),
                                                          r["cwd"])
         return replace(plan, launches=(launch,), request=None,
-                                   files=tuple(f for f in plan.files if f.path != SCRIPT) + tuple(extra))
+                       files=tuple(f for f in plan.files if f.path != SCRIPT) + tuple(extra))
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
         """``sbatch --test-only`` on the rendered script: the controller validates every

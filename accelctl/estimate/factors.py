@@ -9,6 +9,7 @@ them with factors fitted to the user's own recorded runs (``calibrate.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from accelctl.frozen import replace
 
 

@@ -197,7 +197,7 @@ def _coverage(fam: str, shape: tuple, z: F.Sizes) -> tuple[float, str]:
 def _gain_over_bf16(spec: WorkloadSpec, target: TargetSpec, fx: Factors, fp8: Estimate) -> str:
     """"; bf16 -> fp8: x1.23 (bf16 268 ms)": the same target's estimate in bf16 against this one."""
     bf16 = estimate(spec, replace(target, precision=replace(target.precision, dtype="bf16",
-                                                                                     fp8=None)), fx)
+                                                             fp8=None)), fx)
     if not (bf16.step_time_s and fp8.step_time_s):
         return ""
     return f"; bf16 -> fp8: x{bf16.step_time_s / fp8.step_time_s:.2f} (bf16 {bf16.step_time_s * 1e3:.3g} ms a step)"
@@ -261,7 +261,7 @@ def _training(est, spec, target, s, z, fx, peak, bw, fit, sheet) -> None:
                                           micro * _tokens(fam, s, z), e_grad)
     if tp_coll is not None:  # forward and backward, every micro-step; on the critical path
         colls.append(replace(tp_coll, intra_bytes=2 * accum * tp_coll.intra_bytes,
-                                         count=2 * accum * tp_coll.count))
+                             count=2 * accum * tp_coll.count))
     # the host's time per layer pass (eager dispatch; a captured graph replays it cheaply)
     layer_passes = int(s.get("layers", 0) or 0) * passes * accum
     per_pass = fx.graph_layer_overhead_s if target.options.hpu_graphs else fx.train_layer_overhead_s

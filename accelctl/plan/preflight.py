@@ -27,7 +27,7 @@ _WORD = re.compile(r"(?<![\w./])accelctl\.worker(?![\w./])")
 
 def preflight_plan(plan: Plan) -> Plan | None:
     launches = tuple(replace(ln, argv=tuple(PREFLIGHT_MODULE if a == WORKER_MODULE else a
-                                                        for a in ln.argv)) for ln in plan.launches)
+                                            for a in ln.argv)) for ln in plan.launches)
     files = tuple(replace(f, content=_WORD.sub(PREFLIGHT_MODULE, f.content)) for f in plan.files)
     if launches == plan.launches and files == plan.files:
         return None

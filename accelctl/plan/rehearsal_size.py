@@ -49,7 +49,7 @@ def sized_for_this_cpu(spec: WorkloadSpec, target: TargetSpec, rehearsal: Rehear
     changes: list[str] = []
     b = target.batch
     batch = replace(b, micro=_capped("micro-batch", b.micro, micro_cap(cores), changes),
-                                accumulation=_capped("accumulation", b.accumulation, SIZE["accumulation"], changes))
+                    accumulation=_capped("accumulation", b.accumulation, SIZE["accumulation"], changes))
     d = spec.dataset
     data = replace(
         d, seq_len=_capped("sequence length", d.seq_len, SIZE["seq_len"], changes, " tokens"),

@@ -103,7 +103,7 @@ def _tensor_here(spec: WorkloadSpec, p: ParallelSpec, world: int, changes: list[
                            f"{shape.get('heads')} heads and {shape.get('kv_heads', shape.get('heads'))} key/value "
                            f"heads and fits this machine's {world} processes")
             p = replace(p, tp=1, sequence_parallel=False,
-                                    strategy="fsdp" if p.strategy == "fsdp" else "data" if world > 1 else "none")
+                        strategy="fsdp" if p.strategy == "fsdp" else "data" if world > 1 else "none")
         return p, world, False
     if tp != p.tp:
         changes.append(f"tensor parallel tp {p.tp} -> {tp} (the stand-in's {spec.model.stand_in.get('heads')} heads "

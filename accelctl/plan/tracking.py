@@ -38,7 +38,7 @@ def resolve_tracking(spec: WorkloadSpec) -> TrackSpec | None:
         return None
     base = Path(spec.path).resolve().parent if spec.path and spec.path != "<input>" else Path.cwd()
     return replace(track, mlflow=_absolute_uri(track.mlflow, base) if track.mlflow else "",
-                               experiment=track.experiment or spec.name)
+                   experiment=track.experiment or spec.name)
 
 
 def tracking_notes(track: TrackSpec | None) -> list[str]:

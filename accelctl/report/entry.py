@@ -238,7 +238,7 @@ def _entry_from_run(record: Any) -> Entry:
         # MFU above 1 (a FLOP count against a peak of another device, or a stale calibration)
         entry = replace(
             entry, ran=(f"REHEARSAL of {rehearsal['of']} on {where}, stand-in, {params}" if rehearsal
-                        else f"stand-in, {params}"),
+            else f"stand-in, {params}"),
             **({"instance": "", "price_per_hour": None, "nodes": 1, "train_steps": None, "work_samples": None,
                 "mfu": entry.mfu if entry.mfu is not None and entry.mfu <= 1 else None} if rehearsal else {}))
     return entry

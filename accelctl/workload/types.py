@@ -326,7 +326,7 @@ class WorkloadSpec(Value):
         if target.measure is None and target.optimizer is None:
             return self
         return replace(self, measure=target.measure or self.measure,
-                                   optimizer=target.optimizer or self.optimizer)
+                       optimizer=target.optimizer or self.optimizer)
 
     def to_dict(self) -> dict[str, Any]:
         d = to_dict(self)

@@ -149,7 +149,7 @@ def test_the_check_rejects_what_optimum_neurons_interfaces_do_not_take():
     t = plan(_spec(TRAIN), "zero1")
     (launch,) = t.launches
     typo = replace(launch, argv=tuple("--tensor_paralel_size" if a == "--tensor_parallel_size" else a
-                                                  for a in launch.argv))
+                                      for a in launch.argv))
     result = check_optimum_plan(replace(t, launches=(typo,)))
     assert result.ok is False and "unrecognized arguments: --tensor_paralel_size" in " ".join(result.messages)
 

@@ -129,7 +129,7 @@ def test_fp8_shapes_te_would_reject_are_refused(spec):
     # stand-in ViT: 32 px / 8 px patches = 16 patches + class token = 17 tokens
     small = replace(spec, model=replace(
         spec.model, stand_in={"layers": 2, "hidden": 64, "heads": 4, "mlp_ratio": 4.0, "image_size": 32,
-                              "patch": 8, "classes": 10}, real_shape={}))
+                  "patch": 8, "classes": 10}, real_shape={}))
     t = spec.target("p5")
     odd = replace(t, batch=replace(t.batch, micro=4))
     why = TeFp8Backend().unsupported(small, odd)

@@ -88,7 +88,7 @@ def test_the_node_plan_is_what_deepspeeds_own_parser_accepts():
 
     from accelctl.contract.plan import GeneratedFile
     wrong = replace(node, files=tuple(f if f.path != "hostfile" else GeneratedFile("hostfile", "node0 slots=1\n")
-                                                  for f in node.files))
+                                      for f in node.files))
     assert any(d.code == "E542" for d in check_launch(ln, wrong, spec, spec.targets[0]))
 
 

@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
 from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def _step_child(path: str, target: str, micro: int) -> dict:
     (spec,) = load(path)
     t = spec.target(target)
     t = replace(t, batch=replace(t.batch, micro=micro, accumulation=1, global_size=None),
-                            memory_bytes=0)
+                memory_bytes=0)
     job = plan(spec, t).job
     built = models.build(job, lambda *a: None)
     model = built.model.train()

@@ -70,7 +70,7 @@ def _meta_params(job) -> int:
         # the architecture only: random weights, no Hub traffic; fp8 builds need the plan's
         # Transformer Engine recipe, and the count is the same in bf16
         job = replace(job, precision=PrecisionSpec(dtype="bf16"), hub="offline",
-                                  model=replace(job.model, weights="random"))
+                      model=replace(job.model, weights="random"))
         with torch.device("meta"):
             built = models.build(job, lambda level, message: None)
         _COUNTS[key] = models.count_params(built.model)

@@ -154,7 +154,7 @@ def test_plans_of_one_stack_share_a_worker_and_others_do_not(tmp_path):
     assert groups([a, b]) == [[0, 1]]
     assert groups([a, None, b]) == [[0], [1], [2]]  # a repeat series (None) runs alone, and splits the file
     other = replace(b, launches=(replace(b.launches[0], env={**b.launches[0].env,
-                                                                                     "OMP_NUM_THREADS": "2"}),))
+                                                             "OMP_NUM_THREADS": "2"}),))
     assert groups([a, other]) == [[0], [1]]
     ddp = _plans((ROOT / "workloads" / "ddp_cpu.wl").read_text(), tmp_path)[0]
     assert signature(ddp) is None  # torchrun: a launcher of several processes

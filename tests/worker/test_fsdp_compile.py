@@ -28,7 +28,7 @@ def test_fsdp_blocks_compile_and_train_as_eager(tmp_path):
     base = job("llama", ParallelSpec(strategy="fsdp"), tmp_path / "eager")
     base = replace(base, measure=MeasureSpec(warmup=2, steps=2))  # compile = on: 2 warm-up steps
     compiled = replace(base, run_id="compiled", optimize=OptimizeSpec(compile=True),
-                                   events_dir=str(tmp_path / "compiled" / "events"))
+                       events_dir=str(tmp_path / "compiled" / "events"))
     eager = run_ranks(base, tmp_path / "eager", 2)
     got = run_ranks(compiled, tmp_path / "compiled", 2)
     assert len(got) == len(eager) == 4 and len(set(got)) > 1

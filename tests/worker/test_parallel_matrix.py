@@ -112,7 +112,7 @@ def test_vit_sequence_parallel_where_its_tokens_divide_by_tp(tmp_path):
     shape = {**parallel_jobs.SHAPES_PLANNED_ONLY["vit"], "image_size": 24}
     j = job("vit", ParallelSpec(strategy="tensor", tp=2, sequence_parallel=True), tmp_path / "vit")
     j = replace(j, model=replace(j.model, stand_in=shape), architecture=shape,
-                            data=replace(j.data, image_size=24))
+                data=replace(j.data, image_size=24))
     got = run_ranks(j, tmp_path / "vit", 2)
     assert got == pytest.approx(reference(j, 1), abs=1e-5) and len(set(got)) > 1
     said = [e.message for r in range(2) for e in read_events(tmp_path / "vit" / "events" / f"rank{r}.jsonl")

@@ -83,7 +83,7 @@ def precompile_job(job: WorkerJob) -> WorkerJob:
     m = job.measure
     warmup = min(m.warmup, PRECOMPILE_STEPS)
     return replace(job, measure=MeasureSpec(warmup=warmup, steps=PRECOMPILE_STEPS, repeat=1),
-                               device=replace(job.device, precompile=True), events_dir="")
+                   device=replace(job.device, precompile=True), events_dir="")
 
 
 class XlaNeuronBackend(Backend):
@@ -194,7 +194,7 @@ class XlaNeuronBackend(Backend):
             argv = list(run.argv)
             argv[argv.index("--max_steps") + 1] = str(PRECOMPILE_STEPS)
             launches.insert(0, replace(run, name="precompile", argv=("neuron_parallel_compile", *argv),
-                                                   wait=True))
+                                       wait=True))
             notes.append(f"pre-compilation first: neuron_parallel_compile runs finetune_llama.py for "
                          f"{PRECOMPILE_STEPS} steps and compiles its graphs into the cache")
         return Built(launches, [], notes)

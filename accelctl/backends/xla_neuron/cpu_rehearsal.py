@@ -98,7 +98,7 @@ def rehearsal_plan(neuron: Plan, stand_in: Plan) -> Plan:
             f"{env.get('ACCELCTL_DATALOADER_WORKERS', '?')} loader workers, xm.optimizer_step, torch_xla.sync()); "
             "graph compiles counted and timed apart from step time")
     return replace(stand_in, backend=neuron.backend, launches=(launch,), files=(), job=job,
-                               notes=(head, path, stand_in.notes[-1]), rehearsal=rehearsal_of)
+                   notes=(head, path, stand_in.notes[-1]), rehearsal=rehearsal_of)
 
 
 #: target options this path keeps (the plan's environment carries them), unlike the plain rehearsal
@@ -123,7 +123,7 @@ def rehearsal(neuron: Plan, stand_in: WorkerJob, run_dir: str | Path) -> tuple[W
     run_dir = Path(run_dir)
     device = replace(neuron.job.device, precompile=False)
     job = replace(stand_in, device=device, backend=neuron.backend, events_dir=str(run_dir / "events"),
-                              rehearsal_of=neuron.target)
+                  rehearsal_of=neuron.target)
     launch = neuron.launches[-1]  # the measured run (a precompile launch comes first)
     env = {k: v for k, v in launch.env.items() if k not in NEURON_ONLY}
     env["PJRT_DEVICE"] = "CPU"
