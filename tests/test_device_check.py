@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.device import table, wheels
-from bench.device.parts import PARTS, WORKLOADS
+from bench.device.parts import PARTS, WORKLOADS, target_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LIST = ROOT / "scripts" / "device-wheels.txt"
@@ -41,12 +41,38 @@ def test_dry_mode_plans_and_estimates_every_part_and_renders_the_sample(tmp_path
     assert len(list(out.iterdir())) <= 8  # what the device tool brings back
 
 
-def test_each_part_is_a_workload_with_an_h100_target_of_one_device_and_random_weights():
+def test_each_part_is_a_workload_with_h100_and_h200_targets_of_one_device_and_random_weights():
     files = {p.path for p in PARTS}
     assert files == set(WORKLOADS.glob("*.wl"))
     for path in files:
         text = path.read_text()
-        assert "weights  = random" in text and re.search(r"target h100 \{ device = h100  devices = 1", text), path
+        assert "weights  = random" in text, path
+        for gpu in ("h100", "h200"):
+            assert re.search(rf"target {gpu} \{{ device = {gpu}  devices = 1", text), (path, gpu)
+
+
+def test_the_check_runs_the_target_of_the_gpu_it_finds():
+    assert target_for("NVIDIA H200") == "h200" and target_for("NVIDIA H100 80GB HBM3") == "h100"
+    assert target_for("AMD EPYC (CPU smoke, stand-in shapes)") == "h100"
+
+
+def test_parts_named_run_in_the_order_named_against_the_target_chosen(tmp_path):
+    """``--only`` keeps its order (what was never measured first); ``--target h200`` plans and
+    estimates the h200 target, whose datasheet (4.8 TB/s) makes a bandwidth-bound decode faster."""
+    def dry(*args):
+        out = tmp_path / "-".join(args)
+        proc = subprocess.run([sys.executable, "-m", "bench.device", str(out), "--dry", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        return json.loads((out / "device-check.json").read_text())
+
+    h200 = dry("--target", "h200", "--only", "vit_fp8", "bloomz_7b1")
+    assert h200["target"] == "h200" and h200["order"] == ["vit_fp8", "bloomz_7b1"]
+    assert set(h200["plans"]) == {"vit_fp8", "bloomz_7b1"} and all(p["ok"] for p in h200["plans"].values())
+    h100 = dry("--only", "bloomz_7b1")
+    assert h100["target"] == "h100"
+    latency = {r["target"]: table.predicted_s(r["estimate_before"]["bloomz_7b1"]) for r in (h100, h200)}
+    assert 0 < latency["h200"] < latency["h100"]
 
 
 def test_the_wheel_list_is_well_formed_and_under_the_limit():

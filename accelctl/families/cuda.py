@@ -30,6 +30,10 @@ DEVICES: tuple[Device, ...] = (
     Device("h100", "nvidia", "cuda", 80 * GB,
            {"fp32": 67 * TFLOPS, "tf32": 495 * TFLOPS, "bf16": 989 * TFLOPS, "fp16": 989 * TFLOPS,
             "fp8": 1979 * TFLOPS}, fp8=True, interconnect="NVLink 4 (900 GB/s)", note="H100 SXM 80GB"),
+    # the H100's GH100 die and clocks with 141 GB of HBM3e: the same dense peaks, more memory and bandwidth
+    Device("h200", "nvidia", "cuda", 141 * GB,
+           {"fp32": 67 * TFLOPS, "tf32": 495 * TFLOPS, "bf16": 989 * TFLOPS, "fp16": 989 * TFLOPS,
+            "fp8": 1979 * TFLOPS}, fp8=True, interconnect="NVLink 4 (900 GB/s)", note="H200 SXM 141GB"),
     Device("l4", "nvidia", "cuda", 24 * GB, {"fp32": 30.3 * TFLOPS, "bf16": 121 * TFLOPS, "fp8": 242 * TFLOPS},
            fp8=True, interconnect="PCIe 4"),
     Device("l40s", "nvidia", "cuda", 48 * GB, {"fp32": 91.6 * TFLOPS, "bf16": 362 * TFLOPS, "fp8": 733 * TFLOPS},
@@ -46,6 +50,7 @@ INSTANCES: tuple[Instance, ...] = (
 
 _NV_A100 = "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)"
 _NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet)"
+_NV_H200 = "NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200/)"
 _NV_V100 = "NVIDIA V100 datasheet (images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf)"
 _NV_L4 = "NVIDIA L4 datasheet (resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet)"
 _NV_L40S = "NVIDIA L40S datasheet (resources.nvidia.com/en-us-l40s/l40s-datasheet-28413)"
@@ -58,6 +63,7 @@ DATASHEETS: tuple[Datasheet, ...] = (
     sheet(_DEV["a100_40gb"], _NV_A100, "2021-06", 1555e9, 300e9),     # NVLink 600 GB/s bidirectional
     sheet(_DEV["a100"], _NV_A100, "2021-06", 2039e9, 300e9),
     sheet(_DEV["h100"], _NV_H100, "2023-03", 3350e9, 450e9),          # NVLink 900 GB/s bidirectional
+    sheet(_DEV["h200"], _NV_H200, "2024-11", 4800e9, 450e9),          # NVLink 900 GB/s bidirectional
     sheet(_DEV["l4"], _NV_L4, "2023-03", 300e9, 32e9),                # PCIe Gen4 x16
     sheet(_DEV["l40s"], _NV_L40S, "2023-08", 864e9, 32e9),
 )

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.device import steps, table, wheels
-from bench.device.parts import BY_NAME, PARTS, ROOT, TARGET
+from bench.device.parts import BY_NAME, PARTS, ROOT, TARGET, TARGETS, target_for
 
 SAMPLE = Path(__file__).resolve().parent / "sample.json"
 WHEEL_LIST = ROOT / "scripts" / "device-wheels.txt"
@@ -104,9 +104,10 @@ def run_parts(check: Check, parts, runs_dir: Path, log, rehearse: bool) -> None:
             print(f"device check: {part.name}: skipped ({check.record['skipped'][part.name]})", flush=True)
             continue
         timeout = min(part.timeout_s * (CPU_SLOWER if rehearse else 1), left)
-        print(f"device check: {part.name}: accelctl run {part.path.relative_to(ROOT)} -t {TARGET} "
+        target = check.record["target"]
+        print(f"device check: {part.name}: accelctl run {part.path.relative_to(ROOT)} -t {target} "
               f"(timeout {timeout:.0f} s)", flush=True)
-        row = steps.run_part(part, runs_dir, log, timeout, rehearse)
+        row = steps.run_part(part, runs_dir, log, timeout, rehearse, target)
         check.record["parts"][part.name] = row
         measured = table.measured_s(row)
         status = ((row.get("summary") or {}).get("status")
@@ -121,7 +122,8 @@ def dry(check: Check, parts, runs_dir: Path, log) -> bool:
     ok = True
     plans = {}
     for part in parts:
-        outcome = steps.run_command(steps.accelctl("plan", str(part.path), "-t", TARGET, "--json"), 120, log)
+        argv = steps.accelctl("plan", str(part.path), "-t", check.record["target"], "--json")
+        outcome = steps.run_command(argv, 120, log)
         reply = steps.json_reply(outcome) or {}
         planned = ((reply.get("result") or {}).get("plans") or [{}])[0]
         backend = (planned.get("plan") or {}).get("backend")
@@ -152,15 +154,19 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--dry", action="store_true", help="no GPU: plan, estimate, wheel list, table from the sample")
     mode.add_argument("--cpu-smoke", action="store_true", help="every part rehearsed on this CPU (stand-in shapes)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="wall budget of the runs (default 300)")
-    ap.add_argument("--only", nargs="+", choices=list(BY_NAME), help="these parts only (a rerun of what failed)")
+    ap.add_argument("--only", nargs="+", choices=list(BY_NAME),
+                    help="these parts only, in this order (a rerun of what failed; what was never measured first)")
+    ap.add_argument("--target", choices=sorted(set(TARGETS.values())),
+                    help="the workloads' target (default: the one of the GPU found, h100 without one)")
     ap.add_argument("--runs-dir", type=Path, help="run store (default OUT/../device-check-runs)")
     args = ap.parse_args(argv)
     kind = "sample" if args.dry else "cpu-smoke" if args.cpu_smoke else "device"
-    parts = [p for p in PARTS if not args.only or p.name in args.only]
+    parts = [BY_NAME[name] for name in dict.fromkeys(args.only)] if args.only else list(PARTS)
     args.out.mkdir(parents=True, exist_ok=True)
     runs_dir = (args.runs_dir or args.out.resolve().parent / f"{args.out.resolve().name}-runs").resolve()
     runs_dir.mkdir(parents=True, exist_ok=True)
     check = Check(args.out, "dry" if args.dry else kind, args.budget_s)
+    check.record["order"] = [p.name for p in parts]
     signal.signal(signal.SIGTERM, _stopped)  # `timeout` ends the check: the part running is stopped first
     try:
         return checked(args, kind, parts, runs_dir, check)
@@ -179,12 +185,15 @@ def _stopped(signum, frame):
 def checked(args, kind: str, parts, runs_dir: Path, check: Check) -> int:
     with open(args.out / "device-check.log", "w", encoding="utf-8") as log:
         check.record["facts"] = facts(kind, log)
+        check.record["target"] = args.target or target_for(check.record["facts"].get("device", "")
+                                                           if kind == "device" else "")
         check.save()
         if kind == "device" and not check.record["facts"].get("cuda_available"):
             print("device check: no CUDA device here (torch.cuda.is_available() is False); "
                   "use --dry or --cpu-smoke on a machine without a GPU", file=sys.stderr)
             return 2
-        check.record["estimate_before"] = steps.estimates(parts, runs_dir, log)
+        target = check.record["target"]
+        check.record["estimate_before"] = steps.estimates(parts, runs_dir, log, target=target)
         check.save()
         if args.dry:
             ok = dry(check, parts, runs_dir, log)
@@ -194,8 +203,8 @@ def checked(args, kind: str, parts, runs_dir: Path, check: Check) -> int:
         run_parts(check, parts, runs_dir, log, rehearse=kind == "cpu-smoke")
         finished = [r["run_id"] for r in check.record["parts"].values()
                     if (r.get("summary") or {}).get("status") == "ok"]
-        check.record["calibration"] = steps.calibrate(finished, runs_dir, log)
-        check.record["estimate_after"] = steps.estimates(parts, runs_dir, log, calibrated=True)
+        check.record["calibration"] = steps.calibrate(finished, runs_dir, log, target=target)
+        check.record["estimate_after"] = steps.estimates(parts, runs_dir, log, calibrated=True, target=target)
         check.save()
     print(table.markdown(check.record))
     print(f"device check: wrote {args.out}/device-check.json, .md, .log; runs in {runs_dir}")

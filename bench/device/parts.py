@@ -15,7 +15,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads" / "device"
+#: the target run on a GPU whose name holds the key (every device workload has both)
+TARGETS = {"H200": "h200", "H100": "h100"}
 TARGET = "h100"
+
+
+def target_for(device_name: str) -> str:
+    """The device workloads' target for the GPU named ``device_name`` (nvidia-smi's name); h100
+    when it is neither (a CPU smoke, a dry run)."""
+    return next((t for key, t in TARGETS.items() if key in device_name.upper()), TARGET)
 
 
 @dataclass(frozen=True)

@@ -98,10 +98,10 @@ def json_reply(outcome: Outcome) -> dict[str, Any] | None:
 
 
 def estimates(parts: list[Part], runs_dir: Path, log: TextIO, timeout_s: float = 120.0,
-              calibrated: bool = False) -> dict[str, dict[str, Any]]:
-    """``accelctl estimate FILES -t h100 -f json``: the record of each part's workload, by part name
+              calibrated: bool = False, target: str = TARGET) -> dict[str, dict[str, Any]]:
+    """``accelctl estimate FILES -t TARGET -f json``: the record of each part's workload, by part name
     (with the run store's calibration when ``calibrated``, else the catalog's factors only)."""
-    args = ["estimate", *[str(p.path) for p in parts], "-t", TARGET, "-f", "json", "--runs-dir", str(runs_dir)]
+    args = ["estimate", *[str(p.path) for p in parts], "-t", target, "-f", "json", "--runs-dir", str(runs_dir)]
     if not calibrated:
         args.append("--no-calibration")
     outcome = run_command(accelctl(*args), timeout_s, log)
@@ -123,11 +123,12 @@ def workload_name(part: Part) -> str:
     return ""
 
 
-def run_part(part: Part, runs_dir: Path, log: TextIO, timeout_s: float, rehearse: bool) -> dict[str, Any]:
-    """``accelctl run FILE -t h100 --headless --json`` (``--rehearse`` on a CPU): the run's id,
+def run_part(part: Part, runs_dir: Path, log: TextIO, timeout_s: float, rehearse: bool,
+             target: str = TARGET) -> dict[str, Any]:
+    """``accelctl run FILE -t TARGET --headless --json`` (``--rehearse`` on a CPU): the run's id,
     status and summary; a run cut by its timeout is read from its folder as far as it got."""
     before = set(os.listdir(runs_dir)) if runs_dir.is_dir() else set()
-    args = ["run", str(part.path), "-t", TARGET, "--headless", "--json", "--runs-dir", str(runs_dir)]
+    args = ["run", str(part.path), "-t", target, "--headless", "--json", "--runs-dir", str(runs_dir)]
     if rehearse:
         args.append("--rehearse")
     outcome = run_command(accelctl(*args), timeout_s, log)
@@ -151,7 +152,8 @@ def run_part(part: Part, runs_dir: Path, log: TextIO, timeout_s: float, rehearse
     return row
 
 
-def calibrate(run_ids: list[str], runs_dir: Path, log: TextIO, timeout_s: float = 120.0) -> dict[str, Any]:
+def calibrate(run_ids: list[str], runs_dir: Path, log: TextIO, timeout_s: float = 120.0,
+              target: str = TARGET) -> dict[str, Any]:
     """``accelctl estimate --calibrate RUN...``: the factors fitted to the recorded runs, stored
     beside them (the estimate after the runs reads them).  A run the fit refuses (E581: no step
     time, no datasheet, a rehearsal) is named, dropped and the rest fitted."""
@@ -159,7 +161,7 @@ def calibrate(run_ids: list[str], runs_dir: Path, log: TextIO, timeout_s: float 
     ids = list(run_ids)
     first = str(sorted(ROOT.joinpath("workloads", "device").glob("*.wl"))[0])
     while ids:
-        outcome = run_command(accelctl("estimate", first, "-t", TARGET, "--json", "--runs-dir", str(runs_dir),
+        outcome = run_command(accelctl("estimate", first, "-t", target, "--json", "--runs-dir", str(runs_dir),
                                        "--calibrate", *ids), timeout_s, log)
         reply = json_reply(outcome) or {}
         if outcome.returncode == 0:

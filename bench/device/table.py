@@ -132,6 +132,8 @@ def markdown(record: dict[str, Any]) -> str:
                 "accelctl_commit"):
         if facts.get(key):
             lines.append(f"| {key.replace('_', ' ')} | {facts[key]} |")
+    if record.get("target"):
+        lines.append(f"| target | {record['target']} |")
     lines.append(f"| wall | {record.get('wall_s', 0):.0f} s of a {record.get('budget_s', 0):.0f} s budget |")
     cal = record.get("calibration") or {}
     refused = cal.get("dropped") if cal.get("status") == "ok" else None

@@ -17,4 +17,5 @@ workload bert_large_ddp {
   measure { warmup = 3 steps  steps = 15 steps }
 
   target h100 { device = h100  devices = 1  parallel = ddp }
+  target h200 { device = h200  devices = 1  parallel = ddp }
 }

@@ -17,4 +17,5 @@ workload bert_large_zero2 {
   measure { warmup = 3 steps  steps = 15 steps }
 
   target h100 { device = h100  devices = 1  parallel = zero(stage = 2) }
+  target h200 { device = h200  devices = 1  parallel = zero(stage = 2) }
 }

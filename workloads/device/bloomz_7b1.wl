@@ -24,4 +24,5 @@ workload bloomz_7b1_1gpu {
   measure { warmup = 1 steps  steps = 3 steps }
 
   target h100 { device = h100  devices = 1 }
+  target h200 { device = h200  devices = 1 }
 }

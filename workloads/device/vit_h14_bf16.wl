@@ -5,7 +5,7 @@
 # 8 x H100 with DDP (p5.48xlarge).  One GPU has no gradient all-reduce, so its step should
 # be at or below that.  ViT-H/14 is the catalog's timm/vit_huge_patch14_224 (632 M
 # parameters), built with random weights (the device machine reaches no network).
-# python -m bench.device runs the h100 target; --dry rehearses it on this CPU.
+# python -m bench.device runs the target of the GPU it finds (h100 or h200); --dry rehearses it on this CPU.
 
 workload vit_h14_bf16 {
   description = "ViT-H/14 (timm) bf16 training step, micro-batch 64, one H100 (seed 002)"
@@ -21,4 +21,5 @@ workload vit_h14_bf16 {
   measure { warmup = 3 steps  steps = 12 steps }
 
   target h100 { device = h100  devices = 1 }
+  target h200 { device = h200  devices = 1 }
 }

@@ -17,4 +17,5 @@ workload vit_h14_compiled {
   optimize { compile = on }
 
   target h100 { device = h100  devices = 1 }
+  target h200 { device = h200  devices = 1 }
 }

@@ -20,4 +20,5 @@ workload vit_h14_fp8 {
   optimize { compile = on }
 
   target h100 { device = h100  devices = 1 }
+  target h200 { device = h200  devices = 1 }
 }
