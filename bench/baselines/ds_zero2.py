@@ -16,7 +16,7 @@ import os
 import torch
 
 from _bert import bert_args, bert_mlm
-from _common import adamw, report, timed_steps
+from _common import adamw, leave, report, timed_steps
 
 args = bert_args()
 
@@ -52,3 +52,4 @@ times = timed_steps(step, args.warmup, args.steps)
 if rank == 0:
     report(times)
 torch.distributed.barrier()
+leave()

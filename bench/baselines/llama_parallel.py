@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 
-from _common import adamw, loop_args, report, timed_steps
+from _common import adamw, leave, loop_args, report, timed_steps
 
 #: ids below this are the stand-in tokenizer's specials (pad, bos, eos, mask); the counting window
 RESERVED, WINDOW, POOL = 4, 128, 8
@@ -113,4 +113,4 @@ dist.all_reduce(curve)
 if rank == 0:
     report(times, params=params, losses=(curve / world).tolist(), ranks=world)
 dist.barrier()
-dist.destroy_process_group()
+leave()
