@@ -21,9 +21,10 @@ from msgspec.structs import fields
 __all__ = ["Value", "field", "fields", "replace", "to_dict", "uncompared"]
 
 
-class Value(msgspec.Struct, frozen=True):
+class Value(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A frozen value: built by position or by name, equal when of the same class with equal
-    fields, hashed as them, and never changed (``replace`` makes a changed copy)."""
+    fields, hashed as them, and never changed (``replace`` makes a changed copy); converted
+    from data (``msgspec.convert``), a key it has no field for is refused."""
 
 
 def uncompared(*names: str):

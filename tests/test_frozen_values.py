@@ -140,3 +140,25 @@ def test_a_value_survives_pickle_and_copies_equal_and_still_frozen(specs, plans)
             assert back == v and repr(back) == repr(v) and type(back) is type(v)
             with pytest.raises(AttributeError):
                 back.name = "x"
+
+
+def test_the_codec_checks_every_field_it_rebuilds_and_names_the_one_that_is_wrong(plans):
+    """``codec.from_dict`` is msgspec's typed conversion: a job of the wrong shape is refused
+    with the field's path, what it must be and what it holds -- never built half-typed."""
+    job = json.loads(plans[0].job.to_json())
+    cases = {
+        "measure.steps must be an integer (got a string)": lambda d: d["measure"].update(steps="12"),
+        "measure.steps must be an integer (got a boolean)": lambda d: d["measure"].update(steps=True),
+        "measure has an unknown field 'speed'": lambda d: d["measure"].update(speed=1),
+        "the file has an unknown field 'from_elsewhere'": lambda d: d.update(from_elsewhere=1),
+        "checkpoint must be an object (got 1)": lambda d: d.update(checkpoint=1),
+        "task is missing": lambda d: d.pop("task"),
+        "optimizer.lr must be a finite number (got a string)": lambda d: d["optimizer"].update(lr="fast"),
+    }
+    for said, change in cases.items():
+        data = copy.deepcopy(job)
+        change(data)
+        with pytest.raises(ValueError) as refused:
+            codec.from_dict(WorkerJob, data)
+        assert str(refused.value) == f"WorkerJob: {said}", (said, str(refused.value))
+    assert codec.from_dict(WorkerJob, job) == plans[0].job

@@ -24,6 +24,7 @@ from typing import Any
 
 from accelctl.contract import boundedfile
 from accelctl.contract.boundedfile import Unreadable
+from accelctl.contract.codec import MAX_INT, described
 from accelctl.contract.events import PHASES, Event, event_from_dict
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
@@ -38,8 +39,6 @@ FILE_CAPS = {"workload.wl": JSON_CAP, "spec.json": JSON_CAP, "plan.json": JSON_C
              "jobs.json": JSON_CAP, "summary.json": JSON_CAP, "scheduler.json": JSON_CAP, "series.json": JSON_CAP,
              "runner.json": JSON_CAP, "events.jsonl": EVENTS_CAP, "worker.log": None}
 RANK_FILE = re.compile(r"^rank\d+\.jsonl$")
-#: the largest integer a store field may hold (a pid, a byte count, a step)
-MAX_INT = 2**63 - 1
 
 
 class BadShape(ValueError):
@@ -49,26 +48,8 @@ class BadShape(ValueError):
 Check = Callable[[Any, str], None]
 
 
-def _got(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, int) and abs(value) > MAX_INT:
-        return f"an integer of {len(str(abs(value)))} digits"
-    return repr(value)[:40]
-
-
 def _fail(where: str, what: str, value: Any) -> BadShape:
-    return BadShape(f"{where} must be {what} (got {_got(value)})")
+    return BadShape(f"{where} must be {what} (got {described(value)})")
 
 
 def text(value: Any, where: str) -> None:
@@ -352,7 +333,7 @@ def check_event(data: Any) -> Event | None:
     """The event of one parsed line; None for an object of a kind this version does not know
     (kept, given to no one); ``BadShape`` for a known kind of the wrong shape."""
     if not isinstance(data, dict):
-        raise BadShape(f"an event must be an object (got {_got(data)})")
+        raise BadShape(f"an event must be an object (got {described(data)})")
     kind = data.get("kind")
     check = EVENT_FIELDS.get(kind) if isinstance(kind, str) else None
     if check is None:
