@@ -130,46 +130,46 @@ def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None
 
 def one_process(spec: WorkloadSpec, target: TargetSpec) -> tuple[WorkloadSpec, TargetSpec, int]:
     """``(spec, target)`` as one process of ``measure { repeat = N }`` runs them, and N
-    (``accelctl.run.orchestrate.one_process``)."""
-    from accelctl.run.orchestrate import one_process as _one_process
+    (``accelctl.run.supervision.orchestrate.one_process``)."""
+    from accelctl.run.supervision.orchestrate import one_process as _one_process
 
     return _one_process(spec, target)
 
 
 def launch(plan_, **kwargs):
     """Run a plan for real; returns a ``RunHandle`` streaming events."""
-    from accelctl.run.runner import launch as _launch
+    from accelctl.run.supervision.runner import launch as _launch
 
     return _launch(plan_, **kwargs)
 
 
 def start_blocker(plan_, runs_root: str | Path | None = None) -> str | None:
     """Why ``plan_``'s engine cannot start it from this machine, in one line; None: go ahead
-    (``accelctl.run.orchestrate.start_blocker``)."""
-    from accelctl.run.orchestrate import start_blocker as _start_blocker
+    (``accelctl.run.supervision.orchestrate.start_blocker``)."""
+    from accelctl.run.supervision.orchestrate import start_blocker as _start_blocker
 
     return _start_blocker(plan_, runs_root)
 
 
 def tracking_blocker(spec: WorkloadSpec, plan_, only=None) -> Diagnostic | None:
     """E594 when the plan logs to a tracker this Python cannot import; None: go ahead
-    (``accelctl.run.orchestrate.tracking_blocker``)."""
-    from accelctl.run.orchestrate import tracking_blocker as _tracking_blocker
+    (``accelctl.run.supervision.orchestrate.tracking_blocker``)."""
+    from accelctl.run.supervision.orchestrate import tracking_blocker as _tracking_blocker
 
     return _tracking_blocker(spec, plan_, only)
 
 
 def prepare_resume(run_id: str, runs_root: str | Path | None = None, workload_file: str | Path | None = None):
     """Check that a stored run can be resumed from its newest checkpoint and ready its folder
-    (``accelctl.run.resume``); raises ``RunError`` saying why not."""
-    from accelctl.run.resume import prepare_resume as _prepare
+    (``accelctl.run.supervision.resume``); raises ``RunError`` saying why not."""
+    from accelctl.run.supervision.resume import prepare_resume as _prepare
 
     return _prepare(run_id, runs_root, workload_file)
 
 
 def resume(point, **kwargs):
     """Launch a prepared resume (``prepare_resume``) into its own run folder; a ``RunHandle``."""
-    from accelctl.run.runner import launch as _launch
+    from accelctl.run.supervision.runner import launch as _launch
 
     return _launch(point.plan, source_text=None, spec_json=None, into=point.run_dir,
                    prior_events=point.prior_events, owner=point.owner, **kwargs)
@@ -177,8 +177,8 @@ def resume(point, **kwargs):
 
 def preflight(plan_, **kwargs):
     """The plan's preflight: its launches and engine with a seconds-long all-reduce in place of the
-    worker (``accelctl.run.preflight.run_preflight``); a ``PreflightResult``."""
-    from accelctl.run.preflight import run_preflight
+    worker (``accelctl.run.supervision.preflight.run_preflight``); a ``PreflightResult``."""
+    from accelctl.run.supervision.preflight import run_preflight
 
     return run_preflight(plan_, **kwargs)
 

@@ -10,7 +10,7 @@ WORKER = "accelctl.worker"
 PREFLIGHT = "accelctl.worker.preflight"
 #: the per-core calibration ``accelctl doctor`` runs
 CALIBRATE = "accelctl.worker.calibrate"
-#: a run's supervisor: runs the batch a face checked and planned (``accelctl.run.batch``)
+#: a run's supervisor: runs the batch a face checked and planned (``accelctl.run.supervision.batch``)
 SUPERVISOR = "accelctl.cli.supervise"
 #: an AWS Batch job's command: the node's launch of a multi-node job
 BATCH_ENTRYPOINT = "accelctl.engines.batch_entrypoint"

@@ -330,7 +330,7 @@ def _gen_workload(name: str, steps: int) -> str:
 
 @pytest.mark.slow
 def test_run_json_of_workloads_sharing_one_worker(tmp_path):
-    """Two workloads of one file whose stacks match run in ONE worker process (``accelctl.run.shared``):
+    """Two workloads of one file whose stacks match run in ONE worker process (``accelctl.run.supervision.shared``):
     ``run --json`` holds both runs, in order, each its own record (exit 0); a Ctrl-C during the
     first is exit 130 (``stopped``), the stopped run in ``runs`` and the workload never started in
     ``not_run`` -- the exit codes of the README's table."""

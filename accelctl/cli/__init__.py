@@ -11,7 +11,7 @@ The verbs live in this package, a module per verb group (``check``: validate, pl
 ``run``; ``runs``; ``detach``: status, logs, attach, cancel, runs rm/gc; ``report``: report,
 compare; ``sweep``; ``decide``: pick, fit; ``tui``; ``doctor``; ``init``); what several share is
 in ``common``, ``tables``, ``viewer`` and ``run_times``, the parser in ``parser``, help in
-``help``.  The run policy is ``accelctl.run.orchestrate``.  ``validate`` and ``plan`` import
+``help``.  The run policy is ``accelctl.run.supervision.orchestrate``.  ``validate`` and ``plan`` import
 neither torch nor textual: the heavy stacks load only inside the launched worker.  No process-wide mutable state: what ``main`` needs at the end (``run``'s
 ``fast_exit``) is on the command's own arguments.
 

@@ -39,7 +39,8 @@ def _record(args, run_id: str):
 
 def cmd_status(args) -> int:
     from accelctl.api import list_runs
-    from accelctl.run import follow, liveness
+    from accelctl.run.store import liveness
+    from accelctl.run.viewers import follow
 
     if args.run:
         states = [follow.state_of(_record(args, args.run))]
@@ -76,7 +77,7 @@ def _detached_note(run_id: str) -> int:
 
 
 def cmd_logs(args) -> int:
-    from accelctl.run import follow
+    from accelctl.run.viewers import follow
     from accelctl.run.store import LOG_FILE
 
     record = _record(args, args.run)
@@ -108,9 +109,9 @@ def cmd_logs(args) -> int:
 
 
 def cmd_attach(args) -> int:
-    from accelctl.run import follow
-    from accelctl.run.orchestrate import exit_code
-    from accelctl.run.console import ConsoleSink
+    from accelctl.run.viewers import follow
+    from accelctl.run.supervision.orchestrate import exit_code
+    from accelctl.run.viewers.console import ConsoleSink
 
     record = _record(args, args.run)
     reply = _reply(args)
@@ -135,8 +136,8 @@ def cmd_attach(args) -> int:
 def _attach_tui(record, runs_dir) -> int:
     """The run's view in the TUI until the viewer leaves; the run's exit status if it has ended by
     then, else the detached note (130): leaving never stops the run."""
-    from accelctl.run import liveness
-    from accelctl.run.orchestrate import exit_code
+    from accelctl.run.store import liveness
+    from accelctl.run.supervision.orchestrate import exit_code
     from accelctl.run.store import read_run
     from accelctl.tui.live import attach_live
 
@@ -149,7 +150,7 @@ def _attach_tui(record, runs_dir) -> int:
 
 
 def cmd_cancel(args) -> int:
-    from accelctl.run import detach
+    from accelctl.run.supervision import detach
 
     record = _record(args, args.run)
     done = detach.cancel(record, args.timeout)
@@ -170,7 +171,7 @@ def cmd_cancel(args) -> int:
 # ------------------------------------------------------------------ runs rm, runs gc
 
 def cmd_runs_rm(args) -> int:
-    from accelctl.run import housekeeping
+    from accelctl.run.store import housekeeping
 
     records = [_record(args, name) for name in args.runs]  # an unknown id: nothing removed
     return _removed(args, housekeeping.remove(records, args.dry_run))
@@ -179,7 +180,7 @@ def cmd_runs_rm(args) -> int:
 def cmd_runs_gc(args) -> int:
     from accelctl.api import list_runs
     from accelctl.cli.run_times import started_unix_s
-    from accelctl.run import housekeeping
+    from accelctl.run.store import housekeeping
 
     if not args.failed and args.older_than is None:
         raise AccelctlError("runs gc needs --failed or --older-than AGE (or both)", exit_code=exitcodes.USAGE)

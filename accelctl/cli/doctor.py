@@ -40,7 +40,7 @@ def cmd_doctor(args) -> int:
         no_such_file_is_usage(args.plan)
         from accelctl.api import load_selected
         from accelctl.cli.preflight import preflight
-        from accelctl.run.orchestrate import Chosen, Request, choose
+        from accelctl.run.supervision.orchestrate import Chosen, Request, choose
 
         req = Request(target=args.target, engine=args.engine, runs_dir=args.runs_dir,
                       preflight_timeout=args.preflight_timeout)

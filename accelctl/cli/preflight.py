@@ -20,7 +20,7 @@ def print_preflight(c, pre, reply=None) -> None:
 
 def preflight(c, req, reply=None) -> bool:
     """Run ``c``'s preflight and print its verdict (``doctor --plan``); passed?"""
-    from accelctl.run.orchestrate import preflight_line, run_preflight
+    from accelctl.run.supervision.orchestrate import preflight_line, run_preflight
 
     print(f"accelctl: {preflight_line(c)}", flush=True)
     result = run_preflight(c, req)

@@ -1,7 +1,7 @@
 """``accelctl run``: read, check and plan the workloads once, then start the runs' own supervisor
-(``accelctl.cli.supervise``) on those plans (``accelctl.run.batch``) and view it -- on the console
+(``accelctl.cli.supervise``) on those plans (``accelctl.run.supervision.batch``) and view it -- on the console
 stream or in the live TUI -- or leave it running (``--detach``).  The policy (target choice, the
-pre-checks, preflight, repeats, shared workers, exit codes) is ``accelctl.run.orchestrate``'s.
+pre-checks, preflight, repeats, shared workers, exit codes) is ``accelctl.run.supervision.orchestrate``'s.
 Imports nothing heavy at module level."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def add_parser(sub):
 
 def request_of(args):
     """The orchestrator's ``Request`` of ``run``'s options."""
-    from accelctl.run.orchestrate import Request
+    from accelctl.run.supervision.orchestrate import Request
 
     return Request(target=args.target, engine=args.engine, rehearse=args.rehearse, fp8=args.fp8,
                    runs_dir=args.runs_dir, only=tuple(args.launch) if args.launch else None,
@@ -83,10 +83,10 @@ def cmd_run(args) -> int:
 
 
 def batch_of(args, chosen=(), source=None, req=None, resume=None):
-    """What the supervisor is given (``accelctl.run.batch.Batch``): the plans as checked here, and
+    """What the supervisor is given (``accelctl.run.supervision.batch.Batch``): the plans as checked here, and
     the store resolved here."""
-    from accelctl.run.batch import Batch
-    from accelctl.run.orchestrate import Request
+    from accelctl.run.supervision.batch import Batch
+    from accelctl.run.supervision.orchestrate import Request
     from accelctl.run.store import runs_root
 
     req = replace(req or Request(), runs_dir=str(runs_root(args.runs_dir)))
@@ -103,7 +103,7 @@ def checked(args):
     fp8_needs_rehearse(args)
     from accelctl.api import load_selected_source
     from accelctl.cli.track import with_flags
-    from accelctl.run import orchestrate
+    from accelctl.run.supervision import orchestrate
 
     req = request_of(args)
     # read once: the run stores what was checked (with the --set settings written in)
@@ -118,7 +118,8 @@ def run_detached(args, runs) -> int:
     """``accelctl run ... --detach``: the run's supervisor started in a session of its own; the
     first run's id on stdout (the hints on stderr).  A supervisor that ended before any run (a
     failed preflight, a resume refused): its output and exit code are this command's."""
-    from accelctl.run import batch, detach, store
+    from accelctl.run import store
+    from accelctl.run.supervision import batch, detach
 
     try:
         started = detach.start(batch.encode(runs), store.runs_root(args.runs_dir))
@@ -148,7 +149,7 @@ def run_detached(args, runs) -> int:
 def run_foreground(args, runs) -> int:
     """``accelctl run`` in the foreground: the run's own supervisor started and viewed on the
     console stream."""
-    from accelctl.run import foreground
+    from accelctl.run.supervision import foreground
 
     reply = reply_of(args)
     viewed = foreground.run(runs, args.runs_dir)

@@ -1,11 +1,11 @@
 """A run's supervisor: ``python -m accelctl.cli.supervise`` (``accelctl.entrypoints.SUPERVISOR``).
 
 ``accelctl run`` and the TUI start it in a session of its own with the runs they checked and
-planned on its stdin (``accelctl.run.batch``); it never reads the workload file again and takes
+planned on its stdin (``accelctl.run.supervision.batch``); it never reads the workload file again and takes
 no options.  It owns the runs: it starts their launches, records them, prints their console
 stream (which the face that started it views) and, for ``run --json``, writes the document on
 stdout.  SIGTERM stops the runs as Ctrl-C does; SIGHUP does nothing (a detached run outlives
-its terminal); SIGKILL leaves no launch behind (``accelctl.run.supervisor``).
+its terminal); SIGKILL leaves no launch behind (``accelctl.run.supervision.supervisor``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from accelctl import exitcodes
 from accelctl.cli.common import color, reply_of
 from accelctl.cli.preflight import print_preflight
-from accelctl.run.batch import Batch, BatchError, decode
+from accelctl.run.supervision.batch import Batch, BatchError, decode
 
 
 def _stop_like_ctrl_c(signum, frame) -> None:
@@ -55,18 +55,18 @@ def main() -> int:
 
 def supervise(args) -> int:
     """Run ``args.runs``: a resumed run from its own folder, else every planned workload in order
-    (``accelctl.run.orchestrate.run_all``)."""
+    (``accelctl.run.supervision.orchestrate.run_all``)."""
     runs: Batch = args.runs
     if runs.resume is not None:
         return resume_run(args, runs)
-    from accelctl.run import orchestrate
+    from accelctl.run.supervision import orchestrate
 
     return orchestrate.run_all(runs.planned, runs.source, runs.request, ConsoleFace(args))
 
 
 class ConsoleFace:
     """The supervisor's face for the orchestrator: the console stream (``ConsoleSink``), which a
-    viewer (``accelctl.run.foreground``, ``accelctl.tui.supervised``) shows; ``run --json`` fills
+    viewer (``accelctl.run.supervision.foreground``, ``accelctl.tui.supervised``) shows; ``run --json`` fills
     the document."""
 
     def __init__(self, args) -> None:
@@ -82,7 +82,7 @@ class ConsoleFace:
         print_preflight(c, result, reply_of(self.args))
 
     def sinks(self, c):
-        from accelctl.run.console import ConsoleSink
+        from accelctl.run.viewers.console import ConsoleSink
 
         return [ConsoleSink(headless=True, job=c.plan.job, rehearsal=c.plan.rehearsal)]
 
@@ -145,8 +145,8 @@ def resume_run(args, runs: Batch) -> int:
     newest checkpoint, into that folder (``runs.resume_file``, when given, is the workload file
     checked unchanged)."""
     from accelctl.api import prepare_resume, resume
-    from accelctl.run.console import ConsoleSink
-    from accelctl.run.orchestrate import exit_code, wait
+    from accelctl.run.viewers.console import ConsoleSink
+    from accelctl.run.supervision.orchestrate import exit_code, wait
 
     point = prepare_resume(runs.resume, runs.request.runs_dir, runs.resume_file)
     print(f"accelctl: resuming run {point.run_dir.name} after step {point.step} "

@@ -77,7 +77,7 @@ def _run(args, overs) -> int:
     from accelctl.report.entry import entry_from_run
     from accelctl.decide.sweep import run_point
     from accelctl.report.tables import report_tables
-    from accelctl.run.orchestrate import Chosen, Request, refusal_text
+    from accelctl.run.supervision.orchestrate import Chosen, Request, refusal_text
     from accelctl.catalog import DEVICES
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target, estimate=False)

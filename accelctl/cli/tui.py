@@ -35,7 +35,7 @@ def cmd_tui(args) -> int:
         return 2
     if args.path is not None and not os.path.isdir(args.path):
         read_source(args.path)  # a file that cannot be read (a FIFO, a device, a link loop...): its E00x
-    from accelctl.run.foreground import Signals
+    from accelctl.run.supervision.foreground import Signals
     from accelctl.tui.app import AccelctlApp
     from accelctl.tui.priority import lower_this_thread
 

@@ -146,7 +146,7 @@ class QueuedJob(Value):
 
 class JobList(Value):
     """``python -m accelctl.worker jobs.json``: one worker process runs these jobs in order
-    (the runner's ``accelctl.run.shared``), importing torch and the model libraries once.
+    (the runner's ``accelctl.run.supervision.shared``), importing torch and the model libraries once.
     Each job writes its own run folder's events exactly as a worker of its own would."""
 
     jobs: tuple[QueuedJob, ...]

@@ -1,7 +1,7 @@
 """The symbolic heads of a plan's launches, and what runs each: stated once.
 
 A backend writes ``python ...``, ``torchrun ...`` or ``deepspeed ...`` as the first word of a
-launch; whoever runs it -- the local runner (``accelctl.run.commands``), a Slurm node's agent
+launch; whoever runs it -- the local runner (``accelctl.run.supervision.commands``), a Slurm node's agent
 (``accelctl.engines.slurm_agents``), a Kubernetes pod (``accelctl.engines.kubernetes``), an AWS
 Batch node (``accelctl.engines.batch_entrypoint``) -- puts a Python interpreter in front of
 the arguments below, so every process of a run uses that interpreter's environment and no

@@ -24,7 +24,7 @@ OPTIMUM_HABANA = "{optimum_habana}"
 #: the optimum-neuron checkout whose examples a Neuron optimum-neuron plan runs (``$OPTIMUM_NEURON_DIR``)
 OPTIMUM_NEURON = "{optimum_neuron}"
 PLACEHOLDERS = (RUN_DIR, FREE_PORT, OPTIMUM_HABANA, OPTIMUM_NEURON)
-#: placeholders whose value comes from the environment of the run (``accelctl.run.commands``)
+#: placeholders whose value comes from the environment of the run (``accelctl.run.supervision.commands``)
 #: and of ``accelctl plan`` (every format: ``accelctl.plan.render``): the placeholder -> the variable
 ENV_PLACEHOLDERS = {OPTIMUM_HABANA: "OPTIMUM_HABANA_DIR", OPTIMUM_NEURON: "OPTIMUM_NEURON_DIR"}
 #: what each of them stands for, in the words of the warning when it is not set

@@ -7,7 +7,7 @@ placeholder ``{run_dir}``, which the runner substitutes when it materialises the
 (likewise ``{free_port}``: a TCP port free on this machine, one per run).
 Two argv heads are symbolic so a plan prints the same on every machine: ``python``
 (the interpreter accelctl runs under) and ``torchrun``.  Only the runner turns a plan
-into processes (``accelctl.run.runner``).
+into processes (``accelctl.run.supervision.runner``).
 """
 
 from __future__ import annotations

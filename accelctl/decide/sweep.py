@@ -57,11 +57,11 @@ def sweep_targets(target: Any, devices: Sequence[int], nodes: Sequence[int] = (1
 
 
 def run_point(c, source: str | None, req, progress: Callable[[str], None]) -> list[Any]:
-    """One point of a sweep (``c``: an ``accelctl.run.orchestrate.Chosen``, its ``why`` the point's
+    """One point of a sweep (``c``: an ``accelctl.run.supervision.orchestrate.Chosen``, its ``why`` the point's
     label), as ``accelctl run`` runs it: refused before anything starts when it cannot start
     here, and ``measure { repeat = N }`` as N independent processes of one series; the stored
     runs (``RunRecord``), in order."""
-    from accelctl.run import orchestrate
+    from accelctl.run.supervision import orchestrate
     from accelctl.run.store import read_run
 
     orchestrate.refuse_unstartable([c], source, req)
@@ -77,7 +77,7 @@ def run_sweep(path: str, target_name: str, devices: Sequence[int], *, nodes: Seq
     (Ctrl-C) ends the sweep.  ``host``: the ``HostFacts`` every point is planned for (None: this machine)."""
     from accelctl.api import load_selected_source, named_target, plan
     from accelctl.report.entry import entry_from_run
-    from accelctl.run.orchestrate import Chosen, Request, one_process
+    from accelctl.run.supervision.orchestrate import Chosen, Request, one_process
 
     source, specs = load_selected_source(path, workload)  # read once: the runs store what was checked
     spec = specs[0]

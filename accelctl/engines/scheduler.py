@@ -6,7 +6,7 @@ rest: ``dryrun(plan)``; ``submit(request, run_dir, env)`` -> an ``AppHandle``, k
 ``scheduler.json``; ``describe(handle)`` -> one ``AppState`` mapped by the scheduler's ``STATES``
 (None once the job is forgotten); ``cancel(handle)``, idempotent and needing only the handle, so
 ``accelctl cancel`` works after the supervisor is gone; ``log_iter``.  ``cancel_and_wait`` and
-``record`` are written once here; the run's supervisor follows a job with ``accelctl.run.scheduled``.
+``record`` are written once here; the run's supervisor follows a job with ``accelctl.run.supervision.scheduled``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ block (one task per node), and a body that finds the allocation's first host (it
 picks a free port there and ``srun``s one agent per node (``accelctl.engines.slurm_agents``).
 Workload words are ``shlex.quote``d; settings reaching ``#SBATCH`` lines are checked against a
 safe character set (E547).  The run's supervisor submits it (``accelctl.engines.slurm_scheduler``,
-``accelctl.run.scheduled``); the node's launch is also kept as data (``Plan.request``).  The run
+``accelctl.run.supervision.scheduled``); the node's launch is also kept as data (``Plan.request``).  The run
 folder must be on a filesystem every node sees, and the nodes need the submitter's Python
 environment (``ACCELCTL_PYTHON``, ``--export=ALL``).
 """

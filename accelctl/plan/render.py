@@ -22,7 +22,7 @@ from accelctl.workload.types import WorkloadSpec
 from accelctl.frozen import replace
 
 FORMATS = ("text", "json", "sh")
-#: what ``plan --format sh`` runs for ``{free_port}`` (as ``accelctl.run.commands.free_port``)
+#: what ``plan --format sh`` runs for ``{free_port}`` (as ``accelctl.run.supervision.commands.free_port``)
 FREE_PORT_PY = ('import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); '
                 'print(s.getsockname()[1])')
 

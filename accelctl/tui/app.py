@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from accelctl import exitcodes
-from accelctl.run.foreground import Signals
+from accelctl.run.supervision.foreground import Signals
 from accelctl.tui.messages import OpenRun, RunEnded, SelectionChanged
 from accelctl.tui.screens.plan import PlanScreen
 from accelctl.tui.screens.run import RunScreen
@@ -272,7 +272,7 @@ class AccelctlApp(App):
     def exit_code(self) -> int:
         if self.live is None or not self.live.done:
             return 0
-        from accelctl.run.orchestrate import exit_code
+        from accelctl.run.supervision.orchestrate import exit_code
 
         return exit_code(self.live.status())
 
@@ -308,7 +308,7 @@ class AccelctlApp(App):
         import asyncio
 
         from accelctl.errors import AccelctlError
-        from accelctl.run import batch, orchestrate
+        from accelctl.run.supervision import batch, orchestrate
         from accelctl.tui import supervised
 
         req = orchestrate.Request(target=sel.target, runs_dir=self.runs_root, preflight=self.preflight)

@@ -26,7 +26,7 @@ from typing import Any
 
 from accelctl.contract.events import Event
 from accelctl.run.store import EVENTS_FILE, PLAN_FILE, SUMMARY_FILE, file_problem, read_json, read_run
-from accelctl.run.storefiles import check_event
+from accelctl.run.store.storefiles import check_event
 
 #: events per message when replaying at full speed
 CHUNK = 500

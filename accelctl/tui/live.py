@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from accelctl.run.orchestrate import exit_code
+from accelctl.run.supervision.orchestrate import exit_code
 from accelctl.tui.supervised import print_summaries
 
 
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     import argparse
 
     from accelctl.api import AccelctlError, load_source, select_workloads
-    from accelctl.run import orchestrate
+    from accelctl.run.supervision import orchestrate
 
     ap = argparse.ArgumentParser(prog="python -m accelctl.tui.live", description="accelctl run FILE, with the TUI")
     ap.add_argument("file")

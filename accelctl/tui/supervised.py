@@ -1,7 +1,7 @@
 """``accelctl run FILE`` on a terminal: start + attach.
 
 The run's supervisor is the one ``run --detach`` and the console stream start
-(``accelctl.run.detach.spawn``: given the checked and planned runs, in a session of its own); this
+(``accelctl.run.supervision.detach.spawn``: given the checked and planned runs, in a session of its own); this
 process only shows its runs in the TUI, each in turn as the supervisor starts it (their
 folders name the supervisor in ``runner.json``), read from the run store as they are written.
 
@@ -23,7 +23,9 @@ import sys
 from pathlib import Path
 
 from accelctl import exitcodes
-from accelctl.run import batch, detach, foreground, store
+from accelctl.run import store
+from accelctl.run.store import consoles
+from accelctl.run.supervision import batch, detach, foreground
 
 
 class Supervisor:
@@ -99,12 +101,12 @@ class Supervisor:
         if self._console is not None:
             self._console.close()
             self._console = None
-        detach.forget_console(self.spawned.console)
+        consoles.forget_console(self.spawned.console)
 
 
 #: a colour or style sequence in a console line
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-#: the preflight's verdict in its console (``accelctl.run.preflight``'s messages)
+#: the preflight's verdict in its console (``accelctl.run.supervision.preflight``'s messages)
 _VERDICT = re.compile(r"(preflight (ok|failed)\b|preflight: |no preflight for )")
 
 
@@ -113,7 +115,7 @@ def start(runs: batch.Batch, root) -> Supervisor:
     files in a folder of their own under ``$TMPDIR``) and return it at once."""
     base = store.runs_root(root)
     before = set(os.listdir(base)) if base.is_dir() else set()
-    spawned = detach.spawn(batch.encode(runs), root, split=True, folder=detach.viewer_folder(root))
+    spawned = detach.spawn(batch.encode(runs), root, split=True, folder=consoles.viewer_folder(root))
     return Supervisor(spawned, base, before)
 
 
@@ -169,7 +171,7 @@ def _outcome(sup: Supervisor, signals) -> foreground.Viewed:
 
 def print_summaries(runs: list[Path]) -> None:
     """After the alternate screen is gone: each ended run's figures stay in the terminal."""
-    from accelctl.run.console import summary_rows
+    from accelctl.run.viewers.console import summary_rows
 
     for run_dir in runs:
         summary = store.read_json(run_dir / store.SUMMARY_FILE)

@@ -7,7 +7,7 @@ the model's own Hub config.  Weights: ``real`` (``from_pretrained``, an error if
 ``random`` (``stand_in`` its older name), ``auto`` (real when reachable, else random, warned).
 The Hub is reached only when the job's hub access is online (else ``HF_HUB_OFFLINE=1``).
 The model libraries import ``torch._dynamo`` unconditionally; one worker per file
-(``accelctl.run.shared``) amortises that.  Import paths and cost: docs/internals/estimate-backends-worker.md.
+(``accelctl.run.supervision.shared``) amortises that.  Import paths and cost: docs/internals/estimate-backends-worker.md.
 """
 
 from __future__ import annotations

@@ -572,7 +572,7 @@ def _free_port() -> int:
 def run_plan(tmp_path, monkeypatch, deepspeed):
     """Plan -> runner -> events (the runner maps the ``deepspeed`` argv head to this venv)."""
     from accelctl.contract.events import read_events
-    from accelctl.run import runner
+    from accelctl.run.supervision import runner
 
     ext = tmp_path / "torch_extensions"
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(ext))

@@ -24,7 +24,7 @@ from accelctl.backends.xla_neuron import check as xla_check
 from accelctl.backends.xla_neuron.cpu_rehearsal import rehearsal, xla_python, xla_venv
 from accelctl.contract.envnames import DEBUG_RAGGED_BATCH_EVERY
 from accelctl.contract.events import event_from_dict
-from accelctl.run.console import ConsoleSink
+from accelctl.run.viewers.console import ConsoleSink
 from accelctl.workload.types import MeasureSpec
 from accelctl.frozen import replace
 

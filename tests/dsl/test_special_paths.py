@@ -314,7 +314,7 @@ def test_run_file_resume_refuses_a_special_workload_file(paths, name, tmp_path, 
     """``accelctl run FILE --resume ID`` compares FILE with the run's stored workload.wl: a special
     FILE is refused with why (``RunError``), never read or waited on."""
     from accelctl.errors import RunError
-    from accelctl.run.resume import check_workload_unchanged
+    from accelctl.run.supervision.resume import check_workload_unchanged
 
     path, code = _case(paths, name)
     run_dir = tmp_path / "20250101-000000-w-cpu-abcd"

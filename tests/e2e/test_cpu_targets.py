@@ -165,9 +165,9 @@ def test_a_hangup_of_the_foreground_run_only_detaches_it_and_the_run_ends_ok(tmp
             proc.kill()
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
     assert proc.returncode == 130 and f"a hang-up: detached from run {run_dir.name}; it goes on" in rest, rest
-    from accelctl.run import detach
+    from accelctl.run.store import consoles
 
-    assert detach._viewer_folders(runs) == []  # the run is named: its console folder went with the viewer
+    assert consoles.viewer_folders(runs) == []  # the run is named: its console folder went with the viewer
     status = [sys.executable, "-m", "accelctl.cli", "status", run_dir.name, "--json", "--runs-dir", str(runs)]
 
     def state() -> str:

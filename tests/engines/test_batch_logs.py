@@ -1,5 +1,5 @@
 """The AWS Batch job's output: ``BatchScheduler.log_iter`` follows the job's CloudWatch Logs
-streams, and the run's supervisor (``accelctl.run.scheduled``) copies them into ``worker.log``.
+streams, and the run's supervisor (``accelctl.run.supervision.scheduled``) copies them into ``worker.log``.
 
 No AWS endpoint is reachable here: AWS's side is botocore's ``Stubber`` on clients of the real
 ``batch`` (2016-08-10) and ``logs`` (2014-03-28) service models of the installed botocore, so
@@ -195,7 +195,7 @@ def test_the_supervisor_copies_the_jobs_output_into_worker_log(run_dir):
         expect_describe(main, job("SUCCEEDED", definition, container={"exitCode": 0}))
         sched = BatchScheduler(main, logs=logs, log_batch=log_batch)
         sched.poll_s = 0.05
-        from accelctl.run.scheduled import ScheduledJob
+        from accelctl.run.supervision.scheduled import ScheduledJob
 
         assert ScheduledJob(sched, the_plan().request, run_dir, {}, run_dir / "worker.log").wait(timeout=60) == 0
         stub.assert_no_pending_responses()

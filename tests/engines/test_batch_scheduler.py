@@ -1,4 +1,4 @@
-"""The AWS Batch scheduler, followed by the run's supervisor (``accelctl.run.scheduled``), records
+"""The AWS Batch scheduler, followed by the run's supervisor (``accelctl.run.supervision.scheduled``), records
 its job (``scheduler.json``) and is cancelled by the stored handle alone.
 
 No AWS endpoint is reachable here, so AWS's side is botocore's ``Stubber`` loaded with the
@@ -24,8 +24,9 @@ from accelctl.api import plan, validate_text
 from accelctl.contract import scheduler
 from accelctl.engines.batch_scheduler import STATES, BatchScheduler
 from accelctl.engines.scheduler import AppState
-from accelctl.run import scheduled_job, store
-from accelctl.run.scheduled import ScheduledJob
+from accelctl.run import store
+from accelctl.run.store import scheduled_job
+from accelctl.run.supervision.scheduled import ScheduledJob
 
 botocore_session = pytest.importorskip("botocore.session")
 import aws_answers  # noqa: E402

@@ -21,7 +21,7 @@ from accelctl.contract import scheduler
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
 from accelctl.engines.kubernetes_scheduler import KubernetesScheduler
 from accelctl.run import store
-from accelctl.run.scheduled import ScheduledJob
+from accelctl.run.supervision.scheduled import ScheduledJob
 
 pytest.importorskip("kubernetes")
 

@@ -34,7 +34,7 @@ def test_no_runner_of_a_launch_spells_the_mapping_out_again():
 def test_the_four_runners_give_the_same_command_for_each_head():
     from accelctl.engines.kubernetes import HEADS as POD_HEADS
     from accelctl.engines.slurm_agents import AGENTS
-    from accelctl.run.commands import resolve_argv
+    from accelctl.run.supervision.commands import resolve_argv
 
     for head, args in launchers.HEADS.items():
         assert resolve_argv([head, "x"], Path("/r"), env={}) == [sys.executable, *args, "x"]

@@ -131,7 +131,7 @@ def test_every_condition_the_training_operators_sdk_names_is_mapped():
 @pytest.mark.parametrize("text,kept", [("slurm://c/12", True), ("nope://a/1", False), ("garbage", False)])
 def test_only_a_handle_of_a_known_scheduler_is_asked_about(tmp_path, text, kept):
     from accelctl.contract import scheduler as scheduler_file
-    from accelctl.run import scheduled_job
+    from accelctl.run.store import scheduled_job
 
     scheduler_file.write(tmp_path, scheduler_file.SchedulerJob("slurm", "12", "RUNNING", handle=text))
     assert (scheduled_job.handle_of(tmp_path) is not None) is kept

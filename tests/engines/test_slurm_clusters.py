@@ -14,7 +14,7 @@ import pytest
 from accelctl.engines.scheduler import AppHandle, AppState
 from accelctl.engines.slurm_scheduler import SlurmScheduler, cluster_name
 from accelctl.errors import RunError
-from accelctl.run import scheduled_job
+from accelctl.run.store import scheduled_job
 
 pytestmark = pytest.mark.slow
 

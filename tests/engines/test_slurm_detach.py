@@ -20,7 +20,8 @@ from test_slurm import TEMPLATE, _processes_of
 
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.envnames import EVENTS_DIR
-from accelctl.run import procgroup, store
+from accelctl.run import store
+from accelctl.run import procgroup
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

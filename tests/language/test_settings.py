@@ -15,7 +15,7 @@ from accelctl.api import load_selected_source, plan
 from accelctl.cli import main
 from accelctl.dsl.parser import read_source
 from accelctl.errors import WorkloadError
-from accelctl.run.resume import check_workload_unchanged
+from accelctl.run.supervision.resume import check_workload_unchanged
 from accelctl.language import settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,8 @@ from accelctl.contract.plan import GeneratedFile, Plan
 from accelctl.engines.aws_batch import JOB_DEFINITION_FILE
 from accelctl.engines.batch_entrypoint import NODE_ENV, unpack
 from accelctl.errors import PlanError
-from accelctl.run import commands, runner, store
+from accelctl.run import store
+from accelctl.run.supervision import commands, runner
 from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]

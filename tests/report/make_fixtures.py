@@ -5,7 +5,7 @@
 Each run folder holds what the report reads from a real run: ``events.jsonl`` (typed
 events, as the runner merges them), ``spec.json`` (the keys of a checked WorkloadSpec
 that reports use: targets' device, instance, nodes, devices, price, precision, batch;
-task kind and train_steps) and ``summary.json`` (as ``accelctl.run.summary`` writes it,
+task kind and train_steps) and ``summary.json`` (as ``accelctl.run.store.summary`` writes it,
 stats from ``steady_state``).  Step times are fixed numbers, so every figure of the
 golden outputs can be checked by hand.
 """

@@ -177,7 +177,7 @@ def test_every_surface_shows_the_same_throughput(both, capsys, monkeypatch):
         main([*argv, "--runs-dir", str(runs)])
         out = capsys.readouterr().out
         assert shown in out, (argv, out)
-    from accelctl.run.console import summary_rows
+    from accelctl.run.viewers.console import summary_rows
 
     assert ("throughput", f"{shown} (median of the measured steps)") in summary_rows(summary)
 

@@ -21,7 +21,7 @@ import torch
 
 from accelctl.api import plan, validate_text
 from accelctl.errors import PlanError
-from accelctl.run import runner
+from accelctl.run.supervision import runner
 from accelctl.language.te_versions import is_known
 from accelctl.worker.data import mask_tokens
 from accelctl.worker.models import ByteTokenizer

@@ -1,4 +1,4 @@
-"""``cancel`` signals a process only when it is proven to be the run's (``accelctl.run.proof``):
+"""``cancel`` signals a process only when it is proven to be the run's (``accelctl.run.store.proof``):
 a run folder whose ``runner.json`` names the process group -- or the very pid and start time --
 of an unrelated process, of this boot or of another, gets that process left alone; a folder
 the store calls unreadable, or one outside the store, has nothing to kill."""
@@ -222,22 +222,22 @@ def test_runs_gc_takes_no_viewer_folder_of_another_user_or_a_fifo_note(tmp_path,
     waited on."""
     import tempfile
 
-    from accelctl.run import detach
+    from accelctl.run.store import consoles
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     runs = tmp_path / "runs"
     runs.mkdir()
-    mine, fifo, theirs = (tmp_path / f"{detach.VIEWER_PREFIX}{n}" for n in ("mine", "fifo", "theirs"))
+    mine, fifo, theirs = (tmp_path / f"{consoles.VIEWER_PREFIX}{n}" for n in ("mine", "fifo", "theirs"))
     for folder in (mine, fifo, theirs):
         folder.mkdir()
     for folder in (mine, theirs):
-        (folder / detach._STORE_NOTE).write_text(str(runs.resolve()), encoding="utf-8")
-    os.mkfifo(fifo / detach._STORE_NOTE)
+        (folder / consoles.STORE_NOTE).write_text(str(runs.resolve()), encoding="utf-8")
+    os.mkfifo(fifo / consoles.STORE_NOTE)
     if os.geteuid() == 0:
         os.chown(theirs, 65534, 65534)
-        assert detach._viewer_folders(runs) == [mine]
+        assert consoles.viewer_folders(runs) == [mine]
     else:
-        assert detach._viewer_folders(runs) == [mine, theirs]
+        assert consoles.viewer_folders(runs) == [mine, theirs]
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link"])

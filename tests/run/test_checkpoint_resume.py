@@ -28,7 +28,7 @@ from viewed import supervisor_of
 from accelctl.contract import checkpoint as layout
 from accelctl.contract.events import CheckpointSaved, RunResumed, StepMetrics, read_events
 from accelctl.errors import RunError
-from accelctl.run.resume import live_processes, prepare_resume, resume_prior_events
+from accelctl.run.supervision.resume import live_processes, prepare_resume, resume_prior_events
 from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,7 +259,7 @@ def test_a_run_whose_rank_dies_in_the_middle_of_a_save_leaves_no_cut_save(tmp_pa
 
     from accelctl.api import load, plan
     from accelctl.contract.job import DebugJob
-    from accelctl.run.runner import launch
+    from accelctl.run.supervision.runner import launch
 
     workload = tmp_path / "ck.wl"
     workload.write_text(CPU_WORKLOAD.replace("steps = 80", "steps = 8"))  # 2 + 8 steps: step 10 saves

@@ -1,5 +1,5 @@
 """Headless progress lines carry an ETA: the steps left times the median step time so far
-(accelctl.run.eta), from a real run of the fake worker through the runner."""
+(accelctl.run.viewers.eta), from a real run of the fake worker through the runner."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 
 from test_runner import ListSink, run
 
-from accelctl.run.console import ConsoleSink
-from accelctl.run.eta import duration, eta, median
+from accelctl.run.viewers.console import ConsoleSink
+from accelctl.run.viewers.eta import duration, eta, median
 
 
 def test_headless_progress_lines_show_the_eta(runs, make_plan):

@@ -19,7 +19,8 @@ from test_supervision import _workload, read_until_measure, run_processes
 
 from accelctl import exitcodes
 from accelctl.contract import supervision
-from accelctl.run import liveness, store
+from accelctl.run import store
+from accelctl.run.store import liveness
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -149,7 +149,7 @@ workload {name} {{
 
 def test_a_job_list_the_full_store_cannot_take_fails_its_run_as_store_error(tmpfs, tmp_path):
     from accelctl.api import load, plan
-    from accelctl.run.shared import SharedRuns, signature
+    from accelctl.run.supervision.shared import SharedRuns, signature
 
     runs = tmpfs("1m")
     wl = tmp_path / "two.wl"
@@ -192,7 +192,7 @@ def test_a_worker_log_the_full_store_cannot_take_fails_the_run_before_the_next_l
     runner's line before the next launch meets ENOSPC; the run ends store_error naming
     worker.log, and the next launch never starts."""
     from accelctl.contract.plan import Launch
-    from accelctl.run import runner
+    from accelctl.run.supervision import runner
 
     runs = tmpfs("1m")
     fill = Launch(name="fill", argv=(sys.executable, "-c", FILL, "{run_dir}"), wait=True)
@@ -233,7 +233,7 @@ with open(run_dir / "rank0.jsonl", "a") as out:
 
 def test_a_rank_that_meets_the_full_store_before_it_can_report_fails_the_run_store_error(tmpfs, make_plan):
     from accelctl.contract.plan import Launch
-    from accelctl.run import runner
+    from accelctl.run.supervision import runner
 
     runs = tmpfs("1m")
     rank = Launch(name="worker", argv=(sys.executable, "-c", SILENCED, "{run_dir}"))

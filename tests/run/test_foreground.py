@@ -1,5 +1,5 @@
-"""A foreground ``accelctl run`` is start + attach (``accelctl.run.foreground``): the workloads are
-checked and planned once, here, and the supervisor is given those plans (``accelctl.run.batch``)
+"""A foreground ``accelctl run`` is start + attach (``accelctl.run.supervision.foreground``): the workloads are
+checked and planned once, here, and the supervisor is given those plans (``accelctl.run.supervision.batch``)
 -- never a command line to parse, never the workload file to read again -- and the viewer
 imports no torch.  The signals' cases (Ctrl-C, SIGTERM, a hang-up, a closed pipe) are in
 tests/e2e/test_cpu_targets.py and tests/test_cli_pipes.py."""
@@ -17,7 +17,7 @@ from test_json_output import TINY_RUN  # the cheapest real run the suite makes
 
 from accelctl import api, exitcodes
 from accelctl.entrypoints import SUPERVISOR
-from accelctl.run import batch, orchestrate
+from accelctl.run.supervision import batch, orchestrate
 
 ROOT = Path(__file__).resolve().parents[2]
 

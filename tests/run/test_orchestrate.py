@@ -1,4 +1,4 @@
-"""The one run orchestrator (``accelctl.run.orchestrate``): what ``run``, the TUI and ``sweep --run``
+"""The one run orchestrator (``accelctl.run.supervision.orchestrate``): what ``run``, the TUI and ``sweep --run``
 check before anything starts, and how it groups runs into worker processes.  Nothing here starts
 a process."""
 
@@ -14,7 +14,7 @@ from accelctl import exitcodes
 from accelctl.api import validate_text
 from accelctl.cli import main
 from accelctl.errors import AccelctlError
-from accelctl.run import orchestrate
+from accelctl.run.supervision import orchestrate
 
 #: a cpu target its Kubernetes engine refuses to start with a runs folder off the pods' volume
 K8S = Path(__file__).parents[1] / "data" / "workloads" / "k8s_cpu.wl"

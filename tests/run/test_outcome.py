@@ -1,6 +1,6 @@
-"""How a run ends, decided without a process (``accelctl.run.outcome``, issue 25 item 3): the
+"""How a run ends, decided without a process (``accelctl.run.store.outcome``, issue 25 item 3): the
 failure a launch's non-zero exit adds, from recorded events, exit codes and log text; and the
-run's status as the command's exit code (``accelctl.run.orchestrate.exit_code``)."""
+run's status as the command's exit code (``accelctl.run.supervision.orchestrate.exit_code``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from accelctl import exitcodes
 from accelctl.contract.events import RunFailed, RunFinished, StepMetrics
-from accelctl.run.orchestrate import exit_code
-from accelctl.run.outcome import (first_start, job_exit_code, launch_exit, launch_failed, only_teardown_left,
+from accelctl.run.supervision.orchestrate import exit_code
+from accelctl.run.store.outcome import (first_start, job_exit_code, launch_exit, launch_failed, only_teardown_left,
                                   record_launch_end, run_failure, run_status)
 
 #: torchrun's report when rank 1 died of SIGSEGV and rank 0 was ended by it (torch 2.x)

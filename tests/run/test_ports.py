@@ -13,7 +13,8 @@ import pytest
 from accelctl import api
 from accelctl.contract.plan import FREE_PORT, GeneratedFile, Launch
 from accelctl.plan.render import render_plan_sh
-from accelctl.run import commands, procgroup, runner
+from accelctl.run import procgroup
+from accelctl.run.supervision import commands, runner
 
 ROOT = Path(__file__).resolve().parents[2]
 DDP_CPU = ROOT / "workloads" / "ddp_cpu.wl"

@@ -24,8 +24,9 @@ from accelctl import exitcodes
 from accelctl.contract import checkpoint as layout
 from accelctl.contract.events import RunResumed, StepMetrics, read_events
 from accelctl.errors import RunError
-from accelctl.run import ownership, procgroup
-from accelctl.run.resume import live_processes
+from accelctl.run.store import ownership
+from accelctl.run import procgroup
+from accelctl.run.supervision.resume import live_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
@@ -33,7 +34,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 HOLDER = """
 import sys, time
 from pathlib import Path
-from accelctl.run.ownership import claim
+from accelctl.run.store.ownership import claim
 owner = claim(Path(sys.argv[1]))
 if sys.argv[2:] == ["child"]:
     import subprocess
@@ -109,7 +110,7 @@ def test_a_second_resume_prepared_while_the_first_holds_the_run_is_refused_and_m
     """``prepare_resume`` claims the folder before its checks and keeps the claim for the launch:
     a second one meanwhile (here: before the first has started anything) is refused, and the
     folder keeps one new attempt."""
-    from accelctl.run.resume import prepare_resume
+    from accelctl.run.supervision.resume import prepare_resume
 
     run_dir = stored_run(tmp_path, WORKLOAD)
     layout.step_dir(run_dir / "checkpoints", 5).mkdir(parents=True)

@@ -19,8 +19,8 @@ import pytest
 from accelctl.contract.events import LogMessage, RunFailed, RunFinished, RunStarted, StepMetrics, read_events
 from accelctl.contract.plan import GeneratedFile, Launch
 from accelctl.frozen import replace
-from accelctl.run import runner
-from accelctl.run.console import ConsoleSink
+from accelctl.run.supervision import runner
+from accelctl.run.viewers.console import ConsoleSink
 
 TIMEOUT = 60
 SUMMARY_KEYS = {
@@ -343,7 +343,7 @@ def test_real_worker_tiny_pretrain(runs, make_plan, make_job):
 
 
 def test_console_summary_rows_for_generation_and_failure():
-    from accelctl.run.console import summary_rows
+    from accelctl.run.viewers.console import summary_rows
 
     summary = {
         "status": "failed",
@@ -397,7 +397,7 @@ import json, signal, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the runner inherited
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from conftest import make_plan
-from accelctl.run import runner
+from accelctl.run.supervision import runner
 handle = runner.launch(make_plan("hang"), source_text=None, spec_json=None, runs_root={str(tmp_path)!r})
 time.sleep(3)
 handle.stop()

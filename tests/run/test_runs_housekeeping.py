@@ -17,7 +17,10 @@ from test_run_ownership import hold_in_another_process
 
 from accelctl import exitcodes
 from accelctl.cli import main
-from accelctl.run import follow, housekeeping, runner, store
+from accelctl.run import store
+from accelctl.run.store import housekeeping
+from accelctl.run.supervision import runner
+from accelctl.run.viewers import follow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -190,7 +193,7 @@ def test_gc_removes_what_a_detached_viewer_left_of_an_ended_supervisor_for_this_
     store); a viewer SIGKILLed, or detached before any run could name it, leaves that folder behind:
     ``runs gc`` of the store it names removes it once the supervisor has ended, and no other store's."""
     from accelctl.contract import supervision
-    from accelctl.run import detach
+    from accelctl.run.store import consoles
 
     ended = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     dead = supervision.identity(ended.pid).replace(":", "_")
@@ -199,9 +202,9 @@ def test_gc_removes_what_a_detached_viewer_left_of_an_ended_supervisor_for_this_
     mine, other = tmp_path / "runs", tmp_path / "other"
     for root in (mine, other):
         root.mkdir()
-    left = detach.viewer_folder(mine)
-    kept = detach.viewer_folder(other)
-    live = detach.viewer_folder(mine)
+    left = consoles.viewer_folder(mine)
+    kept = consoles.viewer_folder(other)
+    live = consoles.viewer_folder(mine)
     try:
         for folder, ident in ((left, dead), (kept, dead), (live, supervision.identity().replace(":", "_"))):
             for suffix in (".console", ".stderr"):

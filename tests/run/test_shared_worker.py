@@ -25,7 +25,7 @@ from test_supervision import read_until_measure, run_processes
 from accelctl.api import load, plan
 from accelctl.contract.events import RunStarted, StepMetrics, read_events
 from accelctl.run import store
-from accelctl.run.shared import SharedRuns, groups, signature
+from accelctl.run.supervision.shared import SharedRuns, groups, signature
 from accelctl.frozen import replace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -37,7 +37,10 @@ from test_store_faults import BROKEN, FIXTURES, GOOD, cli
 from viewed import supervisor_of
 
 from accelctl.contract import boundedfile, supervision
-from accelctl.run import lostrun, procgroup, runner, store
+from accelctl.run import store
+from accelctl.run.store import lostrun
+from accelctl.run import procgroup
+from accelctl.run.supervision import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_S = 10.0

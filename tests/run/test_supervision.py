@@ -26,7 +26,9 @@ import pytest
 from viewed import supervisor_of
 
 from accelctl.contract.envnames import EVENTS_DIR
-from accelctl.run import procgroup, runner, store
+from accelctl.run import store
+from accelctl.run import procgroup
+from accelctl.run.supervision import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
@@ -415,8 +417,8 @@ def test_rank_watch_tells_which_rank_went_first(tmp_path):
     import sys
     import time
 
-    from accelctl.run.rankwatch import RankWatch
-    from accelctl.run.runner import crashed_rank
+    from accelctl.run.supervision.rankwatch import RankWatch
+    from accelctl.run.supervision.runner import crashed_rank
 
     fake = tmp_path / "accelctl" / "worker"  # ``python -m accelctl.worker`` that only sleeps
     fake.mkdir(parents=True)

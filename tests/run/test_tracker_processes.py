@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from viewed import supervisor_of
 
-from accelctl.run.commands import WANDB_SERVICE_ENV, launch_env
+from accelctl.run.supervision.commands import WANDB_SERVICE_ENV, launch_env
 
 pytestmark = pytest.mark.slow  # a real CPU run each (several seconds)
 

@@ -19,7 +19,7 @@ from accelctl.contract.events import StepMetrics, read_events
 from accelctl.errors import RunError
 from accelctl.report.tracking import headline_metrics, run_params, step_metrics
 from accelctl.run.tracking.fields import mlflow_params
-from accelctl.run import runner
+from accelctl.run.supervision import runner
 from accelctl.run.store import load_run, write_series
 from accelctl.run.tracking import start_tracking
 from accelctl.run.tracking.fields import RUN_ID_TAG

@@ -17,7 +17,7 @@ from accelctl.contract.events import RunStarted, StepMetrics
 from accelctl.contract.plan import Launch
 from accelctl.errors import RunError
 from accelctl.plan.tracking import local_ranks, logging_launch, tracks_here
-from accelctl.run import runner
+from accelctl.run.supervision import runner
 from accelctl.run.tracking import check_available, start_tracking
 from accelctl.workload.types import TrackSpec
 from accelctl.frozen import replace

@@ -1,4 +1,4 @@
-"""A foreground ``accelctl run`` only views its run (``accelctl.run.foreground``): the runner --
+"""A foreground ``accelctl run`` only views its run (``accelctl.run.supervision.foreground``): the runner --
 what owns the run folder, starts the launches and records the run -- is the supervisor it
 started, its child in a session of its own.  The tests that SIGKILL "the runner" or read its
 pid find it here."""

@@ -13,7 +13,8 @@ import pytest
 from test_json_output import TINY_RUN  # the cheapest real run the suite makes
 
 from accelctl import api, exitcodes
-from accelctl.run import batch, detach, orchestrate, store
+from accelctl.run import store
+from accelctl.run.supervision import batch, detach, orchestrate
 from accelctl.tui.app import AccelctlApp, Selection
 from accelctl.tui.screens.dialogs import QuitScreen
 from accelctl.tui.supervised import view

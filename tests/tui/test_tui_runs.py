@@ -19,7 +19,8 @@ from tui_screen import wait_for
 
 from accelctl import exitcodes
 from accelctl.entrypoints import SUPERVISOR
-from accelctl.run import detach, store
+from accelctl.run import store
+from accelctl.run.supervision import detach
 from accelctl.tui.app import AccelctlApp, Selection
 from accelctl.tui.screens.dialogs import QuitScreen
 
@@ -271,7 +272,7 @@ async def test_accelctl_cancel_from_another_process_stops_the_run_the_tui_shows(
 async def test_a_sigterm_to_the_tui_stops_the_run_and_the_tui_leaves_once_it_ended(tmp_path):
     import signal
 
-    from accelctl.run.foreground import Signals
+    from accelctl.run.supervision.foreground import Signals
 
     path = _workload(tmp_path, 5000)
     runs = tmp_path / "runs"

@@ -2,7 +2,7 @@
 ``status``, ``logs -f``, ``attach`` and ``cancel`` ask of the store.
 
 A run is *in progress* while a process owns its folder (``owner.lock``, held by the runner from
-the folder's creation to its summary, and by ``run --resume``: ``accelctl.run.ownership``) or
+the folder's creation to its summary, and by ``run --resume``: ``accelctl.run.store.ownership``) or
 while it has no ``summary.json`` and is not lost (``store.read_run`` shows a run whose runner
 is gone as ``failed (runner lost)``; a run recorded on another machine cannot be judged from
 here and counts as in progress).  Nothing here blocks or writes.
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from accelctl.run import ownership, proof, store
+from accelctl.run import store
+from accelctl.run.store import ownership, proof
 
 
 def supervisor(run_dir: Path) -> int | None:
-    """The pid of the live process proven to supervise the run (``accelctl.run.proof``), else None."""
+    """The pid of the live process proven to supervise the run (``accelctl.run.store.proof``), else None."""
     return proof.supervisor(run_dir)
 
 

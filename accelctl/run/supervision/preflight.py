@@ -18,7 +18,7 @@ from pathlib import Path
 
 from accelctl.contract.plan import Plan
 from accelctl.plan.preflight import preflight_plan
-from accelctl.run.runner import launch
+from accelctl.run.supervision.runner import launch
 from accelctl.run.store import runs_root
 
 DEFAULT_TIMEOUT_S = 300.0

@@ -20,7 +20,10 @@ from accelctl.contract import boundedfile
 from accelctl.contract import scheduler as scheduler_file
 from accelctl.contract.events import PhaseChanged, StepMetrics
 from accelctl.contract.job import WorkerJob
-from accelctl.run import eta, liveness, scheduled_job, store, storefiles
+from accelctl.run import store
+from accelctl.run.store import liveness, storefiles
+from accelctl.run.store import scheduled_job
+from accelctl.run.viewers import eta
 from accelctl.run.tail import JsonlTail, parse_line
 
 POLL_S = 0.2

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from accelctl import exitcodes
-from accelctl.run import batch, detach, store
+from accelctl.run import store
+from accelctl.run.store import consoles
+from accelctl.run.supervision import batch, detach
 
 #: the longest the viewer waits between two copies of the console stream: the supervisor's end
 #: and a signal wake it at once (a pidfd and a self-pipe), so this is only the stream's lag
@@ -134,7 +136,7 @@ def run(runs: batch.Batch, root) -> Viewed:
     before = set(os.listdir(base)) if base.is_dir() else set()
     with Signals() as signals:  # from before the start: a Ctrl-C meanwhile stops the run it starts
         # the console files out of the store: a full store must not stop the supervisor's prints
-        spawned = detach.spawn(batch.encode(runs), root, split=True, folder=detach.viewer_folder(root))
+        spawned = detach.spawn(batch.encode(runs), root, split=True, folder=consoles.viewer_folder(root))
         # with --json the supervisor's stdout is its document alone (read at the end), its stream on stderr
         out = _Copy(spawned.console, None if json_document else sys.stdout)
         err = _Copy(spawned.errors, sys.stderr)
@@ -147,11 +149,11 @@ def run(runs: batch.Batch, root) -> Viewed:
     viewed.console = spawned.console
     if viewed.detached:
         if viewed.run_id:  # named: found by its id (the console is named when there is none yet)
-            detach.forget_console(spawned.console)
+            consoles.forget_console(spawned.console)
         return viewed
     if json_document:
         viewed.document = _document(spawned.console)
-    detach.forget_console(spawned.console)  # everything of it was copied; the runs are in the store
+    consoles.forget_console(spawned.console)  # everything of it was copied; the runs are in the store
     return viewed
 
 

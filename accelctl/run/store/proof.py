@@ -4,9 +4,9 @@ After a crash or a reboot the pids a ``runner.json`` lists may be others' (as ro
 services'), and a folder can be copied or forged.  So a process is a run's only when the run was
 recorded on this machine in this boot and the process is the run's supervisor (alive as
 ``runner.json`` names it, holding this folder's ``owner.lock`` open by this folder's path:
-``accelctl.run.ownership``), or
+``accelctl.run.store.ownership``), or
 carries the run's marker (``ACCELCTL_EVENTS_DIR`` naming this folder) or descends from one that
-does (``accelctl.run.markers``).  A process group id alone is never enough: torchrun's ranks run
+does (``accelctl.run.store.markers``).  A process group id alone is never enough: torchrun's ranks run
 in sessions of their own.  Reading here never writes and never waits.
 """
 
@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import supervision
-from accelctl.run import ownership, store
-from accelctl.run.markers import marked
+from accelctl.run import store
+from accelctl.run.store import ownership
+from accelctl.run.store.markers import marked
 
 
 def recorded_here(info: Mapping[str, Any]) -> bool:

@@ -1,6 +1,6 @@
 """The live processes carrying a run's marker: ``ACCELCTL_EVENTS_DIR`` naming the run folder in
 their environment (every launch gets it, every process a launch starts inherits it), and every
-process below them.  What ``accelctl.run.proof`` signals, and what tells the store's reader
+process below them.  What ``accelctl.run.store.proof`` signals, and what tells the store's reader
 that a run whose runner is gone has nothing left running.  It reads nothing of the run folder,
 so the store can ask it without depending on ``proof``.
 """

@@ -25,8 +25,9 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Plan
 from accelctl.dsl.source import read_source
 from accelctl.errors import RunError, WorkloadError
-from accelctl.run import store, storefiles
-from accelctl.run.ownership import Ownership, claim
+from accelctl.run import store
+from accelctl.run.store import storefiles
+from accelctl.run.store.ownership import Ownership, claim
 from accelctl.language import settings
 
 ATTEMPTS_DIR = "attempts"
@@ -126,7 +127,7 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
                    workload_file: str | Path | None = None) -> ResumePoint:
     """Check that run ``run_id`` can be resumed, ready its folder, return where it goes on.
 
-    The folder is claimed first (``accelctl.run.ownership``): a run that another process runs
+    The folder is claimed first (``accelctl.run.store.ownership``): a run that another process runs
     or resumes is refused at once (``RunBusy``, exit 2), before anything in it is checked or
     moved; the claim travels in the ``ResumePoint`` to the launch, and is given up on a refusal."""
     try:
@@ -139,7 +140,7 @@ def prepare_resume(run_id: str, runs_root: str | os.PathLike[str] | None = None,
                                        "others could have written is not loaded")
     owner = claim(found.path)
     try:
-        from accelctl.run import lostrun
+        from accelctl.run.store import lostrun
 
         lostrun.keep(found.path)  # the next owner writes a lost attempt's result before archiving it
         return _prepare_owned(store.read_run(found.path), owner, workload_file)

@@ -233,7 +233,7 @@ SCHEDULER = obj({"scheduler": text, "job_id": text, "state": text, "exit_code": 
                  "handle": text, "app_state": text})
 #: a summary's statuses (``not_started``: a run whose runner was lost before its job began)
 STATUSES = ("ok", "failed", "stopped", "not_started")
-#: ``summary.json`` (``accelctl.run.summary.build_summary``): what the store and its readers use
+#: ``summary.json`` (``accelctl.run.store.summary.build_summary``): what the store and its readers use
 SUMMARY = obj({
     "status": one_of(*STATUSES), "run_id": text, "workload": text, "target": text, "backend": text, "engine": text,
     "device": text, "task": text, "started": text, "started_unix_s": _NONNEG, "finished_unix_s": _NONNEG,

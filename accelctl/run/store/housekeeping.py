@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from accelctl.errors import RunError
-from accelctl.run import liveness, store
-from accelctl.run.ownership import RunBusy, claim
+from accelctl.run import store
+from accelctl.run.store import liveness
+from accelctl.run.store.ownership import RunBusy, claim
 
 
 @dataclass
@@ -94,7 +95,7 @@ def keep_lost(records: Iterable[store.RunRecord], dry_run: bool = False) -> list
     """``runs gc``: write the result of each lost run among ``records`` into its folder
     (``lostrun.keep``), each under its claim, taken without waiting (a folder in use is left
     to its owner); the ids written (``dry_run``: that would be).  Reading never writes it."""
-    from accelctl.run import lostrun
+    from accelctl.run.store import lostrun
 
     kept = []
     for record in records:
@@ -116,9 +117,7 @@ def keep_lost(records: Iterable[store.RunRecord], dry_run: bool = False) -> list
 def remove_consoles(root, dry_run: bool = False) -> list[str]:
     """Remove the console files of detached supervisors that have ended (``runs gc``, whatever
     its criterion: a run's own stream is its ``events.jsonl``); their paths."""
-    from accelctl.run.detach import ended_consoles
-
-    from accelctl.run.detach import VIEWER_PREFIX, forget_if_empty
+    from accelctl.run.store.consoles import VIEWER_PREFIX, ended_consoles, forget_if_empty
 
     gone = []
     for path in ended_consoles(root):

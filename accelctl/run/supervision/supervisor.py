@@ -6,8 +6,8 @@ no launch behind), from one long-lived thread (``_Forker``); it polls them, esca
 (SIGINT to each process group, SIGTERM after ``grace_s``, SIGKILL after twice ``grace_s``),
 ends a launcher whose ranks are done (``end_launcher``) and, once the run is over, reaps what is
 left of the groups and of the run (``reap``).  It decides nothing about the run's outcome: which
-exit is a failure, and what the run records for it, is ``accelctl.run.outcome``'s, applied by
-the ``RunHandle`` (``accelctl.run.runner``).
+exit is a failure, and what the run records for it, is ``accelctl.run.store.outcome``'s, applied by
+the ``RunHandle`` (``accelctl.run.supervision.runner``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract import envnames
-from accelctl.run import procgroup, scheduled
+from accelctl.run import procgroup
+from accelctl.run.supervision import scheduled
 
 log = logging.getLogger("accelctl.run")
 
@@ -133,7 +134,7 @@ class ProcessSupervisor:
 
     def __init__(self, launches: int, grace_s: float) -> None:
         #: one per launch; None until started (and for ever when it never starts); a scheduled
-        #: job (``accelctl.run.scheduled``) stands for a launch a cluster runs
+        #: job (``accelctl.run.supervision.scheduled``) stands for a launch a cluster runs
         self.procs: list[Any] = [None] * launches
         #: one per launch: its exit code once seen (127: could not be started), else None
         self.rcs: list[int | None] = [None] * launches

@@ -20,8 +20,8 @@ from typing import Any
 
 from accelctl.contract.events import Event, RunFailed, RunFinished
 from accelctl.run import store
-from accelctl.run.outcome import job_exit_code, run_failure
-from accelctl.run.sinks import FanOut
+from accelctl.run.store.outcome import job_exit_code, run_failure
+from accelctl.run.supervision.sinks import FanOut
 from accelctl.run.tail import RankFiles, parse_line
 
 log = logging.getLogger("accelctl.run")

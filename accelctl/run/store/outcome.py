@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from accelctl.contract.events import Event, RunFailed, RunFinished
 from accelctl.contract.ids import JOB_EXIT_CODES
-from accelctl.run.summary import run_status  # noqa: F401 - the run's status, stated once
+from accelctl.run.store.summary import run_status  # noqa: F401 - the run's status, stated once
 
 #: a failed child in torchrun's ChildFailedError report ("rank : 1 (local_rank: 1)" then
 #: "exitcode : -9 (pid: 8212)"); the first one after "Root Cause" is the one that died first

@@ -31,7 +31,7 @@ from accelctl.contract.events import (
 )
 from accelctl.contract.job import WorkerJob
 from accelctl.exitcodes import closed_pipe
-from accelctl.run.eta import eta
+from accelctl.run.viewers.eta import eta
 
 VERSION_KEYS = ("python", "torch", "transformers", "timm", "diffusers", "accelerate", "deepspeed", "datasets")
 

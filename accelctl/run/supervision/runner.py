@@ -1,11 +1,11 @@
-"""The runner: where a run's processes are started (by ``accelctl.run.supervisor``, the only
+"""The runner: where a run's processes are started (by ``accelctl.run.supervision.supervisor``, the only
 module of accelctl that starts a run's launches) and supervised.
 
 ``launch(plan, ...)`` materialises a plan into a run folder (``accelctl.run.store``), starts each
 ``Launch`` in its own session (one marked ``wait`` must exit 0 before the later ones start) and
 returns a ``RunHandle`` at once.  Every ``POLL_S`` its thread pumps the events
-(``accelctl.run.eventpump``), polls the processes and escalates a stop (SIGINT, SIGTERM after
-``grace_s``, SIGKILL after twice that); ``accelctl.run.outcome`` decides what the run records.  A
+(``accelctl.run.supervision.eventpump``), polls the processes and escalates a stop (SIGINT, SIGTERM after
+``grace_s``, SIGKILL after twice that); ``accelctl.run.store.outcome`` decides what the run records.  A
 launcher whose ranks all finished is not waited for past ``LAUNCHER_TEARDOWN_S``.  Launches carry
 ``ACCELCTL_RUNNER`` and the parent-death signal, and ``runner.json`` names the runner, so a run
 whose runner died is found lost; ``wait()`` always returns.
@@ -30,8 +30,9 @@ from accelctl.contract import diskspace, envnames, supervision
 from accelctl.contract.events import Event, RunFailed
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
-from accelctl.run import scheduled, store
-from accelctl.run.commands import (
+from accelctl.run import store
+from accelctl.run.supervision import scheduled
+from accelctl.run.supervision.commands import (
     EVENTS_DIR_ENV,
     ResolvedLaunch,
     UnresolvedPlaceholder,
@@ -40,8 +41,8 @@ from accelctl.run.commands import (
     resolve_launch,
     run_values,
 )
-from accelctl.run.eventpump import EventPump
-from accelctl.run.outcome import (  # noqa: F401 - Crash, crashed_rank: importable from here, as before
+from accelctl.run.supervision.eventpump import EventPump
+from accelctl.run.store.outcome import (  # noqa: F401 - Crash, crashed_rank: importable from here, as before
     Crash,
     crashed_rank,
     first_start,
@@ -50,10 +51,10 @@ from accelctl.run.outcome import (  # noqa: F401 - Crash, crashed_rank: importab
     only_teardown_left,
     record_launch_end,
 )
-from accelctl.run.ownership import Ownership, claim
-from accelctl.run.rankwatch import RankWatch
-from accelctl.run.summary import build_summary
-from accelctl.run.supervisor import EXEC_PROLOGUE, ProcessSupervisor, with_exec_prologue  # noqa: F401 - as before
+from accelctl.run.store.ownership import Ownership, claim
+from accelctl.run.supervision.rankwatch import RankWatch
+from accelctl.run.store.summary import build_summary
+from accelctl.run.supervision.supervisor import EXEC_PROLOGUE, ProcessSupervisor, with_exec_prologue  # noqa: F401 - as before
 from accelctl.run.tracking import check_available, start_tracking
 
 __all__ = ["EVENTS_DIR_ENV", "RunHandle", "RunResult", "launch", "launch_env", "resolve_argv"]
@@ -92,21 +93,21 @@ class RunResult:
 class RunHandle:
     """A started run.  ``events()`` streams, ``wait()`` blocks for the result, ``stop()`` ends it.
 
-    A facade over the run's process supervisor (``accelctl.run.supervisor``), its event pump
-    (``accelctl.run.eventpump``) and the pure outcome (``accelctl.run.outcome``): it starts the
+    A facade over the run's process supervisor (``accelctl.run.supervision.supervisor``), its event pump
+    (``accelctl.run.supervision.eventpump``) and the pure outcome (``accelctl.run.store.outcome``): it starts the
     launches in order, runs the supervisor thread that ticks them, and ends the run."""
 
     def __init__(self, plan: Plan, run_dir: Path, job: WorkerJob, sinks: Iterable[Any] = (), grace_s: float = DEFAULT_GRACE_S,
                  values: Mapping[str, str] | None = None, only: Iterable[str] | None = None,
                  prior_events: Iterable[Event] = (), shared: Any = None, owner: Ownership | None = None):
         self.plan = plan
-        #: this process's claim on the run folder (``accelctl.run.ownership``), given up once the
+        #: this process's claim on the run folder (``accelctl.run.store.ownership``), given up once the
         #: summary is written: no second ``run --resume`` meanwhile
         self.owner = owner
         #: the worker process this run shares with the other runs of its file
-        #: (``accelctl.run.shared.SharedWorker``), or None: a process of its own
+        #: (``accelctl.run.supervision.shared.SharedWorker``), or None: a process of its own
         self.shared = shared
-        #: a resumed run's events before its resume point (``accelctl.run.resume``): in the summary
+        #: a resumed run's events before its resume point (``accelctl.run.supervision.resume``): in the summary
         self.prior_events = list(prior_events)
         #: the launches this runner starts (None: all); the others run elsewhere (one per node)
         self.only = None if only is None else frozenset(only)
@@ -331,7 +332,7 @@ class RunHandle:
                 # a rank that met the full store before it could say so (its rank file takes nothing
                 # more), while events.jsonl still had room in its last block
                 pump.store_failed(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "the ranks' events")
-            else:  # what the exit adds to the run's outcome (accelctl.run.outcome, no process needed)
+            else:  # what the exit adds to the run's outcome (accelctl.run.store.outcome, no process needed)
                 user = self._stop_kind == "user"
                 ended = launch_failed(self.plan.launches[i].name, rc, pump.events, pump.failure,
                                       "" if user else store.log_tail(self.run_dir, 400),
@@ -525,7 +526,7 @@ def launch(
     """Materialise ``plan`` into a new run folder, start its launches, return at once.
 
     ``only``: the launches to start here (None: all; an unknown name: ``ValueError``); ``sinks``:
-    ``accelctl.run.sinks``; ``into``: an existing folder to launch into (``accelctl.run.resume``;
+    ``accelctl.run.supervision.sinks``; ``into``: an existing folder to launch into (``accelctl.run.supervision.resume``;
     ``source_text``/``spec_json`` None keep its own), ``prior_events`` entering its summary.
     Generated files escaping the folder raise ``RunStoreError`` before anything starts.  ``owner``
     (else a claim taken here) holds the folder until the summary is written; ``RunBusy`` when

@@ -24,10 +24,11 @@ from accelctl.backends.base import WORKER
 from accelctl.contract import supervision
 from accelctl.contract.job import JOBS_FILE, JobList, QueuedJob, WorkerJob
 from accelctl.contract.plan import FREE_PORT, RUN_DIR, Plan
-from accelctl.run import procgroup, store
-from accelctl.run.commands import ResolvedLaunch, run_values
-from accelctl.run.ownership import Ownership, claim
-from accelctl.run.runner import DEFAULT_GRACE_S, RunHandle
+from accelctl.run import store
+from accelctl.run import procgroup
+from accelctl.run.supervision.commands import ResolvedLaunch, run_values
+from accelctl.run.store.ownership import Ownership, claim
+from accelctl.run.supervision.runner import DEFAULT_GRACE_S, RunHandle
 from accelctl.frozen import replace
 
 #: seconds ``close`` gives a worker to exit by itself after its last job (``os._exit`` right
@@ -108,7 +109,7 @@ class _Run:
     job: WorkerJob
     values: dict[str, str]
     handle: RunHandle | None = None
-    #: this process's claim on the run folder (``accelctl.run.ownership``), handed to its handle
+    #: this process's claim on the run folder (``accelctl.run.store.ownership``), handed to its handle
     owner: Ownership | None = None
 
 

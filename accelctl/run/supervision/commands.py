@@ -1,6 +1,6 @@
 """A plan's launch, resolved into the exact argv, environment and folder the runner uses.
 
-Pure functions (``accelctl.run.runner`` starts things), so a "resolved" plan prints with the code
+Pure functions (``accelctl.run.supervision.runner`` starts things), so a "resolved" plan prints with the code
 that runs it.  Placeholders are filled in every argv word, environment value and ``cwd``:
 ``{run_dir}``, ``ENV_PLACEHOLDERS`` from the environment (unset is an error) and the run's
 ``{free_port}``, picked once per run so every launch agrees.  ``python``, ``torchrun`` and

@@ -1,21 +1,19 @@
 """Runs that outlive the terminal: ``accelctl run FILE --detach`` and ``accelctl cancel RUN``.
 
 ``start`` starts the run's supervisor (``entrypoints.SUPERVISOR``, given the checked and planned
-runs on its stdin: ``accelctl.run.batch``) in a session of its own, its console stream under
+runs on its stdin: ``accelctl.run.supervision.batch``) in a session of its own, its console stream under
 ``<store>/.detached/``, and returns once a run folder names it in ``runner.json`` (or once it
 ended before any run).  It is a runner like any other, so one killed with SIGKILL leaves no
 worker behind; it ignores SIGHUP.  A foreground run starts the same supervisor (``spawn``).
 ``cancel`` stops a run from any process: SIGTERM to its supervisor, then a wait until nothing of
-the run is left, killing only what is proven the run's (``accelctl.run.proof``); a scheduler's
-job left behind by a lost supervisor is cancelled by its handle (``accelctl.run.scheduled_job``).
+the run is left, killing only what is proven the run's (``accelctl.run.store.proof``); a scheduler's
+job left behind by a lost supervisor is cancelled by its handle (``accelctl.run.store.scheduled_job``).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,16 +25,12 @@ from pathlib import Path
 from accelctl import entrypoints, exitcodes
 from accelctl.contract import supervision
 from accelctl.errors import RunError
-from accelctl.run import liveness, proof, scheduled_job, store
+from accelctl.run import store
+from accelctl.run.store import liveness, proof
+from accelctl.run.store.consoles import CONSOLE_DIR
+from accelctl.run.store import scheduled_job
 
-#: the folder of the store holding the detached supervisors' console streams
-CONSOLE_DIR = ".detached"
-#: the prefix of a viewed supervisor's console folder in ``$TMPDIR`` (``viewer_folder``)
-VIEWER_PREFIX = "accelctl-run-"
-_STORE_NOTE = "store"
 POLL_S = 0.05
-#: ``<utc time>-<hex>-<pid>_<start ticks>.console``: a supervisor's console, named by its identity
-_CONSOLE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]+-(\d+)_(\d+)\.(console|stderr)$")
 
 
 @dataclass(frozen=True)
@@ -70,7 +64,7 @@ class Spawned:
 
 def spawn(batch: bytes, root: Path, cwd: str | None = None, split: bool = False,
           folder: Path | None = None) -> Spawned:
-    """Start the supervisor (``entrypoints.SUPERVISOR``) of ``batch`` (``accelctl.run.batch``:
+    """Start the supervisor (``entrypoints.SUPERVISOR``) of ``batch`` (``accelctl.run.supervision.batch``:
     checked and planned, given on its stdin) in a session of its own, storing into ``root``, and
     return at once; ``split``: its stderr in a file beside its console (``.stderr``); the console
     files in ``folder`` (default: the store's ``CONSOLE_DIR``)."""
@@ -125,69 +119,6 @@ def start(batch: bytes, root: Path, cwd: str | None = None) -> Started:
         raise KeyboardInterrupt(f"the detached supervisor (pid {proc.pid}) goes on; its console: {console}") from None
 
 
-def viewer_folder(root) -> Path:
-    """A folder of its own (under ``$TMPDIR``, out of the store: a full store must not stop the
-    supervisor's prints) for the console files of a supervisor a foreground ``run`` views; its
-    ``store`` file names the store, whose ``runs gc`` removes what a viewer left there."""
-    folder = Path(tempfile.mkdtemp(prefix=VIEWER_PREFIX))
-    try:
-        (folder / _STORE_NOTE).write_text(str(store.runs_root(root).resolve()), encoding="utf-8")
-    except OSError:
-        pass
-    return folder
-
-
-def _viewer_folders(base: Path) -> list[Path]:
-    """The viewers' console folders in ``$TMPDIR`` that name the store ``base``."""
-    try:
-        folders = sorted(Path(tempfile.gettempdir()).glob(VIEWER_PREFIX + "*"))
-    except OSError:
-        return []
-    from accelctl.contract import boundedfile
-
-    mine = str(base.resolve()).encode("utf-8", "surrogateescape")
-    found = []
-    for folder in folders:
-        try:  # this user's own folder (another's in a shared $TMPDIR is never ours to remove), its note
-            if os.lstat(folder).st_uid == os.geteuid() and boundedfile.read_regular(folder / _STORE_NOTE, 4096) == mine:
-                found.append(folder)
-        except (OSError, boundedfile.Unreadable):
-            continue
-    return found
-
-
-def ended_consoles(root: Path) -> list[Path]:
-    """The console (and ``.stderr``) files of supervisors that have ended, detached ones' in the store
-    and those a viewer left in ``$TMPDIR`` when it detached (``runs gc`` removes them: each run's own
-    stream is its ``events.jsonl``, replayed by ``attach``)."""
-    base = store.runs_root(root)
-    folders = [base / CONSOLE_DIR, *_viewer_folders(base)]
-    ended = []
-    for folder in folders:
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            m = _CONSOLE.match(entry.name)
-            if m and entry.is_file(follow_symlinks=False) and not supervision.alive(f"{m[1]}:{m[2]}"):
-                ended.append(Path(entry.path))
-    return sorted(ended)
-
-
-def forget_if_empty(folder: Path) -> None:
-    """A viewer's console folder once no console file is left in it (its ``store`` note goes too)."""
-    if not any(_CONSOLE.match(p.name) for p in folder.iterdir()):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def forget_console(console: Path | None) -> None:
-    """A viewer that detached from a run it can name: its supervisor's console folder goes now (the
-    supervisor writes on into the unlinked files, freed when it ends; the run is in the store)."""
-    if console is not None and console.parent.name.startswith(VIEWER_PREFIX):
-        shutil.rmtree(console.parent, ignore_errors=True)
-
-
 def first_run_of(pid: int, base: Path, before: set[str]) -> str | None:
     """The oldest new run folder of ``base`` whose ``runner.json`` names process ``pid``."""
     try:
@@ -213,7 +144,7 @@ class Cancelled:
 
 
 def run_processes(run_dir: Path) -> list[int]:
-    """Every live process proven to be the run's (``accelctl.run.proof``): what carries its events
+    """Every live process proven to be the run's (``accelctl.run.store.proof``): what carries its events
     folder in its environment, and what descends from that; never a recorded pid or group."""
     return proof.processes(run_dir)
 
@@ -221,7 +152,7 @@ def run_processes(run_dir: Path) -> list[int]:
 def cancel(record: store.RunRecord, timeout_s: float = 60.0) -> Cancelled:
     """Stop ``record``'s run from any process and wait (up to ``timeout_s``) for it to end with
     nothing left running; what is left then is killed (SIGKILL).  Only processes proven to be
-    the run's are signalled (``accelctl.run.proof``); a run that cannot be read, or one recorded
+    the run's are signalled (``accelctl.run.store.proof``); a run that cannot be read, or one recorded
     in another boot, has none: ``RunError`` says so and nothing is signalled."""
     path = record.path
     if record.unreadable:

@@ -4,8 +4,8 @@ A run folder (under ``$ACCELCTL_RUNS_DIR`` or ``./runs``) holds ``workload.wl``,
 ``plan.json``, ``job.json`` (and ``jobs.json`` for a shared worker), the plan's generated files,
 ``worker.log``, each rank's ``rank<N>.jsonl``, the merged ``events.jsonl``, ``summary.json`` and,
 where they apply, ``scheduler.json``, ``series.json`` and ``runner.json``.  Reading never blocks,
-never trusts a file's shape (``accelctl.run.storefiles``) and never writes: a lost run's result is
-computed on read, written only by the folder's next owner (``accelctl.run.lostrun.keep``).  Run ids
+never trusts a file's shape (``accelctl.run.store.storefiles``) and never writes: a lost run's result is
+computed on read, written only by the folder's next owner (``accelctl.run.store.lostrun.keep``).  Run ids
 sort by time: ``<UTC yyyymmdd-HHMMSS>-<workload>-<target>-<4 hex>``.  No process is started or
 signalled here, and nothing heavy is imported.
 """
@@ -305,8 +305,8 @@ class RunRecord:
     def checked_events(self) -> tuple[list, str]:
         """The run's merged events and why they cannot be read ("" when they can): a file that
         is not a regular one of bounded size, or a line that is not an event of its shape
-        (a zero, negative, NaN or infinite step time among them: ``accelctl.run.storefiles``)."""
-        from accelctl.run.storefiles import read_events
+        (a zero, negative, NaN or infinite step time among them: ``accelctl.run.store.storefiles``)."""
+        from accelctl.run.store.storefiles import read_events
 
         return read_events(self.path / EVENTS_FILE)
 
@@ -323,7 +323,7 @@ def file_problem(path: Path) -> str | None:
     """Why ``path`` cannot be read as a file without opening it ("" when it is missing,
     None when it is a regular file within its cap).  A FIFO is never opened: reading one blocks;
     a link is never followed (``accelctl.contract.boundedfile``)."""
-    from accelctl.run.storefiles import EVENTS_CAP, FILE_CAPS, MAX_INT
+    from accelctl.run.store.storefiles import EVENTS_CAP, FILE_CAPS, MAX_INT
 
     cap = FILE_CAPS.get(Path(path).name, EVENTS_CAP)
     return boundedfile.problem(path, MAX_INT if cap is None else cap)
@@ -334,8 +334,8 @@ def read_object(path: str | Path) -> tuple[dict[str, Any], str]:
     is missing, ``({}, reason)`` when it is unreadable (permissions, not a regular file, too
     large, not UTF-8, truncated or not JSON, not an object).  ``summary.json``, ``runner.json``,
     ``series.json``, ``plan.json``, ``job.json`` and ``spec.json`` are also checked against their
-    shapes (``accelctl.run.storefiles``)."""
-    from accelctl.run import storefiles
+    shapes (``accelctl.run.store.storefiles``)."""
+    from accelctl.run.store import storefiles
 
     shape = {SUMMARY_FILE: storefiles.SUMMARY, RUNNER_FILE: storefiles.RUNNER, SERIES_FILE: storefiles.SERIES,
              PLAN_FILE: storefiles.PLAN, JOB_FILE: storefiles.JOB, SPEC_FILE: storefiles.SPEC}.get(Path(path).name)
@@ -366,7 +366,7 @@ def read_files(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     """What ``read_run`` reads of a run folder: (summary, series, plan, job, why it is unreadable
     or "", the rank lines a lost run's result appends to ``events.jsonl`` -- None unless the
     summary is a lost run's, computed here by ``lost_run_result``).  Writes nothing."""
-    from accelctl.run import storefiles
+    from accelctl.run.store import storefiles
 
     problem = storefiles.folder_problem(path)
     summary, why = ({}, "") if problem else read_object(path / SUMMARY_FILE)
@@ -392,9 +392,9 @@ def read_files(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
 def read_run(path: Path) -> RunRecord:
     """A ``RunRecord`` for one run folder; never raises on a broken one, never blocks, never
     waits for another reader: a missing summary is ``incomplete``, an unreadable folder or
-    file ``unreadable: <reason>`` (``accelctl.run.storefiles``).  A run whose runner vanished
+    file ``unreadable: <reason>`` (``accelctl.run.store.storefiles``).  A run whose runner vanished
     shows as ``failed (runner lost)`` -- ``not started (runner lost)`` when its job never
-    began -- computed here in memory; reading writes nothing (``accelctl.run.lostrun.keep``, taken
+    began -- computed here in memory; reading writes nothing (``accelctl.run.store.lostrun.keep``, taken
     by the folder's next owner, writes it)."""
     summary, series, plan, job, problem, _ = read_files(path)
     m = _ID_RE.match(path.name)
@@ -544,7 +544,7 @@ def runner_gone(path: Path, info: Mapping[str, Any]) -> bool:
     if host.get("boot_id") != here["boot_id"]:
         return True  # the machine rebooted since: nothing of the run can be running
     from accelctl.contract import supervision  # here: threading; ``estimate`` only reads runs_root()
-    from accelctl.run import markers, ownership
+    from accelctl.run.store import markers, ownership
 
     runner = str(info["runner"])
     parsed = supervision.parse(runner)
@@ -556,7 +556,7 @@ def runner_gone(path: Path, info: Mapping[str, Any]) -> bool:
 def _late_lines(path: Path, merged: set[bytes]) -> list[tuple[bytes, Event | None]]:
     """The ranks' lines that never reached ``events.jsonl`` (checked; ``Unreadable`` when a
     rank file cannot be read)."""
-    from accelctl.run import storefiles
+    from accelctl.run.store import storefiles
 
     late = []
     for rank_file in sorted(p for p in path.iterdir() if storefiles.RANK_FILE.match(p.name)):
@@ -571,10 +571,10 @@ def lost_run_result(path: Path, info: Mapping[str, Any]) -> tuple[dict[str, Any]
     to ``events.jsonl`` (the failure's last), and why the run is unreadable instead ("": it is
     not).  Status ``failed``, reason ``runner_lost`` (``store_error`` when the runner noted that it
     ended on a full store), steady-state figures over the steps that completed; ``not_started``
-    when the run's job never began.  Writes nothing: ``accelctl.run.lostrun.keep`` does."""
+    when the run's job never began.  Writes nothing: ``accelctl.run.store.lostrun.keep`` does."""
     from accelctl.contract.events import RunFailed
-    from accelctl.run import storefiles
-    from accelctl.run.summary import build_summary
+    from accelctl.run.store import storefiles
+    from accelctl.run.store.summary import build_summary
 
     try:
         raw = boundedfile.read_regular(path / EVENTS_FILE, storefiles.EVENTS_CAP) or b""

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Protocol, Union
 from accelctl import exitcodes
 from accelctl.errors import AccelctlError, Diagnostic, RunError, attach_source
 from accelctl.language import plugins
-from accelctl.run.batch import Planned, Request
+from accelctl.run.supervision.batch import Planned, Request
 from accelctl.frozen import replace
 
 
@@ -165,8 +165,8 @@ def preflight_line(c: Runnable) -> str:
 
 
 def run_preflight(c: Runnable, req: Request):
-    """``c``'s preflight (``accelctl.run.preflight``); a ``PreflightResult``."""
-    from accelctl.run.preflight import run_preflight as preflight
+    """``c``'s preflight (``accelctl.run.supervision.preflight``); a ``PreflightResult``."""
+    from accelctl.run.supervision.preflight import run_preflight as preflight
 
     return preflight(c.plan, planned=c.world, runs_dir=req.runs_dir, timeout_s=req.preflight_timeout,
                      only=req.only)
@@ -200,7 +200,7 @@ class Series:
 
     def start(self, sinks: Sequence[Any] = ()):
         """Launch the next repeat; its ``RunHandle``."""
-        from accelctl.run.runner import launch
+        from accelctl.run.supervision.runner import launch
         from accelctl.run.store import write_series
 
         c, n = self.chosen, self.chosen.repeats
@@ -254,11 +254,11 @@ class Face(Protocol):
 
 def plan_groups(chosen: Sequence[Runnable], req: Request) -> list[list[int]]:
     """Indexes of ``chosen`` grouped into worker processes: workloads whose stacks match share one
-    (``accelctl.run.shared``); a preflight, ``--launch`` and repeats (independent processes) keep
+    (``accelctl.run.supervision.shared``); a preflight, ``--launch`` and repeats (independent processes) keep
     one each."""
     if req.only is not None or req.preflight:
         return [[i] for i in range(len(chosen))]
-    from accelctl.run.shared import groups
+    from accelctl.run.supervision.shared import groups
 
     return groups([c.plan if c.repeats == 1 else None for c in chosen])
 
@@ -295,10 +295,10 @@ def _run_one(c: Runnable, index: int, count: int, source, req: Request, face: Fa
 
 
 def _run_shared(items: Sequence[Runnable], source, req: Request, face: Face) -> int:
-    """Several workloads' plans in ONE worker process (``accelctl.run.shared``), each still a run
+    """Several workloads' plans in ONE worker process (``accelctl.run.supervision.shared``), each still a run
     of its own.  A failed run does not stop the next; a stop ends them all (the runs not started
     are not recorded, and named through ``face.not_run``)."""
-    from accelctl.run.shared import SharedRuns
+    from accelctl.run.supervision.shared import SharedRuns
 
     runs = SharedRuns([c.plan for c in items], source_text=source, spec_jsons=[c.spec_json for c in items],
                       runs_root=req.runs_dir)
