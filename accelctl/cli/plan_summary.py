@@ -1,5 +1,5 @@
 """``accelctl plan FILE``: a summary when the file plans more than one target -- one row per
-workload x target: backend, engine, devices, memory per device and whether it fits, and the
+workload x target: backend, engine, devices, parameters, memory per device and whether it fits, and the
 first launch command (a refused target: its code and words) -- and the full plans with
 ``--full`` or ``-t`` (a many-target file's full plans run to a thousand lines).
 
@@ -9,10 +9,9 @@ row is whole, as every other text output of accelctl.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_FIT = re.compile(r"^memory per device[^:]*:.*= (.+) of (.+): (.+)$")
+from accelctl.plan.memory import fmt_bytes, fmt_params
 
 
 @dataclass
@@ -22,16 +21,23 @@ class Row:
     backend: str = "—"
     engine: str = "—"
     devices: str = "—"
+    params: str = "—"
     memory: str = "—"
     launch: str = ""
 
 
 def planned(spec, target, plan) -> Row:
-    fit = next((f"{m.group(1)} / {m.group(2)} {m.group(3)}" for n in plan.notes if (m := _FIT.match(n))), "—")
+    facts = plan.facts
+    fit = params = "—"
+    if facts is not None and facts.memory_per_device:
+        m = facts.memory_per_device
+        cap = fmt_bytes(m["capacity"]) if m["capacity"] > 0 else "host memory"
+        fit = f"{fmt_bytes(m['total'])} / {cap} {'fits' if facts.fits else 'DOES NOT FIT'}"
+        params = fmt_params(facts.params) if facts.params else "—"
     first = plan.launches[0].shell() if plan.launches else ""
     more = f"  (+{len(plan.launches) - 1} more)" if len(plan.launches) > 1 else ""
-    return Row(spec.name, target.name, plan.backend, plan.engine, f"{target.world_size} x {plan.device}", fit,
-               "$ " + first + more)
+    return Row(spec.name, target.name, plan.backend, plan.engine, f"{target.world_size} x {plan.device}", params,
+               fit, "$ " + first + more)
 
 
 def refused(spec, target, exc) -> Row:
@@ -44,8 +50,8 @@ def render(rows: list[Row], width: int | None) -> str:
     """One line of columns per plan and, under it, its first launch command (or its refusal)
     indented; on a terminal each line is cut to ``width`` with ``…``, in a pipe whole."""
     one = len({r.workload for r in rows}) == 1  # one workload: named once, above the table
-    heads = ("workload", "target", "backend", "engine", "devices", "memory per device")[one:]
-    cells = [(r.workload, r.target, r.backend, r.engine, r.devices, r.memory)[one:] for r in rows]
+    heads = ("workload", "target", "backend", "engine", "devices", "params", "memory per device")[one:]
+    cells = [(r.workload, r.target, r.backend, r.engine, r.devices, r.params, r.memory)[one:] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
 
     def cut(text: str) -> str:

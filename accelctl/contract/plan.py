@@ -82,6 +82,19 @@ class Rehearsal(Value):
     on: str = "this CPU"
 
 
+class PlanFacts(Value):
+    """The numbers a plan was judged by, for scripts (``plan --json``) and summaries: the
+    model's parameter count and the memory per device by term, in bytes, of the shape used."""
+
+    params: float = 0.0
+    #: weights, gradients, optimizer, activations, kv_cache, reserve, data, total, capacity
+    #: (capacity 0: the host's memory)
+    memory_per_device: dict[str, float] = {}
+    fits: bool = True
+    #: "real" or "stand-in": whose shape the figures are
+    basis: str = ""
+
+
 class Plan(Value):
     workload: str
     target: str
@@ -103,6 +116,8 @@ class Plan(Value):
     #: script and each node's launch, the PyTorchJob, the Batch requests; None: the launches
     #: run from here.  The rendered files are made from it, never read back into it.
     request: dict[str, Any] | None = None
+    #: the numbers the plan was judged by (None: a plan written before they were kept)
+    facts: PlanFacts | None = None
 
     def unwritable(self, nul_only: bool = False) -> str | None:
         """Where a launch word, environment value, folder or generated file holds a NUL or
@@ -126,6 +141,8 @@ class Plan(Value):
             d.pop("tracking")
         if self.request is None:  # written only for an engine with a scheduler
             d.pop("request")
+        if self.facts is None:
+            d.pop("facts")
         return d
 
     def to_json(self) -> str:

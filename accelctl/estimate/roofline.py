@@ -68,6 +68,9 @@ class Estimate:
     comm_bytes_per_step: float = 0.0
     memory_fit: str = ""
     fits: bool | None = None
+    #: the parameter count and the memory per device by term (bytes) the fit was judged by
+    params: float = 0.0
+    memory_per_device: dict[str, float] = field(default_factory=dict)
     price_per_hour: float | None = None
     throughput_per_dollar: float | None = None
     train_steps: int | None = None
@@ -138,6 +141,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT, expl
     fam = spec.model.family
     fit = memory.estimate(spec, target, real=est.basis == "real")
     est.memory_fit, est.fits = fit.describe() if explain else "", fit.fits
+    est.params, est.memory_per_device = fit.params, fit.terms()
     e = 4 if target.precision.dtype == "fp32" else 2
     peak = peak_fig.value * fx.mfu.value
     bw = sheet.memory_bandwidth.value * fx.bandwidth.value

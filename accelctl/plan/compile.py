@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from accelctl.contract import hostfacts
 from accelctl.contract.hostfacts import HostFacts
-from accelctl.contract.plan import Plan
+from accelctl.contract.plan import Plan, PlanFacts
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.families import FAMILIES
 from accelctl.plan import parallel_layout
@@ -117,7 +117,7 @@ def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, r
     plan = Plan(workload=spec.name, target=target.name, backend=backend.name, engine=engine_name,
                 device=target.device, launches=tuple(built.launches), files=tuple(built.files), job=job,
                 notes=tuple(notes), warnings=tuple(warnings), rehearsal=rehearsal, tracking=tracking,
-                request=built.request)
+                request=built.request, facts=PlanFacts(fit.params, fit.terms(), fit.fits, fit.basis))
     bad = plan.unwritable()
     if bad is not None:  # the check pass refuses every such value at its line: this is the second line
         raise PlanError(diagnostics=[_diag(spec, target, "E218", f"target {target.name}: {bad}",

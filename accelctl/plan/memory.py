@@ -44,6 +44,8 @@ class MemoryFit(Value):
     activations_note: str = ""
     #: the host CPU's synthetic data pool (``data_pool``)
     data: float = 0.0
+    #: the parameter count of the model shape it used (``basis``)
+    params: float = 0.0
 
     @property
     def total(self) -> float:
@@ -53,6 +55,13 @@ class MemoryFit(Value):
     @property
     def fits(self) -> bool:
         return self.capacity <= 0 or self.total <= self.capacity
+
+    def terms(self) -> dict[str, float]:
+        """Bytes per device by term, their total and the device's capacity (0: host memory)."""
+        terms = {"weights": self.weights, "gradients": self.gradients, "optimizer": self.optimizer,
+                 "activations": self.activations, "kv_cache": self.kv_cache, "reserve": self.reserve,
+                 "data": self.data, "total": self.total, "capacity": self.capacity}
+        return {k: float(v) for k, v in terms.items()}
 
     def describe(self) -> str:
         parts = [("weights", self.weights), ("gradients", self.gradients), ("optimizer", self.optimizer),
@@ -71,6 +80,14 @@ def fmt_bytes(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
     return f"{n:.0f} B"
+
+
+def fmt_params(n: float) -> str:
+    """A parameter count as model cards say it: 7.07 B, 125.08 M, 54,342."""
+    for unit, scale in (("B", 1e9), ("M", 1e6)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:,.0f}"
 
 
 #: families whose LM head is the input embedding (one vocab × hidden matrix, not two)
@@ -178,7 +195,8 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     reserve = 0 if host else RESERVE_BYTES
     capacity = float(target.memory_bytes or host_memory_bytes())
     data = data_pool(spec, target) if host and spec.task.training else 0.0
-    return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note, data)
+    return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note, data,
+                     sh.params)
 
 
 def data_pool(spec: WorkloadSpec, target: TargetSpec) -> float:

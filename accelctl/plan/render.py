@@ -17,6 +17,7 @@ import shlex
 
 from accelctl.contract.placeholders import ENV_PLACEHOLDER_ROLES, fill
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Plan
+from accelctl.plan.memory import fmt_params
 from accelctl.errors import AccelctlError, PlanError
 from accelctl.workload.types import WorkloadSpec
 from accelctl.frozen import replace
@@ -38,6 +39,8 @@ def render_plan_text(plan: Plan, width: int | None = None) -> str:
 
     out = [*comment(f"# plan: workload {plan.workload} -> target {plan.target}"),
            *comment(f"#   backend {plan.backend}, engine {plan.engine}, device {plan.device}")]
+    if plan.facts is not None and plan.facts.params:
+        out += comment(f"#   model: {fmt_params(plan.facts.params)} parameters ({plan.facts.basis} model)")
     for n in plan.notes:
         out += comment(f"#   note: {n}")
     for w in plan.warnings:
