@@ -64,13 +64,13 @@ def test_plan_full_of_a_file_prints_plans_and_refusals_and_exits_1(capsys):
 
 def test_plan_of_several_targets_is_a_summary_row_each_and_exits_1_on_a_refusal(capsys):
     """issue 27: `plan FILE` printed 1,154 lines for bert_large_pretrain.wl; now a row per
-    workload x target (backend, engine, devices, memory) with its launch command or refusal."""
+    workload x target (backend, engine, devices, parameters, memory) with its launch command or refusal."""
     rc = main(["plan", str(ROOT / "workloads" / "t5_3b_summarization.wl")])
     cap = capsys.readouterr()
     assert rc == 1 and "error[E530]" in cap.err  # the refusal's positioned diagnostic, as before
     lines = cap.out.splitlines()
     assert lines[0] == "workload t5_3b_summarization" and lines[1].split() == [
-        "target", "backend", "engine", "devices", "memory", "per", "device"]
+        "target", "backend", "engine", "devices", "params", "memory", "per", "device"]
     row = next(i for i, ln in enumerate(lines) if ln.startswith("a100 "))
     assert lines[row].split()[:5] == ["a100", "torchrun", "local", "8", "x"] and "80.00 GB fits" in lines[row]
     assert lines[row + 1].startswith("    $ ") and "torchrun" in lines[row + 1]

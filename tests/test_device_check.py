@@ -169,3 +169,18 @@ def test_a_part_past_its_timeout_is_stopped_with_everything_it_started(tmp_path,
     pids = subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()
     assert pids == [], "a process of the stopped part outlived it"
     assert "TIMED OUT" in (tmp_path / "log").read_text()
+
+
+def test_the_kernel_check_shapes_suit_fp8_gemms_and_it_says_so_without_cuda(tmp_path):
+    """``torch._scaled_mm`` takes dims that divide by 16; on a machine without CUDA the kernel
+    check writes that it found none and exits 2 (never a figure)."""
+    from bench.device import kernels
+
+    assert all(d % 16 == 0 for m, k, n, _ in kernels.SHAPES for d in (m, k, n))
+    out = tmp_path / "kernels.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.device.kernels", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    record = json.loads(out.read_text())
+    if record["cuda"]:
+        pytest.skip("a CUDA device is here: the check measures instead")
+    assert proc.returncode == 2 and "no CUDA device" in proc.stderr and set(record) == {"cuda", "torch"}

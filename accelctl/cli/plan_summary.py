@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelctl.plan.memory import fmt_bytes, fmt_params
+from accelctl.plan.memory import fmt_bytes, fmt_params, host_memory_bytes
 
 
 @dataclass
@@ -31,7 +31,7 @@ def planned(spec, target, plan) -> Row:
     fit = params = "—"
     if facts is not None and facts.memory_per_device:
         m = facts.memory_per_device
-        cap = fmt_bytes(m["capacity"]) if m["capacity"] > 0 else "host memory"
+        cap = fmt_bytes(m["capacity"]) if m["capacity"] > 0 else fmt_bytes(host_memory_bytes())
         fit = f"{fmt_bytes(m['total'])} / {cap} {'fits' if facts.fits else 'DOES NOT FIT'}"
         params = fmt_params(facts.params) if facts.params else "—"
     first = plan.launches[0].shell() if plan.launches else ""

@@ -88,7 +88,7 @@ class PlanFacts(Value):
 
     params: float = 0.0
     #: weights, gradients, optimizer, activations, kv_cache, reserve, data, total, capacity
-    #: (capacity 0: the host's memory)
+    #: (capacity 0: the host's memory, which changes by the minute)
     memory_per_device: dict[str, float] = {}
     fits: bool = True
     #: "real" or "stand-in": whose shape the figures are

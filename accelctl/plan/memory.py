@@ -46,6 +46,8 @@ class MemoryFit(Value):
     data: float = 0.0
     #: the parameter count of the model shape it used (``basis``)
     params: float = 0.0
+    #: the capacity is the host's memory as it is now (``terms`` gives 0: it changes by the minute)
+    host: bool = False
 
     @property
     def total(self) -> float:
@@ -57,10 +59,11 @@ class MemoryFit(Value):
         return self.capacity <= 0 or self.total <= self.capacity
 
     def terms(self) -> dict[str, float]:
-        """Bytes per device by term, their total and the device's capacity (0: host memory)."""
+        """Bytes per device by term, their total and the device's capacity (0: the host's memory,
+        which a plan must not hold: the same plan on another minute would differ)."""
         terms = {"weights": self.weights, "gradients": self.gradients, "optimizer": self.optimizer,
                  "activations": self.activations, "kv_cache": self.kv_cache, "reserve": self.reserve,
-                 "data": self.data, "total": self.total, "capacity": self.capacity}
+                 "data": self.data, "total": self.total, "capacity": 0.0 if self.host else self.capacity}
         return {k: float(v) for k, v in terms.items()}
 
     def describe(self) -> str:
@@ -196,7 +199,7 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, real: bool | None = None) -
     capacity = float(target.memory_bytes or host_memory_bytes())
     data = data_pool(spec, target) if host and spec.task.training else 0.0
     return MemoryFit(weights, grads, optim, acts, kv, reserve, capacity, "real" if real else "stand-in", note, data,
-                     sh.params)
+                     sh.params, host)
 
 
 def data_pool(spec: WorkloadSpec, target: TargetSpec) -> float:
