@@ -197,17 +197,29 @@ def list_runs(runs_root: str | Path | None = None):
     return _list_runs(runs_root)
 
 
-def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=None, explain: bool = True):
+def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=None, explain: bool = True,
+                     host=None, verdict: bool = False):
     """``accelctl estimate``: one ``accelctl.estimate.roofline.Estimate`` per target, with
     ``factors`` for all, else the stored calibration of the target's device and precision
     (``calibrations``: ``accelctl.estimate.calibrate.load()``), else the catalog's; ``explain``
-    False: without what only the why text and the memory line say (``roofline.estimate``)."""
+    False: without what only the why text and the memory line say (``roofline.estimate``).
+    ``verdict``: each target is planned first (for ``host``), and one ``plan`` refuses gets no
+    figure, only plan's code and words (``Estimate.refused``)."""
     from accelctl.estimate.calibrate import target_key
     from accelctl.estimate.factors import DEFAULT
-    from accelctl.estimate.roofline import estimate
+    from accelctl.estimate.roofline import estimate, refused
 
     cal = calibrations or {}
-    return [estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT, explain) for t in targets]
+    out = []
+    for t in targets:
+        if verdict:
+            try:
+                plan(spec, t, host=host)
+            except PlanError as exc:
+                out.append(refused(spec, t, exc.diagnostics[0] if exc.diagnostics else None, str(exc)))
+                continue
+        out.append(estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT, explain))
+    return out
 
 
 def estimate_factors(run_ids, runs_root=None):

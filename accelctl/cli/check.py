@@ -225,6 +225,9 @@ def cmd_estimate(args) -> int:
         if reply := reply_of(args):
             reply.result["calibration"] = {"stored": str(stored), "fitted": list(fitted)}
     calibrations = {} if args.no_calibration else estimate_calibrations(args.runs_dir)
+    from accelctl.contract.hostfacts import HostFacts
+
+    host = HostFacts.here()  # a target plan refuses on this machine gets plan's words, no figure
     specs, invalid = [], 0
     for f in args.files:  # a file that cannot be read or checked is reported; the others are estimated
         try:
@@ -240,7 +243,7 @@ def cmd_estimate(args) -> int:
         targets = [t for t in spec.targets if not args.target or t.name == args.target]
         if not targets:
             continue
-        estimates = estimate_targets(spec, targets, calibrations=calibrations)
+        estimates = estimate_targets(spec, targets, calibrations=calibrations, host=host, verdict=True)
         if reply := reply_of(args):
             reply.result.setdefault("estimates", []).extend(e.record() for e in estimates)
         else:

@@ -37,6 +37,9 @@ PRIORITY = (0, 2, 0, 1, 3, 1, 6, 5, 4)
 
 
 def _row(e: Estimate) -> tuple[str, ...]:
+    if e.status == "refused":
+        return (e.target, f"{e.device} x{e.devices}", "-", "-", f"refused {e.refusal['code']}".strip(), "-", "-",
+                "-", "-")
     if e.status != "ok":
         return (e.target, e.device, "-", "-", "-", "-", "-", "-", "-")
     job = "-"
@@ -98,6 +101,10 @@ def text(workload: str, estimates: list[Estimate], spec=None, width: int | None 
     if dropped:
         lines += _wrap(f"  left out at this width: {', '.join(dropped)} (--wide shows every column)", width)
     for e in estimates:
+        if e.status == "refused":  # plan's own words, as `plan` prints them under its row
+            lines += _wrap(f"  {e.target}: refused {e.refusal['code']}: {e.refusal['message']}".replace(
+                "refused : ", "refused: "), width)
+            continue
         if e.status != "ok":
             lines.append("  " + (not_estimated(spec, e).render(None if width is None else width - 2)
                                  if spec is not None else e.status).replace("\n", "\n  "))

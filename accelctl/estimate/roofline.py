@@ -68,6 +68,8 @@ class Estimate:
     comm_bytes_per_step: float = 0.0
     memory_fit: str = ""
     fits: bool | None = None
+    #: status "refused": plan's refusal of the target, ``{"code", "message"}`` (no figure is given)
+    refusal: dict[str, str] = field(default_factory=dict)
     #: the parameter count and the memory per device by term (bytes) the fit was judged by
     params: float = 0.0
     memory_per_device: dict[str, float] = field(default_factory=dict)
@@ -84,6 +86,15 @@ class Estimate:
 
     def record(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def refused(spec: WorkloadSpec, target: TargetSpec, diagnostic, message: str) -> Estimate:
+    """The estimate of a target ``plan`` refuses: no figure, plan's code and words (``diagnostic``,
+    else ``message``)."""
+    code = getattr(diagnostic, "code", "") or ""
+    words = getattr(diagnostic, "message", "") or message
+    return Estimate(spec.name, target.name, target.device, target.world_size, spec.task.kind, status="refused",
+                    refusal={"code": code, "message": words})
 
 
 def _shape(spec: WorkloadSpec, target: TargetSpec) -> tuple[dict[str, Any], str]:
