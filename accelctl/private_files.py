@@ -10,9 +10,11 @@ trusted only where nobody else could have written it -- the checks OpenSSH appli
 * a file is opened without following a link or waiting on a FIFO, and is a regular file owned
   by the user, not writable by group or others.
 
-``make_folder`` creates what is missing mode 0700, whatever the umask.  A folder that fails the
-checks is not used: ``distrust`` prints one warning for it on stderr (once a process) and keeps
-it for the ``--json`` document's diagnostics (``take_warnings()``); the command goes on uncached.
+``make_folder`` creates what is missing mode 0700, whatever the umask; ``store_opener`` creates a
+file of the run store at most mode 0644 (others may read it, only its user writes it), whatever
+the umask.  A folder that fails the checks is not used: ``distrust`` prints one warning for it on
+stderr (once a process) and keeps it for the ``--json`` document's diagnostics
+(``take_warnings()``); the command goes on uncached.
 """
 
 from __future__ import annotations
@@ -86,6 +88,17 @@ def make_folder(path: Path) -> str:
         except OSError as exc:
             return f"{level}: {exc.strerror or exc}"
     return folder_problem(path)
+
+
+#: a file of the run store: readable by others, writable by its user alone
+STORE_FILE_MODE = 0o644
+
+
+def store_opener(path: str | os.PathLike[str], flags: int) -> int:
+    """``open(..., opener=store_opener)``: a new file made at most mode ``STORE_FILE_MODE`` (the
+    umask takes away more, never less) -- ``run --resume`` reads back and runs what a run folder
+    holds, so a umask of 002 or 000 must not let others change it."""
+    return os.open(path, flags | os.O_CLOEXEC, STORE_FILE_MODE)
 
 
 def open_file(path: Path, flags: int = os.O_RDONLY) -> int:

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from accelctl.private_files import store_opener
+
 FILE = "scheduler.json"
 
 
@@ -49,7 +51,8 @@ class SchedulerJob:
 def write(run_dir: str | os.PathLike[str], job: SchedulerJob) -> Path:
     path = Path(run_dir) / FILE
     tmp = path.with_name(FILE + ".tmp")
-    tmp.write_text(json.dumps(job.to_dict(), sort_keys=True) + "\n", encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8", opener=store_opener) as fh:  # never others' to change
+        fh.write(json.dumps(job.to_dict(), sort_keys=True) + "\n")
     os.replace(tmp, path)
     return path
 

@@ -381,6 +381,50 @@ def test_the_store_makes_run_folders_no_one_else_can_write_whatever_the_umask(tm
     assert [stat.S_IMODE(p.stat().st_mode) for p in (run_dir.parent, run_dir.parent.parent)] == [0o755, 0o755]
 
 
+def test_a_run_writes_no_file_or_folder_others_can_write_whatever_the_umask(tmp_path):
+    """Under a umask of 000, every file and folder of a real run (its plan, job, runner.json,
+    events, log, summary) is still its user's alone to write: ``run --resume`` runs them."""
+    workload = tmp_path / "w.wl"
+    workload.write_text(CPU_WORKLOAD.replace("steps = 80 steps", "steps = 6 steps"))
+    done = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(workload), "--runs-dir",
+                           str(tmp_path / "runs")], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120,
+                          umask=0)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    written = [run_dir, *run_dir.rglob("*")]
+    assert {p.name for p in written} >= {"plan.json", "job.json", "runner.json", "events.jsonl", "worker.log",
+                                         "summary.json", "workload.wl"}
+    assert [(p.name, oct(stat.S_IMODE(p.stat().st_mode))) for p in written if p.stat().st_mode & 0o022] == []
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o077])
+def test_the_store_writes_a_run_folder_no_one_else_can_write_and_keeps_a_private_umask(tmp_path, umask):
+    """What the store writes is never writable by group or others; a umask of 077 still makes
+    it private (nothing is made more readable than the umask allows)."""
+    old = os.umask(umask)
+    try:
+        run_dir = stored_run(tmp_path, CPU_WORKLOAD)
+    finally:
+        os.umask(old)
+    for path in [run_dir.parent, run_dir, *run_dir.rglob("*")]:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o022 == 0 and mode & umask == 0, (path.name, oct(mode))
+
+
+def test_resume_refuses_a_plan_or_job_others_could_have_written(tmp_path):
+    """A folder of a run from before (its files written under a umask of 002): the plan and job
+    it would run again are refused unread."""
+    for name in ("plan.json", "job.json"):
+        (tmp_path / name).mkdir()
+        run_dir = stored_run(tmp_path / name, CPU_WORKLOAD)
+        step = layout.step_dir(run_dir / "checkpoints", 5)
+        step.mkdir(parents=True)
+        layout.mark_complete(step, {"step": 5})
+        os.chmod(run_dir / name, 0o664)
+        with pytest.raises(RunError, match=f"its {name} is not this user's alone"):
+            prepare_resume(run_dir.name, tmp_path / name / "runs")
+
+
 def test_a_checkpoint_marker_that_is_a_fifo_or_a_link_is_no_checkpoint_and_never_a_wait(tmp_path):
     import os
 

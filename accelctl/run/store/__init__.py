@@ -31,6 +31,7 @@ from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import RUN_DIR, GeneratedFile, Plan
 from accelctl.errors import RunError
 from accelctl.frozen import replace
+from accelctl.private_files import store_opener
 
 if TYPE_CHECKING:  # the events of a lost run (``lost_run_result``), imported only to compute one
     from accelctl.contract.events import Event
@@ -85,10 +86,7 @@ def new_run_dir(workload: str, target: str, root: str | os.PathLike[str] | None 
     user alone (``run --resume`` loads checkpoints only from such a folder)."""
     base = runs_root(root)
     if not base.is_dir():  # the store and what is missing above it: never writable by group or others
-        missing = [level for level in (base, *base.parents) if not os.path.lexists(level)]
-        base.mkdir(parents=True, exist_ok=True)
-        for level in missing:
-            os.chmod(level, level.stat().st_mode & 0o755)
+        make_folders(base)
     for _ in range(64):
         path = base / new_run_id(workload, target)
         try:
@@ -98,6 +96,16 @@ def new_run_dir(workload: str, target: str, root: str | os.PathLike[str] | None 
         os.chmod(path, path.stat().st_mode & 0o755)  # never writable by group or others, whatever the umask
         return path
     raise RunStoreError(f"could not create a unique run folder under {base}")
+
+
+def make_folders(path: Path) -> Path:
+    """Make ``path`` and the folders missing above it, none writable by group or others whatever
+    the umask (what ``mkdir -p`` makes takes the umask's mode: 0777 under a umask of 000)."""
+    missing = [level for level in (path, *path.parents) if not os.path.lexists(level)]
+    path.mkdir(parents=True, exist_ok=True)
+    for level in missing:
+        os.chmod(level, level.stat().st_mode & 0o755)
+    return path
 
 
 def inside(run_dir: Path, relpath: str) -> Path:
@@ -123,11 +131,20 @@ def substitute(text: str, run_dir: Path, run_values: Mapping[str, str] | None = 
 
 
 def _write(path: Path, text: str, executable: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    if executable:
-        path.chmod(path.stat().st_mode | 0o111)
+    """Write ``path`` of a run folder (and the folders missing above it), never writable by group
+    or others whatever the umask: ``run --resume`` runs what it holds."""
+    make_folders(path.parent)
+    _write_text(path, text)
+    mode = stat.S_IMODE(path.stat().st_mode) & ~0o022  # a file there before: never others' to write either
+    path.chmod(mode | 0o111 if executable else mode)
     return path
+
+
+def _write_text(path: Path, text: str) -> None:
+    """``text`` into ``path``, a new file made at most mode 0644 whatever the umask
+    (``private_files.store_opener``)."""
+    with open(path, "w", encoding="utf-8", opener=store_opener) as fh:
+        fh.write(text)
 
 
 def write_generated_files(run_dir: Path, files: Iterable[GeneratedFile],
@@ -194,7 +211,7 @@ def _write_atomic(path: Path, text: str) -> Path:
     the temporary file does not outlive a failed write (a full disk)."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        _write_text(tmp, text)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -250,7 +267,7 @@ def write_series(run_dir: Path, series_id: str, index: int, of: int) -> Path:
     the summary as soon as the run starts, so a repeat that never finishes is still known
     to belong to its series (and ``compare`` can say the series is incomplete)."""
     path = run_dir / SERIES_FILE
-    path.write_text(json.dumps({"id": series_id, "index": index, "of": of}, sort_keys=True), encoding="utf-8")
+    _write_text(path, json.dumps({"id": series_id, "index": index, "of": of}, sort_keys=True))
     return path
 
 

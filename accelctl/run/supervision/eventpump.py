@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.contract.events import Event, RunFailed, RunFinished
+from accelctl.private_files import store_opener
 from accelctl.run import store
 from accelctl.run.store.outcome import job_exit_code, run_failure
 from accelctl.run.supervision.sinks import FanOut
@@ -70,7 +71,7 @@ class EventPump:
         self._shared = shared
         self._on_store_error = on_store_error
         self._files = RankFiles(run_dir)
-        self._out = open(run_dir / store.EVENTS_FILE, "a", encoding="utf-8")  # noqa: SIM115
+        self._out = open(run_dir / store.EVENTS_FILE, "a", encoding="utf-8", opener=store_opener)  # noqa: SIM115
         #: the run folder as it was when the run started (device, inode)
         self._folder_id = _folder_id(run_dir)
 

@@ -156,6 +156,10 @@ def _prepare_owned(record: store.RunRecord, owner: Ownership, workload_file: str
     if record.status == "ok":
         raise _refuse(name, "it completed (status ok); there is nothing left to run")
     job_path = run_dir / store.JOB_FILE
+    for stored in (run_dir / store.PLAN_FILE, job_path):  # what the resumed run runs
+        problem = private_files.file_problem(stored)
+        if problem:
+            raise _refuse(name, f"its {stored.name} is not this user's alone ({problem})")
     alive = live_processes(job_path)
     if alive:
         raise _refuse(name, f"it is still running (pid {', '.join(map(str, alive))}); stop it first")

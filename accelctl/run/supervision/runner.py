@@ -30,6 +30,7 @@ from accelctl.contract import diskspace, envnames, supervision
 from accelctl.contract.events import Event, RunFailed
 from accelctl.contract.job import WorkerJob
 from accelctl.contract.plan import Launch, Plan
+from accelctl.private_files import store_opener
 from accelctl.run import store
 from accelctl.run.supervision import scheduled
 from accelctl.run.supervision.commands import (
@@ -217,7 +218,7 @@ class RunHandle:
         ``worker.log`` the store cannot take (a full disk) fails the run ``store_error`` before
         the launch starts (its output would be lost)."""
         try:
-            logf = open(self.run_dir / store.LOG_FILE, "ab", buffering=0)  # noqa: SIM115
+            logf = open(self.run_dir / store.LOG_FILE, "ab", buffering=0, opener=store_opener)  # noqa: SIM115
         except OSError as exc:
             self._pump.store_failed(exc, store.LOG_FILE)
             return

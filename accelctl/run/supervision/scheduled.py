@@ -22,6 +22,7 @@ from accelctl.contract import envnames
 from accelctl.engines.scheduler import AppHandle, AppState, Described, Scheduler, cancel_and_wait, record, \
     scheduler_for
 from accelctl.errors import first_line
+from accelctl.private_files import store_opener
 from accelctl.run import procgroup
 
 #: how long the end of a job waits for the rest of its output
@@ -65,7 +66,7 @@ class ScheduledJob:
 
     def _main(self) -> None:
         code = 1
-        with open(self.log_path, "ab", buffering=0) as log:
+        with open(self.log_path, "ab", buffering=0, opener=store_opener) as log:
             def say(line: str) -> None:
                 log.write(f"{line}\n".encode("utf-8", "replace"))
 

@@ -30,6 +30,7 @@ from accelctl.run.supervision.commands import ResolvedLaunch, run_values
 from accelctl.run.store.ownership import Ownership, claim
 from accelctl.run.supervision.runner import DEFAULT_GRACE_S, RunHandle
 from accelctl.frozen import replace
+from accelctl.private_files import store_opener
 
 #: seconds ``close`` gives a worker to exit by itself after its last job (``os._exit`` right
 #: after the last event: well under this) before its process group is killed
@@ -155,7 +156,8 @@ class SharedRuns:
                              for r in self.runs[first:]))
         path = run_dir / JOBS_FILE
         try:
-            path.write_text(jobs.to_json(), encoding="utf-8")
+            with open(path, "w", encoding="utf-8", opener=store_opener) as fh:
+                fh.write(jobs.to_json())
         except OSError as exc:
             path.unlink(missing_ok=True)  # never half a job list
             return SharedWorker(path), exc
