@@ -50,7 +50,7 @@ def cmd_report(args) -> int:
     from accelctl.report.exports import prepare
 
     records = [] if (args.reference and not args.runs) else _records(args.runs, args.runs_dir, args.all, args.workload)
-    if args.plot:
+    if args.plot is not None:
         check_plot(args.plot)  # its format, before any table: exit 1
     # the trackers' settings and places, checked before any table is printed: exit 2 naming the
     # setting, 1 naming a place that cannot be written (accelctl.report.exports)
@@ -95,7 +95,7 @@ def _report(args, records: list) -> tuple[int, bool]:
         tables += report_tables(entries) + scaling_tables(entries)
         plotted = entries
     emit(tables, args.format, args.output, reply, wide=args.wide, ids=short_ids_of(records, args.runs_dir))
-    if args.plot:
+    if args.plot is not None:
         plot(plotted, args.plot, "accelctl report" + (" (reference)" if args.reference and not entries else ""),
               entries, reference=args.reference)
     return exitcodes.OK, True

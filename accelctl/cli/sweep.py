@@ -54,7 +54,7 @@ def cmd_sweep_over(args) -> int:
     emit([SO.table(sweep)], args.format, args.output, reply, wide=args.wide,
          points=[r.record() for r in sweep.rows])
     warn(sweep.warnings, reply, args.wide)
-    if args.plot:
+    if args.plot is not None:
         plot_front(sweep, args.plot)
     return exitcodes.OK if any(r.est is not None for r in sweep.rows) else exitcodes.FAILED
 
@@ -160,7 +160,7 @@ def cmd_sweep(args) -> int:
     emit(report_tables(entries) + scaling_tables(entries), args.format, args.output, reply, wide=args.wide,
           ids=short_ids_of(records, args.runs_dir),
           runs=[{"run_id": r.id, "status": r.status, "path": str(r.path)} for r in records])
-    if args.plot:
+    if args.plot is not None:
         plot(entries, args.plot, f"accelctl sweep {Path(args.file).name} --target {args.target}", entries)
     return exitcodes.OK if all(r.status == "ok" for r in records) else exitcodes.FAILED
 

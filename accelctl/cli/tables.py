@@ -25,7 +25,7 @@ def emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, w
 
     if reply is not None:
         reply.result.update(json_data(tables, **extra))
-        if output:
+        if output is not None:
             reply.result["output"] = output
     if fmt == "rich" and output is None:
         from accelctl.report.width import output_width
@@ -33,7 +33,7 @@ def emit(tables: list, fmt: str, output: str | None = None, reply: Any = None, w
         print_rich(tables, width=None if wide else output_width(sys.stdout, 200), ids=None if wide else ids)
         return
     text = render(tables, "md" if fmt == "rich" else fmt, **extra) or ""
-    if output:
+    if output is not None:  # "" too: a file that cannot be, refused
         from accelctl.report.exportpath import refusal, shown, write_file
 
         try:

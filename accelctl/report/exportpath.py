@@ -34,10 +34,10 @@ _SQLITE_ERRNO = {13: errno.ENOSPC}
 
 
 def shown(path: str | os.PathLike[str]) -> str:
-    """``path`` as one line of text: itself, or its repr where it holds a newline, a control
-    character or bytes that are not text."""
+    """``path`` as one line of text: itself, or its repr where it is empty or holds a newline, a
+    control character or bytes that are not text."""
     text = os.fspath(path)
-    return text if text.isprintable() else repr(text)
+    return text if text and text.isprintable() else repr(text)
 
 
 def os_error(exc: BaseException) -> OSError | None:
@@ -193,6 +193,8 @@ def write_file(path: str | os.PathLike[str], data: bytes, make_folders: bool = F
     (a block device, a socket) is refused unopened.  ``make_folders``: the missing folders above
     are made, and removed again if the write fails."""
     given = os.fspath(path)
+    if not given:  # no file at all, not the folder "" stands for elsewhere
+        raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), given)
     try:
         st = os.stat(given)
     except FileNotFoundError:

@@ -16,6 +16,7 @@ is E595, a W&B failure that is not the folder's E596.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -71,19 +72,26 @@ def prepare(args: Any, records: list = ()) -> Exports:
             from accelctl.run.store import runs_root
 
             ex.wandb = args.wandb
-            ex.wandb_flag = "--wandb-dir" if args.wandb_dir else "--wandb"
-            given = Path(args.wandb_dir or runs_root(args.runs_dir))
+            ex.wandb_flag = "--wandb-dir" if args.wandb_dir is not None else "--wandb"
+            given = _named(ex.wandb_flag, args.wandb_dir) if args.wandb_dir is not None else runs_root(args.runs_dir)
             ex.wandb_dir = _folder(ex.wandb_flag, given, ex.undo("wandb"))
             _inner(ex.wandb_flag, given, ["wandb"])
         if args.tensorboard is not None:
             settings.need("--tensorboard")
-            if args.tensorboard:
-                ex.tensorboard = _folder("--tensorboard", Path(args.tensorboard), ex.undo("tensorboard"))
-                _inner("--tensorboard", Path(args.tensorboard), [r.id for r in records])
+            given = _named("--tensorboard", args.tensorboard)
+            ex.tensorboard = _folder("--tensorboard", given, ex.undo("tensorboard"))
+            _inner("--tensorboard", given, [r.id for r in records])
     except BaseException:
         ex.discard()
         raise
     return ex
+
+
+def _named(flag: str, text: str) -> Path:
+    """The folder ``flag`` names; an empty name is no folder (``Path("")`` would be this one)."""
+    if not text:
+        raise refusal(flag, text, OSError(errno.ENOENT, os.strerror(errno.ENOENT)))
+    return Path(text)
 
 
 def _folder(flag: str, given: Path, undo: Undo) -> Path:

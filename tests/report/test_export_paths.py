@@ -41,7 +41,7 @@ def report(capsys, tracker: str, path, *more: str) -> tuple[int, str, str]:
 def refused(capsys, tracker: str, path, errname: str) -> str:
     """Exit 1, one line naming ``path`` and ``errname``, before any table."""
     code, out, err = report(capsys, tracker, path)
-    shown = str(path) if str(path).isprintable() else repr(str(path))
+    shown = str(path) if str(path) and str(path).isprintable() else repr(str(path))
     flag = "--wandb-dir" if tracker == "wandb" else f"--{tracker}"
     assert (code, out) == (1, ""), (code, err)
     assert err == f"accelctl: error: {flag}: cannot export to {shown}: " \
@@ -92,6 +92,15 @@ def test_a_place_that_is_not_a_writable_folder_is_one_line(tracker, kind, tmp_pa
     refused(capsys, tracker, path, errname)
     assert listing(tmp_path) == before
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("tracker", ["tensorboard", "wandb"])
+def test_an_empty_folder_name_is_no_folder(tracker, tmp_path, capsys, monkeypatch):
+    """``--tensorboard ''`` (``--wandb-dir ''``) names no folder: refused, never exit 0 with
+    nothing exported, nor an export into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, tracker, "", "ENOENT")
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("kind, errname", [("directory", "EISDIR"), ("fifo", "EINVAL"), ("missing_parent", "ENOENT")])

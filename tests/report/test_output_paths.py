@@ -117,6 +117,20 @@ def test_output_to_a_place_that_takes_no_file_is_one_line(verb, kind, tmp_path, 
     assert listing(tmp_path) == before
 
 
+@pytest.mark.parametrize("flag", ["-o", "--plot"])
+def test_an_empty_output_path_is_no_file_not_no_flag(flag, tmp_path, capsys, monkeypatch):
+    """``-o ''`` is a path that names no file: refused naming it, never the table on stdout
+    (nor a file named after the current folder written beside it)."""
+    if flag == "--plot":
+        pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, *VERBS["report"], flag, "")
+    name = "--output" if flag == "-o" else flag
+    assert (code, err) == (exitcodes.FAILED, line(name, "''", "ENOENT"))
+    assert out == "" if flag == "-o" else out.startswith("#")
+    assert not list(tmp_path.iterdir())
+
+
 def test_output_in_json_is_the_documents_error(tmp_path, capsys):
     (tmp_path / "d").mkdir()
     code, out, err = cli(capsys, *VERBS["report"][:-2], "--json", "-o", str(tmp_path / "d"))
