@@ -42,7 +42,7 @@ def cmd_status(args) -> int:
     from accelctl.run.store import liveness
     from accelctl.run.viewers import follow
 
-    if args.run:
+    if args.run is not None:  # "" too: a RUN that names no run, refused
         states = [follow.state_of(_record(args, args.run))]
     else:
         states = [follow.state_of(r) for r in list_runs(args.runs_dir) if liveness.in_progress(r)]

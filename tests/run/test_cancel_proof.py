@@ -87,6 +87,16 @@ def test_a_run_argument_outside_the_store_is_refused_and_nothing_is_signalled(tm
     assert bystander.poll() is None and outside.is_dir()
 
 
+def test_an_empty_run_argument_names_no_run(tmp_path):
+    """``status ''`` is a RUN that names nothing, as for every other verb: exit 2 naming the
+    store, never the list of the runs in progress."""
+    stored_run(tmp_path, CPU_WORKLOAD)
+    for verb in ("status", "cancel", "logs"):
+        done = accelctl(verb, "", runs=tmp_path / "runs")
+        assert done.returncode == exitcodes.USAGE, (verb, done)
+        assert f"no run '' in the run store {tmp_path / 'runs'}" in done.stderr, (verb, done.stderr)
+
+
 def _other_hex(run_dir: Path) -> str:
     """A run id's last part that differs from ``run_dir``'s from its first character on."""
     return next(h for h in ("beef", "cafe") if h[0] != run_dir.name[-4])
