@@ -3,6 +3,7 @@ or say in plan's words why not, and it refuses what it cannot know (accelctl.cli
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -141,6 +142,29 @@ def test_a_local_model_folder_is_written_as_local_and_validates(tmp_path, monkey
     assert (path.parent / spec.model.ref).resolve() == folder.resolve()
     assert spec.model.family == "llama" and spec.model.real_shape["hidden"] == 4096
     assert Path(spec.model.ref).is_absolute() == (how == "absolute")
+
+
+@pytest.mark.parametrize("model", ["local", "family"])
+@pytest.mark.parametrize("where, errname", [("missing/deeper", "ENOENT"), ("a_file", "ENOTDIR")])
+def test_a_file_in_a_folder_that_is_not_there_is_refused_naming_it(tmp_path, monkeypatch, model, where, errname):
+    """``init FOLDER -o missing/out.wl`` is the one line of a place that takes no file (exit 1,
+    the path and its errno) -- never an E413 "model path does not exist" about a model folder
+    that is there, the written path checked from a folder that is not -- and nothing is made."""
+    from accelctl.report.exportpath import refusal
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(LLAMA_CONFIG.read_text())
+    (tmp_path / "a_file").write_text("x")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out = f"{where}/out.wl"
+    args = build_parser().parse_args(["init", "./m" if model == "local" else "llama", "-o", out])
+    with pytest.raises(AccelctlError) as exc:
+        args.fn(args)
+    no = getattr(errno, errname)
+    assert exc.value.exit_code == exitcodes.FAILED
+    assert str(exc.value) == str(refusal("init", Path(out), OSError(no, os.strerror(no)), "write"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_what_no_workload_can_name_is_refused_before_anything_is_written(tmp_path, monkeypatch):

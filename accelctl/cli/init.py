@@ -16,6 +16,7 @@ is always there, so ``accelctl run FILE -t cpu`` works on this machine.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -394,6 +395,8 @@ def scaffold(args, out_dir: Path, file_of=lambda name: "FILE") -> tuple[str, str
 def cmd_init(args, reply=None) -> int:
     out = args.output
     out_dir = Path.cwd() if out in (None, "-") else Path(out).expanduser().resolve().parent
+    if out not in (None, "-"):
+        _folder_there(Path(out).expanduser(), out_dir)
     name, text, verdicts = scaffold(args, out_dir, lambda name: "FILE" if out == "-" else _named(_path(out, name)))
     if reply is not None:
         reply.result = {"workload": name, "targets": verdicts, "path": None}
@@ -427,6 +430,17 @@ def _write(path: Path, text: str) -> None:
         write_file(path, text.encode("utf-8"))
     except OSError as exc:
         raise refusal("init", path, exc, "write") from None
+
+
+def _folder_there(path: Path, folder: Path) -> None:
+    """The folder of ``-o FILE`` is there: the model's path is written relative to it, and checked
+    from it -- a missing one is the refusal ``_write`` would give, not a model path "that does not
+    exist"."""
+    from accelctl.report.exportpath import refusal
+
+    if not folder.is_dir():
+        no = errno.ENOTDIR if os.path.lexists(folder) else errno.ENOENT
+        raise refusal("init", path, OSError(no, os.strerror(no)), "write")
 
 
 def _path(out: str | None, name: str) -> Path:
