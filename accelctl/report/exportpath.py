@@ -142,8 +142,9 @@ class Undo:
     def track(self, path: str | os.PathLike[str]) -> None:
         """Call before ``path`` may be created: remembers the topmost of it and the folders
         above it that is not there (nothing when ``path`` is; a place that cannot be looked
-        at counts as there)."""
-        p, top = Path(os.path.abspath(path)), None
+        at counts as there).  Its ``..`` are kept, as ``mkdir -p`` walks them: ``new/../x``
+        makes ``new``."""
+        p, top = Path(os.getcwd(), path), None
         while True:
             try:
                 os.lstat(p)

@@ -94,6 +94,17 @@ def test_a_place_that_is_not_a_writable_folder_is_one_line(tracker, kind, tmp_pa
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.parametrize("tracker", sorted(FLAGS))
+def test_a_refused_path_through_a_new_folder_and_back_leaves_no_folder(tracker, tmp_path, capsys):
+    """``new/../f`` (``f`` a file): ``mkdir -p`` makes ``new`` before it meets the file; the
+    refusal removes it again, and nothing that was there before."""
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "kept").mkdir()
+    before = listing(tmp_path)
+    refused(capsys, tracker, tmp_path / "new" / "deeper" / ".." / ".." / "kept" / ".." / "f", "ENOTDIR")
+    assert listing(tmp_path) == before
+
+
 @pytest.mark.parametrize("tracker", ["tensorboard", "wandb"])
 def test_an_empty_folder_name_is_no_folder(tracker, tmp_path, capsys, monkeypatch):
     """``--tensorboard ''`` (``--wandb-dir ''``) names no folder: refused, never exit 0 with
