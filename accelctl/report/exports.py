@@ -158,7 +158,10 @@ def _mlflow_store(uri: str, ex: Exports) -> str:
     from accelctl.run.tracking.mlflow_store import DEFAULT_DIR
 
     settings.need("--mlflow")
-    local = _mlflow_local(uri or os.environ.get("MLFLOW_TRACKING_URI", "") or DEFAULT_DIR)
+    given = uri or os.environ.get("MLFLOW_TRACKING_URI", "") or DEFAULT_DIR
+    local = _mlflow_local(given)
+    if given.startswith(("http://", "https://")):
+        _reachable(given)
     if local is not None:
         named, db, made = local
         undo = ex.undo("mlflow")
@@ -180,6 +183,32 @@ def _mlflow_store(uri: str, ex: Exports) -> str:
         if local is not None and exc.__context__ is not None and os_error(exc.__context__) is not None:
             raise refusal("--mlflow", local[0], exc.__context__) from None
         raise
+
+
+#: how long a tracking server has to accept a connection before the export is refused
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _reachable(uri: str) -> None:
+    """A tracking server ``uri`` (or the proxy the environment names for it) accepts a TCP
+    connection within ``CONNECT_TIMEOUT_S``; else exit 1 naming it and why -- MLflow's own client
+    would retry an unreachable one for minutes."""
+    import socket
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    parts = urlsplit(uri)
+    proxy = getproxies().get(parts.scheme)
+    if proxy and parts.hostname and not proxy_bypass(parts.hostname):
+        parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        socket.create_connection((parts.hostname or "", port), timeout=CONNECT_TIMEOUT_S).close()
+    except socket.gaierror as exc:  # not an errno: the resolver's own code
+        host = parts.hostname or "no host"
+        raise AccelctlError(f"--mlflow: cannot export to {shown(uri)}: {exc.strerror} ({host})") from None
+    except (OSError, ValueError) as exc:  # refused, unreachable, timed out; a port out of range
+        raise refusal("--mlflow", uri, exc) from None
 
 
 def _mlflow(records: list, uri: str, local: Path | None) -> None:

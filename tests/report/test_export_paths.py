@@ -94,6 +94,22 @@ def test_a_place_that_is_not_a_writable_folder_is_one_line(tracker, kind, tmp_pa
     assert not (tmp_path / "nowhere").exists()
 
 
+def test_an_mlflow_server_nothing_listens_on_is_one_line_at_once(capsys):
+    """``--mlflow http://HOST:PORT`` where no server listens: exit 1 before any table, naming it
+    and the errno -- not MLflow's client retrying it for minutes after the table."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port of this machine's that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    code, out, err = report(capsys, "mlflow", uri)
+    assert (code, out) == (1, "") and time.monotonic() - started < 30
+    assert err == f"accelctl: error: --mlflow: cannot export to {uri}: {os.strerror(errno.ECONNREFUSED)} (ECONNREFUSED)\n"
+
+
 @pytest.mark.parametrize("tracker", sorted(FLAGS))
 def test_a_refused_path_through_a_new_folder_and_back_leaves_no_folder(tracker, tmp_path, capsys):
     """``new/../f`` (``f`` a file): ``mkdir -p`` makes ``new`` before it meets the file; the
