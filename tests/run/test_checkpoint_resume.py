@@ -411,6 +411,26 @@ def test_the_store_writes_a_run_folder_no_one_else_can_write_and_keeps_a_private
         assert mode & 0o022 == 0 and mode & umask == 0, (path.name, oct(mode))
 
 
+def test_a_detached_run_makes_its_store_and_console_no_one_else_can_write_whatever_the_umask(tmp_path):
+    """``run --detach`` into a store not there yet, under a umask of 000: the store, its consoles
+    folder and the console file are made as a run's own folder is (the store a 0777 folder
+    would let anyone put another run folder in a run's place)."""
+    workload = tmp_path / "w.wl"
+    workload.write_text(CPU_WORKLOAD.replace("steps = 80 steps", "steps = 4 steps"))
+    runs = tmp_path / "new" / "runs"
+    done = subprocess.run([sys.executable, "-m", "accelctl.cli", "run", str(workload), "--detach", "--runs-dir",
+                           str(runs)], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120, umask=0)
+    assert done.returncode == 0, done.stderr
+    run_dir = runs / done.stdout.strip()
+    deadline = time.monotonic() + 120
+    while not (run_dir / "summary.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    written = [tmp_path / "new", runs, *runs.rglob("*")]
+    assert any(p.suffix == ".console" for p in written)
+    assert [(str(p.relative_to(tmp_path)), oct(stat.S_IMODE(p.stat().st_mode))) for p in written
+            if p.stat().st_mode & 0o022] == []
+
+
 def test_resume_refuses_a_plan_or_job_others_could_have_written(tmp_path):
     """A folder of a run from before (its files written under a umask of 002): the plan and job
     it would run again are refused unread."""

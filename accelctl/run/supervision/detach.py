@@ -25,10 +25,10 @@ from pathlib import Path
 from accelctl import entrypoints, exitcodes
 from accelctl.contract import supervision
 from accelctl.errors import RunError
+from accelctl.private_files import store_opener
 from accelctl.run import store
-from accelctl.run.store import liveness, proof
+from accelctl.run.store import liveness, proof, scheduled_job
 from accelctl.run.store.consoles import CONSOLE_DIR
-from accelctl.run.store import scheduled_job
 
 POLL_S = 0.05
 
@@ -69,17 +69,17 @@ def spawn(batch: bytes, root: Path, cwd: str | None = None, split: bool = False,
     return at once; ``split``: its stderr in a file beside its console (``.stderr``); the console
     files in ``folder`` (default: the store's ``CONSOLE_DIR``)."""
     base = store.runs_root(root)
-    if folder is None:
-        folder = base / CONSOLE_DIR
-        folder.mkdir(parents=True, exist_ok=True)
+    if folder is None:  # the store too, where it is not there yet: as a run makes it
+        folder = store.make_folders(base / CONSOLE_DIR)
     console = folder / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}.console"
     errors = console.with_suffix(".stderr") if split else None
     env = dict(os.environ)
-    package_parent = str(Path(__file__).resolve().parents[2])  # this accelctl, whatever the cwd
+    package_parent = str(Path(__file__).resolve().parents[3])  # this accelctl, whatever the cwd
     env["PYTHONPATH"] = os.pathsep.join([package_parent, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep)
                                                             if p and p != package_parent]])
     # the batch in an unnamed file: read by the supervisor at its start, never blocking this one
-    with tempfile.TemporaryFile() as given, open(console, "ab") as out, open(errors or os.devnull, "ab") as err:
+    with tempfile.TemporaryFile() as given, open(console, "ab", opener=store_opener) as out, \
+            open(errors or os.devnull, "ab", opener=store_opener) as err:
         given.write(batch)
         given.seek(0)
         proc = subprocess.Popen(  # noqa: S603 - an argv list, never a shell
