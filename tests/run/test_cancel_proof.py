@@ -284,3 +284,16 @@ def test_logs_of_a_log_without_newlines_comes_in_bounded_pieces(tmp_path):
     done = subprocess.run([sys.executable, "-m", "accelctl.cli", "logs", run_dir.name, "--runs-dir",
                            str(tmp_path / "runs")], cwd=ROOT, env=ENV, capture_output=True, timeout=120)
     assert done.returncode == 0 and done.stdout.replace(b"\n", b"") == body.replace(b"\n", b"")
+
+
+def test_what_a_launch_and_a_supervisor_put_on_pythonpath_holds_this_accelctl():
+    """The folder the runner and ``run --detach`` put first on ``PYTHONPATH`` (so any cwd imports
+    this accelctl, installed or not) is the one that holds the package, wherever the module sits."""
+    import inspect
+
+    from accelctl.run.supervision import commands, detach
+
+    assert (Path(commands._PACKAGE_PARENT) / "accelctl" / "__init__.py").is_file()
+    source = inspect.getsource(detach.spawn)
+    depth = int(source.split("Path(__file__).resolve().parents[", 1)[1].split("]", 1)[0])
+    assert (Path(detach.__file__).resolve().parents[depth] / "accelctl" / "__init__.py").is_file()

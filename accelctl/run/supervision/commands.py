@@ -24,7 +24,7 @@ from accelctl.contract import envnames, launchers, placeholders
 from accelctl.contract.plan import ENV_PLACEHOLDERS, FREE_PORT, RUN_DIR, Launch, Plan
 
 EVENTS_DIR_ENV = envnames.EVENTS_DIR
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 
 
 class UnresolvedPlaceholder(ValueError):
