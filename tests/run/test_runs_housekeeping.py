@@ -217,3 +217,27 @@ def test_gc_removes_what_a_detached_viewer_left_of_an_ended_supervisor_for_this_
     finally:
         for folder in (left, kept, live):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_folder_no_runner_ever_recorded_is_not_running_once_its_start_is_past(runs):
+    """A run folder with neither an owner nor a ``runner.json`` (a crash before the launch, or
+    made by hand): while its id is young it may be a run starting, and it is kept; once its start
+    is ``STARTING_S`` past, ``runs`` and ``status`` both call it incomplete and ``runs rm`` removes
+    it (it was kept as "in progress" for ever)."""
+    from accelctl.run.store import liveness
+
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() - liveness.STARTING_S - 5))
+    old = runs / f"{stamp}-stray-cpu-abcd"
+    young = runs / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-starting-cpu-beef"
+    for folder in (old, young):
+        folder.mkdir(mode=0o700, parents=True)
+    code, doc = cli("runs", runs=runs)
+    listed = {r["id"]: r["status"] for r in doc["result"]["runs"]}
+    assert code == 0 and listed[old.name] == listed[young.name] == "incomplete"
+    code, doc = cli("status", old.name, runs=runs)
+    assert code == 0 and doc["result"]["runs"][0]["state"] == "incomplete", doc
+    code, doc = cli("status", young.name, runs=runs)
+    assert doc["result"]["runs"][0]["state"] == "running"
+    code, doc = cli("runs", "rm", old.name, young.name, runs=runs)
+    assert doc["result"]["removed"] == [old.name] and [r["id"] for r in doc["result"]["running"]] == [young.name]
+    assert not old.exists() and young.is_dir()

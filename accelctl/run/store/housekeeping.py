@@ -58,8 +58,8 @@ def remove(records: Iterable[store.RunRecord], dry_run: bool = False) -> Removal
             continue
         with owned:  # no run or resume can begin on it meanwhile
             again = store.read_run(record.path)
-            if again.status == "incomplete":
-                done.running.append((record.id, liveness.in_progress(again) or "no summary yet"))
+            if why := liveness.unfinished(again):  # our own claim apart
+                done.running.append((record.id, why))
                 continue
             try:
                 shutil.rmtree(record.path)

@@ -10,10 +10,17 @@ here and counts as in progress).  Nothing here blocks or writes.
 
 from __future__ import annotations
 
+import calendar
+import time
 from pathlib import Path
 
+from accelctl.contract.ids import RUN_ID
 from accelctl.run import store
 from accelctl.run.store import ownership, proof
+
+#: seconds a folder with neither an owner nor a ``runner.json`` may still be a run starting (on a
+#: machine whose lock this one cannot see); past it nothing can finish it: it is not in progress
+STARTING_S = 60.0
 
 
 def supervisor(run_dir: Path) -> int | None:
@@ -27,9 +34,36 @@ def in_progress(record: store.RunRecord) -> str:
     owner = ownership.held_by(record.path)
     if owner:
         return f"in use by accelctl pid {owner}" if owner is not True else "in use by another accelctl process"
+    return unfinished(record)
+
+
+def unfinished(record: store.RunRecord) -> str:
+    """Why ``record``, whoever owns its folder, may still be going ("" when it cannot be): its
+    live supervisor, else a summary not written yet by a runner that recorded itself (or one
+    starting)."""
     if record.status != "incomplete":
         return ""
     pid = supervisor(record.path)
     if pid is not None:
         return f"supervised by pid {pid}"
+    if _never_supervised(record.path):
+        return ""
     return "no summary yet (its runner is on another machine, or the run is starting)"
+
+
+def _never_supervised(run_dir: Path) -> bool:
+    """No runner ever recorded itself in ``run_dir`` (no ``runner.json``) and its id's start time
+    is ``STARTING_S`` past: a folder left by a crash before its launch, or made by hand."""
+    try:
+        (run_dir / store.RUNNER_FILE).lstat()
+        return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    m = RUN_ID.match(run_dir.name)
+    try:
+        started = calendar.timegm(time.strptime(m.group(1), "%Y%m%d-%H%M%S")) if m else None
+    except ValueError:
+        started = None
+    return started is not None and time.time() - started > STARTING_S
