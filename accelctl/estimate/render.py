@@ -38,8 +38,7 @@ PRIORITY = (0, 2, 0, 1, 3, 1, 6, 5, 4)
 
 def _row(e: Estimate) -> tuple[str, ...]:
     if e.status == "refused":
-        return (e.target, f"{e.device} x{e.devices}", "-", "-", f"refused {e.refusal['code']}".strip(), "-", "-",
-                "-", "-")
+        return (e.target, f"{e.device} x{e.devices}", "-", "-", _refused(e), "-", "-", "-", "-")
     if e.status != "ok":
         return (e.target, e.device, "-", "-", "-", "-", "-", "-", "-")
     job = "-"
@@ -49,6 +48,11 @@ def _row(e: Estimate) -> tuple[str, ...]:
             f"{_rate(e.throughput)} {e.unit}" if e.throughput else "-", e.bound_by,
             "fits" if e.fits else "DOES NOT FIT", _num(e.price_per_hour, "{:.2f}"),
             _num(e.throughput_per_dollar, "{:,.0f}"), job)
+
+
+def _refused(e: Estimate) -> str:
+    """``refused E520`` (``refused`` where plan's refusal had no code)."""
+    return f"refused {e.refusal['code']}".rstrip()
 
 
 def not_estimated(spec, e: Estimate):
@@ -102,8 +106,7 @@ def text(workload: str, estimates: list[Estimate], spec=None, width: int | None 
         lines += _wrap(f"  left out at this width: {', '.join(dropped)} (--wide shows every column)", width)
     for e in estimates:
         if e.status == "refused":  # plan's own words, as `plan` prints them under its row
-            lines += _wrap(f"  {e.target}: refused {e.refusal['code']}: {e.refusal['message']}".replace(
-                "refused : ", "refused: "), width)
+            lines += _wrap(f"  {e.target}: {_refused(e)}: {e.refusal['message']}", width)
             continue
         if e.status != "ok":
             lines.append("  " + (not_estimated(spec, e).render(None if width is None else width - 2)

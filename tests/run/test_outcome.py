@@ -1,4 +1,4 @@
-"""How a run ends, decided without a process (``accelctl.run.store.outcome``, issue 25 item 3): the
+"""How a run ends, decided without a process (``accelctl.run.store.outcome``): the
 failure a launch's non-zero exit adds, from recorded events, exit codes and log text; and the
 run's status as the command's exit code (``accelctl.run.supervision.orchestrate.exit_code``)."""
 

@@ -1,5 +1,5 @@
 """A run started in the TUI goes through the same orchestrator as ``accelctl run``
-(``accelctl.run.supervision.orchestrate``, issue 25 item 3): the engine's pre-check refuses it before a run
+(``accelctl.run.supervision.orchestrate``): the engine's pre-check refuses it before a run
 folder exists with the line the CLI prints (the TUI used to skip the engine check).  ``r``'s runs,
 their preflight and repeat series: tests/tui/test_tui_runs.py."""
 

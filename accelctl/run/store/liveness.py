@@ -14,7 +14,6 @@ import calendar
 import time
 from pathlib import Path
 
-from accelctl.contract.ids import RUN_ID
 from accelctl.run import store
 from accelctl.run.store import ownership, proof
 
@@ -46,24 +45,24 @@ def unfinished(record: store.RunRecord) -> str:
     pid = supervisor(record.path)
     if pid is not None:
         return f"supervised by pid {pid}"
-    if _never_supervised(record.path):
+    if _never_supervised(record):
         return ""
     return "no summary yet (its runner is on another machine, or the run is starting)"
 
 
-def _never_supervised(run_dir: Path) -> bool:
-    """No runner ever recorded itself in ``run_dir`` (no ``runner.json``) and its id's start time
-    is ``STARTING_S`` past: a folder left by a crash before its launch, or made by hand."""
+def _never_supervised(record: store.RunRecord) -> bool:
+    """No runner ever recorded itself in the run's folder (no ``runner.json``) and its start
+    (``record.started``: its id's, with no summary) is ``STARTING_S`` past: a folder left by a
+    crash before its launch, or made by hand."""
     try:
-        (run_dir / store.RUNNER_FILE).lstat()
+        (record.path / store.RUNNER_FILE).lstat()
         return False
     except FileNotFoundError:
         pass
     except OSError:
         return False
-    m = RUN_ID.match(run_dir.name)
     try:
-        started = calendar.timegm(time.strptime(m.group(1), "%Y%m%d-%H%M%S")) if m else None
-    except ValueError:
-        started = None
-    return started is not None and time.time() - started > STARTING_S
+        started = calendar.timegm(time.strptime(record.started, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:  # no start known: it may be starting
+        return False
+    return time.time() - started > STARTING_S
