@@ -44,31 +44,18 @@ def engine_meanings(block: str) -> dict[str, str]:
     """What each setting of ``engine <block> { }`` means: the engine row's, or the launcher's."""
     return dict(plugins.engine_row(block).meanings) if block in plugins.ENGINES else LAUNCHER_MEANINGS
 
-# dataclass that holds each table's defaults, and key -> field where the names differ
-DEFAULTS_FROM: dict[str, tuple[type, dict[str, str]]] = {
-    "workload": (T.WorkloadSpec, {}),
-    "task": (T.TaskSpec, {}),
-    "model": (T.ModelSpec, {}),
-    "dataset": (T.DatasetSpec, {}),
-    "fp8": (T.Fp8Recipe, {}),
-    "batch": (T.BatchSpec, {"global": "global_size"}),
-    "optimizer": (T.OptimizerSpec, {}),
-    "measure": (T.MeasureSpec, {}),
-    "checkpoint": (T.CheckpointSpec, {}),
-    "optimize": (T.OptimizeSpec, {}),
-    "track": (T.TrackSpec, {}),
-    "target": (T.TargetSpec, {}),
-    "parallel": (T.ParallelSpec, {"stage": "zero_stage"}),
+# dataclass that holds each table's defaults (a key's field there: ``schema.FIELD_NAMES`` where
+# the names differ)
+DEFAULTS_FROM: dict[str, type] = {
+    "workload": T.WorkloadSpec, "task": T.TaskSpec, "model": T.ModelSpec, "dataset": T.DatasetSpec,
+    "fp8": T.Fp8Recipe, "batch": T.BatchSpec, "optimizer": T.OptimizerSpec, "measure": T.MeasureSpec,
+    "checkpoint": T.CheckpointSpec, "optimize": T.OptimizeSpec, "track": T.TrackSpec, "target": T.TargetSpec,
+    "parallel": T.ParallelSpec,
 }
 
 
 def schema_tables() -> dict[str, dict]:
-    return {
-        "workload": S.WORKLOAD_KEYS, "task": {k: t for k, (t, _) in S.TASK_KEYS.items()}, "model": S.MODEL_KEYS,
-        "dataset": S.DATASET_KEYS, "fp8": S.FP8_KEYS, "batch": S.BATCH_KEYS, "optimizer": S.OPTIMIZER_KEYS,
-        "measure": S.MEASURE_KEYS, "checkpoint": S.CHECKPOINT_KEYS, "optimize": S.OPTIMIZE_KEYS, "track": S.TRACK_KEYS,
-        "target": S.TARGET_KEYS, "parallel": S.PARALLEL_ARGS,
-    }
+    return S.KEY_TABLES
 
 
 def _fmt_default(value) -> str:
@@ -94,8 +81,7 @@ def default_of(table: str, key: str) -> str:
     default = schema_tables()[table][key].unset
     if default is not None:
         return default
-    cls, renames = DEFAULTS_FROM[table]
-    field = {f.name: f for f in fields(cls)}[renames.get(key, key)]
+    field = {f.name: f for f in fields(DEFAULTS_FROM[table])}[S.FIELD_NAMES.get((table, key), key)]
     return _fmt_default(field.default)
 
 
@@ -103,15 +89,23 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def landing_cell(table: str, key: str) -> str:
+    """Where a key lands in the job: its ``job.json`` fields, else what reads it."""
+    lands, read_by = S.landing(table, key)
+    if not lands:
+        return f"— ({read_by})"
+    return ", ".join(f"`{p}`" for p in lands) + (f" ({read_by})" if read_by else "")
+
+
 def key_table(table: str) -> str:
-    rows = ["| key | type | accepts | default | meaning |", "|---|---|---|---|---|"]
+    rows = ["| key | type | accepts | default | meaning | in the job |", "|---|---|---|---|---|---|"]
     for key, vt in schema_tables()[table].items():
         kind = vt.name if not vt.name.startswith("one of") else "choice"
         extra = ""
         if table == "task":
             extra = f" *({'/'.join(S.TASK_KEYS[key][1])})*"
         rows.append(f"| `{key}` | {kind} | {_cell(vt.detail)} | {_cell(default_of(table, key))} | "
-                    f"{_cell(vt.meaning)}{extra} |")
+                    f"{_cell(vt.meaning)}{extra} | {_cell(landing_cell(table, key))} |")
     return "\n".join(rows)
 
 

@@ -36,11 +36,11 @@ TASK_KEYS: dict[str, tuple[V.VType, tuple[str, ...]]] = {
                          "for prompt + max_new_tokens: fixed shapes, what compiled decoding needs)").explained(
         "reuse the key/value cache between tokens; static pre-allocates it (fixed shapes: what compiled decoding "
         "needs)",
-        unset="on (dynamic)"),
+        unset="on (dynamic)", lands=("task.kv_cache", "task.kv_cache_layout")),
                  ("generate",)),
     "batch_size": (V.integer(1, 1_000_000, unit_dim="samples").explained(
         "prompts or images per call: shorthand for `batch { micro = N }`",
-        unset="1"), ("generate", "infer")),
+        unset="1", lands=("batch.micro",)), ("generate", "infer")),
     "inference_steps": (V.integer(1, 10_000, unit_dim="steps").explained(
         "denoising steps per image batch (diffusion)",
         unset="0 (the pipeline's default)"), ("infer",)),
@@ -68,16 +68,19 @@ MODEL_KEYS: dict[str, V.VType] = {
     "weights": V.choice("auto", "real", "random", "stand_in").explained(
         "real: load them (an error if they cannot be had); random: random weights in the architecture the target "
         "builds; auto: real when reachable, else random; stand_in: the older spelling of random"),
-    "gradient_checkpointing": V.boolean().explained("recompute activations in the backward pass", unset="off"),
+    "gradient_checkpointing": V.boolean().explained(
+        "recompute activations in the backward pass", unset="off",
+        lands=("gradient_checkpointing", "model.gradient_checkpointing")),
     # where the real shape comes from (accelctl.language.check_shape): a config.json path, and
     # whether validate/plan/estimate may fetch it from the Hub (never unless asked)
     "config": V.string().explained(
         "the model's config.json (a file, or a folder holding one; relative to the workload file): its real shape "
         "for plans and estimates",
-        unset='"" (a local model\'s folder, else the HF cache)'),
+        unset='"" (a local model\'s folder, else the HF cache)',
+        lands=("model.real_shape", "model.params", "architecture")),
     "hub": V.choice("online", "offline").explained(
         "online: validate/plan/estimate may fetch config.json (only) from the Hub, bounded to 10 s",
-        unset="offline"),
+        unset="offline", lands=(), read_by="validate, plan and estimate: whether they may fetch config.json"),
 }
 
 DATASET_KEYS: dict[str, V.VType] = {
@@ -116,7 +119,8 @@ FP8_KEYS: dict[str, V.VType] = {
         "(Float8Linear, dynamic scaling; training only)"),
     "recipe": V.choice("tensorwise", "rowwise").explained(
         "torchao only: tensorwise (one scale per tensor; FSDP2 all-gathers the weights in FP8) or rowwise (one "
-        "scale per row, E4M3 throughout, power-of-2 scales; more accurate, slower)"),
+        "scale per row, E4M3 throughout, power-of-2 scales; more accurate, slower)",
+        lands=("precision.fp8.recipe", "precision.fp8.format")),
 }
 #: the fp8 keys of Transformer Engine's delayed scaling, which torchao's float8 (dynamic scaling) has not
 FP8_DELAYED_SCALING_KEYS = ("amax_history", "amax_algo", "margin")
@@ -128,7 +132,7 @@ BATCH_KEYS: dict[str, V.VType] = {
     "global": V.integer(1, 10**9, unit_dim="samples").explained(
         "samples per optimizer step over all data-parallel ranks; checked: global = micro × accumulation × "
         "data-parallel size",
-        unset="derived"),
+        unset="derived", lands=("batch.global_size",)),
 }
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
@@ -218,7 +222,7 @@ BACKENDS = tuple(plugins.BACKENDS)
 
 def option_type(row: OptionKey) -> V.VType:
     """The row of a target option's key: its checker, from its row's kind, and its meaning."""
-    return _option_checker(row).explained(row.doc, row.unset)
+    return _option_checker(row).explained(row.doc, row.unset, lands=row.lands or (), read_by=row.read_by)
 
 
 def _option_checker(row: OptionKey) -> V.VType:
@@ -233,27 +237,33 @@ def _option_checker(row: OptionKey) -> V.VType:
     raise ValueError(f"a target option of unknown kind {row.kind!r} (kinds: {', '.join(KINDS)})")
 
 
+#: what the machine a target names sets in its job: the device settings, and on the host the
+#: stand-in architecture, its scale and offline Hub access
+MACHINE = ("device", "architecture", "scale", "hub")
+
 TARGET_KEYS: dict[str, V.VType] = {
     "device": V.choice(*DEVICES, code="E502").explained(
         "device kind (the device catalog)",
-        unset="the instance's device, or the target's name if it is a device kind"),
+        unset="the instance's device, or the target's name if it is a device kind", lands=MACHINE),
     "instance": V.name_or_string().explained(
         "instance type (the instance catalog gives device, count, price)",
-        unset='""'),
-    "nodes": V.integer(1, 100_000).explained("number of nodes (instances)"),
-    "devices": V.integer(1, 1024).explained("devices per node", unset="the instance's device count, else 1"),
+        unset='""', lands=MACHINE, read_by="the plan: the catalog's device, device count and price"),
+    "nodes": V.integer(1, 100_000).explained("number of nodes (instances)", lands=(),
+                                             read_by="the launch: the engine's node count"),
+    "devices": V.integer(1, 1024).explained("devices per node", unset="the instance's device count, else 1",
+                                            lands=(), read_by="the launch: processes per node"),
     "price": V.quantity("price").explained(
         "price of the whole allocation per hour (overrides the catalog)",
-        unset="instance price × nodes"),
+        unset="instance price × nodes", lands=(), read_by="estimate, pick, sweep and reports"),
     "memory": V.quantity("bytes", lo=1).explained(
         "memory per device (overrides the catalog)",
-        unset="the device's memory"),
+        unset="the device's memory", lands=(), read_by="the plan's memory fit, estimate and fit"),
     "micro_batch": V.integer(1, 1_000_000, unit_dim="samples").explained(
         "samples per device per micro-step for this target",
-        unset="the workload's batch micro"),
+        unset="the workload's batch micro", lands=("batch.micro",)),
     "gradient_checkpointing": V.boolean().explained(
         "recompute activations (this target)",
-        unset="the workload's setting"),
+        unset="the workload's setting", lands=("gradient_checkpointing",)),
     # the engines (accelctl.plan.registry.ENGINES): every block of ENGINE_KEYS but the DeepSpeed
     # launcher's, which configures backend deepspeed's own launch and places nothing by itself
     # (so ``engine = deepspeed`` is refused here, not first validated and then refused by plan)
@@ -261,10 +271,11 @@ TARGET_KEYS: dict[str, V.VType] = {
         "deepspeed": "deepspeed is not an engine: `engine deepspeed { hosts = ... }` configures the DeepSpeed "
                      "launcher that backend deepspeed (parallel = zero(...)) starts under the target's engine "
                      f"({', '.join(ENGINES)})"}).explained(
-        "how it is launched: local or an `engine` block of the workload"),
+        "how it is launched: local or an `engine` block of the workload", lands=(),
+        read_by="the launch: the engine's command and files"),
     "backend": V.choice(*BACKENDS).explained(
         "force a backend instead of the planner's choice",
-        unset="chosen by the planner"),
+        unset="chosen by the planner", lands=("backend",)),
     # the options, one row each: accelctl.workload.options
     **{name: option_type(row) for name, row in OPTIONS.items()},
 }
@@ -310,9 +321,46 @@ WORKLOAD_BLOCKS = ("task", "model", "dataset", "precision", "batch", "optimizer"
                    "track", "stack",
                    "engine", "target")
 WORKLOAD_KEYS: dict[str, V.VType] = {
-    "description": V.string().explained("one line shown in plans and reports", unset='""'),
+    "description": V.string().explained("one line shown in plans and reports", unset='""', lands=(),
+                                        read_by="plans, reports and the run store"),
     "seed": V.integer(0, 2**31 - 1).explained("random seed of data and stand-in weights"),
     "gradient_checkpointing": V.boolean().explained(
         "recompute activations in the backward pass (all targets)",
         unset="off"),
 }
+
+
+#: the key tables of docs/language.md, by block (the task's without the kinds that take each key)
+KEY_TABLES: dict[str, dict[str, V.VType]] = {
+    "workload": WORKLOAD_KEYS, "task": {k: t for k, (t, _) in TASK_KEYS.items()}, "model": MODEL_KEYS,
+    "dataset": DATASET_KEYS, "fp8": FP8_KEYS, "batch": BATCH_KEYS, "optimizer": OPTIMIZER_KEYS,
+    "measure": MEASURE_KEYS, "checkpoint": CHECKPOINT_KEYS, "optimize": OPTIMIZE_KEYS, "track": TRACK_KEYS,
+    "target": TARGET_KEYS, "parallel": PARALLEL_ARGS,
+}
+#: where a table's keys land in the job: the ``WorkerJob`` field that holds the block (``""``: the
+#: job itself), each key under its own name there (``FIELD_NAMES`` where the names differ) unless
+#: its row says otherwise (``VType.lands``); None: every row of the table says
+JOB_BLOCKS: dict[str, str | None] = {
+    "workload": "", "task": "task", "model": "model", "dataset": "data", "fp8": "precision.fp8", "batch": "batch",
+    "optimizer": "optimizer", "measure": "measure", "checkpoint": "checkpoint", "optimize": "optimize",
+    "parallel": "parallel", "target": None,
+}
+#: tables no job carries, and what reads them instead
+READ_BY: dict[str, str] = {"track": "the runner, live (its trackers); the worker never sees it"}
+#: (table, key) -> the workload type's field where the names differ
+FIELD_NAMES: dict[tuple[str, str], str] = {("batch", "global"): "global_size", ("parallel", "stage"): "zero_stage"}
+
+
+def landing(table: str, key: str) -> tuple[tuple[str, ...], str]:
+    """Where ``key`` of ``table`` lands in the job: the ``WorkerJob`` fields it sets (dotted
+    paths), or none and what reads it instead."""
+    row = KEY_TABLES[table][key]
+    if row.lands is not None:
+        return row.lands, row.read_by
+    if table in READ_BY:
+        return (), READ_BY[table]
+    block = JOB_BLOCKS[table]
+    if block is None:
+        raise ValueError(f"the row of {table} key {key!r} does not say where it lands in the job")
+    name = FIELD_NAMES.get((table, key), key)
+    return (f"{block}.{name}" if block else name,), ""

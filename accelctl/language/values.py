@@ -91,14 +91,16 @@ def describe(v: ast.Value) -> str:
     return f"{kinds[type(v)]} ({ast.value_text(v)})"
 
 
-@uncompared("meaning", "unset")
+@uncompared("meaning", "unset", "lands", "read_by")
 class VType(Value):
     """A value type: ``name`` for messages, ``fn(value, ctx, key)`` to coerce.
 
     ``detail`` states the accepted range and units for people.  In a key table of
     ``accelctl.language.schema`` a type is also the key's row (``explained``): what the key
-    means and, where the workload types' own default does not say it, what an unwritten one
-    does (``unset``).  docs/language.md is generated from these (scripts/gen_language_tables.py).
+    means, where the workload types' own default does not say it what an unwritten one does
+    (``unset``), and where the table's rule does not say it where the key lands in the job
+    (``lands``: ``WorkerJob`` fields; none, with ``read_by`` naming what reads it instead).
+    docs/language.md is generated from these (scripts/gen_language_tables.py).
     """
 
     name: str
@@ -106,13 +108,17 @@ class VType(Value):
     detail: str = ""
     meaning: str = ""
     unset: str | None = None
+    lands: tuple[str, ...] | None = None
+    read_by: str = ""
 
     def coerce(self, v: ast.Value, ctx: Ctx, key: str) -> Any:
         return self.fn(v, ctx, key)
 
-    def explained(self, meaning: str, unset: str | None = None) -> VType:
-        """This type as one key's row: its meaning and, when given, what an unwritten key does."""
-        return replace(self, meaning=meaning, unset=unset)
+    def explained(self, meaning: str, unset: str | None = None, lands: tuple[str, ...] | None = None,
+                  read_by: str = "") -> VType:
+        """This type as one key's row: its meaning and, when given, what an unwritten key does and
+        where it lands (``lands=()`` and ``read_by``: no job carries it)."""
+        return replace(self, meaning=meaning, unset=unset, lands=lands, read_by=read_by)
 
 
 def _range(x, lo, hi, v, ctx, key):

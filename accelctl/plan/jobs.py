@@ -68,8 +68,9 @@ def build_job(spec: WorkloadSpec, target: TargetSpec, backend: str, threads: int
     device_kind = DEVICES[target.device]
     family = FAMILIES[device_kind.adapter]
     architecture, scale = model_to_build(m, device_kind.host)
-    # the options whose row says so land in the DeviceJob field of the same name
-    device_options = {k: v for k, v in target.options.written().items() if OPTIONS[k].job}
+    # an option lands where its row says: a ``device.*`` field of the device settings
+    device_options = {path.removeprefix("device."): v for k, v in target.options.written().items()
+                      for path in OPTIONS[k].lands if path.startswith("device.")}
     if device_kind.lazy_graphs:  # lazy unless the target says off, or runs FSDP (eager on Gaudi)
         device_options["lazy_mode"] = hpu_lazy(target)
     device = DeviceJob(kind=target.device, adapter=family.name, comm=family.comm, **device_options)

@@ -99,15 +99,16 @@ def _workload(name: str, task: str, device: str, task_body: str = "", model_body
         """)
 
 
-def cases() -> list[Case]:
-    """Every key and value of the schema's tables, each in a workload of its own."""
+def cases(samples: dict[str, list[str]] = SAMPLES) -> list[Case]:
+    """Every key and value of the schema's tables, each in a workload of its own (``samples``: the
+    values of keys whose type gives none, and of any other key to walk with other values)."""
     out: list[Case] = []
 
     def add(where, key, value, task="pretrain", device="cpu", **parts):
         name = "w" + str(len(out))
         out.append(Case(where, key, value, task, device, _workload(name, task, device, **parts)))
 
-    def each(table, where, write, task="pretrain", device="cpu", samples=SAMPLES):
+    def each(table, where, write, task="pretrain", device="cpu", samples=samples):
         for key, vtype in table.items():
             vals = values_of(key, vtype, samples)
             assert vals, f"the schema walk has no value for {where}.{key} ({vtype.name}): add it to SAMPLES"
@@ -117,7 +118,7 @@ def cases() -> list[Case]:
     each(S.WORKLOAD_KEYS, "workload", lambda k, v: {"blocks": f"{k} = {v}"})
     for key, (vtype, kinds) in S.TASK_KEYS.items():
         for kind in kinds:
-            for v in values_of(key, vtype) or [None]:
+            for v in values_of(key, vtype, samples) or [None]:
                 assert v is not None, f"no value for task.{key}"
                 add("task", key, v, kind, task_body=f"{key} = {v}")
     each(S.MODEL_KEYS, "model", lambda k, v: {"model_body": f"{k} = {v}"})
@@ -142,11 +143,10 @@ def cases() -> list[Case]:
             add("precision", "dtype", p, device=device, target_body=f"precision = {p}")
     each(S.FP8_KEYS, "fp8", lambda k, v: {"target_body": f"precision fp8 {{ {k} = {v} }}"}, device="h100")
     for engine, table in S.ENGINE_KEYS.items():
-        samples = {**SAMPLES, **ENGINE_SAMPLES}
         each(table, f"engine {engine}", lambda k, v, e=engine: {"blocks": f"engine {e} {{ {k} = {v} }}"},
-             samples=samples)
+             samples={**samples, **ENGINE_SAMPLES})
     for key, vtype in S.TARGET_KEYS.items():
-        vals = values_of(key, vtype)
+        vals = values_of(key, vtype, samples)
         assert vals, f"the schema walk has no value for target.{key}: add it to SAMPLES"
         for v in vals:
             for device in ("cpu", OPTION_DEVICE.get(key, "a100")):

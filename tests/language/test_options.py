@@ -27,9 +27,11 @@ def test_every_option_is_a_target_key_of_its_rows_kind():
         assert schema.option_type(row) is not None and row.doc and row.unset, name
 
 
-def test_an_option_whose_row_says_job_has_the_device_field_of_its_name():
+def test_an_option_that_lands_in_the_device_settings_names_a_device_field():
     device_fields = set(DeviceJob.__struct_fields__)
-    assert {n for n, row in OPTIONS.items() if row.job} <= device_fields
+    named = {p.removeprefix("device.") for row in OPTIONS.values() for p in row.lands if p.startswith("device.")}
+    assert named and named <= device_fields
+    assert all(row.lands or row.read_by for row in OPTIONS.values())
 
 
 def test_options_land_in_the_job_and_the_rehearsal_keeps_only_the_rows_that_say_so(tmp_path):

@@ -14,8 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: the one line that adds the option, after the last field of TargetOptions
-FIELD = '    toy_knob: int | None = key("integer", "how hard the toy knob is turned", "untouched", lo=1, hi=9)\n'
+#: the one field that adds the option, after the last field of TargetOptions
+FIELD = ('    toy_knob: int | None = key("integer", "how hard the toy knob is turned", "untouched", lo=1, hi=9,\n'
+         '                               read_by="the toy launcher")\n')
 ANCHOR = "    def written(self)"
 
 DRIVER = '''
