@@ -58,6 +58,7 @@ def pytest_configure(config):
     if updating() and hasattr(config.option, "update_snapshots"):
         config.option.update_snapshots = True
     _own_parse_cache(config)
+    _own_model_facts_cache(config)
     _calibrate_once(config)
 
 
@@ -70,6 +71,17 @@ def _own_parse_cache(config) -> None:
     if hasattr(config, "workerinput") or os.environ.get(ENV):
         return
     os.environ[ENV] = _session_folder("accelctl-suite-parsed-")
+
+
+def _own_model_facts_cache(config) -> None:
+    """The session's model-facts cache in a folder of its own (``ACCELCTL_MODEL_FACTS_CACHE``):
+    the suite never reads the user's entries, and its modules that ask for the same models'
+    facts start one subprocess between them."""
+    from accelctl.models.meta_facts import ENV
+
+    if hasattr(config, "workerinput") or os.environ.get(ENV):
+        return
+    os.environ[ENV] = _session_folder("accelctl-suite-model-facts-")
 
 
 def _session_folder(prefix: str) -> str:

@@ -28,6 +28,11 @@ TUI_NICE = "ACCELCTL_TUI_NICE"
 #: ``$XDG_CACHE_HOME/accelctl/calibration.json``, else ``~/.cache/accelctl/calibration.json``)
 CALIBRATION_FILE = "ACCELCTL_CALIBRATION_FILE"
 
+#: where ``accelctl.models.meta_facts`` keeps the facts read from models built on the meta device
+#: (default ``$XDG_CACHE_HOME/accelctl/model-facts``; ``off``: no cache).  The models layer sits
+#: below this module, so ``meta_facts.ENV`` spells it again (tests/models/test_meta_facts.py)
+MODEL_FACTS_CACHE = "ACCELCTL_MODEL_FACTS_CACHE"
+
 #: the runner's identity, ``<pid>:<start ticks>`` (``accelctl.contract.supervision``): a
 #: worker on the runner's machine ends when that process is gone (SIGKILL of ``accelctl run``)
 RUNNER = "ACCELCTL_RUNNER"

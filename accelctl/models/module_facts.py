@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -30,6 +31,14 @@ PROBE_TOKENS = 4
 _ATTENTION_NAMES = frozenset(("self_attn", "attn", "attention", "self_attention", "cross_attn", "attn1", "attn2",
                               "encdecattention", "selfattention"))
 _MLP_NAMES = frozenset(("mlp", "ffn", "feed_forward", "ff", "densereluddense", "intermediate", "output"))
+
+
+#: a size key of config.json (``num_*``, ``n_*``, ``*_size``, ``*_dim``, ``*_layers``, ...)
+_SIZE_KEY = re.compile(r"^(num_|n_)|(_size|_dim|_layers|_heads|_experts|_rank|_channels)$")
+#: the largest size a config may give (a width, a vocabulary) and the most layers: past these
+#: no model is, and building one would only exhaust the process's memory or time
+MAX_SIZE = 2**36
+MAX_LAYERS = 4096
 
 
 class Refused(ValueError):
@@ -53,6 +62,7 @@ def _transformers_model(cfg: dict[str, Any]):
     if model_type not in CONFIG_MAPPING:
         remote = " (its auto_map names remote code, which accelctl never runs)" if "auto_map" in cfg else ""
         raise Refused(f"model_type {model_type!r} is not one transformers {transformers.__version__} knows{remote}")
+    _check_sizes(cfg)
     rest = {k: v for k, v in cfg.items() if k not in ("model_type", "auto_map")}
     if "auto_map" in cfg:
         notes.append(f"auto_map ignored: remote code is never run; built with transformers' own {model_type} classes")
@@ -62,6 +72,19 @@ def _transformers_model(cfg: dict[str, Any]):
         model = cls._from_config(config) if hasattr(cls, "_from_config") else cls(config)
     model.eval()
     return model, config, notes
+
+
+def _check_sizes(cfg: dict[str, Any], where: str = "") -> None:
+    """Refuse a size no model has: negative, past ``MAX_SIZE``, or more than ``MAX_LAYERS`` layers."""
+    for k, v in cfg.items():
+        if isinstance(v, dict):
+            _check_sizes(v, f"{where}{k}.")
+        if type(v) is not int or not _SIZE_KEY.search(k):
+            continue
+        if v < 0:
+            raise Refused(f"{where}{k} = {v}: a size cannot be negative")
+        if v > MAX_SIZE or (k.endswith("layers") and v > MAX_LAYERS):
+            raise Refused(f"{where}{k} = {v}: larger than any model (building it would only exhaust memory)")
 
 
 def _model_class(transformers, config, architectures):
@@ -92,6 +115,7 @@ def _component(library: str, class_name: str, cfg: dict[str, Any]):
     if library == "diffusers":
         import diffusers
 
+        _check_sizes(cfg)
         cls = getattr(diffusers, class_name, None)
         if not (isinstance(cls, type) and issubclass(cls, diffusers.ModelMixin)):
             raise Refused(f"{class_name!r} is not a diffusers model class")
@@ -106,6 +130,7 @@ def _component(library: str, class_name: str, cfg: dict[str, Any]):
             raise Refused(f"{class_name!r} is not a transformers model class")
         if "auto_map" in cfg:
             raise Refused(f"{class_name}'s config has an auto_map (remote code, which accelctl never runs)")
+        _check_sizes(cfg)
         config = cls.config_class(**{k: v for k, v in cfg.items() if k != "model_type"})
         with torch.device("meta"):
             model = cls._from_config(config)
@@ -384,9 +409,23 @@ def answer(request: Any) -> dict[str, Any]:
     return {**facts, "versions": versions()}
 
 
+def _one(request: Any) -> dict[str, Any]:
+    """``answer`` as the reply says it: ``{"ok": true, "facts": ...}`` or ``{"ok": false, "error": ...}``."""
+    try:
+        return {"ok": True, "facts": answer(request)}
+    except Refused as exc:
+        return {"ok": False, "error": str(exc)}
+    except MemoryError:
+        return {"ok": False, "error": "building the module on the meta device ran out of its memory bound"}
+    except Exception as exc:  # noqa: BLE001 -- the library's refusal of a config, reported as such
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return {"ok": False, "error": f"{type(exc).__name__}: {first[:500]}"}
+
+
 def main() -> int:
     """Read the request on stdin, write the answer on stdout (the libraries' own chatter goes
-    to stderr); exit 0 with ``ok`` false for a refused or failed build."""
+    to stderr); exit 0 with ``ok`` false for a refused or failed build.  ``{"batch": [...]}``
+    answers several requests in one process (one import of the libraries)."""
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     sys.stdout = sys.stderr  # a library's print must not corrupt the answer
     for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TRANSFORMERS_VERBOSITY", "error"),
@@ -394,14 +433,13 @@ def main() -> int:
         os.environ.setdefault(name, value)
     try:
         request = json.loads(sys.stdin.read())
-        reply = {"ok": True, "facts": answer(request)}
-    except Refused as exc:
-        reply = {"ok": False, "error": str(exc)}
-    except MemoryError:
-        reply = {"ok": False, "error": "building the module on the meta device ran out of its memory bound"}
-    except Exception as exc:  # noqa: BLE001 -- the library's refusal of a config, reported as such
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        reply = {"ok": False, "error": f"{type(exc).__name__}: {first[:500]}"}
+    except ValueError as exc:
+        reply = {"ok": False, "error": f"the request is not JSON: {exc}"}
+    else:
+        if isinstance(request, dict) and isinstance(request.get("batch"), list):
+            reply = {"ok": True, "answers": [_one(r) for r in request["batch"]]}
+        else:
+            reply = _one(request)
     out.write(json.dumps(reply, allow_nan=False))
     out.flush()
     return 0

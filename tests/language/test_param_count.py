@@ -1,6 +1,9 @@
 """accelctl's parameter formulas against transformers' own classes, built on the meta device
 (shapes only, no memory) from the real models' config.json kept as test data
-(tests/data/hf_configs/, workloads/configs/), and against the published sizes."""
+(tests/data/hf_configs/, workloads/configs/), against the published sizes, and against the
+facts ``accelctl.models.meta_facts`` reads from the same classes.  The configs of families
+with no formula (gemma2, phi3, deepseek_v2) are refused by the formulas and counted only by
+the module (tests/models/test_meta_facts.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ CONFIGS = {p.stem: p for p in [*sorted((ROOT / "tests/data/hf_configs").glob("*.
 
 #: config file -> (family, published total parameters, published active parameters)
 PUBLISHED = {
+    "Qwen2.5-7B": ("qwen2", 7.62e9, None),
     "Llama-2-7b-hf": ("llama", 6.74e9, None),
     "Llama-2-70b-hf": ("llama", 68.98e9, None),  # "70B": 68.98 B as LlamaForCausalLM builds it (GQA, 8 kv heads)
     "Meta-Llama-3-8B": ("llama", 8.03e9, None),
@@ -33,8 +37,33 @@ def _shape(name: str) -> tuple[str, dict]:
     return hf_config.shape_of(hf_config.read(CONFIGS[name]))
 
 
+#: config files of families no formula counts: only their own module says their size
+NO_FORMULA = {"gemma-2-9b": "gemma2", "Phi-3-mini-4k-instruct": "phi3", "DeepSeek-V2-Lite": "deepseek_v2"}
+
+
 def test_every_config_kept_has_a_published_size():
-    assert set(CONFIGS) == set(PUBLISHED)
+    assert set(CONFIGS) == set(PUBLISHED) | set(NO_FORMULA)
+
+
+@pytest.mark.parametrize("name", sorted(NO_FORMULA))
+def test_a_family_without_formulas_is_refused_by_them(name):
+    with pytest.raises(hf_config.UnknownModelType, match=NO_FORMULA[name]):
+        _shape(name)
+
+
+@pytest.mark.slow
+def test_every_formula_equals_the_module_facts_total_and_active():
+    """Each formula family's config, as ``meta_facts`` reads it from the class built on the
+    meta device (one subprocess for all; ~10-20 s): the same total, and the same active
+    parameters (Mixtral's two experts of eight)."""
+    pytest.importorskip("transformers")
+    from accelctl.models import meta_facts
+
+    names = sorted(PUBLISHED)
+    for name, got in zip(names, meta_facts.facts_of([CONFIGS[n] for n in names])):
+        family, s = _shape(name)
+        assert param_count.total(family, s) == got.parameters.total, name
+        assert param_count.active(family, s) == got.parameters.active, name
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
