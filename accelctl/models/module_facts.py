@@ -273,13 +273,17 @@ def _probe_cache(model) -> list[tuple[int, int | None]] | None:
     no cache or the pass cannot run on the meta device."""
     import torch
 
-    try:
-        ids = torch.zeros(1, PROBE_TOKENS, dtype=torch.long, device="meta")
-        with torch.no_grad():
-            out = model(input_ids=ids, use_cache=True)
-        cache = out.past_key_values
-    except Exception:  # noqa: BLE001 -- a model whose forward needs real values has no probed cache
-        return None
+    ids = torch.zeros(1, PROBE_TOKENS, dtype=torch.long, device="meta")
+    cache = None
+    for dtype in (None, torch.bfloat16):  # grouped expert matmuls take 16-bit matrices only
+        try:
+            if dtype is not None:
+                model.to(dtype)  # on the meta device: no memory, and the counts are taken
+            with torch.no_grad():
+                cache = model(input_ids=ids, use_cache=True).past_key_values
+            break
+        except Exception:  # noqa: BLE001 -- a model whose forward needs real values has no probed cache
+            continue
     layers = getattr(cache, "layers", None)
     if not layers:
         return None

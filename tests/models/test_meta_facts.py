@@ -344,3 +344,19 @@ def test_refusals_through_the_subprocess_leave_nothing_running(monkeypatch, tmp_
         meta_facts.facts({"model_type": "llama"})
     assert _left_running(mark) == []
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir())
+
+
+def test_a_mixture_on_the_meta_device():
+    """A two-layer Mixtral (its expert banks take 16-bit matrices only: the cache is probed in
+    bf16): two of eight experts active, the router and the cache read."""
+    pytest.importorskip("transformers")
+    from accelctl.models import module_facts
+
+    cfg = {"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "num_local_experts": 8,
+           "num_experts_per_tok": 2}
+    f = meta_facts.checked(json.loads(json.dumps(module_facts.answer({"config": cfg}))))
+    assert f.moe == meta_facts.Moe(routed_experts=8, top_k=2, shared_experts=0, moe_layers=2, expert_intermediate=128)
+    assert f.parameters.experts == 2 * 8 * 3 * 64 * 128 and f.parameters.router == 2 * 8 * 64
+    assert f.parameters.total - f.parameters.active == 2 * 6 * 3 * 64 * 128
+    assert f.layers.mlp == ("moe", "moe") and f.kv_cache.per_layer == (2 * 2 * 16,) * 2
