@@ -167,6 +167,16 @@ def _drop(ed: _Edits, items, keys) -> None:
             ed.delete(it.span)
 
 
+def _machine_dropped(ed: _Edits, t: ast.Block, path: tuple[str, ...]) -> tuple:
+    """The items of target block ``t`` a setting of ``path`` edits: for ``instance``, without the
+    settings the instance brings (its device, device count, price: ``over.OF_THE_INSTANCE``),
+    which are deleted from the text, as ``over.apply`` leaves them out of the AST."""
+    if path != ("instance",):
+        return t.items
+    _drop(ed, t.items, O.OF_THE_INSTANCE)
+    return tuple(i for i in t.items if i[0] not in O.OF_THE_INSTANCE)
+
+
 def write(text: str, file: ast.File, sets: list[O.Over], workload: str | None = None) -> str:
     """``text`` with every setting written in (see module doc) -- into workload ``workload``
     only, when given; one ``_Edits`` pass per setting, re-parsed between them so the next one
@@ -182,16 +192,11 @@ def write(text: str, file: ast.File, sets: list[O.Over], workload: str | None = 
             path = o.path
             if path[0] in ("target", "targets") and len(path) > 2:
                 for t in _targets(w, path[1]):
-                    _edit_items(ed, t.items, t.span, path[2:], value)
+                    _edit_items(ed, _machine_dropped(ed, t, path[2:]), t.span, path[2:], value)
             elif O.is_target_key(path):
                 chosen = _chosen(w, path, file)
                 for t in (t for t in _targets(w) if chosen is None or _name(t) in chosen):
-                    if path == ("instance",):
-                        _drop(ed, t.items, O.OF_THE_INSTANCE)
-                        items = tuple(i for i in t.items if i[0] not in O.OF_THE_INSTANCE)
-                    else:
-                        items = t.items
-                    _edit_items(ed, items, t.span, path, value)
+                    _edit_items(ed, _machine_dropped(ed, t, path), t.span, path, value)
             else:
                 _edit_items(ed, w.items, w.span, path, value, top=True)
             if reshapes(o):

@@ -56,6 +56,17 @@ def test_nested_target_and_instance_settings():
     assert te.devices == 4 and te.batch.global_size in (None, te.batch.micro * te.batch.accumulation * 4)
 
 
+def test_one_targets_instance_drops_its_device_as_sweep_over_does():
+    """``target.NAME.instance=X`` on a target that writes ``device`` and ``devices``: the instance
+    brings its own (as ``--over target.NAME.instance=`` and ``--set instance=`` do), so the edit
+    drops them from that block rather than refusing the setting (E232)."""
+    _, (spec,) = load_selected_source(LLAMA, "llama2_7b_zero3", ["target.gaudi2.instance=p5.48xlarge"])
+    t = spec.target("gaudi2")
+    assert (t.instance, t.device, t.devices) == ("p5.48xlarge", "h100", 8)
+    assert spec.target("trn1").instance == "trn1.32xlarge"  # the other targets keep theirs
+    assert plan(spec, "gaudi2").device == "h100"
+
+
 def test_a_bad_value_is_reported_once_in_its_argument(capsys):
     with pytest.raises(WorkloadError) as exc:
         edited(LLAMA, "batch.micro=0")
