@@ -23,7 +23,7 @@ from accelctl.workload.types import TargetSpec, WorkloadSpec
 __all__ = [
     "FORMATS", "AccelctlError", "Diagnostic", "File", "PlanError", "RunError", "TargetSpec", "WorkloadError",
     "WorkloadSpec", "check", "check_all", "check_plan", "diff_texts", "launch", "list_runs", "load",
-    "load_selected", "load_selected_source", "load_source", "named_target", "one_process", "prepare_resume", "resume", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
+    "load_selected", "load_selected_source", "load_source", "named_target", "one_process", "plan_refusal", "prepare_resume", "resume", "pick_rehearsal", "parse", "parse_file", "pick_target", "plan", "plan_diff", "read_source",
     "refusal_header", "render_plan", "render_plan_sh", "render_plan_text", "select_workloads", "validate",
     "validate_text",
 ]
@@ -128,6 +128,17 @@ def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None
     return compile_plan(spec, target, engine, rehearse, fp8, device_path, host=host)
 
 
+def plan_refusal(spec: WorkloadSpec, target: TargetSpec, host=None) -> Diagnostic | None:
+    """Why ``plan`` refuses ``target`` of ``spec`` for ``host`` (its first diagnostic: plan's code,
+    words, line and hint), or None where it plans: the one verdict the verbs that show a figure
+    (estimate, sweep, pick, fit) ask before they show it."""
+    try:
+        plan(spec, target, host=host)
+    except PlanError as exc:
+        return exc.diagnostics[0] if exc.diagnostics else Diagnostic("E520", str(exc), path=spec.path)
+    return None
+
+
 def one_process(spec: WorkloadSpec, target: TargetSpec) -> tuple[WorkloadSpec, TargetSpec, int]:
     """``(spec, target)`` as one process of ``measure { repeat = N }`` runs them, and N
     (``accelctl.run.supervision.orchestrate.one_process``)."""
@@ -213,10 +224,9 @@ def estimate_targets(spec: WorkloadSpec, targets, factors=None, calibrations=Non
     out = []
     for t in targets:
         if verdict:
-            try:
-                plan(spec, t, host=host)
-            except PlanError as exc:
-                out.append(refused(spec, t, exc.diagnostics[0] if exc.diagnostics else None, str(exc)))
+            why = plan_refusal(spec, t, host)
+            if why is not None:
+                out.append(refused(spec, t, why, why.message))
                 continue
         out.append(estimate(spec, t, factors or cal.get(target_key(t)) or DEFAULT, explain))
     return out

@@ -47,9 +47,11 @@ def cmd_sweep_over(args) -> int:
     if args.run:
         return _run(args, overs)
     from accelctl.api import estimate_calibrations
+    from accelctl.contract.hostfacts import HostFacts
 
     sweep = SO.evaluate(args.file, overs, zipped=args.zip, workload=args.workload, target=args.target,
-                        work=args.work, calibrations=estimate_calibrations(args.runs_dir), explain=False)
+                        work=args.work, calibrations=estimate_calibrations(args.runs_dir), explain=False,
+                        host=HostFacts.here())  # every point is planned for this machine: read once
     reply = getattr(args, "reply", None)
     emit([SO.table(sweep)], args.format, args.output, reply, wide=args.wide,
          points=[r.record() for r in sweep.rows])

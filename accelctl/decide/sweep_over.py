@@ -6,7 +6,9 @@ the argument itself (unknown key, wrong type, out of range) refuses the sweep, n
 argument; a point the rules refuse (E402: devices that tp does not divide...) is a row that
 says why.  Grid by default (every combination), ``--zip``: the i-th values together.
 
-``--estimate``: each point x target through the roofline estimate (no torch).  Job time and
+``--estimate``: each point x target planned as ``accelctl plan`` plans it -- one plan refuses is
+a row with plan's code and words and no figure -- and the others through the roofline estimate
+(no torch).  Job time and
 cost are at equal work (``accelctl.estimate.work``): the workload's ``train_steps`` at its
 reference global batch, ``--work``, or per million units.  The Pareto front of job time
 against job cost (rows that fit, with a price) is marked: no other row is both faster and
@@ -39,6 +41,8 @@ class Row:
     cost: float | None = None
     pareto: bool = False
     spec: Any = None
+    #: ``refused`` is plan's verdict (the point checked, and plan refuses it), not the check pass's
+    by_plan: bool = False
 
     def record(self) -> dict[str, Any]:
         e = self.est
@@ -129,10 +133,12 @@ def _target_names(w: ast.Workload) -> tuple[str, ...]:
 
 def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: str | None = None,
              target: str | None = None, work: str | None = None, calibrations=None, estimate: bool = True,
-             explain: bool = True) -> Sweep:
+             explain: bool = True, host=None) -> Sweep:
     """Check every point (and estimate it, unless ``estimate`` is False: --run plans them);
-    ``explain`` False: estimates without their why text's extras (the sweep's table shows none)."""
-    from accelctl.api import estimate_targets, parse, read_source
+    ``explain`` False: estimates without their why text's extras (the sweep's table shows none).
+    An estimated point is planned first (for ``host``, a ``HostFacts``; None: this machine): one
+    ``plan`` refuses is a row with plan's diagnostic and no figure, as ``estimate`` shows it."""
+    from accelctl.api import estimate_targets, parse, plan_refusal, read_source
     from accelctl.estimate import work as W
     from accelctl.language.check import check_all
 
@@ -179,7 +185,10 @@ def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: 
         for t in targets:
             row = Row(label, t.name, spec=spec)
             if estimate:
-                row.est = estimate_targets(spec, [t], calibrations=calibrations, explain=explain)[0]
+                row.refused = plan_refusal(spec, t, host)
+                row.by_plan = row.refused is not None
+                if row.refused is None:
+                    row.est = estimate_targets(spec, [t], calibrations=calibrations, explain=explain)[0]
             rows.append(row)
     sweep = Sweep(base.name, overs, rows, "")
     if estimate:
