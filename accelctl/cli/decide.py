@@ -89,9 +89,11 @@ def cmd_fit(args) -> int:
         probe = probe_fit(args.file, spec, target, vs[0].micro, runs_root=args.runs_dir)
     if reply is not None:
         reply.result = {"workload": spec.name, "target": target.name, "capacity_bytes": target.memory_bytes,
-                        "variants": [{"name": v.name, "largest_micro": v.micro, "refused_by_plan": v.refused,
-                                      "total_bytes": v.at.total if v.at else None,
-                                      "above_bytes": v.above.total if v.above else None} for v in vs],
+                        "variants": [{"name": v.name, "largest_micro": None if v.refused else v.micro,
+                                      "refused_by_plan": v.refused, "settings": list(v.settings),
+                                      "total_bytes": v.at.total if v.at and not v.refused else None,
+                                      "above_bytes": v.above.total if v.above and not v.refused else None}
+                                     for v in vs],
                         "probe": probe.record() if probe else None}
     else:
         print("\n".join(lines(spec, target, vs)))
@@ -104,7 +106,7 @@ def cmd_fit(args) -> int:
         return exitcodes.NO_DEVICE
     if probe is not None and not probe.confirmed:
         return exitcodes.FAILED
-    return exitcodes.OK if vs[0].micro else exitcodes.FAILED
+    return exitcodes.OK if vs[0].micro and not vs[0].refused else exitcodes.FAILED
 
 
 def add_fit(sub) -> None:

@@ -1,14 +1,53 @@
-"""One verdict in ``sweep --estimate``: every point that shows a figure is one ``accelctl plan``
-accepts, planned here as ``plan`` plans it (its ``--set`` arguments on the workload file the
-test wrote); a point ``plan`` refuses shows plan's code and words and no figure."""
+"""One verdict in the decision verbs: every row of ``fit`` and ``sweep --estimate`` that shows a
+figure is one ``accelctl plan`` accepts, planned here as ``plan`` plans it (its ``--set``
+arguments on the workload file the test wrote); a row ``plan`` refuses shows plan's code and
+words and no figure."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from accelctl.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "tests" / "data" / "hf_configs" / "Meta-Llama-3-8B.json"
+HEAD = """\
+workload llama3_8b_ft {
+  task finetune { objective = causal_lm }
+  model hf("meta-llama/Meta-Llama-3-8B") {
+    family = llama
+    config = "Meta-Llama-3-8B.json"
+  }
+  dataset synthetic(seq_len = 2048 tokens)
+  optimizer adamw(lr = 0.00002)
+  precision bf16
+  gradient_checkpointing = on
+  batch { micro = 4 }
+"""
+TARGETS = {
+    "h100": "  target h100 { instance = p5.48xlarge  nodes = 2  parallel = zero(stage = 3) }\n",
+    "gaudi2": "  target gaudi2 {\n    device = gaudi2\n    instance = gaudi2-hls\n    devices = 8\n"
+              "    parallel = zero(stage = 3)\n    batch { micro = 1 }\n  }\n",
+    "trn1": "  target trn1 {\n    instance = trn1.32xlarge\n    parallel = zero(stage = 1, tp = 8)\n"
+            "    batch { micro = MICRO }\n  }\n",
+    "cpu": "  target cpu { devices = 1  precision = fp32 }\n",
+}
+
+
+def llama3(tmp_path: Path, name: str, order=("h100", "gaudi2", "trn1", "cpu"), trn1_micro: int = 1) -> Path:
+    """A Llama-3-8B fine-tune (its real config beside it) with the targets in ``order``."""
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(CONFIG, folder / CONFIG.name)
+    body = "".join(TARGETS[t].replace("MICRO", str(trn1_micro)) for t in order)
+    path = folder / "llama3.wl"
+    path.write_text(HEAD + body + "}\n", encoding="utf-8")
+    return path
 
 
 def run(capsys, *args: str) -> tuple[int, dict]:
@@ -22,6 +61,45 @@ def planned(capsys, path: Path, target: str, sets) -> dict:
     plans = doc["result"]["plans"]
     assert plans, doc.get("diagnostics")
     return {"code": code, **plans[0]}
+
+
+def test_fit_on_gaudi_says_why_checkpointing_changes_nothing_and_what_does(tmp_path, capsys):
+    """HPU lazy mode: the first-iteration graph holds every layer's activations whether or not
+    checkpointing is on (the model calibrated on seed 000's T5-3B, which ran checkpointed), so
+    switching it gives the same micro-batch -- fit says so, and offers eager mode, which
+    changes it (and which plan accepts)."""
+    path = llama3(tmp_path, "a")
+    code, doc = run(capsys, "fit", str(path), "-t", "gaudi2")
+    assert code == 0
+    by = {v["name"]: v for v in doc["result"]["variants"]}
+    assert by["gradient checkpointing off"]["largest_micro"] == by["as written"]["largest_micro"]
+    eager = by["lazy_mode off"]
+    assert eager["largest_micro"] > by["as written"]["largest_micro"] and not eager["refused_by_plan"]
+    main(["fit", str(path), "-t", "gaudi2"])
+    text = capsys.readouterr().out
+    assert "holds every layer's activations with or without checkpointing" in text
+    assert f"lazy_mode off -> {eager['largest_micro']}" in text
+
+
+@pytest.mark.parametrize("target", ["gaudi2", "h100", "trn1"])
+def test_every_fit_row_with_a_figure_is_one_plan_accepts(tmp_path, capsys, target):
+    """Each layout fit shows a micro-batch for plans there (its settings, with ``plan``); one plan
+    refuses shows plan's code and words, no micro-batch and no memory figure."""
+    path = llama3(tmp_path, "a")
+    _, doc = run(capsys, "fit", str(path), "-t", target)
+    main(["fit", str(path), "-t", target])
+    text = capsys.readouterr().out
+    for v in doc["result"]["variants"]:
+        if v["largest_micro"]:
+            got = planned(capsys, path, target, v["settings"])
+            assert got["code"] == 0, (v["name"], got.get("diagnostics"))
+        elif v["refused_by_plan"]:
+            assert v["total_bytes"] is None and v["above_bytes"] is None
+            got = planned(capsys, path, target, v["settings"])
+            d = got["diagnostics"][0]
+            assert got["refused"] and v["refused_by_plan"] == f"{d['code']}: {d['message']}"
+            line = next(ln for ln in text.splitlines() if ln.strip().startswith(v["name"] + " "))
+            assert "refused by plan" in line and "largest micro-batch" not in line and " GB" not in line
 
 
 FP8 = textwrap.dedent("""
