@@ -28,7 +28,8 @@ def cmd_pick(args) -> int:
              estimate_calibrations(args.runs_dir), host=HostFacts.here())
     reply = getattr(args, "reply", None)
     emit([table(p)], args.format, args.output, reply, wide=args.wide,
-          picks=[row_dict(i + 1, r) for i, r in enumerate(p.ranked)], left_out=p.counts, rule=p.rule,
+          picks=[row_dict(i + 1, r) for i, r in enumerate(p.ranked)],
+          unpriced=[row_dict(None, r) for r in p.unpriced], left_out=p.counts, rule=p.rule,
           assumptions=p.assumptions)
     if not p.ranked:
         msg = "no candidate meets " + " and ".join(x for x in (args.deadline and f"the deadline {args.deadline}",

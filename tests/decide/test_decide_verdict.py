@@ -1,7 +1,9 @@
-"""One verdict in the decision verbs: every row of ``fit`` and ``sweep --estimate`` that shows a
-figure is one ``accelctl plan`` accepts, planned here as ``plan`` plans it (its ``--set``
-arguments on the workload file the test wrote); a row ``plan`` refuses shows plan's code and
-words and no figure."""
+"""One verdict in the decision verbs: every row of ``pick``, ``fit`` and ``sweep --estimate`` that
+shows a figure is one ``accelctl plan`` accepts, planned here as ``plan`` plans it (its
+``--set`` arguments on the workload file the test wrote); a row ``plan`` refuses shows plan's
+code and words and no figure.  ``pick`` considers every target that plans, gives each candidate
+the micro-batch ``fit``'s model finds for its memory, and answers the same whatever the order of
+the targets in the file and whatever micro-batch one of them writes."""
 
 from __future__ import annotations
 
@@ -61,6 +63,53 @@ def planned(capsys, path: Path, target: str, sets) -> dict:
     plans = doc["result"]["plans"]
     assert plans, doc.get("diagnostics")
     return {"code": code, **plans[0]}
+
+
+def answer(doc) -> list[tuple]:
+    return [(p["rank"], p["instance"], p["devices"], p["layout"], p["precision"], p["batch"], p["job_usd"])
+            for p in doc["result"]["picks"]]
+
+
+def test_pick_considers_every_target_that_plans_whatever_the_order_and_micro_batch(tmp_path, capsys):
+    """The trn1 target as written (zero(stage = 1, tp = 8), a layout not in pick's own list)
+    plans, so it is a candidate; the answer does not move when the file lists the targets in
+    another order and trn1 writes another micro-batch: each candidate's micro-batch is its own."""
+    a = llama3(tmp_path, "a")
+    b = llama3(tmp_path, "b", order=("cpu", "trn1", "gaudi2", "h100"), trn1_micro=2)
+    assert planned(capsys, a, "trn1", [])["code"] == 0
+    work = ["--work", "1e8 tokens", "--deadline", "24 h", "--top", "300"]
+    code_a, doc_a = run(capsys, "pick", str(a), *work)
+    code_b, doc_b = run(capsys, "pick", str(b), *work)
+    assert code_a == code_b == 0
+    rows = doc_a["result"]["picks"]
+    own = [p for p in rows if p["instance"] == "trn1.32xlarge" and p["devices"] == "1 x 32 trn1"
+           and p["from_target"] == "trn1"]
+    assert own and own[0]["layout"] == "zero-1 tp8", [(p["instance"], p["layout"]) for p in rows][:40]
+    assert answer(doc_a) == answer(doc_b)
+    assert [p["from_target"] for p in doc_a["result"]["picks"]] == [p["from_target"] for p in doc_b["result"]["picks"]]
+    # its own fit: the largest micro-batch whose memory fits, not the micro-batch trn1 writes
+    from accelctl.api import load_selected
+    from accelctl.decide.fit import at_micro
+
+    (spec,) = load_selected(str(a))
+    t = spec.target("trn1")
+    m = own[0]["micro"]
+    assert m > 1 and at_micro(spec, t, m)[1].fits and not at_micro(spec, t, m + 1)[1].fits
+
+
+def test_every_row_pick_shows_is_one_plan_accepts(tmp_path, capsys):
+    """Ranked rows and rows without a price alike: each planned by ``accelctl plan -t T --set``
+    with the row's settings, accepted, on the machine and at the micro-batch the row shows."""
+    path = llama3(tmp_path, "a")
+    code, doc = run(capsys, "pick", str(path), "--work", "1e8 tokens", "--top", "6")
+    assert code == 0
+    rows = doc["result"]["picks"] + doc["result"]["unpriced"]
+    assert doc["result"]["picks"] and doc["result"]["unpriced"]  # an instance without a price is shown too
+    for p in rows:
+        got = planned(capsys, path, p["from_target"], p["settings"])
+        assert got["code"] == 0 and not got.get("refused"), (p["settings"], got.get("diagnostics"))
+        assert p["devices"].endswith(" " + got["plan"]["device"]), (p, got["plan"]["device"])
+        assert f"batch.micro={p['micro']}" in p["settings"][-1]
 
 
 def test_fit_on_gaudi_says_why_checkpointing_changes_nothing_and_what_does(tmp_path, capsys):
