@@ -128,12 +128,15 @@ def plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None
     return compile_plan(spec, target, engine, rehearse, fp8, device_path, host=host)
 
 
-def plan_refusal(spec: WorkloadSpec, target: TargetSpec, host=None) -> Diagnostic | None:
+def plan_refusal(spec: WorkloadSpec, target: TargetSpec, host=None, fixes: bool = True) -> Diagnostic | None:
     """Why ``plan`` refuses ``target`` of ``spec`` for ``host`` (its first diagnostic: plan's code,
     words, line and hint), or None where it plans: the one verdict the verbs that show a figure
-    (estimate, sweep, pick, fit) ask before they show it."""
+    (estimate, sweep, pick, fit) ask before they show it.  ``fixes``: with the fixes that plan
+    (a few plans more); those that ask of many points leave them out."""
+    from accelctl.plan.compile import compile_plan
+
     try:
-        plan(spec, target, host=host)
+        compile_plan(spec, target, host=host, fixes=fixes)
     except PlanError as exc:
         return exc.diagnostics[0] if exc.diagnostics else Diagnostic("E520", str(exc), path=spec.path)
     return None

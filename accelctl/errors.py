@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple, Sequence
 
-from accelctl.frozen import Value, uncompared
+from accelctl.frozen import Value, replace, uncompared
 
 
 class Span(NamedTuple):
@@ -46,6 +46,8 @@ class Diagnostic(Value):
     severity: str = "error"
     #: the source text of ``span.line``, filled in by ``attach_source``
     source_line: str = ""
+    #: fixes the hint proposes, each checked to plan: (label, its ``--set`` arguments)
+    fixes: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def to_dict(self) -> dict:
         d = {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path}
@@ -53,6 +55,8 @@ class Diagnostic(Value):
             d.update(self.span.to_dict())
         if self.hint:
             d["hint"] = self.hint
+        if self.fixes:
+            d["fixes"] = [{"label": label, "set": list(sets)} for label, sets in self.fixes]
         return d
 
     def render(self, width: int | None = None) -> str:
@@ -122,7 +126,7 @@ def attach_source(diags: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
     out = []
     for d in diags:
         if d.span and 1 <= d.span.line <= len(lines):
-            d = Diagnostic(d.code, d.message, d.span, d.path, d.hint, d.severity, lines[d.span.line - 1])
+            d = replace(d, source_line=lines[d.span.line - 1])
         out.append(d)
     return out
 

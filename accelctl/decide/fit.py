@@ -110,7 +110,7 @@ def fit(spec, target, host=None) -> list[Variant]:
             v.target, v.at = at_micro(spec, t, m)
             v.above = at_micro(spec, t, m + 1)[1]
             v.settings += (f"target.{target.name}.batch.micro={m}",)
-            why = plan_refusal(spec, v.target, host)
+            why = plan_refusal(spec, v.target, host, fixes=False)
             if why is not None:
                 v.refused = f"{why.code}: {why.message}"
         else:

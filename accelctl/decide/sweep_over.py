@@ -185,7 +185,7 @@ def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: 
         for t in targets:
             row = Row(label, t.name, spec=spec)
             if estimate:
-                row.refused = plan_refusal(spec, t, host)
+                row.refused = plan_refusal(spec, t, host, fixes=False)
                 row.by_plan = row.refused is not None
                 if row.refused is None:
                     row.est = estimate_targets(spec, [t], calibrations=calibrations, explain=explain)[0]

@@ -93,8 +93,10 @@ def refused(spec: WorkloadSpec, target: TargetSpec, diagnostic, message: str) ->
     else ``message``)."""
     code = getattr(diagnostic, "code", "") or ""
     words = getattr(diagnostic, "message", "") or message
+    said = getattr(diagnostic, "to_dict", lambda: {})()
+    extra = {k: said[k] for k in ("hint", "fixes") if k in said}
     return Estimate(spec.name, target.name, target.device, target.world_size, spec.task.kind, status="refused",
-                    refusal={"code": code, "message": words})
+                    refusal={"code": code, "message": words, **extra})
 
 
 def _shape(spec: WorkloadSpec, target: TargetSpec) -> tuple[dict[str, Any], str]:

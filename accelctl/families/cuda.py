@@ -11,7 +11,8 @@ FAMILY = DeviceFamily("cuda", "nccl", "PyTorch with CUDA", f"{WORKER_DEVICES}:Cu
                       backends=("te_fp8", "deepspeed_inference", "deepspeed", "torchrun"),
                       sdk="cuda", sdk_title="CUDA", options=("te_layers", "te_version", "pin_memory"),
                       parallelisms=("fsdp", "tensor", "pipeline"), k8s_resource="nvidia.com/gpu", slurm_gres="gpu",
-                      batch_gpu=True, deepspeed_accelerator="cuda", deepspeed_fused_optimizers=True, fused_sdpa=True)
+                      batch_gpu=True, deepspeed_accelerator="cuda", deepspeed_fused_optimizers=True, fused_sdpa=True,
+                      fp8_built=True)
 
 PROBES: dict[str, str] = {}
 

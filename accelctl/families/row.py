@@ -70,6 +70,9 @@ class DeviceFamily(Value):
     #: ``F.scaled_dot_product_attention`` without dropout runs a fused kernel that keeps no
     #: attention scores for backward (the CPU's flash kernel, measured; CUDA's FlashAttention)
     fused_sdpa: bool = False
+    #: a backend of its plans FP8 training and inference (its devices' FP8 hardware alone is
+    #: not enough: an fp8 target of a family without one is refused at plan, E520)
+    fp8_built: bool = False
     #: its runtime compiles the whole step into fused graphs (the Neuron compiler through XLA),
     #: so an estimate counts no per-operator launch overhead
     compiles_step: bool = False

@@ -42,9 +42,10 @@ FAMILIES_OF_OPTION: dict[str, tuple[str, ...]] = {
     for f in DEVICE_FAMILIES.values() for opt in f.options}
 
 FP8_DEVICES = tuple(d.name for d in DEVICES.values() if d.fp8)
-#: where fp8 runs, by family: "h100, l4, l40s (CUDA) or gaudi2, gaudi3 (SynapseAI)"
+#: where fp8 plans, by family (FP8 hardware of a family with an FP8 backend): "h100, l4, l40s (CUDA)"
 FP8_WHERE = " or ".join(f"{', '.join(d for d in FP8_DEVICES if DEVICES[d].adapter == fam)} ({f.sdk_title or f.name})"
-                        for fam, f in DEVICE_FAMILIES.items() if any(DEVICES[d].adapter == fam for d in FP8_DEVICES))
+                        for fam, f in DEVICE_FAMILIES.items()
+                        if f.fp8_built and any(DEVICES[d].adapter == fam for d in FP8_DEVICES))
 
 
 def check_precision(it: ast.Item | None, ctx: Ctx, origins: Origins, path: str) -> PrecisionSpec | None:

@@ -7,6 +7,7 @@ from accelctl.contract.hostfacts import HostFacts
 from accelctl.contract.plan import Plan, PlanFacts
 from accelctl.errors import Diagnostic, PlanError
 from accelctl.families import FAMILIES
+from accelctl.plan import fixes as plan_fixes
 from accelctl.plan import parallel_layout
 from accelctl.plan.jobs import build_job, checkpoint_warnings, optimize_notes, threads_per_process
 from accelctl.plan.memory import estimate
@@ -18,6 +19,7 @@ from accelctl.plan.weights import unreachable_weights, weights_note
 from accelctl.catalog import DEVICES
 from accelctl.language.schema import ENGINE_KEYS
 from accelctl.workload.types import EngineSpec, TargetSpec, WorkloadSpec
+from accelctl.frozen import replace
 
 
 def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint: str = "") -> Diagnostic:
@@ -26,18 +28,20 @@ def _diag(spec: WorkloadSpec, target: TargetSpec, code: str, message: str, hint:
 
 def compile_plan(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None = None,
                  rehearse: bool = False, fp8: bool = False, device_path: bool = False,
-                 host: HostFacts | None = None) -> Plan:
+                 host: HostFacts | None = None, fixes: bool = True) -> Plan:
     """The plan of ``target`` compiled for the machine ``host`` describes (``contract.hostfacts``; None:
     this machine, read now): the same input gives the same plan anywhere.  ``rehearse``: a CPU
     rehearsal of it; ``fp8``: its FP8 rehearsal; ``device_path``: the rehearsal the backend makes of
     its own device path (``Backend.device_rehearsal``), or the plain one with the backend's reason.
+    ``fixes``: a target that does not fit gets the fixes that plan in its refusal (``plan.fixes``:
+    a few plans more; a verb that only needs the verdict of many points leaves them out).
     """
     with hostfacts.using(host or hostfacts.current()):  # a nested plan: the one being compiled's
-        return _compile(spec, target, engine, rehearse, fp8, device_path)
+        return _compile(spec, target, engine, rehearse, fp8, device_path, fixes)
 
 
 def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, rehearse: bool, fp8: bool,
-             device_path: bool) -> Plan:
+             device_path: bool, fixes: bool) -> Plan:
     if isinstance(target, str):
         from accelctl.plan.select import named_target
 
@@ -81,11 +85,10 @@ def _compile(spec: WorkloadSpec, target: str | TargetSpec, engine: str | None, r
                                            f"{target.name} ({backend.name})", "; ".join(why))])
     fit = estimate(spec, target)
     if not fit.fits:
-        raise PlanError(diagnostics=[_diag(
-            spec, target, "E530", f"{spec.name} does not fit on target {target.name}: {fit.describe()}",
-            "shard it (parallel = zero(stage = 3) to train, deepspeed_inference(tp = N) to generate), turn on "
-            "gradient_checkpointing, "
-            "lower the micro-batch, or pick a device with more memory")])
+        found = plan_fixes.fixes(spec, target, lambda s, t: compile_plan(s, t, engine, fixes=False)) if fixes else []
+        diag = _diag(spec, target, "E530", f"{spec.name} does not fit on target {target.name}: {fit.describe()}",
+                     plan_fixes.hint(found) if fixes else "")
+        raise PlanError(diagnostics=[replace(diag, fixes=tuple(found))])
     threads = threads_per_process(target, backend.processes_per_node(target))
     job = build_job(spec, target, backend.name, threads, backend.strategy_for(target),
                     rehearsal_of=rehearsal.of if rehearsal else "")

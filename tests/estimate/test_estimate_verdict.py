@@ -35,7 +35,8 @@ def test_a_target_plan_refuses_is_estimated_as_refused_in_plans_words(tmp_path):
     words = refusal["diagnostics"][0]["message"]
     estimated = json.loads(accelctl("estimate", str(path), "--json").stdout)["result"]["estimates"]
     by = {e["target"]: e for e in estimated}
-    assert by["gaudi2"]["status"] == "refused" and by["gaudi2"]["refusal"] == {"code": "E520", "message": words}
+    assert by["gaudi2"]["status"] == "refused"
+    assert by["gaudi2"]["refusal"] == {"code": "E520", "message": words, "hint": refusal["diagnostics"][0]["hint"]}
     assert by["gaudi2"]["step_time_s"] is None and by["gaudi2"]["fits"] is None
     assert by["h100"]["status"] == "ok" and by["h100"]["step_time_s"] > 0
     text = accelctl("estimate", str(path)).stdout
