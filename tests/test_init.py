@@ -53,10 +53,11 @@ def test_a_hub_model_with_its_config_plans_its_real_shape_sharded_to_fit(tmp_pat
     assert not errors_of(path)
     (spec,) = validate(path)[0]
     h100 = plan(spec, "p5_48xlarge")
-    # the real 6.74 B parameters: 13.48 GB of bf16 weights, ZeRO-3 over 8 GPUs -> 1.68 GB each
-    assert any("memory per device (real model): weights 1.68 GB" in n for n in h100.notes), h100.notes
-    # 6.74 B parameters with Adam states do not fit one H100 unsharded: ZeRO-3 over the instance's 8
-    assert "parallel = zero(stage = 3)" in text and "sharded to fit (E530 as first written)" in text
+    # the real 6.74 B parameters: 13.48 GB of bf16 weights, FSDP over 8 GPUs -> 1.68 GB of gradients each
+    assert any("memory per device (real model): weights 2.05 GB + gradients 1.68 GB" in n for n in h100.notes), \
+        h100.notes
+    # 6.74 B parameters with Adam states do not fit 8 H100s unsharded: the first fix E530 offers, FSDP
+    assert "parallel = fsdp" in text and "sharded to fit (E530 as first written)" in text
     assert spec.target("gaudi2").world_size == 8
 
 
@@ -183,3 +184,14 @@ def test_what_no_workload_can_name_is_refused_before_anything_is_written(tmp_pat
         assert exc.value.exit_code == exitcodes.USAGE and words in str(exc.value), (ref, str(exc.value))
         assert "\n" not in str(exc.value).replace(repr(ref)[1:-1], "")
     assert not (tmp_path / "x.wl").exists()
+
+
+def test_a_trainium_instance_is_sharded_with_the_fix_plan_offers(tmp_path):
+    """ZeRO-3 is not built on Trainium: the target init writes takes the first fix plan's refusal
+    offers (each of them planned), here tensor parallel over 8 NeuronCores with ZeRO-1."""
+    config = ROOT / "tests/data/hf_configs/Meta-Llama-3-8B.json"
+    path = init(tmp_path, "meta-llama/Meta-Llama-3-8B", "--config", str(config), "-t", "trn1.32xlarge")
+    text = path.read_text()
+    assert "parallel = zero(stage = 1, tp = 8)" in text and "sharded to fit (E530 as first written)" in text
+    (spec,) = validate(path)[0]
+    plan(spec, "trn1_32xlarge")  # it plans as written

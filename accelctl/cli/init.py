@@ -7,9 +7,9 @@ cache) -- else the family named with ``--family`` or read from the id, and the f
 plan and estimate use the stand-in's sizes until a config is given.
 
 Every target is planned before the file is written: one that does not fit as first written
-gets the sharding that makes it fit (ZeRO-3 over the instance's devices to train,
-DeepSpeed-inference tensor parallel to generate or score, gradient checkpointing), and one
-that still cannot run says why in a comment above it, in ``plan``'s words.  A ``cpu`` target
+gets the first fix ``plan``'s refusal offers (``accelctl.plan.fixes``: each one planned; a
+one-device target is first put on a node's 8), and one that still cannot run says why in a
+comment above it, in ``plan``'s words.  A ``cpu`` target
 is always there, so ``accelctl run FILE -t cpu`` works on this machine.
 """
 
@@ -279,18 +279,23 @@ def _described(target: Target) -> str:
     return f"{n} x {dev}" if n and dev else target.comment
 
 
-def escalations(target: Target, task: str) -> list[list[str]]:
-    """What to add, in order, to a target that does not fit as first written."""
-    from accelctl.catalog import INSTANCES
+def more_devices(target: Target) -> list[str]:
+    """What a target of one device becomes on a node's 8 devices: the first thing to try when it
+    does not fit (an instance's target already has the instance's devices)."""
+    return ["devices = 8"] if "devices = 1" in target.lines else []
 
-    inst = next((INSTANCES[ln.split("= ", 1)[1]] for ln in target.lines if ln.startswith("instance = ")), None)
-    n = inst.devices if inst else 8
-    devices = [] if inst else [f"devices = {n}"]
-    if task in TRAINING:
-        return [devices + ["parallel = zero(stage = 3)"],
-                devices + ["parallel = zero(stage = 3)", "gradient_checkpointing = on"],
-                devices + ["parallel = zero(stage = 3)", "gradient_checkpointing = on", "batch { micro = 1 }"]]
-    return [devices + [f"parallel = deepspeed_inference(tp = {n})"]]
+
+def fix_lines(target: Target, settings: tuple[str, ...]) -> list[str]:
+    """The target's lines with a fix's ``--set`` arguments (``target.NAME.KEY=VALUE``) written in:
+    each key on its line, a block's key (``batch.micro``) as that block."""
+    lines = list(target.lines)
+    for setting in settings:
+        path, value = setting.removeprefix(f"target.{target.name}.").split("=", 1)
+        block, _, key = path.rpartition(".")
+        line = f"{block} {{ {key} = {value} }}" if block else f"{key} = {value}"
+        head = block or key
+        lines = [ln for ln in lines if ln.split(" ", 1)[0] != head] + [line]
+    return lines
 
 
 def render(name: str, description: str, model: Model, body: list[str], training: list[str],
@@ -326,9 +331,10 @@ def _wrap(text: str, width: int = 92) -> list[str]:
     return textwrap.wrap(text, width) or [""]
 
 
-def refusal(text: str, path: Path, target: str, written: bool = False) -> str:
-    """plan's words for ``target`` of the file's one workload, or "" where it plans;
-    ``written``: the text is what would be written, so an error of validate's refuses it."""
+def refusal(text: str, path: Path, target: str, written: bool = False) -> tuple[str, tuple]:
+    """plan's words for ``target`` of the file's one workload ("" where it plans) and the fixes its
+    refusal offers (each planned: ``accelctl.plan.fixes``); ``written``: the text is what would be
+    written, so an error of validate's refuses it."""
     from accelctl.api import plan, validate_text
     from accelctl.errors import PlanError
 
@@ -338,13 +344,13 @@ def refusal(text: str, path: Path, target: str, written: bool = False) -> str:
         d = errors[0]
         raise usage(f"the file it would write does not validate ({d.code} at line {d.span.line}: {d.message})")
     if errors:
-        return f"{errors[0].code}: {errors[0].message}"
+        return f"{errors[0].code}: {errors[0].message}", ()
     try:
         plan(specs[0], target)
     except PlanError as exc:
         d = exc.diagnostics[0]
-        return f"{d.code}: {d.message}"
-    return ""
+        return f"{d.code}: {d.message}", d.fixes
+    return "", ()
 
 
 def scaffold(args, out_dir: Path, file_of=lambda name: "FILE") -> tuple[str, str, list[str]]:
@@ -375,18 +381,20 @@ def scaffold(args, out_dir: Path, file_of=lambda name: "FILE") -> tuple[str, str
     path = out_dir / f"{name}.wl"
     verdicts = []
     for t in targets:
-        why = refusal(render(name, description, model, body, training, targets), path, t.name, written=True)
-        first = why
-        for extra in escalations(t, task) if why else ():
-            keys = {ln.split(" ", 1)[0] for ln in extra}
-            trial = [ln for ln in t.lines if ln.split(" ", 1)[0] not in keys] + extra
-            saved, t.lines = t.lines, trial
-            why = refusal(render(name, description, model, body, training, targets), path, t.name)
+        why, fixes = refusal(render(name, description, model, body, training, targets), path, t.name, written=True)
+        first, written = why, t.lines
+        # as written, then on a node's devices; each time with the first fix plan offers, which plans
+        for lines in ([written, [*written, *more_devices(t)]] if more_devices(t) else [written]) if why else ():
+            t.lines = [ln for ln in lines if not (ln == "devices = 1" and "devices = 8" in lines)]
+            why, fixes = refusal(render(name, description, model, body, training, targets), path, t.name)
+            if why and fixes:
+                t.lines = fix_lines(t, fixes[0][1])
+                why, _ = refusal(render(name, description, model, body, training, targets), path, t.name)
             if not why:
                 t.comment = _described(t) + f"; sharded to fit ({first.split(': ', 1)[0]} as first written)"
                 break
-            t.lines, why = saved, first
         if why:
+            t.lines, why = written, first
             t.comment += f"; accelctl plan refuses it: {why}"
         verdicts.append({"target": t.name, "plans": not why, "refusal": why or None})
     return name, render(name, description, model, body, training, targets, file_of(name)), verdicts
