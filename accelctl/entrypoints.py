@@ -14,3 +14,5 @@ CALIBRATE = "accelctl.worker.calibrate"
 SUPERVISOR = "accelctl.cli.supervise"
 #: an AWS Batch job's command: the node's launch of a multi-node job
 BATCH_ENTRYPOINT = "accelctl.engines.batch_entrypoint"
+#: a model's facts from its library's module, built on the meta device (``accelctl.models.meta_facts``)
+MODEL_FACTS = "accelctl.models.module_facts"

@@ -42,15 +42,17 @@ workload vit_huge_fp8 {
   batch { micro = 64  global = 512 }                        # 64 x 8 GPUs
   measure { warmup = 11 steps  steps = 41 steps }           # 002:31: steps 0-10 skipped, 11-51 counted
 
-  # p4d.24xlarge: 8 x A100 40GB, 32.77 usd/h
+  # p4d.24xlarge: 8 x A100 40GB, at the seed's 32.77 usd/h (today's list price: docs/prices.md)
   target p4d {                         # timm blocks, bf16: 0.41 s per step (002:35)
     instance           = p4d.24xlarge
+    price              = 32.77 usd/h
     parallel           = ddp
     dataloader_workers = 12            # 002:31: num_workers=12
     pin_memory         = on            # 002:31: pin_memory=True
   }
   target p4d_te {                      # Transformer Engine blocks: +19% (002:108)
     instance           = p4d.24xlarge
+    price              = 32.77 usd/h
     parallel           = ddp
     te_layers          = on
     dataloader_workers = 12

@@ -39,13 +39,7 @@ ENTRYPOINT = ("python", "-m", entrypoints.BATCH_ENTRYPOINT)
 SUBMIT = ("aws", "batch", "submit-job", "--cli-input-json", f"file://{RUN_DIR}/{SUBMIT_FILE}")
 #: the code of an aws_batch engine setting that is missing or cannot work
 CODE = batch_settings.ROW.code
-#: instance memory in GiB (AWS instance type pages); Batch reserves some for its agent, so a
-#: job asks for RESERVE of it
-INSTANCE_MEMORY_GIB = {
-    "dl1.24xlarge": 768, "p4d.24xlarge": 1152, "p4de.24xlarge": 1152, "p5.48xlarge": 2048,
-    "trn1.2xlarge": 32, "trn1.32xlarge": 512, "inf2.xlarge": 16, "inf2.8xlarge": 128,
-    "inf2.24xlarge": 384, "inf2.48xlarge": 768,
-}
+#: the share of an instance's memory a job asks for (Batch reserves some for its agent)
 RESERVE = 0.9
 
 
@@ -86,6 +80,11 @@ class AwsBatchEngine(Engine):
         if not (family.host or family.batch_gpu or family.batch_device_files):
             raise _refuse(spec, target, "device", f"AWS Batch cannot give a container {family.name} devices "
                           f"({target.device}): no AWS instance has them", "run this target with another engine")
+        inst = INSTANCES.get(target.instance)
+        if inst is not None and not family.host and inst.cloud != "aws":
+            raise _refuse(spec, target, "device", f"AWS Batch runs AWS instances; {inst.name} is "
+                          f"{inst.cloud or 'an owned server'}'s", "run this target with another engine, or name an "
+                          "AWS instance")
         if len(built.launches) != 1:
             raise _refuse(spec, target, "job_definition", f"engine aws_batch places one deepspeed launch per node, "
                           f"the backend gave {len(built.launches)}", "leave engine deepspeed { ssh } unset")
@@ -94,7 +93,7 @@ class AwsBatchEngine(Engine):
                 raise _refuse(spec, target, key, f"engine aws_batch needs {key}",
                               f'set engine aws_batch {{ {key} = "..." }}')
         vcpus = s.get("vcpus") or (INSTANCES[target.instance].vcpus if target.instance in INSTANCES else 0)
-        mem_gib = INSTANCE_MEMORY_GIB.get(target.instance)
+        mem_gib = INSTANCES[target.instance].memory_gib if target.instance in INSTANCES else 0
         memory_mib = (int(s["memory"]) // 2**20 if s.get("memory")
                       else int(mem_gib * 1024 * RESERVE) if mem_gib else 0)
         if not vcpus or not memory_mib:

@@ -107,6 +107,8 @@ def text(workload: str, estimates: list[Estimate], spec=None, width: int | None 
     for e in estimates:
         if e.status == "refused":  # plan's own words, as `plan` prints them under its row
             lines += _wrap(f"  {e.target}: {_refused(e)}: {e.refusal['message']}", width)
+            if e.refusal.get("hint"):
+                lines += _wrap(f"    hint: {e.refusal['hint']}", width)
             continue
         if e.status != "ok":
             lines.append("  " + (not_estimated(spec, e).render(None if width is None else width - 2)
@@ -120,6 +122,12 @@ def text(workload: str, estimates: list[Estimate], spec=None, width: int | None 
                            "architecture (write it: model <family>(layers = ..., hidden = ...))", width)
         if e.status == "ok" and not e.fits:
             lines += _wrap(f"    {e.memory_fit}", width)
+    prices: dict[str, list[str]] = {}
+    for e in estimates:
+        if e.status == "ok" and e.price_source:
+            prices.setdefault(e.price_source, []).append(e.target)
+    for where, names in prices.items():
+        lines += _wrap(f"  price of {', '.join(names)}: {where}", width)
     basis = next((e.work_basis for e in estimates if e.status == "ok" and e.projected_hours is not None), "")
     if basis:
         lines += _wrap(f"  job = {basis} on every target (equal work): time = samples / throughput", width)

@@ -29,7 +29,7 @@ from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.plan import memory
 from accelctl.models.activations import hpu_lazy
 from accelctl.models import fp8_layers
-from accelctl.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet
+from accelctl.catalog import DATASHEETS, DEFAULT_SCALE_OUT, DEVICES, SCALE_OUT, Datasheet, price_basis
 from accelctl.workload.types import TargetSpec, WorkloadSpec
 from accelctl.frozen import replace
 
@@ -74,6 +74,9 @@ class Estimate:
     params: float = 0.0
     memory_per_device: dict[str, float] = field(default_factory=dict)
     price_per_hour: float | None = None
+    #: where the price comes from: written in the workload, the instance's list price (its
+    #: source and date), or the smallest instance holding the devices ("" = no price)
+    price_source: str = ""
     throughput_per_dollar: float | None = None
     train_steps: int | None = None
     projected_hours: float | None = None
@@ -125,6 +128,14 @@ def _link_time(c: T.Collective, sheet: Datasheet, instance: str, fx: Factors, lo
     return c.count * fx.collective_latency_s.value + intra + inter
 
 
+def price_source(target: TargetSpec) -> str:
+    """Where ``target``'s price per hour comes from, in one line ("" = it has none)."""
+    if target.price_per_hour is None:
+        return ""
+    return (price_basis(target.price_from, target.instance, target.devices, target.device)
+            or "written in the workload")
+
+
 def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT, explain: bool = True) -> Estimate:
     """The estimate of ``target``; ``explain`` False leaves out what only the why text and the
     memory line say (the memory breakdown's words, an FP8 step's gain over the same step in
@@ -133,7 +144,8 @@ def estimate(spec: WorkloadSpec, target: TargetSpec, fx: Factors = DEFAULT, expl
     spec = spec.for_target(target)
     task = spec.task
     est = Estimate(spec.name, target.name, target.device, target.world_size, task.kind,
-                   price_per_hour=target.price_per_hour, train_steps=task.train_steps or None,
+                   price_per_hour=target.price_per_hour, price_source=price_source(target),
+                   train_steps=task.train_steps or None,
                    work_samples=samples, work_basis=basis)
     sheet = DATASHEETS.get(target.device)
     if sheet is None and target.device in DEVICES and DEVICES[target.device].host:

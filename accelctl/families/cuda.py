@@ -41,11 +41,27 @@ DEVICES: tuple[Device, ...] = (
            fp8=True, interconnect="PCIe 4"),
 )
 
+#: AWS's price cut of P4 and P5 on-demand prices from 2025-06-01
+_AWS_CUT = ("AWS on-demand us-east-1 after its P4/P5 price cut (AWS News Blog, 2025-06-05, \"Announcing up to "
+            "45% price reduction for Amazon EC2 NVIDIA GPU-accelerated instances\"; docs/prices.md)")
+#: AWS's price list, us-east-1 on-demand Linux (public copies of the bulk API; docs/prices.md)
+_AWS_LIST = "AWS on-demand us-east-1 (AWS Price List bulk API, as copied publicly; docs/prices.md)"
+
 #: instances that rent them, with on-demand prices
 INSTANCES: tuple[Instance, ...] = (
-    Instance("p4d.24xlarge", "a100_40gb", 8, 96, 32.77, "seed 002 (AWS on-demand, us-east-1)", "4x100 Gbps EFA"),
-    Instance("p4de.24xlarge", "a100", 8, 96, 40.97, "AWS on-demand us-east-1, 2023", "4x100 Gbps EFA"),
-    Instance("p5.48xlarge", "h100", 8, 192, 98.32, "seed 002 (AWS on-demand, us-east-1)", "32x100 Gbps EFA"),
+    Instance("p4d.24xlarge", "a100_40gb", 8, 96, 21.96, _AWS_CUT, "4x100 Gbps EFA", "2025-06-01", "aws", memory_gib=1152),
+    Instance("p4de.24xlarge", "a100", 8, 96, 27.45, _AWS_CUT, "4x100 Gbps EFA", "2025-06-01", "aws", memory_gib=1152),
+    Instance("p5.48xlarge", "h100", 8, 192, 55.04, _AWS_CUT, "32x100 Gbps EFA", "2025-06-01", "aws", memory_gib=2048),
+    Instance("p5.4xlarge", "h100", 1, 16, 6.88, _AWS_LIST, "", "2026-07-28", "aws", memory_gib=256),
+    Instance("p5en.48xlarge", "h200", 8, 192, 63.30, _AWS_CUT, "16x200 Gbps EFA", "2025-06-01", "aws", memory_gib=2048),
+    Instance("p5e.48xlarge", "h200", 8, 192, None, "AWS: Capacity Blocks only, no on-demand price (" + _AWS_LIST
+             + ")", "32x100 Gbps EFA", "2026-07-28", "aws", memory_gib=2048),
+    Instance("g6.xlarge", "l4", 1, 4, 0.8048, _AWS_LIST, "", "", "aws", memory_gib=16),
+    Instance("g6e.xlarge", "l40s", 1, 4, 1.861, _AWS_LIST, "", "", "aws", memory_gib=32),
+    Instance("p3.2xlarge", "v100", 1, 8, 3.06, _AWS_LIST, "", "", "aws", memory_gib=61),
+    Instance("gpu_8x_a100_80gb_sxm4", "a100", 8, 240, 14.32, "Lambda on-demand (its instance-types API, as copied "
+             "by skypilot-org/skypilot-catalog catalogs/v7/lambda/vms.csv): 8x A100 80GB SXM4, DGX A100 class",
+             "", "", "lambda"),
     Instance("dgx-a100", "a100", 8, 256, None, "on-premises server"),
 )
 

@@ -46,14 +46,22 @@ class Device(Value):
 
 
 class Instance(Value):
+    """A machine one rents (or owns) whole: its devices, vCPUs and on-demand list price."""
+
     name: str
     device: str
     devices: int
     vcpus: int
-    #: on-demand USD per hour (None: no public list price)
+    #: on-demand USD per hour (None: no public on-demand price)
     price_per_hour: float | None
     price_source: str = ""
     network: str = ""
+    #: the day (or month) the price applies from, YYYY-MM[-DD] ("" = none given)
+    price_date: str = ""
+    #: who rents it: "aws" (what AWS Batch can run), another cloud's name, "" = owned
+    cloud: str = ""
+    #: its host memory in GiB (the provider's instance type page; 0 = not given)
+    memory_gib: int = 0
 
 
 class Figure(Value):

@@ -36,11 +36,18 @@ DEVICES: tuple[Device, ...] = (
            interconnect="RoCE 24x200 GbE on chip", lazy_graphs=True),
 )
 
+#: Intel Tiber AI Cloud's own documentation (github.com/intel/gaudi-reference-cloud, docs/source/_static/files)
+_TIBER = "Intel Tiber AI Cloud price list"
+
 #: instances that rent them, with on-demand prices
 INSTANCES: tuple[Instance, ...] = (
-    Instance("dl1.24xlarge", "gaudi", 8, 96, 13.11, "seed 003 (~$13/h), AWS on-demand us-east-1",
-             "4x100 Gbps EFA"),
-    Instance("gaudi2-hls", "gaudi2", 8, 160, None, "no public on-demand list price in the seeds"),
+    Instance("dl1.24xlarge", "gaudi", 8, 96, 13.11, "seed 003 (~$13/h), AWS on-demand us-east-1 (13.10904)",
+             "4x100 Gbps EFA", "", "aws", memory_gib=768),
+    Instance("gaudi2-hls", "gaudi2", 8, 160, None, "on-premises HLS-Gaudi2 server"),
+    Instance("bm-spr-gaudi2", "gaudi2", 8, 160, 10.40, _TIBER + " (df_ai_hl_225_specs: 8x Gaudi2, on demand)", "",
+             "2025-02-28", "intel"),
+    Instance("bm-gnr-gaudi3-smc", "gaudi3", 8, 0, 19.92, _TIBER + " (df_ai_hl_325_specs: 8x Gaudi 3, on demand)", "",
+             "2025-02-28", "intel"),
 )
 
 _HB_G1 = "Habana Gaudi HL-205 mezzanine card product brief (habana.ai, HL-205 data sheet)"

@@ -45,7 +45,7 @@ _OCI = "Oracle Cloud price list, BM.GPU.MI300X.8 at $6.00 per GPU-hour (oracle.c
 
 #: instances that rent them, with on-demand prices
 INSTANCES: tuple[Instance, ...] = (
-    Instance("BM.GPU.MI300X.8", "mi300x", 8, 224, 48.00, _OCI + ", 2024-09", "8x400 Gbps RoCE"),
+    Instance("BM.GPU.MI300X.8", "mi300x", 8, 224, 48.00, _OCI, "8x400 Gbps RoCE", "2024-09", "oci"),
 )
 
 _AMD_MI300X = ("AMD Instinct MI300X accelerator data sheet "

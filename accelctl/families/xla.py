@@ -39,14 +39,19 @@ DEVICES: tuple[Device, ...] = (
            note="one NeuronCore-v2 of Inferentia2 (2 per chip)"),
 )
 
+#: AWS's price list, us-east-1 on-demand Linux (public copies of the bulk API; docs/prices.md); a
+#: Trainium or Inferentia2 chip is two of these devices (NeuronCores)
+_AWS = "AWS on-demand us-east-1 (AWS Price List bulk API, as copied publicly; docs/prices.md)"
+
 #: instances that rent them, with on-demand prices
 INSTANCES: tuple[Instance, ...] = (
-    Instance("trn1.2xlarge", "trn1", 2, 8, 1.34375, "AWS on-demand us-east-1, 2023"),
-    Instance("trn1.32xlarge", "trn1", 32, 128, 21.50, "AWS on-demand us-east-1, 2023", "8x100 Gbps EFA"),
-    Instance("inf2.xlarge", "inf2", 2, 4, 0.75818, "AWS on-demand us-east-1, 2023"),
-    Instance("inf2.8xlarge", "inf2", 2, 32, 1.96786, "AWS on-demand us-east-1, 2023"),
-    Instance("inf2.24xlarge", "inf2", 12, 96, 6.49063, "AWS on-demand us-east-1, 2023"),
-    Instance("inf2.48xlarge", "inf2", 24, 192, 12.98127, "AWS on-demand us-east-1, 2023"),
+    Instance("trn1.2xlarge", "trn1", 2, 8, 1.34375, _AWS, "", "2023", "aws", memory_gib=32),
+    Instance("trn1.32xlarge", "trn1", 32, 128, 21.50, _AWS, "8x100 Gbps EFA", "2026-07-28", "aws", memory_gib=512),
+    Instance("trn1n.32xlarge", "trn1", 32, 128, 24.78, _AWS, "16x100 Gbps EFA", "2026-07-28", "aws", memory_gib=512),
+    Instance("inf2.xlarge", "inf2", 2, 4, 0.75818, _AWS, "", "2023", "aws", memory_gib=16),
+    Instance("inf2.8xlarge", "inf2", 2, 32, 1.96786, _AWS, "", "2023", "aws", memory_gib=128),
+    Instance("inf2.24xlarge", "inf2", 12, 96, 6.49063, _AWS, "", "2023", "aws", memory_gib=384),
+    Instance("inf2.48xlarge", "inf2", 24, 192, 12.98127, _AWS, "", "2023", "aws", memory_gib=768),
 )
 
 _AWS_NEURON = ("AWS Neuron docs, Trainium / Inferentia2 architecture "

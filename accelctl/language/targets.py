@@ -15,7 +15,7 @@ from accelctl.families import FAMILIES as DEVICE_FAMILIES
 from accelctl.hostinfo import CPU_16BIT_HINT
 from accelctl.models import parallel_rules
 from accelctl.language import schema as S
-from accelctl.catalog import DEVICES, INSTANCES
+from accelctl.catalog import DEVICES, INSTANCES, holder
 from accelctl.language.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
 from accelctl.language.check_common import Origins, call_kwargs, items_by_key, plain_block, typed_entries
 from accelctl.models.catalog import FAMILIES
@@ -178,9 +178,11 @@ def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] |
         ctx.error("E504", f"{inst.name} has {inst.devices} {device} devices, not {devices}", items["devices"].span,
                   f"use devices = {inst.devices} per node and raise nodes instead")
     nodes = vals.get("nodes", 1)
-    price = vals.get("price")
+    price, price_from = vals.get("price"), ""
     if price is None and inst is not None and inst.price_per_hour is not None:
-        price = inst.price_per_hour * nodes
+        price, price_from = inst.price_per_hour * nodes, inst.name
+    elif price is None and inst is None and not dev.host and (by := holder(device, devices)) is not None:
+        price, price_from = by.price_per_hour * nodes, by.name
     # effective precision, parallel layout and batch
     prec = precision or PrecisionSpec()
     if "precision" in items:
@@ -204,7 +206,7 @@ def check_target(it: ast.Item, wl_batch: ast.Item | None, bs: tuple[int, Span] |
                               model, ctx, origins, f"{pre}.optimize")
     own_stack = check_stack(items["stack"], ctx, origins, f"{pre}.stack") if "stack" in items else {}
     t = TargetSpec(name=name, device=device, instance=vals.get("instance", ""), nodes=nodes, devices=devices,
-                   price_per_hour=price, memory_bytes=vals.get("memory", dev.memory_bytes), parallel=parallel,
+                   price_per_hour=price, price_from=price_from, memory_bytes=vals.get("memory", dev.memory_bytes), parallel=parallel,
                    precision=prec, batch=batch, gradient_checkpointing=vals.get("gradient_checkpointing", gc),
                    engine=vals.get("engine", "local"), backend=vals.get("backend", ""), options=options,
                    measure=measure, optimizer=optimizer, optimize=optimize,

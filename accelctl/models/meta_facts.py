@@ -37,6 +37,7 @@ import msgspec
 
 from accelctl import private_files
 from accelctl.frozen import Value
+from accelctl.entrypoints import MODEL_FACTS
 from accelctl.hostinfo import cache_dir
 
 #: where to keep the answers instead (``off``: no cache); also in ``accelctl.contract.envnames``
@@ -345,11 +346,11 @@ def _run(request: dict[str, Any], count: int) -> Any:
         [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])])}
     env.setdefault("OMP_NUM_THREADS", "1")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "accelctl.models.module_facts"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-m", MODEL_FACTS], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
                                 preexec_fn=_bound_memory, close_fds=True)
     except OSError as exc:
-        raise FactsError(f"could not start {sys.executable} -m accelctl.models.module_facts: {exc}") from None
+        raise FactsError(f"could not start {sys.executable} -m {MODEL_FACTS}: {exc}") from None
     runs += 1
     limit = TIMEOUT_S + PER_MODEL_S * (count - 1)
     out, err, finished = _exchange(proc, payload, limit)

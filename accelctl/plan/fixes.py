@@ -17,6 +17,7 @@ from itertools import combinations
 
 from accelctl.errors import PlanError
 from accelctl.frozen import replace
+from accelctl.language.schema import INFERENCE_STRATEGIES
 from accelctl.models.activations import hpu_lazy
 from accelctl.plan.memory import estimate
 from accelctl.workload.types import TargetSpec, WorkloadSpec
@@ -64,10 +65,11 @@ def _layouts(spec: WorkloadSpec, target: TargetSpec) -> list[Change]:
                 out.append((layout, lambda t, s=strategy, k=tp: replace(t, parallel=replace(
                     t.parallel, strategy=s, zero_stage=1 if s == "zero" else 0, tp=k)), (f"{at}parallel={layout}",)))
         return out
-    if p.strategy == "deepspeed_inference" and p.tp == n:
+    (sharded,) = INFERENCE_STRATEGIES  # the weights split over the devices, to generate or score
+    if p.strategy == sharded and p.tp == n:
         return []
-    layout = f"deepspeed_inference(tp = {n})"
-    return [(layout, lambda t: replace(t, parallel=replace(t.parallel, strategy="deepspeed_inference", tp=n, pp=1)),
+    layout = f"{sharded}(tp = {n})"
+    return [(layout, lambda t: replace(t, parallel=replace(t.parallel, strategy=sharded, tp=n, pp=1)),
              (f"{at}parallel={layout}",))]
 
 

@@ -64,7 +64,7 @@ def rehearsal_target(spec: WorkloadSpec, target: TargetSpec, fp8: bool = False) 
     if target.nodes > 1:
         changes.append(f"{target.nodes} nodes -> 1 (engine {target.engine} -> local)")
     moved = replace(
-        target, device=HOST, instance="", nodes=1, devices=world, price_per_hour=None, memory_bytes=0,
+        target, device=HOST, instance="", nodes=1, devices=world, price_per_hour=None, price_from="", memory_bytes=0,
         parallel=parallel, precision=precision, engine="local", backend="",
         batch=replace(target.batch, global_size=None),
         options=rehearsed_options(target.options))
@@ -216,7 +216,7 @@ def _fp8_rehearsal_target(spec: WorkloadSpec, target: TargetSpec) -> tuple[Targe
     if dropped:
         changes.append("device options not rehearsed: " + ", ".join(dropped))
     moved = replace(
-        target, device=HOST, instance="", nodes=1, devices=1, price_per_hour=None, memory_bytes=0,
+        target, device=HOST, instance="", nodes=1, devices=1, price_per_hour=None, price_from="", memory_bytes=0,
         parallel=ParallelSpec(), precision=PrecisionSpec(dtype=baseline, fp8=recipe), engine="local", backend="",
         batch=replace(target.batch, global_size=None),
         options=rehearsed_options(target.options))

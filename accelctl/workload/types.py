@@ -251,6 +251,9 @@ class TargetSpec(Value):
     devices: int = 1
     #: USD per hour for the whole allocation (nodes x instance); None = unknown
     price_per_hour: float | None = None
+    #: the catalogued instance whose price that is ("" = written in the workload, or none): the
+    #: target's own instance, or the smallest holding its devices when it names only a device
+    price_from: str = ""
     #: memory per device in bytes (catalog value unless the target overrides it)
     memory_bytes: int = 0
     parallel: ParallelSpec = field(default_factory=ParallelSpec)
