@@ -45,7 +45,7 @@ ENV = "ACCELCTL_MODEL_FACTS_CACHE"
 #: the cache, as its warning names it
 WHAT = "the model-facts cache"
 #: the layout of an entry; bump when ``ModelFacts`` changes
-FORMAT = "accelctl-model-facts-1"
+FORMAT = "accelctl-model-facts-2"
 #: seconds the subprocess may take (the libraries' import is most of it), and more for each
 #: further model of a batch
 TIMEOUT_S = 60
@@ -107,6 +107,9 @@ class Layers(Value):
     intermediate: Count | None
     attention: tuple[Literal["full", "sliding"], ...]
     mlp: tuple[Literal["dense", "moe"], ...]
+    #: the class of one layer of the stack (what FSDP wraps), and the vocabulary of the embeddings
+    block: Name | None = None
+    vocab: Count | None = None
 
 
 class Attention(Value):
@@ -192,6 +195,9 @@ class ModelFacts(Value):
     components: tuple[Component, ...]
     notes: tuple[Annotated[str, msgspec.Meta(max_length=1000)], ...]
     versions: Versions
+    #: the classes the model says are never split across devices (``_no_split_modules``:
+    #: its decoder layer), the units FSDP wraps
+    no_split_modules: tuple[Name, ...] = ()
 
 
 # ------------------------------------------------------------------------------- the request
@@ -292,6 +298,10 @@ def facts_of(configs: Sequence[dict | str | os.PathLike[str]]) -> list[ModelFact
     keys = [key(r) for r in requests]
     where = folder()
     got: list[ModelFacts | None] = [load(where, k) if where is not None else None for k in keys]
+    for i, g in enumerate(got):
+        said = refusal(where, keys[i]) if g is None and where is not None else None
+        if said is not None:
+            raise FactsError(said)
     todo = [i for i, g in enumerate(got) if g is None]
     if todo:
         answers = _run({"batch": [requests[i] for i in todo]}, len(todo))
@@ -301,6 +311,8 @@ def facts_of(configs: Sequence[dict | str | os.PathLike[str]]) -> list[ModelFact
             if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
                 raise FactsError("the subprocess answered something other than facts")
             if not reply["ok"]:
+                if reply.get("refused") is True and where is not None:
+                    store_refusal(where, keys[i], str(reply.get("error"))[:2000])
                 raise FactsError(_said(str(reply.get("error"))))
             got[i] = checked(reply.get("facts"))
             if where is not None:
@@ -478,12 +490,27 @@ def load(where: Path, entry_key: str) -> ModelFacts | None:
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != entry_key:
         return None
-    if not _finite(data.get("facts")):
+    if "facts" not in data or not _finite(data["facts"]):  # a kept refusal has none (``refusal``)
         return None
     try:
         return checked(data["facts"])
     except FactsError:
         return None
+
+
+def refusal(where: Path, entry_key: str) -> str | None:
+    """The builder's refusal kept under ``entry_key`` (a model_type transformers does not know,
+    a size no model has: the same request, refused the same way by the same libraries), or None."""
+    if not os.path.isdir(where) or private_files.folder_problem(where):
+        return None
+    try:
+        data = json.loads(private_files.read_file(entry_path(where, entry_key), MAX_BYTES))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != entry_key:
+        return None
+    said = data.get("refused")
+    return said if isinstance(said, str) and said else None
 
 
 def _finite(value: Any, depth: int = 0) -> bool:
@@ -502,13 +529,22 @@ def _finite(value: Any, depth: int = 0) -> bool:
 def store(where: Path, entry_key: str, got: ModelFacts) -> None:
     """Keep ``got`` under ``entry_key``, written whole (a file of its own, renamed into place);
     quietly nothing when the folder cannot be written, or others could write it."""
+    _write(where, entry_key, {"facts": msgspec.to_builtins(got)})
+
+
+def store_refusal(where: Path, entry_key: str, said: str) -> None:
+    """Keep the builder's refusal of the request under ``entry_key`` (``refusal`` reads it)."""
+    _write(where, entry_key, {"refused": said})
+
+
+def _write(where: Path, entry_key: str, body: dict[str, Any]) -> None:
     problem = private_files.make_folder(where)
     if problem:
         private_files.distrust(WHAT, where, problem)
         return
     entry = entry_path(where, entry_key)
     tmp = entry.with_name(f".{entry.name}.{os.getpid()}.{_thread.get_ident()}.tmp")
-    text = json.dumps({"format": FORMAT, "key": entry_key, "facts": msgspec.to_builtins(got)}, sort_keys=True,
+    text = json.dumps({"format": FORMAT, "key": entry_key, **body}, sort_keys=True,
                       allow_nan=False).encode("ascii")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

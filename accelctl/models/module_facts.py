@@ -60,7 +60,8 @@ def _transformers_model(cfg: dict[str, Any]):
     if not isinstance(model_type, str) or not model_type:
         raise Refused("config.json has no model_type: which transformers class to build is unknown")
     if model_type not in CONFIG_MAPPING:
-        remote = " (its auto_map names remote code, which accelctl never runs)" if "auto_map" in cfg else ""
+        remote = " (its auto_map names remote code, which accelctl never runs)" if "auto_map" in cfg else (
+            ": transformers has no class for it, and accelctl never runs a model's own remote code")
         raise Refused(f"model_type {model_type!r} is not one transformers {transformers.__version__} knows{remote}")
     _check_sizes(cfg)
     rest = {k: v for k, v in cfg.items() if k not in ("model_type", "auto_map")}
@@ -338,8 +339,10 @@ def _transformers_facts(cfg: dict[str, Any]) -> dict[str, Any]:
         mlp_kinds = tuple("moe" if any(n.split(".")[-1] == "experts" for n, _ in layer.named_modules()) else "dense"
                           for layer in stack)
         intermediate = getattr(text, "intermediate_size", None)
+        vocab = getattr(text, "vocab_size", None)
         layers = {"count": count, "hidden": hidden, "intermediate": int(intermediate) if intermediate else None,
-                  "attention": tuple("sliding" if w else "full" for w in windows), "mlp": mlp_kinds}
+                  "attention": tuple("sliding" if w else "full" for w in windows), "mlp": mlp_kinds,
+                  "block": type(stack[0]).__name__, "vocab": int(vocab) if vocab else None}
         if probed and len(probed) == count:
             kv_cache = {"elements_per_token": sum(e for e, _ in probed), "per_layer": tuple(e for e, _ in probed),
                         "stores": "latent and rope key" if mla else "keys and values", "window": window}
@@ -351,7 +354,8 @@ def _transformers_facts(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"library": "transformers", "class_name": type(model).__name__, "model_type": cfg["model_type"],
             "parameters": {"total": total, "active": active, **counts, "tied_embeddings": walked["tied"]},
             "layers": layers, "attention": attention, "moe": moe, "kv_cache": kv_cache, "flops": flops,
-            "components": (), "notes": tuple(notes)}
+            "components": (), "notes": tuple(notes),
+            "no_split_modules": tuple(str(n) for n in (getattr(model, "_no_split_modules", None) or ()))}
 
 
 def _pipeline_facts(index: dict[str, Any], configs: dict[str, Any]) -> dict[str, Any]:
@@ -417,8 +421,8 @@ def _one(request: Any) -> dict[str, Any]:
     """``answer`` as the reply says it: ``{"ok": true, "facts": ...}`` or ``{"ok": false, "error": ...}``."""
     try:
         return {"ok": True, "facts": answer(request)}
-    except Refused as exc:
-        return {"ok": False, "error": str(exc)}
+    except Refused as exc:  # the same request is refused the same way by the same libraries
+        return {"ok": False, "error": str(exc), "refused": True}
     except MemoryError:
         return {"ok": False, "error": "building the module on the meta device ran out of its memory bound"}
     except Exception as exc:  # noqa: BLE001 -- the library's refusal of a config, reported as such

@@ -296,7 +296,7 @@ def test_a_pipeline_names_only_diffusers_and_transformers_classes(tmp_path):
     from accelctl.models import module_facts
 
     reply = module_facts._one({"pipeline": {"vae": ["diffusers", "DDPMScheduler"]}, "configs": {"vae": {}}})
-    assert reply == {"ok": False, "error": "'DDPMScheduler' is not a diffusers model class"}
+    assert reply == {"ok": False, "error": "'DDPMScheduler' is not a diffusers model class", "refused": True}
 
 
 @pytest.mark.parametrize("text", ["[1, 2]", "\"llama\"", "{not json"])
