@@ -382,6 +382,8 @@ def families_table() -> str:
     rows = ["| family | built with | tasks | shape keys (stand-in defaults) |", "|---|---|---|---|"]
     for f in FAMILIES.values():
         shape = ", ".join(f"`{k}` = {v:g}" if isinstance(v, float) else f"`{k}` = {v}" for k, v in f.shape.items())
+        if f.from_module:
+            shape = "none written: read from transformers' own class for the config.json's model_type (below)"
         rows.append(f"| `{f.name}` | {f.library} | {', '.join(f.tasks)} | {shape} |")
     return "\n".join(rows)
 

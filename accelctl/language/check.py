@@ -21,7 +21,7 @@ from accelctl.language import check_shape as CS
 from accelctl.language.check_blocks import check_measure, check_optimize, check_optimizer, optimize_values
 from accelctl.language.check_common import Origins, call_kwargs, items_by_key, plain_block, single_string_arg, typed_entries
 from accelctl.language.check_dataset import check_dataset, resolve_dataset
-from accelctl.models.catalog import (FAMILIES, KNOWN_MODELS, MAX_SIZE, OPTIONAL, real_architecture, shape_problems,
+from accelctl.models.catalog import (FAMILIES, KNOWN_MODELS, WRITTEN, MAX_SIZE, OPTIONAL, real_architecture, shape_problems,
                                   stand_in_for)
 from accelctl.language.stack import check_stack
 from accelctl.language.targets import (batch_values, check_engines, check_precision, check_sequence_split,
@@ -100,10 +100,11 @@ def _shape_table(family: str) -> dict[str, V.VType]:
 def check_shape(call: ast.Call | ast.Word, ctx: Ctx, what: str) -> tuple[str, dict[str, Any]] | None:
     """``family(layers = 2, hidden = 64, ...)`` -> (family, shape with defaults)."""
     fam = FAMILIES.get(call.name)
-    if fam is None:
+    if fam is None or fam.from_module:
         span = call.name_span if isinstance(call, ast.Call) else call.span
         ctx.error("E211", f"unknown model architecture '{call.name}' in {what}", span,
-                  did_you_mean(call.name, FAMILIES))
+                  "the transformers family is read from a model's own config.json (config = \"path\")"
+                  if fam is not None else did_you_mean(call.name, WRITTEN))
         return None
     shape = dict(fam.shape)
     if isinstance(call, ast.Call):
@@ -132,6 +133,7 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
             ctx.error("E301", "stand_in must be an architecture like bloom(layers = 2, hidden = 64, heads = 4)",
                       si.span)
     source, ref, family, real_shape, full_shape, params = "arch", "", opts.get("family"), {}, {}, 0.0
+    module_stand_in = None
     if isinstance(header, ast.Call) and header.name in ("hf", "local"):
         source = header.name
         ref = single_string_arg(header, ctx, "Hub id" if source == "hf" else "model path")
@@ -154,6 +156,9 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
                 where = items["family"].span if "family" in items else header.span
                 ctx.error("E409", f"{ref} is a {got[0]} model, not {family}", where)
             family, real_shape, params = got[0], got[1], 0.0
+            if FAMILIES[family].from_module:  # the counts, and the stand-in, are the module's own
+                real_shape = dict(real_shape)
+                module_stand_in, params = real_shape.pop("stand_in"), float(real_shape["params"])
         if source == "local" and ref and not (base / ref).expanduser().exists() and stand_in is None:
             ctx.error("E413", f"model path does not exist: {ref}", header.span,
                       "give the right path, or a stand_in = <arch>(...) to run without the weights")
@@ -180,7 +185,8 @@ def check_model(it: ast.Item | None, task: TaskSpec | None, ctx: Ctx, origins: O
         ctx.error("E213", f"cannot tell the architecture of {ref!r}", header.span,
                   "add family = <bloom|bert|t5|vit|...> or a stand_in = <arch>(...)")
         return None
-    shape = stand_in[1] if stand_in else (full_shape if source == "arch" else stand_in_for(family, real_shape))
+    shape = (stand_in[1] if stand_in else full_shape if source == "arch" else module_stand_in
+             if module_stand_in is not None else stand_in_for(family, real_shape))
     if task is not None and task.kind not in FAMILIES[family].tasks:
         ctx.error("E408", f"a {family} model cannot do task {task.kind}", it.span,
                   f"{family} supports: {', '.join(FAMILIES[family].tasks)}")

@@ -7,8 +7,11 @@ cache, the Hub when the model block says ``hub = online``).  Where none gives it
 accelerator target is refused at the model line (E425): its memory, estimate and cost would
 be the stand-in's.  A config.json the workload names that cannot be used is E426, as is any
 config.json read that is broken (not a regular file, not JSON, a size missing, out of range or
-at odds with another); one found in the HF cache or a local model's folder whose model_type has
-no formulas, or one that could not be fetched, is W426.
+at odds with another); one found in the HF cache or a local model's folder that could not be
+fetched, or whose model_type has no formulas and cannot be read from transformers' own class
+either, is W426.  A model_type without formulas that transformers has a class for is the
+``transformers`` family, its shape the facts of that class (``accelctl.models.module_family``:
+a subprocess, cached).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from accelctl.dsl import ast
-from accelctl.models import hf_config
+from accelctl.models import hf_config, module_family
 from accelctl.catalog import DEVICES
 from accelctl.models.catalog import real_architecture
 from accelctl.workload.types import ModelSpec, TargetSpec
@@ -59,7 +62,12 @@ def from_config(source: str, ref: str, opts: dict[str, Any], items: dict[str, An
     where = items["config"].span if "config" in items else span
     try:
         path = hf_config.find(ref, source, base, written, online=opts.get("hub") == "online")
-        return None if path is None else hf_config.load(path)
+        if path is None:
+            return None
+        try:
+            return hf_config.load(path)
+        except hf_config.UnknownModelType:
+            return module_family.load(path)  # a model_type without formulas: its class's facts
     except hf_config.ConfigError as exc:
         # a config the workload names, or any that was read and is broken, is an error; one
         # found or fetched on its own that could not be had, or whose model_type has no
@@ -71,8 +79,8 @@ def from_config(source: str, ref: str, opts: dict[str, Any], items: dict[str, An
                      where, f"{exc}; put config.json beside the workload (config = \"path\") or in the HF cache, "
                             "or write shape = <family>(...)")
         else:
-            ctx.error("E426", str(exc), where, "fix the file, point config at the model's config.json, or write "
-                                                "shape = <family>(...) instead")
+            ctx.error("E426", str(exc), where, getattr(exc, "hint", "") or "fix the file, point config at the "
+                      "model's config.json, or write shape = <family>(...) instead")
         return None
 
 

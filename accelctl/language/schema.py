@@ -10,7 +10,7 @@ from accelctl.dsl import ast
 from accelctl.language import plugins, te_versions
 from accelctl.language import values as V
 from accelctl.catalog import DEVICES
-from accelctl.models.catalog import FAMILIES
+from accelctl.models.catalog import WRITTEN
 from accelctl.workload.options import KINDS, OPTIONS, OptionKey
 
 TASK_KINDS = ("pretrain", "finetune", "generate", "infer")
@@ -62,7 +62,7 @@ def kv_cache_value(v, ctx: V.Ctx, key: str):
 GENERATION_KEYS = {"prompt", "max_new_tokens", "decoding", "kv_cache"}
 
 MODEL_KEYS: dict[str, V.VType] = {
-    "family": V.choice(*FAMILIES).explained(
+    "family": V.choice(*WRITTEN).explained(
         "architecture family, when the Hub id is not in the model catalog",
         unset="from the catalog or stand_in"),
     "weights": V.choice("auto", "real", "random", "stand_in").explained(

@@ -118,6 +118,9 @@ class Arch(Value):
     block: Block
     #: encoder-decoder: decoder layers (0 = encoder-only or decoder-only)
     decoder_layers: int = 0
+    #: elements the model's own KV cache keeps a token, all layers (0: 2 x layers x the K/V width);
+    #: read from the module (``module_family``: MLA's latent, not per-head keys and values)
+    kv_per_token: int = 0
 
 
 def arch_for(spec: WorkloadSpec, sh, real: bool) -> Arch:
@@ -125,9 +128,10 @@ def arch_for(spec: WorkloadSpec, sh, real: bool) -> Arch:
     m = spec.model
     src = m.real_shape if (real and m.real_shape) else m.stand_in
     ffn = int(src.get("ffn") or 0) or int(sh.hidden * float(src.get("mlp_ratio", 4.0)))
-    if m.family in P.COUNTED:  # query and key/value widths apart; a mixture's tokens go through k experts
+    if m.family in P.DIMMED:  # query and key/value widths apart; a mixture's tokens go through k experts
         g = P.dims(m.family, src)
-        return Arch(Block(sh.hidden, g.q, g.ffn * g.active_experts, max(sh.heads, 1), g.kv))
+        return Arch(Block(sh.hidden, g.q, g.ffn * g.active_experts, max(sh.heads, 1), g.kv),
+                    kv_per_token=int(src.get("kv_per_token") or 0) if m.family == P.FROM_MODULE else 0)
     if "kv" in src:
         attn = int(src["kv"]) * sh.heads
     else:
@@ -224,6 +228,8 @@ def generation(spec: WorkloadSpec, target: TargetSpec, sh, arch: Arch, e: int) -
         src = spec.dataset.seq_len
         kv = 2 * (arch.decoder_layers / p.pp) * b * (spec.task.max_new_tokens + src) * L.attn * e
         prompt = src  # the encoder's pass over the source is the large forward
+    elif arch.kv_per_token:  # as the model's own cache keeps it
+        kv = b * total * arch.kv_per_token * e / (p.pp * p.tp)
     else:
         kv = 2 * layers * b * total * (L.kv or L.attn) * e
     acts = inference_layer(prompt, b, L, e) + lm_head(prompt, b, sh.vocab, e, loss=False) + 4 * b * sh.vocab

@@ -34,6 +34,9 @@ class Family(Value):
     #: embedding (an IndexError in the worker), unlike ALiBi (BLOOM), rotary (Llama) or T5's
     #: relative positions
     absolute_positions: bool = False
+    #: known by the facts of transformers' own class for its config.json, not by formulas
+    #: (``accelctl.models.module_family``): never written as an architecture or a family
+    from_module: bool = False
 
 
 _LM = {"layers": 2, "hidden": 64, "heads": 4, "ffn": 172, "vocab": 1000, "max_positions": 512}
@@ -88,6 +91,9 @@ FAMILIES: dict[str, Family] = {
             {"layers": 2, "hidden": 64, "heads": 4, "ffn": 128, "kv": 16, "vocab": 1000},
         ),
         Family(
+            "transformers", "transformers", ("generate", "infer", "pretrain", "finetune"), {}, from_module=True,
+        ),
+        Family(
             "vit", "timm", ("pretrain", "finetune", "infer"),
             {"layers": 2, "hidden": 64, "heads": 4, "mlp_ratio": 4.0, "image_size": 32, "patch": 8, "classes": 10},
             image_input=True,
@@ -100,6 +106,10 @@ FAMILIES: dict[str, Family] = {
         ),
     )
 }
+
+
+#: the families an architecture, a stand-in or ``family = ...`` may name (not those read from a module)
+WRITTEN = tuple(name for name, f in FAMILIES.items() if not f.from_module)
 
 
 class KnownModel(Value):

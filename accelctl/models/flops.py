@@ -5,7 +5,8 @@ attention's Q·Kᵀ and A·V, convolutions); element-wise work runs at memory sp
 Training = 3 x forward (the backward computes the input's and the weight's gradient).
 tests/estimate/test_flops.py checks the counts against FlopCounterMode on every family's stand-in.
 
-Families: decoder-only LMs (gpt2, bloom, llama), BERT (MLM head over every position), T5, ViT,
+Families: decoder-only LMs (gpt2, bloom, llama; the ``transformers`` family from the FLOPs its
+module's facts give: ``accelctl.models.module_family``), BERT (MLM head over every position), T5, ViT,
 Stable Diffusion (CLIP text encoder, UNet per denoising step, VAE decoder).
 """
 
@@ -17,9 +18,9 @@ from typing import Any
 from accelctl.models import param_count as P
 
 #: families built of transformer layers (hidden, layers) that ``_layer`` counts
-TRANSFORMER_FAMILIES = ("gpt2", "bloom", "bert", "t5", "vit", *P.COUNTED)
+TRANSFORMER_FAMILIES = ("gpt2", "bloom", "bert", "t5", "vit", *P.DIMMED)
 #: decoder-only language models
-DECODERS = ("gpt2", "bloom", *P.COUNTED)
+DECODERS = ("gpt2", "bloom", *P.DIMMED)
 
 
 def _layer(h: int, inner: int, ffn: int, tokens: int, kv_len: int, gated: bool = False) -> float:
@@ -62,7 +63,24 @@ def _counted(family: str, s: dict[str, Any], tokens: int, kv_len: int, head_toke
     return 2 * tokens * matmuls + int(s["layers"]) * scores + 2 * head_tokens * h * int(s["vocab"])
 
 
+def _from_module(s: dict[str, Any], tokens: int, kv_len: int, head_tokens: int) -> float:
+    """The family read from its module: the facts' matmul FLOPs a token (its head apart, run on
+    ``head_tokens``), and attention over ``kv_len`` positions (a sliding layer's at most its window)."""
+    head = int(s["hidden"]) * int(s["vocab"])
+    matmuls = int(s["flops_per_token"]) // 2 - head
+    return 2 * tokens * matmuls + 2 * head_tokens * head + tokens * attention_per_token(s, kv_len)
+
+
+def attention_per_token(s: dict[str, Any], kv_len: int) -> float:
+    """Q·Kᵀ and A·V FLOPs of one token attending to ``kv_len`` positions, every layer (the
+    module-read family: full layers over all of them, sliding ones over at most the window)."""
+    window = int(s.get("window") or kv_len)
+    return int(s["attention_flops"]) * kv_len + int(s["sliding_attention_flops"]) * min(kv_len, window)
+
+
 def _lm(family: str, s: dict[str, Any], tokens: int, kv_len: int, head_tokens: int) -> float:
+    if family == P.FROM_MODULE:
+        return _from_module(s, tokens, kv_len, head_tokens)
     if family in P.COUNTED:
         return _counted(family, s, tokens, kv_len, head_tokens)
     h, L = int(s["hidden"]), int(s["layers"])
@@ -228,7 +246,9 @@ def kv_width(family: str, s: dict[str, Any]) -> int:
     """Width of the keys (and of the values) per token per layer: what the KV cache holds.
     ``kv`` is T5's head width (d_kv) but llama's number of key/value heads (grouped-query)."""
     h, heads = int(s["hidden"]), int(s["heads"])
-    if family in P.COUNTED:
+    if family == P.FROM_MODULE and s.get("kv_per_token"):  # the module's cache, over K and V of every layer
+        return int(s["kv_per_token"]) / (2 * int(s["layers"]))
+    if family in P.DIMMED:
         return P.dims(family, s).kv
     if family == "t5":
         return heads * int(s.get("kv") or h // heads)
@@ -240,6 +260,8 @@ def kv_width(family: str, s: dict[str, Any]) -> int:
 def decoder_matmul_params(family: str, s: dict[str, Any]) -> float:
     """Weights a decoder-only LM multiplies per token (its layers and LM head): 2 x this =
     FLOPs per token apart from attention over the cache (a mixture's active experts only)."""
+    if family == P.FROM_MODULE:
+        return int(s["flops_per_token"]) // 2
     if family in P.COUNTED:
         g = P.dims(family, s)
         router = g.hidden * g.experts if family == "mixtral" else 0
@@ -264,6 +286,9 @@ def generation(family: str, s: dict[str, Any], z: Sizes) -> tuple[float, list[fl
     h, L = int(s["hidden"]), int(s["layers"])
     q = P.dims(family, s).q if family in P.COUNTED else h
     pre = _lm(family, s, z.prompt, z.prompt, 1)
+    if family == P.FROM_MODULE:
+        return pre, [2 * decoder_matmul_params(family, s) + attention_per_token(s, z.prompt + i + 1)
+                     for i in range(z.new_tokens)]
     steps = [2 * decoder_matmul_params(family, s) + 4 * (z.prompt + i + 1) * q * L for i in range(z.new_tokens)]
     return pre, steps
 
@@ -271,6 +296,8 @@ def generation(family: str, s: dict[str, Any], z: Sizes) -> tuple[float, list[fl
 def attention_scores(family: str, s: dict[str, Any], z: Sizes) -> float:
     """The Q·Kᵀ and A·V part of ``forward`` (one sample): FP8 recipes (Transformer Engine)
     run the linear layers in FP8 and keep these products in 16 bit."""
+    if family == P.FROM_MODULE:
+        return z.seq * attention_per_token(s, z.seq)
     if family in P.COUNTED:
         return int(s["layers"]) * 4 * z.seq * z.seq * P.dims(family, s).q
     if family in ("gpt2", "bloom", "llama", "bert"):

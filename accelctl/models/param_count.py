@@ -16,8 +16,13 @@ from accelctl.frozen import Value
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "gemma", "mixtral")
 #: the decoder families of config.json whose layers ``dims`` describes
 COUNTED = (*LLAMA_LIKE, "gpt_neox", "falcon")
+#: the family known by its module's facts (``accelctl.models.module_family``): its shape holds
+#: the counts the module gave and the widths of its layers
+FROM_MODULE = "transformers"
 #: every family this module counts exactly
-EXACT = (*COUNTED, "bloom", "gpt2", "bert", "t5", "vit")
+EXACT = (*COUNTED, "bloom", "gpt2", "bert", "t5", "vit", FROM_MODULE)
+#: the families whose layers ``dims`` describes
+DIMMED = (*COUNTED, FROM_MODULE)
 
 
 class Dims(Value):
@@ -36,6 +41,9 @@ class Dims(Value):
 
 def dims(family: str, s: dict[str, Any]) -> Dims:
     h, heads = int(s["hidden"]), int(s["heads"])
+    if family == FROM_MODULE:  # ffn: the MLP width a token goes through (a mixture's active experts)
+        d = int(s["head_dim"])
+        return Dims(h, heads * d, int(s["kv_heads"]) * d, int(s["ffn"]), 3, 1, 1)
     d = int(s.get("head_dim") or 0) or h // heads
     kv_heads = int(s.get("kv_heads") or s.get("kv") or heads)
     if family == "gpt_neox":
@@ -76,6 +84,8 @@ def _ends(family: str, s: dict[str, Any]) -> int:
 
 def total(family: str, s: dict[str, Any]) -> int:
     """Every parameter the model holds (all experts of a mixture)."""
+    if family == FROM_MODULE:
+        return int(s["params"])
     if family not in COUNTED:
         return classic(family, s)
     return int(s["layers"]) * _layer(family, s, dims(family, s).experts) + _ends(family, s)
@@ -83,6 +93,8 @@ def total(family: str, s: dict[str, Any]) -> int:
 
 def active(family: str, s: dict[str, Any]) -> int:
     """The parameters one token goes through (a mixture's ``experts_per_token`` experts)."""
+    if family == FROM_MODULE:
+        return int(s["active_params"])
     if family not in COUNTED:
         return classic(family, s)
     return int(s["layers"]) * _layer(family, s, dims(family, s).active_experts) + _ends(family, s)

@@ -75,7 +75,8 @@ def strategy_lines(spec: WorkloadSpec, target: TargetSpec, mesh: Mesh) -> list[s
     shape = _shape(spec, target)
     e = 4 if target.precision.dtype == "fp32" else 2
     if p.strategy == "fsdp":
-        out.append(f"FSDP2 over dp {mesh.dp}: fully_shard per block"
+        block = f" ({shape['block']}, the model's _no_split_modules)" if family not in PLANS and shape.get("block") else ""
+        out.append(f"FSDP2 over dp {mesh.dp}: fully_shard per block{block}"
                    + (" (resharded after forward: all-gathered again in backward)" if p.reshard_after_forward
                       else " (kept gathered from forward to backward)")
                    + ", then the root; per block an all-gather of its parameters in forward and backward and a "

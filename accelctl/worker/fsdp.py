@@ -21,6 +21,16 @@ from accelctl.models.parallel_plans import PLANS
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.bfloat16}
 
 
+def blocks(model, family: str) -> list:
+    """The blocks sharded one by one: the family plan's stack, else every module of a class the
+    model says is never split across devices (transformers' ``_no_split_modules``: its decoder
+    layer), as accelerate's transformer-based wrap policy picks them."""
+    if family in PLANS:
+        return list(model.get_submodule(PLANS[family].blocks))
+    names = set(getattr(model, "_no_split_modules", None) or ())
+    return [m for m in model.modules() if type(m).__name__ in names]
+
+
 def apply(model, family: str, dp_mesh, parallel, precision: str):
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
@@ -28,9 +38,8 @@ def apply(model, family: str, dp_mesh, parallel, precision: str):
     mp = MixedPrecisionPolicy(param_dtype=width, reduce_dtype=torch.float32 if width else None)
     offload = CPUOffloadPolicy() if parallel.offload != "none" else OffloadPolicy()
     opts = dict(mesh=dp_mesh, mp_policy=mp, offload_policy=offload)
-    if family in PLANS:
-        for block in model.get_submodule(PLANS[family].blocks):
-            fully_shard(block, reshard_after_forward=parallel.reshard_after_forward, **opts)
+    for block in blocks(model, family):
+        fully_shard(block, reshard_after_forward=parallel.reshard_after_forward, **opts)
     # the root is gathered for the whole step (embeddings and head run first and last)
     fully_shard(model, reshard_after_forward=False, **opts)
     return model

@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 from accelctl.hostinfo import in_hf_cache
 from accelctl.models.catalog import FAMILIES
+#: the family built by transformers' own class for its model_type (``accelctl.models.module_family``)
+from accelctl.models.param_count import FROM_MODULE as MODULE_FAMILY
 
 #: model kinds the loops dispatch on
 CAUSAL_LM, MASKED_LM, SEQ2SEQ, IMAGE_CLASSIFIER, DIFFUSION = (
@@ -196,9 +198,20 @@ def check_positions(job, built: Built) -> None:
                               f"lower seq_len to at most {limit}")
 
 
+def _module_text(s: dict[str, Any]) -> dict[str, Any]:
+    """What a ``transformers``-family shape says in logs and results: its class and sizes, not
+    the whole config or the module's counts."""
+    keys = ("class_name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "experts",
+            "experts_per_token", "window")
+    return {k: s[k] for k in keys if k in s}
+
+
 def _architecture_text(job) -> str:
     if not job.architecture:
         return f"the Hub config of {job.model.ref}"
+    if job.model.family == MODULE_FAMILY:
+        shape = _shape_text(job.architecture["model_type"], _module_text(job.architecture))
+        return f"the {job.scale.replace('_', '-')} architecture {shape}"
     return f"the {job.scale.replace('_', '-')} architecture {_shape_text(job.model.family, architecture_of(job))}"
 
 
@@ -273,11 +286,25 @@ def _llama_like(family: str, s: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
+def _module_config(s: dict[str, Any]):
+    """The ``transformers`` family's config: transformers' own config class for its model_type,
+    from the config.json keys the plan carries (never remote code)."""
+    import transformers
+
+    return transformers.AutoConfig.for_model(s["model_type"], **{k: v for k, v in s["config"].items()
+                                                                 if k != "model_type"})
+
+
 def _build_from_shape(job, family: str, s: dict[str, Any]) -> Built:
     import torch
 
     # the weights are random but reproducible: every rank builds the same initial model
     torch.manual_seed(job.seed)
+    if family == MODULE_FAMILY:  # the class transformers has for the model_type, at the job's size
+        import transformers
+
+        model = transformers.AutoModelForCausalLM.from_config(_module_config(s))
+        return Built(model, family, CAUSAL_LM, "random", ByteTokenizer(int(s["vocab"])), _module_text(s))
     if family in HF_CLASSES:
         import transformers
 
@@ -369,11 +396,11 @@ def _sd_from_shape(s: dict[str, Any]) -> SDParts:
 
 def _build_real(job, mj) -> Built:
     family, ref = mj.family, mj.ref
-    if family in HF_CLASSES:
+    if family in HF_CLASSES or family == MODULE_FAMILY:
         import transformers
 
-        kind, _, model_cls = HF_CLASSES[family]
-        model = getattr(transformers, model_cls).from_pretrained(ref)
+        kind, _, model_cls = HF_CLASSES.get(family, (CAUSAL_LM, "", "AutoModelForCausalLM"))
+        model = getattr(transformers, model_cls).from_pretrained(ref)  # never trust_remote_code
         tokenizer = transformers.AutoTokenizer.from_pretrained(ref)
         cfg = model.config
         shape = {"layers": getattr(cfg, "num_hidden_layers", None), "hidden": getattr(cfg, "hidden_size", None),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import Backend, Built, refusal
 from accelctl.backends.deepspeed.launch import accelerator_of, adapter_of, build_launch
+from accelctl.backends.gaudi.model_types import model_type_limits
 from accelctl.backends.deepspeed.release import (AUTOTP, CONFIG_FILE, DEEPSPEED_VERSION, INFERENCE_FILE,
                                                  TRANSFORMERS_VERSION, installed_version)
 from accelctl.contract import envnames
@@ -179,6 +180,8 @@ class DeepSpeedBackend(Backend):
         def no(reason: str, *settings: str) -> None:
             out.append(refusal(spec, target, reason, *settings))
 
+        if accelerator_of(target) == "hpu":  # Gaudi's transformers is optimum-habana's pin
+            model_type_limits(spec, no)
         if p.tp > 1 or p.pp > 1:
             no(f"backend deepspeed plans ZeRO data parallelism only, not tp = {p.tp} / pp = {p.pp} "
                "(DeepSpeed pipeline/tensor training needs a PipelineModule or Megatron model)", "parallel")

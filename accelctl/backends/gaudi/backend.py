@@ -17,6 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from accelctl.backends.base import BASE_ENV, LAMB_ON_HPU, WORKER, Backend, Built, hub_env, refusal
+from accelctl.backends.gaudi.model_types import model_type_limits
 from accelctl.backends.gaudi.fsdp import fsdp_file, fsdp_limits, fsdp_notes, split_limits
 from accelctl.backends.gaudi.examples import (EXAMPLES, GAUDI_CONFIG_FILE, SD_GAUDI_CONFIG, example_args,
                                               example_diffusion_notes, example_key, example_limits, example_train_file,
@@ -152,6 +153,7 @@ class GaudiBackend(Backend):
             split_limits(spec, target, no, example=script_mode(target) == "example")
         if script_mode(target) == "example":
             example_limits(spec, target, no)
+        model_type_limits(spec, no)
         return out
 
     def check(self, plan: Plan, spec: WorkloadSpec) -> list[CheckResult]:
