@@ -269,12 +269,14 @@ DIAGNOSTICS: list[tuple[str, str, str, str]] = [
      'workload w { task pretrain { } model hf("someone/unknown-7b") { family = llama } '
      'target g { device = h100 } }', "file"),
     ("E426", "the model's config.json cannot be used: no such file, not a regular file, over 4 MiB, not UTF-8 "
-             "or JSON, a model_type without formulas (a config the workload names), a size missing, not a whole "
-             "number from 1 to 10_000_000, or sizes at odds (as E407)", 'workload w { task pretrain { } model hf("someone/x") '
+             "or JSON, a size missing, not a whole number from 1 to 10_000_000, or sizes at odds (as E407); or "
+             "(a config the workload names) a model_type without formulas whose transformers class cannot be read: "
+             "torch or transformers not installed (pip install 'accelctl[run]'), a model_type transformers does not "
+             "know (remote code is never run), a class that is no causal LM", 'workload w { task pretrain { } model hf("someone/x") '
                                          '{ family = llama  config = "no/such/config.json" } }', "file"),
     ("W426", "warning: `hub = online`, but config.json could not be fetched (no network, HF_HUB_OFFLINE, "
              "a timeout), or one found on its own (a local model's folder, the HF cache) has a model_type without "
-             "formulas: the shape is unknown",
+             "formulas whose transformers class cannot be read (as E426): the shape is unknown",
      'workload w { task pretrain { } model hf("someone/x") { family = llama  hub = online } }', "file"),
     ("E414", "a catalogued Hub dataset without the config name it requires, or a config name on a dataset "
              "not from the Hub", 'dataset hf("cnn_dailymail")', "line"),

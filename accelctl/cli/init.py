@@ -73,9 +73,9 @@ class Model:
 
 
 def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Path) -> Model:
-    from accelctl.models.catalog import FAMILIES, KNOWN_MODELS
+    from accelctl.models.catalog import FAMILIES, KNOWN_MODELS, WRITTEN
 
-    if ref in FAMILIES and not config:
+    if ref in WRITTEN and not config:
         fam = FAMILIES[ref]
         # the sizes a reader changes first; a family without them (stable_diffusion) takes its defaults
         shape = ", ".join(f"{k} = {_value(v)}" for k, v in fam.shape.items() if k in ("layers", "hidden", "heads")
@@ -108,16 +108,17 @@ def resolve_model(ref: str, family: str | None, config: str | None, out_dir: Pat
             return Model(fam, f"model local({_string(where)})", block, hub=True,
                          context=int(shape.get("max_positions") or 0), shape=shape, comment=comment,
                          label=where, stem=folder.name)
-        return Model(fam, f'model hf("{ref}")', [f"family = {fam}", f"config = {_string(rel)}"], hub=True,
+        named = [] if FAMILIES[fam].from_module else [f"family = {fam}"]  # never written: its config says
+        return Model(fam, f'model hf("{ref}")', [*named, f"config = {_string(rel)}"], hub=True,
                      context=int(shape.get("max_positions") or 0), shape=shape, comment=comment)
     if folder is not None:
         raise usage(f"{ref}: no config.json in this model folder; give --config PATH (the model's config.json)")
     fam = family or _family_in_name(ref)
     if fam is None:
         raise usage(f"{ref!r}: no config.json here (--config PATH, the model's folder, or the HF cache) and no "
-                    f"family in its name; name it with --family ({', '.join(FAMILIES)})")
-    if fam not in FAMILIES:
-        raise usage(f"--family {fam}: not a family accelctl builds ({', '.join(FAMILIES)})")
+                    f"family in its name; name it with --family ({', '.join(WRITTEN)})")
+    if fam not in WRITTEN:
+        raise usage(f"--family {fam}: not a family accelctl builds ({', '.join(WRITTEN)})")
     return Model(fam, f'model hf("{ref}")', [f"family = {fam}"], hub=True, shape=dict(FAMILIES[fam].shape),
                  shape_known=False, comment="no config.json here: an accelerator target needs the real shape "
                  "(config = \"PATH/config.json\", or the HF cache); the cpu target runs a tiny stand-in")
@@ -158,10 +159,15 @@ def _config_for(ref: str, folder: Path | None, config: str | None, out_dir: Path
 def _shape_from(path: Path) -> tuple[str, dict]:
     """(family, shape) of a config.json, as validate, plan and estimate read it: a file they
     would refuse (E426) is refused here, in the same words."""
-    from accelctl.models import hf_config
+    from accelctl.models import hf_config, module_family
 
     try:
-        return hf_config.load(path)
+        try:
+            return hf_config.load(path)
+        except hf_config.UnknownModelType:  # as validate reads it: from transformers' own class
+            family, shape = module_family.load(path)
+            shape.pop("stand_in")
+            return family, shape
     except hf_config.ConfigError as exc:
         raise usage(str(exc)) from None
 
@@ -199,10 +205,10 @@ def _string(text: str) -> str:
 
 
 def _family_in_name(ref: str) -> str | None:
-    from accelctl.models.catalog import FAMILIES
+    from accelctl.models.catalog import WRITTEN
 
     low = ref.lower().replace("-", "_")
-    for name in sorted(FAMILIES, key=len, reverse=True):  # mixtral before mistral's prefix, gpt_neox before gpt2
+    for name in sorted(WRITTEN, key=len, reverse=True):  # mixtral before mistral's prefix, gpt_neox before gpt2
         if name in low:
             return name
     return None

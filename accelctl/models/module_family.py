@@ -102,7 +102,9 @@ def load(path: Path) -> tuple[str, dict[str, Any]]:
     if not usable(cfg):
         raise hf_config.UnknownModelType(f"{path}: no model_type: which transformers class to build is unknown")
     try:
-        real, small = meta_facts.facts_of([model_config(cfg), stand_in_config(cfg)])
+        # the file as written (an auto_map is seen, and said unused); the class a causal LM's
+        real, small = meta_facts.facts_of([{k: v for k, v in cfg.items() if k != "architectures"},
+                                           stand_in_config(cfg)])
     except meta_facts.Unavailable as exc:
         needs = str(exc).partition("needs ")[2] or f"torch and transformers: pip install 'accelctl[{meta_facts.EXTRA}]'"
         raise ModuleUnavailable(

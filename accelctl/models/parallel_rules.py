@@ -28,6 +28,8 @@ def problems(parallel, family: str, shape: dict[str, Any], accumulation: int, nx
     if parallel.strategy not in MESH_STRATEGIES:  # ZeRO / DeepSpeed-inference split their own way
         return []
     tp, pp, out = parallel.tp, parallel.pp, []
+    # a model read from its class is named by its model_type (the family says only where it came from)
+    name = f"{shape['model_type']} (read from its transformers class)" if shape.get("model_type") else family
     if tp > 1 and nxd:
         heads = shape.get("heads")
         if training and heads and heads % tp:
@@ -35,7 +37,8 @@ def problems(parallel, family: str, shape: dict[str, Any], accumulation: int, nx
                         "splits query heads evenly)", f"use a tp that divides {heads}"))
     elif tp > 1:
         if family not in PLANS:
-            out.append((f"{family} has no tensor-parallel plan", f"tensor parallel plans: {', '.join(PLANS)}"))
+            out.append((f"{name} has no tensor-parallel plan", f"tensor parallel plans: {', '.join(PLANS)}; "
+                        "shard it with parallel = fsdp (each decoder layer) or zero(stage = 3)"))
         else:
             for key in PLANS[family].head_keys:
                 heads = shape.get(key)  # kv_heads absent: as many key/value heads as heads (checked once)
@@ -49,7 +52,7 @@ def problems(parallel, family: str, shape: dict[str, Any], accumulation: int, nx
     if pp > 1:
         layers = shape.get("layers", 0)
         if family not in PIPELINE_FAMILIES:
-            out.append((f"{family} has no pipeline stage split", f"pipeline stages: {', '.join(PIPELINE_FAMILIES)}"))
+            out.append((f"{name} has no pipeline stage split", f"pipeline stages: {', '.join(PIPELINE_FAMILIES)}"))
         elif layers and pp > layers:
             out.append((f"pp = {pp} is more stages than the model's {layers} layers",
                         f"use pp ≤ {layers}"))

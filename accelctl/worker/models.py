@@ -304,7 +304,8 @@ def _build_from_shape(job, family: str, s: dict[str, Any]) -> Built:
         import transformers
 
         model = transformers.AutoModelForCausalLM.from_config(_module_config(s))
-        return Built(model, family, CAUSAL_LM, "random", ByteTokenizer(int(s["vocab"])), _module_text(s))
+        shape = {**_module_text(s), "class_name": type(model).__name__}  # the class built, as it says
+        return Built(model, family, CAUSAL_LM, "random", ByteTokenizer(int(s["vocab"])), shape)
     if family in HF_CLASSES:
         import transformers
 

@@ -3,7 +3,8 @@
 (tests/data/hf_configs/, workloads/configs/), against the published sizes, and against the
 facts ``accelctl.models.meta_facts`` reads from the same classes.  The configs of families
 with no formula (gemma2, phi3, deepseek_v2) are refused by the formulas and counted only by
-the module (tests/models/test_meta_facts.py)."""
+the module (tests/models/test_meta_facts.py), through which they are planned
+(tests/plan/test_module_family.py)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ from accelctl.worker import data, float8, models  # noqa: E402
 from accelctl.worker.train_loop import forward_loss  # noqa: E402
 
 OBJECTIVE = {"bert": "mlm", "t5": "seq2seq", "vit": "classification"}
-TRAINED = [f for f, fam in FAMILIES.items() if "pretrain" in fam.tasks]
+#: the families an architecture names (the transformers family's shape is its module's facts)
+TRAINED = [f for f, fam in FAMILIES.items() if "pretrain" in fam.tasks and not fam.from_module]
 #: widths that divide by 16, so every linear but the heads goes FP8
 WIDE = {"ffn": 128, "vocab": 256}
 
