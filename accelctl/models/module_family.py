@@ -18,10 +18,13 @@ before the mixture), so "a gemma2 stand-in is a small gemma2".
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accelctl.models import hf_config, meta_facts
+from accelctl.models import hf_config
 from accelctl.models.param_count import FROM_MODULE
+
+if TYPE_CHECKING:  # asked only for a config without formulas: validate of the others starts no process
+    from accelctl.models import meta_facts
 
 #: the family's name in the catalog and the spec
 FAMILY = FROM_MODULE
@@ -98,6 +101,8 @@ def load(path: Path) -> tuple[str, dict[str, Any]]:
     """(``FAMILY``, shape) of the config.json at ``path`` from its class's facts, the stand-in's
     shape under ``"stand_in"``; ``ModuleUnavailable`` (its message starting with the path) where
     they cannot be had."""
+    from accelctl.models import meta_facts
+
     cfg = hf_config.read(path)
     if not usable(cfg):
         raise hf_config.UnknownModelType(f"{path}: no model_type: which transformers class to build is unknown")
