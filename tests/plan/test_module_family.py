@@ -41,7 +41,9 @@ def workload(name: str, ref: str, config: Path, extra: str = "") -> str:
             "  dataset synthetic(seq_len = 1024 tokens)\n  precision bf16\n"
             "  target h100x8 { device = h100  devices = 8  parallel = fsdp }\n"
             "  target g2 { device = gaudi2  devices = 8  parallel = zero(stage = 3) }\n"
-            "  target cpu { device = cpu  precision = fp32 }\n" + extra + "}\n")
+            "  target cpu { device = cpu  precision = fp32 }\n"
+            "  target trn { instance = trn1.32xlarge  parallel = zero(stage = 1, tp = 8)  gradient_checkpointing = on }\n"
+            + extra + "}\n")
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +125,15 @@ def test_gaudi_plans_the_model_types_optimum_habana_optimizes_and_refuses_phi3(s
     d = refused.value.diagnostics[0]
     assert d.code == "E520" and d.span == specs["phi3"].origins["model"]  # at the model line
     assert "optimum-habana 1.21.2" in d.hint and "'phi3'" in d.hint
+
+
+@pytest.mark.slow
+def test_trainium_refuses_them_naming_the_model_type_optimum_neuron_lacks(specs):
+    for name, spec in specs.items():
+        with pytest.raises(PlanError) as refused:
+            api.plan(spec, "trn")
+        d = refused.value.diagnostics[0]
+        assert d.code == "E520" and f"not {name} (read from its transformers class)" in d.hint, d
 
 
 @pytest.mark.slow

@@ -49,6 +49,13 @@ def limits(spec: WorkloadSpec, target: TargetSpec) -> list[tuple[str, tuple[str,
     """(reason, settings) of each thing optimum-neuron does not run for this target."""
     table, family, p, t = stored(), spec.model.family, target.parallel, spec.task
     out: list[tuple[str, tuple[str, ...]]] = []
+    # a model read from its transformers class is named by its model_type
+    model_type = spec.model.real_shape.get("model_type", "")
+    name = f"{model_type} (read from its transformers class)" if model_type else family
+
+    def unbuilt(models) -> str:
+        return ("; accelctl plans optimum-neuron only for the families it has formulas for"
+                if model_type in models else "")
 
     def no(reason: str, *settings: str) -> None:
         out.append((reason, settings))
@@ -61,8 +68,8 @@ def limits(spec: WorkloadSpec, target: TargetSpec) -> list[tuple[str, tuple[str,
     if t.kind == "generate":
         models = table["inference"]["text-generation"]
         if family not in models:
-            no(f"optimum-neuron {VERSION} has no Neuron text-generation model for {family} (it exports "
-               f"{', '.join(models)})", "model")
+            no(f"optimum-neuron {VERSION} has no Neuron text-generation model for {name} (it exports "
+               f"{', '.join(models)}){unbuilt(models)}", "model")
         if p.strategy not in ("none", "tensor"):
             no("generate on Neuron splits the model with optimum-neuron's export: parallel = tensor(tp = N)",
                "parallel")
@@ -77,7 +84,7 @@ def limits(spec: WorkloadSpec, target: TargetSpec) -> list[tuple[str, tuple[str,
         models = table["training"]["text-generation"]
         if family not in models:
             no(f"optimum-neuron {VERSION} trains {', '.join(models)} with neuronx-distributed's tensor parallel, "
-               f"not {family}", "model")
+               f"not {name}{unbuilt(models)}", "model")
         if t.objective not in ("", "causal_lm"):
             no("optimum-neuron's finetune_llama.py trains a causal LM", "task.objective", "task")
         heads = int(spec.model.real_shape.get("heads", 0) or 0)
