@@ -148,23 +148,30 @@ def hpu_lazy(target: TargetSpec) -> bool:
     return DEVICES[target.device].lazy_graphs and (target.parallel.strategy != "fsdp" if lazy is None else lazy)
 
 
-#: families whose worker model has no dropout (timm's VisionTransformer: drop rates 0)
-NO_DROPOUT = ("vit",)
-#: families whose attention the worker runs as ``F.scaled_dot_product_attention`` without
-#: dropout, which dispatches a fused kernel on the host CPU and CUDA (timm's ``fused_attn``)
-FUSED_ATTENTION = ("vit",)
+#: the dropout probability of each family's model where its shape says none: its class's
+#: config defaults (transformers' LlamaConfig, MistralConfig, Qwen2Config, GemmaConfig,
+#: MixtralConfig, GPTNeoXConfig, FalconConfig and BloomConfig: attention and hidden dropout 0.0;
+#: BertConfig, GPT2Config and T5Config: 0.1; timm's VisionTransformer: drop rates 0)
+DROPOUT = {"llama": 0.0, "mistral": 0.0, "qwen2": 0.0, "gemma": 0.0, "mixtral": 0.0, "gpt_neox": 0.0,
+           "falcon": 0.0, "bloom": 0.0, "vit": 0.0, "bert": 0.1, "gpt2": 0.1, "t5": 0.1}
+#: families whose attention runs as ``F.scaled_dot_product_attention`` (transformers' default
+#: attention implementation where the class supports it, ``_supports_sdpa``; timm's
+#: ``fused_attn``): without dropout it dispatches a fused kernel that keeps no scores on the
+#: host CPU and CUDA.  BLOOM's ALiBi runs eager attention, T5's position bias a masked one.
+FUSED_ATTENTION = ("vit", "llama", "mistral", "qwen2", "gemma", "mixtral", "gpt_neox", "falcon", "gpt2", "bert")
 #: tensors of the MLP's width the family's activation function keeps (see ``Kept.gelu``)
 GELU_KEPT = {"gpt2": 4}
 
 
 def kept_for(spec: WorkloadSpec, target: TargetSpec, real: bool, e: int) -> Kept:
-    """What ``target``'s kernels keep for backward (``Kept``): the host CPU's eager dropout
-    keeps its mask in the compute width; a fused attention kernel keeps no scores where it
-    runs (the device family's ``fused_sdpa``: the host CPU, measured, and CUDA's FlashAttention)."""
+    """What ``target``'s kernels keep for backward (``Kept``): dropout masks only where the
+    family's model has dropout (``DROPOUT``), the host CPU's eager ones in the compute width; a
+    fused attention kernel keeps no scores where it runs (``FUSED_ATTENTION`` without dropout, on
+    a device family with ``fused_sdpa``: the host CPU, measured, and CUDA's FlashAttention)."""
     fam = spec.model.family
     src = spec.model.real_shape if (real and spec.model.real_shape) else spec.model.stand_in
     dev = DEVICES[target.device]
-    dropout = fam not in NO_DROPOUT and float(src.get("dropout", 0.1)) > 0
+    dropout = float(src.get("dropout", DROPOUT.get(fam, 0.1))) > 0
     mask = (e if dev.host else 1) if dropout else 0
     fused = fam in FUSED_ATTENTION and not dropout and DEVICE_FAMILIES[dev.adapter].fused_sdpa
     return Kept(mask=mask, scores=not fused, gelu=GELU_KEPT.get(fam, 1))

@@ -145,20 +145,22 @@ def test_fit_probe_runs_real_steps_and_catches_out_of_memory(tmp_path):
 
 
 def _llama7b_without_checkpointing(tmp_path) -> Path:
-    """llama2_7b.wl with gradient checkpointing off: every layer's activations at 2,048 tokens."""
+    """llama2_7b.wl with gradient checkpointing off at micro-batch 12: every layer's activations
+    of 12 sequences of 2,048 tokens."""
     import shutil
 
     shutil.copytree(ROOT / "workloads" / "configs", tmp_path / "configs")
     text = (ROOT / "workloads" / "llama2_7b.wl").read_text()
-    assert text.count("gradient_checkpointing = on") == 1
+    assert text.count("gradient_checkpointing = on") == 1 and text.count("batch { micro = 4 }") == 1
     wl = tmp_path / "llama2_7b.wl"
-    wl.write_text(text.replace("gradient_checkpointing = on", "gradient_checkpointing = off"))
+    wl.write_text(text.replace("gradient_checkpointing = on", "gradient_checkpointing = off")
+                  .replace("batch { micro = 4 }", "batch { micro = 12 }"))
     return wl
 
 
 def test_pick_offers_tensor_parallel_where_fsdp_does_not_fit(tmp_path, capsys):
-    """Llama-2-7B at 2,048 tokens without checkpointing: FSDP alone at the h100 target's
-    micro-batch 4 does not fit one p5.48xlarge by the memory model; FSDP x TP divides the
+    """Llama-2-7B at 2,048 tokens without checkpointing: FSDP alone at micro-batch 12 does not
+    fit one p5.48xlarge by the memory model; FSDP x TP divides the
     activations by tp, so pick's own fit of each candidate gives fsdp(tp = 4) a larger micro-batch
     than fsdp alone on the same machine (and every row it ranks was planned: the compiler's
     verdict, no rule of pick's own)."""
