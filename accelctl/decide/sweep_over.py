@@ -173,6 +173,10 @@ def evaluate(path: str, overs: list[O.Over], *, zipped: bool = False, workload: 
         w, chosen = point_workload(base_w, point, (target,) if target else None, pruned)
         key = tuple(label[o.key] for o, _ in point if o.key != "target" and not O.is_target_key(o.path))
         groups.setdefault(key, []).append((i, label, w, chosen))
+    if estimate and host is None:  # this machine's facts, read once for every point's plan
+        from accelctl.contract import hostfacts
+
+        host = hostfacts.current()
     checked: dict[int, tuple] = {}
     for members in groups.values():
         checked.update(_check_group(path, text, members, overs, bad_values))
