@@ -484,13 +484,8 @@ def load(where: Path, entry_key: str) -> ModelFacts | None:
     if problem:
         private_files.distrust(WHAT, where, problem)
         return None
-    try:
-        data = json.loads(private_files.read_file(entry_path(where, entry_key), MAX_BYTES))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != entry_key:
-        return None
-    if "facts" not in data or not _finite(data["facts"]):  # a kept refusal has none (``refusal``)
+    data = _entry(where, entry_key)
+    if data is None or "facts" not in data or not _finite(data["facts"]):  # a kept refusal has none
         return None
     try:
         return checked(data["facts"])
@@ -503,14 +498,21 @@ def refusal(where: Path, entry_key: str) -> str | None:
     a size no model has: the same request, refused the same way by the same libraries), or None."""
     if not os.path.isdir(where) or private_files.folder_problem(where):
         return None
+    data = _entry(where, entry_key)
+    said = data.get("refused") if data is not None else None
+    return said if isinstance(said, str) and said else None
+
+
+def _entry(where: Path, entry_key: str) -> dict | None:
+    """The entry kept under ``entry_key`` in a trusted folder, as read (this format, this key),
+    or None: missing, unreadable, not JSON, or another request's."""
     try:
         data = json.loads(private_files.read_file(entry_path(where, entry_key), MAX_BYTES))
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != entry_key:
         return None
-    said = data.get("refused")
-    return said if isinstance(said, str) and said else None
+    return data
 
 
 def _finite(value: Any, depth: int = 0) -> bool:

@@ -382,19 +382,6 @@ def _pipeline_facts(index: dict[str, Any], configs: dict[str, Any]) -> dict[str,
             "components": tuple(components), "notes": ()}
 
 
-def versions() -> dict[str, str]:
-    """The installed versions the facts depend on ("" for one not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("torch", "transformers", "diffusers"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = ""
-    return out
-
-
 def answer(request: Any) -> dict[str, Any]:
     """The facts for one request: ``{"config": {...}}`` (a config.json) or ``{"pipeline":
     {...}, "configs": {component: {...}}}`` (a diffusers folder's model_index.json and its
@@ -414,7 +401,9 @@ def answer(request: Any) -> dict[str, Any]:
         facts = _pipeline_facts(index, configs)
     else:
         raise Refused("the request names neither a config nor a pipeline")
-    return {**facts, "versions": versions()}
+    from accelctl.models.meta_facts import installed  # the versions the cache key names
+
+    return {**facts, "versions": installed()}
 
 
 def _one(request: Any) -> dict[str, Any]:
